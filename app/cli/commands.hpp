@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "volseg/io/comm.hpp"
+#include "volseg/segment/segment.hpp"
+
+namespace volseg::cli {
+
+// The subcommands and their options; run() runs the one that was chosen.
+class Commands {
+ public:
+  explicit Commands(const Comm& comm) : comm_(comm) {}
+  void add_to(CLI::App& app);
+  void run();  // collective
+
+ private:
+  void add_info(CLI::App& app);
+  void add_backends(CLI::App& app);
+  void add_generate(CLI::App& app);
+  void add_segment(CLI::App& app);
+  void run_info();
+  void run_backends();
+  void run_generate();
+  void run_segment();
+
+  const Comm& comm_;
+  std::function<void()> chosen_;
+  std::string command_line_;
+
+  struct {
+    std::string path, backend = "posix";
+  } info_;
+  struct {
+    std::string path, field = "shells", dtype = "f32", endian = "little", dims = "256", backend = "posix";
+    std::int64_t shell_width = 8;
+    std::uint64_t seed = 1;
+    std::vector<std::string> hints;
+    bool force = false, quiet = false;
+  } generate_;
+  segment::SegmentOptions segment_;
+  std::string segment_brick_, segment_assign_ = "block", segment_report_;
+  bool segment_quiet_ = false;
+};
+
+}  // namespace volseg::cli

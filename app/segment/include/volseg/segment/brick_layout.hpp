@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "volseg/io/types.hpp"
+
+namespace volseg::segment {
+
+// Splits a volume into bricks of one shape; the last brick on each axis may
+// be short. Bricks are numbered z-major (x fastest), so consecutive numbers
+// are neighbours in the file.
+class BrickLayout {
+ public:
+  BrickLayout(const io::Index3& dims, const io::Index3& brick_shape);
+
+  // A shape of about target_bytes: whole rows first, then whole planes, then
+  // as many planes as fit, so a brick is as few contiguous runs as possible
+  // (seed 004 advises reads of 10 MB and more).
+  static io::Index3 default_shape(const io::Index3& dims, std::size_t element_size,
+                                  std::size_t target_bytes = 12u << 20);
+
+  const io::Index3& dims() const { return dims_; }
+  const io::Index3& shape() const { return shape_; }
+  const io::Index3& grid() const { return grid_; }
+  std::int64_t count() const { return grid_[0] * grid_[1] * grid_[2]; }
+  io::Extent brick(std::int64_t index) const;
+  std::int64_t largest_brick_voxels() const { return shape_[0] * shape_[1] * shape_[2]; }
+
+ private:
+  io::Index3 dims_, shape_, grid_;
+};
+
+enum class Assignment { block, cyclic, random };
+Assignment parse_assignment(const std::string& name);
+
+// The bricks a rank processes, in ascending order. Every rank computes the
+// same partition; "random" shuffles with a seed all ranks share.
+std::vector<std::int64_t> assign_bricks(std::int64_t brick_count, int rank, int size, Assignment assignment,
+                                        std::uint64_t seed = 0);
+
+// "64,64,64" or "64" (cubes), in z,y,x order; throws volseg::Error.
+io::Index3 parse_shape(const std::string& text);
+
+}  // namespace volseg::segment

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: MIT
+// Progress of a parallel job, shown by rank 0. Other ranks report their
+// counts with small non-blocking messages; rank 0 polls for them between
+// units of work and draws a bar (a terminal) or a line every 10% (a log).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <mpi.h>
+
+#include "volseg/io/comm.hpp"
+
+namespace volseg::segment {
+
+class Progress {
+ public:
+  // Collective. total_units: the whole job's units (bricks); unit_bytes is
+  // used for the throughput shown. enabled=false draws nothing but still
+  // takes part in the protocol.
+  Progress(const Comm& comm, std::string label, std::int64_t total_units, bool enabled);
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+  ~Progress();
+
+  // This rank finished `units` more units that moved `bytes` of input.
+  void advance(std::int64_t units, std::uint64_t bytes);
+  // Collective in effect: every rank must call it, on success and on error.
+  void finish();
+
+ private:
+  void send_update(bool final);
+  void poll();
+  void draw(bool final);
+
+  Comm comm_;
+  std::string label_;
+  std::int64_t total_ = 0;
+  bool enabled_ = false, finished_ = false, tty_ = false;
+  std::int64_t local_units_ = 0;
+  std::uint64_t local_bytes_ = 0;
+  // rank 0
+  std::vector<std::int64_t> units_;
+  std::vector<std::uint64_t> bytes_;
+  int done_ranks_ = 0;
+  int last_decile_ = -1;
+  std::chrono::steady_clock::time_point start_, last_draw_;
+  // other ranks
+  MPI_Request request_ = MPI_REQUEST_NULL;
+  std::uint64_t message_[3] = {};
+};
+
+}  // namespace volseg::segment

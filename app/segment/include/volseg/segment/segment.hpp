@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: MIT
+// The batch segmentation job: read a volume brick by brick, threshold every
+// brick into a u8 {0,1} mask of the same shape, reduce statistics.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "volseg/io/comm.hpp"
+#include "volseg/io/types.hpp"
+#include "volseg/segment/brick_layout.hpp"
+#include "volseg/segment/threshold.hpp"
+
+namespace volseg::segment {
+
+struct SegmentOptions {
+  std::string input, output;
+  std::string backend = "mmap-advise";
+  std::string output_backend;  // empty: the input's backend
+  std::vector<std::string> hints;
+  double lo = 0, hi = 0;
+  std::optional<io::Index3> brick_shape;  // default: BrickLayout::default_shape
+  Assignment assignment = Assignment::block;
+  std::uint64_t seed = 0;
+  bool force = false;
+  bool progress = true;
+  std::string command_line;  // recorded in the mask's history attribute
+};
+
+// Seconds this rank spent in each phase, and what it moved. In the buffered
+// pipeline reads and writes run on an I/O thread, overlapped with compute;
+// `wait` is the time compute waited for them. For mapped backends, page
+// faults happen inside the kernel and are counted as compute.
+struct RankTimes {
+  double open = 0, read = 0, compute = 0, write = 0, wait = 0, close = 0, total = 0;
+  std::uint64_t bytes_read = 0, bytes_written = 0;
+  std::int64_t bricks = 0;
+};
+
+struct SegmentResult {
+  io::VolumeInfo input_info;
+  std::string backend, output_backend;
+  std::string pipeline;  // "mapped" or "buffered"
+  io::Index3 brick_shape{}, brick_grid{};
+  std::int64_t brick_count = 0;
+  Stats stats;                   // reduced over ranks
+  std::vector<RankTimes> ranks;  // every rank's, on rank 0 only
+  double seconds = 0;            // wall time of the job, open to close
+  int comm_size = 1;
+};
+
+// Collective over comm. Throws volseg::Error on every rank if any rank fails;
+// then no output is left behind.
+SegmentResult run_segment(const Comm& comm, const SegmentOptions& options);
+
+// Rank 0 only. Writes the JSON report (temporary name, renamed when complete).
+void write_report(const std::string& path, const SegmentOptions& options, const SegmentResult& result);
+
+// The summary printed after a job.
+std::string summary(const SegmentOptions& options, const SegmentResult& result);
+
+}  // namespace volseg::segment

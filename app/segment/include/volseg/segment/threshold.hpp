@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: MIT
+// The threshold kernel: a voxel is in the mask when it is valid and
+// lo <= v <= hi. Invalid voxels (NaN, equal to the fill value, outside the
+// valid range) are never in it. Thresholds are compared exactly against the
+// stored values (no rounding of lo/hi to the data type).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "volseg/io/types.hpp"
+
+namespace volseg::segment {
+
+struct Threshold {
+  double lo = 0, hi = 0;
+  std::optional<double> fill_value;
+  std::optional<std::array<double, 2>> valid_range;
+};
+
+// Statistics of what a kernel saw. The histogram has 256 bins over [lo, hi]
+// and counts the voxels in the mask.
+struct Stats {
+  static constexpr int bins = 256;
+  std::uint64_t voxels = 0;    // seen
+  std::uint64_t valid = 0;     // not NaN, not fill, inside the valid range
+  std::uint64_t in_range = 0;  // in the mask
+  double min = 0, max = 0;     // over valid voxels; meaningful when valid > 0
+  std::array<std::uint64_t, bins> histogram{};
+
+  void merge(const Stats& other);
+};
+
+// Prepared once per volume: thresholds converted to the data type.
+class ThresholdKernel {
+ public:
+  ThresholdKernel(io::DType dtype, const Threshold& threshold);
+  io::DType dtype() const { return dtype_; }
+
+  // Thresholds count values at input (file order if swapped) into mask
+  // (0 or 1 per voxel) and adds to stats.
+  void run(const std::byte* input, std::int64_t count, bool swapped, std::uint8_t* mask, Stats& stats) const;
+
+ private:
+  io::DType dtype_;
+  Threshold threshold_;
+};
+
+}  // namespace volseg::segment

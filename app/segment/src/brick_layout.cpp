@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: MIT
+#include "volseg/segment/brick_layout.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <random>
+#include <sstream>
+
+#include "volseg/io/error.hpp"
+
+namespace volseg::segment {
+
+BrickLayout::BrickLayout(const io::Index3& dims, const io::Index3& brick_shape) : dims_(dims) {
+  for (int a = 0; a < 3; ++a) {
+    if (dims[a] <= 0) throw Error("volume dimensions must be positive");
+    if (brick_shape[a] <= 0) throw Error("brick shape must be positive on every axis");
+    shape_[a] = std::min(brick_shape[a], dims[a]);
+    grid_[a] = (dims[a] + shape_[a] - 1) / shape_[a];
+  }
+}
+
+io::Index3 BrickLayout::default_shape(const io::Index3& dims, std::size_t element_size, std::size_t target_bytes) {
+  const auto target = static_cast<std::int64_t>(std::max<std::size_t>(target_bytes / element_size, 1));
+  const auto [nz, ny, nx] = dims;
+  if (nx >= target) return {1, 1, target};
+  if (nx * ny >= target) return {1, std::max<std::int64_t>(target / nx, 1), nx};
+  return {std::clamp<std::int64_t>(target / (nx * ny), 1, nz), ny, nx};
+}
+
+io::Extent BrickLayout::brick(std::int64_t index) const {
+  if (index < 0 || index >= count()) throw Error("brick index " + std::to_string(index) + " out of range");
+  io::Index3 position{index / (grid_[1] * grid_[2]), (index / grid_[2]) % grid_[1], index % grid_[2]};
+  io::Extent extent;
+  for (int a = 0; a < 3; ++a) {
+    extent.offset[a] = position[a] * shape_[a];
+    extent.count[a] = std::min(shape_[a], dims_[a] - extent.offset[a]);
+  }
+  return extent;
+}
+
+Assignment parse_assignment(const std::string& name) {
+  if (name == "block") return Assignment::block;
+  if (name == "cyclic") return Assignment::cyclic;
+  if (name == "random") return Assignment::random;
+  throw Error("unknown assignment '" + name + "' (known: block, cyclic, random)");
+}
+
+std::vector<std::int64_t> assign_bricks(std::int64_t brick_count, int rank, int size, Assignment assignment,
+                                        std::uint64_t seed) {
+  std::vector<std::int64_t> mine;
+  switch (assignment) {
+    case Assignment::block: {
+      std::int64_t base = brick_count / size, extra = brick_count % size;
+      std::int64_t begin = rank * base + std::min<std::int64_t>(rank, extra);
+      std::int64_t end = begin + base + (rank < extra ? 1 : 0);
+      for (std::int64_t b = begin; b < end; ++b) mine.push_back(b);
+      break;
+    }
+    case Assignment::cyclic:
+      for (std::int64_t b = rank; b < brick_count; b += size) mine.push_back(b);
+      break;
+    case Assignment::random: {
+      std::vector<std::int64_t> all(static_cast<std::size_t>(brick_count));
+      for (std::int64_t b = 0; b < brick_count; ++b) all[static_cast<std::size_t>(b)] = b;
+      std::mt19937_64 generator(seed);
+      // Fisher-Yates with our own index draw: std::shuffle's use of the
+      // generator is unspecified, and every rank must agree.
+      for (std::size_t i = all.size(); i > 1; --i) std::swap(all[i - 1], all[generator() % i]);
+      for (std::size_t i = static_cast<std::size_t>(rank); i < all.size(); i += static_cast<std::size_t>(size))
+        mine.push_back(all[i]);
+      std::sort(mine.begin(), mine.end());
+      break;
+    }
+  }
+  return mine;
+}
+
+io::Index3 parse_shape(const std::string& text) {
+  std::vector<std::int64_t> values;
+  std::stringstream stream(text);
+  for (std::string part; std::getline(stream, part, ',');) {
+    std::int64_t value = 0;
+    auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), value);
+    if (ec != std::errc() || end != part.data() + part.size() || value <= 0)
+      throw Error("malformed shape '" + text + "': expected positive integers Z,Y,X");
+    values.push_back(value);
+  }
+  if (values.size() == 1) return {values[0], values[0], values[0]};
+  if (values.size() == 3) return {values[0], values[1], values[2]};
+  throw Error("malformed shape '" + text + "': expected Z,Y,X or one number");
+}
+
+}  // namespace volseg::segment

@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: MIT
+#include "volseg/segment/segment.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <future>
+#include <memory>
+#include <vector>
+
+#include "volseg/io/error.hpp"
+#include "volseg/io/nrrd.hpp"
+#include "volseg/io/registry.hpp"
+#include "volseg/segment/progress.hpp"
+
+namespace volseg::segment {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+template <class Fn>
+double timed(Fn&& fn) {
+  auto start = Clock::now();
+  fn();
+  return since(start);
+}
+
+// The files a path stands for: a raw header names its data file too.
+std::vector<std::filesystem::path> files_of(const std::string& path) {
+  std::vector<std::filesystem::path> files{path};
+  if (std::filesystem::path(path).extension() == ".nhdr") files.emplace_back(io::data_path_for_header(path));
+  return files;
+}
+
+void refuse_output_over_input(const SegmentOptions& options, const io::VolumeInfo&) {
+  namespace fs = std::filesystem;
+  auto same = [](const fs::path& a, const fs::path& b) {
+    std::error_code ec;
+    if (fs::exists(a, ec) && fs::exists(b, ec)) return fs::equivalent(a, b, ec);
+    return fs::weakly_canonical(a, ec) == fs::weakly_canonical(b, ec);
+  };
+  for (const auto& out : files_of(options.output))
+    for (const auto& in : files_of(options.input))
+      if (same(out, in)) throw Error("output " + out.string() + " is the input " + in.string());
+}
+
+io::VolumeInfo mask_info(const SegmentOptions& options, const io::VolumeInfo& input) {
+  io::VolumeInfo mask;
+  mask.dims = input.dims;
+  mask.dtype = io::DType::u8;
+  mask.byte_order = input.byte_order;
+  mask.variable = "mask";
+  mask.spacing = input.spacing;
+  auto number = [](double value) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.17g", value);
+    return std::string(text);
+  };
+  mask.attributes["threshold_lo"] = number(options.lo);
+  mask.attributes["threshold_hi"] = number(options.hi);
+  mask.attributes["source_file"] = options.input;
+  if (!input.variable.empty()) mask.attributes["source_variable"] = input.variable;
+  mask.attributes["flag_values"] = "0 1";
+  mask.attributes["flag_meanings"] = "outside inside";
+  mask.attributes["history"] = options.command_line.empty() ? "volseg segment" : options.command_line;
+  return mask;
+}
+
+struct Job {
+  const Comm& comm;
+  io::VolumeReader& reader;
+  io::VolumeWriter& writer;
+  const BrickLayout& layout;
+  const std::vector<std::int64_t>& bricks;
+  const ThresholdKernel& kernel;
+  Progress& progress;
+  Stats& stats;
+  RankTimes& times;
+};
+
+std::uint64_t input_bytes(const Job& job, const io::Extent& extent) {
+  return static_cast<std::uint64_t>(extent.voxels()) * io::dtype_size(job.reader.info().dtype);
+}
+
+// Zero-copy: input and mask windows are mapped; the kernel reads the one and
+// writes the other in place, run by run (seed 004's raw method).
+void run_mapped(Job& job) {
+  const int depth = job.reader.prefetch_depth();
+  const auto& bricks = job.bricks;
+  auto advise = [&](std::size_t k) {
+    if (k < bricks.size()) job.reader.will_need(job.layout.brick(bricks[k]));
+  };
+  for (std::size_t k = 1; k <= static_cast<std::size_t>(depth); ++k) advise(k);
+  for (std::size_t k = 0; k < bricks.size(); ++k) {
+    const io::Extent extent = job.layout.brick(bricks[k]);
+    if (k > 0) job.times.read += timed([&] { advise(k + static_cast<std::size_t>(depth)); });
+    io::Mapping input, output;
+    job.times.read += timed([&] { input = job.reader.map(extent); });
+    job.times.write += timed([&] { output = job.writer.map(extent); });
+    job.times.compute += timed([&] {
+      const auto in_runs = input.runs();
+      const auto out_runs = output.runs();
+      if (in_runs.size() != out_runs.size()) throw Error("internal: input and mask runs differ");
+      for (std::size_t r = 0; r < in_runs.size(); ++r)
+        job.kernel.run(in_runs[r].data, in_runs[r].count, input.needs_swap(),
+                       reinterpret_cast<std::uint8_t*>(out_runs[r].data), job.stats);
+    });
+    job.times.read += timed([&] { input.release(); });
+    job.times.write += timed([&] { output.release(); });
+    ++job.times.bricks;
+    job.progress.advance(1, input_bytes(job, extent));
+  }
+}
+
+// Double-buffered: an I/O thread reads brick k+1 and writes the mask of
+// brick k-1 while this thread thresholds brick k. Memory: two input bricks
+// and two mask bricks, whatever the volume size.
+void run_buffered(Job& job) {
+  const auto& bricks = job.bricks;
+  if (bricks.empty()) return;
+  const std::size_t element = io::dtype_size(job.reader.info().dtype);
+  const auto largest = static_cast<std::size_t>(job.layout.largest_brick_voxels());
+  std::vector<std::byte> input[2] = {std::vector<std::byte>(largest * element),
+                                     std::vector<std::byte>(largest * element)};
+  std::vector<std::uint8_t> mask[2] = {std::vector<std::uint8_t>(largest), std::vector<std::uint8_t>(largest)};
+  auto read_brick = [&](std::size_t k) {
+    return std::async(std::launch::async, [&job, &input, &bricks, k] {
+      return timed([&] { job.reader.read(job.layout.brick(bricks[k]), input[k % 2].data()); });
+    });
+  };
+  std::future<double> pending_write;
+  std::future<double> pending_read = read_brick(0);
+  for (std::size_t k = 0; k < bricks.size(); ++k) {
+    const io::Extent extent = job.layout.brick(bricks[k]);
+    job.times.wait += timed([&] { job.times.read += pending_read.get(); });
+    if (k + 1 < bricks.size()) pending_read = read_brick(k + 1);
+    job.times.compute += timed([&] {
+      job.kernel.run(input[k % 2].data(), extent.voxels(), false, mask[k % 2].data(), job.stats);
+    });
+    if (pending_write.valid()) job.times.wait += timed([&] { job.times.write += pending_write.get(); });
+    pending_write = std::async(std::launch::async, [&job, &mask, extent, k] {
+      return timed([&] { job.writer.write(extent, mask[k % 2].data()); });
+    });
+    ++job.times.bricks;
+    job.progress.advance(1, input_bytes(job, extent));
+  }
+  job.times.wait += timed([&] { job.times.write += pending_write.get(); });
+}
+
+void reduce_stats(const Comm& comm, const Stats& local, Stats& global) {
+  std::uint64_t counts[3] = {local.voxels, local.valid, local.in_range};
+  std::uint64_t sums[3];
+  check_mpi(MPI_Allreduce(counts, sums, 3, MPI_UINT64_T, MPI_SUM, comm.get()), "MPI_Allreduce");
+  double low = local.valid ? local.min : INFINITY, high = local.valid ? local.max : -INFINITY;
+  double min = 0, max = 0;
+  check_mpi(MPI_Allreduce(&low, &min, 1, MPI_DOUBLE, MPI_MIN, comm.get()), "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(&high, &max, 1, MPI_DOUBLE, MPI_MAX, comm.get()), "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(local.histogram.data(), global.histogram.data(), Stats::bins, MPI_UINT64_T, MPI_SUM,
+                          comm.get()),
+            "MPI_Allreduce");
+  global.voxels = sums[0];
+  global.valid = sums[1];
+  global.in_range = sums[2];
+  global.min = global.valid ? min : 0;
+  global.max = global.valid ? max : 0;
+}
+
+std::vector<RankTimes> gather_times(const Comm& comm, const RankTimes& mine) {
+  constexpr int fields = 10;
+  double values[fields] = {mine.open,    mine.read,  mine.compute, mine.write,
+                           mine.wait,    mine.close, mine.total,   static_cast<double>(mine.bytes_read),
+                           static_cast<double>(mine.bytes_written), static_cast<double>(mine.bricks)};
+  std::vector<double> all(comm.rank() == 0 ? static_cast<std::size_t>(fields * comm.size()) : 0);
+  check_mpi(MPI_Gather(values, fields, MPI_DOUBLE, all.data(), fields, MPI_DOUBLE, 0, comm.get()), "MPI_Gather");
+  std::vector<RankTimes> result;
+  for (int r = 0; comm.rank() == 0 && r < comm.size(); ++r) {
+    const double* v = &all[static_cast<std::size_t>(r * fields)];
+    result.push_back(RankTimes{v[0], v[1], v[2], v[3], v[4], v[5], v[6], static_cast<std::uint64_t>(v[7]),
+                               static_cast<std::uint64_t>(v[8]), static_cast<std::int64_t>(v[9])});
+  }
+  return result;
+}
+
+}  // namespace
+
+SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
+  const auto job_start = Clock::now();
+  SegmentResult result;
+  result.comm_size = comm.size();
+  RankTimes times;
+  if (std::isnan(options.lo) || std::isnan(options.hi)) throw Error("thresholds must not be NaN");
+  if (options.lo > options.hi)
+    throw Error("lo > hi: --lo " + std::to_string(options.lo) + " is above --hi " + std::to_string(options.hi));
+  refuse_output_over_input(options, {});
+  const io::Hints hints = io::Hints::parse(options.hints);
+  result.backend = options.backend;
+  result.output_backend = options.output_backend.empty() ? options.backend : options.output_backend;
+
+  std::unique_ptr<io::VolumeReader> reader;
+  std::unique_ptr<io::VolumeWriter> writer;
+  auto open_start = Clock::now();
+  reader = io::open_reader(options.backend, options.input, comm, hints);
+  result.input_info = reader->info();
+  Threshold threshold{options.lo, options.hi, result.input_info.fill_value, result.input_info.valid_range};
+  const ThresholdKernel kernel(result.input_info.dtype, threshold);
+  writer = io::create_writer(result.output_backend, {options.output, mask_info(options, result.input_info), options.force},
+                             comm, hints);
+  times.open = since(open_start);
+
+  const io::Index3 shape = options.brick_shape.value_or(
+      BrickLayout::default_shape(result.input_info.dims, io::dtype_size(result.input_info.dtype)));
+  const BrickLayout layout(result.input_info.dims, shape);
+  result.brick_shape = layout.shape();
+  result.brick_grid = layout.grid();
+  result.brick_count = layout.count();
+  const auto bricks = assign_bricks(layout.count(), comm.rank(), comm.size(), options.assignment, options.seed);
+  const bool mapped = reader->can_map() && writer->can_map();
+  result.pipeline = mapped ? "mapped" : "buffered";
+
+  Stats local;
+  {
+    Progress progress(comm, "segment", layout.count(), options.progress);
+    Job job{comm, *reader, *writer, layout, bricks, kernel, progress, local, times};
+    std::exception_ptr error;
+    try {
+      if (mapped) run_mapped(job);
+      else run_buffered(job);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    progress.finish();
+    agree(comm, error);
+  }
+
+  times.close = timed([&] {
+    writer->close();
+    reader->close();
+  });
+  times.bytes_read = reader->bytes_read();
+  times.bytes_written = writer->bytes_written();
+  times.total = since(job_start);
+  reduce_stats(comm, local, result.stats);
+  result.ranks = gather_times(comm, times);
+  double total = times.total;
+  check_mpi(MPI_Allreduce(&total, &result.seconds, 1, MPI_DOUBLE, MPI_MAX, comm.get()), "MPI_Allreduce");
+  return result;
+}
+
+}  // namespace volseg::segment

@@ -1,0 +1,41 @@
+# SPDX-License-Identifier: MIT
+# Every third-party dependency, found once, with the fixes of DEPENDENCIES.md.
+
+find_package(MPI REQUIRED COMPONENTS C CXX)
+find_package(Threads REQUIRED)
+
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(PNETCDF REQUIRED IMPORTED_TARGET pnetcdf)
+
+# Parallel netCDF-C through our wrapper (pitfall 1). Set before ParaView,
+# whose VTK looks netCDF up too.
+set(netCDF_DIR "${PROJECT_SOURCE_DIR}/cmake/netcdf" CACHE PATH "netCDF config (volseg wrapper)" FORCE)
+find_package(netCDF REQUIRED CONFIG)
+
+set(HDF5_PREFER_PARALLEL ON)
+find_package(HDF5 REQUIRED COMPONENTS C HL)
+if(NOT HDF5_IS_PARALLEL)
+  message(FATAL_ERROR "volseg needs parallel HDF5 (Debian: libhdf5-mpi-dev); found a serial one")
+endif()
+
+find_package(nlohmann_json 3 REQUIRED)
+find_package(CLI11 REQUIRED)
+
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(LIBURING REQUIRED IMPORTED_TARGET liburing)
+
+if(VOLSEG_WITH_PARAVIEW)
+  find_package(LibXml2 REQUIRED)
+  find_package(Boost REQUIRED)
+  find_package(ParaView 5.11 REQUIRED COMPONENTS Catalyst PythonCatalyst icet)
+  find_package(VTK REQUIRED COMPONENTS
+    CommonCore CommonDataModel IOImage ParallelMPI RenderingOpenGL2
+    RenderingVolumeOpenGL2 RenderingParallel RenderingFreeType
+    InteractionStyle GUISupportQt Python)
+  find_package(Qt5 5.15 REQUIRED COMPONENTS Widgets OpenGL)
+endif()
+
+if(VOLSEG_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+  include(GoogleTest)
+endif()

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: MIT
+// Backend "posix": one pread/pwrite per contiguous run of an extent.
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "raw/raw_volume.hpp"
+#include "volseg/io/registry.hpp"
+
+namespace volseg::io {
+namespace {
+
+class PosixReader final : public VolumeReader {
+ public:
+  PosixReader(const std::string& path, const Comm& comm) : input_(path, comm) {}
+  const VolumeInfo& info() const override { return input_.header().info; }
+  std::string backend_name() const override { return "posix"; }
+
+  void read(const Extent& extent, void* buffer) override {
+    const auto& info = this->info();
+    check_inside(extent, info.dims);
+    const std::size_t size = dtype_size(info.dtype);
+    auto* out = static_cast<std::byte*>(buffer);
+    raw::for_each_run(info.dims, extent, size, input_.header().byte_skip,
+                      [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
+                        std::byte* target = out + index * static_cast<std::int64_t>(size);
+                        raw::read_fully(input_.fd(), target, static_cast<std::size_t>(count) * size, offset,
+                                        input_.header().data_path);
+                        if (input_.needs_swap()) raw::swap_bytes(target, count, size);
+                      });
+    bytes_read_ += static_cast<std::uint64_t>(extent.voxels()) * size;
+  }
+
+  void close() override { input_.close(); }
+  std::uint64_t bytes_read() const override { return bytes_read_; }
+
+ private:
+  raw::RawInput input_;
+  std::atomic<std::uint64_t> bytes_read_{0};
+};
+
+class PosixWriter final : public VolumeWriter {
+ public:
+  PosixWriter(const CreateRequest& request, const Comm& comm, bool fsync)
+      : output_(request, comm, fsync) {}
+  const VolumeInfo& info() const override { return output_.info(); }
+  std::string backend_name() const override { return "posix"; }
+
+  void write(const Extent& extent, const void* buffer) override {
+    const auto& info = this->info();
+    check_inside(extent, info.dims);
+    const std::size_t size = dtype_size(info.dtype);
+    const auto* in = static_cast<const std::byte*>(buffer);
+    raw::for_each_run(info.dims, extent, size, 0, [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
+      const std::byte* source = in + index * static_cast<std::int64_t>(size);
+      std::size_t length = static_cast<std::size_t>(count) * size;
+      if (output_.needs_swap()) {
+        scratch_.resize(length);
+        raw::copy_swapped(scratch_.data(), source, count, size);
+        source = scratch_.data();
+      }
+      raw::write_fully(output_.fd(), source, length, offset, output_.data_path());
+    });
+    bytes_written_ += static_cast<std::uint64_t>(extent.voxels()) * size;
+  }
+
+  void close() override { output_.close(); }
+  std::uint64_t bytes_written() const override { return bytes_written_; }
+
+ private:
+  raw::RawOutput output_;
+  std::vector<std::byte> scratch_;
+  std::atomic<std::uint64_t> bytes_written_{0};
+};
+
+}  // namespace
+
+Backend make_posix_backend() {
+  Backend backend;
+  backend.name = "posix";
+  backend.formats = "raw (NRRD .nhdr)";
+  backend.description = "pread/pwrite per contiguous run";
+  backend.open = [](const std::string& path, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
+    hints.get_bool("fsync", false);
+    hints.reject_unused("posix");
+    return std::make_unique<PosixReader>(path, comm);
+  };
+  backend.create = [](const CreateRequest& request, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeWriter> {
+    bool fsync = hints.get_bool("fsync", false);
+    hints.reject_unused("posix");
+    return std::make_unique<PosixWriter>(request, comm, fsync);
+  };
+  return backend;
+}
+
+}  // namespace volseg::io

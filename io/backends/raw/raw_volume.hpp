@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: MIT
+// What every raw backend shares: opening a NRRD-described data file on all
+// ranks, cutting an extent into contiguous runs of the file, and the output
+// protocol.
+//
+// Output protocol (no half-written file may look finished):
+//   1. rank 0 refuses an existing output unless overwrite was asked, creates
+//      ".NAME.raw.volseg-tmp-PID" beside the target with O_EXCL and reserves
+//      its full size with fallocate, so a full disk fails here, cleanly,
+//      rather than as SIGBUS under a write mapping;
+//   2. the other ranks open the temporary file;
+//   3. ranks write their extents;
+//   4. close(): every rank flushes (fdatasync with hint fsync=1) and closes,
+//      checking both; if every rank succeeded, rank 0 writes the header under a
+//      temporary name and renames data, then header, to their final names;
+//      otherwise rank 0 removes the temporary files and every rank throws.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "volseg/io/comm.hpp"
+#include "volseg/io/hints.hpp"
+#include "volseg/io/nrrd.hpp"
+#include "volseg/io/volume.hpp"
+
+namespace volseg::io::raw {
+
+// Calls fn(file_byte_offset, value_count, index_in_extent) for each
+// contiguous piece of extent in a [z][y][x] volume of dims; merges whole rows
+// and planes into one run.
+void for_each_run(const Index3& dims, const Extent& extent, std::size_t element_size, std::uint64_t base_offset,
+                  const std::function<void(std::uint64_t, std::int64_t, std::int64_t)>& fn);
+
+void swap_bytes(void* data, std::int64_t count, std::size_t element_size);
+void copy_swapped(void* destination, const void* source, std::int64_t count, std::size_t element_size);
+
+// pread/pwrite until done; throw naming the path on error or early end.
+void read_fully(int fd, void* buffer, std::size_t length, std::uint64_t offset, const std::string& path);
+void write_fully(int fd, const void* buffer, std::size_t length, std::uint64_t offset, const std::string& path);
+
+// Collective. Rank 0 reads and checks the header and the data file's size;
+// every rank opens the data file read-only.
+class RawInput {
+ public:
+  RawInput(const std::string& header_path, const Comm& comm);
+  RawInput(const RawInput&) = delete;
+  RawInput& operator=(const RawInput&) = delete;
+  ~RawInput();
+
+  const NrrdHeader& header() const { return header_; }
+  int fd() const { return fd_; }
+  const Comm& comm() const { return comm_; }
+  bool needs_swap() const { return header_.info.byte_order != native_byte_order(); }
+  void close();  // collective, checked
+
+ private:
+  Comm comm_;
+  NrrdHeader header_;
+  int fd_ = -1;
+};
+
+// Collective. Implements the output protocol above.
+class RawOutput {
+ public:
+  RawOutput(const CreateRequest& request, const Comm& comm, bool fsync_on_close);
+  RawOutput(const RawOutput&) = delete;
+  RawOutput& operator=(const RawOutput&) = delete;
+  ~RawOutput();  // removes the temporary files if close() did not finish
+
+  const VolumeInfo& info() const { return info_; }
+  int fd() const { return fd_; }
+  const std::string& data_path() const { return data_path_; }  // final name, for messages
+  bool needs_swap() const { return info_.byte_order != native_byte_order(); }
+  void close();  // collective
+
+ private:
+  Comm comm_;
+  VolumeInfo info_;
+  std::string header_path_, data_path_, temp_data_path_;
+  bool fsync_on_close_ = false;
+  bool committed_ = false;
+  int fd_ = -1;
+};
+
+// Reads a small text file (a header) on the calling rank, at most max_bytes.
+std::string read_header_text(const std::string& path, std::size_t max_bytes);
+
+}  // namespace volseg::io::raw

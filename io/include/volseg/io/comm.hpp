@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: MIT
+// A move-only communicator: duplicates the caller's communicator so library
+// traffic never mixes with the application's, and frees it on destruction.
+#pragma once
+
+#include <mpi.h>
+
+#include <exception>
+#include <string>
+
+namespace volseg {
+
+class Comm {
+ public:
+  explicit Comm(MPI_Comm parent);  // collective over parent
+  Comm(Comm&& other) noexcept;
+  Comm& operator=(Comm&& other) noexcept;
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+  ~Comm();
+
+  MPI_Comm get() const { return comm_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  Comm duplicate() const { return Comm(comm_); }  // collective
+
+  void barrier() const;
+  // Rank 0's string on every rank.
+  std::string broadcast(const std::string& value, int root = 0) const;
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+// Collective. Every rank passes what it met (nullptr if it succeeded); if any
+// rank failed, every rank throws volseg::Error with the message of the lowest
+// failing rank, so all ranks leave a collective operation together.
+void agree(const Comm& comm, std::exception_ptr local_error);
+
+// Collective. Runs fn on every rank and agrees on the outcome.
+template <class Fn>
+void collectively(const Comm& comm, Fn&& fn) {
+  std::exception_ptr error;
+  try {
+    fn();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  agree(comm, error);
+}
+
+void check_mpi(int code, const char* operation);
+
+}  // namespace volseg

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: MIT
+// key=value hints, like MPI_Info, but strict: a backend reads the keys it
+// knows, and any key left unread is an error ("unknown hint"), not ignored.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace volseg::io {
+
+class Hints {
+ public:
+  Hints() = default;
+  // Parses "key=value" strings; throws volseg::Error on a malformed one or a
+  // key given twice.
+  static Hints parse(const std::vector<std::string>& items);
+
+  void set(const std::string& key, const std::string& value);
+  bool has(const std::string& key) const;
+
+  // Readers mark the key as used. A malformed value is an error naming the key.
+  std::string get_string(const std::string& key, const std::string& fallback) const;
+  std::int64_t get_int(const std::string& key, std::int64_t fallback) const;
+  std::int64_t get_size(const std::string& key, std::int64_t fallback) const;  // accepts 16M, 4KiB
+  bool get_bool(const std::string& key, bool fallback) const;
+
+  // Throws volseg::Error naming the first key nobody read.
+  void reject_unused(std::string_view backend) const;
+  std::vector<std::string> to_strings() const;
+
+ private:
+  std::map<std::string, std::string> values_;
+  mutable std::map<std::string, bool> used_;
+  const std::string* find(const std::string& key) const;
+};
+
+}  // namespace volseg::io

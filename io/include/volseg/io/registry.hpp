@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: MIT
+// The explicit backend registry: one register_builtin() adds every backend,
+// and a backend that was not compiled in still has an entry that says so.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "volseg/io/comm.hpp"
+#include "volseg/io/hints.hpp"
+#include "volseg/io/volume.hpp"
+
+namespace volseg::io {
+
+struct Backend {
+  using OpenFn = std::function<std::unique_ptr<VolumeReader>(const std::string& path, const Comm& comm,
+                                                             const Hints& hints)>;
+  using CreateFn = std::function<std::unique_ptr<VolumeWriter>(const CreateRequest& request,
+                                                               const Comm& comm, const Hints& hints)>;
+  std::string name;
+  std::string formats;      // what it reads and writes, for --help and info
+  std::string description;  // one line
+  OpenFn open;              // empty when not compiled in
+  CreateFn create;
+  std::string unavailable;  // why open/create are empty ("built without liburing")
+};
+
+class Registry {
+ public:
+  void add(Backend backend);
+  // Throws volseg::Error listing the known names when name is unknown.
+  const Backend& get(const std::string& name) const;
+  const std::vector<Backend>& all() const { return backends_; }
+  std::vector<std::string> names() const;
+
+ private:
+  std::vector<Backend> backends_;
+};
+
+// Every backend volseg has, in one place.
+void register_builtin(Registry& registry);
+// The process-wide registry with the built-in backends.
+const Registry& builtin_registry();
+
+// Collective over comm. Opens path with the named backend; every hint must be
+// known to the backend.
+std::unique_ptr<VolumeReader> open_reader(const std::string& backend, const std::string& path,
+                                          const Comm& comm, const Hints& hints = {});
+std::unique_ptr<VolumeWriter> create_writer(const std::string& backend, const CreateRequest& request,
+                                            const Comm& comm, const Hints& hints = {});
+
+}  // namespace volseg::io

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: MIT
+// The vocabulary of the I/O layer: element types, byte orders, extents and the
+// description of a volume. Dimensions are in file order [z][y][x], x fastest,
+// as NetCDF stores them.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace volseg::io {
+
+enum class DType { u8, i16, u16, i32, f32, f64 };
+enum class ByteOrder { little, big };
+
+std::size_t dtype_size(DType dtype);
+std::string_view dtype_name(DType dtype);  // "u8", "f32", ...
+bool dtype_is_float(DType dtype);
+// Accepts volseg names ("f32") and the usual aliases ("float32", "float").
+std::optional<DType> parse_dtype(std::string_view name);
+// The lowest and highest value the type holds (for clamping generated data).
+double dtype_lowest(DType dtype);
+double dtype_highest(DType dtype);
+
+ByteOrder native_byte_order();
+std::string_view byte_order_name(ByteOrder order);
+
+using Index3 = std::array<std::int64_t, 3>;  // [z, y, x]
+
+// A box of voxels: offset and count per axis, in file order [z][y][x].
+struct Extent {
+  Index3 offset{0, 0, 0};
+  Index3 count{0, 0, 0};
+
+  std::int64_t voxels() const { return count[0] * count[1] * count[2]; }
+  bool empty() const { return voxels() == 0; }
+  bool operator==(const Extent&) const = default;
+};
+
+std::string to_string(const Extent& extent);
+// Throws volseg::Error when the extent is not inside dims.
+void check_inside(const Extent& extent, const Index3& dims);
+
+struct VolumeInfo {
+  Index3 dims{0, 0, 0};
+  DType dtype = DType::f32;
+  ByteOrder byte_order = ByteOrder::little;
+  std::string variable;                      // name inside the file, if the format has names
+  std::optional<double> fill_value;          // voxels equal to it are missing
+  std::optional<std::array<double, 2>> valid_range;  // voxels outside are missing
+  std::array<double, 3> spacing{1, 1, 1};    // x, y, z (NRRD order)
+  std::map<std::string, std::string> attributes;
+
+  std::int64_t voxels() const { return dims[0] * dims[1] * dims[2]; }
+  std::uint64_t bytes() const { return static_cast<std::uint64_t>(voxels()) * dtype_size(dtype); }
+  Extent whole() const { return Extent{{0, 0, 0}, dims}; }
+};
+
+}  // namespace volseg::io

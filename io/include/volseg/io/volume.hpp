@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: MIT
+// The one interface every backend implements. Data passed through read() and
+// write() are packed (x fastest) in native byte order; a Mapping hands out the
+// file's own bytes in place, in file byte order.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "volseg/io/types.hpp"
+
+namespace volseg::io {
+
+// A contiguous piece of a mapped extent: `count` values at `data`, which are
+// values [index, index + count) of the extent in packed x-fastest order.
+struct Run {
+  std::byte* data = nullptr;
+  std::int64_t count = 0;
+  std::int64_t index = 0;
+};
+
+// A zero-copy window on an extent of a file. Move-only. release() returns the
+// window (munmap) and reports its error; the destructor releases quietly and
+// is meant only for error paths.
+class Mapping {
+ public:
+  using Releaser = std::function<void()>;  // throws volseg::Error on failure
+
+  Mapping() = default;
+  Mapping(std::vector<Run> runs, bool needs_swap, Releaser releaser);
+  Mapping(Mapping&& other) noexcept;
+  Mapping& operator=(Mapping&& other) noexcept;
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  ~Mapping();
+
+  std::span<const Run> runs() const { return runs_; }
+  bool needs_swap() const { return needs_swap_; }  // file order differs from native
+  void release();
+
+ private:
+  std::vector<Run> runs_;
+  bool needs_swap_ = false;
+  Releaser releaser_;
+};
+
+class VolumeReader {
+ public:
+  virtual ~VolumeReader() = default;
+  virtual const VolumeInfo& info() const = 0;
+  virtual std::string backend_name() const = 0;
+
+  // Independent. Fills buffer with extent.voxels() values, packed, native order.
+  virtual void read(const Extent& extent, void* buffer) = 0;
+  // Collective: every rank calls it, with its own (possibly empty) list.
+  virtual void read_all(std::span<const Extent> extents, std::span<void* const> buffers);
+
+  // Prefetch hint for an extent needed soon; backends may ignore it.
+  virtual void will_need(const Extent& extent);
+  // How many extents ahead the caller should announce with will_need().
+  virtual int prefetch_depth() const { return 0; }
+
+  // Zero-copy access where the backend can give it (mmap).
+  virtual bool can_map() const { return false; }
+  virtual Mapping map(const Extent& extent);
+
+  // Collective. Reports every error (seed 004: always check close).
+  virtual void close() = 0;
+
+  // Bytes moved from storage by this rank so far.
+  virtual std::uint64_t bytes_read() const = 0;
+};
+
+class VolumeWriter {
+ public:
+  virtual ~VolumeWriter() = default;
+  virtual const VolumeInfo& info() const = 0;
+  virtual std::string backend_name() const = 0;
+
+  // Independent. buffer holds extent.voxels() packed values in native order.
+  virtual void write(const Extent& extent, const void* buffer) = 0;
+  // Collective.
+  virtual void write_all(std::span<const Extent> extents, std::span<const void* const> buffers);
+
+  virtual bool can_map() const { return false; }
+  // A writable window; the caller fills it in file byte order.
+  virtual Mapping map(const Extent& extent);
+
+  // Collective: flushes and closes on every rank and, only if every rank
+  // succeeded, renames the temporary output to its final name. Throws on any
+  // rank's failure, leaving no output behind.
+  virtual void close() = 0;
+
+  virtual std::uint64_t bytes_written() const = 0;
+};
+
+// What a writer is asked to create.
+struct CreateRequest {
+  std::string path;        // final path the user named
+  VolumeInfo info;         // dims, dtype, byte order, attributes
+  bool overwrite = false;  // replace an existing output (--force)
+};
+
+}  // namespace volseg::io

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+#include "volseg/io/comm.hpp"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "volseg/io/error.hpp"
+
+namespace volseg {
+
+void check_mpi(int code, const char* operation) {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  throw Error(std::string(operation) + ": " + std::string(text, static_cast<std::size_t>(length)));
+}
+
+Comm::Comm(MPI_Comm parent) {
+  check_mpi(MPI_Comm_dup(parent, &comm_), "MPI_Comm_dup");
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+}
+
+Comm::Comm(Comm&& other) noexcept
+    : comm_(std::exchange(other.comm_, MPI_COMM_NULL)), rank_(other.rank_), size_(other.size_) {}
+
+Comm& Comm::operator=(Comm&& other) noexcept {
+  if (this != &other) {
+    if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+    comm_ = std::exchange(other.comm_, MPI_COMM_NULL);
+    rank_ = other.rank_;
+    size_ = other.size_;
+  }
+  return *this;
+}
+
+Comm::~Comm() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
+}
+
+void Comm::barrier() const { check_mpi(MPI_Barrier(comm_), "MPI_Barrier"); }
+
+std::string Comm::broadcast(const std::string& value, int root) const {
+  long long length = static_cast<long long>(value.size());
+  check_mpi(MPI_Bcast(&length, 1, MPI_LONG_LONG, root, comm_), "MPI_Bcast");
+  std::string result = rank_ == root ? value : std::string(static_cast<std::size_t>(length), '\0');
+  if (length > 0) check_mpi(MPI_Bcast(result.data(), static_cast<int>(length), MPI_CHAR, root, comm_), "MPI_Bcast");
+  return result;
+}
+
+void agree(const Comm& comm, std::exception_ptr local_error) {
+  std::string message;
+  if (local_error) {
+    try {
+      std::rethrow_exception(local_error);
+    } catch (const std::exception& e) {
+      message = e.what();
+    } catch (...) {
+      message = "unknown error";
+    }
+  }
+  int first_failed = local_error ? comm.rank() : comm.size();
+  int lowest = comm.size();
+  check_mpi(MPI_Allreduce(&first_failed, &lowest, 1, MPI_INT, MPI_MIN, comm.get()), "MPI_Allreduce");
+  if (lowest == comm.size()) return;
+  std::string shared = comm.broadcast(message, lowest);
+  throw Error(shared);
+}
+
+}  // namespace volseg

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: MIT
+#include "volseg/io/hints.hpp"
+
+#include <cctype>
+#include <charconv>
+
+#include "volseg/io/error.hpp"
+
+namespace volseg::io {
+
+Hints Hints::parse(const std::vector<std::string>& items) {
+  Hints hints;
+  for (const auto& item : items) {
+    auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw Error("malformed hint '" + item + "': expected key=value");
+    std::string key = item.substr(0, eq);
+    if (hints.values_.count(key)) throw Error("hint '" + key + "' given twice");
+    hints.set(key, item.substr(eq + 1));
+  }
+  return hints;
+}
+
+void Hints::set(const std::string& key, const std::string& value) {
+  values_[key] = value;
+  used_[key] = false;
+}
+
+bool Hints::has(const std::string& key) const { return values_.count(key) != 0; }
+
+const std::string* Hints::find(const std::string& key) const {
+  auto it = values_.find(key);
+  if (it == values_.end()) return nullptr;
+  used_[key] = true;
+  return &it->second;
+}
+
+std::string Hints::get_string(const std::string& key, const std::string& fallback) const {
+  const std::string* value = find(key);
+  return value ? *value : fallback;
+}
+
+std::int64_t Hints::get_int(const std::string& key, std::int64_t fallback) const {
+  const std::string* value = find(key);
+  if (!value) return fallback;
+  std::int64_t result = 0;
+  auto [end, ec] = std::from_chars(value->data(), value->data() + value->size(), result);
+  if (ec != std::errc() || end != value->data() + value->size())
+    throw Error("hint " + key + "=" + *value + ": not an integer");
+  return result;
+}
+
+std::int64_t Hints::get_size(const std::string& key, std::int64_t fallback) const {
+  const std::string* value = find(key);
+  if (!value) return fallback;
+  std::int64_t number = 0;
+  auto [end, ec] = std::from_chars(value->data(), value->data() + value->size(), number);
+  std::string suffix(end, value->data() + value->size());
+  std::int64_t scale = 1;
+  if (suffix.empty() || suffix == "B") scale = 1;
+  else if (suffix == "K" || suffix == "KiB" || suffix == "k") scale = 1LL << 10;
+  else if (suffix == "M" || suffix == "MiB") scale = 1LL << 20;
+  else if (suffix == "G" || suffix == "GiB") scale = 1LL << 30;
+  else ec = std::errc::invalid_argument;
+  if (ec != std::errc() || number < 0) throw Error("hint " + key + "=" + *value + ": not a size (e.g. 4096, 16M)");
+  return number * scale;
+}
+
+bool Hints::get_bool(const std::string& key, bool fallback) const {
+  const std::string* value = find(key);
+  if (!value) return fallback;
+  if (*value == "1" || *value == "true" || *value == "on" || *value == "yes") return true;
+  if (*value == "0" || *value == "false" || *value == "off" || *value == "no") return false;
+  throw Error("hint " + key + "=" + *value + ": expected 0 or 1");
+}
+
+void Hints::reject_unused(std::string_view backend) const {
+  for (const auto& [key, used] : used_)
+    if (!used) throw Error("unknown hint '" + key + "' for backend " + std::string(backend));
+}
+
+std::vector<std::string> Hints::to_strings() const {
+  std::vector<std::string> result;
+  for (const auto& [key, value] : values_) result.push_back(key + "=" + value);
+  return result;
+}
+
+}  // namespace volseg::io

@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: MIT
+#include "volseg/io/nrrd.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+#include <vector>
+
+#include "volseg/io/error.hpp"
+
+namespace volseg::io {
+namespace {
+
+std::string trim(std::string_view text) {
+  auto begin = text.find_first_not_of(" \t\r");
+  if (begin == std::string_view::npos) return {};
+  auto end = text.find_last_not_of(" \t\r");
+  return std::string(text.substr(begin, end - begin + 1));
+}
+
+std::vector<std::string> words(const std::string& text) {
+  std::istringstream stream(text);
+  std::vector<std::string> result;
+  for (std::string word; stream >> word;) result.push_back(word);
+  return result;
+}
+
+std::optional<DType> nrrd_type(const std::string& name) {
+  static const std::pair<const char*, DType> types[] = {
+      {"uchar", DType::u8},          {"unsigned char", DType::u8},
+      {"uint8", DType::u8},          {"uint8_t", DType::u8},
+      {"short", DType::i16},         {"short int", DType::i16},
+      {"signed short", DType::i16},  {"signed short int", DType::i16},
+      {"int16", DType::i16},         {"int16_t", DType::i16},
+      {"ushort", DType::u16},        {"unsigned short", DType::u16},
+      {"unsigned short int", DType::u16}, {"uint16", DType::u16},
+      {"uint16_t", DType::u16},      {"int", DType::i32},
+      {"signed int", DType::i32},    {"int32", DType::i32},
+      {"int32_t", DType::i32},       {"float", DType::f32},
+      {"double", DType::f64},
+  };
+  for (const auto& [alias, dtype] : types)
+    if (name == alias) return dtype;
+  return std::nullopt;
+}
+
+const char* nrrd_type_name(DType dtype) {
+  switch (dtype) {
+    case DType::u8: return "uint8";
+    case DType::i16: return "int16";
+    case DType::u16: return "uint16";
+    case DType::i32: return "int32";
+    case DType::f32: return "float";
+    case DType::f64: return "double";
+  }
+  return "?";
+}
+
+double parse_number(const std::string& text, const std::string& what, const std::string& path) {
+  try {
+    std::size_t used = 0;
+    double value = std::stod(text, &used);
+    if (used == text.size()) return value;
+  } catch (const std::exception&) {
+  }
+  throw Error(path + ": malformed NRRD header: " + what + " '" + text + "' is not a number");
+}
+
+std::int64_t parse_integer(const std::string& text, const std::string& what, const std::string& path) {
+  std::int64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size())
+    throw Error(path + ": malformed NRRD header: " + what + " '" + text + "' is not an integer");
+  return value;
+}
+
+// Fields that describe axes or provenance and do not change how volseg reads
+// the values; accepted and ignored.
+bool harmless_field(const std::string& field) {
+  static const char* names[] = {"content", "min", "max", "old min", "old max", "kinds", "centers",
+                                "centerings", "labels", "units", "space", "space dimension",
+                                "space directions", "space origin", "space units", "measurement frame",
+                                "thicknesses", "axis mins", "axismins", "axis maxs", "axismaxs",
+                                "sample units", "sampleunits", "number", "block size", "blocksize"};
+  for (const char* name : names)
+    if (field == name) return true;
+  return false;
+}
+
+}  // namespace
+
+NrrdHeader parse_nrrd(const std::string& text, const std::string& header_path) {
+  const std::string& path = header_path;
+  if (text.rfind("NRRD000", 0) != 0) throw Error(path + ": not a NRRD header (no NRRD000x magic line)");
+
+  NrrdHeader header;
+  VolumeInfo& info = header.info;
+  std::optional<DType> dtype;
+  bool have_sizes = false, have_endian = false, detached = false;
+  std::int64_t line_skip = 0;
+  std::size_t position = text.find('\n');
+  std::size_t data_start = std::string::npos;
+  while (position != std::string::npos && position + 1 <= text.size()) {
+    std::size_t begin = position + 1;
+    std::size_t end = text.find('\n', begin);
+    std::string line = trim(std::string_view(text).substr(begin, end == std::string::npos ? std::string::npos : end - begin));
+    position = end;
+    if (line.empty()) {
+      if (end != std::string::npos) data_start = end + 1;
+      break;
+    }
+    if (line[0] == '#') continue;
+    if (auto kv = line.find(":="); kv != std::string::npos) {
+      std::string key = trim(line.substr(0, kv)), value = trim(line.substr(kv + 2));
+      if (key == "_FillValue") {
+        info.fill_value = parse_number(value, "_FillValue", path);
+      } else if (key == "valid_range") {
+        auto parts = words(value);
+        if (parts.size() != 2) throw Error(path + ": malformed NRRD header: valid_range needs two numbers");
+        info.valid_range = std::array<double, 2>{parse_number(parts[0], "valid_range", path),
+                                                 parse_number(parts[1], "valid_range", path)};
+      } else {
+        info.attributes[key] = value;
+      }
+      continue;
+    }
+    auto colon = line.find(": ");
+    if (colon == std::string::npos) throw Error(path + ": malformed NRRD header line '" + line + "'");
+    std::string field = trim(line.substr(0, colon)), value = trim(line.substr(colon + 2));
+    if (field == "type") {
+      dtype = nrrd_type(value);
+      if (!dtype) throw Error(path + ": unsupported dtype '" + value + "' (volseg reads uint8, int16, uint16, int32, float, double)");
+    } else if (field == "dimension") {
+      if (parse_integer(value, "dimension", path) != 3)
+        throw Error(path + ": unsupported NRRD dimension " + value + " (volseg reads 3D volumes)");
+    } else if (field == "sizes") {
+      auto parts = words(value);
+      if (parts.size() != 3) throw Error(path + ": malformed NRRD header: sizes needs 3 numbers");
+      for (int a = 0; a < 3; ++a) {
+        std::int64_t n = parse_integer(parts[static_cast<std::size_t>(a)], "size", path);
+        if (n <= 0) throw Error(path + ": malformed NRRD header: size " + parts[static_cast<std::size_t>(a)] + " is not positive");
+        info.dims[static_cast<std::size_t>(2 - a)] = n;  // NRRD lists the fastest axis first
+      }
+      have_sizes = true;
+    } else if (field == "endian") {
+      if (value == "little") info.byte_order = ByteOrder::little;
+      else if (value == "big") info.byte_order = ByteOrder::big;
+      else throw Error(path + ": malformed NRRD header: endian '" + value + "'");
+      have_endian = true;
+    } else if (field == "encoding") {
+      if (value != "raw") throw Error(path + ": unsupported NRRD encoding '" + value + "' (volseg reads raw)");
+    } else if (field == "data file" || field == "datafile") {
+      if (value.rfind("LIST", 0) == 0 || words(value).size() > 1)
+        throw Error(path + ": unsupported NRRD data file list (volseg reads one data file)");
+      detached = true;
+      std::filesystem::path data(value);
+      if (data.is_relative()) data = std::filesystem::path(header_path).parent_path() / data;
+      header.data_path = data.string();
+    } else if (field == "byte skip" || field == "byteskip") {
+      std::int64_t skip = parse_integer(value, "byte skip", path);
+      if (skip < 0) throw Error(path + ": unsupported NRRD byte skip " + value);
+      header.byte_skip = static_cast<std::uint64_t>(skip);
+    } else if (field == "line skip" || field == "lineskip") {
+      line_skip = parse_integer(value, "line skip", path);
+      if (line_skip != 0) throw Error(path + ": unsupported NRRD line skip " + value);
+    } else if (field == "spacings") {
+      auto parts = words(value);
+      if (parts.size() != 3) throw Error(path + ": malformed NRRD header: spacings needs 3 numbers");
+      for (std::size_t a = 0; a < 3; ++a) {
+        double spacing = parts[a] == "nan" ? 1.0 : parse_number(parts[a], "spacing", path);
+        info.spacing[a] = std::isfinite(spacing) && spacing > 0 ? spacing : 1.0;
+      }
+    } else if (!harmless_field(field)) {
+      throw Error(path + ": unsupported NRRD field '" + field + "'");
+    }
+  }
+  if (!dtype) throw Error(path + ": malformed NRRD header: no type");
+  if (!have_sizes) throw Error(path + ": malformed NRRD header: no sizes");
+  info.dtype = *dtype;
+  if (!have_endian && dtype_size(info.dtype) > 1) throw Error(path + ": malformed NRRD header: no endian");
+  if (!detached) {
+    if (data_start == std::string::npos) throw Error(path + ": malformed NRRD header: no data file and no attached data");
+    header.data_path = header_path;
+    header.byte_skip += data_start;
+  }
+  return header;
+}
+
+std::string format_nrrd(const VolumeInfo& info, const std::string& data_file_name) {
+  std::ostringstream out;
+  out.precision(17);
+  out << "NRRD0004\n"
+      << "# Complete NRRD file format specification at:\n"
+      << "# http://teem.sourceforge.net/nrrd/format.html\n"
+      << "type: " << nrrd_type_name(info.dtype) << "\n"
+      << "dimension: 3\n"
+      << "sizes: " << info.dims[2] << " " << info.dims[1] << " " << info.dims[0] << "\n"
+      << "spacings: " << info.spacing[0] << " " << info.spacing[1] << " " << info.spacing[2] << "\n"
+      << "kinds: domain domain domain\n"
+      << "endian: " << byte_order_name(info.byte_order) << "\n"
+      << "encoding: raw\n";
+  if (info.fill_value) out << "_FillValue:=" << *info.fill_value << "\n";
+  if (info.valid_range) out << "valid_range:=" << (*info.valid_range)[0] << " " << (*info.valid_range)[1] << "\n";
+  for (const auto& [key, value] : info.attributes) {
+    std::string clean = value;
+    for (char& c : clean)
+      if (c == '\n' || c == '\r') c = ' ';
+    out << key << ":=" << clean << "\n";
+  }
+  out << "data file: " << data_file_name << "\n";
+  return out.str();
+}
+
+std::string data_path_for_header(const std::string& header_path) {
+  std::filesystem::path path(header_path);
+  if (path.extension() == ".nhdr") path.replace_extension(".raw");
+  else path += ".raw";
+  return path.string();
+}
+
+}  // namespace volseg::io

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: MIT
+#include "volseg/io/types.hpp"
+
+#include <bit>
+#include <limits>
+
+#include "volseg/io/error.hpp"
+
+namespace volseg::io {
+
+std::size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::u8: return 1;
+    case DType::i16: return 2;
+    case DType::u16: return 2;
+    case DType::i32: return 4;
+    case DType::f32: return 4;
+    case DType::f64: return 8;
+  }
+  return 0;
+}
+
+std::string_view dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::u8: return "u8";
+    case DType::i16: return "i16";
+    case DType::u16: return "u16";
+    case DType::i32: return "i32";
+    case DType::f32: return "f32";
+    case DType::f64: return "f64";
+  }
+  return "?";
+}
+
+bool dtype_is_float(DType dtype) { return dtype == DType::f32 || dtype == DType::f64; }
+
+std::optional<DType> parse_dtype(std::string_view name) {
+  struct Alias {
+    std::string_view name;
+    DType dtype;
+  };
+  static constexpr Alias aliases[] = {
+      {"u8", DType::u8},      {"uint8", DType::u8},     {"uchar", DType::u8},
+      {"i16", DType::i16},    {"int16", DType::i16},    {"short", DType::i16},
+      {"u16", DType::u16},    {"uint16", DType::u16},   {"ushort", DType::u16},
+      {"i32", DType::i32},    {"int32", DType::i32},    {"int", DType::i32},
+      {"f32", DType::f32},    {"float32", DType::f32},  {"float", DType::f32},
+      {"f64", DType::f64},    {"float64", DType::f64},  {"double", DType::f64},
+  };
+  for (const auto& alias : aliases)
+    if (alias.name == name) return alias.dtype;
+  return std::nullopt;
+}
+
+template <class T>
+static double lowest() {
+  return static_cast<double>(std::numeric_limits<T>::lowest());
+}
+template <class T>
+static double highest() {
+  return static_cast<double>(std::numeric_limits<T>::max());
+}
+
+double dtype_lowest(DType dtype) {
+  switch (dtype) {
+    case DType::u8: return lowest<std::uint8_t>();
+    case DType::i16: return lowest<std::int16_t>();
+    case DType::u16: return lowest<std::uint16_t>();
+    case DType::i32: return lowest<std::int32_t>();
+    case DType::f32: return lowest<float>();
+    case DType::f64: return lowest<double>();
+  }
+  return 0;
+}
+
+double dtype_highest(DType dtype) {
+  switch (dtype) {
+    case DType::u8: return highest<std::uint8_t>();
+    case DType::i16: return highest<std::int16_t>();
+    case DType::u16: return highest<std::uint16_t>();
+    case DType::i32: return highest<std::int32_t>();
+    case DType::f32: return highest<float>();
+    case DType::f64: return highest<double>();
+  }
+  return 0;
+}
+
+ByteOrder native_byte_order() {
+  return std::endian::native == std::endian::little ? ByteOrder::little : ByteOrder::big;
+}
+
+std::string_view byte_order_name(ByteOrder order) { return order == ByteOrder::little ? "little" : "big"; }
+
+std::string to_string(const Extent& extent) {
+  auto axis = [&](int a) {
+    return std::to_string(extent.offset[a]) + ":" + std::to_string(extent.offset[a] + extent.count[a]);
+  };
+  return "[" + axis(0) + ", " + axis(1) + ", " + axis(2) + "]";
+}
+
+void check_inside(const Extent& extent, const Index3& dims) {
+  for (int a = 0; a < 3; ++a) {
+    if (extent.offset[a] < 0 || extent.count[a] < 0 || extent.offset[a] + extent.count[a] > dims[a])
+      throw Error("extent " + to_string(extent) + " is outside the volume " + std::to_string(dims[0]) + "x" +
+                  std::to_string(dims[1]) + "x" + std::to_string(dims[2]));
+  }
+}
+
+}  // namespace volseg::io

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Installs every Debian package volseg needs (see shared/DEPENDENCIES.md).
+# Idempotent: packages already present are not touched, and apt-get runs
+# only when something is missing.
+set -euo pipefail
+
+packages=(
+  # build
+  cmake ninja-build g++ pkg-config
+  # MPI and parallel I/O libraries (all built against OpenMPI)
+  libopenmpi-dev openmpi-bin
+  libpnetcdf-dev pnetcdf-bin
+  libnetcdf-pnetcdf-dev libhdf5-mpi-dev
+  # ParaView SDK (VTK, IceT, Catalyst) and Qt5
+  paraview-dev python3-paraview libqt5opengl5-dev libglew-dev qtbase5-dev
+  libxml2-dev libboost-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # headless display, checking tools, Python for plots and independent checks
+  xvfb xauth netcdf-bin hdf5-tools
+  python3-numpy python3-netcdf4 python3-h5py python3-matplotlib
+  # libraries used by the code
+  libcli11-dev nlohmann-json3-dev liburing-dev
+  # measurement
+  time
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${#missing[@]} missing packages: ${missing[*]}"
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -q
+"${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+echo "install-deps: done"
