@@ -137,6 +137,7 @@ Backend make_mmap_backend(const std::string& name, bool advise) {
   Backend backend;
   backend.name = name;
   backend.formats = "raw (NRRD .nhdr)";
+  backend.extension = ".nhdr";
   backend.description = advise ? "mmap of the current brick + posix_fadvise(WILLNEED) on the next (\"Advised\")"
                                : "mmap of the current brick, processed in place";
   backend.open = [name, advise](const std::string& path, const Comm& comm,

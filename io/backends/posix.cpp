@@ -79,6 +79,7 @@ Backend make_posix_backend() {
   Backend backend;
   backend.name = "posix";
   backend.formats = "raw (NRRD .nhdr)";
+  backend.extension = ".nhdr";
   backend.description = "pread/pwrite per contiguous run";
   backend.open = [](const std::string& path, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
     hints.get_bool("fsync", false);

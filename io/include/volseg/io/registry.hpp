@@ -21,6 +21,7 @@ struct Backend {
                                                                const Comm& comm, const Hints& hints)>;
   std::string name;
   std::string formats;      // what it reads and writes, for --help and info
+  std::string extension;    // of the path that names a volume: ".nhdr", ".nc"
   std::string description;  // one line
   OpenFn open;              // empty when not compiled in
   CreateFn create;

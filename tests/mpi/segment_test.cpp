@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: MIT
+// The segmentation engine on 1-4 ranks: every backend, assignment and brick
+// shape must give the same mask bytes, and the in-range count must equal the
+// exact lattice count of the shells field.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
+#include <vector>
+
+#include "support/temp_dir.hpp"
+#include "volseg/datasets/generate.hpp"
+#include "volseg/io/error.hpp"
+#include "volseg/io/nrrd.hpp"
+#include "volseg/io/registry.hpp"
+#include "volseg/segment/segment.hpp"
+
+using namespace volseg;
+
+namespace {
+
+std::vector<char> file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+class Segment : public ::testing::Test {
+ protected:
+  Segment() : comm_(MPI_COMM_WORLD), dir_(MPI_COMM_WORLD) {}
+
+  std::string make_shells(const std::string& name, io::DType dtype, io::ByteOrder order) {
+    io::VolumeInfo info;
+    info.dims = dims_;
+    info.dtype = dtype;
+    info.byte_order = order;
+    std::string path = dir_ / name;
+    auto writer = io::create_writer("posix", {path, info, false}, comm_);
+    datasets::generate(comm_, {datasets::Field::shells, width_, 1}, *writer, false);
+    writer->close();
+    return path;
+  }
+
+  segment::SegmentResult run(const std::string& input, const std::string& output, const std::string& backend,
+                             segment::Assignment assignment, std::optional<io::Index3> brick) {
+    segment::SegmentOptions options;
+    options.input = input;
+    options.output = output;
+    options.backend = backend;
+    options.lo = lo_;
+    options.hi = hi_;
+    options.assignment = assignment;
+    options.seed = 11;
+    options.brick_shape = brick;
+    options.progress = false;
+    return segment::run_segment(comm_, options);
+  }
+
+  Comm comm_;
+  volseg::testing::SharedTempDir dir_;
+  const io::Index3 dims_{29, 34, 41};
+  const std::int64_t width_ = 3;
+  const double lo_ = 2, hi_ = 5;
+};
+
+TEST_F(Segment, EveryBackendAssignmentAndShapeGivesTheSameExactMask) {
+  int case_number = 0;
+  for (auto [dtype, order] : {std::pair{io::DType::f32, io::ByteOrder::little}, {io::DType::i16, io::ByteOrder::big}}) {
+    const std::string input = make_shells(std::string("shells_") + std::string(io::dtype_name(dtype)) + ".nhdr", dtype, order);
+    const std::uint64_t exact = datasets::shells_in_range(dims_, dtype, width_, lo_, hi_);
+    ASSERT_GT(exact, 0u);
+    std::vector<char> reference;
+    for (const std::string backend : {"posix", "mmap", "mmap-advise"}) {
+      for (auto assignment : {segment::Assignment::block, segment::Assignment::cyclic, segment::Assignment::random}) {
+        for (std::optional<io::Index3> brick :
+             {std::optional<io::Index3>{}, std::optional<io::Index3>{io::Index3{7, 9, 11}},
+              std::optional<io::Index3>{io::Index3{1, 1, 41}}, std::optional<io::Index3>{io::Index3{5, 34, 41}},
+              std::optional<io::Index3>{io::Index3{29, 34, 41}}}) {
+          SCOPED_TRACE(backend + " case " + std::to_string(case_number));
+          std::string output = dir_ / ("mask_" + std::to_string(case_number++) + ".nhdr");
+          auto result = run(input, output, backend, assignment, brick);
+          EXPECT_EQ(result.stats.in_range, exact);
+          EXPECT_EQ(result.stats.voxels, static_cast<std::uint64_t>(dims_[0] * dims_[1] * dims_[2]));
+          std::uint64_t histogram_total = 0;
+          for (auto count : result.stats.histogram) histogram_total += count;
+          EXPECT_EQ(histogram_total, exact);
+          if (comm_.rank() == 0) {
+            auto bytes = file_bytes(io::data_path_for_header(output));
+            ASSERT_EQ(bytes.size(), static_cast<std::size_t>(dims_[0] * dims_[1] * dims_[2]));
+            std::uint64_t ones = 0;
+            for (char b : bytes) {
+              ASSERT_TRUE(b == 0 || b == 1);
+              ones += static_cast<std::uint64_t>(b);
+            }
+            EXPECT_EQ(ones, exact);
+            if (reference.empty()) reference = bytes;
+            else EXPECT_TRUE(bytes == reference) << "mask differs from the first case";
+            ASSERT_EQ(result.ranks.size(), static_cast<std::size_t>(comm_.size()));
+            std::int64_t bricks = 0;
+            for (const auto& r : result.ranks) bricks += r.bricks;
+            EXPECT_EQ(bricks, result.brick_count);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_F(Segment, MaskHeaderRecordsTheThresholdsAndSource) {
+  const std::string input = make_shells("header.nhdr", io::DType::u16, io::ByteOrder::little);
+  const std::string output = dir_ / "header_mask.nhdr";
+  run(input, output, "posix", segment::Assignment::block, {});
+  auto reader = io::open_reader("posix", output, comm_);
+  const auto& info = reader->info();
+  EXPECT_EQ(info.dtype, io::DType::u8);
+  EXPECT_EQ(info.dims, dims_);
+  EXPECT_EQ(std::stod(info.attributes.at("threshold_lo")), lo_);
+  EXPECT_EQ(std::stod(info.attributes.at("threshold_hi")), hi_);
+  EXPECT_EQ(info.attributes.at("source_file"), input);
+  reader->close();
+}
+
+TEST_F(Segment, FailureLeavesNoOutputAndFailsEveryRank) {
+  const std::string input = make_shells("fail.nhdr", io::DType::f32, io::ByteOrder::little);
+  // lo > hi, an existing output, output over input: refused on every rank.
+  const std::string output = dir_ / "fail_mask.nhdr";
+  segment::SegmentOptions options;
+  options.input = input;
+  options.output = output;
+  options.progress = false;
+  options.lo = 3;
+  options.hi = 1;
+  EXPECT_THROW(segment::run_segment(comm_, options), Error);
+  options.lo = 1;
+  options.hi = 3;
+  options.output = input;
+  EXPECT_THROW(segment::run_segment(comm_, options), Error);
+  options.output = output;
+  options.hints = {"no_such_hint=1"};
+  EXPECT_THROW(segment::run_segment(comm_, options), Error);
+  comm_.barrier();
+  EXPECT_FALSE(std::filesystem::exists(output));
+  EXPECT_FALSE(std::filesystem::exists(io::data_path_for_header(output)));
+  for (const auto& entry : std::filesystem::directory_iterator(dir_.path()))
+    EXPECT_EQ(entry.path().string().find("volseg-tmp"), std::string::npos) << entry.path();
+}
+
+}  // namespace

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: MIT
+// main() for GoogleTest binaries that run under mpirun: every rank runs every
+// test; only rank 0 prints; the exit code fails if any rank failed.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+namespace volseg::testing {
+// What is left of the command line after GoogleTest took its flags.
+std::vector<std::string> arguments;
+}  // namespace volseg::testing
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  ::testing::InitGoogleTest(&argc, argv);
+  for (int i = 1; i < argc; ++i) volseg::testing::arguments.emplace_back(argv[i]);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank != 0) {
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+  }
+  int failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
+  int any_failed = 0;
+  MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (any_failed && rank == 0 && !failed) std::fprintf(stderr, "a test failed on another rank\n");
+  MPI_Finalize();
+  return any_failed;
+}

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: MIT
+#include <gtest/gtest.h>
+
+#include "volseg/io/error.hpp"
+#include "volseg/io/hints.hpp"
+
+using volseg::Error;
+using volseg::io::Hints;
+
+TEST(Hints, ParsesAndReadsTypedValues) {
+  Hints hints = Hints::parse({"cb_nodes=4", "cb_buffer_size=16M", "fsync=1", "partition=even"});
+  EXPECT_EQ(hints.get_int("cb_nodes", 1), 4);
+  EXPECT_EQ(hints.get_size("cb_buffer_size", 0), 16 << 20);
+  EXPECT_TRUE(hints.get_bool("fsync", false));
+  EXPECT_EQ(hints.get_string("partition", "x"), "even");
+  EXPECT_EQ(hints.get_int("absent", 7), 7);
+  EXPECT_NO_THROW(hints.reject_unused("test"));
+}
+
+TEST(Hints, UnknownKeyIsAnError) {
+  Hints hints = Hints::parse({"advise_depth=2", "typo=1"});
+  hints.get_int("advise_depth", 1);
+  try {
+    hints.reject_unused("mmap-advise");
+    FAIL() << "an unread hint was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("typo"), std::string::npos);
+  }
+}
+
+TEST(Hints, MalformedInputIsRefused) {
+  EXPECT_THROW(Hints::parse({"novalue"}), Error);
+  EXPECT_THROW(Hints::parse({"=1"}), Error);
+  EXPECT_THROW(Hints::parse({"a=1", "a=2"}), Error);
+  Hints hints = Hints::parse({"n=12x", "s=3Q", "b=maybe"});
+  EXPECT_THROW(hints.get_int("n", 0), Error);
+  EXPECT_THROW(hints.get_size("s", 0), Error);
+  EXPECT_THROW(hints.get_bool("b", false), Error);
+}

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: MIT
+#include <gtest/gtest.h>
+
+#include "volseg/io/error.hpp"
+#include "volseg/io/nrrd.hpp"
+
+using namespace volseg::io;
+using volseg::Error;
+
+namespace {
+const char* kHeader =
+    "NRRD0004\n"
+    "# a comment\n"
+    "type: unsigned short\n"
+    "dimension: 3\n"
+    "sizes: 30 20 10\n"
+    "spacings: 0.5 0.25 2\n"
+    "endian: big\n"
+    "encoding: raw\n"
+    "byte skip: 16\n"
+    "_FillValue:=65535\n"
+    "valid_range:=1 1000\n"
+    "units_note:=counts\n"
+    "data file: vol.raw\n";
+}
+
+TEST(Nrrd, ParsesDetachedHeader) {
+  NrrdHeader h = parse_nrrd(kHeader, "/data/dir/vol.nhdr");
+  EXPECT_EQ(h.info.dims, (Index3{10, 20, 30}));  // file order z,y,x
+  EXPECT_EQ(h.info.dtype, DType::u16);
+  EXPECT_EQ(h.info.byte_order, ByteOrder::big);
+  EXPECT_EQ(h.data_path, "/data/dir/vol.raw");
+  EXPECT_EQ(h.byte_skip, 16u);
+  ASSERT_TRUE(h.info.fill_value);
+  EXPECT_EQ(*h.info.fill_value, 65535);
+  ASSERT_TRUE(h.info.valid_range);
+  EXPECT_EQ((*h.info.valid_range)[1], 1000);
+  EXPECT_EQ(h.info.attributes.at("units_note"), "counts");
+  EXPECT_DOUBLE_EQ(h.info.spacing[0], 0.5);
+  EXPECT_DOUBLE_EQ(h.info.spacing[2], 2);
+}
+
+TEST(Nrrd, FormatRoundTrips) {
+  VolumeInfo info;
+  info.dims = {5, 6, 7};
+  info.dtype = DType::f64;
+  info.byte_order = ByteOrder::little;
+  info.fill_value = -9999.5;
+  info.attributes["threshold_lo"] = "0.25";
+  NrrdHeader h = parse_nrrd(format_nrrd(info, "x.raw"), "out/x.nhdr");
+  EXPECT_EQ(h.info.dims, info.dims);
+  EXPECT_EQ(h.info.dtype, info.dtype);
+  EXPECT_EQ(*h.info.fill_value, -9999.5);
+  EXPECT_EQ(h.info.attributes.at("threshold_lo"), "0.25");
+  EXPECT_EQ(h.data_path, "out/x.raw");
+}
+
+TEST(Nrrd, AttachedDataStartsAfterBlankLine) {
+  std::string text = "NRRD0004\ntype: uint8\ndimension: 3\nsizes: 2 2 2\nencoding: raw\n\n";
+  NrrdHeader h = parse_nrrd(text, "a.nrrd");
+  EXPECT_EQ(h.data_path, "a.nrrd");
+  EXPECT_EQ(h.byte_skip, text.size());
+}
+
+TEST(Nrrd, RefusesWhatItCannotRead) {
+  auto with = [](const std::string& line) {
+    return "NRRD0004\ntype: float\ndimension: 3\nsizes: 2 2 2\nendian: little\nencoding: raw\ndata file: d.raw\n" +
+           line + "\n";
+  };
+  EXPECT_THROW(parse_nrrd("P6\n", "x.nhdr"), Error);
+  EXPECT_THROW(parse_nrrd("NRRD0004\ntype: int64\ndimension: 3\nsizes: 2 2 2\nendian: little\ndata file: d\n", "x"), Error);
+  EXPECT_THROW(parse_nrrd("NRRD0004\ntype: float\ndimension: 3\nendian: little\ndata file: d\n", "x"), Error);
+  EXPECT_THROW(parse_nrrd("NRRD0004\ntype: float\ndimension: 3\nsizes: 2 x 2\nendian: little\ndata file: d\n", "x"), Error);
+  EXPECT_THROW(parse_nrrd("NRRD0004\ntype: float\ndimension: 2\nsizes: 2 2\nendian: little\ndata file: d\n", "x"), Error);
+  EXPECT_THROW(parse_nrrd("NRRD0004\ntype: float\ndimension: 3\nsizes: 2 2 2\ndata file: d\n", "x"), Error);
+  EXPECT_THROW(parse_nrrd(with("encoding: gzip"), "x"), Error);
+  EXPECT_THROW(parse_nrrd(with("bogus field: 1"), "x"), Error);
+  EXPECT_THROW(parse_nrrd(with("no separator here"), "x"), Error);
+  EXPECT_NO_THROW(parse_nrrd(with("kinds: domain domain domain"), "x"));
+}
+
+TEST(Nrrd, DataPathBesideHeader) {
+  EXPECT_EQ(data_path_for_header("dir/mask.nhdr"), "dir/mask.raw");
+  EXPECT_EQ(data_path_for_header("mask"), "mask.raw");
+}

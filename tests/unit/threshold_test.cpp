@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: MIT
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "volseg/io/byteswap.hpp"
+#include "volseg/io/error.hpp"
+#include "volseg/segment/threshold.hpp"
+
+using namespace volseg::segment;
+using volseg::io::DType;
+
+namespace {
+
+template <class T>
+std::vector<std::uint8_t> run(DType dtype, const std::vector<T>& values, Threshold threshold, Stats& stats,
+                              bool swapped = false) {
+  std::vector<T> input = values;
+  if (swapped) {
+    for (T& v : input) {
+      using U = std::conditional_t<sizeof(T) == 2, std::uint16_t, std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>;
+      v = std::bit_cast<T>(volseg::io::byteswap(std::bit_cast<U>(v)));
+    }
+  }
+  std::vector<std::uint8_t> mask(values.size(), 7);
+  ThresholdKernel(dtype, threshold).run(reinterpret_cast<const std::byte*>(input.data()),
+                                        static_cast<std::int64_t>(input.size()), swapped, mask.data(), stats);
+  return mask;
+}
+
+}  // namespace
+
+TEST(Threshold, InclusiveBoundsAreExactForFloats) {
+  // 0.1 is not a float; the nearest float above it is in range, the one
+  // below is not, whatever the rounding of lo to float would say.
+  const float below = std::nextafter(static_cast<float>(0.1), 0.f) < 0.1 ? std::nextafter(static_cast<float>(0.1), 0.f)
+                                                                         : static_cast<float>(0.1);
+  std::vector<float> v = {0.0f, 0.1f, below, 0.5f, 1.0f, std::nextafter(1.0f, 2.0f)};
+  Stats stats;
+  auto mask = run<float>(DType::f32, v, {0.1, 1.0, {}, {}}, stats);
+  for (std::size_t i = 0; i < v.size(); ++i)
+    EXPECT_EQ(mask[i], static_cast<double>(v[i]) >= 0.1 && static_cast<double>(v[i]) <= 1.0) << v[i];
+  EXPECT_EQ(stats.in_range, 3u);  // 0.1f (> 0.1), 0.5, 1.0
+}
+
+TEST(Threshold, NaNFillAndValidRangeAreOutside) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> v = {1, 2, nan, -9999, 3, 50, 4};
+  Stats stats;
+  auto mask = run<double>(DType::f64, v, {0, 100, -9999.0, std::array<double, 2>{0, 10}}, stats);
+  EXPECT_EQ(mask, (std::vector<std::uint8_t>{1, 1, 0, 0, 1, 0, 1}));
+  EXPECT_EQ(stats.valid, 4u);
+  EXPECT_EQ(stats.in_range, 4u);
+  EXPECT_EQ(stats.min, 1);
+  EXPECT_EQ(stats.max, 4);
+}
+
+TEST(Threshold, IntegerThresholdsRoundInward) {
+  std::vector<std::int16_t> v = {-3, -2, -1, 0, 1, 2, 3};
+  Stats stats;
+  auto mask = run<std::int16_t>(DType::i16, v, {-1.5, 1.5, {}, {}}, stats);
+  EXPECT_EQ(mask, (std::vector<std::uint8_t>{0, 0, 1, 1, 1, 0, 0}));
+  Stats none;
+  auto empty = run<std::int16_t>(DType::i16, v, {0.2, 0.8, {}, {}}, none);
+  EXPECT_EQ(none.in_range, 0u);
+  EXPECT_EQ(none.valid, v.size());
+  Stats beyond;
+  run<std::int16_t>(DType::i16, v, {40000, 50000, {}, {}}, beyond);
+  EXPECT_EQ(beyond.in_range, 0u);
+  EXPECT_EQ(beyond.min, -3);
+}
+
+TEST(Threshold, SwappedInputGivesTheSameMask) {
+  std::mt19937 generator(3);
+  std::uniform_int_distribution<int> values(0, 65535);
+  std::vector<std::uint16_t> v(10007);
+  for (auto& x : v) x = static_cast<std::uint16_t>(values(generator));
+  Stats plain, swapped;
+  auto a = run<std::uint16_t>(DType::u16, v, {1000, 40000, 7.0, {}}, plain);
+  auto b = run<std::uint16_t>(DType::u16, v, {1000, 40000, 7.0, {}}, swapped, true);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(plain.in_range, swapped.in_range);
+  EXPECT_EQ(plain.histogram, swapped.histogram);
+  EXPECT_EQ(plain.min, swapped.min);
+}
+
+TEST(Threshold, StatsMatchABruteForceCount) {
+  std::mt19937 generator(5);
+  std::normal_distribution<float> values(0.f, 1.f);
+  std::vector<float> v(50000);
+  for (auto& x : v) x = values(generator);
+  Stats stats;
+  auto mask = run<float>(DType::f32, v, {-0.5, 1.25, {}, {}}, stats);
+  std::uint64_t expected = 0, histogram_total = 0;
+  float lo = v[0], hi = v[0];
+  std::array<std::uint64_t, Stats::bins> histogram{};
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    bool in = v[i] >= -0.5f && v[i] <= 1.25f;
+    expected += in;
+    ASSERT_EQ(mask[i], in);
+    lo = std::min(lo, v[i]);
+    hi = std::max(hi, v[i]);
+    if (in) ++histogram[static_cast<std::size_t>(std::min(255.0, (v[i] + 0.5) * 256 / 1.75))];
+  }
+  for (auto count : stats.histogram) histogram_total += count;
+  EXPECT_EQ(stats.in_range, expected);
+  EXPECT_EQ(histogram_total, expected);
+  EXPECT_EQ(stats.histogram, histogram);
+  EXPECT_EQ(stats.min, lo);
+  EXPECT_EQ(stats.max, hi);
+}
+
+TEST(Threshold, RefusesBadThresholds) {
+  EXPECT_THROW(ThresholdKernel(DType::f32, Threshold{2, 1, {}, {}}), volseg::Error);
+  EXPECT_THROW(ThresholdKernel(DType::f32, Threshold{std::nan(""), 1, {}, {}}), volseg::Error);
+}
+
+TEST(Stats, MergeCombinesCountsAndExtremes) {
+  Stats a, b, empty;
+  a.voxels = a.valid = a.in_range = 2;
+  a.min = 1;
+  a.max = 5;
+  b.voxels = b.valid = 3;
+  b.min = -1;
+  b.max = 4;
+  empty.voxels = 4;
+  a.merge(b);
+  a.merge(empty);
+  EXPECT_EQ(a.voxels, 9u);
+  EXPECT_EQ(a.valid, 5u);
+  EXPECT_EQ(a.min, -1);
+  EXPECT_EQ(a.max, 5);
+}
