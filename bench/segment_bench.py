@@ -1,0 +1,186 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Throughput and memory of `volseg segment` against references measured in
+the same run (the machines are shared and noisy, so only ratios mean much).
+
+  throughput: a 1024^3 float32 field (4 GiB) in the page cache; times
+              `dd bs=16M`, a numpy memmap threshold, and volseg with every
+              raw backend on 1 and 2 ranks; prints GB/s and ratios, writes
+              CSV and a PNG bar chart.
+  --memory:   an 8 GiB input; each rank's maximum resident set size
+              (/usr/bin/time) for every backend on 2 ranks.
+
+Run: /usr/bin/python3 bench/segment_bench.py [--dir DIR] [--memory]
+"""
+import argparse
+import csv
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BACKENDS = ["posix", "mmap", "mmap-advise"]
+MPI_ENV = {
+    "OMPI_ALLOW_RUN_AS_ROOT": "1",
+    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+    "OMPI_MCA_rmaps_base_oversubscribe": "1",
+    "OMPI_MCA_btl_vader_single_copy_mechanism": "none",
+}
+LO, HI = 0.4, 0.6
+
+NUMPY_THRESHOLD = r"""
+import sys, numpy as np
+path, out, nz, ny, nx, lo, hi = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:6]), *map(float, sys.argv[6:8])
+v = np.memmap(path, dtype='<f4', mode='r', shape=(nz, ny, nx))
+m = np.memmap(out, dtype='u1', mode='w+', shape=(nz, ny, nx))
+for z in range(0, nz, 64):
+    s = v[z:z + 64]
+    m[z:z + 64] = (s >= lo) & (s <= hi)
+m.flush()
+del m
+"""
+
+
+def run(cmd, **kwargs):
+    env = dict(os.environ, **MPI_ENV)
+    return subprocess.run(cmd, env=env, check=True, text=True, capture_output=True, **kwargs)
+
+
+def timed(cmd):
+    start = time.perf_counter()
+    result = run(cmd)
+    return time.perf_counter() - start, result
+
+
+def generate(volseg, path, dims):
+    if os.path.exists(path):
+        return
+    print(f"generating {path} ({'x'.join(map(str, dims))} f32) ...", flush=True)
+    run(["mpirun", "-np", "2", volseg, "generate", path, "--field", "smooth",
+         "--dims", ",".join(map(str, dims)), "--dtype", "f32", "--quiet"])
+
+
+def warm(path):
+    with open(path, "rb") as f:
+        while f.read(1 << 24):
+            pass
+
+
+def segment_cmd(volseg, ranks, backend, src, out, report, wrapper=()):
+    return ["mpirun", "-np", str(ranks), *wrapper, volseg, "segment", src, "--lo", str(LO), "--hi", str(HI),
+            "--out", out, "--backend", backend, "--force", "--quiet", "--report", report]
+
+
+def throughput(args, volseg):
+    dims = (args.size, args.size, args.size)
+    src = os.path.join(args.dir, f"smooth-{args.size}.nhdr")
+    raw = src[:-5] + ".raw"
+    generate(volseg, src, dims)
+    nbytes = os.path.getsize(raw)
+    warm(raw)
+    warm(raw)
+    rows = []
+
+    def measure(name, ranks, cmd, report=None):
+        walls, jobs = [], []
+        for _ in range(args.repeat):
+            wall, _ = timed(cmd)
+            walls.append(wall)
+            if report:
+                with open(report) as f:
+                    jobs.append(json.load(f)["seconds"])
+        wall = statistics.median(walls)
+        job = statistics.median(jobs) if jobs else wall
+        rows.append({"method": name, "ranks": ranks, "wall_s": wall, "job_s": job, "gb_s": nbytes / job / 1e9})
+        print(f"  {name:<22} {ranks} rank(s): {job:7.3f} s  {nbytes / job / 1e9:6.2f} GB/s", flush=True)
+
+    print(f"input {raw}: {nbytes / 2**30:.1f} GiB, page cache warm, median of {args.repeat}")
+    measure("dd bs=16M", 1, ["dd", f"if={raw}", "of=/dev/null", "bs=16M"])
+    measure("numpy memmap", 1, ["/usr/bin/python3", "-c", NUMPY_THRESHOLD, raw, os.path.join(args.dir, "numpy-mask.raw"),
+                                *map(str, dims), str(LO), str(HI)])
+    out = os.path.join(args.dir, "bench-mask.nhdr")
+    report = os.path.join(args.dir, "bench-report.json")
+    for ranks in (1, 2):
+        for backend in BACKENDS:
+            measure(f"volseg {backend}", ranks, segment_cmd(volseg, ranks, backend, src, out, report), report)
+
+    dd = next(r for r in rows if r["method"].startswith("dd"))["gb_s"]
+    npy = next(r for r in rows if r["method"].startswith("numpy"))["gb_s"]
+    print()
+    print(f"{'method':<22} {'ranks':>5} {'job s':>8} {'wall s':>8} {'GB/s':>7} {'x dd':>6} {'x numpy':>8}")
+    for r in rows:
+        r["vs_dd"], r["vs_numpy"] = r["gb_s"] / dd, r["gb_s"] / npy
+        print(f"{r['method']:<22} {r['ranks']:>5} {r['job_s']:8.3f} {r['wall_s']:8.3f} {r['gb_s']:7.2f} "
+              f"{r['vs_dd']:6.2f} {r['vs_numpy']:8.2f}")
+    best = max((r for r in rows if r["method"].startswith("volseg") and r["ranks"] == 2), key=lambda r: r["gb_s"])
+    print(f"\nbest on 2 ranks: {best['method']} at {best['vs_dd']:.2f} x dd (bar 0.6) "
+          f"and {best['vs_numpy']:.2f} x numpy (bar 3)")
+    print("job s: volseg's own open-to-close time from its report (mpirun start-up excluded); "
+          "wall s: the whole command")
+
+    csv_path = os.path.join(args.out, "segment_throughput.csv")
+    with open(csv_path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        writer.writeheader()
+        writer.writerows(rows)
+    plot(rows, os.path.join(args.out, "segment_throughput.png"), nbytes)
+    print(f"wrote {csv_path} and segment_throughput.png")
+
+
+def plot(rows, path, nbytes):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    labels = [f"{r['method']}\n{r['ranks']} rank(s)" if r["method"].startswith("volseg") else r["method"] for r in rows]
+    colors = ["#888888" if not r["method"].startswith("volseg") else ("#4c72b0" if r["ranks"] == 1 else "#dd8452")
+              for r in rows]
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    ax.bar(range(len(rows)), [r["gb_s"] for r in rows], color=colors)
+    ax.set_xticks(range(len(rows)), labels, fontsize=8)
+    ax.set_ylabel("GB/s of input")
+    ax.set_title(f"Threshold segmentation of a {nbytes / 2**30:.0f} GiB float32 volume (page cache warm)")
+    for i, r in enumerate(rows):
+        ax.text(i, r["gb_s"], f"{r['gb_s']:.2f}", ha="center", va="bottom", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def memory(args, volseg):
+    dims = (2 * args.size, args.size, args.size)
+    src = os.path.join(args.dir, f"smooth-{dims[0]}x{args.size}x{args.size}.nhdr")
+    generate(volseg, src, dims)
+    nbytes = os.path.getsize(src[:-5] + ".raw")
+    print(f"input {src}: {nbytes / 2**30:.1f} GiB, default bricks, 2 ranks")
+    out = os.path.join(args.dir, "bench-mask.nhdr")
+    report = os.path.join(args.dir, "bench-report.json")
+    for backend in BACKENDS:
+        _, result = timed(segment_cmd(volseg, 2, backend, src, out, report, ["/usr/bin/time", "-f", "maxrss_kb=%M"]))
+        rss = [int(k) / 1024 for k in re.findall(r"maxrss_kb=(\d+)", result.stderr)]
+        print(f"  {backend:<12} max resident set per rank: {', '.join(f'{m:.0f} MiB' for m in rss)} (bar 512 MiB)")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dir", default="/tmp/volseg-bench", help="where the volumes go (needs 6 GiB, 11 with --memory)")
+    parser.add_argument("--out", default=os.path.join(ROOT, "docs", "results"), help="CSV and PNG go here")
+    parser.add_argument("--volseg", default=os.path.join(ROOT, "build", "app", "cli", "volseg"))
+    parser.add_argument("--size", type=int, default=1024, help="edge of the cube (default 1024: 4 GiB)")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--memory", action="store_true", help="measure peak memory on a 2*size x size^2 input")
+    args = parser.parse_args()
+    os.makedirs(args.dir, exist_ok=True)
+    os.makedirs(args.out, exist_ok=True)
+    if not os.access(args.volseg, os.X_OK):
+        sys.exit(f"segment_bench: {args.volseg} not found; build first (scripts/build.sh)")
+    if args.memory:
+        memory(args, args.volseg)
+    else:
+        throughput(args, args.volseg)
+
+
+if __name__ == "__main__":
+    main()
