@@ -98,21 +98,43 @@ TEST(Threshold, StatsMatchABruteForceCount) {
   auto mask = run<float>(DType::f32, v, {-0.5, 1.25, {}, {}}, stats);
   std::uint64_t expected = 0, histogram_total = 0;
   float lo = v[0], hi = v[0];
-  std::array<std::uint64_t, Stats::bins> histogram{};
   for (std::size_t i = 0; i < v.size(); ++i) {
     bool in = v[i] >= -0.5f && v[i] <= 1.25f;
     expected += in;
     ASSERT_EQ(mask[i], in);
     lo = std::min(lo, v[i]);
     hi = std::max(hi, v[i]);
-    if (in) ++histogram[static_cast<std::size_t>(std::min(255.0, (v[i] + 0.5) * 256 / 1.75))];
   }
   for (auto count : stats.histogram) histogram_total += count;
   EXPECT_EQ(stats.in_range, expected);
   EXPECT_EQ(histogram_total, expected);
-  EXPECT_EQ(stats.histogram, histogram);
   EXPECT_EQ(stats.min, lo);
   EXPECT_EQ(stats.max, hi);
+}
+
+TEST(Threshold, HistogramBinsTheInRangeValuesOverLoHi) {
+  // Values at bin centres (no rounding question), some outside [lo, hi].
+  const double lo = -2, hi = 6, width = (hi - lo) / Stats::bins;
+  std::mt19937 generator(9);
+  std::uniform_int_distribution<int> bin_of(-20, Stats::bins + 19);
+  std::array<std::uint64_t, Stats::bins> expected{};
+  for (DType dtype : {DType::f32, DType::f64}) {
+    std::vector<double> v(70001);
+    expected.fill(0);
+    for (auto& x : v) {
+      int bin = bin_of(generator);
+      x = lo + (bin + 0.5) * width;
+      if (bin >= 0 && bin < Stats::bins) ++expected[static_cast<std::size_t>(bin)];
+    }
+    Stats stats;
+    if (dtype == DType::f64) {
+      run<double>(dtype, v, {lo, hi, {}, {}}, stats);
+    } else {
+      std::vector<float> f(v.begin(), v.end());
+      run<float>(dtype, f, {lo, hi, {}, {}}, stats);
+    }
+    EXPECT_EQ(stats.histogram, expected) << volseg::io::dtype_name(dtype);
+  }
 }
 
 TEST(Threshold, RefusesBadThresholds) {

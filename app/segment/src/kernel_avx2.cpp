@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: MIT
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "kernel_variants.hpp"
+#include "volseg/io/byteswap.hpp"
+
+namespace volseg::segment::detail {
+namespace {
+#include "kernel_impl.inl"
+}  // namespace
+
+void run_kernel_avx2(io::DType dtype, const std::byte* input, std::int64_t count, bool swapped, std::uint8_t* mask,
+                     const Threshold& threshold, Stats& stats) {
+  run_kernel(dtype, input, count, swapped, mask, threshold, stats);
+}
+
+}  // namespace volseg::segment::detail

@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: MIT
+// The threshold kernel's loops, compiled once per instruction set
+// (kernel_generic.cpp, kernel_avx2.cpp); threshold.cpp picks one at run time.
+// Included only by those files, inside their own namespace.
+
+
+constexpr std::int64_t kChunk = 4096;
+constexpr int kSubHistograms = 8;
+
+// Bounds in the data type such that, for every value v of T,
+// v >= lo  <=>  double(v) >= threshold.lo  (and likewise for the others).
+template <class T>
+struct Bounds {
+  T lo, hi, valid_min, valid_max, fill{};
+  bool empty = false;     // no value of T can be in range
+  bool has_fill = false;  // the fill value is representable in T
+  double bin_origin = 0, bin_scale = 0;
+};
+
+template <class T>
+T at_least(double value, bool& above_all) {
+  above_all = false;
+  if constexpr (std::is_integral_v<T>) {
+    double c = std::ceil(value);
+    if (c > static_cast<double>(std::numeric_limits<T>::max())) {
+      above_all = true;
+      return std::numeric_limits<T>::max();
+    }
+    if (c < static_cast<double>(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
+    return static_cast<T>(c);
+  } else {
+    T t = static_cast<T>(value);
+    if (static_cast<double>(t) < value) t = std::nextafter(t, std::numeric_limits<T>::infinity());
+    return t;
+  }
+}
+
+template <class T>
+T at_most(double value, bool& below_all) {
+  below_all = false;
+  if constexpr (std::is_integral_v<T>) {
+    double f = std::floor(value);
+    if (f < static_cast<double>(std::numeric_limits<T>::lowest())) {
+      below_all = true;
+      return std::numeric_limits<T>::lowest();
+    }
+    if (f > static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+    return static_cast<T>(f);
+  } else {
+    T t = static_cast<T>(value);
+    if (static_cast<double>(t) > value) t = std::nextafter(t, -std::numeric_limits<T>::infinity());
+    return t;
+  }
+}
+
+template <class T>
+Bounds<T> make_bounds(const Threshold& threshold) {
+  Bounds<T> b;
+  bool above = false, below = false;
+  b.lo = at_least<T>(threshold.lo, above);
+  b.hi = at_most<T>(threshold.hi, below);
+  b.empty = above || below || b.hi < b.lo;
+  if (threshold.valid_range) {
+    bool valid_above = false, valid_below = false;
+    b.valid_min = at_least<T>((*threshold.valid_range)[0], valid_above);
+    b.valid_max = at_most<T>((*threshold.valid_range)[1], valid_below);
+    if (valid_above || valid_below) b.empty = true;
+  } else if constexpr (std::is_integral_v<T>) {
+    b.valid_min = std::numeric_limits<T>::lowest();
+    b.valid_max = std::numeric_limits<T>::max();
+  } else {
+    b.valid_min = -std::numeric_limits<T>::infinity();
+    b.valid_max = std::numeric_limits<T>::infinity();
+  }
+  if (threshold.fill_value) {
+    double fill = *threshold.fill_value;
+    bool representable = std::is_integral_v<T>
+                             ? fill == std::floor(fill) && fill >= static_cast<double>(std::numeric_limits<T>::lowest()) &&
+                                   fill <= static_cast<double>(std::numeric_limits<T>::max())
+                             : static_cast<double>(static_cast<T>(fill)) == fill || std::isnan(fill);
+    // A NaN fill needs no test: NaN is never valid.
+    if (representable && !std::isnan(fill)) {
+      b.has_fill = true;
+      b.fill = static_cast<T>(fill);
+    }
+  }
+  b.bin_origin = threshold.lo;
+  b.bin_scale = threshold.hi > threshold.lo ? Stats::bins / (threshold.hi - threshold.lo) : 0.0;
+  return b;
+}
+
+template <class T, bool Swap>
+inline T load(const std::byte* input, std::int64_t i) {
+  if constexpr (Swap && sizeof(T) > 1) {
+    using U = std::conditional_t<sizeof(T) == 2, std::uint16_t, std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>;
+    U bits;
+    std::memcpy(&bits, input + i * static_cast<std::int64_t>(sizeof(T)), sizeof(T));
+    return std::bit_cast<T>(io::byteswap(bits));
+  } else {
+    T value;
+    std::memcpy(&value, input + i * static_cast<std::int64_t>(sizeof(T)), sizeof(T));
+    return value;
+  }
+}
+
+// The value used for bin arithmetic: float for types a float holds exactly
+// enough for binning, double for the wide ones.
+template <class T>
+using BinReal = std::conditional_t<(sizeof(T) <= 2 || std::is_same_v<T, float>), float, double>;
+
+// One chunk, written so that gcc vectorises it: no branches, reductions
+// declared to the compiler, invalid values replaced by the neutral element
+// of min and max instead of skipped.
+template <class T, bool Swap, bool HasFill>
+void threshold_chunk(const std::byte* in, std::int64_t n, std::uint8_t* __restrict out, const Bounds<T>& b,
+                     std::uint32_t& valid, std::uint32_t& inside_count, T& lowest_seen, T& highest_seen) {
+  constexpr T top = std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
+  constexpr T bottom = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+  const T lo = b.lo, hi = b.hi, valid_min = b.valid_min, valid_max = b.valid_max, fill = b.fill;
+  T low = top, high = bottom;
+  std::uint32_t n_valid = 0, n_inside = 0;
+#pragma omp simd reduction(min : low) reduction(max : high) reduction(+ : n_valid, n_inside)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const T v = load<T, Swap>(in, i);
+    bool ok = (v >= valid_min) & (v <= valid_max);
+    if constexpr (HasFill) ok = ok & (v != fill);
+    const bool inside = ok & (v >= lo) & (v <= hi);
+    out[i] = static_cast<std::uint8_t>(inside);
+    n_valid += ok;
+    n_inside += inside;
+    const T for_min = ok ? v : top, for_max = ok ? v : bottom;
+    low = low < for_min ? low : for_min;
+    high = high > for_max ? high : for_max;
+  }
+  valid = n_valid;
+  inside_count = n_inside;
+  lowest_seen = std::min(lowest_seen, low);
+  highest_seen = std::max(highest_seen, high);
+}
+
+// Bin of every voxel of a chunk (vectorised; voxels outside the mask go to
+// a discard bin), then a scatter that skips groups of 16 voxels with none
+// in the mask, which real data, being smooth, has in long stretches.
+template <class T, bool Swap>
+void histogram_chunk(const std::byte* in, std::int64_t n, const std::uint8_t* mask, const Bounds<T>& b,
+                     std::uint32_t (&histogram)[kSubHistograms][Stats::bins + 1]) {
+  using Real = BinReal<T>;
+  const Real origin = static_cast<Real>(b.bin_origin), scale = static_cast<Real>(b.bin_scale);
+  alignas(64) std::int32_t bins[kChunk];
+#pragma omp simd
+  for (std::int64_t i = 0; i < n; ++i) {
+    Real x = (static_cast<Real>(load<T, Swap>(in, i)) - origin) * scale;
+    x = x > Real(0) ? x : Real(0);  // NaN lands here too
+    x = x < Real(Stats::bins - 1) ? x : Real(Stats::bins - 1);
+    bins[i] = mask[i] ? static_cast<std::int32_t>(x) : Stats::bins;
+  }
+  // Eight interleaved histograms keep increments of one bin (neighbours in
+  // smooth data share bins) from waiting on each other through memory.
+  std::int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    std::uint64_t first, second;
+    std::memcpy(&first, mask + i, 8);
+    std::memcpy(&second, mask + i + 8, 8);
+    if ((first | second) == 0) continue;
+    for (std::int64_t j = i; j < i + 16; j += kSubHistograms)
+      for (int k = 0; k < kSubHistograms; ++k) ++histogram[k][bins[j + k]];
+  }
+  for (; i < n; ++i) ++histogram[0][bins[i]];
+}
+
+template <class T, bool Swap, bool HasFill>
+void threshold_loop(const std::byte* input, std::int64_t count, std::uint8_t* mask, const Bounds<T>& b,
+                    Stats& stats) {
+  T lowest_seen = std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
+  T highest_seen = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+  std::uint64_t valid = 0, in_range = 0;
+  std::uint32_t histogram[kSubHistograms][Stats::bins + 1] = {};
+  for (std::int64_t begin = 0; begin < count; begin += kChunk) {
+    const std::int64_t n = std::min(kChunk, count - begin);
+    const std::byte* in = input + begin * static_cast<std::int64_t>(sizeof(T));
+    std::uint32_t chunk_valid = 0, chunk_in = 0;
+    threshold_chunk<T, Swap, HasFill>(in, n, mask + begin, b, chunk_valid, chunk_in, lowest_seen, highest_seen);
+    valid += chunk_valid;
+    in_range += chunk_in;
+    if (chunk_in > 0) histogram_chunk<T, Swap>(in, n, mask + begin, b, histogram);
+    // Keep the 32-bit sub-histograms far from overflow.
+    if ((begin / kChunk) % 256 == 255) {
+      for (auto& sub : histogram)
+        for (int bin = 0; bin < Stats::bins; ++bin) {
+          stats.histogram[static_cast<std::size_t>(bin)] += sub[bin];
+          sub[bin] = 0;
+        }
+    }
+  }
+  stats.voxels += static_cast<std::uint64_t>(count);
+  stats.valid += valid;
+  stats.in_range += in_range;
+  for (auto& sub : histogram)
+    for (int bin = 0; bin < Stats::bins; ++bin) stats.histogram[static_cast<std::size_t>(bin)] += sub[bin];
+  if (valid > 0) {
+    const bool first = stats.valid == valid;
+    stats.min = first ? static_cast<double>(lowest_seen) : std::min(stats.min, static_cast<double>(lowest_seen));
+    stats.max = first ? static_cast<double>(highest_seen) : std::max(stats.max, static_cast<double>(highest_seen));
+  }
+}
+
+template <class T, bool Swap>
+void run_typed(const std::byte* input, std::int64_t count, std::uint8_t* mask, const Threshold& threshold,
+               Stats& stats) {
+  Bounds<T> b = make_bounds<T>(threshold);
+  if (b.empty) {
+    // Nothing can be in range: make lo > hi in the type so the loop's
+    // comparisons say so, while min/max/valid are still counted.
+    if constexpr (std::is_integral_v<T>) {
+      b.lo = std::numeric_limits<T>::max();
+      b.hi = std::numeric_limits<T>::lowest();
+    } else {
+      b.lo = std::numeric_limits<T>::infinity();
+      b.hi = -std::numeric_limits<T>::infinity();
+    }
+  }
+  if (b.has_fill) threshold_loop<T, Swap, true>(input, count, mask, b, stats);
+  else threshold_loop<T, Swap, false>(input, count, mask, b, stats);
+}
+
+template <class T>
+void run_dispatch(const std::byte* input, std::int64_t count, bool swapped, std::uint8_t* mask,
+                  const Threshold& threshold, Stats& stats) {
+  if (swapped) run_typed<T, true>(input, count, mask, threshold, stats);
+  else run_typed<T, false>(input, count, mask, threshold, stats);
+}
+
+inline void run_kernel(io::DType dtype, const std::byte* input, std::int64_t count, bool swapped, std::uint8_t* mask,
+                       const Threshold& threshold, Stats& stats) {
+  switch (dtype) {
+    case io::DType::u8: return run_dispatch<std::uint8_t>(input, count, false, mask, threshold, stats);
+    case io::DType::i16: return run_dispatch<std::int16_t>(input, count, swapped, mask, threshold, stats);
+    case io::DType::u16: return run_dispatch<std::uint16_t>(input, count, swapped, mask, threshold, stats);
+    case io::DType::i32: return run_dispatch<std::int32_t>(input, count, swapped, mask, threshold, stats);
+    case io::DType::f32: return run_dispatch<float>(input, count, swapped, mask, threshold, stats);
+    case io::DType::f64: return run_dispatch<double>(input, count, swapped, mask, threshold, stats);
+  }
+}
+
