@@ -8,12 +8,21 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <memory>
 
 #include "raw/raw_volume.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/registry.hpp"
+
+// Linux 5.14+; older C libraries do not name them.
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 
 namespace volseg::io {
 namespace {
@@ -25,8 +34,12 @@ std::uint64_t page_size() {
 
 // Maps the bytes of extent in a file holding a [z][y][x] volume, from the
 // first run's start to the last run's end, and lists the runs inside it.
+//
+// With populate, the whole window is faulted in by one madvise call instead
+// of one page fault per few pages while the kernel runs; a kernel without
+// MADV_POPULATE_* (before 5.14) simply faults as usual.
 Mapping map_extent(int fd, const VolumeInfo& info, std::uint64_t base_offset, const Extent& extent, bool writable,
-                   bool needs_swap, const std::string& path) {
+                   bool needs_swap, bool populate, const std::string& path) {
   check_inside(extent, info.dims);
   if (extent.empty()) return Mapping({}, needs_swap, {});
   const std::size_t size = dtype_size(info.dtype);
@@ -40,6 +53,12 @@ Mapping map_extent(int fd, const VolumeInfo& info, std::uint64_t base_offset, co
   int protection = writable ? PROT_READ | PROT_WRITE : PROT_READ;
   void* base = ::mmap(nullptr, length, protection, MAP_SHARED, fd, static_cast<off_t>(start));
   if (base == MAP_FAILED) throw_errno("mmap", path);
+  if (populate && ::madvise(base, length, writable ? MADV_POPULATE_WRITE : MADV_POPULATE_READ) != 0 &&
+      errno != EINVAL) {
+    int saved = errno;
+    ::munmap(base, length);
+    throw_errno(writable ? "mmap (populate for writing)" : "mmap (populate for reading)", path, saved);
+  }
   std::vector<Run> runs;
   raw::for_each_run(info.dims, extent, size, base_offset, [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
     runs.push_back(Run{static_cast<std::byte*>(base) + (offset - start), count, index});
@@ -51,15 +70,15 @@ Mapping map_extent(int fd, const VolumeInfo& info, std::uint64_t base_offset, co
 
 class MmapReader final : public VolumeReader {
  public:
-  MmapReader(const std::string& path, const Comm& comm, int advise_depth)
-      : input_(path, comm), advise_depth_(advise_depth) {}
+  MmapReader(const std::string& path, const Comm& comm, int advise_depth, bool populate)
+      : input_(path, comm), advise_depth_(advise_depth), populate_(populate) {}
   const VolumeInfo& info() const override { return input_.header().info; }
   std::string backend_name() const override { return advise_depth_ > 0 ? "mmap-advise" : "mmap"; }
 
   bool can_map() const override { return true; }
   Mapping map(const Extent& extent) override {
     Mapping mapping = map_extent(input_.fd(), info(), input_.header().byte_skip, extent, false, input_.needs_swap(),
-                                 input_.header().data_path);
+                                 populate_, input_.header().data_path);
     bytes_read_ += static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info().dtype);
     return mapping;
   }
@@ -94,13 +113,14 @@ class MmapReader final : public VolumeReader {
  private:
   raw::RawInput input_;
   int advise_depth_;
+  bool populate_;
   std::atomic<std::uint64_t> bytes_read_{0};
 };
 
 class MmapWriter final : public VolumeWriter {
  public:
-  MmapWriter(const CreateRequest& request, const Comm& comm, bool fsync, std::string name)
-      : output_(request, comm, fsync), name_(std::move(name)) {}
+  MmapWriter(const CreateRequest& request, const Comm& comm, bool fsync, bool populate, std::string name)
+      : output_(request, comm, fsync), name_(std::move(name)), populate_(populate) {}
   const VolumeInfo& info() const override { return output_.info(); }
   std::string backend_name() const override { return name_; }
 
@@ -108,7 +128,8 @@ class MmapWriter final : public VolumeWriter {
   Mapping map(const Extent& extent) override {
     // The output was reserved with fallocate at create, so stores into the
     // mapping cannot meet a full disk (which would be SIGBUS, not an error).
-    Mapping mapping = map_extent(output_.fd(), info(), 0, extent, true, output_.needs_swap(), output_.data_path());
+    Mapping mapping =
+        map_extent(output_.fd(), info(), 0, extent, true, output_.needs_swap(), populate_, output_.data_path());
     bytes_written_ += static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info().dtype);
     return mapping;
   }
@@ -130,6 +151,7 @@ class MmapWriter final : public VolumeWriter {
  private:
   raw::RawOutput output_;
   std::string name_;
+  bool populate_;
   std::atomic<std::uint64_t> bytes_written_{0};
 };
 
@@ -145,15 +167,17 @@ Backend make_mmap_backend(const std::string& name, bool advise) {
     int depth = advise ? static_cast<int>(hints.get_int("advise_depth", 1)) : 0;
     if (advise && depth < 1) throw Error("hint advise_depth must be at least 1");
     hints.get_bool("fsync", false);
+    bool populate = hints.get_bool("populate", true);
     hints.reject_unused(name);
-    return std::make_unique<MmapReader>(path, comm, depth);
+    return std::make_unique<MmapReader>(path, comm, depth, populate);
   };
   backend.create = [name, advise](const CreateRequest& request, const Comm& comm,
                                   const Hints& hints) -> std::unique_ptr<VolumeWriter> {
     if (advise) hints.get_int("advise_depth", 1);
     bool fsync = hints.get_bool("fsync", false);
+    bool populate = hints.get_bool("populate", true);
     hints.reject_unused(name);
-    return std::make_unique<MmapWriter>(request, comm, fsync, name);
+    return std::make_unique<MmapWriter>(request, comm, fsync, populate, name);
   };
   return backend;
 }
