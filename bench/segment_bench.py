@@ -16,7 +16,6 @@ import argparse
 import csv
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -167,8 +166,15 @@ def memory(args, volseg):
     out = os.path.join(args.dir, "bench-mask.nhdr")
     report = os.path.join(args.dir, "bench-report.json")
     for backend in BACKENDS:
-        _, result = timed(segment_cmd(volseg, 2, backend, src, out, report, ["/usr/bin/time", "-f", "maxrss_kb=%M"]))
-        rss = [int(k) / 1024 for k in re.findall(r"maxrss_kb=(\d+)", result.stderr)]
+        # One file per rank: the ranks' stderr lines interleave.
+        prefix = os.path.join(args.dir, f"maxrss-{backend}")
+        wrapper = ["bash", "-c", f'exec /usr/bin/time -f %M -o {prefix}.$OMPI_COMM_WORLD_RANK "$@"', "time"]
+        timed(segment_cmd(volseg, 2, backend, src, out, report, wrapper))
+        rss = []
+        for rank in range(2):
+            with open(f"{prefix}.{rank}") as f:
+                rss.append(int(f.read().split()[-1]) / 1024)
+            os.remove(f"{prefix}.{rank}")
         print(f"  {backend:<12} max resident set per rank: {', '.join(f'{m:.0f} MiB' for m in rss)} (bar 512 MiB)")
 
 

@@ -113,6 +113,7 @@ void Commands::run_generate() {
   datasets::FieldSpec spec{datasets::parse_field(g.field), g.shell_width, g.seed};
   info.variable = g.field;
   info.attributes["field"] = g.field;
+  info.attributes["history"] = command_line_;
   if (spec.field == datasets::Field::shells) info.attributes["shell_width"] = std::to_string(g.shell_width);
   if (spec.field == datasets::Field::noise) info.attributes["seed"] = std::to_string(g.seed);
   const io::Hints hints = io::Hints::parse(g.hints);
@@ -130,7 +131,7 @@ void Commands::run_segment() {
   if (!segment_brick_.empty()) o.brick_shape = segment::parse_shape(segment_brick_);
   o.assignment = segment::parse_assignment(segment_assign_);
   o.progress = !segment_quiet_;
-  o.command_line = command_line_.empty() ? "volseg segment " + o.input : command_line_;
+  o.command_line = command_line_;
   if (!segment_report_.empty()) {
     auto folder = std::filesystem::path(segment_report_).parent_path();
     if (folder.empty()) folder = ".";

@@ -14,7 +14,7 @@ namespace volseg::cli {
 // The subcommands and their options; run() runs the one that was chosen.
 class Commands {
  public:
-  explicit Commands(const Comm& comm) : comm_(comm) {}
+  Commands(const Comm& comm, std::string command_line) : comm_(comm), command_line_(std::move(command_line)) {}
   void add_to(CLI::App& app);
   void run();  // collective
 
@@ -29,8 +29,8 @@ class Commands {
   void run_segment();
 
   const Comm& comm_;
+  std::string command_line_;  // recorded in outputs' history
   std::function<void()> chosen_;
-  std::string command_line_;
 
   struct {
     std::string path, backend = "posix";

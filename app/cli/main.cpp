@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <string>
 
 #include "commands.hpp"
 #include "volseg/io/error.hpp"
@@ -23,7 +24,9 @@ int main(int argc, char** argv) {
   int code = 0;
   {
     volseg::Comm world(MPI_COMM_WORLD);
-    volseg::cli::Commands commands(world);
+    std::string command_line = "volseg";
+    for (int i = 1; i < argc; ++i) command_line += std::string(" ") + argv[i];
+    volseg::cli::Commands commands(world, command_line);
     CLI::App app{"volseg: parallel out-of-core threshold segmentation of large volumes"};
     app.require_subcommand(1);
     commands.add_to(app);
