@@ -33,10 +33,14 @@ int main(int argc, char** argv) {
     try {
       app.parse(argc, argv);
       commands.run();
+    } catch (const CLI::CallForHelp& e) {
+      if (rank == 0) app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+      if (rank == 0) app.exit(e);
     } catch (const CLI::ParseError& e) {
-      // --help and usage errors: rank 0 speaks for everyone.
-      if (rank == 0) code = app.exit(e);
-      else code = e.get_exit_code();
+      // A usage error is bad input like any other: one line, status 2.
+      if (rank == 0) std::fprintf(stderr, "volseg: error: %s (see 'volseg --help')\n", e.what());
+      code = 2;
     } catch (const std::exception& e) {
       if (rank == 0) std::fprintf(stderr, "volseg: error: %s\n", e.what());
       code = 1;

@@ -33,6 +33,7 @@ class PosixReader final : public VolumeReader {
 
   void close() override { input_.close(); }
   std::uint64_t bytes_read() const override { return bytes_read_; }
+  std::vector<std::string> files() const override { return input_.files(); }
 
  private:
   raw::RawInput input_;

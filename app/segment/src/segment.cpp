@@ -27,23 +27,24 @@ double timed(Fn&& fn) {
   return since(start);
 }
 
-// The files a path stands for: a raw header names its data file too.
-std::vector<std::filesystem::path> files_of(const std::string& path) {
+// The files an output path will create: a raw header names its data file too.
+std::vector<std::filesystem::path> output_files(const std::string& path) {
   std::vector<std::filesystem::path> files{path};
   if (std::filesystem::path(path).extension() == ".nhdr") files.emplace_back(io::data_path_for_header(path));
   return files;
 }
 
-void refuse_output_over_input(const SegmentOptions& options, const io::VolumeInfo&) {
+// Compared by identity (links, "..", symlinks), not by spelling.
+void refuse_output_over_input(const std::string& output, const std::vector<std::string>& input_files) {
   namespace fs = std::filesystem;
   auto same = [](const fs::path& a, const fs::path& b) {
     std::error_code ec;
     if (fs::exists(a, ec) && fs::exists(b, ec)) return fs::equivalent(a, b, ec);
     return fs::weakly_canonical(a, ec) == fs::weakly_canonical(b, ec);
   };
-  for (const auto& out : files_of(options.output))
-    for (const auto& in : files_of(options.input))
-      if (same(out, in)) throw Error("output " + out.string() + " is the input " + in.string());
+  for (const auto& out : output_files(output))
+    for (const auto& in : input_files)
+      if (same(out, in)) throw Error("output " + out.string() + " is the input " + in);
 }
 
 io::VolumeInfo mask_info(const SegmentOptions& options, const io::VolumeInfo& input) {
@@ -193,7 +194,7 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   if (std::isnan(options.lo) || std::isnan(options.hi)) throw Error("thresholds must not be NaN");
   if (options.lo > options.hi)
     throw Error("lo > hi: --lo " + std::to_string(options.lo) + " is above --hi " + std::to_string(options.hi));
-  refuse_output_over_input(options, {});
+  refuse_output_over_input(options.output, {options.input});
   const io::Hints hints = io::Hints::parse(options.hints);
   result.backend = options.backend;
   result.output_backend = options.output_backend.empty() ? options.backend : options.output_backend;
@@ -202,6 +203,7 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   std::unique_ptr<io::VolumeWriter> writer;
   auto open_start = Clock::now();
   reader = io::open_reader(options.backend, options.input, comm, hints);
+  refuse_output_over_input(options.output, reader->files());
   result.input_info = reader->info();
   Threshold threshold{options.lo, options.hi, result.input_info.fill_value, result.input_info.valid_range};
   const ThresholdKernel kernel(result.input_info.dtype, threshold);

@@ -118,7 +118,8 @@ std::string read_header_text(const std::string& path, std::size_t max_bytes) {
   return text;
 }
 
-RawInput::RawInput(const std::string& header_path, const Comm& comm) : comm_(comm.duplicate()) {
+RawInput::RawInput(const std::string& header_path, const Comm& comm)
+    : comm_(comm.duplicate()), header_path_(header_path) {
   // Rank 0 alone reads the header and checks the data file, then shares the
   // header: one metadata request instead of one per rank (seed 004, §3).
   std::string text;

@@ -51,6 +51,7 @@ class RawInput {
   ~RawInput();
 
   const NrrdHeader& header() const { return header_; }
+  std::vector<std::string> files() const { return {header_path_, header_.data_path}; }
   int fd() const { return fd_; }
   const Comm& comm() const { return comm_; }
   bool needs_swap() const { return header_.info.byte_order != native_byte_order(); }
@@ -58,6 +59,7 @@ class RawInput {
 
  private:
   Comm comm_;
+  std::string header_path_;
   NrrdHeader header_;
   int fd_ = -1;
 };

@@ -73,6 +73,10 @@ class VolumeReader {
 
   // Bytes moved from storage by this rank so far.
   virtual std::uint64_t bytes_read() const = 0;
+
+  // Every file the volume is stored in (a raw volume: header and data), so
+  // callers can refuse to write over them.
+  virtual std::vector<std::string> files() const = 0;
 };
 
 class VolumeWriter {
