@@ -69,7 +69,7 @@ void Commands::add_segment(CLI::App& app) {
   sub->add_option("--assign", segment_assign_, "Bricks to ranks: block | cyclic | random")->capture_default_str();
   sub->add_option("--seed", o.seed, "Seed of --assign random")->capture_default_str();
   sub->add_option("--report", segment_report_, "Write a JSON report with per-rank timings here");
-  sub->add_flag("--force", o.force, "Replace an existing output");
+  sub->add_flag("--force", o.force, "Replace an existing mask and report");
   sub->add_flag("--quiet", segment_quiet_, "No progress bar and no summary");
   sub->callback([this] { chosen_ = [this] { run_segment(); }; });
 }
@@ -132,14 +132,9 @@ void Commands::run_segment() {
   o.assignment = segment::parse_assignment(segment_assign_);
   o.progress = !segment_quiet_;
   o.command_line = command_line_;
-  if (!segment_report_.empty()) {
-    auto folder = std::filesystem::path(segment_report_).parent_path();
-    if (folder.empty()) folder = ".";
-    if (::access(folder.c_str(), W_OK) != 0) throw_errno("cannot write the report in", folder.string());
-  }
+  o.report = segment_report_;
   auto result = segment::run_segment(comm_, o);
   if (comm_.rank() != 0) return;
-  if (!segment_report_.empty()) segment::write_report(segment_report_, o, result);
   if (!segment_quiet_) {
     std::fputs(segment::summary(o, result).c_str(), stdout);
     if (!segment_report_.empty()) std::printf("  report: %s\n", segment_report_.c_str());

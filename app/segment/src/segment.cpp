@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "volseg/segment/segment.hpp"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -45,6 +47,24 @@ void refuse_output_over_input(const std::string& output, const std::vector<std::
   for (const auto& out : output_files(output))
     for (const auto& in : input_files)
       if (same(out, in)) throw Error("output " + out.string() + " is the input " + in);
+}
+
+// The report is an output too: never over the input or the mask, never over
+// an existing file without --force, and its folder must be writable.
+void check_report_path(const SegmentOptions& options, const std::vector<std::string>& input_files) {
+  namespace fs = std::filesystem;
+  if (options.report.empty()) return;
+  std::vector<std::string> taken = input_files;
+  for (const auto& file : output_files(options.output)) taken.push_back(file.string());
+  try {
+    refuse_output_over_input(options.report, taken);
+  } catch (const Error&) {
+    throw Error("report " + options.report + " would overwrite the input or the mask");
+  }
+  if (!options.force && fs::exists(options.report)) throw Error(options.report + " exists (use --force to replace it)");
+  fs::path folder = fs::path(options.report).parent_path();
+  if (folder.empty()) folder = ".";
+  if (::access(folder.c_str(), W_OK) != 0) throw_errno("cannot write the report in", folder.string());
 }
 
 io::VolumeInfo mask_info(const SegmentOptions& options, const io::VolumeInfo& input) {
@@ -204,6 +224,7 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   auto open_start = Clock::now();
   reader = io::open_reader(options.backend, options.input, comm, hints);
   refuse_output_over_input(options.output, reader->files());
+  check_report_path(options, reader->files());
   result.input_info = reader->info();
   Threshold threshold{options.lo, options.hi, result.input_info.fill_value, result.input_info.valid_range};
   const ThresholdKernel kernel(result.input_info.dtype, threshold);
@@ -247,6 +268,9 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   result.ranks = gather_times(comm, times);
   double total = times.total;
   check_mpi(MPI_Allreduce(&total, &result.seconds, 1, MPI_DOUBLE, MPI_MAX, comm.get()), "MPI_Allreduce");
+  if (!options.report.empty()) collectively(comm, [&] {
+      if (comm.rank() == 0) write_report(options.report, options, result);
+    });
   return result;
 }
 

@@ -129,6 +129,7 @@ RawInput::RawInput(const std::string& header_path, const Comm& comm)
     NrrdHeader header = parse_nrrd(text, header_path);
     struct stat st{};
     if (::stat(header.data_path.c_str(), &st) != 0) throw_errno("open", header.data_path);
+    if (!S_ISREG(st.st_mode)) throw Error(header_path + ": data file " + header.data_path + " is not a regular file");
     std::uint64_t expected = header.byte_skip + header.info.bytes();
     if (static_cast<std::uint64_t>(st.st_size) != expected && header.data_path != header_path)
       throw Error(header_path + ": header and data size disagree: " + header.data_path + " has " +

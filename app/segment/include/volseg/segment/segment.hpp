@@ -16,6 +16,7 @@ namespace volseg::segment {
 
 struct SegmentOptions {
   std::string input, output;
+  std::string report;  // JSON report path; empty: none
   std::string backend = "mmap-advise";
   std::string output_backend;  // empty: the input's backend
   std::vector<std::string> hints;
@@ -51,7 +52,9 @@ struct SegmentResult {
 };
 
 // Collective over comm. Throws volseg::Error on every rank if any rank fails;
-// then no output is left behind.
+// then no mask is left behind. The report, if asked for, is written last by
+// rank 0 (temporary name, renamed when complete); it may be neither the
+// input's nor the mask's files, nor an existing file unless options.force.
 SegmentResult run_segment(const Comm& comm, const SegmentOptions& options);
 
 // Rank 0 only. Writes the JSON report (temporary name, renamed when complete).

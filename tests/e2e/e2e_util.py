@@ -1,0 +1,146 @@
+# SPDX-License-Identifier: MIT
+"""Shared helpers of the end-to-end tests: running volseg, and an NRRD reader
+written from the format specification, independent of volseg's own parser."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+VOLSEG = os.environ.get("VOLSEG", "")
+MPIEXEC = os.environ.get("MPIEXEC", "mpirun")
+
+# NRRD type names (teem's list, restricted to what volseg claims to read).
+NRRD_TYPES = {
+    "uchar": "u1", "unsigned char": "u1", "uint8": "u1", "uint8_t": "u1",
+    "short": "i2", "short int": "i2", "signed short": "i2", "signed short int": "i2",
+    "int16": "i2", "int16_t": "i2",
+    "ushort": "u2", "unsigned short": "u2", "unsigned short int": "u2", "uint16": "u2", "uint16_t": "u2",
+    "int": "i4", "signed int": "i4", "int32": "i4", "int32_t": "i4",
+    "float": "f4", "double": "f8",
+}
+# volseg's --dtype names.
+DTYPES = {"u8": "u1", "i16": "i2", "u16": "u2", "i32": "i4", "f32": "f4", "f64": "f8"}
+
+
+def require_binary():
+    if not VOLSEG or not os.access(VOLSEG, os.X_OK):
+        sys.exit("e2e: set VOLSEG to the volseg binary (got %r)" % VOLSEG)
+
+
+def _is_open_mpi():
+    try:
+        out = subprocess.run([MPIEXEC, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except OSError:
+        return False
+    return "Open MPI" in out or "OpenRTE" in out
+
+
+# -q silences Open MPI's own "job aborted" banners, so stderr is volseg's alone.
+MPI_QUIET = ["-q"] if _is_open_mpi() else []
+if MPI_QUIET:
+    # After a rank exits non-zero, mpirun waits this long (default 1 s, twice)
+    # before killing the others; every failing run paid 2 s for nothing.
+    os.environ.setdefault("OMPI_MCA_odls_base_sigkill_timeout", "0")
+
+
+def command(args, ranks=2, mpi=True, wrap=None):
+    """The argv that runs volseg ARGS on RANKS ranks. With mpi=False and one
+    rank, volseg runs as an MPI singleton (no mpirun). wrap: a shell snippet
+    run inside each rank before exec (e.g. 'ulimit -f 64')."""
+    inner = [VOLSEG] + [str(a) for a in args]
+    if wrap:
+        inner = ["bash", "-c", wrap + '; exec "$@"', "bash"] + inner
+    if not mpi:
+        assert ranks == 1
+        return inner
+    return [MPIEXEC] + MPI_QUIET + ["-np", str(ranks)] + inner
+
+
+def run(args, ranks=2, mpi=True, cwd=None, timeout=120, wrap=None, prefix=()):
+    """Runs volseg; returns CompletedProcess with text stdout/stderr."""
+    argv = list(prefix) + command(args, ranks, mpi, wrap)
+    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def check_ok(test, proc):
+    test.assertEqual(proc.returncode, 0, "volseg failed: %s\nstdout:\n%s\nstderr:\n%s"
+                     % (" ".join(proc.args), proc.stdout, proc.stderr))
+
+
+def generate(test, path, field, dims, dtype, endian, ranks=2, extra=()):
+    zyx = ",".join(str(d) for d in dims)
+    proc = run(["generate", path, "--field", field, "--dims", zyx, "--dtype", dtype,
+                "--endian", endian, "--quiet", *extra], ranks=ranks)
+    check_ok(test, proc)
+
+
+def parse_nhdr(path):
+    """Parses a detached NRRD header. Returns a dict: dtype (numpy, with byte
+    order), shape (z, y, x), endian, data (path of the data file), byte_skip,
+    fields, keyvalues."""
+    with open(path, "rb") as f:
+        text = f.read().decode("latin-1")
+    lines = text.split("\n")
+    if not lines[0].startswith("NRRD000"):
+        raise ValueError("%s: no NRRD magic" % path)
+    fields, keyvalues = {}, {}
+    for line in lines[1:]:
+        line = line.strip("\r")
+        if line == "":
+            break
+        if line.startswith("#"):
+            continue
+        if ":=" in line:
+            key, value = line.split(":=", 1)
+            keyvalues[key] = value
+        else:
+            key, value = line.split(": ", 1)
+            fields[key.strip()] = value.strip()
+    kind = NRRD_TYPES[fields["type"]]
+    endian = fields.get("endian", "little")
+    dtype = np.dtype(kind).newbyteorder("<" if endian == "little" else ">")
+    sizes = [int(s) for s in fields["sizes"].split()]  # fastest axis (x) first
+    data = fields.get("data file", fields.get("datafile"))
+    if not os.path.isabs(data):
+        data = os.path.join(os.path.dirname(path), data)
+    return {"dtype": dtype, "shape": tuple(reversed(sizes)), "endian": endian, "data": data,
+            "byte_skip": int(fields.get("byte skip", "0")), "fields": fields, "keyvalues": keyvalues}
+
+
+def read_volume(path):
+    """(header, array of shape (z, y, x) in the file's byte order)."""
+    header = parse_nhdr(path)
+    count = int(np.prod(header["shape"]))
+    size = os.path.getsize(header["data"])
+    if size != header["byte_skip"] + count * header["dtype"].itemsize:
+        raise ValueError("%s: data file has %d bytes, header describes %d"
+                         % (path, size, count * header["dtype"].itemsize))
+    values = np.fromfile(header["data"], dtype=header["dtype"], offset=header["byte_skip"])
+    return header, values.reshape(header["shape"])
+
+
+def add_keyvalue(header_in, header_out, line, data_file=None):
+    """Copies a header, inserting LINE before 'data file:' and optionally
+    pointing it at another data file (relative to the header's folder)."""
+    with open(header_in) as f:
+        lines = f.read().split("\n")
+    out = []
+    for text in lines:
+        if text.startswith("data file:"):
+            if line:
+                out.append(line)
+            if data_file:
+                text = "data file: " + data_file
+        out.append(text)
+    with open(header_out, "w") as f:
+        f.write("\n".join(out))
+
+
+def listing(folder):
+    """Every name under folder, hidden ones included, recursively."""
+    names = set()
+    for root, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            names.add(os.path.relpath(os.path.join(root, name), folder))
+    return names
