@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "raw/raw_volume.hpp"
 #include "volseg/io/error.hpp"
@@ -135,15 +136,23 @@ class MmapWriter final : public VolumeWriter {
     return mapping;
   }
 
+  // Plain writes go through pwrite: creating fresh page-cache pages by
+  // write() is cheaper than faulting them in through a mapping.
   void write(const Extent& extent, const void* buffer) override {
-    Mapping mapping = map(extent);
+    check_inside(extent, info().dims);
     const std::size_t size = dtype_size(info().dtype);
-    for (const Run& run : mapping.runs()) {
-      const void* source = static_cast<const std::byte*>(buffer) + run.index * static_cast<std::int64_t>(size);
-      if (mapping.needs_swap()) raw::copy_swapped(run.data, source, run.count, size);
-      else std::memcpy(run.data, source, static_cast<std::size_t>(run.count) * size);
-    }
-    mapping.release();
+    const auto* in = static_cast<const std::byte*>(buffer);
+    raw::for_each_run(info().dims, extent, size, 0, [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
+      const std::byte* source = in + index * static_cast<std::int64_t>(size);
+      std::size_t length = static_cast<std::size_t>(count) * size;
+      if (output_.needs_swap()) {
+        scratch_.resize(length);
+        raw::copy_swapped(scratch_.data(), source, count, size);
+        source = scratch_.data();
+      }
+      raw::write_fully(output_.fd(), source, length, offset, output_.data_path());
+    });
+    bytes_written_ += static_cast<std::uint64_t>(extent.voxels()) * size;
   }
 
   void close() override { output_.close(); }
@@ -153,6 +162,7 @@ class MmapWriter final : public VolumeWriter {
   raw::RawOutput output_;
   std::string name_;
   bool populate_;
+  std::vector<std::byte> scratch_;
   std::atomic<std::uint64_t> bytes_written_{0};
 };
 

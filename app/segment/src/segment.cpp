@@ -105,34 +105,41 @@ std::uint64_t input_bytes(const Job& job, const io::Extent& extent) {
   return static_cast<std::uint64_t>(extent.voxels()) * io::dtype_size(job.reader.info().dtype);
 }
 
-// Zero-copy: input and mask windows are mapped; the kernel reads the one and
-// writes the other in place, run by run (seed 004's raw method).
+// Zero-copy input: the brick's window is mapped and the kernel reads it in
+// place, run by run (seed 004's raw method); mmap-advise announces the next
+// bricks. The mask goes to a buffer that an I/O thread writes while the
+// kernel works on the next brick (writing fresh pages through write() is
+// cheaper than faulting them in through a mapping), unless the writer can
+// only be mapped.
 void run_mapped(Job& job) {
   const int depth = job.reader.prefetch_depth();
   const auto& bricks = job.bricks;
   auto advise = [&](std::size_t k) {
     if (k < bricks.size()) job.reader.will_need(job.layout.brick(bricks[k]));
   };
+  const auto largest = static_cast<std::size_t>(job.layout.largest_brick_voxels());
+  std::vector<std::uint8_t> mask[2] = {std::vector<std::uint8_t>(largest), std::vector<std::uint8_t>(largest)};
+  std::future<double> pending_write;
   for (std::size_t k = 1; k <= static_cast<std::size_t>(depth); ++k) advise(k);
   for (std::size_t k = 0; k < bricks.size(); ++k) {
     const io::Extent extent = job.layout.brick(bricks[k]);
     if (k > 0) job.times.read += timed([&] { advise(k + static_cast<std::size_t>(depth)); });
-    io::Mapping input, output;
+    io::Mapping input;
     job.times.read += timed([&] { input = job.reader.map(extent); });
-    job.times.write += timed([&] { output = job.writer.map(extent); });
+    std::uint8_t* out = mask[k % 2].data();
     job.times.compute += timed([&] {
-      const auto in_runs = input.runs();
-      const auto out_runs = output.runs();
-      if (in_runs.size() != out_runs.size()) throw Error("internal: input and mask runs differ");
-      for (std::size_t r = 0; r < in_runs.size(); ++r)
-        job.kernel.run(in_runs[r].data, in_runs[r].count, input.needs_swap(),
-                       reinterpret_cast<std::uint8_t*>(out_runs[r].data), job.stats);
+      for (const io::Run& run : input.runs())
+        job.kernel.run(run.data, run.count, input.needs_swap(), out + run.index, job.stats);
     });
     job.times.read += timed([&] { input.release(); });
-    job.times.write += timed([&] { output.release(); });
+    if (pending_write.valid()) job.times.wait += timed([&] { job.times.write += pending_write.get(); });
+    pending_write = std::async(std::launch::async, [&job, out, extent] {
+      return timed([&] { job.writer.write(extent, out); });
+    });
     ++job.times.bricks;
     job.progress.advance(1, input_bytes(job, extent));
   }
+  if (pending_write.valid()) job.times.wait += timed([&] { job.times.write += pending_write.get(); });
 }
 
 // Double-buffered: an I/O thread reads brick k+1 and writes the mask of
@@ -239,7 +246,7 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   result.brick_grid = layout.grid();
   result.brick_count = layout.count();
   const auto bricks = assign_bricks(layout.count(), comm.rank(), comm.size(), options.assignment, options.seed);
-  const bool mapped = reader->can_map() && writer->can_map();
+  const bool mapped = reader->can_map();
   result.pipeline = mapped ? "mapped" : "buffered";
 
   Stats local;
