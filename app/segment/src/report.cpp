@@ -81,8 +81,10 @@ void write_report(const std::string& path, const SegmentOptions& options, const 
   for (std::size_t r = 0; r < result.ranks.size(); ++r) ranks.push_back(to_json(result.ranks[r], static_cast<int>(r)));
   report["per_rank"] = ranks;
   report["timing_note"] = result.pipeline == "mapped"
-                              ? "mapped pipeline: page faults happen in the kernel and count as compute"
-                              : "buffered pipeline: read and write run on an I/O thread overlapped with compute; "
+                              ? "mapped pipeline: input read in place (faults left after populating the window "
+                                "count as compute); mask writes run on an I/O thread, wait is the time compute "
+                                "waited for them"
+                              : "buffered pipeline: reads and writes run on I/O threads overlapped with compute; "
                                 "wait is the time compute waited for them";
   write_file_atomically(path, report.dump(2) + "\n");
 }

@@ -29,10 +29,10 @@ struct SegmentOptions {
   std::string command_line;  // recorded in the mask's history attribute
 };
 
-// Seconds this rank spent in each phase, and what it moved. In the buffered
-// pipeline reads and writes run on an I/O thread, overlapped with compute;
-// `wait` is the time compute waited for them. For mapped backends, page
-// faults happen inside the kernel and are counted as compute.
+// Seconds this rank spent in each phase, and what it moved. Reads (buffered
+// pipeline) and mask writes run on I/O threads, overlapped with compute;
+// `wait` is the time compute waited for them. For mapped input, page faults
+// left after populating the window happen inside the kernel (compute).
 struct RankTimes {
   double open = 0, read = 0, compute = 0, write = 0, wait = 0, close = 0, total = 0;
   std::uint64_t bytes_read = 0, bytes_written = 0;
