@@ -51,7 +51,9 @@ void Commands::add_generate(CLI::App& app) {
   sub->add_option("--backend", generate_.backend, "Backend that writes it")->capture_default_str();
   sub->add_option("--hint", generate_.hints, "Backend hint key=value (repeatable)");
   sub->add_flag("--force", generate_.force, "Replace an existing output");
-  sub->add_flag("--quiet", generate_.quiet, "No progress bar");
+  sub->add_flag("--quiet", generate_.quiet, "No progress and no summary");
+  sub->add_option("--progress", generate_.progress, "auto | bar | lines | none (under mpirun auto means lines)")
+      ->capture_default_str();
   sub->callback([this] { chosen_ = [this] { run_generate(); }; });
 }
 
@@ -70,7 +72,9 @@ void Commands::add_segment(CLI::App& app) {
   sub->add_option("--seed", o.seed, "Seed of --assign random")->capture_default_str();
   sub->add_option("--report", segment_report_, "Write a JSON report with per-rank timings here");
   sub->add_flag("--force", o.force, "Replace an existing mask and report");
-  sub->add_flag("--quiet", segment_quiet_, "No progress bar and no summary");
+  sub->add_flag("--quiet", segment_quiet_, "No progress and no summary");
+  sub->add_option("--progress", segment_progress_, "auto | bar | lines | none (under mpirun auto means lines)")
+      ->capture_default_str();
   sub->callback([this] { chosen_ = [this] { run_segment(); }; });
 }
 
@@ -118,7 +122,8 @@ void Commands::run_generate() {
   if (spec.field == datasets::Field::noise) info.attributes["seed"] = std::to_string(g.seed);
   const io::Hints hints = io::Hints::parse(g.hints);
   auto writer = io::create_writer(g.backend, {g.path, info, g.force}, comm_, hints);
-  datasets::generate(comm_, spec, *writer, !g.quiet);
+  auto progress = g.quiet ? segment::ProgressMode::none : segment::parse_progress_mode(g.progress);
+  datasets::generate(comm_, spec, *writer, progress);
   writer->close();
   if (comm_.rank() == 0 && !g.quiet)
     std::printf("wrote %s (%lld x %lld x %lld %s, %.3f GB)\n", g.path.c_str(), static_cast<long long>(info.dims[2]),
@@ -130,7 +135,7 @@ void Commands::run_segment() {
   auto& o = segment_;
   if (!segment_brick_.empty()) o.brick_shape = segment::parse_shape(segment_brick_);
   o.assignment = segment::parse_assignment(segment_assign_);
-  o.progress = !segment_quiet_;
+  o.progress = segment_quiet_ ? segment::ProgressMode::none : segment::parse_progress_mode(segment_progress_);
   o.command_line = command_line_;
   o.report = segment_report_;
   auto result = segment::run_segment(comm_, o);

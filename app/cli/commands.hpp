@@ -41,10 +41,12 @@ class Commands {
     std::uint64_t seed = 1;
     std::vector<std::string> hints;
     bool force = false, quiet = false;
+    std::string progress = "auto";
   } generate_;
   segment::SegmentOptions segment_;
   std::string segment_brick_, segment_assign_ = "block", segment_report_;
   bool segment_quiet_ = false;
+  std::string segment_progress_ = "auto";
 };
 
 }  // namespace volseg::cli

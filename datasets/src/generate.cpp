@@ -116,7 +116,7 @@ void fill(const FieldSpec& spec, const io::VolumeInfo& info, const io::Extent& e
   }
 }
 
-void generate(const Comm& comm, const FieldSpec& spec, io::VolumeWriter& writer, bool show_progress) {
+void generate(const Comm& comm, const FieldSpec& spec, io::VolumeWriter& writer, segment::ProgressMode progress_mode) {
   const io::VolumeInfo& info = writer.info();
   const auto [nz, ny, nx] = info.dims;
   const std::size_t element = io::dtype_size(info.dtype);
@@ -133,7 +133,7 @@ void generate(const Comm& comm, const FieldSpec& spec, io::VolumeWriter& writer,
 
   std::int64_t total = static_cast<std::int64_t>(pieces.size());
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_INT64_T, MPI_SUM, comm.get()), "MPI_Allreduce");
-  segment::Progress progress(comm, "generate", total, show_progress);
+  segment::Progress progress(comm, "generate", total, progress_mode);
   std::exception_ptr error;
   try {
     std::vector<std::byte> buffer(static_cast<std::size_t>(planes_per_piece * rows_per_piece * nx) * element);

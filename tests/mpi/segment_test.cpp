@@ -35,7 +35,7 @@ class Segment : public ::testing::Test {
     info.byte_order = order;
     std::string path = dir_ / name;
     auto writer = io::create_writer("posix", {path, info, false}, comm_);
-    datasets::generate(comm_, {datasets::Field::shells, width_, 1}, *writer, false);
+    datasets::generate(comm_, {datasets::Field::shells, width_, 1}, *writer, segment::ProgressMode::none);
     writer->close();
     return path;
   }
@@ -51,7 +51,7 @@ class Segment : public ::testing::Test {
     options.assignment = assignment;
     options.seed = 11;
     options.brick_shape = brick;
-    options.progress = false;
+    options.progress = segment::ProgressMode::none;
     return segment::run_segment(comm_, options);
   }
 
@@ -126,7 +126,7 @@ TEST_F(Segment, FailureLeavesNoOutputAndFailsEveryRank) {
   segment::SegmentOptions options;
   options.input = input;
   options.output = output;
-  options.progress = false;
+  options.progress = segment::ProgressMode::none;
   options.lo = 3;
   options.hi = 1;
   EXPECT_THROW(segment::run_segment(comm_, options), Error);

@@ -5,14 +5,24 @@
 
 #include <cstdio>
 
+#include "volseg/io/error.hpp"
+
 namespace volseg::segment {
 namespace {
 constexpr int kTag = 7;
 }
 
-Progress::Progress(const Comm& comm, std::string label, std::int64_t total_units, bool enabled)
-    : comm_(comm.duplicate()), label_(std::move(label)), total_(total_units), enabled_(enabled) {
-  tty_ = ::isatty(STDERR_FILENO) != 0;
+ProgressMode parse_progress_mode(const std::string& name) {
+  if (name == "auto") return ProgressMode::automatic;
+  if (name == "bar") return ProgressMode::bar;
+  if (name == "lines") return ProgressMode::lines;
+  if (name == "none") return ProgressMode::none;
+  throw Error("unknown progress mode '" + name + "' (known: auto, bar, lines, none)");
+}
+
+Progress::Progress(const Comm& comm, std::string label, std::int64_t total_units, ProgressMode mode)
+    : comm_(comm.duplicate()), label_(std::move(label)), total_(total_units), enabled_(mode != ProgressMode::none) {
+  tty_ = mode == ProgressMode::bar || (mode == ProgressMode::automatic && ::isatty(STDERR_FILENO) != 0);
   start_ = last_draw_ = std::chrono::steady_clock::now();
   if (comm_.rank() == 0) {
     units_.assign(static_cast<std::size_t>(comm_.size()), 0);
@@ -102,23 +112,22 @@ void Progress::draw(bool final) {
   double seconds = std::chrono::duration<double>(now - start_).count();
   double fraction = total_ > 0 ? static_cast<double>(units) / static_cast<double>(total_) : 1.0;
   double rate = seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0.0;
+  constexpr int width = 30;
+  std::string bar(static_cast<std::size_t>(fraction * width), '#');
+  bar.resize(width, '.');
   if (tty_) {
     if (!final && now - last_draw_ < std::chrono::milliseconds(100)) return;
     last_draw_ = now;
-    constexpr int width = 30;
-    int filled = static_cast<int>(fraction * width);
-    std::string bar(static_cast<std::size_t>(filled), '#');
-    bar.resize(width, '.');
-    std::fprintf(stderr, "\r%s [%s] %lld/%lld bricks  %.2f GB/s  %.1f s", label_.c_str(), bar.c_str(),
-                 static_cast<long long>(units), static_cast<long long>(total_), rate, seconds);
+    std::fprintf(stderr, "\r%s [%s] %3d%% %lld/%lld bricks  %.2f GB/s  %.1f s", label_.c_str(), bar.c_str(),
+                 static_cast<int>(fraction * 100), static_cast<long long>(units), static_cast<long long>(total_), rate,
+                 seconds);
     if (final) std::fputc('\n', stderr);
   } else {
     int decile = static_cast<int>(fraction * 10);
-    if (decile == last_decile_ && !final) return;
-    if (final && decile == last_decile_) return;
+    if (decile == last_decile_) return;
     last_decile_ = decile;
-    std::fprintf(stderr, "%s: %3d%% %lld/%lld bricks  %.2f GB/s  %.1f s\n", label_.c_str(), decile * 10,
-                 static_cast<long long>(units), static_cast<long long>(total_), rate, seconds);
+    std::fprintf(stderr, "%s [%s] %3d%% %lld/%lld bricks  %.2f GB/s  %.1f s\n", label_.c_str(), bar.c_str(),
+                 decile * 10, static_cast<long long>(units), static_cast<long long>(total_), rate, seconds);
   }
   std::fflush(stderr);
 }

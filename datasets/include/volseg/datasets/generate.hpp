@@ -15,6 +15,7 @@
 #include "volseg/io/comm.hpp"
 #include "volseg/io/types.hpp"
 #include "volseg/io/volume.hpp"
+#include "volseg/segment/progress.hpp"
 
 namespace volseg::datasets {
 
@@ -32,7 +33,7 @@ void fill(const FieldSpec& spec, const io::VolumeInfo& info, const io::Extent& e
 
 // Collective. Each rank generates a slab of planes, in pieces of at most
 // about 16 MiB, and writes them through writer.
-void generate(const Comm& comm, const FieldSpec& spec, io::VolumeWriter& writer, bool show_progress);
+void generate(const Comm& comm, const FieldSpec& spec, io::VolumeWriter& writer, segment::ProgressMode progress);
 
 // The exact number of voxels of the shells field with lo <= v <= hi, counted
 // on the lattice row by row with integer square roots (no voxel loop).

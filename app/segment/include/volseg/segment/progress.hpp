@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Progress of a parallel job, shown by rank 0. Other ranks report their
 // counts with small non-blocking messages; rank 0 polls for them between
-// units of work and draws a bar (a terminal) or a line every 10% (a log).
+// units of work and draws a bar redrawn in place, or a line every 10% (a
+// log). Under mpirun a rank's stderr is a pipe even on a terminal, so "auto"
+// can only choose lines there; "bar" asks for the redrawn bar.
 #pragma once
 
 #include <chrono>
@@ -15,12 +17,14 @@
 
 namespace volseg::segment {
 
+enum class ProgressMode { automatic, bar, lines, none };
+ProgressMode parse_progress_mode(const std::string& name);  // auto | bar | lines | none
+
 class Progress {
  public:
-  // Collective. total_units: the whole job's units (bricks); unit_bytes is
-  // used for the throughput shown. enabled=false draws nothing but still
-  // takes part in the protocol.
-  Progress(const Comm& comm, std::string label, std::int64_t total_units, bool enabled);
+  // Collective. total_units: the whole job's units (bricks). With mode none
+  // nothing is drawn but the rank still takes part in the protocol.
+  Progress(const Comm& comm, std::string label, std::int64_t total_units, ProgressMode mode);
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
   ~Progress();

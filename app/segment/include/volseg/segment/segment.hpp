@@ -10,6 +10,7 @@
 #include "volseg/io/comm.hpp"
 #include "volseg/io/types.hpp"
 #include "volseg/segment/brick_layout.hpp"
+#include "volseg/segment/progress.hpp"
 #include "volseg/segment/threshold.hpp"
 
 namespace volseg::segment {
@@ -25,7 +26,7 @@ struct SegmentOptions {
   Assignment assignment = Assignment::block;
   std::uint64_t seed = 0;
   bool force = false;
-  bool progress = true;
+  ProgressMode progress = ProgressMode::automatic;
   std::string command_line;  // recorded in the mask's history attribute
 };
 
