@@ -48,21 +48,8 @@ class PosixWriter final : public VolumeWriter {
   std::string backend_name() const override { return "posix"; }
 
   void write(const Extent& extent, const void* buffer) override {
-    const auto& info = this->info();
-    check_inside(extent, info.dims);
-    const std::size_t size = dtype_size(info.dtype);
-    const auto* in = static_cast<const std::byte*>(buffer);
-    raw::for_each_run(info.dims, extent, size, 0, [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
-      const std::byte* source = in + index * static_cast<std::int64_t>(size);
-      std::size_t length = static_cast<std::size_t>(count) * size;
-      if (output_.needs_swap()) {
-        scratch_.resize(length);
-        raw::copy_swapped(scratch_.data(), source, count, size);
-        source = scratch_.data();
-      }
-      raw::write_fully(output_.fd(), source, length, offset, output_.data_path());
-    });
-    bytes_written_ += static_cast<std::uint64_t>(extent.voxels()) * size;
+    output_.write(extent, buffer);
+    bytes_written_ += static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info().dtype);
   }
 
   void close() override { output_.close(); }
@@ -70,7 +57,6 @@ class PosixWriter final : public VolumeWriter {
 
  private:
   raw::RawOutput output_;
-  std::vector<std::byte> scratch_;
   std::atomic<std::uint64_t> bytes_written_{0};
 };
 

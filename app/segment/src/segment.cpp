@@ -90,7 +90,6 @@ io::VolumeInfo mask_info(const SegmentOptions& options, const io::VolumeInfo& in
 }
 
 struct Job {
-  const Comm& comm;
   io::VolumeReader& reader;
   io::VolumeWriter& writer;
   const BrickLayout& layout;
@@ -252,7 +251,7 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   Stats local;
   {
     Progress progress(comm, "segment", layout.count(), options.progress);
-    Job job{comm, *reader, *writer, layout, bricks, kernel, progress, local, times};
+    Job job{*reader, *writer, layout, bricks, kernel, progress, local, times};
     std::exception_ptr error;
     try {
       if (mapped) run_mapped(job);

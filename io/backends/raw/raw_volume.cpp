@@ -198,6 +198,22 @@ RawOutput::RawOutput(const CreateRequest& request, const Comm& comm, bool fsync_
   });
 }
 
+void RawOutput::write(const Extent& extent, const void* buffer) {
+  check_inside(extent, info_.dims);
+  const std::size_t size = dtype_size(info_.dtype);
+  const auto* in = static_cast<const std::byte*>(buffer);
+  for_each_run(info_.dims, extent, size, 0, [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
+    const std::byte* source = in + index * static_cast<std::int64_t>(size);
+    std::size_t length = static_cast<std::size_t>(count) * size;
+    if (needs_swap()) {
+      scratch_.resize(length);
+      copy_swapped(scratch_.data(), source, count, size);
+      source = scratch_.data();
+    }
+    write_fully(fd_, source, length, offset, data_path_);
+  });
+}
+
 RawOutput::~RawOutput() {
   if (fd_ >= 0) ::close(fd_);
   if (!committed_ && comm_.rank() == 0 && !temp_data_path_.empty()) ::unlink(temp_data_path_.c_str());

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "volseg/io/comm.hpp"
 #include "volseg/io/hints.hpp"
@@ -75,6 +76,9 @@ class RawOutput {
   const VolumeInfo& info() const { return info_; }
   int fd() const { return fd_; }
   const std::string& data_path() const { return data_path_; }  // final name, for messages
+  // pwrite of every run of extent from packed native-order values, swapped
+  // to file order where needed.
+  void write(const Extent& extent, const void* buffer);
   bool needs_swap() const { return info_.byte_order != native_byte_order(); }
   void close();  // collective
 
@@ -85,6 +89,7 @@ class RawOutput {
   bool fsync_on_close_ = false;
   bool committed_ = false;
   int fd_ = -1;
+  std::vector<std::byte> scratch_;  // swapped values on their way out
 };
 
 // Reads a small text file (a header) on the calling rank, at most max_bytes.
