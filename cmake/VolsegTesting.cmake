@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# volseg_add_mpi_test(NAME target RANKS 1 2 3 4 [ARGS ...])
+# volseg_add_mpi_test(NAME target RANKS 1 2 3 4 [ARGS ...] [ENV VAR=value ...])
 # Registers one ctest per rank count, oversubscribed and allowed to run as
 # root (DEPENDENCIES.md pitfalls 4 and 6).
 set(VOLSEG_MPI_TEST_ENV
@@ -10,7 +10,7 @@ set(VOLSEG_MPI_TEST_ENV
   OMPI_MCA_btl_vader_single_copy_mechanism=none)
 
 function(volseg_add_mpi_test name target)
-  cmake_parse_arguments(ARG "" "" "RANKS;ARGS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "RANKS;ARGS;LABELS;ENV" ${ARGN})
   if(NOT ARG_RANKS)
     set(ARG_RANKS 1 2 3 4)
   endif()
@@ -20,7 +20,7 @@ function(volseg_add_mpi_test name target)
               $<TARGET_FILE:${target}> ${MPIEXEC_POSTFLAGS} ${ARG_ARGS})
     set_tests_properties(${name}_np${n} PROPERTIES
       PROCESSORS ${n}
-      ENVIRONMENT "${VOLSEG_MPI_TEST_ENV}"
+      ENVIRONMENT "${VOLSEG_MPI_TEST_ENV};${ARG_ENV}"
       LABELS "mpi;${ARG_LABELS}")
   endforeach()
 endfunction()

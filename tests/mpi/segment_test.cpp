@@ -69,7 +69,7 @@ TEST_F(Segment, EveryBackendAssignmentAndShapeGivesTheSameExactMask) {
     const std::uint64_t exact = datasets::shells_in_range(dims_, dtype, width_, lo_, hi_);
     ASSERT_GT(exact, 0u);
     std::vector<char> reference;
-    for (const std::string backend : {"posix", "mmap", "mmap-advise"}) {
+    for (const std::string backend : {"posix", "mmap", "mmap-advise", "mpiio"}) {
       for (auto assignment : {segment::Assignment::block, segment::Assignment::cyclic, segment::Assignment::random}) {
         for (std::optional<io::Index3> brick :
              {std::optional<io::Index3>{}, std::optional<io::Index3>{io::Index3{7, 9, 11}},

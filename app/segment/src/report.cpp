@@ -65,6 +65,7 @@ void write_report(const std::string& path, const SegmentOptions& options, const 
   report["output_backend"] = result.output_backend;
   report["hints"] = options.hints;
   report["pipeline"] = result.pipeline;
+  report["implementation"] = result.implementation;
   report["ranks"] = result.comm_size;
   report["bricks"] = {{"shape_zyx", result.brick_shape}, {"grid_zyx", result.brick_grid}, {"count", result.brick_count}};
   report["threshold"] = {{"lo", options.lo}, {"hi", options.hi}};
@@ -80,7 +81,10 @@ void write_report(const std::string& path, const SegmentOptions& options, const 
   nlohmann::json ranks = nlohmann::json::array();
   for (std::size_t r = 0; r < result.ranks.size(); ++r) ranks.push_back(to_json(result.ranks[r], static_cast<int>(r)));
   report["per_rank"] = ranks;
-  report["timing_note"] = result.pipeline == "mapped"
+  report["timing_note"] = result.pipeline == "collective"
+                              ? "collective pipeline: read_all, compute and write_all in turn on every rank, "
+                                "rounds joined by all ranks"
+                          : result.pipeline == "mapped"
                               ? "mapped pipeline: input read in place (faults left after populating the window "
                                 "count as compute); mask writes run on an I/O thread, wait is the time compute "
                                 "waited for them"

@@ -90,6 +90,7 @@ io::VolumeInfo mask_info(const SegmentOptions& options, const io::VolumeInfo& in
 }
 
 struct Job {
+  const Comm& comm;
   io::VolumeReader& reader;
   io::VolumeWriter& writer;
   const BrickLayout& layout;
@@ -176,6 +177,36 @@ void run_buffered(Job& job) {
   job.times.wait += timed([&] { job.times.write += pending_write.get(); });
 }
 
+// Collective backends (MPI-IO, PnetCDF, netCDF-4): every rank joins every
+// round of read_all/write_all, from the thread that initialised MPI, with an
+// empty list once its own bricks are done.
+void run_collective(Job& job) {
+  const auto& bricks = job.bricks;
+  long long mine = static_cast<long long>(bricks.size()), rounds = 0;
+  check_mpi(MPI_Allreduce(&mine, &rounds, 1, MPI_LONG_LONG, MPI_MAX, job.comm.get()), "MPI_Allreduce");
+  const std::size_t element = io::dtype_size(job.reader.info().dtype);
+  const auto largest = static_cast<std::size_t>(job.layout.largest_brick_voxels());
+  std::vector<std::byte> input(largest * element);
+  std::vector<std::uint8_t> mask(largest);
+  for (long long round = 0; round < rounds; ++round) {
+    std::vector<io::Extent> extents;
+    if (round < mine) extents.push_back(job.layout.brick(bricks[static_cast<std::size_t>(round)]));
+    void* input_pointer = input.data();
+    const void* mask_pointer = mask.data();
+    job.times.read += timed([&] { job.reader.read_all(extents, {&input_pointer, extents.size()}); });
+    if (extents.empty()) {
+      job.times.write += timed([&] { job.writer.write_all(extents, {}); });
+      continue;
+    }
+    job.times.compute += timed([&] {
+      job.kernel.run(input.data(), extents[0].voxels(), false, mask.data(), job.stats);
+    });
+    job.times.write += timed([&] { job.writer.write_all(extents, {&mask_pointer, 1}); });
+    ++job.times.bricks;
+    job.progress.advance(1, input_bytes(job, extents[0]));
+  }
+}
+
 void reduce_stats(const Comm& comm, const Stats& local, Stats& global) {
   std::uint64_t counts[3] = {local.voxels, local.valid, local.in_range};
   std::uint64_t sums[3];
@@ -245,16 +276,19 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   result.brick_grid = layout.grid();
   result.brick_count = layout.count();
   const auto bricks = assign_bricks(layout.count(), comm.rank(), comm.size(), options.assignment, options.seed);
-  const bool mapped = reader->can_map();
-  result.pipeline = mapped ? "mapped" : "buffered";
+  const bool collective = reader->collective() || writer->collective();
+  const bool mapped = !collective && reader->can_map();
+  result.pipeline = collective ? "collective" : mapped ? "mapped" : "buffered";
+  result.implementation = reader->implementation();
 
   Stats local;
   {
     Progress progress(comm, "segment", layout.count(), options.progress);
-    Job job{*reader, *writer, layout, bricks, kernel, progress, local, times};
+    Job job{comm, *reader, *writer, layout, bricks, kernel, progress, local, times};
     std::exception_ptr error;
     try {
-      if (mapped) run_mapped(job);
+      if (collective) run_collective(job);
+      else if (mapped) run_mapped(job);
       else run_buffered(job);
     } catch (...) {
       error = std::current_exception();

@@ -118,7 +118,7 @@ std::string read_header_text(const std::string& path, std::size_t max_bytes) {
   return text;
 }
 
-RawInput::RawInput(const std::string& header_path, const Comm& comm)
+RawInput::RawInput(const std::string& header_path, const Comm& comm, bool open_data)
     : comm_(comm.duplicate()), header_path_(header_path) {
   // Rank 0 alone reads the header and checks the data file, then shares the
   // header: one metadata request instead of one per rank (seed 004, §3).
@@ -140,6 +140,7 @@ RawInput::RawInput(const std::string& header_path, const Comm& comm)
   });
   text = comm_.broadcast(text);
   header_ = parse_nrrd(text, header_path);
+  if (!open_data) return;
   collectively(comm_, [&] {
     fd_ = ::open(header_.data_path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd_ < 0) throw_errno("open", header_.data_path);

@@ -46,7 +46,9 @@ void write_fully(int fd, const void* buffer, std::size_t length, std::uint64_t o
 // every rank opens the data file read-only.
 class RawInput {
  public:
-  RawInput(const std::string& header_path, const Comm& comm);
+  // open_data=false: only the header is read and checked (a backend that
+  // opens the data file its own way, like MPI-IO).
+  RawInput(const std::string& header_path, const Comm& comm, bool open_data = true);
   RawInput(const RawInput&) = delete;
   RawInput& operator=(const RawInput&) = delete;
   ~RawInput();
@@ -76,6 +78,7 @@ class RawOutput {
   const VolumeInfo& info() const { return info_; }
   int fd() const { return fd_; }
   const std::string& data_path() const { return data_path_; }  // final name, for messages
+  const std::string& temp_data_path() const { return temp_data_path_; }  // where data goes until close
   // pwrite of every run of extent from packed native-order values, swapped
   // to file order where needed.
   void write(const Extent& extent, const void* buffer);

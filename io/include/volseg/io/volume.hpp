@@ -68,6 +68,13 @@ class VolumeReader {
   virtual bool can_map() const { return false; }
   virtual Mapping map(const Extent& extent);
 
+  // True when the backend's I/O is MPI collective: callers must use
+  // read_all in rounds that every rank joins, from the thread that
+  // initialised MPI.
+  virtual bool collective() const { return false; }
+  // What did the I/O ("OMPIO", "ROMIO", a library version), for reports.
+  virtual std::string implementation() const { return backend_name(); }
+
   // Collective. Reports every error (seed 004: always check close).
   virtual void close() = 0;
 
@@ -93,6 +100,9 @@ class VolumeWriter {
   virtual bool can_map() const { return false; }
   // A writable window; the caller fills it in file byte order.
   virtual Mapping map(const Extent& extent);
+
+  // As VolumeReader::collective(), for write_all.
+  virtual bool collective() const { return false; }
 
   // Collective: flushes and closes on every rank and, only if every rank
   // succeeded, renames the temporary output to its final name. Throws on any

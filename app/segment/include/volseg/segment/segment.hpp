@@ -43,7 +43,8 @@ struct RankTimes {
 struct SegmentResult {
   io::VolumeInfo input_info;
   std::string backend, output_backend;
-  std::string pipeline;  // "mapped" or "buffered"
+  std::string pipeline;        // "mapped", "buffered" or "collective"
+  std::string implementation;  // what did the reading ("OMPIO", "ROMIO", ...)
   io::Index3 brick_shape{}, brick_grid{};
   std::int64_t brick_count = 0;
   Stats stats;                   // reduced over ranks

@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: MIT
+// Backend "mpiio": raw volumes through the MPI library's own MPI-IO, the
+// reference the two-phase engine is measured against. Collective access is
+// MPI_File_read_all/write_all through a subarray file view per extent; the
+// library picks the implementation (Open MPI: OMPIO by default, ROMIO with
+// OMPI_MCA_io=romio321), and implementation() says which one ran.
+// Independent read()/write() go through a second handle opened on
+// MPI_COMM_SELF, so they never depend on the collective handle's view.
+#include <mpi.h>
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "raw/raw_volume.hpp"
+#include "volseg/io/error.hpp"
+#include "volseg/io/registry.hpp"
+
+namespace volseg::io {
+namespace {
+
+// An MPI datatype that frees itself.
+class Datatype {
+ public:
+  Datatype() = default;
+  explicit Datatype(MPI_Datatype type) : type_(type) { check_mpi(MPI_Type_commit(&type_), "MPI_Type_commit"); }
+  Datatype(const Datatype&) = delete;
+  Datatype& operator=(const Datatype&) = delete;
+  ~Datatype() {
+    if (type_ != MPI_DATATYPE_NULL) MPI_Type_free(&type_);
+  }
+  MPI_Datatype get() const { return type_; }
+
+ private:
+  MPI_Datatype type_ = MPI_DATATYPE_NULL;
+};
+
+MPI_Datatype element_type(std::size_t size) {
+  MPI_Datatype type;
+  check_mpi(MPI_Type_contiguous(static_cast<int>(size), MPI_BYTE, &type), "MPI_Type_contiguous");
+  return type;
+}
+
+MPI_Datatype subarray_type(const Index3& dims, const Extent& extent, MPI_Datatype element) {
+  int sizes[3], subsizes[3], starts[3];
+  for (int a = 0; a < 3; ++a) {
+    if (dims[a] > INT32_MAX) throw Error("mpiio: an axis longer than 2^31 voxels does not fit MPI's int counts");
+    sizes[a] = static_cast<int>(dims[a]);
+    subsizes[a] = static_cast<int>(extent.count[a]);
+    starts[a] = static_cast<int>(extent.offset[a]);
+  }
+  MPI_Datatype type;
+  check_mpi(MPI_Type_create_subarray(3, sizes, subsizes, starts, MPI_ORDER_C, element, &type),
+            "MPI_Type_create_subarray");
+  return type;
+}
+
+int checked_count(std::int64_t voxels) {
+  if (voxels > INT32_MAX) throw Error("mpiio: an extent of more than 2^31 voxels does not fit MPI's int counts");
+  return static_cast<int>(voxels);
+}
+
+// MPI_File_get_info names no implementation here, so ask the library:
+// Open MPI's "io" control variable holds the component asked for (empty: the
+// default, OMPIO in Open MPI 4).
+std::string which_implementation() {
+  char version[MPI_MAX_LIBRARY_VERSION_STRING];
+  int length = 0;
+  MPI_Get_library_version(version, &length);
+  if (std::string(version, static_cast<std::size_t>(length)).find("Open MPI") == std::string::npos) return "MPI-IO";
+  std::string selected;
+  int provided = 0, index = 0;
+  if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return "Open MPI io";
+  if (MPI_T_cvar_get_index("io", &index) == MPI_SUCCESS) {
+    MPI_T_cvar_handle handle;
+    int count = 0;
+    if (MPI_T_cvar_handle_alloc(index, nullptr, &handle, &count) == MPI_SUCCESS) {
+      // For a string variable, count is the length of its buffer.
+      std::vector<char> value(static_cast<std::size_t>(std::max(count, 1)) + 1, '\0');
+      if (MPI_T_cvar_read(handle, value.data()) == MPI_SUCCESS) selected = value.data();
+      MPI_T_cvar_handle_free(&handle);
+    }
+  }
+  MPI_T_finalize();
+  if (selected.find("romio") != std::string::npos && selected.find('^') == std::string::npos) return "ROMIO";
+  return "OMPIO";
+}
+
+// The collective handle (views) and the independent one (explicit offsets).
+class MpiFiles {
+ public:
+  MpiFiles(const Comm& comm, const std::string& path, int mode, const std::string& name_in_messages)
+      : path_(name_in_messages) {
+    collectively(comm, [&] {
+      int rc = MPI_File_open(comm.get(), path.c_str(), mode, MPI_INFO_NULL, &collective_);
+      if (rc != MPI_SUCCESS) check_mpi(rc, ("MPI_File_open " + name_in_messages).c_str());
+      rc = MPI_File_open(MPI_COMM_SELF, path.c_str(), mode, MPI_INFO_NULL, &independent_);
+      if (rc != MPI_SUCCESS) check_mpi(rc, ("MPI_File_open " + name_in_messages).c_str());
+    });
+    static const std::string implementation = which_implementation();  // cannot change in a process
+    implementation_ = implementation;
+  }
+  MpiFiles(const MpiFiles&) = delete;
+  MpiFiles& operator=(const MpiFiles&) = delete;
+  ~MpiFiles() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return;
+    if (independent_ != MPI_FILE_NULL) MPI_File_close(&independent_);
+    if (collective_ != MPI_FILE_NULL) MPI_File_close(&collective_);
+  }
+  MPI_File collective() const { return collective_; }
+  MPI_File independent() const { return independent_; }
+  const std::string& implementation() const { return implementation_; }
+
+  // Collective. Closes both handles, reporting the first error.
+  void close(const Comm& comm) {
+    collectively(comm, [&] {
+      int a = independent_ != MPI_FILE_NULL ? MPI_File_close(&independent_) : MPI_SUCCESS;
+      int b = collective_ != MPI_FILE_NULL ? MPI_File_close(&collective_) : MPI_SUCCESS;
+      check_mpi(a, ("MPI_File_close " + path_).c_str());
+      check_mpi(b, ("MPI_File_close " + path_).c_str());
+    });
+  }
+
+ private:
+  std::string path_;
+  MPI_File collective_ = MPI_FILE_NULL, independent_ = MPI_FILE_NULL;
+  std::string implementation_;
+};
+
+// Runs fn(extent, buffer) on every rank in rounds: every rank joins every
+// round, with nothing to do once its own list is done.
+template <class Buffer, class Fn>
+void in_rounds(const Comm& comm, std::span<const Extent> extents, std::span<Buffer const> buffers, Fn&& fn) {
+  if (extents.size() != buffers.size()) throw Error("mpiio: extents and buffers differ in number");
+  long long mine = static_cast<long long>(extents.size()), rounds = 0;
+  check_mpi(MPI_Allreduce(&mine, &rounds, 1, MPI_LONG_LONG, MPI_MAX, comm.get()), "MPI_Allreduce");
+  for (long long r = 0; r < rounds; ++r) {
+    if (r < mine) fn(extents[static_cast<std::size_t>(r)], buffers[static_cast<std::size_t>(r)]);
+    else fn(Extent{}, Buffer{});
+  }
+}
+
+class MpiioReader final : public VolumeReader {
+ public:
+  MpiioReader(const std::string& path, const Comm& comm)
+      : input_(path, comm, /*open_data=*/false),
+        comm_(comm.duplicate()),
+        files_(comm_, input_.header().data_path, MPI_MODE_RDONLY, input_.header().data_path),
+        element_(element_type(dtype_size(input_.header().info.dtype))) {}
+
+  const VolumeInfo& info() const override { return input_.header().info; }
+  std::string backend_name() const override { return "mpiio"; }
+  bool collective() const override { return true; }
+  std::string implementation() const override { return files_.implementation(); }
+
+  void read(const Extent& extent, void* buffer) override {
+    check_inside(extent, info().dims);
+    const std::size_t size = dtype_size(info().dtype);
+    raw::for_each_run(info().dims, extent, size, input_.header().byte_skip,
+                      [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
+                        void* target = static_cast<std::byte*>(buffer) + index * static_cast<std::int64_t>(size);
+                        check_mpi(MPI_File_read_at(files_.independent(), static_cast<MPI_Offset>(offset), target,
+                                                   checked_count(count), element_.get(), MPI_STATUS_IGNORE),
+                                  "MPI_File_read_at");
+                      });
+    finish(extent, buffer);
+  }
+
+  void read_all(std::span<const Extent> extents, std::span<void* const> buffers) override {
+    for (const auto& extent : extents) check_inside(extent, info().dims);
+    in_rounds(comm_, extents, buffers, [&](const Extent& extent, void* buffer) {
+      MPI_File file = files_.collective();
+      const auto disp = static_cast<MPI_Offset>(input_.header().byte_skip);
+      if (extent.empty()) {
+        check_mpi(MPI_File_set_view(file, disp, element_.get(), element_.get(), "native", MPI_INFO_NULL),
+                  "MPI_File_set_view");
+        check_mpi(MPI_File_read_all(file, nullptr, 0, element_.get(), MPI_STATUS_IGNORE), "MPI_File_read_all");
+        return;
+      }
+      Datatype view(subarray_type(info().dims, extent, element_.get()));
+      check_mpi(MPI_File_set_view(file, disp, element_.get(), view.get(), "native", MPI_INFO_NULL),
+                "MPI_File_set_view");
+      check_mpi(MPI_File_read_all(file, buffer, checked_count(extent.voxels()), element_.get(), MPI_STATUS_IGNORE),
+                "MPI_File_read_all");
+      finish(extent, buffer);
+    });
+  }
+
+  void close() override { files_.close(comm_); }
+  std::uint64_t bytes_read() const override { return bytes_read_; }
+  std::vector<std::string> files() const override { return input_.files(); }
+
+ private:
+  void finish(const Extent& extent, void* buffer) {
+    if (input_.needs_swap()) raw::swap_bytes(buffer, extent.voxels(), dtype_size(info().dtype));
+    bytes_read_ += static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info().dtype);
+  }
+
+  raw::RawInput input_;
+  Comm comm_;
+  MpiFiles files_;
+  Datatype element_;
+  std::atomic<std::uint64_t> bytes_read_{0};
+};
+
+class MpiioWriter final : public VolumeWriter {
+ public:
+  MpiioWriter(const CreateRequest& request, const Comm& comm, bool fsync)
+      : output_(request, comm, fsync),
+        comm_(comm.duplicate()),
+        files_(comm_, output_.temp_data_path(), MPI_MODE_WRONLY, output_.data_path()),
+        element_(element_type(dtype_size(request.info.dtype))) {}
+
+  const VolumeInfo& info() const override { return output_.info(); }
+  std::string backend_name() const override { return "mpiio"; }
+  bool collective() const override { return true; }
+
+  void write(const Extent& extent, const void* buffer) override {
+    check_inside(extent, info().dims);
+    const std::size_t size = dtype_size(info().dtype);
+    const void* source = swapped(extent, buffer);
+    raw::for_each_run(info().dims, extent, size, 0, [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
+      const void* from = static_cast<const std::byte*>(source) + index * static_cast<std::int64_t>(size);
+      check_mpi(MPI_File_write_at(files_.independent(), static_cast<MPI_Offset>(offset), from, checked_count(count),
+                                  element_.get(), MPI_STATUS_IGNORE),
+                "MPI_File_write_at");
+    });
+    bytes_written_ += static_cast<std::uint64_t>(extent.voxels()) * size;
+  }
+
+  void write_all(std::span<const Extent> extents, std::span<const void* const> buffers) override {
+    for (const auto& extent : extents) check_inside(extent, info().dims);
+    in_rounds(comm_, extents, buffers, [&](const Extent& extent, const void* buffer) {
+      MPI_File file = files_.collective();
+      if (extent.empty()) {
+        check_mpi(MPI_File_set_view(file, 0, element_.get(), element_.get(), "native", MPI_INFO_NULL),
+                  "MPI_File_set_view");
+        check_mpi(MPI_File_write_all(file, nullptr, 0, element_.get(), MPI_STATUS_IGNORE), "MPI_File_write_all");
+        return;
+      }
+      Datatype view(subarray_type(info().dims, extent, element_.get()));
+      check_mpi(MPI_File_set_view(file, 0, element_.get(), view.get(), "native", MPI_INFO_NULL), "MPI_File_set_view");
+      check_mpi(MPI_File_write_all(file, swapped(extent, buffer), checked_count(extent.voxels()), element_.get(),
+                                   MPI_STATUS_IGNORE),
+                "MPI_File_write_all");
+      bytes_written_ += static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info().dtype);
+    });
+  }
+
+  void close() override {
+    files_.close(comm_);
+    output_.close();
+  }
+  std::uint64_t bytes_written() const override { return bytes_written_; }
+
+ private:
+  // The values in file byte order: the caller's buffer, or a swapped copy.
+  const void* swapped(const Extent& extent, const void* buffer) {
+    if (!output_.needs_swap()) return buffer;
+    const std::size_t size = dtype_size(info().dtype);
+    scratch_.resize(static_cast<std::size_t>(extent.voxels()) * size);
+    raw::copy_swapped(scratch_.data(), buffer, extent.voxels(), size);
+    return scratch_.data();
+  }
+
+  raw::RawOutput output_;
+  Comm comm_;
+  MpiFiles files_;
+  Datatype element_;
+  std::vector<std::byte> scratch_;
+  std::atomic<std::uint64_t> bytes_written_{0};
+};
+
+}  // namespace
+
+Backend make_mpiio_backend() {
+  Backend backend;
+  backend.name = "mpiio";
+  backend.formats = "raw (NRRD .nhdr)";
+  backend.extension = ".nhdr";
+  backend.description = "MPI_File_read_all/write_all with subarray views (the MPI library's OMPIO or ROMIO)";
+  backend.open = [](const std::string& path, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
+    hints.get_bool("fsync", false);
+    hints.reject_unused("mpiio");
+    return std::make_unique<MpiioReader>(path, comm);
+  };
+  backend.create = [](const CreateRequest& request, const Comm& comm,
+                      const Hints& hints) -> std::unique_ptr<VolumeWriter> {
+    bool fsync = hints.get_bool("fsync", false);
+    hints.reject_unused("mpiio");
+    return std::make_unique<MpiioWriter>(request, comm, fsync);
+  };
+  return backend;
+}
+
+}  // namespace volseg::io
