@@ -9,6 +9,7 @@ Backend make_posix_backend();
 Backend make_mmap_backend();
 Backend make_mmap_advise_backend();
 Backend make_mpiio_backend();
+Backend make_pnetcdf_backend();
 
 namespace {
 Backend planned(std::string name, std::string formats, std::string description) {
@@ -26,7 +27,7 @@ void register_builtin(Registry& registry) {
   registry.add(make_mmap_backend());
   registry.add(make_mmap_advise_backend());
   registry.add(make_mpiio_backend());
-  registry.add(planned("pnetcdf", "NetCDF CDF-1/2/5", "PnetCDF collective and non-blocking I/O"));
+  registry.add(make_pnetcdf_backend());
   registry.add(planned("netcdf4", "NetCDF-4 (HDF5)", "parallel netCDF-C, collective access"));
   registry.add(planned("twophase", "raw, fixed-size CDF variables", "volseg's own two-phase collective I/O"));
 }

@@ -74,6 +74,16 @@ bool Hints::get_bool(const std::string& key, bool fallback) const {
   throw Error("hint " + key + "=" + *value + ": expected 0 or 1");
 }
 
+std::vector<std::pair<std::string, std::string>> Hints::take_matching(bool (*wanted)(const std::string&)) const {
+  std::vector<std::pair<std::string, std::string>> result;
+  for (const auto& [key, value] : values_) {
+    if (!wanted(key)) continue;
+    used_[key] = true;
+    result.emplace_back(key, value);
+  }
+  return result;
+}
+
 void Hints::reject_unused(std::string_view backend) const {
   for (const auto& [key, used] : used_)
     if (!used) throw Error("unknown hint '" + key + "' for backend " + std::string(backend));

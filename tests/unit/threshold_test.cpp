@@ -42,7 +42,7 @@ TEST(Threshold, InclusiveBoundsAreExactForFloats) {
                                                                          : static_cast<float>(0.1);
   std::vector<float> v = {0.0f, 0.1f, below, 0.5f, 1.0f, std::nextafter(1.0f, 2.0f)};
   Stats stats;
-  auto mask = run<float>(DType::f32, v, {0.1, 1.0, {}, {}}, stats);
+  auto mask = run<float>(DType::f32, v, {0.1, 1.0, {}, {}, {}}, stats);
   for (std::size_t i = 0; i < v.size(); ++i)
     EXPECT_EQ(mask[i], static_cast<double>(v[i]) >= 0.1 && static_cast<double>(v[i]) <= 1.0) << v[i];
   EXPECT_EQ(stats.in_range, 3u);  // 0.1f (> 0.1), 0.5, 1.0
@@ -52,25 +52,25 @@ TEST(Threshold, NaNFillAndValidRangeAreOutside) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   std::vector<double> v = {1, 2, nan, -9999, 3, 50, 4};
   Stats stats;
-  auto mask = run<double>(DType::f64, v, {0, 100, -9999.0, std::array<double, 2>{0, 10}}, stats);
-  EXPECT_EQ(mask, (std::vector<std::uint8_t>{1, 1, 0, 0, 1, 0, 1}));
-  EXPECT_EQ(stats.valid, 4u);
-  EXPECT_EQ(stats.in_range, 4u);
+  auto mask = run<double>(DType::f64, v, {0, 100, -9999.0, std::array<double, 2>{0, 10}, 4.0}, stats);
+  EXPECT_EQ(mask, (std::vector<std::uint8_t>{1, 1, 0, 0, 1, 0, 0}));  // 4 is the missing_value
+  EXPECT_EQ(stats.valid, 3u);
+  EXPECT_EQ(stats.in_range, 3u);
   EXPECT_EQ(stats.min, 1);
-  EXPECT_EQ(stats.max, 4);
+  EXPECT_EQ(stats.max, 3);
 }
 
 TEST(Threshold, IntegerThresholdsRoundInward) {
   std::vector<std::int16_t> v = {-3, -2, -1, 0, 1, 2, 3};
   Stats stats;
-  auto mask = run<std::int16_t>(DType::i16, v, {-1.5, 1.5, {}, {}}, stats);
+  auto mask = run<std::int16_t>(DType::i16, v, {-1.5, 1.5, {}, {}, {}}, stats);
   EXPECT_EQ(mask, (std::vector<std::uint8_t>{0, 0, 1, 1, 1, 0, 0}));
   Stats none;
-  auto empty = run<std::int16_t>(DType::i16, v, {0.2, 0.8, {}, {}}, none);
+  auto empty = run<std::int16_t>(DType::i16, v, {0.2, 0.8, {}, {}, {}}, none);
   EXPECT_EQ(none.in_range, 0u);
   EXPECT_EQ(none.valid, v.size());
   Stats beyond;
-  run<std::int16_t>(DType::i16, v, {40000, 50000, {}, {}}, beyond);
+  run<std::int16_t>(DType::i16, v, {40000, 50000, {}, {}, {}}, beyond);
   EXPECT_EQ(beyond.in_range, 0u);
   EXPECT_EQ(beyond.min, -3);
 }
@@ -81,8 +81,8 @@ TEST(Threshold, SwappedInputGivesTheSameMask) {
   std::vector<std::uint16_t> v(10007);
   for (auto& x : v) x = static_cast<std::uint16_t>(values(generator));
   Stats plain, swapped;
-  auto a = run<std::uint16_t>(DType::u16, v, {1000, 40000, 7.0, {}}, plain);
-  auto b = run<std::uint16_t>(DType::u16, v, {1000, 40000, 7.0, {}}, swapped, true);
+  auto a = run<std::uint16_t>(DType::u16, v, {1000, 40000, 7.0, {}, {}}, plain);
+  auto b = run<std::uint16_t>(DType::u16, v, {1000, 40000, 7.0, {}, {}}, swapped, true);
   EXPECT_EQ(a, b);
   EXPECT_EQ(plain.in_range, swapped.in_range);
   EXPECT_EQ(plain.histogram, swapped.histogram);
@@ -95,7 +95,7 @@ TEST(Threshold, StatsMatchABruteForceCount) {
   std::vector<float> v(50000);
   for (auto& x : v) x = values(generator);
   Stats stats;
-  auto mask = run<float>(DType::f32, v, {-0.5, 1.25, {}, {}}, stats);
+  auto mask = run<float>(DType::f32, v, {-0.5, 1.25, {}, {}, {}}, stats);
   std::uint64_t expected = 0, histogram_total = 0;
   float lo = v[0], hi = v[0];
   for (std::size_t i = 0; i < v.size(); ++i) {
@@ -128,18 +128,18 @@ TEST(Threshold, HistogramBinsTheInRangeValuesOverLoHi) {
     }
     Stats stats;
     if (dtype == DType::f64) {
-      run<double>(dtype, v, {lo, hi, {}, {}}, stats);
+      run<double>(dtype, v, {lo, hi, {}, {}, {}}, stats);
     } else {
       std::vector<float> f(v.begin(), v.end());
-      run<float>(dtype, f, {lo, hi, {}, {}}, stats);
+      run<float>(dtype, f, {lo, hi, {}, {}, {}}, stats);
     }
     EXPECT_EQ(stats.histogram, expected) << volseg::io::dtype_name(dtype);
   }
 }
 
 TEST(Threshold, RefusesBadThresholds) {
-  EXPECT_THROW(ThresholdKernel(DType::f32, Threshold{2, 1, {}, {}}), volseg::Error);
-  EXPECT_THROW(ThresholdKernel(DType::f32, Threshold{std::nan(""), 1, {}, {}}), volseg::Error);
+  EXPECT_THROW(ThresholdKernel(DType::f32, Threshold{2, 1, {}, {}, {}}), volseg::Error);
+  EXPECT_THROW(ThresholdKernel(DType::f32, Threshold{std::nan(""), 1, {}, {}, {}}), volseg::Error);
 }
 
 TEST(Stats, MergeCombinesCountsAndExtremes) {

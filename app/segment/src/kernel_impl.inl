@@ -11,7 +11,7 @@ constexpr int kSubHistograms = 8;
 // v >= lo  <=>  double(v) >= threshold.lo  (and likewise for the others).
 template <class T>
 struct Bounds {
-  T lo, hi, valid_min, valid_max, fill{};
+  T lo, hi, valid_min, valid_max, fill{}, missing{};
   bool empty = false;     // no value of T can be in range
   bool has_fill = false;  // the fill value is representable in T
   double bin_origin = 0, bin_scale = 0;
@@ -72,17 +72,23 @@ Bounds<T> make_bounds(const Threshold& threshold) {
     b.valid_min = -std::numeric_limits<T>::infinity();
     b.valid_max = std::numeric_limits<T>::infinity();
   }
-  if (threshold.fill_value) {
-    double fill = *threshold.fill_value;
-    bool representable = std::is_integral_v<T>
-                             ? fill == std::floor(fill) && fill >= static_cast<double>(std::numeric_limits<T>::lowest()) &&
-                                   fill <= static_cast<double>(std::numeric_limits<T>::max())
-                             : static_cast<double>(static_cast<T>(fill)) == fill || std::isnan(fill);
-    // A NaN fill needs no test: NaN is never valid.
-    if (representable && !std::isnan(fill)) {
-      b.has_fill = true;
-      b.fill = static_cast<T>(fill);
-    }
+  // Excluded values representable in T; a NaN needs no test (never valid).
+  auto representable = [](double value) {
+    if (std::isnan(value)) return false;
+    if constexpr (std::is_integral_v<T>)
+      return value == std::floor(value) && value >= static_cast<double>(std::numeric_limits<T>::lowest()) &&
+             value <= static_cast<double>(std::numeric_limits<T>::max());
+    else
+      return static_cast<double>(static_cast<T>(value)) == value;
+  };
+  std::optional<T> excluded[2];
+  if (threshold.fill_value && representable(*threshold.fill_value)) excluded[0] = static_cast<T>(*threshold.fill_value);
+  if (threshold.missing_value && representable(*threshold.missing_value))
+    excluded[1] = static_cast<T>(*threshold.missing_value);
+  if (excluded[0] || excluded[1]) {
+    b.has_fill = true;
+    b.fill = excluded[0] ? *excluded[0] : *excluded[1];
+    b.missing = excluded[1] ? *excluded[1] : b.fill;
   }
   b.bin_origin = threshold.lo;
   b.bin_scale = threshold.hi > threshold.lo ? Stats::bins / (threshold.hi - threshold.lo) : 0.0;
@@ -116,14 +122,15 @@ void threshold_chunk(const std::byte* in, std::int64_t n, std::uint8_t* __restri
                      std::uint32_t& valid, std::uint32_t& inside_count, T& lowest_seen, T& highest_seen) {
   constexpr T top = std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
   constexpr T bottom = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
-  const T lo = b.lo, hi = b.hi, valid_min = b.valid_min, valid_max = b.valid_max, fill = b.fill;
+  const T lo = b.lo, hi = b.hi, valid_min = b.valid_min, valid_max = b.valid_max, fill = b.fill,
+          missing = b.missing;
   T low = top, high = bottom;
   std::uint32_t n_valid = 0, n_inside = 0;
 #pragma omp simd reduction(min : low) reduction(max : high) reduction(+ : n_valid, n_inside)
   for (std::int64_t i = 0; i < n; ++i) {
     const T v = load<T, Swap>(in, i);
     bool ok = (v >= valid_min) & (v <= valid_max);
-    if constexpr (HasFill) ok = ok & (v != fill);
+    if constexpr (HasFill) ok = ok & (v != fill) & (v != missing);
     const bool inside = ok & (v >= lo) & (v <= hi);
     out[i] = static_cast<std::uint8_t>(inside);
     n_valid += ok;

@@ -263,7 +263,8 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   refuse_output_over_input(options.output, reader->files());
   check_report_path(options, reader->files());
   result.input_info = reader->info();
-  Threshold threshold{options.lo, options.hi, result.input_info.fill_value, result.input_info.valid_range};
+  Threshold threshold{options.lo, options.hi, result.input_info.fill_value, result.input_info.valid_range,
+                      result.input_info.missing_value};
   const ThresholdKernel kernel(result.input_info.dtype, threshold);
   writer = io::create_writer(result.output_backend, {options.output, mask_info(options, result.input_info), options.force},
                              comm, hints);

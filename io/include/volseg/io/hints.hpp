@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace volseg::io {
@@ -26,6 +27,10 @@ class Hints {
   std::int64_t get_int(const std::string& key, std::int64_t fallback) const;
   std::int64_t get_size(const std::string& key, std::int64_t fallback) const;  // accepts 16M, 4KiB
   bool get_bool(const std::string& key, bool fallback) const;
+
+  // Every key for which wanted(key) is true, marked as read: hints a backend
+  // passes through to a library (MPI_Info) without knowing each one.
+  std::vector<std::pair<std::string, std::string>> take_matching(bool (*wanted)(const std::string&)) const;
 
   // Throws volseg::Error naming the first key nobody read.
   void reject_unused(std::string_view backend) const;

@@ -51,7 +51,11 @@ struct VolumeInfo {
   ByteOrder byte_order = ByteOrder::little;
   std::string variable;                      // name inside the file, if the format has names
   std::optional<double> fill_value;          // voxels equal to it are missing
+  std::optional<double> missing_value;       // a second such value (NetCDF missing_value)
   std::optional<std::array<double, 2>> valid_range;  // voxels outside are missing
+  // CF packing: value = stored * scale_factor + add_offset. Thresholds are
+  // given in unpacked units and converted (see segment::Threshold).
+  std::optional<double> scale_factor, add_offset;
   std::array<double, 3> spacing{1, 1, 1};    // x, y, z (NRRD order)
   std::map<std::string, std::string> attributes;
 

@@ -70,7 +70,9 @@ class VolumeReader {
 
   // True when the backend's I/O is MPI collective: callers must use
   // read_all in rounds that every rank joins, from the thread that
-  // initialised MPI.
+  // initialised MPI. read() still works, but may switch the library's data
+  // mode, which is itself collective: every rank must then call it equally
+  // often.
   virtual bool collective() const { return false; }
   // What did the I/O ("OMPIO", "ROMIO", a library version), for reports.
   virtual std::string implementation() const { return backend_name(); }

@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: MIT
+#include "netcdf/conventions.hpp"
+
+#include <cmath>
+
+#include "volseg/io/error.hpp"
+
+namespace volseg::io::netcdf {
+
+Selection read_selection(const Hints& hints) {
+  Selection selection;
+  selection.variable = hints.get_string("var", "");
+  if (hints.has("time")) {
+    std::int64_t time = hints.get_int("time", 0);
+    if (time < 0) throw Error("--time must be 0 or more");
+    selection.time = time;
+  }
+  return selection;
+}
+
+bool is_selection_hint(const std::string& key) { return key == "var" || key == "time"; }
+
+const VariableShape& choose_variable(const std::vector<VariableShape>& variables, const Selection& selection,
+                                     const std::string& path) {
+  std::string candidates;
+  const VariableShape* only = nullptr;
+  int count = 0;
+  for (const auto& variable : variables) {
+    if (!selection.variable.empty() && variable.name == selection.variable) return variable;
+    if (variable.dim_names.size() >= 3) {
+      candidates += (candidates.empty() ? "" : ", ") + variable.name;
+      only = &variable;
+      ++count;
+    }
+  }
+  if (!selection.variable.empty())
+    throw Error(path + ": no variable '" + selection.variable + "'" +
+                (candidates.empty() ? std::string(" (and no 3D variable)") : " (3D and up: " + candidates + ")"));
+  if (count == 1) return *only;
+  if (count == 0) throw Error(path + ": no variable with 3 or more dimensions");
+  throw Error(path + ": several variables to choose from, name one with --var: " + candidates);
+}
+
+VolumeShape volume_shape(const VariableShape& variable, const Selection& selection, const std::string& path) {
+  const auto rank = variable.dim_names.size();
+  VolumeShape shape;
+  if (rank == 3) {
+    if (selection.time) throw Error(path + ": variable " + variable.name + " is 3D; --time does not apply");
+    for (std::size_t a = 0; a < 3; ++a) shape.dims[a] = variable.dim_lengths[a];
+  } else if (rank == 4) {
+    const std::int64_t steps = variable.dim_lengths[0];
+    std::int64_t time = selection.time.value_or(0);
+    if (!selection.time && steps != 1)
+      throw Error(path + ": variable " + variable.name + " has " + std::to_string(steps) + " steps along " +
+                  variable.dim_names[0] + "; choose one with --time 0.." + std::to_string(steps - 1));
+    if (time >= steps)
+      throw Error(path + ": --time " + std::to_string(time) + " is past the last step " + std::to_string(steps - 1) +
+                  " of " + variable.name);
+    shape.time = time;
+    for (std::size_t a = 0; a < 3; ++a) shape.dims[a] = variable.dim_lengths[a + 1];
+  } else {
+    throw Error(path + ": variable " + variable.name + " is " + std::to_string(rank) +
+                "D; volseg segments 3D variables (or 4D with a time dimension)");
+  }
+  for (auto n : shape.dims)
+    if (n <= 0) throw Error(path + ": variable " + variable.name + " has an empty dimension");
+  return shape;
+}
+
+std::optional<double> default_fill(DType dtype) {
+  switch (dtype) {
+    case DType::u8: return std::nullopt;  // NUG: no default fill check for bytes
+    case DType::i16: return -32767.0;
+    case DType::u16: return 65535.0;
+    case DType::i32: return -2147483647.0;
+    case DType::f32: return static_cast<double>(9.9692099683868690e+36f);
+    case DType::f64: return 9.9692099683868690e+36;
+  }
+  return std::nullopt;
+}
+
+void apply_attributes(VolumeInfo& info, const NumberAttribute& number, bool is_signed_byte_type) {
+  auto first = [&](const std::string& name) -> std::optional<double> {
+    auto values = number(name);
+    if (!values || values->empty()) return std::nullopt;
+    return (*values)[0];
+  };
+  info.fill_value = first("_FillValue");
+  if (!info.fill_value && !is_signed_byte_type) info.fill_value = default_fill(info.dtype);
+  // missing_value: the first value counts (the kernel tests one besides the fill).
+  info.missing_value = first("missing_value");
+  std::optional<double> low = first("valid_min"), high = first("valid_max");
+  if (auto range = number("valid_range"); range && range->size() >= 2) {
+    low = (*range)[0];
+    high = (*range)[1];
+  }
+  if (low || high)
+    info.valid_range = std::array<double, 2>{low.value_or(-INFINITY), high.value_or(INFINITY)};
+  info.scale_factor = first("scale_factor");
+  info.add_offset = first("add_offset");
+}
+
+}  // namespace volseg::io::netcdf
