@@ -10,6 +10,7 @@
 
 #include "volseg/datasets/generate.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/io/format.hpp"
 #include "volseg/io/registry.hpp"
 
 namespace volseg::cli {
@@ -29,8 +30,10 @@ void Commands::run() {
 
 void Commands::add_info(CLI::App& app) {
   auto* sub = app.add_subcommand("info", "Describe a volume: dimensions, type, byte order, attributes");
-  sub->add_option("file", info_.path, "Volume (a raw volume is named by its .nhdr header)")->required();
-  sub->add_option("--backend", info_.backend, "Backend that opens it")->capture_default_str();
+  sub->add_option("file", info_.path, "Volume: a raw volume's .nhdr header, or a NetCDF file")->required();
+  sub->add_option("--backend", info_.backend, "Backend that opens it (auto: by format)")->capture_default_str();
+  sub->add_option("--var", info_.variable, "NetCDF variable (default: the only 3D one)");
+  sub->add_option("--time", info_.time, "Step of a 4D variable's first dimension");
   sub->callback([this] { chosen_ = [this] { run_info(); }; });
 }
 
@@ -41,14 +44,16 @@ void Commands::add_backends(CLI::App& app) {
 
 void Commands::add_generate(CLI::App& app) {
   auto* sub = app.add_subcommand("generate", "Write a synthetic volume with a known answer, in parallel");
-  sub->add_option("output", generate_.path, "Output header, NAME.nhdr (data goes to NAME.raw)")->required();
+  sub->add_option("output", generate_.path, "Output: NAME.nhdr (raw, data in NAME.raw) or NAME.nc")->required();
+  sub->add_option("--format", generate_.format, "raw | cdf2 | cdf5 | netcdf4 (default: by extension)");
+  sub->add_option("--var", generate_.variable, "NetCDF variable name (default: the field's name)");
   sub->add_option("--field", generate_.field, "shells | smooth | noise")->capture_default_str();
   sub->add_option("--dims", generate_.dims, "Z,Y,X or N for a cube")->capture_default_str();
   sub->add_option("--dtype", generate_.dtype, "u8 | i16 | u16 | i32 | f32 | f64")->capture_default_str();
   sub->add_option("--endian", generate_.endian, "little | big")->capture_default_str();
   sub->add_option("--shell-width", generate_.shell_width, "Voxels per shell (shells)")->capture_default_str();
   sub->add_option("--seed", generate_.seed, "Seed (noise)")->capture_default_str();
-  sub->add_option("--backend", generate_.backend, "Backend that writes it")->capture_default_str();
+  sub->add_option("--backend", generate_.backend, "Backend that writes it (default: by format)");
   sub->add_option("--hint", generate_.hints, "Backend hint key=value (repeatable)");
   sub->add_flag("--force", generate_.force, "Replace an existing output");
   sub->add_flag("--quiet", generate_.quiet, "No progress and no summary");
@@ -60,13 +65,19 @@ void Commands::add_generate(CLI::App& app) {
 void Commands::add_segment(CLI::App& app) {
   auto* sub = app.add_subcommand("segment", "Threshold a volume into a u8 {0,1} mask: lo <= v <= hi");
   auto& o = segment_;
-  sub->add_option("input", o.input, "Input volume (raw: its .nhdr header)")->required();
+  sub->add_option("input", o.input, "Input volume: a raw volume's .nhdr header, or a NetCDF file")->required();
   sub->add_option("--lo", o.lo, "Lowest value in the mask")->required();
   sub->add_option("--hi", o.hi, "Highest value in the mask")->required();
-  sub->add_option("--out", o.output, "Output mask (raw: NAME.nhdr)")->required();
-  sub->add_option("--backend", o.backend, "Backend that reads (see 'volseg backends')")->capture_default_str();
-  sub->add_option("--out-backend", o.output_backend, "Backend that writes (default: as --backend)");
+  sub->add_option("--out", o.output, "Output mask: NAME.nhdr (raw) or NAME.nc")->required();
+  sub->add_option("--var", segment_variable_, "NetCDF variable (default: the only 3D one; 'volseg info' lists them)");
+  sub->add_option("--time", segment_time_, "Step of a 4D variable's first (record/time) dimension");
+  sub->add_option("--format", o.format,
+                  "Mask format: raw | cdf2 | cdf5 | netcdf4 (default: the input's, or by the --out extension)");
+  sub->add_option("--backend", o.backend, "Backend that reads (auto: by format; see 'volseg backends')")
+      ->capture_default_str();
+  sub->add_option("--out-backend", o.output_backend, "Backend that writes (default: by format)");
   sub->add_option("--hint", o.hints, "Backend hint key=value (repeatable); an unknown key is an error");
+  sub->add_option("--out-hint", o.output_hints, "Hint for the writer only (repeatable)");
   sub->add_option("--brick", segment_brick_, "Brick shape Z,Y,X (default: about 12 MiB of whole rows/planes)");
   sub->add_option("--assign", segment_assign_, "Bricks to ranks: block | cyclic | random")->capture_default_str();
   sub->add_option("--seed", o.seed, "Seed of --assign random")->capture_default_str();
@@ -78,11 +89,23 @@ void Commands::add_segment(CLI::App& app) {
   sub->callback([this] { chosen_ = [this] { run_segment(); }; });
 }
 
+// --var/--time reach a backend as the reader hints var= and time=.
+static std::vector<std::string> selection_hints(const std::string& variable, const std::optional<std::int64_t>& time) {
+  std::vector<std::string> hints;
+  if (!variable.empty()) hints.push_back("var=" + variable);
+  if (time) hints.push_back("time=" + std::to_string(*time));
+  return hints;
+}
+
 void Commands::run_info() {
-  auto reader = io::open_reader(info_.backend, info_.path, comm_);
+  std::string backend = info_.backend;
+  const io::FileFormat format = io::detect_format(comm_, info_.path);
+  if (backend == "auto") backend = io::reading_backend(format);
+  auto reader = io::open_reader(backend, info_.path, comm_, io::Hints::parse(selection_hints(info_.variable, info_.time)));
   const auto& info = reader->info();
   if (comm_.rank() == 0) {
-    std::printf("%s\n", info_.path.c_str());
+    std::printf("%s (%s, read by %s)\n", info_.path.c_str(), io::format_name(format).c_str(), backend.c_str());
+    if (!info.variable.empty()) std::printf("  variable:      %s\n", info.variable.c_str());
     std::printf("  dims (z,y,x):  %lld %lld %lld\n", static_cast<long long>(info.dims[0]),
                 static_cast<long long>(info.dims[1]), static_cast<long long>(info.dims[2]));
     std::printf("  dtype:         %s, %s-endian\n", std::string(io::dtype_name(info.dtype)).c_str(),
@@ -91,7 +114,11 @@ void Commands::run_info() {
                 static_cast<double>(info.bytes()) / 1e9);
     std::printf("  spacing (x,y,z): %g %g %g\n", info.spacing[0], info.spacing[1], info.spacing[2]);
     if (info.fill_value) std::printf("  _FillValue:    %.17g\n", *info.fill_value);
+    if (info.missing_value) std::printf("  missing_value: %.17g\n", *info.missing_value);
     if (info.valid_range) std::printf("  valid_range:   %.17g %.17g\n", (*info.valid_range)[0], (*info.valid_range)[1]);
+    if (info.scale_factor || info.add_offset)
+      std::printf("  packed:        value = stored * %.17g + %.17g\n", info.scale_factor.value_or(1.0),
+                  info.add_offset.value_or(0.0));
     for (const auto& [key, value] : info.attributes) std::printf("  %s: %s\n", key.c_str(), value.c_str());
   }
   reader->close();
@@ -115,13 +142,20 @@ void Commands::run_generate() {
   info.byte_order = g.endian == "little" ? io::ByteOrder::little : io::ByteOrder::big;
   info.dims = segment::parse_shape(g.dims);
   datasets::FieldSpec spec{datasets::parse_field(g.field), g.shell_width, g.seed};
-  info.variable = g.field;
+  info.variable = g.variable.empty() ? g.field : g.variable;
   info.attributes["field"] = g.field;
   info.attributes["history"] = command_line_;
   if (spec.field == datasets::Field::shells) info.attributes["shell_width"] = std::to_string(g.shell_width);
   if (spec.field == datasets::Field::noise) info.attributes["seed"] = std::to_string(g.seed);
-  const io::Hints hints = io::Hints::parse(g.hints);
-  auto writer = io::create_writer(g.backend, {g.path, info, g.force}, comm_, hints);
+  io::FileFormat format = !g.format.empty() ? io::parse_format(g.format)
+                         : std::filesystem::path(g.path).extension() == ".nc" ? io::FileFormat::cdf5
+                                                                               : io::FileFormat::raw;
+  io::Writing writing = io::writing_backend(format, "posix");
+  if (!g.backend.empty()) writing.backend = g.backend;
+  auto hint_list = g.hints;
+  hint_list.insert(hint_list.end(), writing.hints.begin(), writing.hints.end());
+  const io::Hints hints = io::Hints::parse(hint_list);
+  auto writer = io::create_writer(writing.backend, {g.path, info, g.force}, comm_, hints);
   auto progress = g.quiet ? segment::ProgressMode::none : segment::parse_progress_mode(g.progress);
   datasets::generate(comm_, spec, *writer, progress);
   writer->close();
@@ -138,6 +172,7 @@ void Commands::run_segment() {
   o.progress = segment_quiet_ ? segment::ProgressMode::none : segment::parse_progress_mode(segment_progress_);
   o.command_line = command_line_;
   o.report = segment_report_;
+  o.input_hints = selection_hints(segment_variable_, segment_time_);
   auto result = segment::run_segment(comm_, o);
   if (comm_.rank() != 0) return;
   if (!segment_quiet_) {

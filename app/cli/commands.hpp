@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,10 +34,11 @@ class Commands {
   std::function<void()> chosen_;
 
   struct {
-    std::string path, backend = "posix";
+    std::string path, backend = "auto", variable;
+    std::optional<std::int64_t> time;
   } info_;
   struct {
-    std::string path, field = "shells", dtype = "f32", endian = "little", dims = "256", backend = "posix";
+    std::string path, field = "shells", dtype = "f32", endian = "little", dims = "256", backend, format, variable;
     std::int64_t shell_width = 8;
     std::uint64_t seed = 1;
     std::vector<std::string> hints;
@@ -44,7 +46,8 @@ class Commands {
     std::string progress = "auto";
   } generate_;
   segment::SegmentOptions segment_;
-  std::string segment_brick_, segment_assign_ = "block", segment_report_;
+  std::string segment_brick_, segment_assign_ = "block", segment_report_, segment_variable_;
+  std::optional<std::int64_t> segment_time_;
   bool segment_quiet_ = false;
   std::string segment_progress_ = "auto";
 };

@@ -85,8 +85,13 @@ std::vector<std::pair<std::string, std::string>> Hints::take_matching(bool (*wan
 }
 
 void Hints::reject_unused(std::string_view backend) const {
-  for (const auto& [key, used] : used_)
-    if (!used) throw Error("unknown hint '" + key + "' for backend " + std::string(backend));
+  for (const auto& [key, used] : used_) {
+    if (used) continue;
+    if (key == "var" || key == "time")
+      throw Error("--" + key + " names a NetCDF variable or step; backend " + std::string(backend) +
+                  " reads raw volumes, which have neither");
+    throw Error("unknown hint '" + key + "' for backend " + std::string(backend));
+  }
 }
 
 std::vector<std::string> Hints::to_strings() const {

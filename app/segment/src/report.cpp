@@ -63,6 +63,7 @@ void write_report(const std::string& path, const SegmentOptions& options, const 
   report["output"] = options.output;
   report["backend"] = result.backend;
   report["output_backend"] = result.output_backend;
+  report["output_format"] = result.output_format;
   report["hints"] = options.hints;
   report["pipeline"] = result.pipeline;
   report["implementation"] = result.implementation;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "volseg/io/error.hpp"
+#include "volseg/io/format.hpp"
 #include "volseg/io/nrrd.hpp"
 #include "volseg/io/registry.hpp"
 #include "volseg/segment/progress.hpp"
@@ -67,6 +68,20 @@ void check_report_path(const SegmentOptions& options, const std::vector<std::str
   if (::access(folder.c_str(), W_OK) != 0) throw_errno("cannot write the report in", folder.string());
 }
 
+std::vector<std::string> joined(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// --format, else the output's extension, else the input's format.
+io::FileFormat choose_output_format(const SegmentOptions& options, io::FileFormat input) {
+  if (!options.format.empty()) return io::parse_format(options.format);
+  const auto extension = std::filesystem::path(options.output).extension();
+  if (extension == ".nhdr") return io::FileFormat::raw;
+  if (input == io::FileFormat::raw) return extension == ".nc" ? io::FileFormat::cdf5 : io::FileFormat::raw;
+  return input == io::FileFormat::cdf1 ? io::FileFormat::cdf2 : input;  // PnetCDF writes CDF-2 and CDF-5
+}
+
 io::VolumeInfo mask_info(const SegmentOptions& options, const io::VolumeInfo& input) {
   io::VolumeInfo mask;
   mask.dims = input.dims;
@@ -83,6 +98,12 @@ io::VolumeInfo mask_info(const SegmentOptions& options, const io::VolumeInfo& in
   mask.attributes["threshold_hi"] = number(options.hi);
   mask.attributes["source_file"] = options.input;
   if (!input.variable.empty()) mask.attributes["source_variable"] = input.variable;
+  mask.attributes["long_name"] =
+      "mask of " + (input.variable.empty() ? std::string("the input") : input.variable) + " in [" + number(options.lo) +
+      ", " + number(options.hi) + "]";
+  for (int a = 0; a < 3; ++a)  // keep the input's dimension names
+    if (auto it = input.attributes.find("dim" + std::to_string(a)); it != input.attributes.end())
+      mask.attributes[it->first] = it->second;
   mask.attributes["flag_values"] = "0 1";
   mask.attributes["flag_meanings"] = "outside inside";
   mask.attributes["history"] = options.command_line.empty() ? "volseg segment" : options.command_line;
@@ -252,14 +273,20 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   if (options.lo > options.hi)
     throw Error("lo > hi: --lo " + std::to_string(options.lo) + " is above --hi " + std::to_string(options.hi));
   refuse_output_over_input(options.output, {options.input});
-  const io::Hints hints = io::Hints::parse(options.hints);
-  result.backend = options.backend;
-  result.output_backend = options.output_backend.empty() ? options.backend : options.output_backend;
+  auto open_start = Clock::now();
+  const io::FileFormat input_format = io::detect_format(comm, options.input);
+  result.backend = options.backend == "auto" ? io::reading_backend(input_format) : options.backend;
+  const io::FileFormat output_format = choose_output_format(options, input_format);
+  result.output_format = io::format_name(output_format);
+  io::Writing writing = io::writing_backend(output_format, result.backend);
+  if (!options.output_backend.empty()) writing.backend = options.output_backend;
+  result.output_backend = writing.backend;
+  const io::Hints input_hints = io::Hints::parse(joined(options.hints, options.input_hints));
+  const io::Hints output_hints = io::Hints::parse(joined(joined(options.hints, writing.hints), options.output_hints));
 
   std::unique_ptr<io::VolumeReader> reader;
   std::unique_ptr<io::VolumeWriter> writer;
-  auto open_start = Clock::now();
-  reader = io::open_reader(options.backend, options.input, comm, hints);
+  reader = io::open_reader(result.backend, options.input, comm, input_hints);
   refuse_output_over_input(options.output, reader->files());
   check_report_path(options, reader->files());
   result.input_info = reader->info();
@@ -267,7 +294,7 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
                       result.input_info.missing_value};
   const ThresholdKernel kernel(result.input_info.dtype, threshold);
   writer = io::create_writer(result.output_backend, {options.output, mask_info(options, result.input_info), options.force},
-                             comm, hints);
+                             comm, output_hints);
   times.open = since(open_start);
 
   const io::Index3 shape = options.brick_shape.value_or(

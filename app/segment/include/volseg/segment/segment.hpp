@@ -18,9 +18,12 @@ namespace volseg::segment {
 struct SegmentOptions {
   std::string input, output;
   std::string report;  // JSON report path; empty: none
-  std::string backend = "mmap-advise";
-  std::string output_backend;  // empty: the input's backend
-  std::vector<std::string> hints;
+  std::string backend = "auto";  // auto: by the input's format (raw: mmap-advise)
+  std::string output_backend;    // empty: by the output format
+  std::string format;            // raw | cdf2 | cdf5 | netcdf4; empty: the input's (or the output's extension)
+  std::vector<std::string> hints;         // to reader and writer
+  std::vector<std::string> input_hints;   // to the reader only (var=, time=)
+  std::vector<std::string> output_hints;  // to the writer only
   double lo = 0, hi = 0;
   std::optional<io::Index3> brick_shape;  // default: BrickLayout::default_shape
   Assignment assignment = Assignment::block;
@@ -42,7 +45,7 @@ struct RankTimes {
 
 struct SegmentResult {
   io::VolumeInfo input_info;
-  std::string backend, output_backend;
+  std::string backend, output_backend, output_format;
   std::string pipeline;        // "mapped", "buffered" or "collective"
   std::string implementation;  // what did the reading ("OMPIO", "ROMIO", ...)
   io::Index3 brick_shape{}, brick_grid{};

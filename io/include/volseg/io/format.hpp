@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: MIT
+// File formats, told apart by their first bytes, and the backend that reads
+// or writes each by default.
+#pragma once
+
+#include <string>
+
+#include "volseg/io/comm.hpp"
+#include "volseg/io/hints.hpp"
+
+namespace volseg::io {
+
+enum class FileFormat { raw, cdf1, cdf2, cdf5, netcdf4 };
+
+std::string format_name(FileFormat format);  // "raw", "cdf2", ...
+FileFormat parse_format(const std::string& name);  // raw | cdf2 | cdf5 | netcdf4
+
+// Collective: rank 0 reads the magic bytes ("NRRD", "CDF\1|\2|\5",
+// "\x89HDF"). Throws volseg::Error for a missing file or an unknown format.
+FileFormat detect_format(const Comm& comm, const std::string& path);
+
+// The backend that reads a format when the user names none.
+std::string reading_backend(FileFormat format);
+
+// The backend and writer hints that write a format; a raw output keeps a raw
+// input's backend.
+struct Writing {
+  std::string backend;
+  std::vector<std::string> hints;
+};
+Writing writing_backend(FileFormat format, const std::string& input_backend);
+
+}  // namespace volseg::io
