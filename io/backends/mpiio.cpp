@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "mpi_support.hpp"
 #include "raw/raw_volume.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/registry.hpp"
@@ -130,19 +131,6 @@ class MpiFiles {
   std::string implementation_;
 };
 
-// Runs fn(extent, buffer) on every rank in rounds: every rank joins every
-// round, with nothing to do once its own list is done.
-template <class Buffer, class Fn>
-void in_rounds(const Comm& comm, std::span<const Extent> extents, std::span<Buffer const> buffers, Fn&& fn) {
-  if (extents.size() != buffers.size()) throw Error("mpiio: extents and buffers differ in number");
-  long long mine = static_cast<long long>(extents.size()), rounds = 0;
-  check_mpi(MPI_Allreduce(&mine, &rounds, 1, MPI_LONG_LONG, MPI_MAX, comm.get()), "MPI_Allreduce");
-  for (long long r = 0; r < rounds; ++r) {
-    if (r < mine) fn(extents[static_cast<std::size_t>(r)], buffers[static_cast<std::size_t>(r)]);
-    else fn(Extent{}, Buffer{});
-  }
-}
-
 class MpiioReader final : public VolumeReader {
  public:
   MpiioReader(const std::string& path, const Comm& comm)
@@ -171,7 +159,8 @@ class MpiioReader final : public VolumeReader {
 
   void read_all(std::span<const Extent> extents, std::span<void* const> buffers) override {
     for (const auto& extent : extents) check_inside(extent, info().dims);
-    in_rounds(comm_, extents, buffers, [&](const Extent& extent, void* buffer) {
+    in_rounds(comm_, extents, buffers, [&](const Extent* joined, void* buffer) {
+      const Extent extent = joined ? *joined : Extent{};
       MPI_File file = files_.collective();
       const auto disp = static_cast<MPI_Offset>(input_.header().byte_skip);
       if (extent.empty()) {
@@ -233,7 +222,8 @@ class MpiioWriter final : public VolumeWriter {
 
   void write_all(std::span<const Extent> extents, std::span<const void* const> buffers) override {
     for (const auto& extent : extents) check_inside(extent, info().dims);
-    in_rounds(comm_, extents, buffers, [&](const Extent& extent, const void* buffer) {
+    in_rounds(comm_, extents, buffers, [&](const Extent* joined, const void* buffer) {
+      const Extent extent = joined ? *joined : Extent{};
       MPI_File file = files_.collective();
       if (extent.empty()) {
         check_mpi(MPI_File_set_view(file, 0, element_.get(), element_.get(), "native", MPI_INFO_NULL),

@@ -20,6 +20,7 @@
 #include <memory>
 #include <vector>
 
+#include "mpi_support.hpp"
 #include "netcdf/conventions.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/registry.hpp"
@@ -30,71 +31,6 @@ namespace {
 void check_nc(int status, const std::string& what) {
   if (status != NC_NOERR) throw Error(what + ": " + ncmpi_strerror(status));
 }
-
-std::optional<DType> dtype_of(nc_type type) {
-  switch (type) {
-    case NC_UBYTE: return DType::u8;
-    case NC_SHORT: return DType::i16;
-    case NC_USHORT: return DType::u16;
-    case NC_INT: return DType::i32;
-    case NC_FLOAT: return DType::f32;
-    case NC_DOUBLE: return DType::f64;
-    default: return std::nullopt;
-  }
-}
-
-const char* nc_type_name(nc_type type) {
-  switch (type) {
-    case NC_BYTE: return "byte";
-    case NC_CHAR: return "char";
-    case NC_SHORT: return "short";
-    case NC_INT: return "int";
-    case NC_FLOAT: return "float";
-    case NC_DOUBLE: return "double";
-    case NC_UBYTE: return "ubyte";
-    case NC_USHORT: return "ushort";
-    case NC_UINT: return "uint";
-    case NC_INT64: return "int64";
-    case NC_UINT64: return "uint64";
-    default: return "unknown";
-  }
-}
-
-MPI_Datatype mpi_type(DType dtype) {
-  switch (dtype) {
-    case DType::u8: return MPI_UNSIGNED_CHAR;
-    case DType::i16: return MPI_SHORT;
-    case DType::u16: return MPI_UNSIGNED_SHORT;
-    case DType::i32: return MPI_INT;
-    case DType::f32: return MPI_FLOAT;
-    case DType::f64: return MPI_DOUBLE;
-  }
-  return MPI_BYTE;
-}
-
-// PnetCDF's own hints and MPI-IO's, passed through as MPI_Info.
-bool library_hint(const std::string& key) {
-  return key.rfind("nc_", 0) == 0 || key.rfind("romio_", 0) == 0 || key.rfind("cb_", 0) == 0 ||
-         key.rfind("striping_", 0) == 0 || key == "pnetcdf_subfiling";
-}
-
-class Info {
- public:
-  explicit Info(const std::vector<std::pair<std::string, std::string>>& pairs) {
-    if (pairs.empty()) return;
-    check_mpi(MPI_Info_create(&info_), "MPI_Info_create");
-    for (const auto& [key, value] : pairs) MPI_Info_set(info_, key.c_str(), value.c_str());
-  }
-  Info(const Info&) = delete;
-  Info& operator=(const Info&) = delete;
-  ~Info() {
-    if (info_ != MPI_INFO_NULL) MPI_Info_free(&info_);
-  }
-  MPI_Info get() const { return info_; }
-
- private:
-  MPI_Info info_ = MPI_INFO_NULL;
-};
 
 struct Options {
   netcdf::Selection selection;
@@ -117,23 +53,11 @@ Options read_options(const Hints& hints) {
   return options;
 }
 
-// Runs fn for every extent of this rank in rounds that every rank joins.
-template <class Buffer, class Fn>
-void in_rounds(const Comm& comm, std::span<const Extent> extents, std::span<Buffer const> buffers, Fn&& fn) {
-  if (extents.size() != buffers.size()) throw Error("pnetcdf: extents and buffers differ in number");
-  long long mine = static_cast<long long>(extents.size()), rounds = 0;
-  check_mpi(MPI_Allreduce(&mine, &rounds, 1, MPI_LONG_LONG, MPI_MAX, comm.get()), "MPI_Allreduce");
-  for (long long r = 0; r < rounds; ++r) {
-    if (r < mine) fn(&extents[static_cast<std::size_t>(r)], buffers[static_cast<std::size_t>(r)]);
-    else fn(nullptr, Buffer{});
-  }
-}
-
 class PnetcdfReader final : public VolumeReader {
  public:
   PnetcdfReader(const std::string& path, const Comm& comm, Options options)
       : comm_(comm.duplicate()), path_(path), options_(std::move(options)) {
-    Info info(options_.library_hints);
+    MpiInfo info(options_.library_hints);
     collectively(comm_, [&] {
       check_nc(ncmpi_open(comm_.get(), path.c_str(), NC_NOWRITE, info.get(), &ncid_), path);
       describe();
@@ -251,10 +175,8 @@ class PnetcdfReader final : public VolumeReader {
     const auto shape = netcdf::volume_shape(chosen, options_.selection, path_);
     nc_type type;
     check_nc(ncmpi_inq_vartype(ncid_, varid_, &type), path_);
-    auto dtype = dtype_of(type);
-    if (!dtype)
-      throw Error(path_ + ": variable " + chosen.name + " has type " + nc_type_name(type) +
-                  ", which volseg does not segment yet (ubyte, short, ushort, int, float, double)");
+    auto dtype = netcdf::dtype_of(type);
+    if (!dtype) netcdf::refuse_type(path_, chosen.name, type);
     info_.dims = shape.dims;
     info_.dtype = *dtype;
     info_.byte_order = ByteOrder::big;  // CDF files are big-endian; PnetCDF converts
@@ -284,18 +206,6 @@ class PnetcdfReader final : public VolumeReader {
   std::atomic<std::uint64_t> bytes_read_{0};
 };
 
-nc_type nc_type_for(DType dtype, int format) {
-  switch (dtype) {
-    case DType::u8: return format == NC_FORMAT_CDF2 ? NC_BYTE : NC_UBYTE;
-    case DType::i16: return NC_SHORT;
-    case DType::u16: return NC_USHORT;
-    case DType::i32: return NC_INT;
-    case DType::f32: return NC_FLOAT;
-    case DType::f64: return NC_DOUBLE;
-  }
-  return NC_BYTE;
-}
-
 class PnetcdfWriter final : public VolumeWriter {
  public:
   PnetcdfWriter(const CreateRequest& request, const Comm& comm, Options options)
@@ -312,7 +222,7 @@ class PnetcdfWriter final : public VolumeWriter {
                        .string();
     });
     temp_path_ = comm_.broadcast(temp_path_);
-    Info info(options_.library_hints);
+    MpiInfo info(options_.library_hints);
     const int mode = NC_CLOBBER | (options_.format == NC_FORMAT_CDF2 ? NC_64BIT_OFFSET : NC_64BIT_DATA);
     collectively(comm_, [&] {
       check_nc(ncmpi_create(comm_.get(), temp_path_.c_str(), mode, info.get(), &ncid_), "create " + path_);
@@ -398,33 +308,22 @@ class PnetcdfWriter final : public VolumeWriter {
 
   void define() {
     check_nc(ncmpi_set_fill(ncid_, NC_NOFILL, nullptr), path_);
-    const char* names[3] = {"z", "y", "x"};
+    const netcdf::Layout layout = netcdf::plan_layout(info_);
     int dims[3];
-    for (int a = 0; a < 3; ++a) {
-      auto it = info_.attributes.find("dim" + std::to_string(a));
-      std::string name = it != info_.attributes.end() ? it->second : names[a];
-      check_nc(ncmpi_def_dim(ncid_, name.c_str(), info_.dims[static_cast<std::size_t>(a)], &dims[a]), path_);
-    }
-    const std::string variable = info_.variable.empty() ? "data" : info_.variable;
-    const nc_type type = nc_type_for(info_.dtype, options_.format);
-    check_nc(ncmpi_def_var(ncid_, variable.c_str(), type, 3, dims, &varid_), path_);
-    for (const auto& [key, value] : info_.attributes) {
-      if (key.rfind("dim", 0) == 0 && key.size() == 4) continue;  // dimension names, not attributes
-      const bool global = key == "history" || key == "source";
-      check_nc(ncmpi_put_att_text(ncid_, global ? NC_GLOBAL : varid_, key.c_str(), static_cast<MPI_Offset>(value.size()),
-                                  value.c_str()),
+    for (std::size_t a = 0; a < 3; ++a)
+      check_nc(ncmpi_def_dim(ncid_, layout.dim_names[a].c_str(), info_.dims[a], &dims[a]), path_);
+    const auto type = static_cast<nc_type>(netcdf::nc_type_for(info_.dtype, options_.format == NC_FORMAT_CDF2));
+    check_nc(ncmpi_def_var(ncid_, layout.variable.c_str(), type, 3, dims, &varid_), path_);
+    auto put_text = [&](int varid, const std::string& key, const std::string& value) {
+      check_nc(ncmpi_put_att_text(ncid_, varid, key.c_str(), static_cast<MPI_Offset>(value.size()), value.c_str()),
                path_ + ": attribute " + key);
-    }
-    auto put_number = [&](const char* name, const std::vector<double>& values) {
-      check_nc(ncmpi_put_att_double(ncid_, varid_, name, type, static_cast<MPI_Offset>(values.size()), values.data()),
-               path_ + ": attribute " + name);
     };
-    if (info_.fill_value) put_number("_FillValue", {*info_.fill_value});
-    if (info_.valid_range) put_number("valid_range", {(*info_.valid_range)[0], (*info_.valid_range)[1]});
-    if (info_.variable == "mask") {
-      put_number("flag_values", {0, 1});
-      put_number("valid_range", {0, 1});
-    }
+    for (const auto& [key, value] : layout.text) put_text(varid_, key, value);
+    for (const auto& [key, value] : layout.global_text) put_text(NC_GLOBAL, key, value);
+    for (const auto& [key, values] : layout.numbers)
+      check_nc(ncmpi_put_att_double(ncid_, varid_, key.c_str(), type, static_cast<MPI_Offset>(values.size()),
+                                    values.data()),
+               path_ + ": attribute " + key);
     check_nc(ncmpi_enddef(ncid_), path_);
   }
 

@@ -18,6 +18,66 @@ Selection read_selection(const Hints& hints) {
   return selection;
 }
 
+std::optional<DType> dtype_of(int nc_type) {
+  switch (nc_type) {
+    case type::ubyte: return DType::u8;
+    case type::int16: return DType::i16;
+    case type::uint16: return DType::u16;
+    case type::int32: return DType::i32;
+    case type::float32: return DType::f32;
+    case type::float64: return DType::f64;
+    default: return std::nullopt;
+  }
+}
+
+const char* type_name(int nc_type) {
+  static const char* names[] = {"?", "byte", "char", "short", "int", "float", "double",
+                                "ubyte", "ushort", "uint", "int64", "uint64"};
+  return nc_type >= 1 && nc_type <= 11 ? names[nc_type] : "unknown";
+}
+
+int nc_type_for(DType dtype, bool cdf2) {
+  switch (dtype) {
+    case DType::u8: return cdf2 ? type::byte : type::ubyte;
+    case DType::i16: return type::int16;
+    case DType::u16: return type::uint16;
+    case DType::i32: return type::int32;
+    case DType::f32: return type::float32;
+    case DType::f64: return type::float64;
+  }
+  return type::byte;
+}
+
+void refuse_type(const std::string& path, const std::string& variable, int nc_type) {
+  throw Error(path + ": variable " + variable + " has type " + type_name(nc_type) +
+              ", which volseg does not segment yet (ubyte, short, ushort, int, float, double)");
+}
+
+Layout plan_layout(const VolumeInfo& info) {
+  Layout layout;
+  layout.variable = info.variable.empty() ? "data" : info.variable;
+  const char* defaults[3] = {"z", "y", "x"};
+  for (std::size_t a = 0; a < 3; ++a) {
+    auto it = info.attributes.find("dim" + std::to_string(a));
+    layout.dim_names[a] = it != info.attributes.end() ? it->second : defaults[a];
+  }
+  const bool mask = info.variable == "mask";
+  for (const auto& [key, value] : info.attributes) {
+    if (key.size() == 4 && key.rfind("dim", 0) == 0) continue;  // dimension names
+    if (mask && key == "flag_values") continue;                  // numeric below
+    if (key == "history" || key == "source") layout.global_text.emplace_back(key, value);
+    else layout.text.emplace_back(key, value);
+  }
+  if (info.fill_value) layout.numbers.push_back({"_FillValue", {*info.fill_value}});
+  if (mask) {
+    layout.numbers.push_back({"flag_values", {0, 1}});
+    layout.numbers.push_back({"valid_range", {0, 1}});
+  } else if (info.valid_range) {
+    layout.numbers.push_back({"valid_range", {(*info.valid_range)[0], (*info.valid_range)[1]}});
+  }
+  return layout;
+}
+
 bool is_selection_hint(const std::string& key) { return key == "var" || key == "time"; }
 
 const VariableShape& choose_variable(const std::vector<VariableShape>& variables, const Selection& selection,

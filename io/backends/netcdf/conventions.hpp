@@ -4,7 +4,9 @@
 // volume, and what the NUG/CF attributes say about missing values and packing.
 #pragma once
 
+#include <array>
 #include <functional>
+#include <utility>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,6 +51,29 @@ void apply_attributes(VolumeInfo& info, const NumberAttribute& number, bool is_s
 
 // The netCDF default fill value of a type (NUG), used when _FillValue is absent.
 std::optional<double> default_fill(DType dtype);
+
+// NetCDF type codes, the same numbers in netCDF-C and PnetCDF (whose headers
+// cannot both be included in one file).
+namespace type {
+constexpr int byte = 1, character = 2, int16 = 3, int32 = 4, float32 = 5, float64 = 6, ubyte = 7, uint16 = 8,
+              uint32 = 9, int64 = 10, uint64 = 11;
+}
+std::optional<DType> dtype_of(int nc_type);
+const char* type_name(int nc_type);
+int nc_type_for(DType dtype, bool cdf2);  // CDF-2 has no ubyte: the mask is byte there
+// The error for a variable of a type volseg does not read.
+[[noreturn]] void refuse_type(const std::string& path, const std::string& variable, int nc_type);
+
+// What a writer puts in the file for a VolumeInfo: dimension names, text
+// attributes of the variable, global ones (history), numeric ones in the
+// variable's type (_FillValue, valid_range, a mask's flag_values).
+struct Layout {
+  std::string variable;
+  std::array<std::string, 3> dim_names;
+  std::vector<std::pair<std::string, std::string>> text, global_text;
+  std::vector<std::pair<std::string, std::vector<double>>> numbers;
+};
+Layout plan_layout(const VolumeInfo& info);
 
 // Every CLI/engine option that reaches a NetCDF backend as a hint.
 bool is_selection_hint(const std::string& key);
