@@ -10,6 +10,7 @@ Backend make_mmap_backend();
 Backend make_mmap_advise_backend();
 Backend make_mpiio_backend();
 Backend make_pnetcdf_backend();
+Backend make_netcdf4_backend();
 
 namespace {
 Backend planned(std::string name, std::string formats, std::string description) {
@@ -28,7 +29,7 @@ void register_builtin(Registry& registry) {
   registry.add(make_mmap_advise_backend());
   registry.add(make_mpiio_backend());
   registry.add(make_pnetcdf_backend());
-  registry.add(planned("netcdf4", "NetCDF-4 (HDF5)", "parallel netCDF-C, collective access"));
+  registry.add(make_netcdf4_backend());
   registry.add(planned("twophase", "raw, fixed-size CDF variables", "volseg's own two-phase collective I/O"));
 }
 

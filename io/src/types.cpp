@@ -92,10 +92,12 @@ ByteOrder native_byte_order() {
 std::string_view byte_order_name(ByteOrder order) { return order == ByteOrder::little ? "little" : "big"; }
 
 std::string to_string(const Extent& extent) {
-  auto axis = [&](int a) {
-    return std::to_string(extent.offset[a]) + ":" + std::to_string(extent.offset[a] + extent.count[a]);
-  };
-  return "[" + axis(0) + ", " + axis(1) + ", " + axis(2) + "]";
+  std::string text(1, '[');
+  for (int a = 0; a < 3; ++a) {
+    if (a > 0) text.append(", ");
+    text.append(std::to_string(extent.offset[a])).append(1, ':').append(std::to_string(extent.offset[a] + extent.count[a]));
+  }
+  return text.append(1, ']');
 }
 
 void check_inside(const Extent& extent, const Index3& dims) {

@@ -282,7 +282,6 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   if (!options.output_backend.empty()) writing.backend = options.output_backend;
   result.output_backend = writing.backend;
   const io::Hints input_hints = io::Hints::parse(joined(options.hints, options.input_hints));
-  const io::Hints output_hints = io::Hints::parse(joined(joined(options.hints, writing.hints), options.output_hints));
 
   std::unique_ptr<io::VolumeReader> reader;
   std::unique_ptr<io::VolumeWriter> writer;
@@ -293,16 +292,21 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   Threshold threshold{options.lo, options.hi, result.input_info.fill_value, result.input_info.valid_range,
                       result.input_info.missing_value};
   const ThresholdKernel kernel(result.input_info.dtype, threshold);
-  writer = io::create_writer(result.output_backend, {options.output, mask_info(options, result.input_info), options.force},
-                             comm, output_hints);
-  times.open = since(open_start);
-
   const io::Index3 shape = options.brick_shape.value_or(
       BrickLayout::default_shape(result.input_info.dims, io::dtype_size(result.input_info.dtype)));
   const BrickLayout layout(result.input_info.dims, shape);
   result.brick_shape = layout.shape();
   result.brick_grid = layout.grid();
   result.brick_count = layout.count();
+  // chunks=brick (netcdf4) means chunks of this job's brick shape.
+  auto writer_hints = joined(joined(options.hints, writing.hints), options.output_hints);
+  for (auto& hint : writer_hints)
+    if (hint == "chunks=brick")
+      hint = "chunks=" + std::to_string(shape[0]) + "," + std::to_string(shape[1]) + "," + std::to_string(shape[2]);
+  writer = io::create_writer(result.output_backend, {options.output, mask_info(options, result.input_info), options.force},
+                             comm, io::Hints::parse(writer_hints));
+  times.open = since(open_start);
+
   const auto bricks = assign_bricks(layout.count(), comm.rank(), comm.size(), options.assignment, options.seed);
   const bool collective = reader->collective() || writer->collective();
   const bool mapped = !collective && reader->can_map();

@@ -1,0 +1,366 @@
+// SPDX-License-Identifier: MIT
+// Backend "netcdf4": NetCDF-4 (HDF5) files through parallel netCDF-C
+// (nc_open_par/nc_create_par). Access is collective by default
+// (hint access=independent). Outputs are contiguous by default; hint
+// chunks=contiguous|Z,Y,X chooses (the engine turns chunks=brick into its
+// brick shape). Chunked and deflated variables written by other tools are
+// read in parallel; a variable that needs a filter this library lacks is
+// refused when opened. deflate=N asks for compressed output and is refused
+// with the library's reason where parallel compressed writes are not
+// possible.
+//
+// Outputs follow the raw backends' protocol: the file is created under a
+// hidden temporary name and renamed by rank 0 after every rank's nc_close
+// succeeded.
+#include <dlfcn.h>
+#include <mpi.h>
+#include <netcdf.h>
+#include <netcdf_filter.h>
+#include <netcdf_par.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <charconv>
+#include <filesystem>
+#include <memory>
+#include <sstream>
+#include <vector>
+
+#include "mpi_support.hpp"
+#include "netcdf/conventions.hpp"
+#include "volseg/io/error.hpp"
+#include "volseg/io/registry.hpp"
+
+namespace volseg::io {
+
+// DEPENDENCIES.md pitfall 2: the serial libnetcdf (which VTK links) has no
+// symbol versions; if the loader reached it first it answers every nc_*
+// call, and nc_create_par fails with NC_ENOPAR. Say so instead.
+void check_parallel_netcdf() {
+  Dl_info where{};
+  if (::dladdr(reinterpret_cast<void*>(&nc_create_par), &where) == 0 || where.dli_fname == nullptr)
+    throw Error("cannot tell which netCDF library answers nc_create_par");
+  std::string library = where.dli_fname;
+  if (library.find("netcdf_pnetcdf") == std::string::npos && library.find("netcdf_mpi") == std::string::npos)
+    throw Error("the serial netCDF library (" + library +
+                ") answers netCDF calls; volseg needs the parallel one (link netCDF::netcdf into the executable "
+                "before VTK)");
+}
+
+namespace {
+
+void check_nc(int status, const std::string& what) {
+  if (status != NC_NOERR) throw Error(what + ": " + nc_strerror(status));
+}
+
+struct Options {
+  netcdf::Selection selection;
+  bool independent = false;
+  std::string chunks = "contiguous";
+  int deflate = 0;
+  std::vector<std::pair<std::string, std::string>> library_hints;
+};
+
+Options read_options(const Hints& hints) {
+  Options options;
+  options.selection = netcdf::read_selection(hints);
+  std::string access = hints.get_string("access", "collective");
+  if (access != "collective" && access != "independent")
+    throw Error("netcdf4: access=collective or access=independent, not '" + access + "'");
+  options.independent = access == "independent";
+  options.chunks = hints.get_string("chunks", "contiguous");
+  options.deflate = static_cast<int>(hints.get_int("deflate", 0));
+  if (options.deflate < 0 || options.deflate > 9) throw Error("netcdf4: deflate must be 0 to 9");
+  hints.get_bool("fsync", false);
+  options.library_hints = hints.take_matching(library_hint);
+  hints.reject_unused("netcdf4");
+  return options;
+}
+
+std::vector<std::size_t> parse_chunks(const std::string& text) {
+  std::vector<std::size_t> sizes;
+  std::stringstream stream(text);
+  for (std::string part; std::getline(stream, part, ',');) {
+    std::size_t value = 0;
+    auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), value);
+    if (ec != std::errc() || end != part.data() + part.size() || value == 0)
+      throw Error("netcdf4: chunks=" + text + ": expected contiguous or Z,Y,X");
+    sizes.push_back(value);
+  }
+  if (sizes.size() != 3) throw Error("netcdf4: chunks=" + text + ": expected contiguous or Z,Y,X");
+  return sizes;
+}
+
+class Netcdf4Reader final : public VolumeReader {
+ public:
+  Netcdf4Reader(const std::string& path, const Comm& comm, Options options)
+      : comm_(comm.duplicate()), path_(path), options_(std::move(options)) {
+    check_parallel_netcdf();
+    MpiInfo info(options_.library_hints);
+    collectively(comm_, [&] {
+      check_nc(nc_open_par(path.c_str(), NC_NOWRITE, comm_.get(), info.get(), &ncid_), path);
+      describe();
+      check_nc(nc_var_par_access(ncid_, varid_, options_.independent ? NC_INDEPENDENT : NC_COLLECTIVE), path);
+    });
+  }
+  ~Netcdf4Reader() override {
+    if (ncid_ >= 0) nc_close(ncid_);
+  }
+
+  const VolumeInfo& info() const override { return info_; }
+  std::string backend_name() const override { return "netcdf4"; }
+  bool collective() const override { return !options_.independent; }
+  std::string implementation() const override {
+    std::string version = nc_inq_libvers();
+    return "netCDF-C " + version.substr(0, version.find(' ')) + (options_.independent ? ", independent" : ", collective");
+  }
+
+  void read(const Extent& extent, void* buffer) override {
+    check_inside(extent, info_.dims);
+    auto [start, count] = corners(extent);
+    check_nc(nc_get_vara(ncid_, varid_, start.data(), count.data(), buffer), "read " + path_);
+    bytes_read_ += static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info_.dtype);
+  }
+
+  void read_all(std::span<const Extent> extents, std::span<void* const> buffers) override {
+    for (const auto& extent : extents) check_inside(extent, info_.dims);
+    if (options_.independent) return VolumeReader::read_all(extents, buffers);
+    in_rounds(comm_, extents, buffers, [&](const Extent* extent, void* buffer) {
+      if (extent && !extent->empty()) return read(*extent, buffer);
+      auto [start, count] = corners(Extent{});  // join the round with nothing
+      std::byte none{};
+      check_nc(nc_get_vara(ncid_, varid_, start.data(), count.data(), &none), "read " + path_);
+    });
+  }
+
+  void close() override {
+    collectively(comm_, [&] {
+      int ncid = std::exchange(ncid_, -1);
+      check_nc(nc_close(ncid), "close " + path_);
+    });
+  }
+  std::uint64_t bytes_read() const override { return bytes_read_; }
+  std::vector<std::string> files() const override { return {path_}; }
+
+ private:
+  std::pair<std::vector<std::size_t>, std::vector<std::size_t>> corners(const Extent& extent) const {
+    std::vector<std::size_t> start, count;
+    if (time_) {
+      start.push_back(static_cast<std::size_t>(*time_));
+      count.push_back(1);
+    }
+    for (int a = 0; a < 3; ++a) {
+      start.push_back(static_cast<std::size_t>(extent.offset[a]));
+      count.push_back(static_cast<std::size_t>(extent.count[a]));
+    }
+    return {start, count};
+  }
+
+  void describe() {
+    int variables = 0;
+    check_nc(nc_inq_nvars(ncid_, &variables), path_);
+    std::vector<netcdf::VariableShape> shapes;
+    for (int v = 0; v < variables; ++v) {
+      char name[NC_MAX_NAME + 1];
+      int dims = 0;
+      check_nc(nc_inq_varname(ncid_, v, name), path_);
+      check_nc(nc_inq_varndims(ncid_, v, &dims), path_);
+      std::vector<int> ids(static_cast<std::size_t>(dims));
+      check_nc(nc_inq_vardimid(ncid_, v, ids.data()), path_);
+      netcdf::VariableShape shape{name, {}, {}};
+      for (int id : ids) {
+        char dim_name[NC_MAX_NAME + 1];
+        std::size_t length = 0;
+        check_nc(nc_inq_dim(ncid_, id, dim_name, &length), path_);
+        shape.dim_names.emplace_back(dim_name);
+        shape.dim_lengths.push_back(static_cast<std::int64_t>(length));
+      }
+      shapes.push_back(shape);
+    }
+    const auto& chosen = netcdf::choose_variable(shapes, options_.selection, path_);
+    check_nc(nc_inq_varid(ncid_, chosen.name.c_str(), &varid_), path_);
+    const auto shape = netcdf::volume_shape(chosen, options_.selection, path_);
+    nc_type type;
+    check_nc(nc_inq_vartype(ncid_, varid_, &type), path_);
+    auto dtype = netcdf::dtype_of(type);
+    if (!dtype) netcdf::refuse_type(path_, chosen.name, type);
+    refuse_missing_filters(chosen.name);
+    info_.dims = shape.dims;
+    info_.dtype = *dtype;
+    info_.byte_order = native_byte_order();  // netCDF-C converts to native
+    info_.variable = chosen.name;
+    time_ = shape.time;
+    netcdf::apply_attributes(
+        info_,
+        [&](const std::string& name) -> std::optional<std::vector<double>> {
+          nc_type attribute_type;
+          std::size_t length = 0;
+          if (nc_inq_att(ncid_, varid_, name.c_str(), &attribute_type, &length) != NC_NOERR) return std::nullopt;
+          if (attribute_type == NC_CHAR || attribute_type == NC_STRING || length == 0) return std::nullopt;
+          std::vector<double> values(length);
+          check_nc(nc_get_att_double(ncid_, varid_, name.c_str(), values.data()), path_ + ": attribute " + name);
+          return values;
+        },
+        type == NC_BYTE);
+    for (std::size_t a = 0; a < 3; ++a)
+      info_.attributes["dim" + std::to_string(a)] = chosen.dim_names[chosen.dim_names.size() - 3 + a];
+  }
+
+  // A variable compressed with a filter this library cannot decode (a
+  // plugin that is not installed) would fail at the first read, on every
+  // rank; refuse it at open with its filter id.
+  void refuse_missing_filters(const std::string& variable) {
+    std::size_t count = 0;
+    if (nc_inq_var_filter_ids(ncid_, varid_, &count, nullptr) != NC_NOERR || count == 0) return;
+    std::vector<unsigned int> ids(count);
+    check_nc(nc_inq_var_filter_ids(ncid_, varid_, &count, ids.data()), path_);
+    for (unsigned int id : ids)
+      if (nc_inq_filter_avail(ncid_, id) != NC_NOERR)
+        throw Error(path_ + ": variable " + variable + " is compressed with HDF5 filter " + std::to_string(id) +
+                    ", which this netCDF library cannot decode (plugin not installed)");
+  }
+
+  Comm comm_;
+  std::string path_;
+  Options options_;
+  int ncid_ = -1, varid_ = -1;
+  std::optional<std::int64_t> time_;
+  VolumeInfo info_;
+  std::atomic<std::uint64_t> bytes_read_{0};
+};
+
+class Netcdf4Writer final : public VolumeWriter {
+ public:
+  Netcdf4Writer(const CreateRequest& request, const Comm& comm, Options options)
+      : comm_(comm.duplicate()), path_(request.path), info_(request.info), options_(std::move(options)) {
+    namespace fs = std::filesystem;
+    check_parallel_netcdf();
+    collectively(comm_, [&] {
+      if (comm_.rank() != 0) return;
+      if (!request.overwrite && fs::exists(path_)) throw Error(path_ + " exists (use --force to replace it)");
+      fs::path target(path_);
+      std::string name(1, '.');
+      name.append(target.filename().string()).append(".volseg-tmp-").append(std::to_string(::getpid()));
+      temp_path_ = (target.parent_path() / name).string();
+    });
+    temp_path_ = comm_.broadcast(temp_path_);
+    MpiInfo info(options_.library_hints);
+    collectively(comm_, [&] {
+      check_nc(nc_create_par(temp_path_.c_str(), NC_NETCDF4 | NC_CLOBBER, comm_.get(), info.get(), &ncid_),
+               "create " + path_);
+      define();
+    });
+  }
+
+  ~Netcdf4Writer() override {
+    if (ncid_ >= 0) nc_close(ncid_);
+    if (!committed_ && comm_.rank() == 0 && !temp_path_.empty()) ::unlink(temp_path_.c_str());
+  }
+
+  const VolumeInfo& info() const override { return info_; }
+  std::string backend_name() const override { return "netcdf4"; }
+  bool collective() const override { return !options_.independent; }
+
+  void write(const Extent& extent, const void* buffer) override {
+    check_inside(extent, info_.dims);
+    auto [start, count] = corners(extent);
+    check_nc(nc_put_vara(ncid_, varid_, start.data(), count.data(), buffer), "write " + path_);
+    bytes_written_ += static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info_.dtype);
+  }
+
+  void write_all(std::span<const Extent> extents, std::span<const void* const> buffers) override {
+    for (const auto& extent : extents) check_inside(extent, info_.dims);
+    if (options_.independent) return VolumeWriter::write_all(extents, buffers);
+    in_rounds(comm_, extents, buffers, [&](const Extent* extent, const void* buffer) {
+      if (extent && !extent->empty()) return write(*extent, buffer);
+      auto [start, count] = corners(Extent{});
+      std::byte none{};
+      check_nc(nc_put_vara(ncid_, varid_, start.data(), count.data(), &none), "write " + path_);
+    });
+  }
+
+  void close() override {
+    collectively(comm_, [&] {
+      int ncid = std::exchange(ncid_, -1);
+      check_nc(nc_close(ncid), "close " + path_);
+    });
+    collectively(comm_, [&] {
+      if (comm_.rank() != 0) return;
+      if (::rename(temp_path_.c_str(), path_.c_str()) != 0) throw_errno("rename to", path_);
+    });
+    committed_ = true;
+  }
+  std::uint64_t bytes_written() const override { return bytes_written_; }
+
+ private:
+  static std::pair<std::vector<std::size_t>, std::vector<std::size_t>> corners(const Extent& extent) {
+    std::vector<std::size_t> start, count;
+    for (int a = 0; a < 3; ++a) {
+      start.push_back(static_cast<std::size_t>(extent.offset[a]));
+      count.push_back(static_cast<std::size_t>(extent.count[a]));
+    }
+    return {start, count};
+  }
+
+  void define() {
+    const netcdf::Layout layout = netcdf::plan_layout(info_);
+    int dims[3];
+    for (std::size_t a = 0; a < 3; ++a)
+      check_nc(nc_def_dim(ncid_, layout.dim_names[a].c_str(), static_cast<std::size_t>(info_.dims[a]), &dims[a]), path_);
+    const auto type = static_cast<nc_type>(netcdf::nc_type_for(info_.dtype, false));
+    check_nc(nc_def_var(ncid_, layout.variable.c_str(), type, 3, dims, &varid_), path_);
+    if (options_.chunks == "contiguous") {
+      check_nc(nc_def_var_chunking(ncid_, varid_, NC_CONTIGUOUS, nullptr), path_ + ": chunks=contiguous");
+    } else {
+      auto sizes = parse_chunks(options_.chunks);
+      for (std::size_t a = 0; a < 3; ++a) sizes[a] = std::min<std::size_t>(sizes[a], static_cast<std::size_t>(info_.dims[a]));
+      check_nc(nc_def_var_chunking(ncid_, varid_, NC_CHUNKED, sizes.data()), path_ + ": chunks=" + options_.chunks);
+    }
+    if (options_.deflate > 0) {
+      if (options_.chunks == "contiguous")
+        throw Error("netcdf4: deflate needs chunked storage (add chunks=Z,Y,X or chunks=brick)");
+      int status = nc_def_var_deflate(ncid_, varid_, 1, 1, options_.deflate);
+      if (status != NC_NOERR)
+        throw Error("netcdf4: this netCDF/HDF5 cannot write compressed data in parallel (" +
+                    std::string(nc_strerror(status)) + "); write without deflate, then compress with nccopy -d");
+    }
+    check_nc(nc_def_var_fill(ncid_, varid_, NC_NOFILL, nullptr), path_);
+    for (const auto& [key, value] : layout.text)
+      check_nc(nc_put_att_text(ncid_, varid_, key.c_str(), value.size(), value.c_str()), path_ + ": attribute " + key);
+    for (const auto& [key, value] : layout.global_text)
+      check_nc(nc_put_att_text(ncid_, NC_GLOBAL, key.c_str(), value.size(), value.c_str()), path_ + ": attribute " + key);
+    for (const auto& [key, values] : layout.numbers)
+      check_nc(nc_put_att_double(ncid_, varid_, key.c_str(), type, values.size(), values.data()),
+               path_ + ": attribute " + key);
+    check_nc(nc_enddef(ncid_), path_);
+    check_nc(nc_var_par_access(ncid_, varid_, options_.independent ? NC_INDEPENDENT : NC_COLLECTIVE), path_);
+  }
+
+  Comm comm_;
+  std::string path_, temp_path_;
+  VolumeInfo info_;
+  Options options_;
+  int ncid_ = -1, varid_ = -1;
+  bool committed_ = false;
+  std::atomic<std::uint64_t> bytes_written_{0};
+};
+
+}  // namespace
+
+Backend make_netcdf4_backend() {
+  Backend backend;
+  backend.name = "netcdf4";
+  backend.formats = "NetCDF-4 / HDF5 (.nc)";
+  backend.extension = ".nc";
+  backend.description = "parallel netCDF-C (nc_open_par/nc_create_par), collective access";
+  backend.open = [](const std::string& path, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
+    return std::make_unique<Netcdf4Reader>(path, comm, read_options(hints));
+  };
+  backend.create = [](const CreateRequest& request, const Comm& comm,
+                      const Hints& hints) -> std::unique_ptr<VolumeWriter> {
+    return std::make_unique<Netcdf4Writer>(request, comm, read_options(hints));
+  };
+  return backend;
+}
+
+}  // namespace volseg::io
