@@ -49,7 +49,8 @@ void Commands::add_generate(CLI::App& app) {
   sub->add_option("--var", generate_.variable, "NetCDF variable name (default: the field's name)");
   sub->add_option("--field", generate_.field, "shells | smooth | noise")->capture_default_str();
   sub->add_option("--dims", generate_.dims, "Z,Y,X or N for a cube")->capture_default_str();
-  sub->add_option("--dtype", generate_.dtype, "u8 | i16 | u16 | i32 | f32 | f64")->capture_default_str();
+  sub->add_option("--dtype", generate_.dtype, "i8 | u8 | i16 | u16 | i32 | u32 | i64 | u64 | f32 | f64")
+      ->capture_default_str();
   sub->add_option("--endian", generate_.endian, "little | big")->capture_default_str();
   sub->add_option("--shell-width", generate_.shell_width, "Voxels per shell (shells)")->capture_default_str();
   sub->add_option("--seed", generate_.seed, "Seed (noise)")->capture_default_str();
@@ -136,7 +137,7 @@ void Commands::run_generate() {
   auto& g = generate_;
   io::VolumeInfo info;
   auto dtype = io::parse_dtype(g.dtype);
-  if (!dtype) throw Error("unknown dtype '" + g.dtype + "' (known: u8, i16, u16, i32, f32, f64)");
+  if (!dtype) throw Error("unknown dtype '" + g.dtype + "' (known: i8, u8, i16, u16, i32, u32, i64, u64, f32, f64)");
   info.dtype = *dtype;
   if (g.endian != "little" && g.endian != "big") throw Error("unknown byte order '" + g.endian + "' (little or big)");
   info.byte_order = g.endian == "little" ? io::ByteOrder::little : io::ByteOrder::big;

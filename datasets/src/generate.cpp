@@ -38,9 +38,10 @@ T to_type(double value) {
   if constexpr (std::is_floating_point_v<T>) {
     return static_cast<T>(value);
   } else {
-    double clamped = std::clamp(std::round(value), static_cast<double>(std::numeric_limits<T>::lowest()),
-                                static_cast<double>(std::numeric_limits<T>::max()));
-    return static_cast<T>(clamped);
+    double rounded = std::round(value);
+    if (rounded >= std::ldexp(1.0, std::numeric_limits<T>::digits)) return std::numeric_limits<T>::max();
+    if (rounded <= static_cast<double>(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
+    return static_cast<T>(rounded);
   }
 }
 
@@ -107,10 +108,14 @@ Field parse_field(const std::string& name) {
 void fill(const FieldSpec& spec, const io::VolumeInfo& info, const io::Extent& extent, void* values) {
   if (spec.shell_width < 1) throw Error("shell width must be at least 1");
   switch (info.dtype) {
+    case io::DType::i8: return fill_typed(spec, info, extent, static_cast<std::int8_t*>(values));
     case io::DType::u8: return fill_typed(spec, info, extent, static_cast<std::uint8_t*>(values));
     case io::DType::i16: return fill_typed(spec, info, extent, static_cast<std::int16_t*>(values));
     case io::DType::u16: return fill_typed(spec, info, extent, static_cast<std::uint16_t*>(values));
     case io::DType::i32: return fill_typed(spec, info, extent, static_cast<std::int32_t*>(values));
+    case io::DType::u32: return fill_typed(spec, info, extent, static_cast<std::uint32_t*>(values));
+    case io::DType::i64: return fill_typed(spec, info, extent, static_cast<std::int64_t*>(values));
+    case io::DType::u64: return fill_typed(spec, info, extent, static_cast<std::uint64_t*>(values));
     case io::DType::f32: return fill_typed(spec, info, extent, static_cast<float*>(values));
     case io::DType::f64: return fill_typed(spec, info, extent, static_cast<double*>(values));
   }

@@ -56,10 +56,14 @@ inline bool library_hint(const std::string& key) {
 
 inline MPI_Datatype mpi_type(DType dtype) {
   switch (dtype) {
+    case DType::i8: return MPI_SIGNED_CHAR;
     case DType::u8: return MPI_UNSIGNED_CHAR;
     case DType::i16: return MPI_SHORT;
     case DType::u16: return MPI_UNSIGNED_SHORT;
     case DType::i32: return MPI_INT;
+    case DType::u32: return MPI_UNSIGNED;
+    case DType::i64: return MPI_LONG_LONG;
+    case DType::u64: return MPI_UNSIGNED_LONG_LONG;
     case DType::f32: return MPI_FLOAT;
     case DType::f64: return MPI_DOUBLE;
   }

@@ -211,8 +211,10 @@ class PnetcdfWriter final : public VolumeWriter {
   PnetcdfWriter(const CreateRequest& request, const Comm& comm, Options options)
       : comm_(comm.duplicate()), path_(request.path), info_(request.info), options_(std::move(options)) {
     namespace fs = std::filesystem;
-    if (options_.format == NC_FORMAT_CDF2 && (info_.dtype == DType::u16))
-      throw Error(path_ + ": CDF-2 has no unsigned 16-bit type; write CDF-5 (--format cdf5)");
+    if (options_.format == NC_FORMAT_CDF2 && (info_.dtype == DType::u16 || info_.dtype == DType::u32 ||
+                                              info_.dtype == DType::i64 || info_.dtype == DType::u64))
+      throw Error(path_ + ": CDF-2 has no " + std::string(dtype_name(info_.dtype)) +
+                  " type (only byte, short, int, float, double); write CDF-5 (--format cdf5)");
     collectively(comm_, [&] {
       if (comm_.rank() != 0) return;
       if (!request.overwrite && fs::exists(path_)) throw Error(path_ + " exists (use --force to replace it)");

@@ -28,6 +28,14 @@ std::vector<std::string> words(const std::string& text) {
 
 std::optional<DType> nrrd_type(const std::string& name) {
   static const std::pair<const char*, DType> types[] = {
+      {"signed char", DType::i8},    {"int8", DType::i8},
+      {"int8_t", DType::i8},         {"uint", DType::u32},
+      {"unsigned int", DType::u32},  {"uint32", DType::u32},
+      {"uint32_t", DType::u32},      {"longlong", DType::i64},
+      {"long long", DType::i64},     {"int64", DType::i64},
+      {"int64_t", DType::i64},       {"ulonglong", DType::u64},
+      {"unsigned long long", DType::u64}, {"uint64", DType::u64},
+      {"uint64_t", DType::u64},
       {"uchar", DType::u8},          {"unsigned char", DType::u8},
       {"uint8", DType::u8},          {"uint8_t", DType::u8},
       {"short", DType::i16},         {"short int", DType::i16},
@@ -47,10 +55,14 @@ std::optional<DType> nrrd_type(const std::string& name) {
 
 const char* nrrd_type_name(DType dtype) {
   switch (dtype) {
+    case DType::i8: return "int8";
     case DType::u8: return "uint8";
     case DType::i16: return "int16";
     case DType::u16: return "uint16";
     case DType::i32: return "int32";
+    case DType::u32: return "uint32";
+    case DType::i64: return "int64";
+    case DType::u64: return "uint64";
     case DType::f32: return "float";
     case DType::f64: return "double";
   }
@@ -130,7 +142,9 @@ NrrdHeader parse_nrrd(const std::string& text, const std::string& header_path) {
     std::string field = trim(line.substr(0, colon)), value = trim(line.substr(colon + 2));
     if (field == "type") {
       dtype = nrrd_type(value);
-      if (!dtype) throw Error(path + ": unsupported dtype '" + value + "' (volseg reads uint8, int16, uint16, int32, float, double)");
+      if (!dtype)
+        throw Error(path + ": unsupported dtype '" + value +
+                    "' (volseg reads int8, uint8, int16, uint16, int32, uint32, int64, uint64, float, double)");
     } else if (field == "dimension") {
       if (parse_integer(value, "dimension", path) != 3)
         throw Error(path + ": unsupported NRRD dimension " + value + " (volseg reads 3D volumes)");

@@ -10,10 +10,14 @@ namespace volseg::io {
 
 std::size_t dtype_size(DType dtype) {
   switch (dtype) {
+    case DType::i8: return 1;
     case DType::u8: return 1;
     case DType::i16: return 2;
     case DType::u16: return 2;
     case DType::i32: return 4;
+    case DType::u32: return 4;
+    case DType::i64: return 8;
+    case DType::u64: return 8;
     case DType::f32: return 4;
     case DType::f64: return 8;
   }
@@ -22,10 +26,14 @@ std::size_t dtype_size(DType dtype) {
 
 std::string_view dtype_name(DType dtype) {
   switch (dtype) {
+    case DType::i8: return "i8";
     case DType::u8: return "u8";
     case DType::i16: return "i16";
     case DType::u16: return "u16";
     case DType::i32: return "i32";
+    case DType::u32: return "u32";
+    case DType::i64: return "i64";
+    case DType::u64: return "u64";
     case DType::f32: return "f32";
     case DType::f64: return "f64";
   }
@@ -40,7 +48,11 @@ std::optional<DType> parse_dtype(std::string_view name) {
     DType dtype;
   };
   static constexpr Alias aliases[] = {
+      {"i8", DType::i8},      {"int8", DType::i8},      {"byte", DType::i8},
       {"u8", DType::u8},      {"uint8", DType::u8},     {"uchar", DType::u8},
+      {"u32", DType::u32},    {"uint32", DType::u32},   {"uint", DType::u32},
+      {"i64", DType::i64},    {"int64", DType::i64},
+      {"u64", DType::u64},    {"uint64", DType::u64},
       {"i16", DType::i16},    {"int16", DType::i16},    {"short", DType::i16},
       {"u16", DType::u16},    {"uint16", DType::u16},   {"ushort", DType::u16},
       {"i32", DType::i32},    {"int32", DType::i32},    {"int", DType::i32},
@@ -63,10 +75,14 @@ static double highest() {
 
 double dtype_lowest(DType dtype) {
   switch (dtype) {
+    case DType::i8: return lowest<std::int8_t>();
     case DType::u8: return lowest<std::uint8_t>();
     case DType::i16: return lowest<std::int16_t>();
     case DType::u16: return lowest<std::uint16_t>();
     case DType::i32: return lowest<std::int32_t>();
+    case DType::u32: return lowest<std::uint32_t>();
+    case DType::i64: return lowest<std::int64_t>();
+    case DType::u64: return lowest<std::uint64_t>();
     case DType::f32: return lowest<float>();
     case DType::f64: return lowest<double>();
   }
@@ -75,10 +91,14 @@ double dtype_lowest(DType dtype) {
 
 double dtype_highest(DType dtype) {
   switch (dtype) {
+    case DType::i8: return highest<std::int8_t>();
     case DType::u8: return highest<std::uint8_t>();
     case DType::i16: return highest<std::int16_t>();
     case DType::u16: return highest<std::uint16_t>();
     case DType::i32: return highest<std::int32_t>();
+    case DType::u32: return highest<std::uint32_t>();
+    case DType::i64: return highest<std::int64_t>();
+    case DType::u64: return highest<std::uint64_t>();
     case DType::f32: return highest<float>();
     case DType::f64: return highest<double>();
   }

@@ -18,9 +18,14 @@ NRRD_TYPES = {
     "ushort": "u2", "unsigned short": "u2", "unsigned short int": "u2", "uint16": "u2", "uint16_t": "u2",
     "int": "i4", "signed int": "i4", "int32": "i4", "int32_t": "i4",
     "float": "f4", "double": "f8",
+    "signed char": "i1", "int8": "i1", "int8_t": "i1",
+    "uint": "u4", "unsigned int": "u4", "uint32": "u4", "uint32_t": "u4",
+    "longlong": "i8", "long long": "i8", "int64": "i8", "int64_t": "i8",
+    "ulonglong": "u8", "unsigned long long": "u8", "uint64": "u8", "uint64_t": "u8",
 }
 # volseg's --dtype names.
-DTYPES = {"u8": "u1", "i16": "i2", "u16": "u2", "i32": "i4", "f32": "f4", "f64": "f8"}
+DTYPES = {"i8": "i1", "u8": "u1", "i16": "i2", "u16": "u2", "i32": "i4", "u32": "u4", "i64": "i8", "u64": "u8",
+          "f32": "f4", "f64": "f8"}
 
 
 def require_binary():

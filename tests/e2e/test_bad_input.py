@@ -139,7 +139,7 @@ class Inputs(Base):
             self.expect_error(self.segment(name + ".nhdr"), "size")
 
     def test_unknown_dtype(self):
-        for dtype in ("int64", "uint32", "block", "float16"):
+        for dtype in ("block", "float16", "int128"):
             self.write("t.nhdr", self.header_text().replace("type: float", "type: " + dtype))
             self.expect_error(self.segment("t.nhdr"), "dtype|type")
 
@@ -193,7 +193,7 @@ class Options(Base):
         self.expect_error(self.segment("in.nhdr", "out.nhdr", "--assign", "foo"), "assignment")
 
     def test_bad_generate_options(self):
-        for args, pattern in ((["--dims", "8", "--dtype", "int64"], "dtype"), (["--dims", "0"], "shape"),
+        for args, pattern in ((["--dims", "8", "--dtype", "int128"], "dtype"), (["--dims", "0"], "shape"),
                               (["--dims", "8,8"], "shape"), (["--dims", "8", "--field", "foo"], "field"),
                               (["--dims", "8", "--endian", "middle"], "byte order"),
                               (["--dims", "8", "--shell-width", "0"], "shell width")):

@@ -36,14 +36,18 @@ const Index3 kDims{13, 17, 19};
 // The value every backend must store at (z, y, x), in dtype.
 double expected_value(DType dtype, std::int64_t z, std::int64_t y, std::int64_t x) {
   double v = static_cast<double>((z * 131 + y * 31 + x * 7) % 200);
-  if (dtype == DType::i16 || dtype == DType::i32) v -= 100;
+  if (dtype == DType::i8 || dtype == DType::i16 || dtype == DType::i32 || dtype == DType::i64) v -= 100;
   if (dtype_is_float(dtype)) v += 0.25;
   return v;
 }
 
 void store(DType dtype, void* buffer, std::int64_t i, double v) {
   switch (dtype) {
+    case DType::i8: static_cast<std::int8_t*>(buffer)[i] = static_cast<std::int8_t>(v); break;
     case DType::u8: static_cast<std::uint8_t*>(buffer)[i] = static_cast<std::uint8_t>(v); break;
+    case DType::u32: static_cast<std::uint32_t*>(buffer)[i] = static_cast<std::uint32_t>(v); break;
+    case DType::i64: static_cast<std::int64_t*>(buffer)[i] = static_cast<std::int64_t>(v); break;
+    case DType::u64: static_cast<std::uint64_t*>(buffer)[i] = static_cast<std::uint64_t>(v); break;
     case DType::i16: static_cast<std::int16_t*>(buffer)[i] = static_cast<std::int16_t>(v); break;
     case DType::u16: static_cast<std::uint16_t*>(buffer)[i] = static_cast<std::uint16_t>(v); break;
     case DType::i32: static_cast<std::int32_t*>(buffer)[i] = static_cast<std::int32_t>(v); break;
@@ -54,7 +58,11 @@ void store(DType dtype, void* buffer, std::int64_t i, double v) {
 
 double load(DType dtype, const void* buffer, std::int64_t i) {
   switch (dtype) {
+    case DType::i8: return static_cast<const std::int8_t*>(buffer)[i];
     case DType::u8: return static_cast<const std::uint8_t*>(buffer)[i];
+    case DType::u32: return static_cast<const std::uint32_t*>(buffer)[i];
+    case DType::i64: return static_cast<double>(static_cast<const std::int64_t*>(buffer)[i]);
+    case DType::u64: return static_cast<double>(static_cast<const std::uint64_t*>(buffer)[i]);
     case DType::i16: return static_cast<const std::int16_t*>(buffer)[i];
     case DType::u16: return static_cast<const std::uint16_t*>(buffer)[i];
     case DType::i32: return static_cast<const std::int32_t*>(buffer)[i];
@@ -172,7 +180,8 @@ class Conformance : public ::testing::Test {
 };
 
 TEST_F(Conformance, EveryDtypeAndByteOrderRoundTrips) {
-  for (DType dtype : {DType::u8, DType::i16, DType::u16, DType::i32, DType::f32, DType::f64}) {
+  for (DType dtype : {DType::i8, DType::u8, DType::i16, DType::u16, DType::i32, DType::u32, DType::i64, DType::u64,
+                      DType::f32, DType::f64}) {
     for (ByteOrder order : {ByteOrder::little, ByteOrder::big}) {
       SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + std::string(byte_order_name(order)));
       std::string file = path(std::string("v_") + std::string(dtype_name(dtype)) + "_" + std::string(byte_order_name(order)));

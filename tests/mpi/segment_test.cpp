@@ -40,6 +40,19 @@ class Segment : public ::testing::Test {
     return path;
   }
 
+  // The shells field written by a backend (hints pick the format).
+  std::string make_shells_with(const std::string& name, const std::string& backend, std::vector<std::string> hints) {
+    io::VolumeInfo info;
+    info.dims = dims_;
+    info.dtype = io::DType::i16;
+    info.variable = "shells";
+    std::string path = dir_ / name;
+    auto writer = io::create_writer(backend, {path, info, false}, comm_, io::Hints::parse(hints));
+    datasets::generate(comm_, {datasets::Field::shells, width_, 1}, *writer, segment::ProgressMode::none);
+    writer->close();
+    return path;
+  }
+
   segment::SegmentResult run(const std::string& input, const std::string& output, const std::string& backend,
                              segment::Assignment assignment, std::optional<io::Index3> brick) {
     segment::SegmentOptions options;
@@ -101,6 +114,66 @@ TEST_F(Segment, EveryBackendAssignmentAndShapeGivesTheSameExactMask) {
           }
         }
       }
+    }
+  }
+}
+
+TEST_F(Segment, EveryFormatAndEveryReaderGiveTheSameMask) {
+  struct Input {
+    std::string path;
+    std::vector<std::pair<std::string, std::vector<std::string>>> readers;  // backend, hints
+  };
+  std::vector<Input> inputs = {
+      {make_shells_with("x_raw.nhdr", "posix", {}), {{"posix", {}}, {"mmap", {}}, {"mmap-advise", {}}, {"mpiio", {}}}},
+      {make_shells_with("x_cdf2.nc", "pnetcdf", {"format=cdf2"}), {{"pnetcdf", {}}, {"pnetcdf", {"nonblocking=1"}}}},
+      {make_shells_with("x_cdf5.nc", "pnetcdf", {"format=cdf5"}), {{"pnetcdf", {}}, {"pnetcdf", {"nonblocking=1"}}}},
+      {make_shells_with("x_nc4.nc", "netcdf4", {}), {{"netcdf4", {}}, {"netcdf4", {"access=independent"}}}},
+  };
+  const std::uint64_t exact = datasets::shells_in_range(dims_, io::DType::i16, width_, lo_, hi_);
+  std::vector<char> reference;
+  int case_number = 0;
+  for (const auto& input : inputs) {
+    for (const auto& [backend, hints] : input.readers) {
+      SCOPED_TRACE(input.path + " read by " + backend);
+      segment::SegmentOptions options;
+      options.input = input.path;
+      options.output = dir_ / ("x_mask_" + std::to_string(case_number++) + ".nhdr");
+      options.backend = backend;
+      options.input_hints = hints;
+      options.format = "raw";
+      options.lo = lo_;
+      options.hi = hi_;
+      options.brick_shape = io::Index3{7, 9, 53};
+      options.progress = segment::ProgressMode::none;
+      auto result = segment::run_segment(comm_, options);
+      EXPECT_EQ(result.stats.in_range, exact);
+      if (comm_.rank() != 0) continue;
+      auto bytes = file_bytes(io::data_path_for_header(options.output));
+      if (reference.empty()) reference = bytes;
+      EXPECT_TRUE(bytes == reference) << "mask differs";
+    }
+  }
+  // A mask in each NetCDF format, read back through its own backend.
+  for (const auto& [format, backend] : {std::pair{"cdf2", "pnetcdf"}, {"cdf5", "pnetcdf"}, {"netcdf4", "netcdf4"}}) {
+    SCOPED_TRACE(format);
+    segment::SegmentOptions options;
+    options.input = inputs[0].path;
+    options.output = dir_ / (std::string("x_mask_") + format + ".nc");
+    options.format = format;
+    options.lo = lo_;
+    options.hi = hi_;
+    options.progress = segment::ProgressMode::none;
+    segment::run_segment(comm_, options);
+    auto reader = io::open_reader(backend, options.output, comm_);
+    EXPECT_EQ(reader->info().variable, "mask");
+    std::vector<std::uint8_t> mask(static_cast<std::size_t>(reader->info().voxels()));
+    void* pointer = mask.data();
+    std::vector<io::Extent> whole;
+    if (comm_.rank() == 0) whole.push_back(reader->info().whole());
+    reader->read_all(whole, {&pointer, whole.size()});
+    reader->close();
+    if (comm_.rank() == 0) {
+      EXPECT_TRUE(std::equal(mask.begin(), mask.end(), reference.begin(), reference.end()));
     }
   }
 }

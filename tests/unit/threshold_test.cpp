@@ -21,10 +21,12 @@ template <class T>
 std::vector<std::uint8_t> run(DType dtype, const std::vector<T>& values, Threshold threshold, Stats& stats,
                               bool swapped = false) {
   std::vector<T> input = values;
-  if (swapped) {
-    for (T& v : input) {
+  if constexpr (sizeof(T) > 1) {
+    if (swapped) {
+      for (T& v : input) {
       using U = std::conditional_t<sizeof(T) == 2, std::uint16_t, std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>;
-      v = std::bit_cast<T>(volseg::io::byteswap(std::bit_cast<U>(v)));
+        v = std::bit_cast<T>(volseg::io::byteswap(std::bit_cast<U>(v)));
+      }
     }
   }
   std::vector<std::uint8_t> mask(values.size(), 7);
@@ -157,4 +159,24 @@ TEST(Stats, MergeCombinesCountsAndExtremes) {
   EXPECT_EQ(a.valid, 5u);
   EXPECT_EQ(a.min, -1);
   EXPECT_EQ(a.max, 5);
+}
+
+TEST(Threshold, SixtyFourBitBoundsAreExactAtTheEndsOfTheType) {
+  // The largest values do not survive a round trip through double; bounds
+  // past the type's range must not overflow.
+  const std::uint64_t top = std::numeric_limits<std::uint64_t>::max();
+  std::vector<std::uint64_t> u = {0, 1, top - 1, top};
+  Stats s1;
+  EXPECT_EQ(run<std::uint64_t>(DType::u64, u, {1e19, 1e30, {}, {}, {}}, s1), (std::vector<std::uint8_t>{0, 0, 1, 1}));
+  Stats s2;
+  EXPECT_EQ(run<std::uint64_t>(DType::u64, u, {2e19, 3e19, {}, {}, {}}, s2), (std::vector<std::uint8_t>{0, 0, 0, 0}));
+  const std::int64_t low = std::numeric_limits<std::int64_t>::lowest();
+  std::vector<std::int64_t> i = {low, -1, 0, std::numeric_limits<std::int64_t>::max()};
+  Stats s3;
+  EXPECT_EQ(run<std::int64_t>(DType::i64, i, {-1e30, -0.5, {}, {}, {}}, s3), (std::vector<std::uint8_t>{1, 1, 0, 0}));
+  Stats s4;
+  EXPECT_EQ(run<std::int64_t>(DType::i64, i, {0, 1e30, {}, {}, {}}, s4), (std::vector<std::uint8_t>{0, 0, 1, 1}));
+  std::vector<std::int8_t> b = {-128, -1, 0, 127};
+  Stats s5;
+  EXPECT_EQ(run<std::int8_t>(DType::i8, b, {-1, 200, {}, {}, {}}, s5), (std::vector<std::uint8_t>{0, 1, 1, 1}));
 }

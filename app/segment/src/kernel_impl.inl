@@ -22,7 +22,8 @@ T at_least(double value, bool& above_all) {
   above_all = false;
   if constexpr (std::is_integral_v<T>) {
     double c = std::ceil(value);
-    if (c > static_cast<double>(std::numeric_limits<T>::max())) {
+    // 2^digits is the first double past T's range (max itself may round up).
+    if (c >= std::ldexp(1.0, std::numeric_limits<T>::digits)) {
       above_all = true;
       return std::numeric_limits<T>::max();
     }
@@ -44,7 +45,7 @@ T at_most(double value, bool& below_all) {
       below_all = true;
       return std::numeric_limits<T>::lowest();
     }
-    if (f > static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+    if (f >= std::ldexp(1.0, std::numeric_limits<T>::digits)) return std::numeric_limits<T>::max();
     return static_cast<T>(f);
   } else {
     T t = static_cast<T>(value);
@@ -77,7 +78,7 @@ Bounds<T> make_bounds(const Threshold& threshold) {
     if (std::isnan(value)) return false;
     if constexpr (std::is_integral_v<T>)
       return value == std::floor(value) && value >= static_cast<double>(std::numeric_limits<T>::lowest()) &&
-             value <= static_cast<double>(std::numeric_limits<T>::max());
+             value < std::ldexp(1.0, std::numeric_limits<T>::digits);
     else
       return static_cast<double>(static_cast<T>(value)) == value;
   };
@@ -240,10 +241,14 @@ void run_dispatch(const std::byte* input, std::int64_t count, bool swapped, std:
 inline void run_kernel(io::DType dtype, const std::byte* input, std::int64_t count, bool swapped, std::uint8_t* mask,
                        const Threshold& threshold, Stats& stats) {
   switch (dtype) {
+    case io::DType::i8: return run_dispatch<std::int8_t>(input, count, false, mask, threshold, stats);
     case io::DType::u8: return run_dispatch<std::uint8_t>(input, count, false, mask, threshold, stats);
     case io::DType::i16: return run_dispatch<std::int16_t>(input, count, swapped, mask, threshold, stats);
     case io::DType::u16: return run_dispatch<std::uint16_t>(input, count, swapped, mask, threshold, stats);
     case io::DType::i32: return run_dispatch<std::int32_t>(input, count, swapped, mask, threshold, stats);
+    case io::DType::u32: return run_dispatch<std::uint32_t>(input, count, swapped, mask, threshold, stats);
+    case io::DType::i64: return run_dispatch<std::int64_t>(input, count, swapped, mask, threshold, stats);
+    case io::DType::u64: return run_dispatch<std::uint64_t>(input, count, swapped, mask, threshold, stats);
     case io::DType::f32: return run_dispatch<float>(input, count, swapped, mask, threshold, stats);
     case io::DType::f64: return run_dispatch<double>(input, count, swapped, mask, threshold, stats);
   }

@@ -110,6 +110,21 @@ io::VolumeInfo mask_info(const SegmentOptions& options, const io::VolumeInfo& in
   return mask;
 }
 
+// CF packing of stored values.
+struct Packing {
+  double scale = 1, offset = 0;
+  bool packed() const { return scale != 1 || offset != 0; }
+  // The stored-value range that unpacks into [lo, hi].
+  std::pair<double, double> to_stored(double lo, double hi) const {
+    double a = (lo - offset) / scale, b = (hi - offset) / scale;
+    return scale > 0 ? std::pair{a, b} : std::pair{b, a};
+  }
+  std::pair<double, double> to_values(double low, double high) const {
+    double a = low * scale + offset, b = high * scale + offset;
+    return scale > 0 ? std::pair{a, b} : std::pair{b, a};
+  }
+};
+
 struct Job {
   const Comm& comm;
   io::VolumeReader& reader;
@@ -289,7 +304,13 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   refuse_output_over_input(options.output, reader->files());
   check_report_path(options, reader->files());
   result.input_info = reader->info();
-  Threshold threshold{options.lo, options.hi, result.input_info.fill_value, result.input_info.valid_range,
+  // Thresholds are in unpacked units (CF: value = stored * scale_factor +
+  // add_offset); the kernel compares stored values, so convert once. Fill,
+  // missing and valid range are in stored units already (CF).
+  const Packing packing{result.input_info.scale_factor.value_or(1.0), result.input_info.add_offset.value_or(0.0)};
+  if (packing.scale == 0) throw Error(options.input + ": scale_factor is 0");
+  const auto [stored_lo, stored_hi] = packing.to_stored(options.lo, options.hi);
+  Threshold threshold{stored_lo, stored_hi, result.input_info.fill_value, result.input_info.valid_range,
                       result.input_info.missing_value};
   const ThresholdKernel kernel(result.input_info.dtype, threshold);
   const io::Index3 shape = options.brick_shape.value_or(
@@ -337,6 +358,11 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   times.bytes_written = writer->bytes_written();
   times.total = since(job_start);
   reduce_stats(comm, local, result.stats);
+  if (packing.packed()) {  // report min and max in the units of the thresholds
+    auto [low, high] = packing.to_values(result.stats.min, result.stats.max);
+    result.stats.min = low;
+    result.stats.max = high;
+  }
   result.ranks = gather_times(comm, times);
   double total = times.total;
   check_mpi(MPI_Allreduce(&total, &result.seconds, 1, MPI_DOUBLE, MPI_MAX, comm.get()), "MPI_Allreduce");

@@ -20,10 +20,14 @@ Selection read_selection(const Hints& hints) {
 
 std::optional<DType> dtype_of(int nc_type) {
   switch (nc_type) {
+    case type::byte: return DType::i8;
     case type::ubyte: return DType::u8;
     case type::int16: return DType::i16;
     case type::uint16: return DType::u16;
     case type::int32: return DType::i32;
+    case type::uint32: return DType::u32;
+    case type::int64: return DType::i64;
+    case type::uint64: return DType::u64;
     case type::float32: return DType::f32;
     case type::float64: return DType::f64;
     default: return std::nullopt;
@@ -38,10 +42,14 @@ const char* type_name(int nc_type) {
 
 int nc_type_for(DType dtype, bool cdf2) {
   switch (dtype) {
+    case DType::i8: return type::byte;
     case DType::u8: return cdf2 ? type::byte : type::ubyte;
     case DType::i16: return type::int16;
     case DType::u16: return type::uint16;
     case DType::i32: return type::int32;
+    case DType::u32: return type::uint32;
+    case DType::i64: return type::int64;
+    case DType::u64: return type::uint64;
     case DType::f32: return type::float32;
     case DType::f64: return type::float64;
   }
@@ -50,7 +58,7 @@ int nc_type_for(DType dtype, bool cdf2) {
 
 void refuse_type(const std::string& path, const std::string& variable, int nc_type) {
   throw Error(path + ": variable " + variable + " has type " + type_name(nc_type) +
-              ", which volseg does not segment yet (ubyte, short, ushort, int, float, double)");
+              ", which volseg does not segment (it reads every integer and float type)");
 }
 
 Layout plan_layout(const VolumeInfo& info) {
@@ -129,10 +137,14 @@ VolumeShape volume_shape(const VariableShape& variable, const Selection& selecti
 
 std::optional<double> default_fill(DType dtype) {
   switch (dtype) {
+    case DType::i8:
     case DType::u8: return std::nullopt;  // NUG: no default fill check for bytes
     case DType::i16: return -32767.0;
     case DType::u16: return 65535.0;
     case DType::i32: return -2147483647.0;
+    case DType::u32: return 4294967295.0;
+    case DType::i64: return -9223372036854775806.0;
+    case DType::u64: return 18446744073709551614.0;
     case DType::f32: return static_cast<double>(9.9692099683868690e+36f);
     case DType::f64: return 9.9692099683868690e+36;
   }

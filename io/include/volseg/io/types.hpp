@@ -14,7 +14,8 @@
 
 namespace volseg::io {
 
-enum class DType { u8, i16, u16, i32, f32, f64 };
+// Every integer and float type NetCDF has (char and string aside).
+enum class DType { i8, u8, i16, u16, i32, u32, i64, u64, f32, f64 };
 enum class ByteOrder { little, big };
 
 std::size_t dtype_size(DType dtype);
