@@ -22,7 +22,18 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BACKENDS = ["posix", "mmap", "mmap-advise"]
+# (label, backend, input format, extra arguments, extra environment)
+METHODS = [
+    ("posix", "posix", "raw", [], {}),
+    ("mmap", "mmap", "raw", [], {}),
+    ("mmap-advise", "mmap-advise", "raw", [], {}),
+    ("mpiio OMPIO", "mpiio", "raw", [], {"OMPI_MCA_io": "ompio"}),
+    ("mpiio ROMIO", "mpiio", "raw", [], {"OMPI_MCA_io": "romio321"}),
+    ("pnetcdf CDF-2", "pnetcdf", "cdf2", [], {}),
+    ("pnetcdf CDF-2 nonblocking", "pnetcdf", "cdf2", ["--hint", "nonblocking=1"], {}),
+    ("netcdf4 contiguous", "netcdf4", "netcdf4", [], {}),
+]
+EXTENSIONS = {"raw": ".nhdr", "cdf2": ".nc", "cdf5": ".nc", "netcdf4": ".nc"}
 MPI_ENV = {
     "OMPI_ALLOW_RUN_AS_ROOT": "1",
     "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
@@ -44,23 +55,27 @@ del m
 """
 
 
-def run(cmd, **kwargs):
-    env = dict(os.environ, **MPI_ENV)
+def run(cmd, extra_env=None, **kwargs):
+    env = dict(os.environ, **MPI_ENV, **(extra_env or {}))
     return subprocess.run(cmd, env=env, check=True, text=True, capture_output=True, **kwargs)
 
 
-def timed(cmd):
+def timed(cmd, extra_env=None):
     start = time.perf_counter()
-    result = run(cmd)
+    result = run(cmd, extra_env)
     return time.perf_counter() - start, result
 
 
-def generate(volseg, path, dims):
+def generate(volseg, path, dims, fmt="raw"):
     if os.path.exists(path):
         return
-    print(f"generating {path} ({'x'.join(map(str, dims))} f32) ...", flush=True)
-    run(["mpirun", "-np", "2", volseg, "generate", path, "--field", "smooth",
+    print(f"generating {path} ({'x'.join(map(str, dims))} f32, {fmt}) ...", flush=True)
+    run(["mpirun", "-np", "2", volseg, "generate", path, "--field", "smooth", "--format", fmt,
          "--dims", ",".join(map(str, dims)), "--dtype", "f32", "--quiet"])
+
+
+def input_path(args, stem, fmt):
+    return os.path.join(args.dir, f"{stem}{'' if fmt == 'raw' else '-' + fmt}{EXTENSIONS[fmt]}")
 
 
 def warm(path):
@@ -69,9 +84,9 @@ def warm(path):
             pass
 
 
-def segment_cmd(volseg, ranks, backend, src, out, report, wrapper=()):
+def segment_cmd(volseg, ranks, backend, src, out, report, wrapper=(), extra=()):
     return ["mpirun", "-np", str(ranks), *wrapper, volseg, "segment", src, "--lo", str(LO), "--hi", str(HI),
-            "--out", out, "--backend", backend, "--force", "--quiet", "--report", report]
+            "--out", out, "--backend", backend, "--force", "--quiet", "--report", report, *extra]
 
 
 def throughput(args, volseg):
@@ -84,10 +99,10 @@ def throughput(args, volseg):
     warm(raw)
     rows = []
 
-    def measure(name, ranks, cmd, report=None):
+    def measure(name, ranks, cmd, report=None, extra_env=None):
         walls, jobs = [], []
         for _ in range(args.repeat):
-            wall, _ = timed(cmd)
+            wall, _ = timed(cmd, extra_env)
             walls.append(wall)
             if report:
                 with open(report) as f:
@@ -106,11 +121,18 @@ def throughput(args, volseg):
                                      f"count={nbytes // 4 // (16 << 20)} 2>/dev/null; rm -f {scratch}"])
     measure("numpy memmap", 1, ["/usr/bin/python3", "-c", NUMPY_THRESHOLD, raw, os.path.join(args.dir, "numpy-mask.raw"),
                                 *map(str, dims), str(LO), str(HI)])
-    out = os.path.join(args.dir, "bench-mask.nhdr")
     report = os.path.join(args.dir, "bench-report.json")
+    methods = [m for m in METHODS if args.only is None or m[0] in args.only]
+    for _, _, fmt, _, _ in methods:
+        generate(volseg, input_path(args, f"smooth-{args.size}", fmt), dims, fmt)
+    warm(raw)
     for ranks in (1, 2):
-        for backend in BACKENDS:
-            measure(f"volseg {backend}", ranks, segment_cmd(volseg, ranks, backend, src, out, report), report)
+        for label, backend, fmt, extra, env in methods:
+            src_fmt = input_path(args, f"smooth-{args.size}", fmt)
+            warm(src_fmt if fmt != "raw" else raw)
+            out = os.path.join(args.dir, "bench-mask" + EXTENSIONS[fmt])
+            measure(f"volseg {label}", ranks, segment_cmd(volseg, ranks, backend, src_fmt, out, report, extra=extra),
+                    report, env)
 
     dd = next(r for r in rows if r["method"] == "dd bs=16M")["gb_s"]
     floor_s = sum(r["job_s"] for r in rows if r["method"].startswith("dd"))
@@ -122,9 +144,15 @@ def throughput(args, volseg):
         r["vs_dd"], r["vs_numpy"], r["vs_floor"] = r["gb_s"] / dd, r["gb_s"] / npy, floor_s / r["job_s"]
         print(f"{r['method']:<22} {r['ranks']:>5} {r['job_s']:8.3f} {r['wall_s']:8.3f} {r['gb_s']:7.2f} "
               f"{r['vs_dd']:6.2f} {r['vs_numpy']:8.2f} {r['vs_floor']:8.2f}")
-    best = max((r for r in rows if r["method"].startswith("volseg") and r["ranks"] == 2), key=lambda r: r["gb_s"])
-    print(f"\nbest on 2 ranks: {best['method']} at {best['vs_dd']:.2f} x dd (bar 0.6) "
-          f"and {best['vs_numpy']:.2f} x numpy (bar 3)")
+    raw_labels = {f"volseg {m[0]}" for m in METHODS if m[1] in ("posix", "mmap", "mmap-advise")}
+    two = [r for r in rows if r["method"].startswith("volseg") and r["ranks"] == 2]
+    best = max((r for r in two if r["method"] in raw_labels), key=lambda r: r["gb_s"], default=None)
+    if best:
+        print(f"\nbest raw backend on 2 ranks: {best['method']} at {best['vs_dd']:.2f} x dd (bar 0.6) "
+              f"and {best['vs_numpy']:.2f} x numpy (bar 3)")
+        for r in two:
+            if r["method"] not in raw_labels:
+                print(f"  {r['method']:<32} {r['gb_s'] / best['gb_s']:.2f} x the best raw backend")
     print("job s: volseg's own open-to-close time from its report (mpirun start-up excluded); "
           "wall s: the whole command")
     print(f"x floor: (dd read of the input + dd write of a mask-sized new file = {floor_s:.3f} s) / job s")
@@ -159,23 +187,26 @@ def plot(rows, path, nbytes):
 
 def memory(args, volseg):
     dims = (2 * args.size, args.size, args.size)
-    src = os.path.join(args.dir, f"smooth-{dims[0]}x{args.size}x{args.size}.nhdr")
-    generate(volseg, src, dims)
-    nbytes = os.path.getsize(src[:-5] + ".raw")
-    print(f"input {src}: {nbytes / 2**30:.1f} GiB, default bricks, 2 ranks")
-    out = os.path.join(args.dir, "bench-mask.nhdr")
+    stem = f"smooth-{dims[0]}x{args.size}x{args.size}"
     report = os.path.join(args.dir, "bench-report.json")
-    for backend in BACKENDS:
+    print(f"input {stem}: {dims[0] * args.size * args.size * 4 / 2**30:.1f} GiB f32, default bricks, 2 ranks")
+    for label, backend, fmt, extra, env in METHODS:
+        if args.only is not None and label not in args.only:
+            continue
+        src = input_path(args, stem, fmt)
+        generate(volseg, src, dims, fmt)
+        out = os.path.join(args.dir, "bench-mask" + EXTENSIONS[fmt])
         # One file per rank: the ranks' stderr lines interleave.
         prefix = os.path.join(args.dir, f"maxrss-{backend}")
         wrapper = ["bash", "-c", f'exec /usr/bin/time -f %M -o {prefix}.$OMPI_COMM_WORLD_RANK "$@"', "time"]
-        timed(segment_cmd(volseg, 2, backend, src, out, report, wrapper))
+        timed(segment_cmd(volseg, 2, backend, src, out, report, wrapper, extra), env)
         rss = []
         for rank in range(2):
             with open(f"{prefix}.{rank}") as f:
                 rss.append(int(f.read().split()[-1]) / 1024)
             os.remove(f"{prefix}.{rank}")
-        print(f"  {backend:<12} max resident set per rank: {', '.join(f'{m:.0f} MiB' for m in rss)} (bar 512 MiB)")
+        print(f"  {label:<28} max resident set per rank: {', '.join(f'{m:.0f} MiB' for m in rss)} (bar 512 MiB)",
+              flush=True)
 
 
 def main():
@@ -186,6 +217,7 @@ def main():
     parser.add_argument("--size", type=int, default=1024, help="edge of the cube (default 1024: 4 GiB)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--memory", action="store_true", help="measure peak memory on a 2*size x size^2 input")
+    parser.add_argument("--only", nargs="+", help="only these methods (labels as printed, e.g. 'mmap' 'pnetcdf CDF-2')")
     args = parser.parse_args()
     os.makedirs(args.dir, exist_ok=True)
     os.makedirs(args.out, exist_ok=True)

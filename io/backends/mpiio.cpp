@@ -9,6 +9,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <atomic>
 #include <memory>
 #include <vector>
@@ -71,6 +72,12 @@ std::string which_implementation() {
   MPI_Get_library_version(version, &length);
   if (std::string(version, static_cast<std::size_t>(length)).find("Open MPI") == std::string::npos) return "MPI-IO";
   std::string selected;
+  if (const char* asked = std::getenv("OMPI_MCA_io")) {  // mpirun passes --mca io / OMPI_MCA_io this way
+    selected = asked;
+    return selected.find("romio") != std::string::npos && selected.find('^') == std::string::npos ? "ROMIO" : "OMPIO";
+  }
+  // Otherwise ask the library (an MCA parameter file may have chosen); this
+  // costs about 0.2 s in MPI_T_init, so it is done only when asked.
   int provided = 0, index = 0;
   if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return "Open MPI io";
   if (MPI_T_cvar_get_index("io", &index) == MPI_SUCCESS) {
@@ -99,8 +106,6 @@ class MpiFiles {
       rc = MPI_File_open(MPI_COMM_SELF, path.c_str(), mode, MPI_INFO_NULL, &independent_);
       if (rc != MPI_SUCCESS) check_mpi(rc, ("MPI_File_open " + name_in_messages).c_str());
     });
-    static const std::string implementation = which_implementation();  // cannot change in a process
-    implementation_ = implementation;
   }
   MpiFiles(const MpiFiles&) = delete;
   MpiFiles& operator=(const MpiFiles&) = delete;
@@ -113,7 +118,6 @@ class MpiFiles {
   }
   MPI_File collective() const { return collective_; }
   MPI_File independent() const { return independent_; }
-  const std::string& implementation() const { return implementation_; }
 
   // Collective. Closes both handles, reporting the first error.
   void close(const Comm& comm) {
@@ -128,7 +132,6 @@ class MpiFiles {
  private:
   std::string path_;
   MPI_File collective_ = MPI_FILE_NULL, independent_ = MPI_FILE_NULL;
-  std::string implementation_;
 };
 
 class MpiioReader final : public VolumeReader {
@@ -142,7 +145,10 @@ class MpiioReader final : public VolumeReader {
   const VolumeInfo& info() const override { return input_.header().info; }
   std::string backend_name() const override { return "mpiio"; }
   bool collective() const override { return true; }
-  std::string implementation() const override { return files_.implementation(); }
+  std::string implementation() const override {
+    static const std::string implementation = which_implementation();  // cannot change in a process
+    return implementation;
+  }
 
   void read(const Extent& extent, void* buffer) override {
     check_inside(extent, info().dims);

@@ -332,7 +332,6 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   const bool collective = reader->collective() || writer->collective();
   const bool mapped = !collective && reader->can_map();
   result.pipeline = collective ? "collective" : mapped ? "mapped" : "buffered";
-  result.implementation = reader->implementation();
 
   Stats local;
   {
@@ -357,6 +356,7 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   times.bytes_read = reader->bytes_read();
   times.bytes_written = writer->bytes_written();
   times.total = since(job_start);
+  result.implementation = reader->implementation();  // metadata for the report, after the timed job
   reduce_stats(comm, local, result.stats);
   if (packing.packed()) {  // report min and max in the units of the thresholds
     auto [low, high] = packing.to_values(result.stats.min, result.stats.max);
