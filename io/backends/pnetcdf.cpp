@@ -71,11 +71,9 @@ class PnetcdfReader final : public VolumeReader {
   std::string backend_name() const override { return "pnetcdf"; }
   bool collective() const override { return true; }
   std::string implementation() const override {
-    int format = 0;
-    ncmpi_inq_format(ncid_, &format);
-    std::string kind = format == NC_FORMAT_CLASSIC ? "CDF-1" : format == NC_FORMAT_CDF2 ? "CDF-2" : "CDF-5";
-    return "PnetCDF " + std::string(ncmpi_inq_libvers()).substr(0, std::string(ncmpi_inq_libvers()).find(' ')) +
-           " on " + kind + (options_.nonblocking ? ", non-blocking" : "");
+    const std::string version = ncmpi_inq_libvers();
+    return "PnetCDF " + version.substr(0, version.find(' ')) + " on " + kind_ +
+           (options_.nonblocking ? ", non-blocking" : "");
   }
 
   // Independent reads of a collective-mode file: every rank enters and
@@ -150,6 +148,9 @@ class PnetcdfReader final : public VolumeReader {
   }
 
   void describe() {
+    int format = 0;
+    check_nc(ncmpi_inq_format(ncid_, &format), path_);
+    kind_ = format == NC_FORMAT_CLASSIC ? "CDF-1" : format == NC_FORMAT_CDF2 ? "CDF-2" : "CDF-5";
     int variables = 0;
     check_nc(ncmpi_inq_nvars(ncid_, &variables), path_);
     std::vector<netcdf::VariableShape> shapes;
@@ -199,6 +200,7 @@ class PnetcdfReader final : public VolumeReader {
 
   Comm comm_;
   std::string path_;
+  std::string kind_;  // CDF-1, CDF-2 or CDF-5
   Options options_;
   int ncid_ = -1, varid_ = -1;
   std::optional<std::int64_t> time_;
