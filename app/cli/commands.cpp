@@ -78,6 +78,7 @@ void Commands::add_segment(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--out-backend", o.output_backend, "Backend that writes (default: by format)");
   sub->add_option("--hint", o.hints, "Backend hint key=value (repeatable); an unknown key is an error");
+  sub->add_option("--in-hint", segment_input_hints_, "Hint for the reader only (repeatable)");
   sub->add_option("--out-hint", o.output_hints, "Hint for the writer only (repeatable)");
   sub->add_option("--brick", segment_brick_, "Brick shape Z,Y,X (default: about 12 MiB of whole rows/planes)");
   sub->add_option("--assign", segment_assign_, "Bricks to ranks: block | cyclic | random")->capture_default_str();
@@ -114,8 +115,8 @@ void Commands::run_info() {
     std::printf("  size:          %llu bytes (%.3f GB)\n", static_cast<unsigned long long>(info.bytes()),
                 static_cast<double>(info.bytes()) / 1e9);
     std::printf("  spacing (x,y,z): %g %g %g\n", info.spacing[0], info.spacing[1], info.spacing[2]);
-    if (info.fill_value) std::printf("  _FillValue:    %.17g\n", *info.fill_value);
-    if (info.missing_value) std::printf("  missing_value: %.17g\n", *info.missing_value);
+    if (info.fill_value) std::printf("  _FillValue:    %.21Lg\n", *info.fill_value);
+    if (info.missing_value) std::printf("  missing_value: %.21Lg\n", *info.missing_value);
     if (info.valid_range) std::printf("  valid_range:   %.17g %.17g\n", (*info.valid_range)[0], (*info.valid_range)[1]);
     if (info.scale_factor || info.add_offset)
       std::printf("  packed:        value = stored * %.17g + %.17g\n", info.scale_factor.value_or(1.0),
@@ -174,6 +175,7 @@ void Commands::run_segment() {
   o.command_line = command_line_;
   o.report = segment_report_;
   o.input_hints = selection_hints(segment_variable_, segment_time_);
+  o.input_hints.insert(o.input_hints.end(), segment_input_hints_.begin(), segment_input_hints_.end());
   auto result = segment::run_segment(comm_, o);
   if (comm_.rank() != 0) return;
   if (!segment_quiet_) {

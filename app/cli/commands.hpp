@@ -48,6 +48,7 @@ class Commands {
   segment::SegmentOptions segment_;
   std::string segment_brick_, segment_assign_ = "block", segment_report_, segment_variable_;
   std::optional<std::int64_t> segment_time_;
+  std::vector<std::string> segment_input_hints_;
   bool segment_quiet_ = false;
   std::string segment_progress_ = "auto";
 };

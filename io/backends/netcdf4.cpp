@@ -100,7 +100,11 @@ class Netcdf4Reader final : public VolumeReader {
     collectively(comm_, [&] {
       check_nc(nc_open_par(path.c_str(), NC_NOWRITE, comm_.get(), info.get(), &ncid_), path);
       describe();
-      check_nc(nc_var_par_access(ncid_, varid_, options_.independent ? NC_INDEPENDENT : NC_COLLECTIVE), path);
+      int status = nc_var_par_access(ncid_, varid_, options_.independent ? NC_INDEPENDENT : NC_COLLECTIVE);
+      if (status != NC_NOERR && options_.independent && has_filters())
+        throw Error(path + ": variable " + info_.variable +
+                    " is compressed, and HDF5 reads compressed data only collectively (drop access=independent)");
+      check_nc(status, path);
     });
   }
   ~Netcdf4Reader() override {
@@ -192,18 +196,34 @@ class Netcdf4Reader final : public VolumeReader {
     time_ = shape.time;
     netcdf::apply_attributes(
         info_,
-        [&](const std::string& name) -> std::optional<std::vector<double>> {
+        [&](const std::string& name) -> std::optional<std::vector<long double>> {
           nc_type attribute_type;
           std::size_t length = 0;
           if (nc_inq_att(ncid_, varid_, name.c_str(), &attribute_type, &length) != NC_NOERR) return std::nullopt;
           if (attribute_type == NC_CHAR || attribute_type == NC_STRING || length == 0) return std::nullopt;
+          const std::string what = path_ + ": attribute " + name;
+          if (attribute_type == NC_INT64) {  // exactly, not through a double
+            std::vector<long long> values(length);
+            check_nc(nc_get_att_longlong(ncid_, varid_, name.c_str(), values.data()), what);
+            return std::vector<long double>(values.begin(), values.end());
+          }
+          if (attribute_type == NC_UINT64) {
+            std::vector<unsigned long long> values(length);
+            check_nc(nc_get_att_ulonglong(ncid_, varid_, name.c_str(), values.data()), what);
+            return std::vector<long double>(values.begin(), values.end());
+          }
           std::vector<double> values(length);
-          check_nc(nc_get_att_double(ncid_, varid_, name.c_str(), values.data()), path_ + ": attribute " + name);
-          return values;
+          check_nc(nc_get_att_double(ncid_, varid_, name.c_str(), values.data()), what);
+          return std::vector<long double>(values.begin(), values.end());
         },
         type == NC_BYTE);
     for (std::size_t a = 0; a < 3; ++a)
       info_.attributes["dim" + std::to_string(a)] = chosen.dim_names[chosen.dim_names.size() - 3 + a];
+  }
+
+  bool has_filters() const {
+    std::size_t count = 0;
+    return nc_inq_var_filter_ids(ncid_, varid_, &count, nullptr) == NC_NOERR && count > 0;
   }
 
   // A variable compressed with a filter this library cannot decode (a
@@ -332,6 +352,15 @@ class Netcdf4Writer final : public VolumeWriter {
     for (const auto& [key, values] : layout.numbers)
       check_nc(nc_put_att_double(ncid_, varid_, key.c_str(), type, values.size(), values.data()),
                path_ + ": attribute " + key);
+    if (layout.fill) {  // 64-bit integers exactly
+      const long long as_signed = info_.dtype == DType::i64 ? static_cast<long long>(*layout.fill) : 0;
+      const unsigned long long as_unsigned = info_.dtype == DType::u64 ? static_cast<unsigned long long>(*layout.fill) : 0;
+      const double as_double = static_cast<double>(*layout.fill);
+      int status = info_.dtype == DType::i64   ? nc_put_att_longlong(ncid_, varid_, "_FillValue", type, 1, &as_signed)
+                   : info_.dtype == DType::u64 ? nc_put_att_ulonglong(ncid_, varid_, "_FillValue", type, 1, &as_unsigned)
+                                               : nc_put_att_double(ncid_, varid_, "_FillValue", type, 1, &as_double);
+      check_nc(status, path_ + ": attribute _FillValue");
+    }
     check_nc(nc_enddef(ncid_), path_);
     check_nc(nc_var_par_access(ncid_, varid_, options_.independent ? NC_INDEPENDENT : NC_COLLECTIVE), path_);
   }

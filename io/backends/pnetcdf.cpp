@@ -12,9 +12,11 @@
 // succeeded.
 #include <mpi.h>
 #include <pnetcdf.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <filesystem>
 #include <memory>
@@ -178,6 +180,8 @@ class PnetcdfReader final : public VolumeReader {
     check_nc(ncmpi_inq_vartype(ncid_, varid_, &type), path_);
     auto dtype = netcdf::dtype_of(type);
     if (!dtype) netcdf::refuse_type(path_, chosen.name, type);
+    if (type == NC_BYTE && text_attribute("_Unsigned") == "true") dtype = DType::u8;  // NUG: unsigned bytes in CDF-1/2
+    refuse_truncated(chosen, *dtype);
     info_.dims = shape.dims;
     info_.dtype = *dtype;
     info_.byte_order = ByteOrder::big;  // CDF files are big-endian; PnetCDF converts
@@ -185,17 +189,64 @@ class PnetcdfReader final : public VolumeReader {
     time_ = shape.time;
     netcdf::apply_attributes(
         info_,
-        [&](const std::string& name) -> std::optional<std::vector<double>> {
+        [&](const std::string& name) -> std::optional<std::vector<long double>> {
           nc_type attribute_type;
           MPI_Offset length = 0;
           if (ncmpi_inq_att(ncid_, varid_, name.c_str(), &attribute_type, &length) != NC_NOERR) return std::nullopt;
           if (attribute_type == NC_CHAR || length <= 0) return std::nullopt;
-          std::vector<double> values(static_cast<std::size_t>(length));
-          check_nc(ncmpi_get_att_double(ncid_, varid_, name.c_str(), values.data()), path_ + ": attribute " + name);
-          return values;
+          const auto n = static_cast<std::size_t>(length);
+          const std::string what = path_ + ": attribute " + name;
+          if (attribute_type == NC_INT64) {  // exactly, not through a double
+            std::vector<long long> values(n);
+            check_nc(ncmpi_get_att_longlong(ncid_, varid_, name.c_str(), values.data()), what);
+            return std::vector<long double>(values.begin(), values.end());
+          }
+          if (attribute_type == NC_UINT64) {
+            std::vector<unsigned long long> values(n);
+            check_nc(ncmpi_get_att_ulonglong(ncid_, varid_, name.c_str(), values.data()), what);
+            return std::vector<long double>(values.begin(), values.end());
+          }
+          std::vector<double> values(n);
+          check_nc(ncmpi_get_att_double(ncid_, varid_, name.c_str(), values.data()), what);
+          return std::vector<long double>(values.begin(), values.end());
         },
         type == NC_BYTE);
     for (int a = 0; a < 3; ++a) info_.attributes["dim" + std::to_string(a)] = chosen.dim_names[chosen.dim_names.size() - 3 + static_cast<std::size_t>(a)];
+  }
+
+  std::string text_attribute(const std::string& name) const {
+    nc_type type;
+    MPI_Offset length = 0;
+    if (ncmpi_inq_att(ncid_, varid_, name.c_str(), &type, &length) != NC_NOERR || type != NC_CHAR) return {};
+    std::string value(static_cast<std::size_t>(length), '\0');
+    check_nc(ncmpi_get_att_text(ncid_, varid_, name.c_str(), value.data()), path_ + ": attribute " + name);
+    return value;
+  }
+
+  // PnetCDF reads past the end of a truncated file as zeros, without a word;
+  // the variable's bytes must all be in the file.
+  void refuse_truncated(const netcdf::VariableShape& variable, DType dtype) const {
+    MPI_Offset begin = 0;
+    check_nc(ncmpi_inq_varoffset(ncid_, varid_, &begin), path_);
+    int record_dim = -1;
+    check_nc(ncmpi_inq_unlimdim(ncid_, &record_dim), path_);
+    std::vector<int> dim_ids(variable.dim_lengths.size());
+    check_nc(ncmpi_inq_vardimid(ncid_, varid_, dim_ids.data()), path_);
+    MPI_Offset slab = static_cast<MPI_Offset>(dtype_size(dtype));
+    const bool record = record_dim >= 0 && !dim_ids.empty() && dim_ids[0] == record_dim;
+    for (std::size_t a = record ? 1 : 0; a < variable.dim_lengths.size(); ++a) slab *= variable.dim_lengths[a];
+    MPI_Offset end = begin + slab;
+    if (record) {
+      MPI_Offset record_size = 0;
+      check_nc(ncmpi_inq_recsize(ncid_, &record_size), path_);
+      const auto records = variable.dim_lengths[0];
+      end = records == 0 ? begin : begin + (records - 1) * record_size + slab;
+    }
+    struct stat st{};
+    if (::stat(path_.c_str(), &st) != 0) throw_errno("stat", path_);
+    if (st.st_size < end)
+      throw Error(path_ + ": file is truncated: variable " + variable.name + " ends at byte " + std::to_string(end) +
+                  ", the file has " + std::to_string(st.st_size));
   }
 
   Comm comm_;
@@ -323,11 +374,22 @@ class PnetcdfWriter final : public VolumeWriter {
                path_ + ": attribute " + key);
     };
     for (const auto& [key, value] : layout.text) put_text(varid_, key, value);
+    if (info_.dtype == DType::u8 && options_.format == NC_FORMAT_CDF2) put_text(varid_, "_Unsigned", "true");
     for (const auto& [key, value] : layout.global_text) put_text(NC_GLOBAL, key, value);
     for (const auto& [key, values] : layout.numbers)
       check_nc(ncmpi_put_att_double(ncid_, varid_, key.c_str(), type, static_cast<MPI_Offset>(values.size()),
                                     values.data()),
                path_ + ": attribute " + key);
+    if (layout.fill) {  // 64-bit integers exactly
+      int status = info_.dtype == DType::i64 ? ncmpi_put_att_longlong(ncid_, varid_, "_FillValue", type, 1,
+                                                                       std::array{static_cast<long long>(*layout.fill)}.data())
+                   : info_.dtype == DType::u64
+                       ? ncmpi_put_att_ulonglong(ncid_, varid_, "_FillValue", type, 1,
+                                                 std::array{static_cast<unsigned long long>(*layout.fill)}.data())
+                       : ncmpi_put_att_double(ncid_, varid_, "_FillValue", type, 1,
+                                              std::array{static_cast<double>(*layout.fill)}.data());
+      check_nc(status, path_ + ": attribute _FillValue");
+    }
     check_nc(ncmpi_enddef(ncid_), path_);
   }
 

@@ -126,7 +126,17 @@ NrrdHeader parse_nrrd(const std::string& text, const std::string& header_path) {
     if (auto kv = line.find(":="); kv != std::string::npos) {
       std::string key = trim(line.substr(0, kv)), value = trim(line.substr(kv + 2));
       if (key == "_FillValue") {
-        info.fill_value = parse_number(value, "_FillValue", path);
+        // An integer is read exactly (64-bit fills need more than a double);
+        // a decimal as the double it was written from, so it equals the
+        // float or double values it marks.
+        const bool integer = !value.empty() && value.find_first_not_of("+-0123456789") == std::string::npos;
+        try {
+          std::size_t used = 0;
+          info.fill_value = integer ? std::stold(value, &used) : static_cast<long double>(std::stod(value, &used));
+          if (used != value.size()) throw std::invalid_argument(value);
+        } catch (const std::exception&) {
+          throw Error(path + ": malformed NRRD header: _FillValue '" + value + "' is not a number");
+        }
       } else if (key == "valid_range") {
         auto parts = words(value);
         if (parts.size() != 2) throw Error(path + ": malformed NRRD header: valid_range needs two numbers");
@@ -214,7 +224,11 @@ std::string format_nrrd(const VolumeInfo& info, const std::string& data_file_nam
       << "kinds: domain domain domain\n"
       << "endian: " << byte_order_name(info.byte_order) << "\n"
       << "encoding: raw\n";
-  if (info.fill_value) out << "_FillValue:=" << *info.fill_value << "\n";
+  if (info.fill_value) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.21Lg", *info.fill_value);
+    out << "_FillValue:=" << text << "\n";
+  }
   if (info.valid_range) out << "valid_range:=" << (*info.valid_range)[0] << " " << (*info.valid_range)[1] << "\n";
   for (const auto& [key, value] : info.attributes) {
     std::string clean = value;

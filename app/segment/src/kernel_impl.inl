@@ -74,13 +74,13 @@ Bounds<T> make_bounds(const Threshold& threshold) {
     b.valid_max = std::numeric_limits<T>::infinity();
   }
   // Excluded values representable in T; a NaN needs no test (never valid).
-  auto representable = [](double value) {
+  auto representable = [](long double value) {
     if (std::isnan(value)) return false;
     if constexpr (std::is_integral_v<T>)
-      return value == std::floor(value) && value >= static_cast<double>(std::numeric_limits<T>::lowest()) &&
-             value < std::ldexp(1.0, std::numeric_limits<T>::digits);
+      return value == std::floor(value) && value >= static_cast<long double>(std::numeric_limits<T>::lowest()) &&
+             value < std::ldexp(1.0L, std::numeric_limits<T>::digits);
     else
-      return static_cast<double>(static_cast<T>(value)) == value;
+      return static_cast<long double>(static_cast<T>(value)) == value;
   };
   std::optional<T> excluded[2];
   if (threshold.fill_value && representable(*threshold.fill_value)) excluded[0] = static_cast<T>(*threshold.fill_value);

@@ -36,8 +36,8 @@ std::optional<DType> dtype_of(int nc_type) {
 
 const char* type_name(int nc_type) {
   static const char* names[] = {"?", "byte", "char", "short", "int", "float", "double",
-                                "ubyte", "ushort", "uint", "int64", "uint64"};
-  return nc_type >= 1 && nc_type <= 11 ? names[nc_type] : "unknown";
+                                "ubyte", "ushort", "uint", "int64", "uint64", "string"};
+  return nc_type >= 1 && nc_type <= 12 ? names[nc_type] : "user-defined (compound, vlen, opaque or enum)";
 }
 
 int nc_type_for(DType dtype, bool cdf2) {
@@ -76,7 +76,7 @@ Layout plan_layout(const VolumeInfo& info) {
     if (key == "history" || key == "source") layout.global_text.emplace_back(key, value);
     else layout.text.emplace_back(key, value);
   }
-  if (info.fill_value) layout.numbers.push_back({"_FillValue", {*info.fill_value}});
+  layout.fill = info.fill_value;
   if (mask) {
     layout.numbers.push_back({"flag_values", {0, 1}});
     layout.numbers.push_back({"valid_range", {0, 1}});
@@ -135,36 +135,40 @@ VolumeShape volume_shape(const VariableShape& variable, const Selection& selecti
   return shape;
 }
 
-std::optional<double> default_fill(DType dtype) {
+std::optional<long double> default_fill(DType dtype) {
   switch (dtype) {
     case DType::i8:
     case DType::u8: return std::nullopt;  // NUG: no default fill check for bytes
-    case DType::i16: return -32767.0;
-    case DType::u16: return 65535.0;
-    case DType::i32: return -2147483647.0;
-    case DType::u32: return 4294967295.0;
-    case DType::i64: return -9223372036854775806.0;
-    case DType::u64: return 18446744073709551614.0;
-    case DType::f32: return static_cast<double>(9.9692099683868690e+36f);
-    case DType::f64: return 9.9692099683868690e+36;
+    case DType::i16: return -32767.0L;
+    case DType::u16: return 65535.0L;
+    case DType::i32: return -2147483647.0L;
+    case DType::u32: return 4294967295.0L;
+    case DType::i64: return -9223372036854775806.0L;
+    case DType::u64: return 18446744073709551614.0L;
+    case DType::f32: return static_cast<long double>(9.9692099683868690e+36f);
+    case DType::f64: return static_cast<long double>(9.9692099683868690e+36);
   }
   return std::nullopt;
 }
 
 void apply_attributes(VolumeInfo& info, const NumberAttribute& number, bool is_signed_byte_type) {
-  auto first = [&](const std::string& name) -> std::optional<double> {
+  auto exact = [&](const std::string& name) -> std::optional<long double> {
     auto values = number(name);
     if (!values || values->empty()) return std::nullopt;
     return (*values)[0];
   };
-  info.fill_value = first("_FillValue");
+  auto first = [&](const std::string& name) -> std::optional<double> {
+    auto value = exact(name);
+    return value ? std::optional<double>(static_cast<double>(*value)) : std::nullopt;
+  };
+  info.fill_value = exact("_FillValue");
   if (!info.fill_value && !is_signed_byte_type) info.fill_value = default_fill(info.dtype);
   // missing_value: the first value counts (the kernel tests one besides the fill).
-  info.missing_value = first("missing_value");
+  info.missing_value = exact("missing_value");
   std::optional<double> low = first("valid_min"), high = first("valid_max");
   if (auto range = number("valid_range"); range && range->size() >= 2) {
-    low = (*range)[0];
-    high = (*range)[1];
+    low = static_cast<double>((*range)[0]);
+    high = static_cast<double>((*range)[1]);
   }
   if (low || high)
     info.valid_range = std::array<double, 2>{low.value_or(-INFINITY), high.value_or(INFINITY)};

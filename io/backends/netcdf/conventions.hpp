@@ -42,15 +42,16 @@ struct VolumeShape {
 };
 VolumeShape volume_shape(const VariableShape& variable, const Selection& selection, const std::string& path);
 
-// Reads a numeric attribute of the variable (empty if absent).
-using NumberAttribute = std::function<std::optional<std::vector<double>>(const std::string& name)>;
+// Reads a numeric attribute of the variable (empty if absent); long double
+// so 64-bit integer attributes arrive exactly.
+using NumberAttribute = std::function<std::optional<std::vector<long double>>(const std::string& name)>;
 
 // _FillValue (or the type's default fill), missing_value, valid_min,
 // valid_max, valid_range, scale_factor, add_offset.
 void apply_attributes(VolumeInfo& info, const NumberAttribute& number, bool is_signed_byte_type);
 
 // The netCDF default fill value of a type (NUG), used when _FillValue is absent.
-std::optional<double> default_fill(DType dtype);
+std::optional<long double> default_fill(DType dtype);
 
 // NetCDF type codes, the same numbers in netCDF-C and PnetCDF (whose headers
 // cannot both be included in one file).
@@ -72,6 +73,7 @@ struct Layout {
   std::array<std::string, 3> dim_names;
   std::vector<std::pair<std::string, std::string>> text, global_text;
   std::vector<std::pair<std::string, std::vector<double>>> numbers;
+  std::optional<long double> fill;  // _FillValue, written in the variable's type
 };
 Layout plan_layout(const VolumeInfo& info);
 

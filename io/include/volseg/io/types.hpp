@@ -51,8 +51,10 @@ struct VolumeInfo {
   DType dtype = DType::f32;
   ByteOrder byte_order = ByteOrder::little;
   std::string variable;                      // name inside the file, if the format has names
-  std::optional<double> fill_value;          // voxels equal to it are missing
-  std::optional<double> missing_value;       // a second such value (NetCDF missing_value)
+  // Voxels equal to these are missing. long double holds every 64-bit
+  // integer exactly (the NetCDF default fills of int64/uint64 do not fit a double).
+  std::optional<long double> fill_value;
+  std::optional<long double> missing_value;  // a second such value (NetCDF missing_value)
   std::optional<std::array<double, 2>> valid_range;  // voxels outside are missing
   // CF packing: value = stored * scale_factor + add_offset. Thresholds are
   // given in unpacked units and converted (see segment::Threshold).

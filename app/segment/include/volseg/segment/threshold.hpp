@@ -16,9 +16,9 @@ namespace volseg::segment {
 
 struct Threshold {
   double lo = 0, hi = 0;
-  std::optional<double> fill_value;
+  std::optional<long double> fill_value;  // exact for 64-bit integers
   std::optional<std::array<double, 2>> valid_range;
-  std::optional<double> missing_value;  // a second excluded value
+  std::optional<long double> missing_value;  // a second excluded value
 };
 
 // Statistics of what a kernel saw. The histogram has 256 bins over [lo, hi]
