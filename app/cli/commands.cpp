@@ -103,6 +103,18 @@ void Commands::run_info() {
   std::string backend = info_.backend;
   const io::FileFormat format = io::detect_format(comm_, info_.path);
   if (backend == "auto") backend = io::reading_backend(format);
+  const auto& entry = io::builtin_registry().get(backend);
+  if (entry.list_variables) {
+    const auto variables = entry.list_variables(info_.path, comm_);
+    if (comm_.rank() == 0) {
+      std::printf("%s (%s): variables with 3 or more dimensions\n", info_.path.c_str(), io::format_name(format).c_str());
+      for (const auto& line : variables) std::printf("  %s\n", line.c_str());
+    }
+    if (variables.size() > 1 && info_.variable.empty()) {
+      if (comm_.rank() == 0) std::printf("name one with --var to see its details\n");
+      return;
+    }
+  }
   auto reader = io::open_reader(backend, info_.path, comm_, io::Hints::parse(selection_hints(info_.variable, info_.time)));
   const auto& info = reader->info();
   if (comm_.rank() == 0) {

@@ -12,6 +12,7 @@
 
 #include "commands.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/io/registry.hpp"
 
 int main(int argc, char** argv) {
   int provided = 0;
@@ -32,6 +33,9 @@ int main(int argc, char** argv) {
     commands.add_to(app);
     try {
       app.parse(argc, argv);
+      // DEPENDENCIES.md pitfall 2: refuse to run with the serial netCDF
+      // library answering (it would fail later, and less clearly).
+      volseg::io::check_parallel_netcdf();
       commands.run();
     } catch (const CLI::CallForHelp& e) {
       if (rank == 0) app.exit(e);

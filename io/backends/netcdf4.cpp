@@ -376,12 +376,43 @@ class Netcdf4Writer final : public VolumeWriter {
 
 }  // namespace
 
+static std::vector<std::string> list_variables(const std::string& path, const Comm& comm) {
+  check_parallel_netcdf();
+  std::vector<std::string> lines;
+  int ncid = -1;
+  collectively(comm, [&] {
+    check_nc(nc_open_par(path.c_str(), NC_NOWRITE, comm.get(), MPI_INFO_NULL, &ncid), path);
+    int variables = 0;
+    check_nc(nc_inq_nvars(ncid, &variables), path);
+    for (int v = 0; v < variables; ++v) {
+      char name[NC_MAX_NAME + 1];
+      int dims = 0;
+      nc_type type;
+      check_nc(nc_inq_var(ncid, v, name, &type, &dims, nullptr, nullptr), path);
+      if (dims < 3) continue;
+      std::vector<int> ids(static_cast<std::size_t>(dims));
+      check_nc(nc_inq_vardimid(ncid, v, ids.data()), path);
+      std::string line = std::string(name) + "(";
+      for (std::size_t d = 0; d < ids.size(); ++d) {
+        char dim_name[NC_MAX_NAME + 1];
+        std::size_t length = 0;
+        check_nc(nc_inq_dim(ncid, ids[d], dim_name, &length), path);
+        line += (d ? ", " : "") + std::string(dim_name) + "=" + std::to_string(length);
+      }
+      lines.push_back(line + ") " + netcdf::type_name(type));
+    }
+  });
+  collectively(comm, [&] { check_nc(nc_close(ncid), "close " + path); });
+  return lines;
+}
+
 Backend make_netcdf4_backend() {
   Backend backend;
   backend.name = "netcdf4";
   backend.formats = "NetCDF-4 / HDF5 (.nc)";
   backend.extension = ".nc";
   backend.description = "parallel netCDF-C (nc_open_par/nc_create_par), collective access";
+  backend.list_variables = list_variables;
   backend.open = [](const std::string& path, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
     return std::make_unique<Netcdf4Reader>(path, comm, read_options(hints));
   };

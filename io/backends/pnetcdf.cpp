@@ -404,12 +404,42 @@ class PnetcdfWriter final : public VolumeWriter {
 
 }  // namespace
 
+static std::vector<std::string> list_variables(const std::string& path, const Comm& comm) {
+  std::vector<std::string> lines;
+  int ncid = -1;
+  collectively(comm, [&] {
+    check_nc(ncmpi_open(comm.get(), path.c_str(), NC_NOWRITE, MPI_INFO_NULL, &ncid), path);
+    int variables = 0;
+    check_nc(ncmpi_inq_nvars(ncid, &variables), path);
+    for (int v = 0; v < variables; ++v) {
+      char name[NC_MAX_NAME + 1];
+      int dims = 0;
+      nc_type type;
+      check_nc(ncmpi_inq_var(ncid, v, name, &type, &dims, nullptr, nullptr), path);
+      if (dims < 3) continue;
+      std::vector<int> ids(static_cast<std::size_t>(dims));
+      check_nc(ncmpi_inq_vardimid(ncid, v, ids.data()), path);
+      std::string line = std::string(name) + "(";
+      for (std::size_t d = 0; d < ids.size(); ++d) {
+        char dim_name[NC_MAX_NAME + 1];
+        MPI_Offset length = 0;
+        check_nc(ncmpi_inq_dim(ncid, ids[d], dim_name, &length), path);
+        line += (d ? ", " : "") + std::string(dim_name) + "=" + std::to_string(length);
+      }
+      lines.push_back(line + ") " + netcdf::type_name(type));
+    }
+  });
+  collectively(comm, [&] { check_nc(ncmpi_close(ncid), "close " + path); });
+  return lines;
+}
+
 Backend make_pnetcdf_backend() {
   Backend backend;
   backend.name = "pnetcdf";
   backend.formats = "NetCDF CDF-1/2/5 (.nc)";
   backend.extension = ".nc";
   backend.description = "PnetCDF collective get/put_vara_all, or iget/iput + wait_all (nonblocking=1)";
+  backend.list_variables = list_variables;
   backend.open = [](const std::string& path, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
     return std::make_unique<PnetcdfReader>(path, comm, read_options(hints));
   };

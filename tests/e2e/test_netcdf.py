@@ -853,6 +853,15 @@ variables:
             f.write(text)
         tool(self, ["ncgen", "-b", "-5", "-o", self.path("two.nc"), self.path("two.cdl")])
         self.expect_error(self.segment_args("two.nc"), "several variables.*--var.*a, b")
+        # info lists the candidates (and succeeds), then details with --var
+        for ranks in (1, 2):
+            listing = e.run(["info", self.path("two.nc")], ranks=ranks)
+            self.assertEqual(listing.returncode, 0, listing.stderr)
+            self.assertRegex(listing.stdout, r"a\(z=2, y=3, x=4\) float\n\s+b\(z=2, y=3, x=4\) short")
+            self.assertIn("--var", listing.stdout)
+        details = e.run(["info", self.path("two.nc"), "--var", "b"], ranks=1)
+        self.assertEqual(details.returncode, 0, details.stderr)
+        self.assertRegex(details.stdout, r"variable:\s+b\n.*dims \(z,y,x\):\s+2 3 4")
 
     def test_record_variable_steps(self):
         text = """netcdf record {

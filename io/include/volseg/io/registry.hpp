@@ -23,6 +23,10 @@ struct Backend {
   std::string formats;      // what it reads and writes, for --help and info
   std::string extension;    // of the path that names a volume: ".nhdr", ".nc"
   std::string description;  // one line
+  // Formats with named variables: "name(dim=length, ...) type" for each
+  // variable of 3 or more dimensions (collective). Empty for raw backends.
+  using ListFn = std::function<std::vector<std::string>(const std::string& path, const Comm& comm)>;
+  ListFn list_variables;
   OpenFn open;              // empty when not compiled in
   CreateFn create;
   std::string unavailable;  // why open/create are empty ("built without liburing")
@@ -39,6 +43,10 @@ class Registry {
  private:
   std::vector<Backend> backends_;
 };
+
+// Throws volseg::Error if the serial netCDF library, not the parallel one,
+// answers netCDF calls in this process (DEPENDENCIES.md pitfall 2).
+void check_parallel_netcdf();
 
 // Every backend volseg has, in one place.
 void register_builtin(Registry& registry);
