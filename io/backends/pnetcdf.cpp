@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "mpi_support.hpp"
+#include "netcdf/catalog.hpp"
 #include "netcdf/conventions.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/registry.hpp"
@@ -33,6 +34,44 @@ namespace {
 void check_nc(int status, const std::string& what) {
   if (status != NC_NOERR) throw Error(what + ": " + ncmpi_strerror(status));
 }
+
+// PnetCDF's side of netcdf/catalog.hpp.
+struct PnetcdfApi {
+  static constexpr int max_name = NC_MAX_NAME;
+  static void check(int status, const std::string& what) { check_nc(status, what); }
+  static int inq_nvars(int ncid, int* count) { return ncmpi_inq_nvars(ncid, count); }
+  static int inq_var(int ncid, int varid, char* name, int* type, int* dims) {
+    nc_type t = 0;
+    int status = ncmpi_inq_var(ncid, varid, name, &t, dims, nullptr, nullptr);
+    *type = t;
+    return status;
+  }
+  static int inq_vardimid(int ncid, int varid, int* ids) { return ncmpi_inq_vardimid(ncid, varid, ids); }
+  static int inq_dim(int ncid, int id, char* name, std::int64_t* length) {
+    MPI_Offset n = 0;
+    int status = ncmpi_inq_dim(ncid, id, name, &n);
+    *length = n;
+    return status;
+  }
+  static bool inq_att(int ncid, int varid, const char* name, int* type, std::int64_t* length) {
+    nc_type t = 0;
+    MPI_Offset n = 0;
+    if (ncmpi_inq_att(ncid, varid, name, &t, &n) != NC_NOERR) return false;
+    *type = t;
+    *length = n;
+    return true;
+  }
+  static bool is_text(int type) { return type == NC_CHAR; }
+  static int get_att_double(int ncid, int varid, const char* name, double* values) {
+    return ncmpi_get_att_double(ncid, varid, name, values);
+  }
+  static int get_att_longlong(int ncid, int varid, const char* name, long long* values) {
+    return ncmpi_get_att_longlong(ncid, varid, name, values);
+  }
+  static int get_att_ulonglong(int ncid, int varid, const char* name, unsigned long long* values) {
+    return ncmpi_get_att_ulonglong(ncid, varid, name, values);
+  }
+};
 
 struct Options {
   netcdf::Selection selection;
@@ -153,26 +192,7 @@ class PnetcdfReader final : public VolumeReader {
     int format = 0;
     check_nc(ncmpi_inq_format(ncid_, &format), path_);
     kind_ = format == NC_FORMAT_CLASSIC ? "CDF-1" : format == NC_FORMAT_CDF2 ? "CDF-2" : "CDF-5";
-    int variables = 0;
-    check_nc(ncmpi_inq_nvars(ncid_, &variables), path_);
-    std::vector<netcdf::VariableShape> shapes;
-    for (int v = 0; v < variables; ++v) {
-      char name[NC_MAX_NAME + 1];
-      int dims = 0;
-      check_nc(ncmpi_inq_varname(ncid_, v, name), path_);
-      check_nc(ncmpi_inq_varndims(ncid_, v, &dims), path_);
-      std::vector<int> ids(static_cast<std::size_t>(dims));
-      check_nc(ncmpi_inq_vardimid(ncid_, v, ids.data()), path_);
-      netcdf::VariableShape shape{name, {}, {}};
-      for (int id : ids) {
-        char dim_name[NC_MAX_NAME + 1];
-        MPI_Offset length = 0;
-        check_nc(ncmpi_inq_dim(ncid_, id, dim_name, &length), path_);
-        shape.dim_names.emplace_back(dim_name);
-        shape.dim_lengths.push_back(length);
-      }
-      shapes.push_back(shape);
-    }
+    const auto shapes = netcdf::variables<PnetcdfApi>(ncid_, path_);
     const auto& chosen = netcdf::choose_variable(shapes, options_.selection, path_);
     check_nc(ncmpi_inq_varid(ncid_, chosen.name.c_str(), &varid_), path_);
     const auto shape = netcdf::volume_shape(chosen, options_.selection, path_);
@@ -189,27 +209,7 @@ class PnetcdfReader final : public VolumeReader {
     time_ = shape.time;
     netcdf::apply_attributes(
         info_,
-        [&](const std::string& name) -> std::optional<std::vector<long double>> {
-          nc_type attribute_type;
-          MPI_Offset length = 0;
-          if (ncmpi_inq_att(ncid_, varid_, name.c_str(), &attribute_type, &length) != NC_NOERR) return std::nullopt;
-          if (attribute_type == NC_CHAR || length <= 0) return std::nullopt;
-          const auto n = static_cast<std::size_t>(length);
-          const std::string what = path_ + ": attribute " + name;
-          if (attribute_type == NC_INT64) {  // exactly, not through a double
-            std::vector<long long> values(n);
-            check_nc(ncmpi_get_att_longlong(ncid_, varid_, name.c_str(), values.data()), what);
-            return std::vector<long double>(values.begin(), values.end());
-          }
-          if (attribute_type == NC_UINT64) {
-            std::vector<unsigned long long> values(n);
-            check_nc(ncmpi_get_att_ulonglong(ncid_, varid_, name.c_str(), values.data()), what);
-            return std::vector<long double>(values.begin(), values.end());
-          }
-          std::vector<double> values(n);
-          check_nc(ncmpi_get_att_double(ncid_, varid_, name.c_str(), values.data()), what);
-          return std::vector<long double>(values.begin(), values.end());
-        },
+        [&](const std::string& name) { return netcdf::number_attribute<PnetcdfApi>(ncid_, varid_, name, path_); },
         type == NC_BYTE);
     for (int a = 0; a < 3; ++a) info_.attributes["dim" + std::to_string(a)] = chosen.dim_names[chosen.dim_names.size() - 3 + static_cast<std::size_t>(a)];
   }
@@ -409,25 +409,7 @@ static std::vector<std::string> list_variables(const std::string& path, const Co
   int ncid = -1;
   collectively(comm, [&] {
     check_nc(ncmpi_open(comm.get(), path.c_str(), NC_NOWRITE, MPI_INFO_NULL, &ncid), path);
-    int variables = 0;
-    check_nc(ncmpi_inq_nvars(ncid, &variables), path);
-    for (int v = 0; v < variables; ++v) {
-      char name[NC_MAX_NAME + 1];
-      int dims = 0;
-      nc_type type;
-      check_nc(ncmpi_inq_var(ncid, v, name, &type, &dims, nullptr, nullptr), path);
-      if (dims < 3) continue;
-      std::vector<int> ids(static_cast<std::size_t>(dims));
-      check_nc(ncmpi_inq_vardimid(ncid, v, ids.data()), path);
-      std::string line = std::string(name) + "(";
-      for (std::size_t d = 0; d < ids.size(); ++d) {
-        char dim_name[NC_MAX_NAME + 1];
-        MPI_Offset length = 0;
-        check_nc(ncmpi_inq_dim(ncid, ids[d], dim_name, &length), path);
-        line += (d ? ", " : "") + std::string(dim_name) + "=" + std::to_string(length);
-      }
-      lines.push_back(line + ") " + netcdf::type_name(type));
-    }
+    lines = netcdf::listing<PnetcdfApi>(ncid, path);
   });
   collectively(comm, [&] { check_nc(ncmpi_close(ncid), "close " + path); });
   return lines;

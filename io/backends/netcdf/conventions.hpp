@@ -27,6 +27,7 @@ struct VariableShape {
   std::string name;
   std::vector<std::string> dim_names;
   std::vector<std::int64_t> dim_lengths;
+  int nc_type = 0;
 };
 
 // The variable to read: the one asked for, or the only one with 3 or more
