@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Shared helpers of the end-to-end tests: running volseg, and an NRRD reader
 written from the format specification, independent of volseg's own parser."""
+import hashlib
 import os
 import subprocess
 import sys
@@ -149,3 +150,37 @@ def listing(folder):
         for name in dirs + files:
             names.add(os.path.relpath(os.path.join(root, name), folder))
     return names
+
+
+# What a crash or an uncaught error leaves in stderr (HDF5-DIAG: the HDF5
+# library's own error stack, which volseg must turn into one line).
+CRASH_SIGNS = ("terminate called", "Segmentation fault", "Aborted", "core dumped", "Backtrace", "backtrace",
+               "MPI_ABORT", "exited on signal", "Traceback", "what():", "HDF5-DIAG")
+
+
+def digest(folder):
+    """{name: sha256} of the plain files under folder (hidden ones too)."""
+    out = {}
+    for name in listing(folder):
+        path = os.path.join(folder, name)
+        if os.path.isfile(path) and not os.path.islink(path):
+            with open(path, "rb") as f:
+                out[name] = hashlib.sha256(f.read()).hexdigest()
+        else:
+            out[name] = "dir" if os.path.isdir(path) else "other"
+    return out
+
+
+def assert_clean_failure(test, proc, pattern=None):
+    """A failed volseg run as bad input must end: non-zero status, not a
+    signal, no crash text, exactly one 'volseg: error:' line (matching pattern)."""
+    where = "%s\nstdout:\n%s\nstderr:\n%s" % (" ".join(proc.args), proc.stdout, proc.stderr)
+    test.assertNotEqual(proc.returncode, 0, "succeeded: " + where)
+    test.assertLess(proc.returncode, 128, "killed by a signal: " + where)
+    for sign in CRASH_SIGNS:
+        test.assertNotIn(sign, proc.stderr, where)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    test.assertEqual(len(lines), 1, "not exactly one stderr line: " + where)
+    test.assertTrue(lines[0].startswith("volseg: error: "), where)
+    if pattern:
+        test.assertRegex(lines[0], pattern, where)

@@ -18,7 +18,6 @@ The expected masks come from netCDF4 (auto mask and scale off) and numpy,
 following the NetCDF User Guide: _FillValue or the type's default fill (none
 for byte types), missing_value, valid_min/valid_max/valid_range in stored
 units; scale_factor/add_offset unpack, and thresholds are in unpacked units."""
-import hashlib
 import math
 import os
 import re
@@ -47,8 +46,6 @@ CDL_DIMS = (4, 5, 6)  # z, y, x of the CDL files
 KINDS = {"cdf2": "64-bit offset", "cdf5": ("cdf5", "64-bit data"), "netcdf4": "netCDF-4"}
 NCGEN_KIND = {"cdf2": ["-k", "64-bit-offset"], "cdf5": ["-5"], "netcdf4": ["-k", "nc4"]}
 TOOLS = ("ncdump", "ncgen", "nccopy", "ncvalidator", "h5dump")
-CRASH_SIGNS = ("terminate called", "Segmentation fault", "Aborted", "core dumped", "Backtrace", "backtrace",
-               "MPI_ABORT", "exited on signal", "Traceback", "what():", "HDF5-DIAG")
 
 
 def require_tools(test):
@@ -164,19 +161,6 @@ def cdl_data(values, fill=None):
         else:
             words.append(str(int(x)))
     return ", ".join(words)
-
-
-def digest(folder):
-    """{name: sha256} of the plain files under folder (hidden ones too)."""
-    out = {}
-    for name in e.listing(folder):
-        path = os.path.join(folder, name)
-        if os.path.isfile(path) and not os.path.islink(path):
-            with open(path, "rb") as f:
-                out[name] = hashlib.sha256(f.read()).hexdigest()
-        else:
-            out[name] = "dir" if os.path.isdir(path) else "other"
-    return out
 
 
 class Base(unittest.TestCase):

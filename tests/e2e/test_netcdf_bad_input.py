@@ -42,26 +42,17 @@ class BadInput(Base):
         return name
 
     def assert_clean_failure(self, proc, pattern=None):
-        where = "%s\nstdout:\n%s\nstderr:\n%s" % (" ".join(proc.args), proc.stdout, proc.stderr)
-        self.assertNotEqual(proc.returncode, 0, "succeeded: " + where)
-        self.assertLess(proc.returncode, 128, "killed by a signal: " + where)
-        for sign in CRASH_SIGNS:
-            self.assertNotIn(sign, proc.stderr, where)
-        lines = [line for line in proc.stderr.splitlines() if line.strip()]
-        self.assertEqual(len(lines), 1, "not exactly one stderr line: " + where)
-        self.assertTrue(lines[0].startswith("volseg: error: "), where)
-        if pattern:
-            self.assertRegex(lines[0], pattern, where)
+        e.assert_clean_failure(self, proc, pattern)
 
     def expect_error(self, args, pattern=None, ranks=(1, 2)):
         """Runs args in the work folder on each rank count: a clean failure,
         and no file added or changed there."""
         for n in ranks:
             with self.subTest(ranks=n, args=" ".join(str(a) for a in args)):
-                before = digest(self.work)
+                before = e.digest(self.work)
                 proc = e.run(list(args) + ["--quiet"], ranks=n, mpi=n > 1, cwd=self.work)
                 self.assert_clean_failure(proc, pattern)
-                self.assertEqual(digest(self.work), before, "files added, removed or changed")
+                self.assertEqual(e.digest(self.work), before, "files added, removed or changed")
 
     def segment_args(self, name, *extra, out="out.nc"):
         return ["segment", name, "--lo", "0.25", "--hi", "0.5", "--out", out, *extra]

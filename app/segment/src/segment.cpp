@@ -287,7 +287,6 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   if (std::isnan(options.lo) || std::isnan(options.hi)) throw Error("thresholds must not be NaN");
   if (options.lo > options.hi)
     throw Error("lo > hi: --lo " + std::to_string(options.lo) + " is above --hi " + std::to_string(options.hi));
-  refuse_output_over_input(options.output, {options.input});
   auto open_start = Clock::now();
   const io::FileFormat input_format = io::detect_format(comm, options.input);
   result.backend = options.backend == "auto" ? io::reading_backend(input_format) : options.backend;
