@@ -11,17 +11,7 @@ Backend make_mmap_advise_backend();
 Backend make_mpiio_backend();
 Backend make_pnetcdf_backend();
 Backend make_netcdf4_backend();
-
-namespace {
-Backend planned(std::string name, std::string formats, std::string description) {
-  Backend backend;
-  backend.name = std::move(name);
-  backend.formats = std::move(formats);
-  backend.description = std::move(description);
-  backend.unavailable = "not in this version of volseg yet";
-  return backend;
-}
-}  // namespace
+Backend make_twophase_backend();
 
 void register_builtin(Registry& registry) {
   registry.add(make_posix_backend());
@@ -30,7 +20,7 @@ void register_builtin(Registry& registry) {
   registry.add(make_mpiio_backend());
   registry.add(make_pnetcdf_backend());
   registry.add(make_netcdf4_backend());
-  registry.add(planned("twophase", "raw, fixed-size CDF variables", "volseg's own two-phase collective I/O"));
+  registry.add(make_twophase_backend());
 }
 
 }  // namespace volseg::io

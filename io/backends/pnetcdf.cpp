@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "mpi_support.hpp"
+#include "cdf_placement.hpp"
 #include "netcdf/catalog.hpp"
 #include "netcdf/conventions.hpp"
 #include "volseg/io/error.hpp"
@@ -201,7 +202,7 @@ class PnetcdfReader final : public VolumeReader {
     auto dtype = netcdf::dtype_of(type);
     if (!dtype) netcdf::refuse_type(path_, chosen.name, type);
     if (type == NC_BYTE && text_attribute("_Unsigned") == "true") dtype = DType::u8;  // NUG: unsigned bytes in CDF-1/2
-    refuse_truncated(chosen, *dtype);
+    data_offset_ = refuse_truncated(chosen, *dtype, shape.time.value_or(0));
     info_.dims = shape.dims;
     info_.dtype = *dtype;
     info_.byte_order = ByteOrder::big;  // CDF files are big-endian; PnetCDF converts
@@ -224,8 +225,9 @@ class PnetcdfReader final : public VolumeReader {
   }
 
   // PnetCDF reads past the end of a truncated file as zeros, without a word;
-  // the variable's bytes must all be in the file.
-  void refuse_truncated(const netcdf::VariableShape& variable, DType dtype) const {
+  // the variable's bytes must all be in the file. Returns where the chosen
+  // record's (or the fixed-size variable's) bytes begin.
+  std::uint64_t refuse_truncated(const netcdf::VariableShape& variable, DType dtype, std::int64_t time) const {
     MPI_Offset begin = 0;
     check_nc(ncmpi_inq_varoffset(ncid_, varid_, &begin), path_);
     int record_dim = -1;
@@ -236,8 +238,8 @@ class PnetcdfReader final : public VolumeReader {
     const bool record = record_dim >= 0 && !dim_ids.empty() && dim_ids[0] == record_dim;
     for (std::size_t a = record ? 1 : 0; a < variable.dim_lengths.size(); ++a) slab *= variable.dim_lengths[a];
     MPI_Offset end = begin + slab;
+    MPI_Offset record_size = 0;
     if (record) {
-      MPI_Offset record_size = 0;
       check_nc(ncmpi_inq_recsize(ncid_, &record_size), path_);
       const auto records = variable.dim_lengths[0];
       end = records == 0 ? begin : begin + (records - 1) * record_size + slab;
@@ -247,7 +249,13 @@ class PnetcdfReader final : public VolumeReader {
     if (st.st_size < end)
       throw Error(path_ + ": file is truncated: variable " + variable.name + " ends at byte " + std::to_string(end) +
                   ", the file has " + std::to_string(st.st_size));
+    return static_cast<std::uint64_t>(begin + (record ? time * record_size : 0));
   }
+
+ public:
+  std::uint64_t data_offset() const { return data_offset_; }
+
+ private:
 
   Comm comm_;
   std::string path_;
@@ -255,6 +263,7 @@ class PnetcdfReader final : public VolumeReader {
   Options options_;
   int ncid_ = -1, varid_ = -1;
   std::optional<std::int64_t> time_;
+  std::uint64_t data_offset_ = 0;
   VolumeInfo info_;
   std::atomic<std::uint64_t> bytes_read_{0};
 };
@@ -391,13 +400,23 @@ class PnetcdfWriter final : public VolumeWriter {
       check_nc(status, path_ + ": attribute _FillValue");
     }
     check_nc(ncmpi_enddef(ncid_), path_);
+    MPI_Offset begin = 0;
+    check_nc(ncmpi_inq_varoffset(ncid_, varid_, &begin), path_);
+    data_offset_ = static_cast<std::uint64_t>(begin);
   }
+
+ public:
+  std::uint64_t data_offset() const { return data_offset_; }
+  const std::string& temp_path() const { return temp_path_; }
+
+ private:
 
   Comm comm_;
   std::string path_, temp_path_;
   VolumeInfo info_;
   Options options_;
   int ncid_ = -1, varid_ = -1;
+  std::uint64_t data_offset_ = 0;
   bool committed_ = false;
   std::atomic<std::uint64_t> bytes_written_{0};
 };
@@ -413,6 +432,20 @@ static std::vector<std::string> list_variables(const std::string& path, const Co
   });
   collectively(comm, [&] { check_nc(ncmpi_close(ncid), "close " + path); });
   return lines;
+}
+
+std::unique_ptr<VolumeReader> open_cdf_placed(const std::string& path, const Comm& comm, const Hints& hints,
+                                              CdfPlacement& placement) {
+  auto reader = std::make_unique<PnetcdfReader>(path, comm, read_options(hints));
+  placement = CdfPlacement{path, reader->data_offset()};
+  return reader;
+}
+
+std::unique_ptr<VolumeWriter> create_cdf_placed(const CreateRequest& request, const Comm& comm, const Hints& hints,
+                                                CdfPlacement& placement) {
+  auto writer = std::make_unique<PnetcdfWriter>(request, comm, read_options(hints));
+  placement = CdfPlacement{writer->temp_path(), writer->data_offset()};
+  return writer;
 }
 
 Backend make_pnetcdf_backend() {

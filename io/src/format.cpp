@@ -80,9 +80,9 @@ Writing writing_backend(FileFormat format, const std::string& input_backend) {
       const Backend& backend = builtin_registry().get(input_backend);
       return {backend.extension == ".nhdr" ? input_backend : "mmap-advise", {}};
     }
-    case FileFormat::cdf1:
-    case FileFormat::cdf2: return {"pnetcdf", {"format=cdf2"}};
-    case FileFormat::cdf5: return {"pnetcdf", {"format=cdf5"}};
+    case FileFormat::cdf1:  // twophase writes CDF through its byte offsets too
+    case FileFormat::cdf2: return {input_backend == "twophase" ? "twophase" : "pnetcdf", {"format=cdf2"}};
+    case FileFormat::cdf5: return {input_backend == "twophase" ? "twophase" : "pnetcdf", {"format=cdf5"}};
     case FileFormat::netcdf4: return {"netcdf4", {}};
   }
   return {"posix", {}};

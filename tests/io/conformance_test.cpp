@@ -31,6 +31,14 @@ std::string backend_name() {
   return "posix";
 }
 
+// Backend hints from --hint=key=value arguments (twophase variants).
+Hints backend_hints() {
+  std::vector<std::string> items;
+  for (const auto& argument : volseg::testing::arguments)
+    if (argument.rfind("--hint=", 0) == 0) items.push_back(argument.substr(7));
+  return Hints::parse(items);
+}
+
 const Index3 kDims{13, 17, 19};
 
 // The value every backend must store at (z, y, x), in dtype.
@@ -108,7 +116,7 @@ class Conformance : public ::testing::Test {
     info.dims = kDims;
     info.dtype = dtype;
     info.byte_order = order;
-    auto writer = create_writer(backend_, {file, info, false}, comm_);
+    auto writer = create_writer(backend_, {file, info, false}, comm_, backend_hints());
     segment::BrickLayout layout(kDims, {5, 6, 7});
     const auto bricks = segment::assign_bricks(layout.count(), comm_.rank(), comm_.size(), segment::Assignment::cyclic);
     if (writer->collective()) {  // ranks hold different numbers of bricks: one write_all
@@ -159,7 +167,7 @@ class Conformance : public ::testing::Test {
   }
 
   void expect_reads_back(const std::string& file, DType dtype) {
-    auto reader = open_reader(backend_, file, comm_);
+    auto reader = open_reader(backend_, file, comm_, backend_hints());
     ASSERT_EQ(reader->info().dims, kDims);
     ASSERT_EQ(reader->info().dtype, dtype);
     for (const Extent& e : probe_extents()) {
@@ -207,7 +215,7 @@ TEST_F(Conformance, MappedWritesAndReadsAgreeWithPlainOnes) {
     std::string file = path(std::string("mapped_") + std::string(byte_order_name(order)));
     write_volume(file, DType::f32, order, /*mapped=*/true);
     expect_reads_back(file, DType::f32);
-    auto reader = open_reader(backend_, file, comm_);
+    auto reader = open_reader(backend_, file, comm_, backend_hints());
     if (!reader->can_map()) {
       EXPECT_THROW(reader->map(Extent{{0, 0, 0}, {1, 1, 1}}), Error);
       reader->close();
@@ -239,7 +247,7 @@ TEST_F(Conformance, MappedWritesAndReadsAgreeWithPlainOnes) {
 TEST_F(Conformance, ReadAllWithUnevenListsAndPrefetchHints) {
   std::string file = path("read_all");
   write_volume(file, DType::i16, ByteOrder::big);
-  auto reader = open_reader(backend_, file, comm_);
+  auto reader = open_reader(backend_, file, comm_, backend_hints());
   auto probes = probe_extents();
   std::vector<Extent> mine(probes.begin(), probes.begin() + std::min<std::ptrdiff_t>(comm_.rank() * 4, static_cast<std::ptrdiff_t>(probes.size())));
   std::vector<std::vector<std::byte>> buffers;
@@ -258,7 +266,7 @@ TEST_F(Conformance, ReadAllWithUnevenListsAndPrefetchHints) {
 TEST_F(Conformance, RefusesExtentsOutsideTheVolume) {
   std::string file = path("outside");
   write_volume(file, DType::u8, ByteOrder::little);
-  auto reader = open_reader(backend_, file, comm_);
+  auto reader = open_reader(backend_, file, comm_, backend_hints());
   std::vector<std::byte> buffer(64 * 64 * 64);
   EXPECT_THROW(reader->read({{0, 0, 0}, {kDims[0] + 1, 1, 1}}, buffer.data()), Error);
   EXPECT_THROW(reader->read({{-1, 0, 0}, {1, 1, 1}}, buffer.data()), Error);
@@ -267,7 +275,7 @@ TEST_F(Conformance, RefusesExtentsOutsideTheVolume) {
 }
 
 TEST_F(Conformance, MissingInputFailsOnEveryRank) {
-  EXPECT_THROW(open_reader(backend_, path("does_not_exist"), comm_), Error);
+  EXPECT_THROW(open_reader(backend_, path("does_not_exist"), comm_, backend_hints()), Error);
 }
 
 TEST_F(Conformance, ExistingOutputNeedsOverwrite) {
@@ -276,12 +284,12 @@ TEST_F(Conformance, ExistingOutputNeedsOverwrite) {
   VolumeInfo info;
   info.dims = kDims;
   info.dtype = DType::u8;
-  EXPECT_THROW(create_writer(backend_, {file, info, false}, comm_), Error);
-  auto writer = create_writer(backend_, {file, info, true}, comm_);
+  EXPECT_THROW(create_writer(backend_, {file, info, false}, comm_, backend_hints()), Error);
+  auto writer = create_writer(backend_, {file, info, true}, comm_, backend_hints());
   std::vector<std::uint8_t> ones(static_cast<std::size_t>(info.voxels()), 1);
   write_from_rank0(*writer, info.whole(), ones.data());
   writer->close();
-  auto reader = open_reader(backend_, file, comm_);
+  auto reader = open_reader(backend_, file, comm_, backend_hints());
   std::vector<std::uint8_t> got(ones.size());
   reader->read(info.whole(), got.data());
   EXPECT_EQ(got, ones);
@@ -295,7 +303,7 @@ TEST_F(Conformance, AbandonedOutputLeavesNothingBehind) {
     VolumeInfo info;
     info.dims = kDims;
     info.dtype = DType::f32;
-    auto writer = create_writer(backend_, {path("abandoned"), info, false}, comm_);
+    auto writer = create_writer(backend_, {path("abandoned"), info, false}, comm_, backend_hints());
     auto values = expected_extent(DType::f32, {{0, 0, 0}, {1, kDims[1], kDims[2]}});
     write_from_rank0(*writer, {{0, 0, 0}, {1, kDims[1], kDims[2]}}, values.data());
     // destroyed without close(): a failed job

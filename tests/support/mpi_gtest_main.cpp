@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // main() for GoogleTest binaries that run under mpirun: every rank runs every
-// test; only rank 0 prints; the exit code fails if any rank failed.
+// test; rank 0 prints the usual report, the other ranks print only their
+// failures (prefixed with the rank); the exit code fails if any rank failed.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -12,6 +13,25 @@ namespace volseg::testing {
 std::vector<std::string> arguments;
 }  // namespace volseg::testing
 
+namespace {
+
+class FailurePrinter : public ::testing::EmptyTestEventListener {
+ public:
+  explicit FailurePrinter(int rank) : rank_(rank) {}
+  void OnTestPartResult(const ::testing::TestPartResult& result) override {
+    if (!result.failed()) return;
+    const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::fprintf(stderr, "[rank %d] %s.%s: %s:%d: %s\n", rank_, test ? test->test_suite_name() : "?",
+                 test ? test->name() : "?", result.file_name() ? result.file_name() : "?", result.line_number(),
+                 result.summary());
+  }
+
+ private:
+  int rank_;
+};
+
+}  // namespace
+
 int main(int argc, char** argv) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
@@ -22,6 +42,7 @@ int main(int argc, char** argv) {
   if (rank != 0) {
     auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
     delete listeners.Release(listeners.default_result_printer());
+    listeners.Append(new FailurePrinter(rank));
   }
   int failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
   int any_failed = 0;

@@ -15,6 +15,10 @@
 
 namespace volseg::io {
 
+namespace twophase {
+struct Timing;
+}
+
 // A contiguous piece of a mapped extent: `count` values at `data`, which are
 // values [index, index + count) of the extent in packed x-fastest order.
 struct Run {
@@ -76,6 +80,9 @@ class VolumeReader {
   virtual bool collective() const { return false; }
   // What did the I/O ("OMPIO", "ROMIO", a library version), for reports.
   virtual std::string implementation() const { return backend_name(); }
+  // The two-phase engine's time breakdown of each read_all so far; null
+  // for backends that do not keep one.
+  virtual const std::vector<twophase::Timing>* collective_calls() const { return nullptr; }
 
   // Collective. Reports every error (seed 004: always check close).
   virtual void close() = 0;
@@ -105,6 +112,8 @@ class VolumeWriter {
 
   // As VolumeReader::collective(), for write_all.
   virtual bool collective() const { return false; }
+  // As VolumeReader::collective_calls(), for write_all.
+  virtual const std::vector<twophase::Timing>* collective_calls() const { return nullptr; }
 
   // Collective: flushes and closes on every rank and, only if every rank
   // succeeded, renames the temporary output to its final name. Throws on any

@@ -1,0 +1,678 @@
+// SPDX-License-Identifier: MIT
+// The two-phase engine; the algorithm is described in volseg/io/twophase.hpp.
+#include <fcntl.h>
+#include <mpi.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <numeric>
+
+#include "volseg/io/error.hpp"
+#include "volseg/io/twophase.hpp"
+
+namespace volseg::io::twophase {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Adds the wall time of fn to an accumulator.
+template <class Fn>
+void timed(double& total, Fn&& fn) {
+  const auto start = Clock::now();
+  fn();
+  total += seconds_since(start);
+}
+
+struct Piece {
+  std::uint64_t offset = 0, length = 0;
+  std::byte* memory = nullptr;
+};
+
+struct Request {
+  std::uint64_t offset = 0, length = 0;
+};
+
+// A piece of the collective buffer: file bytes [offset, offset+length) live
+// at buffer position `position`.
+struct Slot {
+  std::uint64_t offset = 0, length = 0, position = 0;
+};
+
+// Contiguous file I/O of one domain piece in one round.
+struct IoGroup {
+  std::vector<Slot> runs;  // coalesced, sorted, in one domain piece
+  bool sieve = false;
+  std::uint64_t begin() const { return runs.front().offset; }
+  std::uint64_t end() const { return runs.back().offset + runs.back().length; }
+};
+
+// A committed MPI datatype list that frees itself.
+class Types {
+ public:
+  Types() = default;
+  Types(const Types&) = delete;
+  Types& operator=(const Types&) = delete;
+  Types(Types&& other) noexcept : types_(std::move(other.types_)) {}
+  ~Types() {
+    for (auto& type : types_) MPI_Type_free(&type);
+  }
+  // An hindexed type of absolute addresses, for MPI_BOTTOM.
+  MPI_Datatype add(const std::vector<std::pair<const std::byte*, std::uint64_t>>& blocks) {
+    std::vector<int> lengths;
+    std::vector<MPI_Aint> addresses;
+    lengths.reserve(blocks.size());
+    addresses.reserve(blocks.size());
+    for (const auto& [address, length] : blocks) {
+      if (length > static_cast<std::uint64_t>(std::numeric_limits<int>::max()))
+        throw Error("twophase: a piece longer than 2 GiB in one round");
+      MPI_Aint at = 0;
+      check_mpi(MPI_Get_address(address, &at), "MPI_Get_address");
+      lengths.push_back(static_cast<int>(length));
+      addresses.push_back(at);
+    }
+    MPI_Datatype type;
+    check_mpi(MPI_Type_create_hindexed(static_cast<int>(blocks.size()), lengths.data(), addresses.data(), MPI_BYTE,
+                                       &type),
+              "MPI_Type_create_hindexed");
+    check_mpi(MPI_Type_commit(&type), "MPI_Type_commit");
+    types_.push_back(type);
+    return type;
+  }
+
+ private:
+  std::vector<MPI_Datatype> types_;
+};
+
+// An aggregator's items (pieces or requests, sorted by file offset) cut at
+// the edges of its rounds' windows and ordered by round, keeping file
+// order inside a round. Items may overlap (reads), so an item's tail can
+// belong to a later round than the next item's head: hence the stable sort,
+// not a cursor. Clients and the aggregator cut the same list the same way,
+// so the pieces of a round match one for one on both sides.
+struct Cut {
+  std::uint64_t round = 0;
+  std::size_t item = 0;
+  std::uint64_t skip = 0, length = 0, position = 0;  // position: in the round's buffer
+};
+
+template <class Item, class Coordinate>
+std::vector<Cut> cut_into_rounds(const std::vector<Item>& items, std::uint64_t first, std::uint64_t window,
+                                 Coordinate&& coordinate) {
+  std::vector<Cut> cuts;
+  cuts.reserve(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    std::uint64_t done = 0;
+    while (done < items[i].length) {
+      const std::uint64_t c = coordinate(items[i].offset + done) - first;
+      const std::uint64_t round = c / window;
+      const std::uint64_t n = std::min(items[i].length - done, (round + 1) * window - c);
+      cuts.push_back(Cut{round, i, done, n, c - round * window});
+      done += n;
+    }
+  }
+  std::stable_sort(cuts.begin(), cuts.end(), [](const Cut& a, const Cut& b) { return a.round < b.round; });
+  return cuts;
+}
+
+// Hands out the cuts of one round after another.
+class RoundCursor {
+ public:
+  explicit RoundCursor(std::vector<Cut> cuts = {}) : cuts_(std::move(cuts)) {}
+  template <class Emit>
+  void take(std::uint64_t round, Emit&& emit) {
+    for (; next_ < cuts_.size() && cuts_[next_].round == round; ++next_) emit(cuts_[next_]);
+  }
+
+ private:
+  std::vector<Cut> cuts_;
+  std::size_t next_ = 0;
+};
+
+// What one round moves.
+struct RoundPlan {
+  // Client side: my memory blocks per peer rank, in the peer's order.
+  std::vector<std::vector<std::pair<const std::byte*, std::uint64_t>>> mine;
+  // Aggregator side: buffer slots per client rank, in the client's order.
+  std::vector<std::vector<Slot>> theirs;
+  std::vector<IoGroup> io;
+  std::byte* buffer = nullptr;
+  // The exchange's arguments must outlive a non-blocking call.
+  Types types;
+  std::vector<int> send_counts, receive_counts, zeros;
+  std::vector<MPI_Datatype> send_types, receive_types;
+  std::vector<MPI_Request> requests;
+};
+
+bool sieve_group(const IoGroup& group, const Options& options) {
+  if (group.runs.size() < 2) return false;
+  if (options.sieving == Sieving::always) return true;
+  if (options.sieving == Sieving::never) return false;
+  // Seed 002 §6.3: the access's extent per run (run plus the gap after it)
+  // decides better than the share of useful bytes.
+  const std::uint64_t extent = (group.end() - group.begin()) / group.runs.size();
+  return extent < options.ds_threshold;
+}
+
+void pread_exact(int fd, std::byte* to, std::uint64_t length, std::uint64_t offset, const std::string& path,
+                 bool zero_past_end) {
+  while (length > 0) {
+    const ssize_t n = ::pread(fd, to, length, static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_errno("read", path);
+    }
+    if (n == 0) {
+      if (!zero_past_end)
+        throw Error(path + ": read past the end of the file at byte " + std::to_string(offset));
+      std::memset(to, 0, length);
+      return;
+    }
+    to += n;
+    offset += static_cast<std::uint64_t>(n);
+    length -= static_cast<std::uint64_t>(n);
+  }
+}
+
+void pwrite_exact(int fd, const std::byte* from, std::uint64_t length, std::uint64_t offset, const std::string& path) {
+  while (length > 0) {
+    const ssize_t n = ::pwrite(fd, from, length, static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_errno("write", path);
+    }
+    from += n;
+    offset += static_cast<std::uint64_t>(n);
+    length -= static_cast<std::uint64_t>(n);
+  }
+}
+
+// Aggregators in the order ROMIO picks them by default: the first rank of
+// every node, then the second of every node, and so on.
+std::vector<int> choose_aggregators(const Comm& comm, const Options& options, int& asked) {
+  const int size = comm.size();
+  if (!options.cb_config.empty()) {
+    for (int rank : options.cb_config)
+      if (rank >= size)
+        throw Error("twophase: cb_config names rank " + std::to_string(rank) + " but the job has " +
+                    std::to_string(size) + " rank(s)");
+    asked = static_cast<int>(options.cb_config.size());
+    return options.cb_config;
+  }
+  MPI_Comm node;
+  check_mpi(MPI_Comm_split_type(comm.get(), MPI_COMM_TYPE_SHARED, comm.rank(), MPI_INFO_NULL, &node),
+            "MPI_Comm_split_type");
+  int node_rank = 0, leader = comm.rank();
+  MPI_Comm_rank(node, &node_rank);
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node), "MPI_Allreduce");
+  MPI_Comm_free(&node);
+  std::array<int, 2> mine{node_rank, leader};
+  std::vector<int> all(2 * static_cast<std::size_t>(size));
+  check_mpi(MPI_Allgather(mine.data(), 2, MPI_INT, all.data(), 2, MPI_INT, comm.get()), "MPI_Allgather");
+  std::vector<int> order(static_cast<std::size_t>(size));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return std::pair(all[2 * a], all[2 * a + 1]) < std::pair(all[2 * b], all[2 * b + 1]);
+  });
+  int nodes = 0;
+  for (int r = 0; r < size; ++r) nodes += all[2 * static_cast<std::size_t>(r)] == 0;
+  asked = options.cb_nodes > 0 ? options.cb_nodes : nodes;
+  order.resize(static_cast<std::size_t>(std::min(asked, size)));  // more than ranks: clamped, reported
+  return order;
+}
+
+}  // namespace
+
+struct File::Impl {
+  Comm comm;
+  std::string path;
+  Mode mode;
+  Options options;
+  std::vector<int> aggregators;
+  int asked_aggregators = 0;
+  int me = -1;  // my aggregator index
+  int fd = -1;
+  PartitionContext context;
+  std::unique_ptr<Partitioner> partitioner;
+  std::string partition_used;
+  std::array<std::vector<std::byte>, 2> buffers;
+  Timing last, totals;
+
+  Impl(const Comm& parent, const std::string& file, Mode m, Options o)
+      : comm(parent.duplicate()), path(file), mode(m), options(std::move(o)) {
+    partitioner = make_partitioner(options.partition);
+    partition_used = partitioner->name();
+    collectively(comm, [&] { aggregators = choose_aggregators(comm, options, asked_aggregators); });
+    for (std::size_t a = 0; a < aggregators.size(); ++a)
+      if (aggregators[a] == comm.rank()) me = static_cast<int>(a);
+    std::array<std::uint64_t, 2> facts{0, 0};  // lock size, file size, from the first aggregator
+    collectively(comm, [&] {
+      if (me < 0) return;
+      fd = ::open(path.c_str(), (mode == Mode::read ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+      if (fd < 0) throw_errno("open", path);
+      struct stat st{};
+      if (::fstat(fd, &st) != 0) throw_errno("stat", path);
+      if (!S_ISREG(st.st_mode)) throw Error(path + " is not a regular file");
+      facts = {static_cast<std::uint64_t>(st.st_blksize), static_cast<std::uint64_t>(st.st_size)};
+    });
+    check_mpi(MPI_Bcast(facts.data(), 2, MPI_UINT64_T, aggregators[0], comm.get()), "MPI_Bcast");
+    context.aggregators = static_cast<int>(aggregators.size());
+    context.lock_size = options.lock_size ? options.lock_size : std::max<std::uint64_t>(facts[0], 1);
+    context.io_servers = options.io_servers;
+    context.file_size = facts[1];
+    context.realm_size = options.realm_size;
+    context.fs_profile = options.fs_profile;
+  }
+
+  ~Impl() {
+    if (fd >= 0) ::close(fd);
+  }
+
+  std::byte* buffer(std::uint64_t round) {
+    auto& chosen = buffers[round % 2];
+    if (chosen.size() < options.cb_buffer_size) chosen.resize(options.cb_buffer_size);
+    return chosen.data();
+  }
+
+  void collective(std::vector<Piece> pieces, Direction direction);
+};
+
+void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
+  const auto call_start = Clock::now();
+  Timing timing;
+  timing.calls = 1;
+  const int size = comm.size();
+  const std::uint64_t window = options.cb_buffer_size;
+  std::exception_ptr failure;  // an I/O error here still joins every round, then all ranks throw
+
+  // 1. Sort, and the aggregate access region.
+  std::uint64_t rounds = 0;
+  std::vector<std::vector<Piece>> to(aggregators.size());     // my pieces per aggregator index
+  std::vector<std::vector<Request>> from(static_cast<std::size_t>(size));  // requests to me per client
+  std::vector<std::uint64_t> first(aggregators.size(), 0);
+  FileDomains domains;
+  bool nothing = false;
+  timed(timing.requests, [&] {
+    std::erase_if(pieces, [](const Piece& p) { return p.length == 0; });
+    std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) { return a.offset < b.offset; });
+    std::array<std::uint64_t, 2> region{std::numeric_limits<std::uint64_t>::max(), std::numeric_limits<std::uint64_t>::max()};
+    for (const auto& piece : pieces) {
+      if (piece.offset > std::numeric_limits<std::uint64_t>::max() - piece.length)
+        throw Error("twophase: an access past 2^64 bytes");
+      region[0] = std::min(region[0], piece.offset);
+      region[1] = std::min(region[1], ~(piece.offset + piece.length));  // min of ~end: the largest end
+    }
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, region.data(), 2, MPI_UINT64_T, MPI_MIN, comm.get()), "MPI_Allreduce");
+    if (region[0] == std::numeric_limits<std::uint64_t>::max()) {
+      nothing = true;
+      return;
+    }
+    // 2. File domains, and my pieces cut at their boundaries.
+    domains = partitioner->partition(Region{region[0], ~region[1]}, direction, context);
+    partition_used = partitioner->chosen();
+    for (const auto& piece : pieces) {
+      std::uint64_t at = piece.offset;
+      const std::uint64_t end = piece.offset + piece.length;
+      while (at < end) {
+        const std::uint64_t stop = std::min(end, domains.piece_end(at));
+        to[static_cast<std::size_t>(domains.owner(at))].push_back(Piece{at, stop - at, piece.memory + (at - piece.offset)});
+        at = stop;
+      }
+    }
+    // 3. Each aggregator learns its requests.
+    std::vector<int> send_counts(static_cast<std::size_t>(size), 0), receive_counts(static_cast<std::size_t>(size));
+    std::vector<std::uint64_t> outgoing;
+    std::vector<int> send_displs(static_cast<std::size_t>(size), 0), receive_displs(static_cast<std::size_t>(size), 0);
+    {
+      std::vector<std::vector<std::uint64_t>> per_rank(static_cast<std::size_t>(size));
+      for (std::size_t a = 0; a < aggregators.size(); ++a)
+        for (const auto& piece : to[a]) {
+          per_rank[static_cast<std::size_t>(aggregators[a])].push_back(piece.offset);
+          per_rank[static_cast<std::size_t>(aggregators[a])].push_back(piece.length);
+        }
+      for (int r = 0; r < size; ++r) {
+        const auto& list = per_rank[static_cast<std::size_t>(r)];
+        if (outgoing.size() + list.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+          throw Error("twophase: more than 2^30 pieces in one collective call; split the call");
+        send_displs[static_cast<std::size_t>(r)] = static_cast<int>(outgoing.size());
+        send_counts[static_cast<std::size_t>(r)] = static_cast<int>(list.size());
+        outgoing.insert(outgoing.end(), list.begin(), list.end());
+      }
+    }
+    check_mpi(MPI_Alltoall(send_counts.data(), 1, MPI_INT, receive_counts.data(), 1, MPI_INT, comm.get()),
+              "MPI_Alltoall");
+    std::size_t incoming_total = 0;
+    for (int r = 0; r < size; ++r) {
+      receive_displs[static_cast<std::size_t>(r)] = static_cast<int>(incoming_total);
+      incoming_total += static_cast<std::size_t>(receive_counts[static_cast<std::size_t>(r)]);
+      if (incoming_total > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+        throw Error("twophase: more than 2^30 pieces for one aggregator in one call; split the call");
+    }
+    std::vector<std::uint64_t> incoming(incoming_total);
+    check_mpi(MPI_Alltoallv(outgoing.data(), send_counts.data(), send_displs.data(), MPI_UINT64_T, incoming.data(),
+                            receive_counts.data(), receive_displs.data(), MPI_UINT64_T, comm.get()),
+              "MPI_Alltoallv");
+    // 4. Where my domain's accessed part starts and ends; rounds for all.
+    std::array<std::uint64_t, 2> span{std::numeric_limits<std::uint64_t>::max(), 0};
+    for (int r = 0; r < size; ++r) {
+      auto& list = from[static_cast<std::size_t>(r)];
+      const auto* at = incoming.data() + receive_displs[static_cast<std::size_t>(r)];
+      for (int i = 0; i + 1 < receive_counts[static_cast<std::size_t>(r)]; i += 2) {
+        list.push_back(Request{at[i], at[i + 1]});
+        span[0] = std::min(span[0], domains.coordinate(me, at[i]));
+        span[1] = std::max(span[1], domains.coordinate(me, at[i] + at[i + 1] - 1) + 1);
+      }
+    }
+    std::vector<std::uint64_t> spans(2 * static_cast<std::size_t>(size));
+    check_mpi(MPI_Allgather(span.data(), 2, MPI_UINT64_T, spans.data(), 2, MPI_UINT64_T, comm.get()), "MPI_Allgather");
+    for (std::size_t a = 0; a < aggregators.size(); ++a) {
+      const std::uint64_t begin = spans[2 * static_cast<std::size_t>(aggregators[a])];
+      const std::uint64_t end = spans[2 * static_cast<std::size_t>(aggregators[a]) + 1];
+      first[a] = begin;
+      if (end > begin) rounds = std::max(rounds, (end - begin + window - 1) / window);
+    }
+  });
+  if (nothing) {
+    last = timing;
+    last.total = seconds_since(call_start);
+    totals.add(last);
+    return;
+  }
+  timing.rounds = rounds;
+
+  // My pieces cut per aggregator's rounds (client side), and the requests
+  // to me cut per my rounds (aggregator side).
+  std::vector<RoundCursor> client_cursors(aggregators.size()), aggregator_cursors(static_cast<std::size_t>(size));
+  timed(timing.requests, [&] {
+    for (std::size_t a = 0; a < aggregators.size(); ++a)
+      client_cursors[a] = RoundCursor(cut_into_rounds(to[a], first[a], window, [&](std::uint64_t x) {
+        return domains.coordinate(static_cast<int>(a), x);
+      }));
+    if (me >= 0)
+      for (int r = 0; r < size; ++r)
+        aggregator_cursors[static_cast<std::size_t>(r)] = RoundCursor(cut_into_rounds(
+            from[static_cast<std::size_t>(r)], first[static_cast<std::size_t>(me)], window,
+            [&](std::uint64_t x) { return domains.coordinate(me, x); }));
+  });
+  auto plan = [&](std::uint64_t round) {
+    auto p = std::make_unique<RoundPlan>();
+    p->mine.resize(static_cast<std::size_t>(size));
+    p->theirs.resize(static_cast<std::size_t>(size));
+    for (std::size_t a = 0; a < aggregators.size(); ++a) {
+      auto& blocks = p->mine[static_cast<std::size_t>(aggregators[a])];
+      client_cursors[a].take(round, [&](const Cut& cut) {
+        blocks.emplace_back(to[a][cut.item].memory + cut.skip, cut.length);
+      });
+    }
+    if (me >= 0) {
+      p->buffer = buffer(round);
+      std::vector<Slot> all;
+      for (int r = 0; r < size; ++r) {
+        auto& slots = p->theirs[static_cast<std::size_t>(r)];
+        const auto& requests = from[static_cast<std::size_t>(r)];
+        aggregator_cursors[static_cast<std::size_t>(r)].take(round, [&](const Cut& cut) {
+          slots.push_back(Slot{requests[cut.item].offset + cut.skip, cut.length, cut.position});
+        });
+        all.insert(all.end(), slots.begin(), slots.end());
+      }
+      // Coalesce (overlapping reads too) inside each domain piece.
+      std::sort(all.begin(), all.end(), [](const Slot& a, const Slot& b) { return a.offset < b.offset; });
+      std::uint64_t key = 0;
+      for (const auto& slot : all) {
+        const std::uint64_t slot_key = domains.piece_key(slot.offset);
+        if (!p->io.empty() && slot_key == key) {
+          auto& runs = p->io.back().runs;
+          Slot& tail = runs.back();
+          if (slot.offset <= tail.offset + tail.length) {
+            tail.length = std::max(tail.length, slot.offset + slot.length - tail.offset);
+          } else {
+            runs.push_back(slot);
+          }
+          continue;
+        }
+        key = slot_key;
+        p->io.push_back(IoGroup{{slot}, false});
+      }
+      for (auto& group : p->io) group.sieve = sieve_group(group, options);
+    }
+    return p;
+  };
+
+  // File I/O of a round on the aggregator. Errors are kept, not thrown, so
+  // this rank still joins every exchange.
+  auto guarded = [&](auto&& fn) {
+    if (failure) return;
+    try {
+      timed(timing.io, fn);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  };
+  auto read_in = [&](RoundPlan& p) {
+    guarded([&] {
+      for (const auto& group : p.io) {
+        if (group.runs.size() == 1) ++timing.contiguous;
+        else if (group.sieve) ++timing.sieved;
+        else ++timing.naive;
+        if (group.runs.size() == 1 || group.sieve) {
+          pread_exact(fd, p.buffer + group.runs.front().position, group.end() - group.begin(), group.begin(), path, false);
+          ++timing.io_calls;
+          timing.file_bytes += group.end() - group.begin();
+          continue;
+        }
+        for (const auto& run : group.runs) {
+          pread_exact(fd, p.buffer + run.position, run.length, run.offset, path, false);
+          ++timing.io_calls;
+          timing.file_bytes += run.length;
+        }
+      }
+    });
+  };
+  // Data sieving on writes reads the covering range first, so the holes
+  // between runs are written back unchanged.
+  auto read_holes = [&](RoundPlan& p) {
+    guarded([&] {
+      for (const auto& group : p.io) {
+        if (!group.sieve) continue;
+        pread_exact(fd, p.buffer + group.runs.front().position, group.end() - group.begin(), group.begin(), path, true);
+        ++timing.io_calls;
+        timing.file_bytes += group.end() - group.begin();
+      }
+    });
+  };
+  auto write_out = [&](RoundPlan& p) {
+    guarded([&] {
+      for (const auto& group : p.io) {
+        if (group.runs.size() == 1) ++timing.contiguous;
+        else if (group.sieve) ++timing.sieved;
+        else ++timing.naive;
+        if (group.runs.size() == 1 || group.sieve) {
+          pwrite_exact(fd, p.buffer + group.runs.front().position, group.end() - group.begin(), group.begin(), path);
+          ++timing.io_calls;
+          timing.file_bytes += group.end() - group.begin();
+          continue;
+        }
+        for (const auto& run : group.runs) {
+          pwrite_exact(fd, p.buffer + run.position, run.length, run.offset, path);
+          ++timing.io_calls;
+          timing.file_bytes += run.length;
+        }
+      }
+    });
+  };
+
+  // Posts round p's data exchange: clients to aggregators on writes,
+  // aggregators to clients on reads. Self-traffic is a memcpy.
+  const int my_rank = comm.rank();
+  auto post = [&](RoundPlan& p) {
+    timed(timing.exchange, [&] {
+      const bool writing = direction == Direction::write;
+      const auto& blocks = p.mine[static_cast<std::size_t>(my_rank)];
+      const auto& slots = p.theirs[static_cast<std::size_t>(my_rank)];
+      for (std::size_t i = 0; i < blocks.size() && i < slots.size(); ++i) {
+        std::byte* memory = const_cast<std::byte*>(blocks[i].first);  // written only on reads
+        if (writing) std::memcpy(p.buffer + slots[i].position, memory, blocks[i].second);
+        else std::memcpy(memory, p.buffer + slots[i].position, blocks[i].second);
+      }
+      std::vector<MPI_Datatype> memory_types(static_cast<std::size_t>(size), MPI_BYTE),
+          buffer_types(static_cast<std::size_t>(size), MPI_BYTE);
+      std::vector<int> memory_counts(static_cast<std::size_t>(size), 0), buffer_counts(static_cast<std::size_t>(size), 0);
+      for (int r = 0; r < size; ++r) {
+        if (r == my_rank) continue;
+        const auto& mine = p.mine[static_cast<std::size_t>(r)];
+        if (!mine.empty()) {
+          memory_types[static_cast<std::size_t>(r)] = p.types.add(mine);
+          memory_counts[static_cast<std::size_t>(r)] = 1;
+        }
+        const auto& theirs = p.theirs[static_cast<std::size_t>(r)];
+        if (!theirs.empty()) {
+          std::vector<std::pair<const std::byte*, std::uint64_t>> in_buffer;
+          in_buffer.reserve(theirs.size());
+          for (const auto& slot : theirs) in_buffer.emplace_back(p.buffer + slot.position, slot.length);
+          buffer_types[static_cast<std::size_t>(r)] = p.types.add(in_buffer);
+          buffer_counts[static_cast<std::size_t>(r)] = 1;
+        }
+      }
+      p.send_types = writing ? memory_types : buffer_types;
+      p.send_counts = writing ? memory_counts : buffer_counts;
+      p.receive_types = writing ? buffer_types : memory_types;
+      p.receive_counts = writing ? buffer_counts : memory_counts;
+      p.zeros.assign(static_cast<std::size_t>(size), 0);
+      if (options.exchange == Exchange::alltoallw) {
+        p.requests.resize(1);
+        check_mpi(MPI_Ialltoallw(MPI_BOTTOM, p.send_counts.data(), p.zeros.data(), p.send_types.data(), MPI_BOTTOM,
+                                 p.receive_counts.data(), p.zeros.data(), p.receive_types.data(), comm.get(),
+                                 p.requests.data()),
+                  "MPI_Ialltoallw");
+        return;
+      }
+      for (int r = 0; r < size; ++r) {
+        if (p.receive_counts[static_cast<std::size_t>(r)] == 0) continue;
+        p.requests.emplace_back();
+        check_mpi(MPI_Irecv(MPI_BOTTOM, 1, p.receive_types[static_cast<std::size_t>(r)], r, 0, comm.get(),
+                            &p.requests.back()),
+                  "MPI_Irecv");
+      }
+      for (int r = 0; r < size; ++r) {
+        if (p.send_counts[static_cast<std::size_t>(r)] == 0) continue;
+        p.requests.emplace_back();
+        check_mpi(MPI_Isend(MPI_BOTTOM, 1, p.send_types[static_cast<std::size_t>(r)], r, 0, comm.get(),
+                            &p.requests.back()),
+                  "MPI_Isend");
+      }
+    });
+  };
+  auto complete = [&](RoundPlan& p) {
+    timed(timing.exchange, [&] {
+      check_mpi(MPI_Waitall(static_cast<int>(p.requests.size()), p.requests.data(), MPI_STATUSES_IGNORE),
+                "MPI_Waitall");
+    });
+  };
+  auto planned = [&](std::uint64_t round) {
+    std::unique_ptr<RoundPlan> p;
+    timed(timing.requests, [&] { p = plan(round); });
+    return p;
+  };
+
+  // 5. The rounds, two buffers deep.
+  if (direction == Direction::read) {
+    auto current = planned(0);
+    read_in(*current);
+    for (std::uint64_t round = 0; round < rounds; ++round) {
+      post(*current);
+      std::unique_ptr<RoundPlan> next;
+      if (round + 1 < rounds) {
+        next = planned(round + 1);
+        read_in(*next);  // into the other buffer, while this round's exchange flies
+      }
+      complete(*current);
+      current = std::move(next);
+    }
+  } else {
+    auto current = planned(0);
+    read_holes(*current);
+    std::unique_ptr<RoundPlan> previous;
+    for (std::uint64_t round = 0; round < rounds; ++round) {
+      post(*current);
+      if (previous) write_out(*previous);  // the other buffer, while this round's exchange flies
+      std::unique_ptr<RoundPlan> next;
+      if (round + 1 < rounds) next = planned(round + 1);
+      complete(*current);
+      if (next) read_holes(*next);  // its buffer was written out above
+      previous = std::move(current);
+      current = std::move(next);
+    }
+    if (previous) write_out(*previous);
+  }
+  agree(comm, failure);
+  last = timing;
+  last.total = seconds_since(call_start);
+  totals.add(last);
+}
+
+File::File(const Comm& comm, const std::string& path, Mode mode, Options options)
+    : impl_(std::make_unique<Impl>(comm, path, mode, std::move(options))) {}
+
+File::~File() = default;
+
+void File::read_all(std::span<const Access> accesses) {
+  if (impl_->mode != Mode::read && impl_->mode != Mode::write) throw Error("twophase: file not open");
+  std::vector<Piece> pieces;
+  pieces.reserve(accesses.size());
+  for (const auto& access : accesses) pieces.push_back(Piece{access.offset, access.length, access.memory});
+  impl_->collective(std::move(pieces), Direction::read);
+}
+
+void File::write_all(std::span<const ConstAccess> accesses) {
+  if (impl_->mode != Mode::write) throw Error("twophase: " + impl_->path + " is open for reading only");
+  std::vector<Piece> pieces;
+  pieces.reserve(accesses.size());
+  for (const auto& access : accesses)  // the engine never writes through these
+    pieces.push_back(Piece{access.offset, access.length, const_cast<std::byte*>(access.memory)});
+  impl_->collective(std::move(pieces), Direction::write);
+}
+
+void File::sync() {
+  collectively(impl_->comm, [&] {
+    if (impl_->fd >= 0 && ::fdatasync(impl_->fd) != 0) throw_errno("fdatasync", impl_->path);
+  });
+}
+
+void File::close() {
+  collectively(impl_->comm, [&] {
+    const int fd = std::exchange(impl_->fd, -1);
+    if (fd >= 0 && ::close(fd) != 0) throw_errno("close", impl_->path);
+  });
+}
+
+const Timing& File::last_call() const { return impl_->last; }
+const Timing& File::totals() const { return impl_->totals; }
+const std::vector<int>& File::aggregators() const { return impl_->aggregators; }
+std::string File::partition() const { return impl_->partition_used; }
+const Options& File::options() const { return impl_->options; }
+std::uint64_t File::lock_size() const { return impl_->context.lock_size; }
+
+std::string File::describe() const {
+  const auto& o = impl_->options;
+  std::string text = "volseg two-phase: " + std::to_string(impl_->aggregators.size()) + " aggregator(s)";
+  if (impl_->asked_aggregators > static_cast<int>(impl_->aggregators.size()))
+    text += " (" + std::to_string(impl_->asked_aggregators) + " asked, clamped to the ranks)";
+  text += ", partition " + impl_->partition_used + ", lock " + std::to_string(impl_->context.lock_size) +
+          " B, buffer " + std::to_string(o.cb_buffer_size) + " B, exchange " +
+          (o.exchange == Exchange::alltoallw ? "alltoallw" : "p2p") + ", ds " +
+          (o.sieving == Sieving::always ? "always" : o.sieving == Sieving::never ? "never"
+                                                                                  : "below " + std::to_string(o.ds_threshold) + " B");
+  return text;
+}
+
+}  // namespace volseg::io::twophase
