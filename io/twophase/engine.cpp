@@ -47,12 +47,18 @@ struct Request {
 // at buffer position `position`.
 struct Slot {
   std::uint64_t offset = 0, length = 0, position = 0;
+  int source = -1;        // the client's rank
+  std::size_t index = 0;  // the client's piece of this round
 };
 
 // Contiguous file I/O of one domain piece in one round.
 struct IoGroup {
   std::vector<Slot> runs;  // coalesced, sorted, in one domain piece
   bool sieve = false;
+  std::size_t slots = 0;
+  // The aggregator's own piece, alone in the group: I/O goes straight
+  // between the file and the caller's memory, no buffer, no copy.
+  std::byte* direct = nullptr;
   std::uint64_t begin() const { return runs.front().offset; }
   std::uint64_t end() const { return runs.back().offset + runs.back().length; }
 };
@@ -107,22 +113,47 @@ struct Cut {
 };
 
 template <class Item, class Coordinate>
-std::vector<Cut> cut_into_rounds(const std::vector<Item>& items, std::uint64_t first, std::uint64_t window,
-                                 Coordinate&& coordinate) {
+std::vector<Cut> cut_into_rounds(const std::vector<Item>& items, const std::vector<std::uint64_t>& windows,
+                                 std::uint64_t window, Coordinate&& coordinate) {
   std::vector<Cut> cuts;
   cuts.reserve(items.size());
   for (std::size_t i = 0; i < items.size(); ++i) {
     std::uint64_t done = 0;
     while (done < items[i].length) {
-      const std::uint64_t c = coordinate(items[i].offset + done) - first;
-      const std::uint64_t round = c / window;
-      const std::uint64_t n = std::min(items[i].length - done, (round + 1) * window - c);
-      cuts.push_back(Cut{round, i, done, n, c - round * window});
+      const std::uint64_t c = coordinate(items[i].offset + done);
+      const auto after = std::upper_bound(windows.begin(), windows.end(), c);
+      if (after == windows.begin() || c - *std::prev(after) >= window)
+        throw Error("twophase: internal error: a requested byte outside every round's window");
+      const auto round = static_cast<std::uint64_t>(after - windows.begin() - 1);
+      const std::uint64_t start = windows[round];
+      const std::uint64_t n = std::min(items[i].length - done, start + window - c);
+      cuts.push_back(Cut{round, i, done, n, c - start});
       done += n;
     }
   }
   std::stable_sort(cuts.begin(), cuts.end(), [](const Cut& a, const Cut& b) { return a.round < b.round; });
   return cuts;
+}
+
+// The start coordinates of an aggregator's rounds: each window holds `window`
+// bytes of its domain and begins at the first requested byte at or after the
+// previous window's end.
+std::vector<std::uint64_t> place_windows(std::vector<std::pair<std::uint64_t, std::uint64_t>> spans,
+                                         std::uint64_t window) {
+  std::sort(spans.begin(), spans.end());
+  std::vector<std::uint64_t> starts;
+  std::uint64_t covered = 0;  // requested coordinates below this are in a window
+  std::size_t i = 0;
+  while (i < spans.size()) {
+    if (spans[i].second <= covered) {
+      ++i;
+      continue;
+    }
+    const std::uint64_t start = std::max(spans[i].first, covered);
+    starts.push_back(start);
+    covered = start + window;
+  }
+  return starts;
 }
 
 // Hands out the cuts of one round after another.
@@ -146,6 +177,7 @@ struct RoundPlan {
   // Aggregator side: buffer slots per client rank, in the client's order.
   std::vector<std::vector<Slot>> theirs;
   std::vector<IoGroup> io;
+  std::vector<char> self_direct;  // my own pieces served by direct I/O
   std::byte* buffer = nullptr;
   // The exchange's arguments must outlive a non-blocking call.
   Types types;
@@ -299,7 +331,7 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
   std::uint64_t rounds = 0;
   std::vector<std::vector<Piece>> to(aggregators.size());     // my pieces per aggregator index
   std::vector<std::vector<Request>> from(static_cast<std::size_t>(size));  // requests to me per client
-  std::vector<std::uint64_t> first(aggregators.size(), 0);
+  std::vector<std::vector<std::uint64_t>> windows(aggregators.size());  // round r's window starts, per aggregator
   FileDomains domains;
   bool nothing = false;
   timed(timing.requests, [&] {
@@ -362,24 +394,37 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
     check_mpi(MPI_Alltoallv(outgoing.data(), send_counts.data(), send_displs.data(), MPI_UINT64_T, incoming.data(),
                             receive_counts.data(), receive_displs.data(), MPI_UINT64_T, comm.get()),
               "MPI_Alltoallv");
-    // 4. Where my domain's accessed part starts and ends; rounds for all.
-    std::array<std::uint64_t, 2> span{std::numeric_limits<std::uint64_t>::max(), 0};
+    // 4. My rounds' windows: cb_buffer_size bytes of my domain each, placed
+    //    over the requested bytes only, so gaps between requests cost no
+    //    rounds. Every rank learns every aggregator's windows.
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> spans;  // requested coordinates [begin, end)
     for (int r = 0; r < size; ++r) {
       auto& list = from[static_cast<std::size_t>(r)];
       const auto* at = incoming.data() + receive_displs[static_cast<std::size_t>(r)];
       for (int i = 0; i + 1 < receive_counts[static_cast<std::size_t>(r)]; i += 2) {
         list.push_back(Request{at[i], at[i + 1]});
-        span[0] = std::min(span[0], domains.coordinate(me, at[i]));
-        span[1] = std::max(span[1], domains.coordinate(me, at[i] + at[i + 1] - 1) + 1);
+        const std::uint64_t c = domains.coordinate(me, at[i]);
+        spans.emplace_back(c, c + at[i + 1]);  // a request lies in one piece: coordinates run one for one
       }
     }
-    std::vector<std::uint64_t> spans(2 * static_cast<std::size_t>(size));
-    check_mpi(MPI_Allgather(span.data(), 2, MPI_UINT64_T, spans.data(), 2, MPI_UINT64_T, comm.get()), "MPI_Allgather");
+    const std::vector<std::uint64_t> my_windows = place_windows(std::move(spans), window);
+    int my_count = static_cast<int>(my_windows.size());
+    std::vector<int> window_counts(static_cast<std::size_t>(size)), window_displs(static_cast<std::size_t>(size));
+    check_mpi(MPI_Allgather(&my_count, 1, MPI_INT, window_counts.data(), 1, MPI_INT, comm.get()), "MPI_Allgather");
+    int all_count = 0;
+    for (int r = 0; r < size; ++r) {
+      window_displs[static_cast<std::size_t>(r)] = all_count;
+      all_count += window_counts[static_cast<std::size_t>(r)];
+    }
+    std::vector<std::uint64_t> all_windows(static_cast<std::size_t>(all_count));
+    check_mpi(MPI_Allgatherv(my_windows.data(), my_count, MPI_UINT64_T, all_windows.data(), window_counts.data(),
+                             window_displs.data(), MPI_UINT64_T, comm.get()),
+              "MPI_Allgatherv");
     for (std::size_t a = 0; a < aggregators.size(); ++a) {
-      const std::uint64_t begin = spans[2 * static_cast<std::size_t>(aggregators[a])];
-      const std::uint64_t end = spans[2 * static_cast<std::size_t>(aggregators[a]) + 1];
-      first[a] = begin;
-      if (end > begin) rounds = std::max(rounds, (end - begin + window - 1) / window);
+      const auto r = static_cast<std::size_t>(aggregators[a]);
+      windows[a].assign(all_windows.begin() + window_displs[r],
+                        all_windows.begin() + window_displs[r] + window_counts[r]);
+      rounds = std::max<std::uint64_t>(rounds, windows[a].size());
     }
   });
   if (nothing) {
@@ -395,13 +440,13 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
   std::vector<RoundCursor> client_cursors(aggregators.size()), aggregator_cursors(static_cast<std::size_t>(size));
   timed(timing.requests, [&] {
     for (std::size_t a = 0; a < aggregators.size(); ++a)
-      client_cursors[a] = RoundCursor(cut_into_rounds(to[a], first[a], window, [&](std::uint64_t x) {
+      client_cursors[a] = RoundCursor(cut_into_rounds(to[a], windows[a], window, [&](std::uint64_t x) {
         return domains.coordinate(static_cast<int>(a), x);
       }));
     if (me >= 0)
       for (int r = 0; r < size; ++r)
         aggregator_cursors[static_cast<std::size_t>(r)] = RoundCursor(cut_into_rounds(
-            from[static_cast<std::size_t>(r)], first[static_cast<std::size_t>(me)], window,
+            from[static_cast<std::size_t>(r)], windows[static_cast<std::size_t>(me)], window,
             [&](std::uint64_t x) { return domains.coordinate(me, x); }));
   });
   auto plan = [&](std::uint64_t round) {
@@ -421,7 +466,7 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
         auto& slots = p->theirs[static_cast<std::size_t>(r)];
         const auto& requests = from[static_cast<std::size_t>(r)];
         aggregator_cursors[static_cast<std::size_t>(r)].take(round, [&](const Cut& cut) {
-          slots.push_back(Slot{requests[cut.item].offset + cut.skip, cut.length, cut.position});
+          slots.push_back(Slot{requests[cut.item].offset + cut.skip, cut.length, cut.position, r, slots.size()});
         });
         all.insert(all.end(), slots.begin(), slots.end());
       }
@@ -438,12 +483,22 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
           } else {
             runs.push_back(slot);
           }
+          ++p->io.back().slots;
           continue;
         }
         key = slot_key;
-        p->io.push_back(IoGroup{{slot}, false});
+        p->io.push_back(IoGroup{{slot}, false, 1, nullptr});
       }
-      for (auto& group : p->io) group.sieve = sieve_group(group, options);
+      const int self = comm.rank();
+      p->self_direct.assign(p->theirs[static_cast<std::size_t>(self)].size(), 0);
+      for (auto& group : p->io) {
+        group.sieve = sieve_group(group, options);
+        const Slot& only = group.runs.front();
+        if (group.slots == 1 && only.source == self) {
+          group.direct = const_cast<std::byte*>(p->mine[static_cast<std::size_t>(self)][only.index].first);
+          p->self_direct[only.index] = 1;
+        }
+      }
     }
     return p;
   };
@@ -465,7 +520,8 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
         else if (group.sieve) ++timing.sieved;
         else ++timing.naive;
         if (group.runs.size() == 1 || group.sieve) {
-          pread_exact(fd, p.buffer + group.runs.front().position, group.end() - group.begin(), group.begin(), path, false);
+          std::byte* into = group.direct ? group.direct : p.buffer + group.runs.front().position;
+          pread_exact(fd, into, group.end() - group.begin(), group.begin(), path, false);
           ++timing.io_calls;
           timing.file_bytes += group.end() - group.begin();
           continue;
@@ -497,7 +553,8 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
         else if (group.sieve) ++timing.sieved;
         else ++timing.naive;
         if (group.runs.size() == 1 || group.sieve) {
-          pwrite_exact(fd, p.buffer + group.runs.front().position, group.end() - group.begin(), group.begin(), path);
+          const std::byte* out = group.direct ? group.direct : p.buffer + group.runs.front().position;
+          pwrite_exact(fd, out, group.end() - group.begin(), group.begin(), path);
           ++timing.io_calls;
           timing.file_bytes += group.end() - group.begin();
           continue;
@@ -520,6 +577,7 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
       const auto& blocks = p.mine[static_cast<std::size_t>(my_rank)];
       const auto& slots = p.theirs[static_cast<std::size_t>(my_rank)];
       for (std::size_t i = 0; i < blocks.size() && i < slots.size(); ++i) {
+        if (p.self_direct[i]) continue;
         std::byte* memory = const_cast<std::byte*>(blocks[i].first);  // written only on reads
         if (writing) std::memcpy(p.buffer + slots[i].position, memory, blocks[i].second);
         else std::memcpy(memory, p.buffer + slots[i].position, blocks[i].second);

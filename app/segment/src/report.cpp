@@ -12,11 +12,30 @@
 namespace volseg::segment {
 namespace {
 
+// Totals of the engine's calls and, per call, [requests, exchange, io, total]
+// seconds (seed 003 reads the I/O phase's share).
+nlohmann::json to_json(const std::vector<io::twophase::Timing>& calls) {
+  io::twophase::Timing sum;
+  nlohmann::json per_call = nlohmann::json::array();
+  for (const auto& call : calls) {
+    sum.add(call);
+    per_call.push_back({call.requests, call.exchange, call.io, call.total});
+  }
+  return {{"calls", sum.calls},          {"rounds", sum.rounds},       {"requests_s", sum.requests},
+          {"exchange_s", sum.exchange},  {"io_s", sum.io},             {"total_s", sum.total},
+          {"io_share", sum.total > 0 ? sum.io / sum.total : 0.0},     {"io_calls", sum.io_calls},
+          {"file_bytes", sum.file_bytes}, {"sieved", sum.sieved},      {"naive", sum.naive},
+          {"contiguous", sum.contiguous}, {"per_call_requests_exchange_io_total_s", per_call}};
+}
+
 nlohmann::json to_json(const RankTimes& t, int rank) {
-  return {{"rank", rank},          {"bricks", t.bricks},     {"open_s", t.open},
-          {"read_s", t.read},      {"compute_s", t.compute}, {"write_s", t.write},
-          {"wait_s", t.wait},      {"close_s", t.close},     {"total_s", t.total},
-          {"bytes_read", t.bytes_read}, {"bytes_written", t.bytes_written}};
+  nlohmann::json json = {{"rank", rank},          {"bricks", t.bricks},     {"open_s", t.open},
+                         {"read_s", t.read},      {"compute_s", t.compute}, {"write_s", t.write},
+                         {"wait_s", t.wait},      {"close_s", t.close},     {"total_s", t.total},
+                         {"bytes_read", t.bytes_read}, {"bytes_written", t.bytes_written}};
+  if (!t.read_calls.empty() || !t.write_calls.empty())
+    json["twophase"] = {{"read", to_json(t.read_calls)}, {"write", to_json(t.write_calls)}};
+  return json;
 }
 
 // Writes text to path through a temporary name, checking every step.

@@ -4,6 +4,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
 #include <cmath>
 #include <filesystem>
 #include <future>
@@ -213,34 +218,135 @@ void run_buffered(Job& job) {
   job.times.wait += timed([&] { job.times.write += pending_write.get(); });
 }
 
-// Collective backends (MPI-IO, PnetCDF, netCDF-4): every rank joins every
-// round of read_all/write_all, from the thread that initialised MPI, with an
-// empty list once its own bricks are done.
+// Runs tasks one after another on one thread, in the order they were
+// submitted: the collective calls of every rank then happen in the same
+// order, as MPI requires, while the caller's thread computes.
+class SerialWorker {
+ public:
+  SerialWorker() : thread_([this] { loop(); }) {}
+  SerialWorker(const SerialWorker&) = delete;
+  SerialWorker& operator=(const SerialWorker&) = delete;
+  ~SerialWorker() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    ready_.notify_one();
+    thread_.join();
+  }
+  // The task's result: its wall time in seconds, or its exception.
+  std::future<double> submit(std::function<void()> task) {
+    std::packaged_task<double()> packaged([task = std::move(task)] { return timed(task); });
+    auto future = packaged.get_future();
+    {
+      std::lock_guard lock(mutex_);
+      queue_.push_back(std::move(packaged));
+    }
+    ready_.notify_one();
+    return future;
+  }
+
+ private:
+  void loop() {
+    for (;;) {
+      std::packaged_task<double()> task;
+      {
+        std::unique_lock lock(mutex_);
+        ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        task = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      task();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::packaged_task<double()>> queue_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+// Collective backends (MPI-IO, PnetCDF, netCDF-4, twophase): every rank
+// joins every round of read_all/write_all, with an empty list once its own
+// bricks are done. With MPI_THREAD_MULTIPLE the calls run on one I/O thread,
+// reading round k+1 and writing round k-1 while round k is computed; the
+// I/O library is only ever entered from that thread. Otherwise they run in
+// turn on the thread that initialised MPI.
 void run_collective(Job& job) {
   const auto& bricks = job.bricks;
   long long mine = static_cast<long long>(bricks.size()), rounds = 0;
   check_mpi(MPI_Allreduce(&mine, &rounds, 1, MPI_LONG_LONG, MPI_MAX, job.comm.get()), "MPI_Allreduce");
+  int threading = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&threading);
+  const bool overlap = threading == MPI_THREAD_MULTIPLE;
   const std::size_t element = io::dtype_size(job.reader.info().dtype);
   const auto largest = static_cast<std::size_t>(job.layout.largest_brick_voxels());
-  std::vector<std::byte> input(largest * element);
-  std::vector<std::uint8_t> mask(largest);
-  for (long long round = 0; round < rounds; ++round) {
+  const int depth = overlap ? 2 : 1;
+  std::vector<std::vector<std::byte>> input(static_cast<std::size_t>(depth), std::vector<std::byte>(largest * element));
+  std::vector<std::vector<std::uint8_t>> mask(static_cast<std::size_t>(depth), std::vector<std::uint8_t>(largest));
+  auto extents_of = [&](long long round) {
     std::vector<io::Extent> extents;
     if (round < mine) extents.push_back(job.layout.brick(bricks[static_cast<std::size_t>(round)]));
-    void* input_pointer = input.data();
-    const void* mask_pointer = mask.data();
-    job.times.read += timed([&] { job.reader.read_all(extents, {&input_pointer, extents.size()}); });
-    if (extents.empty()) {
-      job.times.write += timed([&] { job.writer.write_all(extents, {}); });
-      continue;
-    }
+    return extents;
+  };
+  auto read = [&](long long round) {
+    auto extents = extents_of(round);
+    void* pointer = input[static_cast<std::size_t>(round % depth)].data();
+    job.reader.read_all(extents, {&pointer, extents.size()});
+  };
+  auto write = [&](long long round) {
+    auto extents = extents_of(round);
+    const void* pointer = mask[static_cast<std::size_t>(round % depth)].data();
+    job.writer.write_all(extents, {&pointer, extents.size()});
+  };
+  auto compute = [&](long long round) {
+    if (round >= mine) return;
+    const io::Extent extent = job.layout.brick(bricks[static_cast<std::size_t>(round)]);
     job.times.compute += timed([&] {
-      job.kernel.run(input.data(), extents[0].voxels(), false, mask.data(), job.stats);
+      job.kernel.run(input[static_cast<std::size_t>(round % depth)].data(), extent.voxels(), false,
+                     mask[static_cast<std::size_t>(round % depth)].data(), job.stats);
     });
-    job.times.write += timed([&] { job.writer.write_all(extents, {&mask_pointer, 1}); });
     ++job.times.bricks;
-    job.progress.advance(1, input_bytes(job, extents[0]));
+    job.progress.advance(1, input_bytes(job, extent));
+  };
+  if (!overlap) {
+    for (long long round = 0; round < rounds; ++round) {
+      job.times.read += timed([&] { read(round); });
+      compute(round);
+      job.times.write += timed([&] { write(round); });
+    }
+    return;
   }
+  SerialWorker worker;
+  std::vector<std::future<double>> reads, writes;  // by round
+  // Every submitted task is waited for, even when one fails, so no rank
+  // leaves a collective call behind.
+  std::exception_ptr failure;
+  auto wait = [&](std::future<double>& future, double& into) {
+    if (!future.valid()) return;
+    job.times.wait += timed([&] {
+      try {
+        into += future.get();
+      } catch (...) {
+        if (!failure) failure = std::current_exception();
+      }
+    });
+  };
+  reads.resize(static_cast<std::size_t>(rounds));
+  writes.resize(static_cast<std::size_t>(rounds));
+  if (rounds > 0) reads[0] = worker.submit([&] { read(0); });
+  for (long long round = 0; round < rounds; ++round) {
+    const auto r = static_cast<std::size_t>(round);
+    wait(reads[r], job.times.read);
+    if (round + 1 < rounds) reads[r + 1] = worker.submit([&, round] { read(round + 1); });
+    if (round >= 2) wait(writes[r - 2], job.times.write);  // its mask buffer is this round's
+    if (!failure) compute(round);
+    writes[r] = worker.submit([&, round] { write(round); });
+  }
+  for (auto& pending : writes) wait(pending, job.times.write);
+  if (failure) std::rethrow_exception(failure);
 }
 
 void reduce_stats(const Comm& comm, const Stats& local, Stats& global) {
@@ -261,6 +367,39 @@ void reduce_stats(const Comm& comm, const Stats& local, Stats& global) {
   global.max = global.valid ? max : 0;
 }
 
+// Every rank's list of two-phase call timings, on rank 0.
+std::vector<std::vector<io::twophase::Timing>> gather_calls(const Comm& comm,
+                                                             const std::vector<io::twophase::Timing>& mine) {
+  constexpr int fields = 11;
+  std::vector<double> flat;
+  for (const auto& t : mine)
+    flat.insert(flat.end(), {t.requests, t.exchange, t.io, t.total, static_cast<double>(t.calls),
+                             static_cast<double>(t.rounds), static_cast<double>(t.io_calls),
+                             static_cast<double>(t.file_bytes), static_cast<double>(t.sieved),
+                             static_cast<double>(t.naive), static_cast<double>(t.contiguous)});
+  int count = static_cast<int>(flat.size());
+  std::vector<int> counts(static_cast<std::size_t>(comm.size())), displs(static_cast<std::size_t>(comm.size()));
+  check_mpi(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm.get()), "MPI_Gather");
+  int total = 0;
+  for (int r = 0; r < comm.size(); ++r) {
+    displs[static_cast<std::size_t>(r)] = total;
+    total += counts[static_cast<std::size_t>(r)];
+  }
+  std::vector<double> all(comm.rank() == 0 ? static_cast<std::size_t>(total) : 0);
+  check_mpi(MPI_Gatherv(flat.data(), count, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, 0,
+                        comm.get()),
+            "MPI_Gatherv");
+  std::vector<std::vector<io::twophase::Timing>> result(comm.rank() == 0 ? static_cast<std::size_t>(comm.size()) : 0);
+  for (std::size_t r = 0; r < result.size(); ++r)
+    for (int i = 0; i < counts[r]; i += fields) {
+      const double* v = &all[static_cast<std::size_t>(displs[r] + i)];
+      auto u = [](double x) { return static_cast<std::uint64_t>(x); };
+      result[r].push_back(io::twophase::Timing{v[0], v[1], v[2], v[3], u(v[4]), u(v[5]), u(v[6]), u(v[7]), u(v[8]),
+                                               u(v[9]), u(v[10])});
+    }
+  return result;
+}
+
 std::vector<RankTimes> gather_times(const Comm& comm, const RankTimes& mine) {
   constexpr int fields = 10;
   double values[fields] = {mine.open,    mine.read,  mine.compute, mine.write,
@@ -272,7 +411,7 @@ std::vector<RankTimes> gather_times(const Comm& comm, const RankTimes& mine) {
   for (int r = 0; comm.rank() == 0 && r < comm.size(); ++r) {
     const double* v = &all[static_cast<std::size_t>(r * fields)];
     result.push_back(RankTimes{v[0], v[1], v[2], v[3], v[4], v[5], v[6], static_cast<std::uint64_t>(v[7]),
-                               static_cast<std::uint64_t>(v[8]), static_cast<std::int64_t>(v[9])});
+                               static_cast<std::uint64_t>(v[8]), static_cast<std::int64_t>(v[9]), {}, {}});
   }
   return result;
 }
@@ -362,7 +501,20 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
     result.stats.min = low;
     result.stats.max = high;
   }
+  if (const auto* calls = reader->collective_calls()) times.read_calls = *calls;
+  if (const auto* calls = writer->collective_calls()) times.write_calls = *calls;
   result.ranks = gather_times(comm, times);
+  const bool any_calls = !times.read_calls.empty() || !times.write_calls.empty();
+  bool calls_anywhere = false;
+  check_mpi(MPI_Allreduce(&any_calls, &calls_anywhere, 1, MPI_CXX_BOOL, MPI_LOR, comm.get()), "MPI_Allreduce");
+  if (calls_anywhere) {
+    auto reads = gather_calls(comm, times.read_calls);
+    auto writes = gather_calls(comm, times.write_calls);
+    for (std::size_t r = 0; r < result.ranks.size(); ++r) {
+      result.ranks[r].read_calls = std::move(reads[r]);
+      result.ranks[r].write_calls = std::move(writes[r]);
+    }
+  }
   double total = times.total;
   check_mpi(MPI_Allreduce(&total, &result.seconds, 1, MPI_DOUBLE, MPI_MAX, comm.get()), "MPI_Allreduce");
   if (!options.report.empty()) collectively(comm, [&] {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "volseg/io/comm.hpp"
+#include "volseg/io/twophase.hpp"
 #include "volseg/io/types.hpp"
 #include "volseg/segment/brick_layout.hpp"
 #include "volseg/segment/progress.hpp"
@@ -41,6 +42,8 @@ struct RankTimes {
   double open = 0, read = 0, compute = 0, write = 0, wait = 0, close = 0, total = 0;
   std::uint64_t bytes_read = 0, bytes_written = 0;
   std::int64_t bricks = 0;
+  // The two-phase engine's breakdown of every collective call (twophase).
+  std::vector<io::twophase::Timing> read_calls, write_calls;
 };
 
 struct SegmentResult {
