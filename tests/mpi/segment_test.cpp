@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <iterator>
+#include <tuple>
 #include <vector>
 
 #include "support/temp_dir.hpp"
@@ -82,7 +83,7 @@ TEST_F(Segment, EveryBackendAssignmentAndShapeGivesTheSameExactMask) {
     const std::uint64_t exact = datasets::shells_in_range(dims_, dtype, width_, lo_, hi_);
     ASSERT_GT(exact, 0u);
     std::vector<char> reference;
-    for (const std::string backend : {"posix", "mmap", "mmap-advise", "mpiio"}) {
+    for (const std::string backend : {"posix", "mmap", "mmap-advise", "mpiio", "twophase"}) {
       for (auto assignment : {segment::Assignment::block, segment::Assignment::cyclic, segment::Assignment::random}) {
         for (std::optional<io::Index3> brick :
              {std::optional<io::Index3>{}, std::optional<io::Index3>{io::Index3{7, 9, 11}},
@@ -118,15 +119,23 @@ TEST_F(Segment, EveryBackendAssignmentAndShapeGivesTheSameExactMask) {
   }
 }
 
+// twophase with every rank aggregating dealt 64-byte blocks through a
+// buffer smaller than a row.
+const std::vector<std::string> kDealt = {"cb_nodes=8", "partition=static-cyclic", "lock_size=64",
+                                         "cb_buffer_size=1000", "exchange=p2p"};
+
 TEST_F(Segment, EveryFormatAndEveryReaderGiveTheSameMask) {
   struct Input {
     std::string path;
     std::vector<std::pair<std::string, std::vector<std::string>>> readers;  // backend, hints
   };
   std::vector<Input> inputs = {
-      {make_shells_with("x_raw.nhdr", "posix", {}), {{"posix", {}}, {"mmap", {}}, {"mmap-advise", {}}, {"mpiio", {}}}},
-      {make_shells_with("x_cdf2.nc", "pnetcdf", {"format=cdf2"}), {{"pnetcdf", {}}, {"pnetcdf", {"nonblocking=1"}}}},
-      {make_shells_with("x_cdf5.nc", "pnetcdf", {"format=cdf5"}), {{"pnetcdf", {}}, {"pnetcdf", {"nonblocking=1"}}}},
+      {make_shells_with("x_raw.nhdr", "posix", {}),
+       {{"posix", {}}, {"mmap", {}}, {"mmap-advise", {}}, {"mpiio", {}}, {"twophase", {}}, {"twophase", kDealt}}},
+      {make_shells_with("x_cdf2.nc", "pnetcdf", {"format=cdf2"}),
+       {{"pnetcdf", {}}, {"pnetcdf", {"nonblocking=1"}}, {"twophase", {}}, {"twophase", kDealt}}},
+      {make_shells_with("x_cdf5.nc", "pnetcdf", {"format=cdf5"}),
+       {{"pnetcdf", {}}, {"pnetcdf", {"nonblocking=1"}}, {"twophase", {}}}},
       {make_shells_with("x_nc4.nc", "netcdf4", {}), {{"netcdf4", {}}, {"netcdf4", {"access=independent"}}}},
   };
   const std::uint64_t exact = datasets::shells_in_range(dims_, io::DType::i16, width_, lo_, hi_);
@@ -158,11 +167,15 @@ TEST_F(Segment, EveryFormatAndEveryReaderGiveTheSameMask) {
     }
   }
   // A mask in each NetCDF format, read back through its own backend.
-  for (const auto& [format, backend] : {std::pair{"cdf2", "pnetcdf"}, {"cdf5", "pnetcdf"}, {"netcdf4", "netcdf4"}}) {
-    SCOPED_TRACE(format);
+  // (twophase writes CDF masks through the variable's byte offset.)
+  for (const auto& [format, backend, writer] :
+       {std::tuple{"cdf2", "pnetcdf", "auto"}, {"cdf5", "pnetcdf", "auto"}, {"netcdf4", "netcdf4", "auto"},
+        {"cdf2", "pnetcdf", "twophase"}, {"cdf5", "pnetcdf", "twophase"}}) {
+    SCOPED_TRACE(std::string(format) + " written by " + writer);
     segment::SegmentOptions options;
     options.input = inputs[0].path;
-    options.output = dir_ / (std::string("x_mask_") + format + ".nc");
+    options.backend = writer;
+    options.output = dir_ / (std::string("x_mask_") + format + "_" + writer + ".nc");
     options.format = format;
     options.lo = lo_;
     options.hi = hi_;
