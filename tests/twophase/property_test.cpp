@@ -1,12 +1,32 @@
 // SPDX-License-Identifier: MIT
-// Property tests of the two-phase engine: random access lists, the same on
-// every rank (one seed), written and read through twophase::File and through
-// the references (pwrite/pread per piece, and MPI-IO's MPI_File_write_at),
-// for every partitioner x exchange x data-sieving mode, with random buffer
-// sizes (down to 7 bytes, far below a run), lock sizes, aggregator counts
-// (one, all, more than ranks) and explicit aggregator lists. Files are
-// pre-filled with a pattern so holes left by data sieving are checked, and
-// the last pieces reach past the pre-filled end so writes extend the file.
+// Property tests of the two-phase engine, on 1 to 5 ranks.
+//
+// Engine level (twophase::File): seeded random access lists, the same plan
+// on every rank (one seed), written through File::write_all and through two
+// references, plain pwrite per piece and MPI-IO's MPI_File_write_at per
+// piece; the three files must be byte-identical. The files are pre-filled
+// with a pattern, so the holes that data sieving reads and writes back must
+// keep their bytes, and part of every plan lies past the pre-filled end, so
+// writes extend the file (holes there read as zeros). Several write_all
+// calls go through one File (later calls overwrite earlier ones, and
+// persistent realms must serve every call). Random overlapping reads, some
+// duplicated within and across ranks, are checked against the file's bytes,
+// through a read-mode File and through the write-mode File just written.
+// The sweep: every partitioner x {alltoallw, p2p} x {ds=auto, always, never},
+// each with a buffer smaller than a run (7 or 13 bytes), a middling one and a
+// large one; lock sizes of 16 to 64 bytes so cyclic methods really deal
+// blocks (now and then 512 or the file's st_blksize); one aggregator, one per
+// rank, more than ranks (clamped: the aggregator count is checked), and an
+// explicit cb_config list out of rank order; ranks with nothing to do.
+//
+// Volume level (the registry's backends): random lists of non-overlapping
+// extents of a 13x17x19 volume, several dtypes (two of them byte-swapped),
+// written with twophase (every partitioner x exchange, varied hints) and
+// with posix and mpiio; data files and headers must be byte-identical and
+// equal to a model of the volume. Random overlapping extents read with
+// read_all through all three must equal the model.
+//
+// The seed is printed in every failure; run with --seed=N to try another.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -14,17 +34,25 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <numeric>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "support/temp_dir.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/hints.hpp"
+#include "volseg/io/nrrd.hpp"
+#include "volseg/io/registry.hpp"
 #include "volseg/io/twophase.hpp"
+
+namespace volseg::testing {
+extern std::vector<std::string> arguments;
+}
 
 using namespace volseg;
 using namespace volseg::io;
@@ -35,58 +63,39 @@ const char* kPartitions[] = {"even", "aligned", "static-cyclic", "group-cyclic",
 const char* kExchanges[] = {"alltoallw", "p2p"};
 const char* kSieving[] = {"auto", "always", "never"};
 
-struct Piece {
-  std::uint64_t offset = 0, length = 0, memory = 0;  // memory: offset in the rank's buffer
-};
-
-// One rank's part of a random plan.
-struct Plan {
-  std::vector<Piece> pieces;
-  std::uint64_t memory_size = 0;
-};
-
-std::byte pattern(std::uint64_t seed, std::uint64_t i) {
-  return static_cast<std::byte>((i * 2654435761u + seed * 97 + (i >> 8)) & 0xff);
+// --seed=N, else a fixed seed; the same on every rank (mpirun passes the
+// same arguments), so every rank draws the same plan.
+std::uint64_t base_seed() {
+  for (const auto& argument : volseg::testing::arguments)
+    if (argument.rfind("--seed=", 0) == 0) return std::stoull(argument.substr(7));
+  return 20261122;
 }
 
-// Non-overlapping pieces tiling part of [0, span): each goes to a random
-// rank or stays a hole; lists are shuffled (the engine must sort) and laid
-// out in memory out of order, with gaps.
-std::vector<Plan> random_writes(std::mt19937_64& random, int ranks, std::uint64_t span, std::uint64_t longest) {
-  std::vector<Plan> plans(static_cast<std::size_t>(ranks));
-  const int idle = ranks > 1 ? static_cast<int>(random() % static_cast<unsigned>(ranks)) : -1;  // a rank with nothing
-  std::uint64_t at = random() % 64;
-  while (at < span) {
-    const std::uint64_t length = 1 + random() % longest;
-    const int owner = static_cast<int>(random() % static_cast<unsigned>(ranks + 1));  // ranks: a hole
-    if (owner < ranks && owner != idle) plans[static_cast<std::size_t>(owner)].pieces.push_back(Piece{at, length, 0});
-    at += length;
-  }
-  for (auto& plan : plans) {
-    std::shuffle(plan.pieces.begin(), plan.pieces.end(), random);
-    for (auto& piece : plan.pieces) {
-      plan.memory_size += random() % 5;  // gaps in memory
-      piece.memory = plan.memory_size;
-      plan.memory_size += piece.length;
-    }
-  }
-  return plans;
+// True on every rank when every rank has passed so far: lets a sweep stop
+// after its first failing case on all ranks together (no rank left waiting
+// in a collective call), and keeps the report short.
+bool everyone_passed(const Comm& comm) {
+  int failed = ::testing::Test::HasFailure() ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, comm.get());
+  return failed == 0;
 }
 
-// Overlapping reads anywhere in [0, size).
-std::vector<Plan> random_reads(std::mt19937_64& random, int ranks, std::uint64_t size, std::uint64_t longest) {
-  std::vector<Plan> plans(static_cast<std::size_t>(ranks));
-  for (int r = 0; r < ranks; ++r) {
-    auto& plan = plans[static_cast<std::size_t>(r)];
-    const int count = r == ranks - 1 && ranks > 1 ? 0 : static_cast<int>(random() % 40);
-    for (int i = 0; i < count; ++i) {
-      const std::uint64_t length = 1 + random() % std::min(longest, size);
-      const std::uint64_t offset = random() % (size - length + 1);
-      plan.pieces.push_back(Piece{offset, length, plan.memory_size});
-      plan.memory_size += length + random() % 3;
-    }
+// "" when equal, else where the first difference is (a short message, not
+// two dumps of a whole file).
+std::string difference(const std::vector<std::byte>& got, const std::vector<std::byte>& want) {
+  const std::size_t common = std::min(got.size(), want.size());
+  std::size_t i = 0;
+  while (i < common && got[i] == want[i]) ++i;
+  if (i == common && got.size() == want.size()) return "";
+  std::ostringstream text;
+  text << "sizes " << got.size() << " and " << want.size();
+  if (i < common) {
+    std::size_t differing = 0;
+    for (std::size_t j = i; j < common; ++j) differing += got[j] != want[j];
+    text << ", first difference at byte " << i << " (" << std::to_integer<int>(got[i]) << " instead of "
+         << std::to_integer<int>(want[i]) << "), " << differing << " byte(s) differ";
   }
-  return plans;
+  return text.str();
 }
 
 std::vector<std::byte> slurp(const std::string& path) {
@@ -97,145 +106,945 @@ std::vector<std::byte> slurp(const std::string& path) {
   return result;
 }
 
+std::byte pattern(std::uint64_t seed, std::uint64_t i) {
+  std::uint64_t h = (i + 1) * 0x9e3779b97f4a7c15ull ^ (seed * 0xbf58476d1ce4e5b9ull);
+  h ^= h >> 29;
+  return static_cast<std::byte>((h * 0x94d049bb133111ebull) >> 56);
+}
+
+// ---------------------------------------------------------------------------
+// Engine level.
+
+struct Piece {
+  std::uint64_t offset = 0, length = 0, memory = 0;  // memory: offset in the rank's buffer
+};
+
+// One rank's part of one collective call.
+struct Plan {
+  std::vector<Piece> pieces;
+  std::uint64_t memory_size = 0;
+};
+
+// Lays a rank's pieces out in memory in list order, with gaps.
+void lay_out(std::mt19937_64& random, Plan& plan) {
+  for (auto& piece : plan.pieces) {
+    plan.memory_size += random() % 5;
+    piece.memory = plan.memory_size;
+    plan.memory_size += piece.length;
+  }
+}
+
+// Non-overlapping pieces tiling part of [start, span): each goes to a random
+// rank or stays a hole; one rank (when there are several) gets nothing; the
+// last piece, which reaches span, always has a writer. Lists are shuffled
+// (the engine must sort), and a few zero-length pieces are sprinkled in.
+std::vector<Plan> random_writes(std::mt19937_64& random, int ranks, std::uint64_t span, std::uint64_t longest) {
+  std::vector<Plan> plans(static_cast<std::size_t>(ranks));
+  const int idle = ranks > 1 ? static_cast<int>(random() % static_cast<unsigned>(ranks)) : -1;
+  auto writer = [&] {
+    int owner = static_cast<int>(random() % static_cast<unsigned>(ranks));
+    if (owner == idle) owner = (owner + 1) % ranks;
+    return owner;
+  };
+  std::uint64_t at = random() % 64;
+  while (at < span) {
+    const std::uint64_t length = 1 + random() % longest;
+    const bool last = at + length >= span;
+    const bool hole = !last && random() % 4 == 0;
+    if (!hole) plans[static_cast<std::size_t>(writer())].pieces.push_back(Piece{at, length, 0});
+    at += length;
+  }
+  for (int r = 0; r < ranks; ++r) {
+    auto& plan = plans[static_cast<std::size_t>(r)];
+    if (r != idle && random() % 3 == 0) plan.pieces.push_back(Piece{random() % span, 0, 0});
+    std::shuffle(plan.pieces.begin(), plan.pieces.end(), random);
+    lay_out(random, plan);
+  }
+  return plans;
+}
+
+// Overlapping reads anywhere in [0, size): random pieces, some of them
+// copies of another rank's or of the rank's own, one rank (now and then)
+// with nothing, some zero-length.
+std::vector<Plan> random_reads(std::mt19937_64& random, int ranks, std::uint64_t size, std::uint64_t longest) {
+  std::vector<Plan> plans(static_cast<std::size_t>(ranks));
+  const int idle = ranks > 1 && random() % 2 ? static_cast<int>(random() % static_cast<unsigned>(ranks)) : -1;
+  for (int r = 0; r < ranks; ++r) {
+    auto& plan = plans[static_cast<std::size_t>(r)];
+    if (r == idle) continue;
+    const int count = 1 + static_cast<int>(random() % 30);
+    for (int i = 0; i < count; ++i) {
+      const auto choice = random() % 10;
+      if (choice == 0 && !plan.pieces.empty()) {  // the same bytes twice in one list
+        plan.pieces.push_back(plan.pieces[random() % plan.pieces.size()]);
+      } else if (choice == 1 && r > 0 && !plans[0].pieces.empty()) {  // what rank 0 reads
+        plan.pieces.push_back(plans[0].pieces[random() % plans[0].pieces.size()]);
+      } else if (choice == 2) {
+        plan.pieces.push_back(Piece{random() % size, 0, 0});
+      } else {
+        const std::uint64_t length = 1 + random() % std::min(longest, size);
+        plan.pieces.push_back(Piece{random() % (size - length + 1), length, 0});
+      }
+    }
+    lay_out(random, plan);
+  }
+  return plans;
+}
+
+// One configuration of the engine, as hints (so Options::from_hints is
+// exercised too), and what its aggregator list must be.
+struct Config {
+  std::vector<std::string> hints;
+  std::string partition, sieving, fs_profile;
+  std::uint64_t lock_size = 0;  // 0: the file's st_blksize
+  std::vector<int> expected_aggregators;  // exact list, when cb_config names it
+  std::size_t expected_count = 0;
+  bool clamped = false;
+  std::string text;
+};
+
+Config make_config(std::mt19937_64& random, int size, const std::string& partition, const std::string& exchange,
+                   const std::string& sieving, std::uint64_t buffer, int nodes_mode) {
+  Config config;
+  config.partition = partition;
+  config.sieving = sieving;
+  static const std::uint64_t locks[] = {16, 32, 64, 16, 48, 64, 512, 0};  // 0: the file's st_blksize
+  static const char* profiles[] = {"local", "gpfs", "lustre"};
+  config.lock_size = locks[random() % std::size(locks)];
+  config.hints = {"partition=" + partition,
+                  "exchange=" + exchange,
+                  "ds=" + sieving,
+                  "cb_buffer_size=" + std::to_string(buffer),
+                  "lock_size=" + std::to_string(config.lock_size),
+                  "io_servers=" + std::to_string(1 + random() % 4)};
+  config.fs_profile = profiles[random() % 3];
+  config.hints.push_back("fs_profile=" + config.fs_profile);
+  config.hints.push_back("ds_threshold=" + std::to_string(random() % 300));
+  if (random() % 3 == 0) config.hints.push_back("realm_size=" + std::to_string(1 + random() % 2000));
+  switch (nodes_mode) {
+    case 0:  // a single aggregator
+      config.hints.push_back("cb_nodes=1");
+      config.expected_count = 1;
+      break;
+    case 1:  // every rank
+      config.hints.push_back("cb_nodes=" + std::to_string(size));
+      config.expected_count = static_cast<std::size_t>(size);
+      break;
+    case 2:  // more than ranks: clamped
+      config.hints.push_back("cb_nodes=" + std::to_string(size + 3));
+      config.expected_count = static_cast<std::size_t>(size);
+      config.clamped = true;
+      break;
+    default: {  // an explicit list, out of rank order
+      std::vector<int> ranks(static_cast<std::size_t>(size));
+      std::iota(ranks.begin(), ranks.end(), 0);
+      std::shuffle(ranks.begin(), ranks.end(), random);
+      ranks.resize(1 + random() % static_cast<std::size_t>(size));
+      std::string list;
+      for (int r : ranks) list += (list.empty() ? "" : ",") + std::to_string(r);
+      config.hints.push_back("cb_config=" + list);
+      config.expected_aggregators = ranks;
+      config.expected_count = ranks.size();
+      break;
+    }
+  }
+  for (const auto& hint : config.hints) config.text += hint + " ";
+  return config;
+}
+
+twophase::Options options_of(const Config& config) {
+  const Hints hints = Hints::parse(config.hints);
+  auto options = twophase::Options::from_hints(hints);
+  hints.reject_unused("twophase");
+  return options;
+}
+
+// What the engine's I/O decisions were, summed over a sweep.
+struct Decisions {
+  std::uint64_t sieved = 0, naive = 0, contiguous = 0, rounds = 0;
+};
+
 class TwoPhase : public ::testing::Test {
  protected:
   TwoPhase() : comm_(MPI_COMM_WORLD), dir_(MPI_COMM_WORLD) {}
-  std::string path(const std::string& name) const { return (dir_.path() / name).string(); }
+  std::string path(const std::string& name) const { return dir_ / name; }
 
   // Rank 0 writes `size` pattern bytes to each file; everyone waits.
   void prefill(const std::vector<std::string>& files, std::uint64_t size, std::uint64_t seed) {
-    if (comm_.rank() == 0)
+    if (comm_.rank() == 0) {
+      std::vector<std::byte> bytes(size);
+      for (std::uint64_t i = 0; i < size; ++i) bytes[i] = pattern(seed, i);
       for (const auto& file : files) {
-        std::vector<std::byte> bytes(size);
-        for (std::uint64_t i = 0; i < size; ++i) bytes[i] = pattern(seed + 7, i);
         std::ofstream out(file, std::ios::binary | std::ios::trunc);
         out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(size));
-        ASSERT_TRUE(out.good());
+        EXPECT_TRUE(out.good()) << file;
       }
+    }
     comm_.barrier();
   }
 
-  twophase::Options options(std::mt19937_64& random, const std::string& partition, const std::string& exchange,
-                            const std::string& sieving) {
-    const std::uint64_t buffers[] = {7, 64, 1000, 1u << 20};
-    const std::uint64_t locks[] = {16, 64, 512};
-    const int nodes[] = {1, comm_.size(), comm_.size() + 3};
-    const char* profiles[] = {"local", "gpfs", "lustre"};
-    Hints hints = Hints::parse({"partition=" + partition, "exchange=" + exchange, "ds=" + sieving,
-                                "cb_buffer_size=" + std::to_string(buffers[random() % 4]),
-                                "lock_size=" + std::to_string(locks[random() % 3]),
-                                "cb_nodes=" + std::to_string(nodes[random() % 3]),
-                                "io_servers=" + std::to_string(1 + random() % 3),
-                                "fs_profile=" + std::string(profiles[random() % 3]),
-                                "ds_threshold=" + std::to_string(random() % 200)});
-    auto result = twophase::Options::from_hints(hints);
-    hints.reject_unused("twophase");
-    return result;
+  // ds=never never sieves; ds=always never falls back to one call per run.
+  void check_decisions(const twophase::File& file, const Config& config, Decisions& decisions,
+                       const std::string& what) {
+    const twophase::Timing& totals = file.totals();
+    if (config.sieving == "never") {
+      EXPECT_EQ(totals.sieved, 0u) << "ds=never sieved: " << what;
+    }
+    if (config.sieving == "always") {
+      EXPECT_EQ(totals.naive, 0u) << "ds=always wrote run by run: " << what;
+    }
+    decisions.sieved += totals.sieved;
+    decisions.naive += totals.naive;
+    decisions.contiguous += totals.contiguous;
+    decisions.rounds += totals.rounds;
+  }
+
+  void check_aggregators(const twophase::File& file, const Config& config, const std::string& what) {
+    EXPECT_EQ(file.aggregators().size(), config.expected_count) << what;
+    if (!config.expected_aggregators.empty()) {
+      EXPECT_EQ(file.aggregators(), config.expected_aggregators) << what;
+    }
+    std::vector<int> sorted = file.aggregators();
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << "an aggregator twice: " << what;
+    for (int rank : sorted) {
+      EXPECT_GE(rank, 0) << what;
+      EXPECT_LT(rank, comm_.size()) << what;
+    }
+    EXPECT_EQ(file.describe().find("clamped") != std::string::npos, config.clamped) << file.describe() << ": " << what;
+    if (config.lock_size) {
+      EXPECT_EQ(file.lock_size(), config.lock_size) << what;
+    } else {
+      EXPECT_GT(file.lock_size(), 0u) << "lock_size=0 should become the file's st_blksize: " << what;
+    }
+  }
+
+  // What File::partition() must name after a call in `direction`.
+  static std::string partition_used(const Config& config, twophase::Direction direction) {
+    if (config.partition != "auto") return config.partition;
+    if (config.fs_profile == "local") return "auto:even";
+    if (config.fs_profile == "gpfs") return "auto:aligned";
+    return direction == twophase::Direction::write ? "auto:group-cyclic" : "auto:aligned";
+  }
+
+  // Reads `plans` (this rank's part) through `file` and compares with `bytes`.
+  void check_reads(twophase::File& file, const Plan& mine, const std::vector<std::byte>& bytes,
+                   const std::string& what) {
+    std::vector<std::byte> got(mine.memory_size, std::byte{0xEE});
+    std::vector<twophase::Access> accesses;
+    for (const auto& piece : mine.pieces) accesses.push_back({piece.offset, piece.length, got.data() + piece.memory});
+    file.read_all(accesses);
+    for (const auto& piece : mine.pieces) {
+      if (piece.length == 0) continue;
+      if (piece.offset + piece.length > bytes.size()) {
+        ADD_FAILURE() << "a read past the expected file end in the plan: " << what;
+        return;
+      }
+      if (std::memcmp(got.data() + piece.memory, bytes.data() + piece.offset, piece.length) != 0) {
+        ADD_FAILURE() << "read of [" << piece.offset << ", +" << piece.length << ") differs from the file: " << what
+                      << " (" << mine.pieces.size() << " pieces on this rank)";
+        return;
+      }
+    }
+    // Memory between pieces is untouched.
+    std::vector<char> covered(mine.memory_size, 0);
+    for (const auto& piece : mine.pieces)
+      std::fill_n(covered.begin() + static_cast<std::ptrdiff_t>(piece.memory), piece.length, 1);
+    for (std::size_t i = 0; i < covered.size(); ++i)
+      if (!covered[i] && got[i] != std::byte{0xEE}) {
+        ADD_FAILURE() << "read_all wrote memory byte " << i << " outside every piece: " << what;
+        return;
+      }
+  }
+
+  // One case: `calls` write_all calls of random plans through twophase, pwrite
+  // and MPI-IO, then reads.
+  void run_case(std::mt19937_64& random, const Config& write_config, const Config& read_config, std::uint64_t span,
+                std::uint64_t longest, int calls, Decisions& decisions, const std::string& what) {
+    const int rank = comm_.rank(), size = comm_.size();
+    const std::string ours = path("ours"), posix = path("posix"), mpiio = path("mpiio");
+    // Between half the span and all of it is there before; the rest is new.
+    const std::uint64_t prefilled = span / 2 + random() % (span / 2 + 1);
+    prefill({ours, posix, mpiio}, prefilled, random());
+
+    // Every call's plans (all ranks draw them all) and this rank's memory.
+    std::vector<std::vector<Plan>> plans;
+    std::vector<std::vector<std::byte>> memory;
+    for (int call = 0; call < calls; ++call) {
+      const auto kind = random() % 8;
+      if (kind == 0 && call > 0) {
+        plans.emplace_back(static_cast<std::size_t>(size));  // nobody writes anything
+      } else if (kind == 1) {  // one rank writes everything
+        auto all = random_writes(random, 1, span, longest);
+        plans.emplace_back(static_cast<std::size_t>(size));
+        plans.back()[random() % static_cast<std::size_t>(size)] = all[0];
+      } else {
+        const std::uint64_t call_span = call == 0 ? span : span / 2 + random() % (span / 2 + 1);
+        plans.push_back(random_writes(random, size, call_span, longest));
+      }
+      const auto& mine = plans.back()[static_cast<std::size_t>(rank)];
+      memory.emplace_back(mine.memory_size);
+      const std::uint64_t salt = random();
+      for (std::uint64_t i = 0; i < mine.memory_size; ++i)
+        memory.back()[i] = pattern(salt + static_cast<std::uint64_t>(rank) * 7919, i);
+    }
+
+    // Reference 1: pwrite per piece; a barrier between calls orders them.
+    for (int call = 0; call < calls; ++call) {
+      const int fd = ::open(posix.c_str(), O_WRONLY);
+      EXPECT_GE(fd, 0) << posix;
+      if (fd >= 0) {
+        for (const auto& piece : plans[static_cast<std::size_t>(call)][static_cast<std::size_t>(rank)].pieces)
+          EXPECT_EQ(::pwrite(fd, memory[static_cast<std::size_t>(call)].data() + piece.memory, piece.length,
+                             static_cast<off_t>(piece.offset)),
+                    static_cast<ssize_t>(piece.length));
+        ::close(fd);
+      }
+      comm_.barrier();
+    }
+    // Reference 2: MPI-IO, MPI_File_write_at per piece; sync-barrier-sync
+    // between calls (MPI's consistency rule for overlapping writes).
+    {
+      MPI_File file;
+      EXPECT_EQ(MPI_File_open(comm_.get(), mpiio.c_str(), MPI_MODE_WRONLY, MPI_INFO_NULL, &file), MPI_SUCCESS);
+      for (int call = 0; call < calls; ++call) {
+        for (const auto& piece : plans[static_cast<std::size_t>(call)][static_cast<std::size_t>(rank)].pieces)
+          EXPECT_EQ(MPI_File_write_at(file, static_cast<MPI_Offset>(piece.offset),
+                                      memory[static_cast<std::size_t>(call)].data() + piece.memory,
+                                      static_cast<int>(piece.length), MPI_BYTE, MPI_STATUS_IGNORE),
+                    MPI_SUCCESS);
+        MPI_File_sync(file);
+        comm_.barrier();
+        MPI_File_sync(file);
+      }
+      EXPECT_EQ(MPI_File_close(&file), MPI_SUCCESS);
+    }
+    comm_.barrier();
+    const auto expected = slurp(posix);
+    {
+      const auto other = difference(slurp(mpiio), expected);
+      EXPECT_EQ(other, "") << "MPI-IO and pwrite disagree (a broken reference, not the engine): " << what;
+    }
+
+    // The engine: one File, every call, then reads through the same File.
+    const auto reads = random_reads(random, size, expected.size(), 1 + random() % 400);
+    {
+      twophase::File file(comm_, ours, twophase::Mode::write, options_of(write_config));
+      check_aggregators(file, write_config, what);
+      for (int call = 0; call < calls; ++call) {
+        std::vector<twophase::ConstAccess> accesses;
+        const auto* base = memory[static_cast<std::size_t>(call)].data();
+        for (const auto& piece : plans[static_cast<std::size_t>(call)][static_cast<std::size_t>(rank)].pieces)
+          accesses.push_back({piece.offset, piece.length, base + piece.memory});
+        file.write_all(accesses);
+        EXPECT_EQ(file.last_call().calls, 1u) << what;
+      }
+      // The first call always writes something (random_writes gives the last piece a writer).
+      EXPECT_EQ(file.partition(), partition_used(write_config, twophase::Direction::write)) << what;
+      EXPECT_EQ(file.totals().calls, static_cast<std::uint64_t>(calls)) << what;
+      check_reads(file, reads[static_cast<std::size_t>(rank)], expected, what + " (read through the write-mode File)");
+      EXPECT_EQ(file.partition(), partition_used(write_config, twophase::Direction::read)) << what;
+      check_decisions(file, write_config, decisions, what);
+      file.close();
+    }
+    comm_.barrier();
+    {
+      const auto ours_bytes = slurp(ours);
+      const auto differs = difference(ours_bytes, expected);
+      EXPECT_EQ(differs, "") << "twophase write_all differs from pwrite and MPI-IO: " << what;
+    }
+
+    // Overlapping reads through a read-mode File with other options.
+    const auto more = random_reads(random, size, expected.size(), 1 + random() % 400);
+    twophase::File file(comm_, ours, twophase::Mode::read, options_of(read_config));
+    check_aggregators(file, read_config, what + " (reader)");
+    check_reads(file, more[static_cast<std::size_t>(rank)], expected,
+                what + " (read-mode File: " + read_config.text + ")");
+    // And a second read call on the same File: persistent realms again.
+    check_reads(file, reads[static_cast<std::size_t>(rank)], expected, what + " (second read call)");
+    EXPECT_EQ(file.totals().calls, 2u) << what;
+    bool any_read = false;
+    for (const auto& plan : reads)
+      for (const auto& piece : plan.pieces) any_read = any_read || piece.length > 0;
+    if (any_read) {
+      EXPECT_EQ(file.partition(), partition_used(read_config, twophase::Direction::read)) << what;
+    }
+    check_decisions(file, read_config, decisions, what + " (reader)");
+    file.close();
   }
 
   Comm comm_;
   volseg::testing::SharedTempDir dir_;
 };
 
-TEST_F(TwoPhase, WritesEqualPwriteAndMpiioAndReadsEqualPread) {
-  const std::uint64_t seed = 20261122;
-  std::mt19937_64 random(seed);  // the same sequence on every rank
-  int combination = 0;
-  for (const char* partition : kPartitions)
-    for (const char* exchange : kExchanges)
-      for (const char* sieving : kSieving) {
-        ++combination;
-        const std::string what = std::string(partition) + "/" + exchange + "/ds=" + sieving + " seed " +
-                                 std::to_string(seed) + " case " + std::to_string(combination);
-        const std::uint64_t span = 2000 + random() % 6000;
-        const std::uint64_t prefilled = span - random() % 500;  // the last pieces extend the file
-        const auto plans = random_writes(random, comm_.size(), span, 1 + random() % 300);
-        const auto& mine = plans[static_cast<std::size_t>(comm_.rank())];
-        std::vector<std::byte> memory(mine.memory_size);
-        for (std::uint64_t i = 0; i < memory.size(); ++i) memory[i] = pattern(seed + static_cast<std::uint64_t>(comm_.rank()) * 131 + static_cast<std::uint64_t>(combination), i);
-        const std::string ours = path("ours"), posix = path("posix"), mpiio = path("mpiio");
-        prefill({ours, posix, mpiio}, prefilled, seed + static_cast<std::uint64_t>(combination));
-
-        // References: pwrite per piece, and MPI-IO per piece.
-        const int fd = ::open(posix.c_str(), O_WRONLY);
-        ASSERT_GE(fd, 0);
-        for (const auto& piece : mine.pieces)
-          ASSERT_EQ(::pwrite(fd, memory.data() + piece.memory, piece.length, static_cast<off_t>(piece.offset)),
-                    static_cast<ssize_t>(piece.length));
-        ASSERT_EQ(::close(fd), 0);
-        MPI_File file;
-        ASSERT_EQ(MPI_File_open(comm_.get(), mpiio.c_str(), MPI_MODE_WRONLY, MPI_INFO_NULL, &file), MPI_SUCCESS);
-        for (const auto& piece : mine.pieces)
-          ASSERT_EQ(MPI_File_write_at(file, static_cast<MPI_Offset>(piece.offset), memory.data() + piece.memory,
-                                      static_cast<int>(piece.length), MPI_BYTE, MPI_STATUS_IGNORE),
-                    MPI_SUCCESS);
-        ASSERT_EQ(MPI_File_close(&file), MPI_SUCCESS);
-
-        const auto chosen = options(random, partition, exchange, sieving);
-        {
-          twophase::File twophase(comm_, ours, twophase::Mode::write, chosen);
-          const auto asked = static_cast<std::size_t>(chosen.cb_nodes);
-          EXPECT_EQ(twophase.aggregators().size(), std::min(asked, static_cast<std::size_t>(comm_.size()))) << what;
-          std::vector<twophase::ConstAccess> accesses;
-          for (const auto& piece : mine.pieces)
-            accesses.push_back({piece.offset, piece.length, memory.data() + piece.memory});
-          twophase.write_all(accesses);
-          twophase.close();
-        }
-        comm_.barrier();
-        const auto expected = slurp(posix);
-        ASSERT_EQ(slurp(mpiio), expected) << "MPI-IO and pwrite disagree: " << what;
-        ASSERT_EQ(slurp(ours), expected) << "twophase write differs from pwrite and MPI-IO: " << what << " ("
-                                         << mine.pieces.size() << " pieces on this rank)";
-
-        // Overlapping reads of the file just written.
-        const auto reads = random_reads(random, comm_.size(), expected.size(), 1 + random() % 400);
-        const auto& wanted = reads[static_cast<std::size_t>(comm_.rank())];
-        std::vector<std::byte> got(wanted.memory_size, std::byte{0});
-        {
-          twophase::File twophase(comm_, ours, twophase::Mode::read, options(random, partition, exchange, sieving));
-          std::vector<twophase::Access> accesses;
-          for (const auto& piece : wanted.pieces) accesses.push_back({piece.offset, piece.length, got.data() + piece.memory});
-          twophase.read_all(accesses);
-          twophase.close();
-        }
-        for (const auto& piece : wanted.pieces)
-          ASSERT_EQ(0, std::memcmp(got.data() + piece.memory, expected.data() + piece.offset, piece.length))
-              << "twophase read of [" << piece.offset << ", +" << piece.length << ") differs: " << what;
-      }
+TEST_F(TwoPhase, RandomListsMatchPwriteAndMpiioForEveryMethod) {
+  // Three sweeps, each from its own seed (seed, seed + 1000, seed + 2000).
+  std::array<Decisions, 3> decisions{};  // per sieving mode: auto, always, never
+  int cases = 0;
+  for (std::uint64_t sweep = 0; sweep < 3; ++sweep) {
+    const std::uint64_t seed = base_seed() + 1000 * sweep;
+    std::mt19937_64 random(seed);  // the same sequence on every rank
+    int number = 0;
+    for (const char* partition : kPartitions)
+      for (const char* exchange : kExchanges)
+        for (const char* sieving : kSieving)
+          for (int variant = 0; variant < 3; ++variant) {
+            ++number;
+            // 0: a buffer smaller than a run; 1: middling; 2: large.
+            std::uint64_t buffer = 0, span = 0, longest = 0;
+            if (variant == 0) {
+              buffer = random() % 2 ? 7 : 13;
+              span = 300 + random() % 900;
+              longest = 20 + random() % 120;
+            } else if (variant == 1) {
+              buffer = random() % 2 ? 64 : 1000;
+              span = 2000 + random() % 6000;
+              longest = 1 + random() % 300;
+            } else {
+              buffer = 1u << 20;
+              span = 2000 + random() % 10000;
+              longest = 1 + random() % 2000;
+            }
+            const int nodes_mode = (number + variant) % 4;
+            const Config write_config =
+                make_config(random, comm_.size(), partition, exchange, sieving, buffer, nodes_mode);
+            const Config read_config = make_config(random, comm_.size(), partition, exchange, sieving,
+                                                   variant == 0 ? buffer : 1 + random() % 3000, (nodes_mode + 1) % 4);
+            const int calls = 1 + static_cast<int>(random() % 3);
+            const std::string what = "seed " + std::to_string(seed) + " case " + std::to_string(number) + " on " +
+                                     std::to_string(comm_.size()) + " rank(s): " + std::to_string(calls) +
+                                     " call(s) over " + std::to_string(span) + " B, writer " + write_config.text;
+            std::size_t mode = 0;  // index of sieving in kSieving
+            while (std::string(kSieving[mode]) != sieving) ++mode;
+            run_case(random, write_config, read_config, span, longest, calls, decisions[mode], what);
+            ++cases;
+            if (!everyone_passed(comm_)) return;
+          }
+  }
+  // Every I/O path ran somewhere: sieving (auto and always), one call per
+  // run (auto and never), single contiguous pieces, and many rounds.
+  std::array<std::uint64_t, 12> sums{};
+  for (std::size_t m = 0; m < 3; ++m) {
+    sums[4 * m] = decisions[m].sieved;
+    sums[4 * m + 1] = decisions[m].naive;
+    sums[4 * m + 2] = decisions[m].contiguous;
+    sums[4 * m + 3] = decisions[m].rounds;
+  }
+  MPI_Allreduce(MPI_IN_PLACE, sums.data(), 12, MPI_UINT64_T, MPI_SUM, comm_.get());
+  if (comm_.rank() == 0)
+    std::printf("[   INFO   ] %d cases; rounds %llu, sieved %llu, run by run %llu, contiguous %llu (all ranks)\n",
+                cases, static_cast<unsigned long long>(sums[3] + sums[7] + sums[11]),
+                static_cast<unsigned long long>(sums[0] + sums[4] + sums[8]),
+                static_cast<unsigned long long>(sums[1] + sums[5] + sums[9]),
+                static_cast<unsigned long long>(sums[2] + sums[6] + sums[10]));
+  EXPECT_GT(sums[0], 0u) << "ds=auto never sieved";
+  EXPECT_GT(sums[1], 0u) << "ds=auto never wrote run by run";
+  EXPECT_GT(sums[4], 0u) << "ds=always never sieved";
+  EXPECT_GT(sums[9], 0u) << "ds=never never wrote run by run";
+  for (std::size_t m = 0; m < 3; ++m) {
+    EXPECT_GT(sums[4 * m + 2], 0u) << kSieving[m];
+    EXPECT_GT(sums[4 * m + 3], 1000u) << kSieving[m];
+  }
 }
 
-TEST_F(TwoPhase, ExplicitAggregatorListAndRefusals) {
+// Offsets past 4 GiB (sparse files): 64-bit arithmetic in domains, rounds
+// and coordinates. Compared with pwrite/pread around the written range.
+TEST_F(TwoPhase, OffsetsPastFourGiB) {
+  const std::uint64_t seed = base_seed() + 7;
+  std::mt19937_64 random(seed);
+  const int rank = comm_.rank(), size = comm_.size();
+  const std::string ours = path("far-ours"), posix = path("far-posix");
+  auto pread_range = [](const std::string& file, std::uint64_t offset, std::uint64_t length) {
+    std::vector<std::byte> bytes(length);
+    const int fd = ::open(file.c_str(), O_RDONLY);
+    EXPECT_GE(fd, 0) << file;
+    EXPECT_EQ(::pread(fd, bytes.data(), length, static_cast<off_t>(offset)), static_cast<ssize_t>(length)) << file;
+    ::close(fd);
+    return bytes;
+  };
+  int number = 0;
+  for (const char* partition : kPartitions)
+    for (const char* exchange : kExchanges) {
+      ++number;
+      const std::uint64_t base = (std::uint64_t{1} << 32) + random() % 100000;
+      const std::uint64_t span = 1000 + random() % 3000;
+      prefill({ours, posix}, 1000, random());
+      auto plans = random_writes(random, size, span, 1 + random() % 200);
+      for (auto& plan : plans)
+        for (auto& piece : plan.pieces) piece.offset += base;
+      const auto& mine = plans[static_cast<std::size_t>(rank)];
+      std::vector<std::byte> memory(mine.memory_size);
+      const std::uint64_t salt = random();
+      for (std::uint64_t i = 0; i < memory.size(); ++i) memory[i] = pattern(salt + static_cast<std::uint64_t>(rank), i);
+      const int fd = ::open(posix.c_str(), O_WRONLY);
+      EXPECT_GE(fd, 0);
+      for (const auto& piece : mine.pieces)
+        EXPECT_EQ(::pwrite(fd, memory.data() + piece.memory, piece.length, static_cast<off_t>(piece.offset)),
+                  static_cast<ssize_t>(piece.length));
+      ::close(fd);
+      const Config config = make_config(random, size, partition, exchange, kSieving[number % 3],
+                                        number % 2 ? 7 : 4096, number % 4);
+      const std::string what = "seed " + std::to_string(seed) + " case " + std::to_string(number) + " base " +
+                               std::to_string(base) + ": " + config.text;
+      {
+        twophase::File file(comm_, ours, twophase::Mode::write, options_of(config));
+        std::vector<twophase::ConstAccess> accesses;
+        for (const auto& piece : mine.pieces)
+          accesses.push_back({piece.offset, piece.length, memory.data() + piece.memory});
+        file.write_all(accesses);
+        file.close();
+      }
+      comm_.barrier();
+      EXPECT_EQ(std::filesystem::file_size(ours), std::filesystem::file_size(posix)) << what;
+      const std::uint64_t end = std::filesystem::file_size(posix);
+      EXPECT_EQ(difference(pread_range(ours, 0, 1000), pread_range(posix, 0, 1000)), "") << what;
+      const auto expected = pread_range(posix, base - 100, end - (base - 100));
+      EXPECT_EQ(difference(pread_range(ours, base - 100, end - (base - 100)), expected), "") << what;
+      // Overlapping reads over [base - 100, end), through twophase.
+      auto reads = random_reads(random, size, end - (base - 100), 300);
+      auto& wanted = reads[static_cast<std::size_t>(rank)];
+      std::vector<std::byte> got(wanted.memory_size);
+      std::vector<twophase::Access> accesses;
+      for (const auto& piece : wanted.pieces)
+        accesses.push_back({piece.offset + base - 100, piece.length, got.data() + piece.memory});
+      twophase::File reader(comm_, ours, twophase::Mode::read, options_of(config));
+      reader.read_all(accesses);
+      reader.close();
+      for (const auto& piece : wanted.pieces)
+        if (std::memcmp(got.data() + piece.memory, expected.data() + piece.offset, piece.length) != 0) {
+          ADD_FAILURE() << "read of [" << piece.offset + base - 100 << ", +" << piece.length << ") differs: " << what;
+          break;
+        }
+      if (!everyone_passed(comm_)) return;
+    }
+}
+
+TEST_F(TwoPhase, ExplicitAggregatorListsAndRefusals) {
   const std::string file = path("config");
   prefill({file}, 5000, 3);
-  // Aggregators named out of rank order (the last rank first).
-  std::string config;
-  for (int r = comm_.size() - 1; r >= 0; r -= 2) config += (config.empty() ? "" : ",") + std::to_string(r);
-  Hints hints = Hints::parse({"cb_config=" + config, "cb_buffer_size=33", "partition=static-cyclic", "lock_size=16"});
-  auto chosen = twophase::Options::from_hints(hints);
-  twophase::File twophase(comm_, file, twophase::Mode::read, chosen);
-  EXPECT_EQ(twophase.aggregators().front(), comm_.size() - 1);
-  std::vector<std::byte> got(1000);
-  twophase::Access access{static_cast<std::uint64_t>(comm_.rank()) * 700, 1000, got.data()};
-  twophase.read_all({&access, 1});
   const auto expected = slurp(file);
-  EXPECT_EQ(0, std::memcmp(got.data(), expected.data() + access.offset, 1000));
-  twophase.close();
+  // Aggregators named out of rank order (the last rank first), every other rank.
+  std::string config;
+  std::vector<int> ranks;
+  for (int r = comm_.size() - 1; r >= 0; r -= 2) {
+    config += (config.empty() ? "" : ",") + std::to_string(r);
+    ranks.push_back(r);
+  }
+  for (const char* exchange : kExchanges) {
+    auto chosen = twophase::Options::from_hints(Hints::parse(
+        {"cb_config=" + config, "cb_buffer_size=33", "partition=static-cyclic", "lock_size=16",
+         "exchange=" + std::string(exchange)}));
+    twophase::File twophase(comm_, file, twophase::Mode::read, chosen);
+    EXPECT_EQ(twophase.aggregators(), ranks);
+    std::vector<std::byte> got(1000);
+    twophase::Access access{static_cast<std::uint64_t>(comm_.rank()) * 700 % 4000, 1000, got.data()};
+    twophase.read_all({&access, 1});
+    EXPECT_EQ(0, std::memcmp(got.data(), expected.data() + access.offset, 1000)) << exchange;
+    twophase.close();
+  }
 
-  // A rank that does not exist: refused on every rank, no hang.
-  auto missing = twophase::Options::from_hints(Hints::parse({"cb_config=0," + std::to_string(comm_.size())}));
-  EXPECT_THROW(twophase::File(comm_, file, twophase::Mode::read, missing), Error);
+  // A rank that does not exist: refused on every rank, no hang, for reads
+  // and writes, and the job goes on.
+  for (int missing : {comm_.size(), comm_.size() + 5}) {
+    auto options = twophase::Options::from_hints(Hints::parse({"cb_config=0," + std::to_string(missing)}));
+    EXPECT_THROW(twophase::File(comm_, file, twophase::Mode::read, options), Error);
+    EXPECT_THROW(twophase::File(comm_, file, twophase::Mode::write, options), Error);
+    try {
+      twophase::File(comm_, file, twophase::Mode::read, options);
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::to_string(missing)), std::string::npos) << e.what();
+    }
+  }
+  comm_.barrier();
+  // More aggregators than ranks: clamped, and said so.
+  {
+    twophase::Options options;
+    options.cb_nodes = comm_.size() + 3;
+    twophase::File clamped(comm_, file, twophase::Mode::read, options);
+    EXPECT_EQ(clamped.aggregators().size(), static_cast<std::size_t>(comm_.size()));
+    EXPECT_NE(clamped.describe().find("clamped"), std::string::npos) << clamped.describe();
+    clamped.close();
+  }
   EXPECT_THROW(twophase::Options::from_hints(Hints::parse({"cb_config=1,1"})), Error);
   EXPECT_THROW(twophase::Options::from_hints(Hints::parse({"partition=diagonal"})), Error);
   EXPECT_THROW(twophase::Options::from_hints(Hints::parse({"exchange=carrier-pigeon"})), Error);
   EXPECT_THROW(twophase::Options::from_hints(Hints::parse({"cb_buffer_size=0"})), Error);
-  // Reading past the end of the file fails on every rank.
-  twophase::File reader(comm_, file, twophase::Mode::read, twophase::Options{});
-  twophase::Access past{4990, comm_.rank() == 0 ? 100u : 0u, got.data()};
-  EXPECT_THROW(reader.read_all({&past, 1}), Error);
-  reader.close();
-  // A missing file fails on every rank.
+  {
+    twophase::Options options;
+    options.partition = "diagonal";
+    EXPECT_THROW(twophase::File(comm_, file, twophase::Mode::read, options), Error);
+  }
+}
+
+TEST_F(TwoPhase, ErrorsReachEveryRank) {
+  const std::string file = path("errors");
+  prefill({file}, 5000, 4);
+  std::vector<std::byte> got(200);
+  {
+    // Reading past the end of the file, asked by one rank only, fails on every rank.
+    twophase::File reader(comm_, file, twophase::Mode::read, twophase::Options{});
+    twophase::Access past{4990, comm_.rank() == comm_.size() - 1 ? 100u : 0u, got.data()};
+    EXPECT_THROW(reader.read_all({&past, 1}), Error);
+    // The File still works afterwards.
+    twophase::Access fine{static_cast<std::uint64_t>(comm_.rank()) * 10, 100, got.data()};
+    EXPECT_NO_THROW(reader.read_all({&fine, 1}));
+    EXPECT_EQ(0, std::memcmp(got.data(), slurp(file).data() + fine.offset, 100));
+    // A read-mode File refuses to write (a local check on every caller).
+    twophase::ConstAccess write{0, 1, got.data()};
+    EXPECT_THROW(reader.write_all({&write, 1}), Error);
+    reader.close();
+  }
+  // Missing files fail on every rank, for reading and for writing.
   EXPECT_THROW(twophase::File(comm_, path("absent"), twophase::Mode::read, twophase::Options{}), Error);
+  EXPECT_THROW(twophase::File(comm_, path("absent"), twophase::Mode::write, twophase::Options{}), Error);
+  comm_.barrier();
+  // Collective calls where nobody has anything to do are no-ops.
+  {
+    twophase::Options options;
+    options.cb_nodes = comm_.size();
+    options.partition = "persistent";
+    twophase::File writer(comm_, file, twophase::Mode::write, options);
+    writer.write_all({});
+    writer.read_all({});
+    twophase::ConstAccess empty{123, 0, got.data()};
+    writer.write_all({&empty, 1});
+    writer.sync();
+    writer.close();
+  }
+  comm_.barrier();
+  EXPECT_EQ(difference(slurp(file), [&] {
+              std::vector<std::byte> bytes(5000);
+              for (std::uint64_t i = 0; i < bytes.size(); ++i) bytes[i] = pattern(4, i);
+              return bytes;
+            }()),
+            "");
+}
+
+// An access whose end passes 2^64, on one rank only. twophase.hpp
+// promises "Errors on one rank reach every rank at the end of the call,
+// never a hang", but File::Impl::collective() throws on that rank before
+// its first MPI_Allreduce (the aggregate region), so that rank leaves the
+// call while the others wait in it: the next collective call (here close())
+// meets the others' region allreduce, and Open MPI aborts the job with
+// MPI_ERR_TRUNCATE (or, with other calls following, the job hangs). An
+// engine bug, reported, not fixed, by this test's author; disabled because
+// it kills the job. On 2 ranks: --gtest_also_run_disabled_tests
+// --gtest_filter='*PastTwoToThe64*'.
+TEST_F(TwoPhase, DISABLED_AccessPastTwoToThe64OnOneRankFailsEverywhere) {
+  const std::string file = path("overflow");
+  prefill({file}, 100, 5);
+  twophase::File reader(comm_, file, twophase::Mode::read, twophase::Options{});
+  std::vector<std::byte> got(100);
+  twophase::Access access{~std::uint64_t{0} - 10, comm_.rank() == 0 ? 20u : 0u, got.data()};
+  EXPECT_THROW(reader.read_all({&access, 1}), Error);
+  reader.close();
+}
+
+// cb_config set in Options directly (not through hints, which refuse it)
+// with a rank named twice: File accepts it (it checks only rank >= size),
+// and a read on 2 ranks returns wrong bytes without an error. Disabled: an
+// engine gap, reported, not fixed. (A negative rank in Options::cb_config
+// aborts the job in MPI_Bcast with MPI_ERR_ROOT, and Options::cb_buffer_size
+// = 0 makes the first call loop allocating until std::bad_alloc: File
+// checks neither; from_hints refuses both.)
+TEST_F(TwoPhase, DISABLED_FileRefusesARankNamedTwiceInOptions) {
+  const std::string file = path("twice");
+  prefill({file}, 3000, 9);
+  const auto expected = slurp(file);
+  twophase::Options options;
+  options.cb_config = {0, 0};
+  options.partition = "even";
+  try {
+    twophase::File reader(comm_, file, twophase::Mode::read, options);
+    std::vector<std::byte> got(3000);
+    twophase::Access all{0, 3000, got.data()};
+    reader.read_all({&all, 1});
+    reader.close();
+    EXPECT_EQ(difference(got, expected), "") << "cb_config={0,0} accepted, and the data are wrong";
+  } catch (const Error&) {
+    SUCCEED();  // refused: what the hint parser does too
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Volume level: the twophase backend against posix and mpiio.
+
+const Index3 kDims{13, 17, 19};
+
+struct Volume {
+  DType dtype;
+  ByteOrder order;
+};
+
+// A well-defined value of the dtype for voxel i and a salt, in native order.
+void store_value(DType dtype, std::byte* to, std::uint64_t i, std::uint64_t salt) {
+  std::uint64_t h = (i + 1) * 0x9e3779b97f4a7c15ull ^ (salt * 0xbf58476d1ce4e5b9ull);
+  h ^= h >> 31;
+  h *= 0x94d049bb133111ebull;
+  h ^= h >> 29;
+  const std::size_t size = dtype_size(dtype);
+  if (dtype == DType::f32) {
+    const float value = static_cast<float>(static_cast<std::int64_t>(h % 2000001) - 1000000) / 64.0f;
+    std::memcpy(to, &value, 4);
+  } else if (dtype == DType::f64) {
+    const double value = static_cast<double>(static_cast<std::int64_t>(h % 200000001) - 100000000) / 1024.0;
+    std::memcpy(to, &value, 8);
+  } else {
+    std::memcpy(to, &h, size);  // every bit pattern is an integer (little-endian host: the low bytes)
+  }
+}
+
+std::size_t voxel_index(std::int64_t z, std::int64_t y, std::int64_t x) {
+  return static_cast<std::size_t>((z * kDims[1] + y) * kDims[2] + x);
+}
+
+// Non-overlapping extents: the volume cut into a random grid of boxes, each
+// box shrunk at random, given to a random rank or left out; one rank (when
+// there are several) gets nothing. Lists are shuffled.
+std::vector<std::vector<Extent>> random_extents(std::mt19937_64& random, int ranks) {
+  std::array<std::vector<std::int64_t>, 3> cuts;
+  for (std::size_t axis = 0; axis < 3; ++axis) {
+    auto& c = cuts[axis];
+    c = {0, kDims[axis]};
+    const int extra = static_cast<int>(random() % 4);
+    for (int k = 0; k < extra; ++k)
+      c.push_back(1 + static_cast<std::int64_t>(random() % static_cast<std::uint64_t>(kDims[axis] - 1)));
+    std::sort(c.begin(), c.end());
+    c.erase(std::unique(c.begin(), c.end()), c.end());
+  }
+  std::vector<std::vector<Extent>> lists(static_cast<std::size_t>(ranks));
+  const int idle = ranks > 1 ? static_cast<int>(random() % static_cast<unsigned>(ranks)) : -1;
+  for (std::size_t i = 0; i + 1 < cuts[0].size(); ++i)
+    for (std::size_t j = 0; j + 1 < cuts[1].size(); ++j)
+      for (std::size_t k = 0; k + 1 < cuts[2].size(); ++k) {
+        Extent e{{cuts[0][i], cuts[1][j], cuts[2][k]},
+                 {cuts[0][i + 1] - cuts[0][i], cuts[1][j + 1] - cuts[1][j], cuts[2][k + 1] - cuts[2][k]}};
+        if (random() % 5 == 0) continue;  // a hole
+        if (random() % 3 == 0)            // shrunk inside its box
+          for (std::size_t a = 0; a < 3; ++a) {
+            const auto cut = static_cast<std::int64_t>(random() % static_cast<std::uint64_t>(e.count[a]));
+            e.offset[a] += cut / 2;
+            e.count[a] -= cut;
+          }
+        int owner = static_cast<int>(random() % static_cast<unsigned>(ranks));
+        if (owner == idle) owner = (owner + 1) % ranks;
+        lists[static_cast<std::size_t>(owner)].push_back(e);
+      }
+  for (auto& list : lists) std::shuffle(list.begin(), list.end(), random);
+  return lists;
+}
+
+// Random extents anywhere (overlapping, some empty, now and then the whole
+// volume or one voxel); now and then a rank with none.
+std::vector<std::vector<Extent>> random_read_extents(std::mt19937_64& random, int ranks) {
+  std::vector<std::vector<Extent>> lists(static_cast<std::size_t>(ranks));
+  const int idle = ranks > 1 && random() % 2 ? static_cast<int>(random() % static_cast<unsigned>(ranks)) : -1;
+  for (int r = 0; r < ranks; ++r) {
+    if (r == idle) continue;
+    const int count = 1 + static_cast<int>(random() % 6);
+    for (int n = 0; n < count; ++n) {
+      Extent e;
+      const auto kind = random() % 8;
+      if (kind == 0) {
+        e = Extent{{0, 0, 0}, kDims};
+      } else {
+        for (std::size_t a = 0; a < 3; ++a) {
+          e.offset[a] = static_cast<std::int64_t>(random() % static_cast<std::uint64_t>(kDims[a]));
+          const auto room = static_cast<std::uint64_t>(kDims[a] - e.offset[a]);
+          e.count[a] = kind == 1 ? 1 : kind == 2 && a == 1 ? 0 : static_cast<std::int64_t>(1 + random() % room);
+        }
+      }
+      lists[static_cast<std::size_t>(r)].push_back(e);
+    }
+  }
+  return lists;
+}
+
+// The hints of one twophase configuration of the volume sweep.
+std::vector<std::string> volume_hints(std::mt19937_64& random, int size, const std::string& partition,
+                                      const std::string& exchange, int number) {
+  static const char* buffers[] = {"7", "100", "4096", "16M"};
+  static const char* locks[] = {"16", "64", "24"};
+  std::vector<std::string> hints = {"partition=" + partition, "exchange=" + exchange,
+                                    "ds=" + std::string(kSieving[number % 3]),
+                                    "cb_buffer_size=" + std::string(buffers[number % 4]),
+                                    "lock_size=" + std::string(locks[random() % 3]),
+                                    "io_servers=" + std::to_string(1 + random() % 3),
+                                    "fs_profile=" + std::string(random() % 2 ? "lustre" : "gpfs")};
+  const int nodes = number % 4;
+  if (nodes == 0) hints.push_back("cb_nodes=1");
+  else if (nodes == 1) hints.push_back("cb_nodes=" + std::to_string(size));
+  else if (nodes == 2) hints.push_back("cb_nodes=" + std::to_string(size + 3));
+  else hints.push_back("cb_config=" + std::to_string(size - 1) + (size > 2 ? ",0" : ""));
+  return hints;
+}
+
+class TwoPhaseVolume : public TwoPhase {
+ protected:
+  // Creates dir/name/ on rank 0 (each backend writes "v.nhdr" in its own
+  // folder, so the headers, which name the data file, can be compared).
+  std::string folder(const std::string& name) {
+    if (comm_.rank() == 0) std::filesystem::create_directories(dir_.path() / name);
+    comm_.barrier();
+    return dir_ / (name + "/v.nhdr");
+  }
+
+  // Writes the calls' extents with one backend; a barrier orders the calls.
+  using Values = std::vector<std::vector<std::vector<std::byte>>>;  // per call, per extent
+  void write_volume(const std::string& backend, const std::string& header, const Volume& volume,
+                    const std::vector<std::vector<Extent>>& calls, const Values& values,
+                    const std::vector<std::string>& hints) {
+    VolumeInfo info;
+    info.dims = kDims;
+    info.dtype = volume.dtype;
+    info.byte_order = volume.order;
+    auto writer = create_writer(backend, {header, info, false}, comm_, Hints::parse(hints));
+    for (std::size_t call = 0; call < calls.size(); ++call) {
+      std::vector<const void*> pointers;
+      for (const auto& v : values[call]) pointers.push_back(v.data());
+      writer->write_all(calls[call], pointers);
+      comm_.barrier();
+    }
+    writer->close();
+  }
+
+  // Reads this rank's extents with read_all and compares with the model.
+  void check_volume_reads(const std::string& backend, const std::string& header, const std::vector<Extent>& extents,
+                          const Volume& volume, const std::vector<std::byte>& model,
+                          const std::vector<std::string>& hints, const std::string& what) {
+    const std::size_t size = dtype_size(volume.dtype);
+    auto reader = open_reader(backend, header, comm_, Hints::parse(hints));
+    EXPECT_EQ(reader->info().dims, kDims) << what;
+    EXPECT_EQ(reader->info().dtype, volume.dtype) << what;
+    std::vector<std::vector<std::byte>> buffers;
+    std::vector<void*> pointers;
+    for (const auto& e : extents) {
+      buffers.emplace_back(static_cast<std::size_t>(e.voxels()) * size + 1, std::byte{0xEE});
+      pointers.push_back(buffers.back().data());
+    }
+    reader->read_all(extents, pointers);
+    reader->close();
+    for (std::size_t n = 0; n < extents.size(); ++n) {
+      const Extent& e = extents[n];
+      std::size_t i = 0;
+      for (std::int64_t z = e.offset[0]; z < e.offset[0] + e.count[0]; ++z)
+        for (std::int64_t y = e.offset[1]; y < e.offset[1] + e.count[1]; ++y)
+          for (std::int64_t x = e.offset[2]; x < e.offset[2] + e.count[2]; ++x, ++i)
+            if (std::memcmp(buffers[n].data() + i * size, model.data() + voxel_index(z, y, x) * size, size) != 0) {
+              std::size_t wrong = 0;
+              for (std::size_t j = i; j < static_cast<std::size_t>(e.voxels()); ++j) {
+                const std::int64_t jz = e.offset[0] + static_cast<std::int64_t>(j) / (e.count[1] * e.count[2]);
+                const std::int64_t jy = e.offset[1] + static_cast<std::int64_t>(j) / e.count[2] % e.count[1];
+                const std::int64_t jx = e.offset[2] + static_cast<std::int64_t>(j) % e.count[2];
+                const auto* want = model.data() + voxel_index(jz, jy, jx) * size;
+                wrong += std::memcmp(buffers[n].data() + j * size, want, size) != 0;
+              }
+              ADD_FAILURE() << backend << " read_all of extent " << n << " of " << extents.size() << ", "
+                            << to_string(e) << ", differs at voxel (" << z << ", " << y << ", " << x << ") and "
+                            << wrong - 1 << " more (first byte read " << std::to_integer<int>(buffers[n][i * size])
+                            << ", expected " << std::to_integer<int>(model[voxel_index(z, y, x) * size])
+                            << "): " << what;
+              return;
+            }
+      EXPECT_EQ(buffers[n].back(), std::byte{0xEE})
+          << backend << " wrote past the buffer of " << to_string(e) << ": " << what;
+    }
+  }
+};
+
+TEST_F(TwoPhaseVolume, RandomExtentListsMatchPosixAndMpiio) {
+  const std::uint64_t seed = base_seed() + 1;
+  std::mt19937_64 random(seed);
+  const ByteOrder swapped = native_byte_order() == ByteOrder::little ? ByteOrder::big : ByteOrder::little;
+  const Volume volumes[] = {{DType::u8, ByteOrder::little}, {DType::i16, swapped},
+                            {DType::u16, native_byte_order()}, {DType::f32, native_byte_order()},
+                            {DType::i64, swapped}, {DType::f64, swapped}};
+  int number = 0;
+  for (const Volume& volume : volumes) {
+    const std::size_t size = dtype_size(volume.dtype);
+    const std::string kind = std::string(dtype_name(volume.dtype)) + " " + std::string(byte_order_name(volume.order));
+    // Two calls: the second may overwrite what the first wrote.
+    std::vector<std::vector<Extent>> calls;
+    Values values;  // this rank's
+    std::vector<std::byte> model(static_cast<std::size_t>(kDims[0] * kDims[1] * kDims[2]) * size, std::byte{0});
+    for (int call = 0; call < 2; ++call) {
+      const auto lists = random_extents(random, comm_.size());
+      const std::uint64_t salt = random();
+      calls.push_back(lists[static_cast<std::size_t>(comm_.rank())]);
+      values.emplace_back();
+      for (int r = 0; r < comm_.size(); ++r)
+        for (const auto& e : lists[static_cast<std::size_t>(r)]) {
+          std::vector<std::byte> v(static_cast<std::size_t>(e.voxels()) * size);
+          std::size_t i = 0;
+          for (std::int64_t z = e.offset[0]; z < e.offset[0] + e.count[0]; ++z)
+            for (std::int64_t y = e.offset[1]; y < e.offset[1] + e.count[1]; ++y)
+              for (std::int64_t x = e.offset[2]; x < e.offset[2] + e.count[2]; ++x, ++i) {
+                store_value(volume.dtype, v.data() + i * size, voxel_index(z, y, x), salt);
+                std::memcpy(model.data() + voxel_index(z, y, x) * size, v.data() + i * size, size);
+              }
+          if (r == comm_.rank()) values.back().push_back(std::move(v));
+        }
+    }
+    // The model's bytes as the file holds them.
+    std::vector<std::byte> file_bytes = model;
+    if (volume.order != native_byte_order())
+      for (auto at = file_bytes.begin(); at != file_bytes.end(); at += static_cast<std::ptrdiff_t>(size))
+        std::reverse(at, at + static_cast<std::ptrdiff_t>(size));
+
+    const std::string stem = std::string(dtype_name(volume.dtype));
+    const std::string posix = folder(stem + "-posix"), mpiio = folder(stem + "-mpiio");
+    write_volume("posix", posix, volume, calls, values, {});
+    write_volume("mpiio", mpiio, volume, calls, values, {});
+    const auto posix_data = slurp(data_path_for_header(posix));
+    const auto posix_header = slurp(posix);
+    EXPECT_EQ(difference(posix_data, file_bytes), "") << "posix differs from the model (the test is wrong): " << kind;
+    EXPECT_EQ(difference(slurp(data_path_for_header(mpiio)), posix_data), "") << "mpiio differs from posix: " << kind;
+    if (!everyone_passed(comm_)) return;
+
+    for (const char* partition : kPartitions)
+      for (const char* exchange : kExchanges) {
+        ++number;
+        const auto hints = volume_hints(random, comm_.size(), partition, exchange, number);
+        std::string what =
+            kind + ", seed " + std::to_string(seed) + " on " + std::to_string(comm_.size()) + " rank(s), hints";
+        for (const auto& hint : hints) what += " " + hint;
+        const std::string ours = folder(stem + "-twophase-" + std::to_string(number));
+        write_volume("twophase", ours, volume, calls, values, hints);
+        EXPECT_EQ(difference(slurp(data_path_for_header(ours)), posix_data), "")
+            << "twophase data differ from posix and mpiio: " << what;
+        EXPECT_EQ(slurp(ours), posix_header) << "twophase header differs from posix's: " << what;
+        // Reads of random, overlapping extents through the three backends.
+        const auto reads = random_read_extents(random, comm_.size());
+        const auto& mine = reads[static_cast<std::size_t>(comm_.rank())];
+        check_volume_reads("twophase", ours, mine, volume, model, hints, what);
+        check_volume_reads("posix", ours, mine, volume, model, {}, what);
+        check_volume_reads("mpiio", ours, mine, volume, model, {}, what);
+        if (!everyone_passed(comm_)) return;
+      }
+  }
+}
+
+TEST_F(TwoPhaseVolume, RefusalsReachEveryRankAndLeaveNothingBehind) {
+  VolumeInfo info;
+  info.dims = kDims;
+  info.dtype = DType::u16;
+  const std::string header = folder("refused");
+  comm_.barrier();
+  const auto before = std::distance(std::filesystem::directory_iterator(dir_.path() / "refused"), {});
+  const std::string missing = "cb_config=0," + std::to_string(comm_.size());
+  EXPECT_THROW(create_writer("twophase", {header, info, false}, comm_, Hints::parse({missing})), Error);
+  EXPECT_THROW(create_writer("twophase", {header, info, false}, comm_, Hints::parse({"partition=diagonal"})), Error);
+  EXPECT_THROW(create_writer("twophase", {header, info, false}, comm_, Hints::parse({"no_such_hint=1"})), Error);
+  comm_.barrier();
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_.path() / "refused"), {}), before)
+      << "a refused writer left files behind";
+  // A good volume, then a reader refused for the same reasons.
+  write_volume("posix", header, {DType::u16, ByteOrder::little}, {{}}, {{}}, {});
+  EXPECT_THROW(open_reader("twophase", header, comm_, Hints::parse({missing})), Error);
+  EXPECT_THROW(open_reader("twophase", header, comm_, Hints::parse({"ds=sometimes"})), Error);
+  auto reader = open_reader("twophase", header, comm_, Hints::parse({"cb_nodes=" + std::to_string(comm_.size() + 3)}));
+  EXPECT_NE(reader->implementation().find("clamped"), std::string::npos) << reader->implementation();
+  reader->close();
 }
 
 }  // namespace
