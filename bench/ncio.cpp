@@ -484,7 +484,9 @@ class TwoPhase final : public Method {
     run.write = written - start;
     run.sync = now() - written;
     run.timing = file_->last_call();
-    run.partition = file_->partition();
+    // No two ranks' regions interleave (c-c, nc-c): the engine let every
+    // rank write its own, as ROMIO's romio_cb_write=automatic does.
+    run.partition = run.timing.independent ? "independent" : file_->partition();
     run.lead = file_->aggregators().front();
   }
   void close() override {

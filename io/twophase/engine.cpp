@@ -14,6 +14,7 @@
 #include <limits>
 #include <numeric>
 
+#include "file_io.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/twophase.hpp"
 
@@ -34,10 +35,10 @@ void timed(double& total, Fn&& fn) {
   total += seconds_since(start);
 }
 
-struct Piece {
-  std::uint64_t offset = 0, length = 0;
-  std::byte* memory = nullptr;
-};
+using detail::Piece;
+using detail::pread_exact;
+using detail::pwrite_exact;
+using detail::sieve_access;
 
 struct Request {
   std::uint64_t offset = 0, length = 0;
@@ -131,16 +132,45 @@ std::vector<Cut> cut_into_rounds(const std::vector<Item>& items, const std::vect
       done += n;
     }
   }
-  std::stable_sort(cuts.begin(), cuts.end(), [](const Cut& a, const Cut& b) { return a.round < b.round; });
+  const auto by_round = [](const Cut& a, const Cut& b) { return a.round < b.round; };
+  if (!std::is_sorted(cuts.begin(), cuts.end(), by_round)) std::stable_sort(cuts.begin(), cuts.end(), by_round);
   return cuts;
+}
+
+// Orders items that arrive as sorted runs (each client's list is in file
+// order) by merging the runs pairwise: O(n log runs) instead of a full sort,
+// nothing at all for one run. bounds: where each run starts, then the end.
+// A run out of order (never expected) falls back to a sort.
+template <class T, class Less>
+void merge_runs(std::vector<T>& items, std::vector<std::size_t> bounds, Less less) {
+  for (std::size_t i = 0; i + 1 < bounds.size(); ++i)
+    if (!std::is_sorted(items.begin() + static_cast<std::ptrdiff_t>(bounds[i]),
+                        items.begin() + static_cast<std::ptrdiff_t>(bounds[i + 1]), less)) {
+      std::sort(items.begin(), items.end(), less);
+      return;
+    }
+  bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());  // empty runs
+  while (bounds.size() > 2) {
+    std::vector<std::size_t> merged;
+    for (std::size_t i = 0; i + 2 < bounds.size(); i += 2) {
+      std::inplace_merge(items.begin() + static_cast<std::ptrdiff_t>(bounds[i]),
+                         items.begin() + static_cast<std::ptrdiff_t>(bounds[i + 1]),
+                         items.begin() + static_cast<std::ptrdiff_t>(bounds[i + 2]), less);
+      merged.push_back(bounds[i]);
+    }
+    if (bounds.size() % 2 == 0) merged.push_back(bounds[bounds.size() - 2]);  // an odd run out, unmerged
+    merged.push_back(bounds.back());
+    bounds = std::move(merged);
+  }
 }
 
 // The start coordinates of an aggregator's rounds: each window holds `window`
 // bytes of its domain and begins at the first requested byte at or after the
-// previous window's end.
-std::vector<std::uint64_t> place_windows(std::vector<std::pair<std::uint64_t, std::uint64_t>> spans,
-                                         std::uint64_t window) {
-  std::sort(spans.begin(), spans.end());
+// previous window's end. spans must be sorted. `used`: the most buffer bytes
+// any one round needs (the collective buffers are sized to it, not to the
+// window, so a small call does not pay for cb_buffer_size).
+std::vector<std::uint64_t> place_windows(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& spans,
+                                         std::uint64_t window, std::uint64_t& used) {
   std::vector<std::uint64_t> starts;
   std::uint64_t covered = 0;  // requested coordinates below this are in a window
   std::size_t i = 0;
@@ -149,9 +179,16 @@ std::vector<std::uint64_t> place_windows(std::vector<std::pair<std::uint64_t, st
       ++i;
       continue;
     }
-    const std::uint64_t start = std::max(spans[i].first, covered);
-    starts.push_back(start);
-    covered = start + window;
+    starts.push_back(std::max(spans[i].first, covered));
+    covered = starts.back() + window;
+  }
+  // A round's buffer reaches as far as the furthest requested byte of its
+  // window; spans may straddle windows, and an earlier span may reach
+  // further into a window than the one that opened the next.
+  used = 0;
+  for (const auto& [begin, end] : spans) {
+    auto k = static_cast<std::size_t>(std::upper_bound(starts.begin(), starts.end(), begin) - starts.begin() - 1);
+    for (; k < starts.size() && starts[k] < end; ++k) used = std::max(used, std::min(end, starts[k] + window) - starts[k]);
   }
   return starts;
 }
@@ -185,49 +222,6 @@ struct RoundPlan {
   std::vector<MPI_Datatype> send_types, receive_types;
   std::vector<MPI_Request> requests;
 };
-
-bool sieve_group(const IoGroup& group, const Options& options) {
-  if (group.runs.size() < 2) return false;
-  if (options.sieving == Sieving::always) return true;
-  if (options.sieving == Sieving::never) return false;
-  // Seed 002 §6.3: the access's extent per run (run plus the gap after it)
-  // decides better than the share of useful bytes.
-  const std::uint64_t extent = (group.end() - group.begin()) / group.runs.size();
-  return extent < options.ds_threshold;
-}
-
-void pread_exact(int fd, std::byte* to, std::uint64_t length, std::uint64_t offset, const std::string& path,
-                 bool zero_past_end) {
-  while (length > 0) {
-    const ssize_t n = ::pread(fd, to, length, static_cast<off_t>(offset));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw_errno("read", path);
-    }
-    if (n == 0) {
-      if (!zero_past_end)
-        throw Error(path + ": read past the end of the file at byte " + std::to_string(offset));
-      std::memset(to, 0, length);
-      return;
-    }
-    to += n;
-    offset += static_cast<std::uint64_t>(n);
-    length -= static_cast<std::uint64_t>(n);
-  }
-}
-
-void pwrite_exact(int fd, const std::byte* from, std::uint64_t length, std::uint64_t offset, const std::string& path) {
-  while (length > 0) {
-    const ssize_t n = ::pwrite(fd, from, length, static_cast<off_t>(offset));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw_errno("write", path);
-    }
-    from += n;
-    offset += static_cast<std::uint64_t>(n);
-    length -= static_cast<std::uint64_t>(n);
-  }
-}
 
 // Aggregators in the order ROMIO picks them by default: the first rank of
 // every node, then the second of every node, and so on.
@@ -273,11 +267,17 @@ struct File::Impl {
   std::vector<int> aggregators;
   int asked_aggregators = 0;
   int me = -1;  // my aggregator index
-  int fd = -1;
+  int fd = -1;     // aggregators, and every rank where a call may go independent
+  bool dirty = false;  // written independently since the last sync
   PartitionContext context;
   std::unique_ptr<Partitioner> partitioner;
   std::string partition_used;
-  std::array<std::vector<std::byte>, 2> buffers;
+  // The two collective buffers, allocated without initialisation (only the
+  // bytes a round fills or reads are ever used) and grown to the largest
+  // round's need, never to cb_buffer_size up front.
+  std::array<std::unique_ptr<std::byte[]>, 2> buffers;
+  std::array<std::uint64_t, 2> buffer_sizes{0, 0};
+  std::uint64_t round_bytes = 0;  // what the current call's rounds need (aggregators)
   Timing last, totals;
 
   Impl(const Comm& parent, const std::string& file, Mode m, Options o)
@@ -288,8 +288,11 @@ struct File::Impl {
     for (std::size_t a = 0; a < aggregators.size(); ++a)
       if (aggregators[a] == comm.rank()) me = static_cast<int>(a);
     std::array<std::uint64_t, 2> facts{0, 0};  // lock size, file size, from the first aggregator
+    // A write-mode File also serves read_all.
+    const bool may_go_independent =
+        options.cb_read != Aggregation::enable || (mode == Mode::write && options.cb_write != Aggregation::enable);
     collectively(comm, [&] {
-      if (me < 0) return;
+      if (me < 0 && !may_go_independent) return;
       fd = ::open(path.c_str(), (mode == Mode::read ? O_RDONLY : O_RDWR) | O_CLOEXEC);
       if (fd < 0) throw_errno("open", path);
       struct stat st{};
@@ -310,13 +313,17 @@ struct File::Impl {
     if (fd >= 0) ::close(fd);
   }
 
-  std::byte* buffer(std::uint64_t round) {
-    auto& chosen = buffers[round % 2];
-    if (chosen.size() < options.cb_buffer_size) chosen.resize(options.cb_buffer_size);
-    return chosen.data();
+  std::byte* buffer(std::size_t which, std::uint64_t bytes) {
+    if (buffer_sizes[which] < bytes) {
+      buffers[which].reset();  // the old one goes before the new one is faulted in
+      buffers[which] = std::make_unique_for_overwrite<std::byte[]>(bytes);
+      buffer_sizes[which] = bytes;
+    }
+    return buffers[which].get();
   }
 
   void collective(std::vector<Piece> pieces, Direction direction);
+  void independent(const std::vector<Piece>& pieces, Direction direction, bool interleaved, Timing& timing);
 };
 
 void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
@@ -334,23 +341,38 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
   std::vector<std::vector<std::uint64_t>> windows(aggregators.size());  // round r's window starts, per aggregator
   FileDomains domains;
   bool nothing = false;
+  int go_independent = 0;  // 1: independently though interleaved, 2: not interleaved
   timed(timing.requests, [&] {
     std::erase_if(pieces, [](const Piece& p) { return p.length == 0; });
-    std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) { return a.offset < b.offset; });
-    std::array<std::uint64_t, 2> region{std::numeric_limits<std::uint64_t>::max(), std::numeric_limits<std::uint64_t>::max()};
+    merge_runs(pieces, {0, pieces.size()}, [](const Piece& a, const Piece& b) { return a.offset < b.offset; });
+    // Every rank's extent [first byte, end), {max, 0} when it has none.
+    std::array<std::uint64_t, 2> extent{std::numeric_limits<std::uint64_t>::max(), 0};
     for (const auto& piece : pieces) {
       if (piece.offset > std::numeric_limits<std::uint64_t>::max() - piece.length)
         throw Error("twophase: an access past 2^64 bytes");
-      region[0] = std::min(region[0], piece.offset);
-      region[1] = std::min(region[1], ~(piece.offset + piece.length));  // min of ~end: the largest end
+      extent[0] = std::min(extent[0], piece.offset);
+      extent[1] = std::max(extent[1], piece.offset + piece.length);
     }
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, region.data(), 2, MPI_UINT64_T, MPI_MIN, comm.get()), "MPI_Allreduce");
-    if (region[0] == std::numeric_limits<std::uint64_t>::max()) {
+    std::vector<std::array<std::uint64_t, 2>> extents(static_cast<std::size_t>(size));
+    check_mpi(MPI_Allgather(extent.data(), 2, MPI_UINT64_T, extents.data(), 2, MPI_UINT64_T, comm.get()),
+              "MPI_Allgather");
+    std::erase_if(extents, [](const auto& e) { return e[1] == 0; });
+    if (extents.empty()) {
       nothing = true;
       return;
     }
+    std::sort(extents.begin(), extents.end());
+    bool interleaved = false;
+    for (std::size_t i = 1; i < extents.size(); ++i) interleaved = interleaved || extents[i][0] < extents[i - 1][1];
+    const Aggregation aggregation = direction == Direction::read ? options.cb_read : options.cb_write;
+    if (aggregation == Aggregation::disable || (aggregation == Aggregation::automatic && !interleaved)) {
+      go_independent = interleaved ? 1 : 2;
+      return;
+    }
+    std::array<std::uint64_t, 2> region{extents.front()[0], 0};
+    for (const auto& e : extents) region[1] = std::max(region[1], e[1]);
     // 2. File domains, and my pieces cut at their boundaries.
-    domains = partitioner->partition(Region{region[0], ~region[1]}, direction, context);
+    domains = partitioner->partition(Region{region[0], region[1]}, direction, context);
     partition_used = partitioner->chosen();
     for (const auto& piece : pieces) {
       std::uint64_t at = piece.offset;
@@ -398,8 +420,12 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
     //    over the requested bytes only, so gaps between requests cost no
     //    rounds. Every rank learns every aggregator's windows.
     std::vector<std::pair<std::uint64_t, std::uint64_t>> spans;  // requested coordinates [begin, end)
+    spans.reserve(incoming_total / 2);
+    std::vector<std::size_t> client_starts;  // each client's spans are in file order: merged, not sorted
     for (int r = 0; r < size; ++r) {
+      client_starts.push_back(spans.size());
       auto& list = from[static_cast<std::size_t>(r)];
+      list.reserve(static_cast<std::size_t>(receive_counts[static_cast<std::size_t>(r)] / 2));
       const auto* at = incoming.data() + receive_displs[static_cast<std::size_t>(r)];
       for (int i = 0; i + 1 < receive_counts[static_cast<std::size_t>(r)]; i += 2) {
         list.push_back(Request{at[i], at[i + 1]});
@@ -407,7 +433,9 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
         spans.emplace_back(c, c + at[i + 1]);  // a request lies in one piece: coordinates run one for one
       }
     }
-    const std::vector<std::uint64_t> my_windows = place_windows(std::move(spans), window);
+    client_starts.push_back(spans.size());
+    merge_runs(spans, std::move(client_starts), std::less<>{});
+    const std::vector<std::uint64_t> my_windows = place_windows(spans, window, round_bytes);
     int my_count = static_cast<int>(my_windows.size());
     std::vector<int> window_counts(static_cast<std::size_t>(size)), window_displs(static_cast<std::size_t>(size));
     check_mpi(MPI_Allgather(&my_count, 1, MPI_INT, window_counts.data(), 1, MPI_INT, comm.get()), "MPI_Allgather");
@@ -427,6 +455,10 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
       rounds = std::max<std::uint64_t>(rounds, windows[a].size());
     }
   });
+  if (go_independent) {
+    independent(pieces, direction, go_independent == 1, timing);
+    nothing = true;
+  }
   if (nothing) {
     last = timing;
     last.total = seconds_since(call_start);
@@ -460,9 +492,11 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
       });
     }
     if (me >= 0) {
-      p->buffer = buffer(round);
+      p->buffer = buffer(round % 2, round_bytes);
       std::vector<Slot> all;
+      std::vector<std::size_t> client_starts;
       for (int r = 0; r < size; ++r) {
+        client_starts.push_back(all.size());
         auto& slots = p->theirs[static_cast<std::size_t>(r)];
         const auto& requests = from[static_cast<std::size_t>(r)];
         aggregator_cursors[static_cast<std::size_t>(r)].take(round, [&](const Cut& cut) {
@@ -471,7 +505,8 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
         all.insert(all.end(), slots.begin(), slots.end());
       }
       // Coalesce (overlapping reads too) inside each domain piece.
-      std::sort(all.begin(), all.end(), [](const Slot& a, const Slot& b) { return a.offset < b.offset; });
+      client_starts.push_back(all.size());
+      merge_runs(all, std::move(client_starts), [](const Slot& a, const Slot& b) { return a.offset < b.offset; });
       std::uint64_t key = 0;
       for (const auto& slot : all) {
         const std::uint64_t slot_key = domains.piece_key(slot.offset);
@@ -492,7 +527,7 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
       const int self = comm.rank();
       p->self_direct.assign(p->theirs[static_cast<std::size_t>(self)].size(), 0);
       for (auto& group : p->io) {
-        group.sieve = sieve_group(group, options);
+        group.sieve = sieve_access(group.begin(), group.end(), group.runs.size(), options);
         const Slot& only = group.runs.front();
         if (group.slots == 1 && only.source == self) {
           group.direct = const_cast<std::byte*>(p->mine[static_cast<std::size_t>(self)][only.index].first);
@@ -678,6 +713,26 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
   totals.add(last);
 }
 
+// Every rank its own pieces; errors are agreed on, as in the rounds.
+void File::Impl::independent(const std::vector<Piece>& pieces, Direction direction, bool interleaved,
+                             Timing& timing) {
+  timing.independent = 1;
+  std::exception_ptr failure;
+  try {
+    const detail::IndependentCall call{fd, path, options, !interleaved,
+                                       [this](std::uint64_t bytes) { return buffer(0, bytes); }};
+    if (direction == Direction::read) {
+      detail::independent_read(call, pieces, timing);
+    } else {
+      dirty = dirty || !pieces.empty();
+      detail::independent_write(call, pieces, timing);
+    }
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  agree(comm, failure);
+}
+
 File::File(const Comm& comm, const std::string& path, Mode mode, Options options)
     : impl_(std::make_unique<Impl>(comm, path, mode, std::move(options))) {}
 
@@ -702,7 +757,10 @@ void File::write_all(std::span<const ConstAccess> accesses) {
 
 void File::sync() {
   collectively(impl_->comm, [&] {
-    if (impl_->fd >= 0 && ::fdatasync(impl_->fd) != 0) throw_errno("fdatasync", impl_->path);
+    // Aggregators, and ranks that wrote on their own; a rank that only
+    // read would flush other ranks' pages a second time.
+    const bool wrote = impl_->me >= 0 || std::exchange(impl_->dirty, false);
+    if (impl_->fd >= 0 && wrote && ::fdatasync(impl_->fd) != 0) throw_errno("fdatasync", impl_->path);
   });
 }
 
@@ -730,6 +788,10 @@ std::string File::describe() const {
           (o.exchange == Exchange::alltoallw ? "alltoallw" : "p2p") + ", ds " +
           (o.sieving == Sieving::always ? "always" : o.sieving == Sieving::never ? "never"
                                                                                   : "below " + std::to_string(o.ds_threshold) + " B");
+  auto name = [](Aggregation a) {
+    return a == Aggregation::automatic ? "automatic" : a == Aggregation::enable ? "enable" : "disable";
+  };
+  text += std::string(", cb_read ") + name(o.cb_read) + ", cb_write " + name(o.cb_write);
   return text;
 }
 

@@ -30,12 +30,21 @@ std::vector<int> parse_ranks(const std::string& text) {
   return ranks;
 }
 
+Aggregation aggregation(const Hints& hints, const std::string& key) {
+  const std::string value = hints.get_string(key, "automatic");
+  if (value == "automatic") return Aggregation::automatic;
+  if (value == "enable") return Aggregation::enable;
+  if (value == "disable") return Aggregation::disable;
+  throw Error("twophase: " + key + "=" + value + " is not automatic, enable or disable");
+}
+
 }  // namespace
 
 bool Options::is_hint(const std::string& key) {
   static const std::set<std::string> keys{"cb_nodes",   "cb_config",  "cb_buffer_size", "exchange",
                                           "partition",  "lock_size",  "io_servers",     "fs_profile",
-                                          "ds",         "ds_threshold", "realm_size"};
+                                          "ds",         "ds_threshold", "realm_size",     "cb_read",
+                                          "cb_write"};
   return keys.count(key) != 0;
 }
 
@@ -73,6 +82,8 @@ Options Options::from_hints(const Hints& hints) {
   const auto realm = hints.get_size("realm_size", 0);
   if (realm < 0) throw Error("twophase: realm_size must not be negative");
   options.realm_size = static_cast<std::uint64_t>(realm);
+  options.cb_read = aggregation(hints, "cb_read");
+  options.cb_write = aggregation(hints, "cb_write");
   return options;
 }
 
@@ -88,6 +99,7 @@ void Timing::add(const Timing& other) {
   sieved += other.sieved;
   naive += other.naive;
   contiguous += other.contiguous;
+  independent += other.independent;
 }
 
 }  // namespace volseg::io::twophase

@@ -196,6 +196,7 @@ std::vector<Plan> random_reads(std::mt19937_64& random, int ranks, std::uint64_t
 struct Config {
   std::vector<std::string> hints;
   std::string partition, sieving, fs_profile;
+  std::string cb_read, cb_write;  // automatic | enable | disable
   std::uint64_t lock_size = 0;  // 0: the file's st_blksize
   std::vector<int> expected_aggregators;  // exact list, when cb_config names it
   std::size_t expected_count = 0;
@@ -219,6 +220,13 @@ Config make_config(std::mt19937_64& random, int size, const std::string& partiti
                   "io_servers=" + std::to_string(1 + random() % 4)};
   config.fs_profile = profiles[random() % 3];
   config.hints.push_back("fs_profile=" + config.fs_profile);
+  // Half the cases aggregate whatever the pattern, so the rounds stay
+  // covered on one rank too (where nothing ever interleaves).
+  static const char* aggregation[] = {"enable", "enable", "automatic", "disable"};
+  config.cb_read = aggregation[random() % 4];
+  config.cb_write = aggregation[random() % 4];
+  config.hints.push_back("cb_read=" + config.cb_read);
+  config.hints.push_back("cb_write=" + config.cb_write);
   config.hints.push_back("ds_threshold=" + std::to_string(random() % 300));
   if (random() % 3 == 0) config.hints.push_back("realm_size=" + std::to_string(1 + random() % 2000));
   switch (nodes_mode) {
@@ -259,9 +267,38 @@ twophase::Options options_of(const Config& config) {
   return options;
 }
 
+// Whether a call of these plans (every rank's) must go independent: some
+// rank has bytes, and aggregation is disabled, or automatic and no two
+// ranks' [first, last] byte ranges overlap.
+bool expects_independent(const std::vector<Plan>& plans, const std::string& aggregation) {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> extents;
+  for (const auto& plan : plans) {
+    std::uint64_t begin = ~0ull, end = 0;
+    for (const auto& piece : plan.pieces)
+      if (piece.length > 0) {
+        begin = std::min(begin, piece.offset);
+        end = std::max(end, piece.offset + piece.length);
+      }
+    if (end > 0) extents.emplace_back(begin, end);
+  }
+  if (extents.empty() || aggregation == "enable") return false;
+  if (aggregation == "disable") return true;
+  std::sort(extents.begin(), extents.end());
+  for (std::size_t i = 1; i < extents.size(); ++i)
+    if (extents[i].first < extents[i - 1].second) return false;
+  return true;
+}
+
+bool any_piece(const std::vector<Plan>& plans) {
+  for (const auto& plan : plans)
+    for (const auto& piece : plan.pieces)
+      if (piece.length > 0) return true;
+  return false;
+}
+
 // What the engine's I/O decisions were, summed over a sweep.
 struct Decisions {
-  std::uint64_t sieved = 0, naive = 0, contiguous = 0, rounds = 0;
+  std::uint64_t sieved = 0, naive = 0, contiguous = 0, rounds = 0, independent = 0;
 };
 
 class TwoPhase : public ::testing::Test {
@@ -290,13 +327,16 @@ class TwoPhase : public ::testing::Test {
     if (config.sieving == "never") {
       EXPECT_EQ(totals.sieved, 0u) << "ds=never sieved: " << what;
     }
-    if (config.sieving == "always") {
+    // (Independent writes of interleaved ranks may not sieve: another
+    // rank's bytes lie between theirs.)
+    if (config.sieving == "always" && config.cb_write != "disable") {
       EXPECT_EQ(totals.naive, 0u) << "ds=always wrote run by run: " << what;
     }
     decisions.sieved += totals.sieved;
     decisions.naive += totals.naive;
     decisions.contiguous += totals.contiguous;
     decisions.rounds += totals.rounds;
+    decisions.independent += totals.independent;
   }
 
   void check_aggregators(const twophase::File& file, const Config& config, const std::string& what) {
@@ -327,13 +367,17 @@ class TwoPhase : public ::testing::Test {
     return direction == twophase::Direction::write ? "auto:group-cyclic" : "auto:aligned";
   }
 
-  // Reads `plans` (this rank's part) through `file` and compares with `bytes`.
-  void check_reads(twophase::File& file, const Plan& mine, const std::vector<std::byte>& bytes,
-                   const std::string& what) {
+  // Reads this rank's part of `plans` through `file` and compares with
+  // `bytes`; checks the call went independent exactly when it must.
+  void check_reads(twophase::File& file, const std::vector<Plan>& plans, const std::string& cb_read,
+                   const std::vector<std::byte>& bytes, const std::string& what) {
+    const Plan& mine = plans[static_cast<std::size_t>(comm_.rank())];
     std::vector<std::byte> got(mine.memory_size, std::byte{0xEE});
     std::vector<twophase::Access> accesses;
     for (const auto& piece : mine.pieces) accesses.push_back({piece.offset, piece.length, got.data() + piece.memory});
     file.read_all(accesses);
+    EXPECT_EQ(file.last_call().independent, expects_independent(plans, cb_read) ? 1u : 0u)
+        << "cb_read=" << cb_read << ": " << what;
     for (const auto& piece : mine.pieces) {
       if (piece.length == 0) continue;
       if (piece.offset + piece.length > bytes.size()) {
@@ -431,19 +475,30 @@ class TwoPhase : public ::testing::Test {
     {
       twophase::File file(comm_, ours, twophase::Mode::write, options_of(write_config));
       check_aggregators(file, write_config, what);
+      // partition() names what the last aggregated call used.
+      std::string partition = write_config.partition;
       for (int call = 0; call < calls; ++call) {
         std::vector<twophase::ConstAccess> accesses;
         const auto* base = memory[static_cast<std::size_t>(call)].data();
-        for (const auto& piece : plans[static_cast<std::size_t>(call)][static_cast<std::size_t>(rank)].pieces)
+        const auto& call_plans = plans[static_cast<std::size_t>(call)];
+        for (const auto& piece : call_plans[static_cast<std::size_t>(rank)].pieces)
           accesses.push_back({piece.offset, piece.length, base + piece.memory});
         file.write_all(accesses);
         EXPECT_EQ(file.last_call().calls, 1u) << what;
+        const bool independent = expects_independent(call_plans, write_config.cb_write);
+        EXPECT_EQ(file.last_call().independent, independent ? 1u : 0u)
+            << "call " << call << ", cb_write=" << write_config.cb_write << ": " << what;
+        bool any = false;
+        for (const auto& plan : call_plans)
+          for (const auto& piece : plan.pieces) any = any || piece.length > 0;
+        if (any && !independent) partition = partition_used(write_config, twophase::Direction::write);
       }
-      // The first call always writes something (random_writes gives the last piece a writer).
-      EXPECT_EQ(file.partition(), partition_used(write_config, twophase::Direction::write)) << what;
+      EXPECT_EQ(file.partition(), partition) << what;
       EXPECT_EQ(file.totals().calls, static_cast<std::uint64_t>(calls)) << what;
-      check_reads(file, reads[static_cast<std::size_t>(rank)], expected, what + " (read through the write-mode File)");
-      EXPECT_EQ(file.partition(), partition_used(write_config, twophase::Direction::read)) << what;
+      check_reads(file, reads, write_config.cb_read, expected, what + " (read through the write-mode File)");
+      if (!expects_independent(reads, write_config.cb_read) && any_piece(reads))
+        partition = partition_used(write_config, twophase::Direction::read);
+      EXPECT_EQ(file.partition(), partition) << what;
       check_decisions(file, write_config, decisions, what);
       file.close();
     }
@@ -458,17 +513,15 @@ class TwoPhase : public ::testing::Test {
     const auto more = random_reads(random, size, expected.size(), 1 + random() % 400);
     twophase::File file(comm_, ours, twophase::Mode::read, options_of(read_config));
     check_aggregators(file, read_config, what + " (reader)");
-    check_reads(file, more[static_cast<std::size_t>(rank)], expected,
-                what + " (read-mode File: " + read_config.text + ")");
+    check_reads(file, more, read_config.cb_read, expected, what + " (read-mode File: " + read_config.text + ")");
     // And a second read call on the same File: persistent realms again.
-    check_reads(file, reads[static_cast<std::size_t>(rank)], expected, what + " (second read call)");
+    check_reads(file, reads, read_config.cb_read, expected, what + " (second read call)");
     EXPECT_EQ(file.totals().calls, 2u) << what;
-    bool any_read = false;
-    for (const auto& plan : reads)
-      for (const auto& piece : plan.pieces) any_read = any_read || piece.length > 0;
-    if (any_read) {
-      EXPECT_EQ(file.partition(), partition_used(read_config, twophase::Direction::read)) << what;
-    }
+    const bool aggregated = (any_piece(more) && !expects_independent(more, read_config.cb_read)) ||
+                            (any_piece(reads) && !expects_independent(reads, read_config.cb_read));
+    EXPECT_EQ(file.partition(), aggregated ? partition_used(read_config, twophase::Direction::read)
+                                           : read_config.partition)
+        << what;
     check_decisions(file, read_config, decisions, what + " (reader)");
     file.close();
   }
@@ -523,20 +576,24 @@ TEST_F(TwoPhase, RandomListsMatchPwriteAndMpiioForEveryMethod) {
   }
   // Every I/O path ran somewhere: sieving (auto and always), one call per
   // run (auto and never), single contiguous pieces, and many rounds.
-  std::array<std::uint64_t, 12> sums{};
+  std::array<std::uint64_t, 13> sums{};
   for (std::size_t m = 0; m < 3; ++m) {
     sums[4 * m] = decisions[m].sieved;
     sums[4 * m + 1] = decisions[m].naive;
     sums[4 * m + 2] = decisions[m].contiguous;
     sums[4 * m + 3] = decisions[m].rounds;
+    sums[12] += decisions[m].independent;
   }
-  MPI_Allreduce(MPI_IN_PLACE, sums.data(), 12, MPI_UINT64_T, MPI_SUM, comm_.get());
+  MPI_Allreduce(MPI_IN_PLACE, sums.data(), 13, MPI_UINT64_T, MPI_SUM, comm_.get());
   if (comm_.rank() == 0)
-    std::printf("[   INFO   ] %d cases; rounds %llu, sieved %llu, run by run %llu, contiguous %llu (all ranks)\n",
+    std::printf("[   INFO   ] %d cases; rounds %llu, sieved %llu, run by run %llu, contiguous %llu, independent calls "
+                "%llu (all ranks)\n",
                 cases, static_cast<unsigned long long>(sums[3] + sums[7] + sums[11]),
                 static_cast<unsigned long long>(sums[0] + sums[4] + sums[8]),
                 static_cast<unsigned long long>(sums[1] + sums[5] + sums[9]),
-                static_cast<unsigned long long>(sums[2] + sums[6] + sums[10]));
+                static_cast<unsigned long long>(sums[2] + sums[6] + sums[10]),
+                static_cast<unsigned long long>(sums[12]));
+  EXPECT_GT(sums[12], 0u) << "no call went independent";
   EXPECT_GT(sums[0], 0u) << "ds=auto never sieved";
   EXPECT_GT(sums[1], 0u) << "ds=auto never wrote run by run";
   EXPECT_GT(sums[4], 0u) << "ds=always never sieved";
@@ -872,6 +929,9 @@ std::vector<std::string> volume_hints(std::mt19937_64& random, int size, const s
                                     "io_servers=" + std::to_string(1 + random() % 3),
                                     "fs_profile=" + std::string(random() % 2 ? "lustre" : "gpfs")};
   const int nodes = number % 4;
+  static const char* aggregation[] = {"enable", "automatic", "disable"};
+  hints.push_back(std::string("cb_read=") + aggregation[random() % 3]);
+  hints.push_back(std::string("cb_write=") + aggregation[random() % 3]);
   if (nodes == 0) hints.push_back("cb_nodes=1");
   else if (nodes == 1) hints.push_back("cb_nodes=" + std::to_string(size));
   else if (nodes == 2) hints.push_back("cb_nodes=" + std::to_string(size + 3));

@@ -25,7 +25,8 @@ nlohmann::json to_json(const std::vector<io::twophase::Timing>& calls) {
           {"exchange_s", sum.exchange},  {"io_s", sum.io},             {"total_s", sum.total},
           {"io_share", sum.total > 0 ? sum.io / sum.total : 0.0},     {"io_calls", sum.io_calls},
           {"file_bytes", sum.file_bytes}, {"sieved", sum.sieved},      {"naive", sum.naive},
-          {"contiguous", sum.contiguous}, {"per_call_requests_exchange_io_total_s", per_call}};
+          {"contiguous", sum.contiguous}, {"independent_calls", sum.independent},
+          {"per_call_requests_exchange_io_total_s", per_call}};
 }
 
 nlohmann::json to_json(const RankTimes& t, int rank) {

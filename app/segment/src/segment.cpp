@@ -370,13 +370,14 @@ void reduce_stats(const Comm& comm, const Stats& local, Stats& global) {
 // Every rank's list of two-phase call timings, on rank 0.
 std::vector<std::vector<io::twophase::Timing>> gather_calls(const Comm& comm,
                                                              const std::vector<io::twophase::Timing>& mine) {
-  constexpr int fields = 11;
+  constexpr int fields = 12;
   std::vector<double> flat;
   for (const auto& t : mine)
     flat.insert(flat.end(), {t.requests, t.exchange, t.io, t.total, static_cast<double>(t.calls),
                              static_cast<double>(t.rounds), static_cast<double>(t.io_calls),
                              static_cast<double>(t.file_bytes), static_cast<double>(t.sieved),
-                             static_cast<double>(t.naive), static_cast<double>(t.contiguous)});
+                             static_cast<double>(t.naive), static_cast<double>(t.contiguous),
+                             static_cast<double>(t.independent)});
   int count = static_cast<int>(flat.size());
   std::vector<int> counts(static_cast<std::size_t>(comm.size())), displs(static_cast<std::size_t>(comm.size()));
   check_mpi(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm.get()), "MPI_Gather");
@@ -395,7 +396,7 @@ std::vector<std::vector<io::twophase::Timing>> gather_calls(const Comm& comm,
       const double* v = &all[static_cast<std::size_t>(displs[r] + i)];
       auto u = [](double x) { return static_cast<std::uint64_t>(x); };
       result[r].push_back(io::twophase::Timing{v[0], v[1], v[2], v[3], u(v[4]), u(v[5]), u(v[6]), u(v[7]), u(v[8]),
-                                               u(v[9]), u(v[10])});
+                                               u(v[9]), u(v[10]), u(v[11])});
     }
   return result;
 }

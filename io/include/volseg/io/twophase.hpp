@@ -17,6 +17,12 @@
 //      covering range, fill, write back) or one call per run, chosen by
 //      comparing the mean run extent with ds_threshold (seed 002 §6.3's
 //      conditional data sieving), or forced with ds=always|never.
+// Before step 2, the ranks' access extents are compared (one allgather):
+// when no two interleave, gathering at aggregators would only add a copy
+// and a message, so each rank does its own I/O of its pieces, with the same
+// conditional data sieving (ROMIO's romio_cb_read/romio_cb_write=automatic;
+// hints cb_read and cb_write: automatic, enable = always aggregate,
+// disable = never).
 // Errors on one rank reach every rank at the end of the call, never a hang.
 #pragma once
 
@@ -35,6 +41,7 @@ namespace volseg::io::twophase {
 
 enum class Exchange { alltoallw, p2p };
 enum class Sieving { conditional, always, never };
+enum class Aggregation { automatic, enable, disable };  // cb_read / cb_write
 
 struct Options {
   int cb_nodes = 0;                 // aggregators; 0: one per node
@@ -46,7 +53,9 @@ struct Options {
   int io_servers = 1;
   std::string fs_profile = "local";
   Sieving sieving = Sieving::conditional;
-  std::uint64_t ds_threshold = 64u << 10;  // measured on this machine, see docs/ncio.md
+  std::uint64_t ds_threshold = 32u << 10;  // measured on this machine, see docs/ncio.md
+  Aggregation cb_read = Aggregation::automatic;
+  Aggregation cb_write = Aggregation::automatic;
   std::uint64_t realm_size = 0;     // persistent realms; 0: file extent / aggregators
 
   // Reads (and marks as read) every twophase hint; throws on a bad value.
@@ -75,6 +84,7 @@ struct Timing {
   std::uint64_t io_calls = 0;         // pread/pwrite calls
   std::uint64_t file_bytes = 0;       // bytes moved to or from the file, gaps included
   std::uint64_t sieved = 0, naive = 0, contiguous = 0;  // I/O decisions, per domain piece and round
+  std::uint64_t independent = 0;  // calls done by each rank on its own (no aggregation)
   void add(const Timing& other);
 };
 

@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: MIT
+// Independent I/O inside a collective call. When the ranks' accesses do not
+// interleave (every rank's [first byte, last byte] is disjoint from every
+// other's), gathering them at aggregators only adds a copy and a message:
+// ROMIO then lets each rank do its own I/O (romio_cb_read/romio_cb_write=
+// automatic, ADIOI_GEN_WriteStridedColl's interleave check), with its own
+// data sieving. So does this engine, with hints cb_read and cb_write.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "file_io.hpp"
+#include "volseg/io/error.hpp"
+
+namespace volseg::io::twophase::detail {
+
+void pread_exact(int fd, std::byte* to, std::uint64_t length, std::uint64_t offset, const std::string& path,
+                 bool zero_past_end) {
+  while (length > 0) {
+    const ssize_t n = ::pread(fd, to, length, static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_errno("read", path);
+    }
+    if (n == 0) {
+      if (!zero_past_end) throw Error(path + ": read past the end of the file at byte " + std::to_string(offset));
+      std::memset(to, 0, length);
+      return;
+    }
+    to += n;
+    offset += static_cast<std::uint64_t>(n);
+    length -= static_cast<std::uint64_t>(n);
+  }
+}
+
+void pwrite_exact(int fd, const std::byte* from, std::uint64_t length, std::uint64_t offset, const std::string& path) {
+  while (length > 0) {
+    const ssize_t n = ::pwrite(fd, from, length, static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_errno("write", path);
+    }
+    from += n;
+    offset += static_cast<std::uint64_t>(n);
+    length -= static_cast<std::uint64_t>(n);
+  }
+}
+
+bool sieve_access(std::uint64_t begin, std::uint64_t end, std::size_t runs, const Options& options) {
+  if (runs < 2) return false;
+  if (options.sieving == Sieving::always) return true;
+  if (options.sieving == Sieving::never) return false;
+  return (end - begin) / runs < options.ds_threshold;
+}
+
+namespace {
+
+// Consecutive pieces (sorted by offset) whose file span fits the buffer.
+struct Chunk {
+  std::size_t first = 0, last = 0;  // pieces [first, last)
+  std::uint64_t begin = 0, end = 0;  // file bytes covered
+  std::size_t runs = 0;              // separate runs of file bytes (overlaps merged)
+};
+
+std::vector<Chunk> chunks_of(const std::vector<Piece>& pieces, std::uint64_t limit) {
+  std::vector<Chunk> chunks;
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    const Piece& piece = pieces[i];
+    const std::uint64_t end = piece.offset + piece.length;
+    if (!chunks.empty()) {
+      Chunk& chunk = chunks.back();
+      if (std::max(end, chunk.end) - chunk.begin <= limit) {
+        if (piece.offset > chunk.end) ++chunk.runs;
+        chunk.end = std::max(chunk.end, end);
+        chunk.last = i + 1;
+        continue;
+      }
+    }
+    chunks.push_back(Chunk{i, i + 1, piece.offset, end, 1});
+  }
+  return chunks;
+}
+
+using Clock = std::chrono::steady_clock;
+
+template <class Fn>
+void timed_io(Timing& timing, Fn&& fn) {
+  const auto start = Clock::now();
+  fn();
+  timing.io += std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Pieces next to each other in the file and in memory are one call.
+template <class Fn>
+void per_run(const std::vector<Piece>& pieces, const Chunk& chunk, Fn&& io) {
+  std::size_t i = chunk.first;
+  while (i < chunk.last) {
+    std::uint64_t length = pieces[i].length;
+    std::size_t j = i + 1;
+    while (j < chunk.last && pieces[j].offset == pieces[i].offset + length &&
+           pieces[j].memory == pieces[i].memory + length)
+      length += pieces[j++].length;
+    io(pieces[i].offset, length, pieces[i].memory);
+    i = j;
+  }
+}
+
+void count(Timing& timing, const Chunk& chunk, bool sieve) {
+  if (chunk.runs == 1) ++timing.contiguous;
+  else if (sieve) ++timing.sieved;
+  else ++timing.naive;
+}
+
+}  // namespace
+
+void independent_read(const IndependentCall& call, const std::vector<Piece>& pieces, Timing& timing) {
+  timed_io(timing, [&] {
+    for (const Chunk& chunk : chunks_of(pieces, call.options.cb_buffer_size)) {
+      const bool sieve = sieve_access(chunk.begin, chunk.end, chunk.runs, call.options);
+      count(timing, chunk, sieve);
+      if (!sieve) {
+        per_run(pieces, chunk, [&](std::uint64_t offset, std::uint64_t length, std::byte* memory) {
+          pread_exact(call.fd, memory, length, offset, call.path, false);
+          ++timing.io_calls;
+          timing.file_bytes += length;
+        });
+        continue;
+      }
+      std::byte* buffer = call.scratch(chunk.end - chunk.begin);
+      pread_exact(call.fd, buffer, chunk.end - chunk.begin, chunk.begin, call.path, false);
+      ++timing.io_calls;
+      timing.file_bytes += chunk.end - chunk.begin;
+      for (std::size_t i = chunk.first; i < chunk.last; ++i)
+        std::memcpy(pieces[i].memory, buffer + (pieces[i].offset - chunk.begin), pieces[i].length);
+    }
+  });
+}
+
+void independent_write(const IndependentCall& call, const std::vector<Piece>& pieces, Timing& timing) {
+  timed_io(timing, [&] {
+    for (const Chunk& chunk : chunks_of(pieces, call.options.cb_buffer_size)) {
+      const bool sieve = call.sieve_writes && sieve_access(chunk.begin, chunk.end, chunk.runs, call.options);
+      count(timing, chunk, sieve);
+      if (!sieve) {
+        per_run(pieces, chunk, [&](std::uint64_t offset, std::uint64_t length, const std::byte* memory) {
+          pwrite_exact(call.fd, memory, length, offset, call.path);
+          ++timing.io_calls;
+          timing.file_bytes += length;
+        });
+        continue;
+      }
+      // Read the covering range, so the holes between pieces are written
+      // back as they were.
+      std::byte* buffer = call.scratch(chunk.end - chunk.begin);
+      pread_exact(call.fd, buffer, chunk.end - chunk.begin, chunk.begin, call.path, true);
+      for (std::size_t i = chunk.first; i < chunk.last; ++i)
+        std::memcpy(buffer + (pieces[i].offset - chunk.begin), pieces[i].memory, pieces[i].length);
+      pwrite_exact(call.fd, buffer, chunk.end - chunk.begin, chunk.begin, call.path);
+      timing.io_calls += 2;
+      timing.file_bytes += 2 * (chunk.end - chunk.begin);
+    }
+  });
+}
+
+}  // namespace volseg::io::twophase::detail
