@@ -32,6 +32,8 @@ METHODS = [
     ("pnetcdf CDF-2", "pnetcdf", "cdf2", [], {}),
     ("pnetcdf CDF-2 nonblocking", "pnetcdf", "cdf2", ["--hint", "nonblocking=1"], {}),
     ("netcdf4 contiguous", "netcdf4", "netcdf4", [], {}),
+    ("twophase", "twophase", "raw", [], {}),
+    ("twophase aggregated", "twophase", "raw", ["--hint", "cb_read=enable", "--hint", "cb_write=enable"], {}),
 ]
 EXTENSIONS = {"raw": ".nhdr", "cdf2": ".nc", "cdf5": ".nc", "netcdf4": ".nc"}
 MPI_ENV = {
@@ -153,6 +155,10 @@ def throughput(args, volseg):
         for r in two:
             if r["method"] not in raw_labels:
                 print(f"  {r['method']:<32} {r['gb_s'] / best['gb_s']:.2f} x the best raw backend")
+    advise = next((r for r in two if r["method"] == "volseg mmap-advise"), None)
+    for r in two:
+        if advise and r["method"].startswith("volseg twophase"):
+            print(f"  {r['method']:<32} {advise['job_s'] / r['job_s']:.2f} x mmap-advise on 2 ranks (bar 0.8)")
     print("job s: volseg's own open-to-close time from its report (mpirun start-up excluded); "
           "wall s: the whole command")
     print(f"x floor: (dd read of the input + dd write of a mask-sized new file = {floor_s:.3f} s) / job s")

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <exception>
 #include <limits>
+#include <mutex>
 #include <numeric>
 
 #include "file_io.hpp"
@@ -223,6 +224,48 @@ struct RoundPlan {
   std::vector<MPI_Request> requests;
 };
 
+// Collective buffers outlive the File that used them: an application that
+// opens a file per output step (and the NCIO benchmark) would otherwise map
+// and fault in fresh pages at every open, since glibc serves blocks this
+// large with mmap and unmaps them on free. Kept: the two largest, at most
+// 2 x 64 MiB, for the process.
+class BufferPool {
+ public:
+  struct Buffer {
+    std::unique_ptr<std::byte[]> bytes;
+    std::uint64_t size = 0;
+  };
+  static BufferPool& instance() {
+    static BufferPool pool;
+    return pool;
+  }
+  // A buffer of at least `size` bytes, not initialised.
+  Buffer take(std::uint64_t size) {
+    {
+      std::lock_guard lock(mutex_);
+      auto it = std::find_if(kept_.begin(), kept_.end(), [&](const Buffer& b) { return b.size >= size; });
+      if (it != kept_.end()) {
+        Buffer found = std::move(*it);
+        kept_.erase(it);
+        return found;
+      }
+    }
+    return Buffer{std::make_unique_for_overwrite<std::byte[]>(size), size};
+  }
+  void give(Buffer buffer) {
+    if (!buffer.bytes || buffer.size > kLargest) return;
+    std::lock_guard lock(mutex_);
+    kept_.push_back(std::move(buffer));
+    std::sort(kept_.begin(), kept_.end(), [](const Buffer& a, const Buffer& b) { return a.size > b.size; });
+    if (kept_.size() > 2) kept_.resize(2);
+  }
+
+ private:
+  static constexpr std::uint64_t kLargest = 64u << 20;
+  std::mutex mutex_;
+  std::vector<Buffer> kept_;
+};
+
 // Aggregators in the order ROMIO picks them by default: the first rank of
 // every node, then the second of every node, and so on.
 std::vector<int> choose_aggregators(const Comm& comm, const Options& options, int& asked) {
@@ -275,8 +318,7 @@ struct File::Impl {
   // The two collective buffers, allocated without initialisation (only the
   // bytes a round fills or reads are ever used) and grown to the largest
   // round's need, never to cb_buffer_size up front.
-  std::array<std::unique_ptr<std::byte[]>, 2> buffers;
-  std::array<std::uint64_t, 2> buffer_sizes{0, 0};
+  std::array<BufferPool::Buffer, 2> buffers;
   std::uint64_t round_bytes = 0;  // what the current call's rounds need (aggregators)
   Timing last, totals;
 
@@ -311,15 +353,15 @@ struct File::Impl {
 
   ~Impl() {
     if (fd >= 0) ::close(fd);
+    for (auto& buffer : buffers) BufferPool::instance().give(std::move(buffer));
   }
 
   std::byte* buffer(std::size_t which, std::uint64_t bytes) {
-    if (buffer_sizes[which] < bytes) {
-      buffers[which].reset();  // the old one goes before the new one is faulted in
-      buffers[which] = std::make_unique_for_overwrite<std::byte[]>(bytes);
-      buffer_sizes[which] = bytes;
+    if (buffers[which].size < bytes) {
+      buffers[which] = {};  // the old one goes before the new one is faulted in
+      buffers[which] = BufferPool::instance().take(bytes);
     }
-    return buffers[which].get();
+    return buffers[which].bytes.get();
   }
 
   void collective(std::vector<Piece> pieces, Direction direction);

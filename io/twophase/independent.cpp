@@ -93,18 +93,27 @@ void timed_io(Timing& timing, Fn&& fn) {
   timing.io += std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Pieces next to each other in the file and in memory are one call.
+// One call per run of pieces that touch in the file. A run whose pieces
+// also touch in memory goes straight to memory; otherwise it is staged
+// through the buffer (packed before a write, scattered after a read), so
+// noncontiguous memory costs a copy, not a system call per piece.
+struct Run {
+  std::uint64_t offset = 0, length = 0;
+  std::size_t first = 0, last = 0;  // pieces [first, last)
+  bool memory_contiguous = true;
+};
+
 template <class Fn>
 void per_run(const std::vector<Piece>& pieces, const Chunk& chunk, Fn&& io) {
   std::size_t i = chunk.first;
   while (i < chunk.last) {
-    std::uint64_t length = pieces[i].length;
-    std::size_t j = i + 1;
-    while (j < chunk.last && pieces[j].offset == pieces[i].offset + length &&
-           pieces[j].memory == pieces[i].memory + length)
-      length += pieces[j++].length;
-    io(pieces[i].offset, length, pieces[i].memory);
-    i = j;
+    Run run{pieces[i].offset, pieces[i].length, i, i + 1, true};
+    while (run.last < chunk.last && pieces[run.last].offset == run.offset + run.length) {
+      run.memory_contiguous = run.memory_contiguous && pieces[run.last].memory == pieces[i].memory + run.length;
+      run.length += pieces[run.last++].length;
+    }
+    io(run);
+    i = run.last;
   }
 }
 
@@ -122,10 +131,14 @@ void independent_read(const IndependentCall& call, const std::vector<Piece>& pie
       const bool sieve = sieve_access(chunk.begin, chunk.end, chunk.runs, call.options);
       count(timing, chunk, sieve);
       if (!sieve) {
-        per_run(pieces, chunk, [&](std::uint64_t offset, std::uint64_t length, std::byte* memory) {
-          pread_exact(call.fd, memory, length, offset, call.path, false);
+        per_run(pieces, chunk, [&](const Run& run) {
+          std::byte* into = run.memory_contiguous ? pieces[run.first].memory : call.scratch(run.length);
+          pread_exact(call.fd, into, run.length, run.offset, call.path, false);
+          if (!run.memory_contiguous)
+            for (std::size_t i = run.first; i < run.last; ++i)
+              std::memcpy(pieces[i].memory, into + (pieces[i].offset - run.offset), pieces[i].length);
           ++timing.io_calls;
-          timing.file_bytes += length;
+          timing.file_bytes += run.length;
         });
         continue;
       }
@@ -145,10 +158,17 @@ void independent_write(const IndependentCall& call, const std::vector<Piece>& pi
       const bool sieve = call.sieve_writes && sieve_access(chunk.begin, chunk.end, chunk.runs, call.options);
       count(timing, chunk, sieve);
       if (!sieve) {
-        per_run(pieces, chunk, [&](std::uint64_t offset, std::uint64_t length, const std::byte* memory) {
-          pwrite_exact(call.fd, memory, length, offset, call.path);
+        per_run(pieces, chunk, [&](const Run& run) {
+          const std::byte* from = pieces[run.first].memory;
+          if (!run.memory_contiguous) {
+            std::byte* packed = call.scratch(run.length);
+            for (std::size_t i = run.first; i < run.last; ++i)
+              std::memcpy(packed + (pieces[i].offset - run.offset), pieces[i].memory, pieces[i].length);
+            from = packed;
+          }
+          pwrite_exact(call.fd, from, run.length, run.offset, call.path);
           ++timing.io_calls;
-          timing.file_bytes += length;
+          timing.file_bytes += run.length;
         });
         continue;
       }
