@@ -66,6 +66,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "volseg/io/comm.hpp"
@@ -194,7 +195,7 @@ void prepare_file(const std::string& path, const Pattern& p, bool prefill, bool 
         // Evicts this file's (clean) pages only: reads of the holes go to the disk.
         if (cold && ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) != 0) error = "posix_fadvise failed";
       }
-      ::close(fd);
+      if (::close(fd) != 0 && error.empty()) error = "close " + path + ": " + std::strerror(errno);
     }
   }
   int bad = !error.empty();
@@ -290,14 +291,27 @@ class Method {
 
 double now() { return MPI_Wtime(); }
 
-class Posix final : public Method {
+// The methods that write through a plain file descriptor of their own.
+class FdMethod : public Method {
  public:
-  Posix() : Method("posix") {}
-  std::string impl() const override { return "posix"; }
+  using Method::Method;
   void open(const std::string& path, const Pattern&) override {
     fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
     if (fd_ < 0) fail("open " + path + ": " + std::strerror(errno));
   }
+  void close() override {
+    const int fd = std::exchange(fd_, -1);
+    if (fd >= 0 && ::close(fd) != 0) fail(std::string("close: ") + std::strerror(errno));
+  }
+
+ protected:
+  int fd_ = -1;
+};
+
+class Posix final : public FdMethod {
+ public:
+  Posix() : FdMethod("posix") {}
+  std::string impl() const override { return "posix"; }
   void write(const Pattern& p, Run& run) override {
     const double start = now();
     for (const auto& piece : p.pieces) pwrite_all(fd_, p.memory.data() + piece.memory, piece.length, piece.offset);
@@ -306,13 +320,8 @@ class Posix final : public Method {
     run.write = written - start;
     run.sync = now() - written;
   }
-  void close() override {
-    ::close(fd_);
-    fd_ = -1;
-  }
 
  private:
-  int fd_ = -1;
 };
 
 // Writes iov (one contiguous file range at offset) in one pwritev; a short
@@ -366,14 +375,10 @@ void batched_runs(const Pattern& p, std::uint64_t batch, Emit&& emit_batch) {
 // describe one contiguous file range, so a batch of `batch` regions costs one
 // call per run of file-contiguous regions: one call per batch when the file
 // side is contiguous, one call per region when it is not.
-class ListIo final : public Method {
+class ListIo final : public FdMethod {
  public:
-  explicit ListIo(std::uint64_t batch) : Method("listio"), batch_(batch) {}
+  explicit ListIo(std::uint64_t batch) : FdMethod("listio"), batch_(batch) {}
   std::string impl() const override { return "posix"; }
-  void open(const std::string& path, const Pattern&) override {
-    fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd_ < 0) fail("open " + path + ": " + std::strerror(errno));
-  }
   void write(const Pattern& p, Run& run) override {
     const double start = now();
     std::vector<iovec> iov;
@@ -390,30 +395,21 @@ class ListIo final : public Method {
     run.write = written - start;
     run.sync = now() - written;
   }
-  void close() override {
-    ::close(fd_);
-    fd_ = -1;
-  }
 
  private:
   std::uint64_t batch_;
-  int fd_ = -1;
 };
 
 // List I/O as a real (file offset, length) list: one io_uring submission per
 // batch of `batch` regions, one writev entry per file-contiguous run.
-class UringListIo final : public Method {
+class UringListIo final : public FdMethod {
  public:
-  explicit UringListIo(std::uint64_t batch) : Method("listio-uring"), batch_(batch) {
+  explicit UringListIo(std::uint64_t batch) : FdMethod("listio-uring"), batch_(batch) {
     const int rc = io_uring_queue_init(static_cast<unsigned>(std::max<std::uint64_t>(batch, 1)), &ring_, 0);
     if (rc < 0) fail(std::string("io_uring_queue_init: ") + std::strerror(-rc));
   }
   ~UringListIo() override { io_uring_queue_exit(&ring_); }
   std::string impl() const override { return "posix"; }
-  void open(const std::string& path, const Pattern&) override {
-    fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd_ < 0) fail("open " + path + ": " + std::strerror(errno));
-  }
   void write(const Pattern& p, Run& run) override {
     const double start = now();
     std::vector<iovec> iov;
@@ -452,15 +448,10 @@ class UringListIo final : public Method {
     run.write = written - start;
     run.sync = now() - written;
   }
-  void close() override {
-    ::close(fd_);
-    fd_ = -1;
-  }
 
  private:
   std::uint64_t batch_;
   io_uring ring_{};
-  int fd_ = -1;
 };
 
 class TwoPhase final : public Method {
