@@ -305,6 +305,13 @@ class FdMethod : public Method {
   }
 
  protected:
+  // Ends a timed write that began at `start`: fdatasync, and both times.
+  void sync_since(double start, Run& run) {
+    const double written = now();
+    if (::fdatasync(fd_) != 0) fail(std::string("fdatasync: ") + std::strerror(errno));
+    run.write = written - start;
+    run.sync = now() - written;
+  }
   int fd_ = -1;
 };
 
@@ -315,10 +322,7 @@ class Posix final : public FdMethod {
   void write(const Pattern& p, Run& run) override {
     const double start = now();
     for (const auto& piece : p.pieces) pwrite_all(fd_, p.memory.data() + piece.memory, piece.length, piece.offset);
-    const double written = now();
-    if (::fdatasync(fd_) != 0) fail(std::string("fdatasync: ") + std::strerror(errno));
-    run.write = written - start;
-    run.sync = now() - written;
+    sync_since(start, run);
   }
 
  private:
@@ -351,6 +355,12 @@ struct FileRun {
   std::size_t begin, end;
   std::uint64_t offset, length;
 };
+// Appends the memory of run r's regions to iov.
+void append_iovecs(const Pattern& p, const FileRun& r, std::vector<iovec>& iov) {
+  for (std::size_t i = r.begin; i < r.end; ++i)
+    iov.push_back({const_cast<std::byte*>(p.memory.data() + p.pieces[i].memory), p.pieces[i].length});
+}
+
 template <class Emit>
 void batched_runs(const Pattern& p, std::uint64_t batch, Emit&& emit_batch) {
   std::vector<FileRun> runs;
@@ -385,15 +395,11 @@ class ListIo final : public FdMethod {
     batched_runs(p, batch_, [&](const std::vector<FileRun>& runs) {
       for (const auto& r : runs) {
         iov.clear();
-        for (std::size_t i = r.begin; i < r.end; ++i)
-          iov.push_back({const_cast<std::byte*>(p.memory.data() + p.pieces[i].memory), p.pieces[i].length});
+        append_iovecs(p, r, iov);
         pwritev_all(fd_, iov, r.offset, r.length);
       }
     });
-    const double written = now();
-    if (::fdatasync(fd_) != 0) fail(std::string("fdatasync: ") + std::strerror(errno));
-    run.write = written - start;
-    run.sync = now() - written;
+    sync_since(start, run);
   }
 
  private:
@@ -418,8 +424,7 @@ class UringListIo final : public FdMethod {
       iov.reserve(runs.empty() ? 0 : runs.back().end - runs.front().begin);  // no reallocation below
       for (const auto& r : runs) {
         const std::size_t first = iov.size();
-        for (std::size_t i = r.begin; i < r.end; ++i)
-          iov.push_back({const_cast<std::byte*>(p.memory.data() + p.pieces[i].memory), p.pieces[i].length});
+        append_iovecs(p, r, iov);
         io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
         if (!sqe) fail("io_uring: submission queue full");
         io_uring_prep_writev(sqe, fd_, iov.data() + first, static_cast<unsigned>(iov.size() - first), r.offset);
@@ -437,16 +442,12 @@ class UringListIo final : public FdMethod {
         if (res < 0) fail(std::string("io_uring write: ") + std::strerror(-res));
         if (static_cast<std::uint64_t>(res) != r.length) {  // short: finish it synchronously
           std::vector<iovec> rest;
-          for (std::size_t i = r.begin; i < r.end; ++i)
-            rest.push_back({const_cast<std::byte*>(p.memory.data() + p.pieces[i].memory), p.pieces[i].length});
+          append_iovecs(p, r, rest);
           pwritev_all(fd_, rest, r.offset, r.length);  // rewrites the same bytes: harmless
         }
       }
     });
-    const double written = now();
-    if (::fdatasync(fd_) != 0) fail(std::string("fdatasync: ") + std::strerror(errno));
-    run.write = written - start;
-    run.sync = now() - written;
+    sync_since(start, run);
   }
 
  private:
