@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -140,6 +141,7 @@ struct Job {
   Progress& progress;
   Stats& stats;
   RankTimes& times;
+  std::size_t batch_bytes;  // collective pipeline: input per call
 };
 
 std::uint64_t input_bytes(const Job& job, const io::Extent& extent) {
@@ -274,42 +276,60 @@ class SerialWorker {
 // reading round k+1 and writing round k-1 while round k is computed; the
 // I/O library is only ever entered from that thread. Otherwise they run in
 // turn on the thread that initialised MPI.
+// Collective calls are joined by every rank, so each is a point where the
+// ranks wait for one another: a call carries several bricks (up to
+// SegmentOptions::collective_batch_bytes of input per rank), so a job makes
+// few such points. Ranks with fewer rounds join the others' with nothing.
 void run_collective(Job& job) {
   const auto& bricks = job.bricks;
-  long long mine = static_cast<long long>(bricks.size()), rounds = 0;
+  const std::size_t element = io::dtype_size(job.reader.info().dtype);
+  const auto largest = static_cast<std::size_t>(job.layout.largest_brick_voxels());
+  const std::size_t batch = std::max<std::size_t>(1, job.batch_bytes / (largest * element));
+  long long mine = static_cast<long long>((bricks.size() + batch - 1) / batch), rounds = 0;
   check_mpi(MPI_Allreduce(&mine, &rounds, 1, MPI_LONG_LONG, MPI_MAX, job.comm.get()), "MPI_Allreduce");
   int threading = MPI_THREAD_SINGLE;
   MPI_Query_thread(&threading);
   const bool overlap = threading == MPI_THREAD_MULTIPLE;
-  const std::size_t element = io::dtype_size(job.reader.info().dtype);
-  const auto largest = static_cast<std::size_t>(job.layout.largest_brick_voxels());
   const int depth = overlap ? 2 : 1;
-  std::vector<std::vector<std::byte>> input(static_cast<std::size_t>(depth), std::vector<std::byte>(largest * element));
-  std::vector<std::vector<std::uint8_t>> mask(static_cast<std::size_t>(depth), std::vector<std::uint8_t>(largest));
+  std::vector<std::vector<std::byte>> input(static_cast<std::size_t>(depth),
+                                            std::vector<std::byte>(batch * largest * element));
+  std::vector<std::vector<std::uint8_t>> mask(static_cast<std::size_t>(depth), std::vector<std::uint8_t>(batch * largest));
+  // The bricks of a round, in order, each at slot k * largest of the round's buffers.
   auto extents_of = [&](long long round) {
     std::vector<io::Extent> extents;
-    if (round < mine) extents.push_back(job.layout.brick(bricks[static_cast<std::size_t>(round)]));
+    const std::size_t first = static_cast<std::size_t>(round) * batch;
+    for (std::size_t b = first; b < std::min(first + batch, bricks.size()); ++b)
+      extents.push_back(job.layout.brick(bricks[b]));
     return extents;
+  };
+  auto slots = [&](auto* base, std::size_t count, std::size_t stride) {
+    std::vector<decltype(base)> pointers(count);
+    for (std::size_t k = 0; k < count; ++k) pointers[k] = base + k * stride;
+    return pointers;
   };
   auto read = [&](long long round) {
     auto extents = extents_of(round);
-    void* pointer = input[static_cast<std::size_t>(round % depth)].data();
-    job.reader.read_all(extents, {&pointer, extents.size()});
+    auto pointers = slots(input[static_cast<std::size_t>(round % depth)].data(), extents.size(), largest * element);
+    std::vector<void*> memory(pointers.begin(), pointers.end());
+    job.reader.read_all(extents, {memory.data(), memory.size()});
   };
   auto write = [&](long long round) {
     auto extents = extents_of(round);
-    const void* pointer = mask[static_cast<std::size_t>(round % depth)].data();
-    job.writer.write_all(extents, {&pointer, extents.size()});
+    auto pointers = slots(mask[static_cast<std::size_t>(round % depth)].data(), extents.size(), largest);
+    std::vector<const void*> memory(pointers.begin(), pointers.end());
+    job.writer.write_all(extents, {memory.data(), memory.size()});
   };
   auto compute = [&](long long round) {
-    if (round >= mine) return;
-    const io::Extent extent = job.layout.brick(bricks[static_cast<std::size_t>(round)]);
-    job.times.compute += timed([&] {
-      job.kernel.run(input[static_cast<std::size_t>(round % depth)].data(), extent.voxels(), false,
-                     mask[static_cast<std::size_t>(round % depth)].data(), job.stats);
-    });
-    ++job.times.bricks;
-    job.progress.advance(1, input_bytes(job, extent));
+    const auto extents = extents_of(round);
+    for (std::size_t k = 0; k < extents.size(); ++k) {
+      job.times.compute += timed([&] {
+        job.kernel.run(input[static_cast<std::size_t>(round % depth)].data() + k * largest * element,
+                       extents[k].voxels(), false, mask[static_cast<std::size_t>(round % depth)].data() + k * largest,
+                       job.stats);
+      });
+      ++job.times.bricks;
+      job.progress.advance(1, input_bytes(job, extents[k]));
+    }
   };
   if (!overlap) {
     for (long long round = 0; round < rounds; ++round) {
@@ -475,7 +495,7 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   Stats local;
   {
     Progress progress(comm, "segment", layout.count(), options.progress);
-    Job job{comm, *reader, *writer, layout, bricks, kernel, progress, local, times};
+    Job job{comm, *reader, *writer, layout, bricks, kernel, progress, local, times, options.collective_batch_bytes};
     std::exception_ptr error;
     try {
       if (collective) run_collective(job);

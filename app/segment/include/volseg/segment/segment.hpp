@@ -29,6 +29,10 @@ struct SegmentOptions {
   std::optional<io::Index3> brick_shape;  // default: BrickLayout::default_shape
   Assignment assignment = Assignment::block;
   std::uint64_t seed = 0;
+  // Collective pipeline (twophase, mpiio): input bytes a rank reads in one
+  // read_all, as whole bricks (at least one). Each call joins every rank, so
+  // fewer, larger calls mean fewer points where the ranks wait for each other.
+  std::size_t collective_batch_bytes = std::size_t{32} << 20;
   bool force = false;
   ProgressMode progress = ProgressMode::automatic;
   std::string command_line;  // recorded in the mask's history attribute
