@@ -101,40 +101,54 @@ def throughput(args, volseg):
     warm(raw)
     rows = []
 
-    def measure(name, ranks, cmd, report=None, extra_env=None):
-        walls, jobs = [], []
+    def measure(cases):
+        """Times every case `args.repeat` times, interleaved round by round so a
+        drift of this shared machine falls on every case alike. Each run starts
+        with no dirty pages left from the one before (os.sync), so no run pays
+        for the previous run's mask writeback."""
+        walls = {i: [] for i in range(len(cases))}
+        jobs = {i: [] for i in range(len(cases))}
         for _ in range(args.repeat):
-            wall, _ = timed(cmd, extra_env)
-            walls.append(wall)
-            if report:
-                with open(report) as f:
-                    jobs.append(json.load(f)["seconds"])
-        wall = statistics.median(walls)
-        job = statistics.median(jobs) if jobs else wall
-        rows.append({"method": name, "ranks": ranks, "wall_s": wall, "job_s": job, "gb_s": nbytes / job / 1e9})
-        print(f"  {name:<22} {ranks} rank(s): {job:7.3f} s  {nbytes / job / 1e9:6.2f} GB/s", flush=True)
+            for i, (name, ranks, cmd, report, extra_env, before) in enumerate(cases):
+                if before:
+                    before()
+                os.sync()
+                wall, _ = timed(cmd, extra_env)
+                walls[i].append(wall)
+                if report:
+                    with open(report) as f:
+                        jobs[i].append(json.load(f)["seconds"])
+        for i, (name, ranks, *_rest) in enumerate(cases):
+            wall = statistics.median(walls[i])
+            job = statistics.median(jobs[i]) if jobs[i] else wall
+            rows.append({"method": name, "ranks": ranks, "wall_s": wall, "job_s": job, "gb_s": nbytes / job / 1e9})
+            print(f"  {name:<22} {ranks} rank(s): {job:7.3f} s  {nbytes / job / 1e9:6.2f} GB/s", flush=True)
 
-    print(f"input {raw}: {nbytes / 2**30:.1f} GiB, page cache warm, median of {args.repeat}")
-    measure("dd bs=16M", 1, ["dd", f"if={raw}", "of=/dev/null", "bs=16M"])
+    print(f"input {raw}: {nbytes / 2**30:.1f} GiB, page cache warm, median of {args.repeat}, cases interleaved")
     # What any tool pays to create the mask (a quarter of the input) in the
     # page cache: fresh pages are costly on virtual machines.
     scratch = os.path.join(args.dir, "dd-write.tmp")
-    measure("dd write mask-size", 1, ["bash", "-c", f"rm -f {scratch}; dd if=/dev/zero of={scratch} bs=16M "
-                                     f"count={nbytes // 4 // (16 << 20)} 2>/dev/null; rm -f {scratch}"])
-    measure("numpy memmap", 1, ["/usr/bin/python3", "-c", NUMPY_THRESHOLD, raw, os.path.join(args.dir, "numpy-mask.raw"),
-                                *map(str, dims), str(LO), str(HI)])
+    references = [
+        ("dd bs=16M", 1, ["dd", f"if={raw}", "of=/dev/null", "bs=16M"], None, None, None),
+        ("dd write mask-size", 1, ["bash", "-c", f"rm -f {scratch}; dd if=/dev/zero of={scratch} bs=16M "
+                                   f"count={nbytes // 4 // (16 << 20)} 2>/dev/null; rm -f {scratch}"], None, None, None),
+        ("numpy memmap", 1, ["/usr/bin/python3", "-c", NUMPY_THRESHOLD, raw, os.path.join(args.dir, "numpy-mask.raw"),
+                             *map(str, dims), str(LO), str(HI)], None, None, None),
+    ]
+    measure(references)
     report = os.path.join(args.dir, "bench-report.json")
     methods = [m for m in METHODS if args.only is None or m[0] in args.only]
     for _, _, fmt, _, _ in methods:
         generate(volseg, input_path(args, f"smooth-{args.size}", fmt), dims, fmt)
     warm(raw)
     for ranks in (1, 2):
+        cases = []
         for label, backend, fmt, extra, env in methods:
             src_fmt = input_path(args, f"smooth-{args.size}", fmt)
-            warm(src_fmt if fmt != "raw" else raw)
             out = os.path.join(args.dir, "bench-mask" + EXTENSIONS[fmt])
-            measure(f"volseg {label}", ranks, segment_cmd(volseg, ranks, backend, src_fmt, out, report, extra=extra),
-                    report, env)
+            cases.append((f"volseg {label}", ranks, segment_cmd(volseg, ranks, backend, src_fmt, out, report, extra=extra),
+                          report, env, (lambda p=(src_fmt if fmt != "raw" else raw): warm(p))))
+        measure(cases)
 
     dd = next(r for r in rows if r["method"] == "dd bs=16M")["gb_s"]
     floor_s = sum(r["job_s"] for r in rows if r["method"].startswith("dd"))
