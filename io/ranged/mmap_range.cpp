@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: MIT
+// The ranged API over one shared mapping of the range.
+//
+// readanyv: madvise(WILLNEED) on the blocks asked for (as many as
+// Options::max_bytes allows, in the order given), then mincore() to find one
+// whose pages are all resident; when none is yet, the first advised block is
+// faulted in (MADV_POPULATE_READ) and returned. Views point into the mapping.
+//
+// Writes: a write range that reaches past the end of the file extends it
+// with fallocate (so stores cannot meet a full disk as SIGBUS), views point
+// into the mapping, finished() starts writeback with sync_file_range, and
+// close() waits for it with fdatasync.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <map>
+#include <set>
+
+#include "range_base.hpp"
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+
+namespace volseg::io::ranged {
+namespace {
+
+std::uint64_t page_size() {
+  static const auto size = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  return size;
+}
+
+class MmapRange final : public detail::RangeBase {
+ public:
+  MmapRange(const std::string& path, std::uint64_t offset, std::uint64_t length, Access access,
+            const Options& options)
+      : RangeBase(path, offset, length, access, Engine::mmap), max_bytes_(options.max_bytes) {
+    const bool reading = access == Access::read;
+    fd_ = ::open(path.c_str(), reading ? O_RDONLY | O_CLOEXEC : O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd_ < 0) throw_errno("open_range", path);
+    try {
+      struct stat st {};
+      if (::fstat(fd_, &st) != 0) throw_errno("fstat", path);
+      const auto size = static_cast<std::uint64_t>(st.st_size);
+      if (reading && offset + length > size)
+        fail("the read-only range [" + std::to_string(offset) + ", " + std::to_string(offset + length) +
+             ") reaches past the end of the file (" + std::to_string(size) + " bytes)");
+      if (!reading && offset + length > size) extend(size, offset + length);
+      map_start_ = offset / page_size() * page_size();
+      map_length_ = offset + length - map_start_;
+      if (length > 0) {
+        void* base = ::mmap(nullptr, map_length_, reading ? PROT_READ : PROT_READ | PROT_WRITE, MAP_SHARED, fd_,
+                            static_cast<off_t>(map_start_));
+        if (base == MAP_FAILED) throw_errno("mmap", path);
+        map_ = static_cast<std::byte*>(base);
+        base_ = map_ + (offset - map_start_);
+      }
+    } catch (...) {
+      ::close(fd_);
+      throw;
+    }
+  }
+
+  ~MmapRange() override {
+    if (map_) ::munmap(map_, map_length_);
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  View readanyv(std::span<const Block> blocks) override {
+    check_usable("readanyv", Access::read);
+    if (blocks.empty()) fail("readanyv of an empty set of blocks");
+    std::vector<BlockKeyRef> keys;
+    keys.reserve(blocks.size());
+    for (const Block& block : blocks) keys.push_back(advised_.find(detail::key_of(block)));
+    // Announce what the budget allows, in the caller's order.
+    for (std::size_t i = 0; i < blocks.size(); ++i) {
+      if (keys[i] != advised_.end()) continue;
+      const std::uint64_t bytes = blocks[i].bytes();
+      if (advised_bytes_ > 0 && advised_bytes_ + bytes > max_bytes_) break;
+      advise(blocks[i]);
+      keys[i] = advised_.emplace(detail::key_of(blocks[i]), Advised{bytes, 0}).first;
+      advised_bytes_ += bytes;
+    }
+    for (std::size_t i = 0; i < blocks.size(); ++i)
+      if (keys[i] != advised_.end() && keys[i]->second.handed == 0 && resident(blocks[i]))
+        return hand_out(i, blocks[i], keys[i]);
+    // Nothing is all there yet: wait for the oldest announced block.
+    for (std::size_t i = 0; i < blocks.size(); ++i)
+      if (keys[i] != advised_.end() && keys[i]->second.handed == 0) {
+        populate(blocks[i]);
+        return hand_out(i, blocks[i], keys[i]);
+      }
+    fail("readanyv: every block asked for is already handed out and not released");
+  }
+
+  void release(View& view) override {
+    check_usable("release", Access::read);
+    auto handed = handed_.find(view.handle);
+    if (handed == handed_.end()) fail("release of a view this range did not hand out, or released twice");
+    advised_bytes_ -= handed->second->second.bytes;
+    advised_.erase(handed->second);
+    handed_.erase(handed);
+    view.pieces.clear();
+  }
+
+  View acquire(const Block& block) override {
+    check_usable("acquire", Access::write);
+    check_inside(block);
+    View view;
+    view.handle = ++last_handle_;
+    for (const Piece& piece : block.pieces)
+      view.pieces.emplace_back(base_ + piece.offset, static_cast<std::size_t>(piece.length));
+    acquired_.insert(view.handle);
+    return view;
+  }
+
+  // The bytes are in the mapping already; the page cache writes them back.
+  void commit(View& view) override {
+    check_usable("commit", Access::write);
+    if (acquired_.erase(view.handle) == 0) fail("commit of a view this range did not hand out, or committed twice");
+    view.pieces.clear();
+  }
+
+  void finished() override {
+    begin_finished();
+    if (access() == Access::write && length() > 0 &&
+        ::sync_file_range(fd_, static_cast<off64_t>(file_offset()), static_cast<off64_t>(length()),
+                          SYNC_FILE_RANGE_WRITE) != 0)
+      note_error(detail::errno_text("sync_file_range", path(), errno));
+    unmap();
+  }
+
+  void close() override {
+    if (!begin_close()) return;
+    unmap();
+    if (access() == Access::write && ::fdatasync(fd_) != 0) note_error(detail::errno_text("fdatasync", path(), errno));
+    if (::close(fd_) != 0) note_error(detail::errno_text("close", path(), errno));
+    fd_ = -1;
+    report_errors();
+  }
+
+ private:
+  struct Advised {
+    std::uint64_t bytes;
+    int handed;  // 1 while a view of it is out
+  };
+  using BlockKeyRef = std::map<detail::BlockKey, Advised>::iterator;
+
+  void extend(std::uint64_t size, std::uint64_t end) {
+    if (::fallocate(fd_, 0, static_cast<off_t>(size), static_cast<off_t>(end - size)) == 0) return;
+    if (errno != EOPNOTSUPP) throw_errno("fallocate (extending the file for a write range)", path());
+    if (::ftruncate(fd_, static_cast<off_t>(end)) != 0) throw_errno("ftruncate", path());
+  }
+
+  // Page-aligned [first, last) of the mapping that holds a piece.
+  std::pair<std::byte*, std::size_t> pages(const Piece& piece, std::uint64_t length) const {
+    const std::uint64_t begin = (base_ - map_) + piece.offset, end = begin + length;
+    const std::uint64_t first = begin / page_size() * page_size();
+    const std::uint64_t last = std::min<std::uint64_t>((end + page_size() - 1) / page_size() * page_size(), map_length_);
+    return {map_ + first, static_cast<std::size_t>(last - first)};
+  }
+
+  void advise(const Block& block) {
+    for (const Piece& piece : block.pieces)
+      if (const std::uint64_t length = clamp(piece); length > 0) {
+        auto [address, bytes] = pages(piece, length);
+        if (::madvise(address, bytes, MADV_WILLNEED) != 0) throw_errno("madvise(WILLNEED)", path());
+      }
+  }
+
+  bool resident(const Block& block) {
+    for (const Piece& piece : block.pieces)
+      if (const std::uint64_t length = clamp(piece); length > 0) {
+        auto [address, bytes] = pages(piece, length);
+        residency_.resize((bytes + page_size() - 1) / page_size());
+        if (::mincore(address, bytes, residency_.data()) != 0) throw_errno("mincore", path());
+        for (unsigned char page : residency_)
+          if (!(page & 1)) return false;
+      }
+    return true;
+  }
+
+  // The fallback: fault the block in now, in one call per piece.
+  void populate(const Block& block) {
+    for (const Piece& piece : block.pieces)
+      if (const std::uint64_t length = clamp(piece); length > 0) {
+        auto [address, bytes] = pages(piece, length);
+        if (::madvise(address, bytes, MADV_POPULATE_READ) == 0) continue;
+        if (errno != EINVAL) throw_errno("madvise(POPULATE_READ)", path());
+        volatile std::byte sink{};  // kernels before 5.14: touch every page
+        for (std::size_t at = 0; at < bytes; at += page_size()) sink = address[at];
+        (void)sink;
+      }
+  }
+
+  View hand_out(std::size_t index, const Block& block, BlockKeyRef key) {
+    View view;
+    view.block = index;
+    view.handle = ++last_handle_;
+    for (const Piece& piece : block.pieces) {
+      const std::uint64_t length = clamp(piece);
+      view.pieces.emplace_back(length > 0 ? base_ + piece.offset : nullptr, static_cast<std::size_t>(length));
+    }
+    key->second.handed = 1;
+    handed_.emplace(view.handle, key);
+    return view;
+  }
+
+  void unmap() {
+    if (!map_) return;
+    if (::munmap(map_, map_length_) != 0) note_error(detail::errno_text("munmap", path(), errno));
+    map_ = base_ = nullptr;
+  }
+
+  int fd_ = -1;
+  std::uint64_t max_bytes_;
+  std::byte* map_ = nullptr;   // page-aligned start of the mapping
+  std::byte* base_ = nullptr;  // byte 0 of the range
+  std::uint64_t map_start_ = 0, map_length_ = 0;
+  std::map<detail::BlockKey, Advised> advised_;
+  std::uint64_t advised_bytes_ = 0;
+  std::map<std::uint64_t, BlockKeyRef> handed_;  // read views out, by handle
+  std::set<std::uint64_t> acquired_;             // write views out
+  std::uint64_t last_handle_ = 0;
+  std::vector<unsigned char> residency_;
+};
+
+}  // namespace
+
+std::unique_ptr<Range> open_mmap_range(const std::string& path, std::uint64_t offset, std::uint64_t length,
+                                       Access access, const Options& options) {
+  return std::make_unique<MmapRange>(path, offset, length, access, options);
+}
+
+}  // namespace volseg::io::ranged

@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: MIT
+// The ranged API over io_uring (Debian's liburing).
+//
+// readanyv starts the blocks asked for, in the caller's order, as long as the
+// memory they need stays within Options::max_bytes: each gets one buffer of
+// its own, cut into requests of at most request_bytes, of which at most
+// queue_depth are in flight. It returns the first block whose requests have
+// all completed. Short reads are resubmitted for the rest; an error is the
+// block's, thrown when that block would be handed out.
+//
+// Writes: commit() queues the view's requests and returns; the buffer is
+// freed when they complete. finished() submits what the queue can take and
+// returns; close() waits for every request, then fdatasync, and reports every
+// error it met.
+#include <fcntl.h>
+#include <liburing.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <deque>
+#include <map>
+#include <memory>
+
+#include "range_base.hpp"
+
+namespace volseg::io::ranged {
+namespace {
+
+struct FreeBuffer {
+  void operator()(std::byte* p) const { std::free(p); }
+};
+
+class UringRange final : public detail::RangeBase {
+ public:
+  UringRange(const std::string& path, std::uint64_t offset, std::uint64_t length, Access access,
+             const Options& options)
+      : RangeBase(path, offset, length, access, Engine::uring),
+        depth_(options.queue_depth),
+        request_bytes_(std::min<std::uint64_t>(options.request_bytes, 1u << 30)),
+        max_bytes_(options.max_bytes) {
+    const bool reading = access == Access::read;
+    fd_ = ::open(path.c_str(), reading ? O_RDONLY | O_CLOEXEC : O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd_ < 0) throw_errno("open_range", path);
+    try {
+      struct stat st {};
+      if (::fstat(fd_, &st) != 0) throw_errno("fstat", path);
+      const auto size = static_cast<std::uint64_t>(st.st_size);
+      if (reading && offset + length > size)
+        fail("the read-only range [" + std::to_string(offset) + ", " + std::to_string(offset + length) +
+             ") reaches past the end of the file (" + std::to_string(size) + " bytes)");
+      if (!reading && offset + length > size && ::ftruncate(fd_, static_cast<off_t>(offset + length)) != 0)
+        throw_errno("ftruncate (extending the file for a write range)", path);
+      if (int rc = ::io_uring_queue_init(depth_, &ring_, 0); rc < 0)
+        throw_errno("io_uring_queue_init (is io_uring disabled here? ranged-mmap needs no io_uring)", path, -rc);
+    } catch (...) {
+      ::close(fd_);
+      throw;
+    }
+  }
+
+  ~UringRange() override {
+    if (fd_ < 0) return;
+    // The kernel may still be writing into our buffers: wait before freeing.
+    try {
+      drain();
+    } catch (...) {
+    }
+    ::io_uring_queue_exit(&ring_);
+    ::close(fd_);
+  }
+
+  View readanyv(std::span<const Block> blocks) override {
+    check_usable("readanyv", Access::read);
+    if (blocks.empty()) fail("readanyv of an empty set of blocks");
+    for (;;) {
+      bool waiting = false;  // some block of the set is in flight
+      for (std::size_t i = 0; i < blocks.size(); ++i) {
+        auto found = by_key_.find(detail::key_of(blocks[i]));
+        if (found == by_key_.end() || found->second->handed) continue;
+        Slot& slot = *found->second;
+        if (slot.pending > 0) {
+          waiting = true;
+          continue;
+        }
+        if (!slot.error.empty()) {
+          std::string error = slot.error;
+          forget(slot);
+          fail(error);
+        }
+        return hand_out(i, slot);
+      }
+      for (const Block& block : blocks) {
+        if (by_key_.count(detail::key_of(block))) continue;
+        const std::uint64_t bytes = block.bytes();
+        if (held_bytes_ > 0 && held_bytes_ + bytes > max_bytes_) break;
+        start_read(block);
+        waiting = true;
+      }
+      if (!waiting) fail("readanyv: every block asked for is handed out and not released, or max_bytes is held by them");
+      pump();
+      reap(true);
+    }
+  }
+
+  void release(View& view) override {
+    check_usable("release", Access::read);
+    auto found = handed_.find(view.handle);
+    if (found == handed_.end()) fail("release of a view this range did not hand out, or released twice");
+    Slot* slot = found->second;
+    handed_.erase(found);
+    forget(*slot);
+    view.pieces.clear();
+  }
+
+  View acquire(const Block& block) override {
+    check_usable("acquire", Access::write);
+    check_inside(block);
+    const std::uint64_t bytes = block.bytes();
+    while (held_bytes_ > 0 && held_bytes_ + bytes > max_bytes_ && (in_flight_ > 0 || !queued_.empty())) {
+      pump();
+      reap(true);
+    }
+    Slot& slot = make_slot(block, bytes);
+    View view;
+    view.handle = slot.handle;
+    view.pieces = slot.pieces;
+    handed_.emplace(slot.handle, &slot);
+    return view;
+  }
+
+  void commit(View& view) override {
+    check_usable("commit", Access::write);
+    auto found = handed_.find(view.handle);
+    if (found == handed_.end()) fail("commit of a view this range did not hand out, or committed twice");
+    Slot& slot = *found->second;
+    handed_.erase(found);
+    view.pieces.clear();
+    enqueue(slot, true);
+    if (slot.pending == 0) forget(slot);
+    pump();
+    reap(false);
+  }
+
+  void finished() override {
+    begin_finished();
+    pump();  // no waiting: what the queue cannot take yet goes at close()
+  }
+
+  void close() override {
+    if (!begin_close()) return;
+    try {
+      drain();
+    } catch (const Error& e) {
+      note_error(e.what());
+    }
+    if (access() == Access::write && ::fdatasync(fd_) != 0) note_error(detail::errno_text("fdatasync", path(), errno));
+    ::io_uring_queue_exit(&ring_);
+    if (::close(fd_) != 0) note_error(detail::errno_text("close", path(), errno));
+    fd_ = -1;
+    slots_.clear();
+    by_key_.clear();
+    handed_.clear();
+    report_errors();
+  }
+
+ private:
+  // One block's buffer and progress.
+  struct Slot {
+    std::uint64_t handle = 0;
+    detail::BlockKey key;
+    std::unique_ptr<std::byte[], FreeBuffer> buffer;
+    std::uint64_t bytes = 0;
+    std::vector<std::span<std::byte>> pieces;  // into buffer, clamped at the range's end
+    std::vector<std::uint64_t> offsets;        // of each piece in the range
+    std::size_t pending = 0;                   // requests not yet complete
+    bool handed = false;
+    std::string error;
+  };
+  struct Request {
+    Slot* slot;
+    std::byte* data;
+    std::uint64_t offset;  // in the file
+    std::uint64_t length;
+    bool write;
+  };
+
+  Slot& make_slot(const Block& block, std::uint64_t bytes) {
+    auto slot = std::make_unique<Slot>();
+    slot->handle = ++last_handle_;
+    slot->key = detail::key_of(block);
+    slot->bytes = bytes;
+    if (bytes > 0) {
+      const std::uint64_t rounded = (bytes + 4095) / 4096 * 4096;
+      slot->buffer.reset(static_cast<std::byte*>(std::aligned_alloc(4096, rounded)));
+      if (!slot->buffer) fail("out of memory for a block of " + std::to_string(bytes) + " bytes");
+    }
+    std::uint64_t at = 0;
+    for (const Piece& piece : block.pieces) {
+      const std::uint64_t length = access() == Access::read ? clamp(piece) : piece.length;
+      slot->pieces.emplace_back(length > 0 ? slot->buffer.get() + at : nullptr, static_cast<std::size_t>(length));
+      slot->offsets.push_back(piece.offset);
+      at += piece.length;
+    }
+    held_bytes_ += bytes;
+    Slot& ref = *slot;
+    by_key_[ref.key] = &ref;
+    slots_.emplace(ref.handle, std::move(slot));
+    return ref;
+  }
+
+  void start_read(const Block& block) { enqueue(make_slot(block, block.bytes()), false); }
+
+  // Cuts the slot's pieces into requests of at most request_bytes.
+  void enqueue(Slot& slot, bool write) {
+    for (std::size_t p = 0; p < slot.pieces.size(); ++p)
+      for (std::uint64_t done = 0; done < slot.pieces[p].size(); done += request_bytes_) {
+        const std::uint64_t length = std::min<std::uint64_t>(request_bytes_, slot.pieces[p].size() - done);
+        queued_.push_back(Request{&slot, slot.pieces[p].data() + done, file_offset() + slot.offsets[p] + done, length,
+                                  write});
+        ++slot.pending;
+      }
+  }
+
+  // Submits queued requests while the ring has room.
+  void pump() {
+    unsigned added = 0;
+    while (in_flight_ < depth_ && !queued_.empty()) {
+      io_uring_sqe* sqe = ::io_uring_get_sqe(&ring_);
+      if (!sqe) break;
+      auto* request = new Request(queued_.front());
+      queued_.pop_front();
+      if (request->write)
+        ::io_uring_prep_write(sqe, fd_, request->data, static_cast<unsigned>(request->length), request->offset);
+      else
+        ::io_uring_prep_read(sqe, fd_, request->data, static_cast<unsigned>(request->length), request->offset);
+      ::io_uring_sqe_set_data(sqe, request);
+      ++in_flight_;
+      ++added;
+    }
+    if (added == 0) return;
+    int rc;
+    do rc = ::io_uring_submit(&ring_);
+    while (rc == -EINTR);
+    if (rc < 0) throw_errno("io_uring_submit", path(), -rc);
+  }
+
+  // Handles completions: waits for one first when `wait` and any is in flight.
+  void reap(bool wait) {
+    io_uring_cqe* cqe = nullptr;
+    if (wait && in_flight_ > 0) {
+      int rc;
+      do rc = ::io_uring_wait_cqe(&ring_, &cqe);
+      while (rc == -EINTR);
+      if (rc < 0) throw_errno("io_uring_wait_cqe", path(), -rc);
+    }
+    while (::io_uring_peek_cqe(&ring_, &cqe) == 0 && cqe) {
+      std::unique_ptr<Request> request(static_cast<Request*>(::io_uring_cqe_get_data(cqe)));
+      const int result = cqe->res;
+      ::io_uring_cqe_seen(&ring_, cqe);
+      --in_flight_;
+      complete(*request, result);
+    }
+  }
+
+  void complete(const Request& request, int result) {
+    Slot& slot = *request.slot;
+    const char* what = request.write ? "write" : "read";
+    if (result < 0) {
+      slot.error = detail::errno_text(std::string("io_uring ") + what + " at offset " + std::to_string(request.offset),
+                                      path(), -result);
+    } else if (result == 0) {
+      slot.error = std::string("io_uring ") + what + " " + path() + ": end of file at offset " +
+                   std::to_string(request.offset) + " (did the file shrink?)";
+    } else if (static_cast<std::uint64_t>(result) < request.length) {  // short: the rest again
+      const auto done = static_cast<std::uint64_t>(result);
+      queued_.push_front(Request{&slot, request.data + done, request.offset + done, request.length - done,
+                                 request.write});
+      return;
+    }
+    if (--slot.pending > 0) return;
+    if (request.write) {
+      if (!slot.error.empty()) note_error(slot.error);
+      forget(slot);
+    }
+  }
+
+  void drain() {
+    while (in_flight_ > 0 || !queued_.empty()) {
+      pump();
+      reap(true);
+    }
+  }
+
+  View hand_out(std::size_t index, Slot& slot) {
+    slot.handed = true;
+    handed_.emplace(slot.handle, &slot);
+    View view;
+    view.block = index;
+    view.handle = slot.handle;
+    view.pieces = slot.pieces;
+    return view;
+  }
+
+  void forget(Slot& slot) {
+    held_bytes_ -= slot.bytes;
+    by_key_.erase(slot.key);
+    slots_.erase(slot.handle);
+  }
+
+  int fd_ = -1;
+  io_uring ring_{};
+  unsigned depth_;
+  std::uint64_t request_bytes_, max_bytes_;
+  std::map<std::uint64_t, std::unique_ptr<Slot>> slots_;  // by handle
+  std::map<detail::BlockKey, Slot*> by_key_;
+  std::map<std::uint64_t, Slot*> handed_;  // views out, by handle
+  std::deque<Request> queued_;
+  unsigned in_flight_ = 0;
+  std::uint64_t held_bytes_ = 0, last_handle_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Range> open_uring_range(const std::string& path, std::uint64_t offset, std::uint64_t length,
+                                        Access access, const Options& options) {
+  return std::make_unique<UringRange>(path, offset, length, access, options);
+}
+
+}  // namespace volseg::io::ranged
