@@ -12,6 +12,8 @@ Backend make_mpiio_backend();
 Backend make_pnetcdf_backend();
 Backend make_netcdf4_backend();
 Backend make_twophase_backend();
+Backend make_ranged_mmap_backend();
+Backend make_ranged_uring_backend();
 
 void register_builtin(Registry& registry) {
   registry.add(make_posix_backend());
@@ -21,6 +23,8 @@ void register_builtin(Registry& registry) {
   registry.add(make_pnetcdf_backend());
   registry.add(make_netcdf4_backend());
   registry.add(make_twophase_backend());
+  registry.add(make_ranged_mmap_backend());
+  registry.add(make_ranged_uring_backend());
 }
 
 }  // namespace volseg::io

@@ -48,6 +48,10 @@ void VolumeReader::will_need(const Extent&) {}
 
 Mapping VolumeReader::map(const Extent&) { throw Error("backend " + backend_name() + " cannot map extents"); }
 
+std::unique_ptr<Arrivals> VolumeReader::read_any(std::span<const Extent>) {
+  throw Error("backend " + backend_name() + " reads extents in order only (read_any: use ranged-mmap or ranged-uring)");
+}
+
 void VolumeWriter::write_all(std::span<const Extent> extents, std::span<const void* const> buffers) {
   if (extents.size() != buffers.size()) throw Error("write_all: extents and buffers differ in number");
   for (std::size_t i = 0; i < extents.size(); ++i) write(extents[i], buffers[i]);

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <future>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "volseg/io/error.hpp"
@@ -183,6 +184,41 @@ void run_mapped(Job& job) {
     job.progress.advance(1, input_bytes(job, extent));
   }
   if (pending_write.valid()) job.times.wait += timed([&] { job.times.write += pending_write.get(); });
+}
+
+// Seed 004's readanyv: the reader is given all of this rank's bricks and
+// hands them out in the order their data become available; the kernel reads
+// each in place and the mask is written by an I/O thread, as run_mapped.
+void run_any_order(Job& job) {
+  const auto& bricks = job.bricks;
+  std::vector<io::Extent> extents;
+  extents.reserve(bricks.size());
+  for (auto brick : bricks) extents.push_back(job.layout.brick(brick));
+  std::unique_ptr<io::Arrivals> arrivals;
+  job.times.read += timed([&] { arrivals = job.reader.read_any(extents); });
+  const auto largest = static_cast<std::size_t>(job.layout.largest_brick_voxels());
+  std::vector<std::uint8_t> mask[2] = {std::vector<std::uint8_t>(largest), std::vector<std::uint8_t>(largest)};
+  std::future<double> pending_write;
+  for (std::size_t k = 0; k < bricks.size(); ++k) {
+    std::optional<io::Arrival> arrival;
+    job.times.read += timed([&] { arrival = arrivals->next(); });
+    if (!arrival) throw Error("read_any handed out " + std::to_string(k) + " of " + std::to_string(bricks.size()) + " bricks");
+    const io::Extent& extent = extents[arrival->index];
+    std::uint8_t* out = mask[k % 2].data();
+    job.times.compute += timed([&] {
+      for (const io::Run& run : arrival->values.runs())
+        job.kernel.run(run.data, run.count, arrival->values.needs_swap(), out + run.index, job.stats);
+    });
+    job.times.read += timed([&] { arrival->values.release(); });
+    if (pending_write.valid()) job.times.wait += timed([&] { job.times.write += pending_write.get(); });
+    pending_write = std::async(std::launch::async, [&job, out, extent] {
+      return timed([&] { job.writer.write(extent, out); });
+    });
+    ++job.times.bricks;
+    job.progress.advance(1, input_bytes(job, extent));
+  }
+  if (pending_write.valid()) job.times.wait += timed([&] { job.times.write += pending_write.get(); });
+  job.times.read += timed([&] { arrivals->close(); });
 }
 
 // Double-buffered: an I/O thread reads brick k+1 and writes the mask of
@@ -489,8 +525,9 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
 
   const auto bricks = assign_bricks(layout.count(), comm.rank(), comm.size(), options.assignment, options.seed);
   const bool collective = reader->collective() || writer->collective();
-  const bool mapped = !collective && reader->can_map();
-  result.pipeline = collective ? "collective" : mapped ? "mapped" : "buffered";
+  const bool any_order = !collective && reader->can_read_any();
+  const bool mapped = !collective && !any_order && reader->can_map();
+  result.pipeline = collective ? "collective" : any_order ? "any-order" : mapped ? "mapped" : "buffered";
 
   Stats local;
   {
@@ -499,6 +536,7 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
     std::exception_ptr error;
     try {
       if (collective) run_collective(job);
+      else if (any_order) run_any_order(job);
       else if (mapped) run_mapped(job);
       else run_buffered(job);
     } catch (...) {

@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -52,6 +54,25 @@ class Mapping {
   Releaser releaser_;
 };
 
+// An extent whose values are all available, from VolumeReader::read_any():
+// its index in the list given, and a window on its values (file byte order).
+struct Arrival {
+  std::size_t index = 0;
+  Mapping values;
+};
+
+// Extents handed out in the order their data become available (seed 004's
+// readanyv), not in the order asked.
+class Arrivals {
+ public:
+  virtual ~Arrivals() = default;
+  // The next extent that is all there; nullopt once every one was handed out.
+  // Release each Arrival's window when done with it.
+  virtual std::optional<Arrival> next() = 0;
+  // Completes the reads and reports every error. Once, after the last next().
+  virtual void close() = 0;
+};
+
 class VolumeReader {
  public:
   virtual ~VolumeReader() = default;
@@ -71,6 +92,11 @@ class VolumeReader {
   // Zero-copy access where the backend can give it (mmap).
   virtual bool can_map() const { return false; }
   virtual Mapping map(const Extent& extent);
+
+  // Independent. The extents in the order their data arrive (ranged
+  // backends); for the others, can_read_any() is false and read_any throws.
+  virtual bool can_read_any() const { return false; }
+  virtual std::unique_ptr<Arrivals> read_any(std::span<const Extent> extents);
 
   // True when the backend's I/O is MPI collective: callers must use
   // read_all in rounds that every rank joins, from the thread that

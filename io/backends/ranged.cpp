@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: MIT
+// Backends "ranged-mmap" and "ranged-uring": raw volumes read through seed
+// 004's ranged API (io/ranged). read_any() opens one range over the bytes of
+// all the extents asked for, and hands extents out in the order readanyv
+// finds them complete; read() is read_any() of one extent, copied out.
+// Masks are written with pwrite, as "posix" does.
+//
+// Hints: queue_depth (uring requests in flight, 32), request_size (bytes per
+// uring request, 1M), max_memory (bytes the range may hold or advise at once,
+// 64M).
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "raw/raw_volume.hpp"
+#include "volseg/io/error.hpp"
+#include "volseg/io/ranged.hpp"
+#include "volseg/io/registry.hpp"
+
+namespace volseg::io {
+
+Backend make_posix_backend();
+
+namespace {
+
+// readanyv is given the first kWindow extents still wanted: enough choice
+// for the engines' budgets, and no quadratic cost on jobs of many bricks.
+constexpr std::size_t kWindow = 64;
+
+class RangeArrivals final : public Arrivals {
+ public:
+  struct Brick {
+    ranged::Block block;
+    std::vector<std::pair<std::int64_t, std::int64_t>> runs;  // (values, index in extent) per piece
+  };
+
+  RangeArrivals(std::unique_ptr<ranged::Range> range, std::vector<Brick> bricks, bool needs_swap,
+                std::atomic<std::uint64_t>& bytes_read)
+      : range_(std::move(range)), bricks_(std::move(bricks)), needs_swap_(needs_swap), bytes_read_(bytes_read) {
+    remaining_.resize(bricks_.size());
+    for (std::size_t i = 0; i < remaining_.size(); ++i) remaining_[i] = i;
+  }
+
+  std::optional<Arrival> next() override {
+    if (remaining_.empty()) return std::nullopt;
+    const std::size_t window = std::min(kWindow, remaining_.size());
+    wanted_.clear();
+    for (std::size_t w = 0; w < window; ++w) wanted_.push_back(bricks_[remaining_[w]].block);
+    ranged::View view = range_->readanyv(wanted_);
+    const std::size_t index = remaining_[view.block];
+    remaining_.erase(remaining_.begin() + static_cast<std::ptrdiff_t>(view.block));
+    const Brick& brick = bricks_[index];
+    std::vector<Run> runs;
+    for (std::size_t p = 0; p < view.pieces.size(); ++p) {
+      if (view.pieces[p].size() != brick.block.pieces[p].length)
+        throw Error("read_any: a brick reaches past the end of its range");  // cannot happen: the range covers all
+      runs.push_back(Run{view.pieces[p].data(), brick.runs[p].first, brick.runs[p].second});
+    }
+    bytes_read_ += brick.block.bytes();
+    ranged::Range* range = range_.get();
+    return Arrival{index, Mapping(std::move(runs), needs_swap_, [range, view]() mutable { range->release(view); })};
+  }
+
+  void close() override {
+    range_->finished();
+    range_->close();
+  }
+
+ private:
+  std::unique_ptr<ranged::Range> range_;
+  std::vector<Brick> bricks_;
+  std::vector<std::size_t> remaining_;  // indices not yet handed out, in the order asked
+  std::vector<ranged::Block> wanted_;
+  bool needs_swap_;
+  std::atomic<std::uint64_t>& bytes_read_;
+};
+
+class RangedReader final : public VolumeReader {
+ public:
+  RangedReader(const std::string& path, const Comm& comm, ranged::Engine engine, const ranged::Options& options)
+      : input_(path, comm), engine_(engine), options_(options) {}
+  const VolumeInfo& info() const override { return input_.header().info; }
+  std::string backend_name() const override { return std::string("ranged-") + ranged::engine_name(engine_); }
+  std::string implementation() const override {
+    return backend_name() + " (seed 004 readanyv; queue depth " + std::to_string(options_.queue_depth) +
+           ", requests of " + std::to_string(options_.request_bytes) + " B, at most " +
+           std::to_string(options_.max_bytes) + " B held)";
+  }
+
+  bool can_read_any() const override { return true; }
+  std::unique_ptr<Arrivals> read_any(std::span<const Extent> extents) override {
+    const std::size_t size = dtype_size(info().dtype);
+    std::uint64_t first = UINT64_MAX, last = 0;
+    std::vector<RangeArrivals::Brick> bricks(extents.size());
+    for (std::size_t e = 0; e < extents.size(); ++e) {
+      check_inside(extents[e], info().dims);
+      raw::for_each_run(info().dims, extents[e], size, input_.header().byte_skip,
+                        [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
+                          bricks[e].block.pieces.push_back(ranged::Piece{offset, static_cast<std::uint64_t>(count) * size});
+                          bricks[e].runs.emplace_back(count, index);
+                          first = std::min(first, offset);
+                          last = std::max(last, offset + static_cast<std::uint64_t>(count) * size);
+                        });
+    }
+    if (first > last) first = last = 0;  // nothing to read
+    for (auto& brick : bricks)
+      for (auto& piece : brick.block.pieces) piece.offset -= first;
+    auto range = ranged::open_range(engine_, input_.header().data_path, first, last - first, ranged::Access::read,
+                                    options_);
+    return std::make_unique<RangeArrivals>(std::move(range), std::move(bricks), input_.needs_swap(), bytes_read_);
+  }
+
+  void read(const Extent& extent, void* buffer) override {
+    const std::size_t size = dtype_size(info().dtype);
+    auto arrivals = read_any({&extent, 1});
+    while (auto arrival = arrivals->next()) {
+      for (const Run& run : arrival->values.runs()) {
+        void* target = static_cast<std::byte*>(buffer) + run.index * static_cast<std::int64_t>(size);
+        if (arrival->values.needs_swap()) raw::copy_swapped(target, run.data, run.count, size);
+        else std::memcpy(target, run.data, static_cast<std::size_t>(run.count) * size);
+      }
+      arrival->values.release();
+    }
+    arrivals->close();
+  }
+
+  void close() override { input_.close(); }
+  std::uint64_t bytes_read() const override { return bytes_read_; }
+  std::vector<std::string> files() const override { return input_.files(); }
+
+ private:
+  raw::RawInput input_;
+  ranged::Engine engine_;
+  ranged::Options options_;
+  std::atomic<std::uint64_t> bytes_read_{0};
+};
+
+ranged::Options options_from(const Hints& hints) {
+  ranged::Options options;
+  const auto depth = hints.get_int("queue_depth", options.queue_depth);
+  if (depth < 1 || depth > 4096) throw Error("hint queue_depth must be between 1 and 4096");
+  options.queue_depth = static_cast<unsigned>(depth);
+  const auto request = hints.get_size("request_size", static_cast<std::int64_t>(options.request_bytes));
+  if (request < 4096) throw Error("hint request_size must be at least 4096 bytes");
+  options.request_bytes = static_cast<std::uint64_t>(request);
+  const auto memory = hints.get_size("max_memory", static_cast<std::int64_t>(options.max_bytes));
+  if (memory < 1) throw Error("hint max_memory must be positive");
+  options.max_bytes = static_cast<std::uint64_t>(memory);
+  return options;
+}
+
+Backend make_ranged_backend(ranged::Engine engine) {
+  Backend backend;
+  backend.name = std::string("ranged-") + ranged::engine_name(engine);
+  backend.formats = "raw (NRRD .nhdr)";
+  backend.extension = ".nhdr";
+  backend.description = engine == ranged::Engine::mmap
+                            ? "seed 004's readanyv on a mapping: WILLNEED on all, mincore picks a resident brick"
+                            : "seed 004's readanyv on io_uring: bricks handed out as their reads complete";
+  const std::string name = backend.name;
+  backend.open = [name, engine](const std::string& path, const Comm& comm,
+                                const Hints& hints) -> std::unique_ptr<VolumeReader> {
+    auto options = options_from(hints);
+    hints.get_bool("fsync", false);
+    hints.reject_unused(name);
+    return std::make_unique<RangedReader>(path, comm, engine, options);
+  };
+  // Masks: pwrite, as posix (which reads fsync and checks the rest).
+  backend.create = [posix = make_posix_backend().create](const CreateRequest& request, const Comm& comm,
+                                                         const Hints& hints) -> std::unique_ptr<VolumeWriter> {
+    options_from(hints);
+    return posix(request, comm, hints);
+  };
+  return backend;
+}
+
+}  // namespace
+
+Backend make_ranged_mmap_backend() { return make_ranged_backend(ranged::Engine::mmap); }
+Backend make_ranged_uring_backend() { return make_ranged_backend(ranged::Engine::uring); }
+
+}  // namespace volseg::io
