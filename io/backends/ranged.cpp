@@ -7,7 +7,7 @@
 //
 // Hints: queue_depth (uring requests in flight, 32), request_size (bytes per
 // uring request, 1M), max_memory (bytes the range may hold or advise at once,
-// 64M).
+// 64M), direct (uring reads with O_DIRECT, 1).
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -148,6 +148,7 @@ ranged::Options options_from(const Hints& hints) {
   const auto memory = hints.get_size("max_memory", static_cast<std::int64_t>(options.max_bytes));
   if (memory < 1) throw Error("hint max_memory must be positive");
   options.max_bytes = static_cast<std::uint64_t>(memory);
+  options.direct = hints.get_bool("direct", options.direct);
   return options;
 }
 

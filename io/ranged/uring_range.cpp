@@ -6,7 +6,8 @@
 // its own, cut into requests of at most request_bytes, of which at most
 // queue_depth are in flight. It returns the first block whose requests have
 // all completed. Short reads are resubmitted for the rest; an error is the
-// block's, thrown when that block would be handed out.
+// block's, thrown when that block would be handed out. Reads use O_DIRECT
+// (Options::direct) where the file system allows it.
 //
 // Writes: commit() queues the view's requests and returns; the buffer is
 // freed when they complete. finished() submits what the queue can take and
@@ -28,6 +29,10 @@
 namespace volseg::io::ranged {
 namespace {
 
+// O_DIRECT transfers start, end and sit in memory on multiples of this
+// (at least any device's logical block size).
+constexpr std::uint64_t kDirectAlignment = 4096;
+
 struct FreeBuffer {
   void operator()(std::byte* p) const { std::free(p); }
 };
@@ -38,10 +43,20 @@ class UringRange final : public detail::RangeBase {
              const Options& options)
       : RangeBase(path, offset, length, access, Engine::uring),
         depth_(options.queue_depth),
-        request_bytes_(std::min<std::uint64_t>(options.request_bytes, 1u << 30)),
+        request_bytes_(std::max<std::uint64_t>(std::min<std::uint64_t>(options.request_bytes, 1u << 30) /
+                                                   kDirectAlignment * kDirectAlignment,
+                                               kDirectAlignment)),
         max_bytes_(options.max_bytes) {
     const bool reading = access == Access::read;
-    fd_ = ::open(path.c_str(), reading ? O_RDONLY | O_CLOEXEC : O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    // Reads bypass the page cache with O_DIRECT when asked and the file
+    // system allows it: every byte is read once, straight into our buffers.
+    direct_ = reading && options.direct;
+    fd_ = ::open(path.c_str(), reading ? O_RDONLY | O_CLOEXEC | (direct_ ? O_DIRECT : 0) : O_RDWR | O_CREAT | O_CLOEXEC,
+                 0666);
+    if (fd_ < 0 && direct_ && errno == EINVAL) {  // tmpfs and others: buffered
+      direct_ = false;
+      fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    }
     if (fd_ < 0) throw_errno("open_range", path);
     try {
       struct stat st {};
@@ -122,7 +137,7 @@ class UringRange final : public detail::RangeBase {
       pump();
       reap(true);
     }
-    Slot& slot = make_slot(block, bytes);
+    Slot& slot = make_slot(block);
     View view;
     view.handle = slot.handle;
     view.pieces = slot.pieces;
@@ -166,6 +181,13 @@ class UringRange final : public detail::RangeBase {
   }
 
  private:
+  // The file bytes moved for a piece: with O_DIRECT, the piece widened to
+  // whole alignment units (the piece's span sits inside); `needed` ends the
+  // bytes that must come back (a short read past it is end of file).
+  struct Transfer {
+    std::uint64_t file_offset = 0, length = 0, needed = 0;
+    std::byte* data = nullptr;
+  };
   // One block's buffer and progress.
   struct Slot {
     std::uint64_t handle = 0;
@@ -173,7 +195,7 @@ class UringRange final : public detail::RangeBase {
     std::unique_ptr<std::byte[], FreeBuffer> buffer;
     std::uint64_t bytes = 0;
     std::vector<std::span<std::byte>> pieces;  // into buffer, clamped at the range's end
-    std::vector<std::uint64_t> offsets;        // of each piece in the range
+    std::vector<Transfer> transfers;           // what moves for each piece
     std::size_t pending = 0;                   // requests not yet complete
     bool handed = false;
     std::string error;
@@ -183,42 +205,55 @@ class UringRange final : public detail::RangeBase {
     std::byte* data;
     std::uint64_t offset;  // in the file
     std::uint64_t length;
+    std::uint64_t needed;  // a read may stop short at end of file beyond this
     bool write;
   };
 
-  Slot& make_slot(const Block& block, std::uint64_t bytes) {
+  Slot& make_slot(const Block& block) {
     auto slot = std::make_unique<Slot>();
     slot->handle = ++last_handle_;
     slot->key = detail::key_of(block);
-    slot->bytes = bytes;
-    if (bytes > 0) {
-      const std::uint64_t rounded = (bytes + 4095) / 4096 * 4096;
-      slot->buffer.reset(static_cast<std::byte*>(std::aligned_alloc(4096, rounded)));
-      if (!slot->buffer) fail("out of memory for a block of " + std::to_string(bytes) + " bytes");
-    }
-    std::uint64_t at = 0;
+    const std::uint64_t unit = direct_ ? kDirectAlignment : 1;
+    std::vector<std::uint64_t> at;  // of each piece's transfer in the buffer
     for (const Piece& piece : block.pieces) {
       const std::uint64_t length = access() == Access::read ? clamp(piece) : piece.length;
-      slot->pieces.emplace_back(length > 0 ? slot->buffer.get() + at : nullptr, static_cast<std::size_t>(length));
-      slot->offsets.push_back(piece.offset);
-      at += piece.length;
+      const std::uint64_t begin = file_offset() + piece.offset, end = begin + length;
+      Transfer transfer;
+      transfer.file_offset = begin / unit * unit;
+      transfer.length = length == 0 ? 0 : (end + unit - 1) / unit * unit - transfer.file_offset;
+      transfer.needed = end;
+      at.push_back(slot->bytes);
+      slot->bytes += transfer.length;
+      slot->transfers.push_back(transfer);
     }
-    held_bytes_ += bytes;
+    if (slot->bytes > 0) {
+      const std::uint64_t rounded = (slot->bytes + kDirectAlignment - 1) / kDirectAlignment * kDirectAlignment;
+      slot->buffer.reset(static_cast<std::byte*>(std::aligned_alloc(kDirectAlignment, rounded)));
+      if (!slot->buffer) fail("out of memory for a block of " + std::to_string(slot->bytes) + " bytes");
+    }
+    for (std::size_t p = 0; p < block.pieces.size(); ++p) {
+      Transfer& transfer = slot->transfers[p];
+      transfer.data = slot->buffer.get() + at[p];
+      const std::uint64_t length = transfer.needed - (file_offset() + block.pieces[p].offset);
+      slot->pieces.emplace_back(length > 0 ? transfer.data + (file_offset() + block.pieces[p].offset - transfer.file_offset)
+                                           : nullptr,
+                                static_cast<std::size_t>(length));
+    }
+    held_bytes_ += slot->bytes;
     Slot& ref = *slot;
     by_key_[ref.key] = &ref;
     slots_.emplace(ref.handle, std::move(slot));
     return ref;
   }
 
-  void start_read(const Block& block) { enqueue(make_slot(block, block.bytes()), false); }
+  void start_read(const Block& block) { enqueue(make_slot(block), false); }
 
-  // Cuts the slot's pieces into requests of at most request_bytes.
+  // Cuts the slot's transfers into requests of at most request_bytes.
   void enqueue(Slot& slot, bool write) {
-    for (std::size_t p = 0; p < slot.pieces.size(); ++p)
-      for (std::uint64_t done = 0; done < slot.pieces[p].size(); done += request_bytes_) {
-        const std::uint64_t length = std::min<std::uint64_t>(request_bytes_, slot.pieces[p].size() - done);
-        queued_.push_back(Request{&slot, slot.pieces[p].data() + done, file_offset() + slot.offsets[p] + done, length,
-                                  write});
+    for (const Transfer& transfer : slot.transfers)
+      for (std::uint64_t done = 0; done < transfer.length; done += request_bytes_) {
+        const std::uint64_t length = std::min<std::uint64_t>(request_bytes_, transfer.length - done);
+        queued_.push_back(Request{&slot, transfer.data + done, transfer.file_offset + done, length, transfer.needed, write});
         ++slot.pending;
       }
   }
@@ -270,14 +305,17 @@ class UringRange final : public detail::RangeBase {
     if (result < 0) {
       slot.error = detail::errno_text(std::string("io_uring ") + what + " at offset " + std::to_string(request.offset),
                                       path(), -result);
-    } else if (result == 0) {
-      slot.error = std::string("io_uring ") + what + " " + path() + ": end of file at offset " +
-                   std::to_string(request.offset) + " (did the file shrink?)";
-    } else if (static_cast<std::uint64_t>(result) < request.length) {  // short: the rest again
-      const auto done = static_cast<std::uint64_t>(result);
-      queued_.push_front(Request{&slot, request.data + done, request.offset + done, request.length - done,
-                                 request.write});
-      return;
+    } else if (static_cast<std::uint64_t>(result) < request.length &&
+               request.offset + static_cast<std::uint64_t>(result) < request.needed) {
+      if (result == 0) {
+        slot.error = std::string("io_uring ") + what + " " + path() + ": end of file at offset " +
+                     std::to_string(request.offset) + " (did the file shrink?)";
+      } else {  // short: the rest again
+        const auto done = static_cast<std::uint64_t>(result);
+        queued_.push_front(Request{&slot, request.data + done, request.offset + done, request.length - done,
+                                   request.needed, request.write});
+        return;
+      }
     }
     if (--slot.pending > 0) return;
     if (request.write) {
@@ -310,6 +348,7 @@ class UringRange final : public detail::RangeBase {
   }
 
   int fd_ = -1;
+  bool direct_ = false;
   io_uring ring_{};
   unsigned depth_;
   std::uint64_t request_bytes_, max_bytes_;

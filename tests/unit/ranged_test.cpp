@@ -95,7 +95,9 @@ TEST_P(Ranged, ReadanyvHandsOutEveryBlockOnceWithTheFilesBytes) {
 }
 
 TEST_P(Ranged, ReadingPastTheEndOfTheRangeIsEndOfFile) {
-  auto range = io::ranged::open_range(GetParam(), path_, 1000, 5000, Access::read);
+  Options options;
+  options.direct = false;  // uring: buffered here, O_DIRECT in the test above
+  auto range = io::ranged::open_range(GetParam(), path_, 1000, 5000, Access::read, options);
   std::vector<Block> blocks{Block{{Piece{4000, 3000}, Piece{6000, 10}, Piece{0, 4}}}};
   View view = range->readanyv(blocks);
   ASSERT_EQ(view.pieces.size(), 3u);

@@ -69,6 +69,10 @@ struct Options {
   // WILLNEED and not yet released (mmap: page cache the kernel may reclaim).
   // At least one block is always allowed, whatever its size.
   std::uint64_t max_bytes = std::uint64_t{64} << 20;
+  // uring, read ranges: O_DIRECT, so each byte goes from the disk straight
+  // into the range's buffers (pieces are widened to 4 KiB units inside the
+  // buffer); falls back to buffered reads where the file system refuses it.
+  bool direct = true;
 };
 
 class Range {
