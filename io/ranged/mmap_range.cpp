@@ -3,8 +3,10 @@
 //
 // readanyv: madvise(WILLNEED) on the blocks asked for (as many as
 // Options::max_bytes allows, in the order given), then mincore() to find one
-// whose pages are all resident; when none is yet, the first advised block is
-// faulted in (MADV_POPULATE_READ) and returned. Views point into the mapping.
+// whose pages are all resident (and whose pieces' last bytes a RWF_NOWAIT
+// read finds up to date: mincore also counts pages still being read); when
+// none is yet, the first advised block is faulted in (MADV_POPULATE_READ)
+// and returned. Views point into the mapping.
 //
 // Writes: a write range that reaches past the end of the file extends it
 // with fallocate (so stores cannot meet a full disk as SIGBUS), views point
@@ -13,6 +15,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -179,6 +182,15 @@ class MmapRange final : public detail::RangeBase {
         if (::mincore(address, bytes, residency_.data()) != 0) throw_errno("mincore", path());
         for (unsigned char page : residency_)
           if (!(page & 1)) return false;
+        // mincore counts pages whose reads are still in flight; a read that
+        // must not wait (RWF_NOWAIT) of the piece's last byte tells whether
+        // the readahead got there (it fills a window in file order).
+        std::byte last;
+        iovec vector{&last, 1};
+        if (::preadv2(fd_, &vector, 1, static_cast<off_t>(file_offset() + piece.offset + length - 1), RWF_NOWAIT) < 0) {
+          if (errno == EAGAIN) return false;
+          if (errno != EOPNOTSUPP && errno != EINVAL) throw_errno("preadv2(RWF_NOWAIT)", path());
+        }
       }
     return true;
   }
