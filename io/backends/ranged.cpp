@@ -158,7 +158,7 @@ Backend make_ranged_backend(ranged::Engine engine) {
   backend.formats = "raw (NRRD .nhdr)";
   backend.extension = ".nhdr";
   backend.description = engine == ranged::Engine::mmap
-                            ? "seed 004's readanyv on a mapping: WILLNEED on all, mincore picks a resident brick"
+                            ? "seed 004's readanyv on a mapping: WILLNEED ahead, hands out a brick mincore finds resident"
                             : "seed 004's readanyv on io_uring: bricks handed out as their reads complete";
   const std::string name = backend.name;
   backend.open = [name, engine](const std::string& path, const Comm& comm,
