@@ -130,10 +130,15 @@ struct RoundPlan {
 std::vector<int> choose_aggregators(const Comm& comm, const Options& options, int& asked) {
   const int size = comm.size();
   if (!options.cb_config.empty()) {
-    for (int rank : options.cb_config)
-      if (rank >= size)
-        throw Error("twophase: cb_config names rank " + std::to_string(rank) + " but the job has " +
-                    std::to_string(size) + " rank(s)");
+    std::vector<bool> named(static_cast<std::size_t>(size), false);
+    for (int rank : options.cb_config) {
+      if (rank < 0 || rank >= size)
+        throw Error("twophase: cb_config names rank " + std::to_string(rank) + " but the job has ranks 0 to " +
+                    std::to_string(size - 1));
+      if (named[static_cast<std::size_t>(rank)])
+        throw Error("twophase: cb_config names rank " + std::to_string(rank) + " twice");
+      named[static_cast<std::size_t>(rank)] = true;
+    }
     asked = static_cast<int>(options.cb_config.size());
     return options.cb_config;
   }
@@ -183,6 +188,10 @@ struct File::Impl {
 
   Impl(const Comm& parent, const std::string& file, Mode m, Options o)
       : comm(parent.duplicate()), path(file), mode(m), options(std::move(o)) {
+    // Options come from from_hints() or straight from code: the same checks
+    // either way (every rank has the same options, so all fail alike).
+    if (options.cb_buffer_size == 0 || options.cb_buffer_size > (std::uint64_t{1} << 30))
+      throw Error("twophase: cb_buffer_size must be between 1 byte and 1 GiB");
     partitioner = make_partitioner(options.partition);
     partition_used = partitioner->name();
     collectively(comm, [&] { aggregators = choose_aggregators(comm, options, asked_aggregators); });
@@ -246,17 +255,25 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
   timed(timing.requests, [&] {
     std::erase_if(pieces, [](const Piece& p) { return p.length == 0; });
     merge_runs(pieces, {0, pieces.size()}, [](const Piece& a, const Piece& b) { return a.offset < b.offset; });
-    // Every rank's extent [first byte, end), {max, 0} when it has none.
-    std::array<std::uint64_t, 2> extent{std::numeric_limits<std::uint64_t>::max(), 0};
+    // Every rank's extent [first byte, end), {max, 0} when it has none, and
+    // whether its access is valid: a bad access on one rank fails the call on
+    // every rank here, before any rank waits in a later collective.
+    std::array<std::uint64_t, 3> extent{std::numeric_limits<std::uint64_t>::max(), 0, 0};
     for (const auto& piece : pieces) {
-      if (piece.offset > std::numeric_limits<std::uint64_t>::max() - piece.length)
-        throw Error("twophase: an access past 2^64 bytes");
+      if (piece.offset > std::numeric_limits<std::uint64_t>::max() - piece.length) {
+        extent = {std::numeric_limits<std::uint64_t>::max(), 0, 1};
+        break;
+      }
       extent[0] = std::min(extent[0], piece.offset);
       extent[1] = std::max(extent[1], piece.offset + piece.length);
     }
-    std::vector<std::array<std::uint64_t, 2>> extents(static_cast<std::size_t>(size));
-    check_mpi(MPI_Allgather(extent.data(), 2, MPI_UINT64_T, extents.data(), 2, MPI_UINT64_T, comm.get()),
+    std::vector<std::array<std::uint64_t, 3>> extents(static_cast<std::size_t>(size));
+    check_mpi(MPI_Allgather(extent.data(), 3, MPI_UINT64_T, extents.data(), 3, MPI_UINT64_T, comm.get()),
               "MPI_Allgather");
+    for (int r = 0; r < size; ++r)
+      if (extents[static_cast<std::size_t>(r)][2] != 0)
+        throw Error(r == comm.rank() ? "twophase: an access past 2^64 bytes"
+                                     : "twophase: rank " + std::to_string(r) + " asked for an access past 2^64 bytes");
     std::erase_if(extents, [](const auto& e) { return e[1] == 0; });
     if (extents.empty()) {
       nothing = true;

@@ -31,9 +31,14 @@ class GroupCyclic final : public Partitioner {
     const int start = static_cast<int>(first % static_cast<std::uint64_t>(n));  // formula (1)
     std::vector<Segment> segments;
     for (int group = 0; group < groups; ++group) {
-      auto stripe_at = [&](int k) {  // first + floor(stripes * k / groups), without overflow
+      // Group k starts at stripe first + k * (stripes / groups) + min(k,
+      // stripes % groups): the leftover stripes go one each to the first
+      // groups, so the region's first stripe is always group 0's and its
+      // owner is formula (1)'s aggregator, even when the region touches
+      // fewer stripes than there are groups.
+      auto stripe_at = [&](int k) {
         const auto parts = static_cast<std::uint64_t>(groups), index = static_cast<std::uint64_t>(k);
-        return first + stripes / parts * index + stripes % parts * index / parts;
+        return first + stripes / parts * index + std::min(index, stripes % parts);
       };
       const std::uint64_t begin = std::max(region.begin, stripe_at(group) * stripe);
       const std::uint64_t end = group + 1 == groups ? region.end : std::min(region.end, stripe_at(group + 1) * stripe);

@@ -707,17 +707,12 @@ TEST_F(TwoPhase, ErrorsReachEveryRank) {
             "");
 }
 
-// An access whose end passes 2^64, on one rank only. twophase.hpp
-// promises "Errors on one rank reach every rank at the end of the call,
-// never a hang", but File::Impl::collective() throws on that rank before
-// its first MPI_Allreduce (the aggregate region), so that rank leaves the
-// call while the others wait in it: the next collective call (here close())
-// meets the others' region allreduce, and Open MPI aborts the job with
-// MPI_ERR_TRUNCATE (or, with other calls following, the job hangs). An
-// engine bug, reported, not fixed, by this test's author; disabled because
-// it kills the job. On 2 ranks: --gtest_also_run_disabled_tests
-// --gtest_filter='*PastTwoToThe64*'.
-TEST_F(TwoPhase, DISABLED_AccessPastTwoToThe64OnOneRankFailsEverywhere) {
+// An access whose end passes 2^64, on one rank only: every rank's call
+// fails (twophase.hpp: "Errors on one rank reach every rank at the end of
+// the call, never a hang"), and the file still closes on every rank. (The
+// engine once threw on that rank before the first collective, and the job
+// aborted in the next one.)
+TEST_F(TwoPhase, AccessPastTwoToThe64OnOneRankFailsEverywhere) {
   const std::string file = path("overflow");
   prefill({file}, 100, 5);
   twophase::File reader(comm_, file, twophase::Mode::read, twophase::Options{});
@@ -727,30 +722,32 @@ TEST_F(TwoPhase, DISABLED_AccessPastTwoToThe64OnOneRankFailsEverywhere) {
   reader.close();
 }
 
-// cb_config set in Options directly (not through hints, which refuse it)
-// with a rank named twice: File accepts it (it checks only rank >= size),
-// and a read on 2 ranks returns wrong bytes without an error. Disabled: an
-// engine gap, reported, not fixed. (A negative rank in Options::cb_config
-// aborts the job in MPI_Bcast with MPI_ERR_ROOT, and Options::cb_buffer_size
-// = 0 makes the first call loop allocating until std::bad_alloc: File
-// checks neither; from_hints refuses both.)
-TEST_F(TwoPhase, DISABLED_FileRefusesARankNamedTwiceInOptions) {
+// cb_config and cb_buffer_size set in Options directly (not through hints):
+// File refuses a rank named twice, a negative rank and an empty buffer, on
+// every rank, as from_hints() does. (It once accepted a rank named twice and
+// read wrong bytes, aborted in MPI_Bcast on a negative rank, and looped
+// allocating on cb_buffer_size = 0.)
+TEST_F(TwoPhase, FileRefusesBadOptionsGivenInCode) {
   const std::string file = path("twice");
   prefill({file}, 3000, 9);
-  const auto expected = slurp(file);
-  twophase::Options options;
-  options.cb_config = {0, 0};
-  options.partition = "even";
-  try {
-    twophase::File reader(comm_, file, twophase::Mode::read, options);
-    std::vector<std::byte> got(3000);
-    twophase::Access all{0, 3000, got.data()};
-    reader.read_all({&all, 1});
-    reader.close();
-    EXPECT_EQ(difference(got, expected), "") << "cb_config={0,0} accepted, and the data are wrong";
-  } catch (const Error&) {
-    SUCCEED();  // refused: what the hint parser does too
-  }
+  auto refused = [&](twophase::Options options, const std::string& expected) {
+    try {
+      twophase::File reader(comm_, file, twophase::Mode::read, options);
+      ADD_FAILURE() << "accepted; expected: " << expected;
+      reader.close();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  };
+  twophase::Options twice;
+  twice.cb_config = {0, 0};
+  refused(twice, "names rank 0 twice");
+  twophase::Options negative;
+  negative.cb_config = {-1};
+  refused(negative, "names rank -1");
+  twophase::Options empty;
+  empty.cb_buffer_size = 0;
+  refused(empty, "cb_buffer_size");
 }
 
 }  // namespace
