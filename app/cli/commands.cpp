@@ -12,6 +12,8 @@
 #include "volseg/io/error.hpp"
 #include "volseg/io/format.hpp"
 #include "volseg/io/registry.hpp"
+#include "volseg/io/trace.hpp"
+#include "volseg/trace_report/trace_report.hpp"
 
 namespace volseg::cli {
 
@@ -20,6 +22,7 @@ void Commands::add_to(CLI::App& app) {
   add_backends(app);
   add_generate(app);
   add_segment(app);
+  add_trace_report(app);
   app.footer("Dimensions and brick shapes are given in file order Z,Y,X (x fastest), as ncdump lists them.\n"
              "Run 'volseg SUBCOMMAND --help' for the options of each.");
 }
@@ -56,6 +59,7 @@ void Commands::add_generate(CLI::App& app) {
   sub->add_option("--seed", generate_.seed, "Seed (noise)")->capture_default_str();
   sub->add_option("--backend", generate_.backend, "Backend that writes it (default: by format)");
   sub->add_option("--hint", generate_.hints, "Backend hint key=value (repeatable)");
+  sub->add_option("--trace", generate_.trace, "Record every I/O call into this CSV file (docs/trace.md)");
   sub->add_flag("--force", generate_.force, "Replace an existing output");
   sub->add_flag("--quiet", generate_.quiet, "No progress and no summary");
   sub->add_option("--progress", generate_.progress, "auto | bar | lines | none (under mpirun auto means lines)")
@@ -84,11 +88,20 @@ void Commands::add_segment(CLI::App& app) {
   sub->add_option("--assign", segment_assign_, "Bricks to ranks: block | cyclic | random")->capture_default_str();
   sub->add_option("--seed", o.seed, "Seed of --assign random")->capture_default_str();
   sub->add_option("--report", segment_report_, "Write a JSON report with per-rank timings here");
+  sub->add_option("--trace", o.trace, "Record every I/O call into this CSV file (docs/trace.md; see trace-report)");
   sub->add_flag("--force", o.force, "Replace an existing mask and report");
   sub->add_flag("--quiet", segment_quiet_, "No progress and no summary");
   sub->add_option("--progress", segment_progress_, "auto | bar | lines | none (under mpirun auto means lines)")
       ->capture_default_str();
   sub->callback([this] { chosen_ = [this] { run_segment(); }; });
+}
+
+void Commands::add_trace_report(CLI::App& app) {
+  auto* sub = app.add_subcommand("trace-report", "Summarise an I/O trace written by --trace (docs/trace.md)");
+  sub->add_option("file", trace_report_.path, "Trace CSV written by 'segment --trace' or 'generate --trace'")
+      ->required();
+  sub->add_option("--plots", trace_report_.plots, "Also draw PNGs (histogram, CDFs, per-rank timeline) into DIR");
+  sub->callback([this] { chosen_ = [this] { run_trace_report(); }; });
 }
 
 // --var/--time reach a backend as the reader hints var= and time=.
@@ -169,10 +182,15 @@ void Commands::run_generate() {
   auto hint_list = g.hints;
   hint_list.insert(hint_list.end(), writing.hints.begin(), writing.hints.end());
   const io::Hints hints = io::Hints::parse(hint_list);
+  if (!g.trace.empty()) io::trace::enable(comm_);
   auto writer = io::create_writer(writing.backend, {g.path, info, g.force}, comm_, hints);
   auto progress = g.quiet ? segment::ProgressMode::none : segment::parse_progress_mode(g.progress);
   datasets::generate(comm_, spec, *writer, progress);
   writer->close();
+  if (!g.trace.empty()) {
+    io::trace::disable();
+    io::trace::write_gathered(comm_, g.trace);
+  }
   if (comm_.rank() == 0 && !g.quiet)
     std::printf("wrote %s (%lld x %lld x %lld %s, %.3f GB)\n", g.path.c_str(), static_cast<long long>(info.dims[2]),
                 static_cast<long long>(info.dims[1]), static_cast<long long>(info.dims[0]),
@@ -194,6 +212,17 @@ void Commands::run_segment() {
     std::fputs(segment::summary(o, result).c_str(), stdout);
     if (!segment_report_.empty()) std::printf("  report: %s\n", segment_report_.c_str());
   }
+}
+
+// Rank 0 alone reads the trace; the others have nothing to do.
+void Commands::run_trace_report() {
+  if (comm_.rank() != 0) return;
+  const auto summary = trace_report::summarize(trace_report::read(trace_report_.path));
+  std::fputs(trace_report::format(summary, trace_report_.path).c_str(), stdout);
+  if (trace_report_.plots.empty()) return;
+  std::fflush(stdout);
+  for (const auto& png : trace_report::write_plots(summary, trace_report_.path, trace_report_.plots))
+    std::printf("wrote %s\n", png.c_str());
 }
 
 }  // namespace volseg::cli

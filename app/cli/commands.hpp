@@ -24,10 +24,12 @@ class Commands {
   void add_backends(CLI::App& app);
   void add_generate(CLI::App& app);
   void add_segment(CLI::App& app);
+  void add_trace_report(CLI::App& app);
   void run_info();
   void run_backends();
   void run_generate();
   void run_segment();
+  void run_trace_report();
 
   const Comm& comm_;
   std::string command_line_;  // recorded in outputs' history
@@ -38,7 +40,8 @@ class Commands {
     std::optional<std::int64_t> time;
   } info_;
   struct {
-    std::string path, field = "shells", dtype = "f32", endian = "little", dims = "256", backend, format, variable;
+    std::string path, field = "shells", dtype = "f32", endian = "little", dims = "256", backend, format, variable,
+        trace;
     std::int64_t shell_width = 8;
     std::uint64_t seed = 1;
     std::vector<std::string> hints;
@@ -51,6 +54,9 @@ class Commands {
   std::vector<std::string> segment_input_hints_;
   bool segment_quiet_ = false;
   std::string segment_progress_ = "auto";
+  struct {
+    std::string path, plots;
+  } trace_report_;
 };
 
 }  // namespace volseg::cli

@@ -16,6 +16,7 @@
 #include "raw/raw_volume.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/registry.hpp"
+#include "volseg/io/trace.hpp"
 
 // Linux 5.14+; older C libraries do not name them.
 #ifndef MADV_POPULATE_READ
@@ -52,19 +53,27 @@ Mapping map_extent(int fd, const VolumeInfo& info, std::uint64_t base_offset, co
   const std::uint64_t start = first / page_size() * page_size();
   const std::size_t length = last - start;
   int protection = writable ? PROT_READ | PROT_WRITE : PROT_READ;
-  void* base = ::mmap(nullptr, length, protection, MAP_SHARED, fd, static_cast<off_t>(start));
-  if (base == MAP_FAILED) throw_errno("mmap", path);
-  if (populate && ::madvise(base, length, writable ? MADV_POPULATE_WRITE : MADV_POPULATE_READ) != 0 &&
-      errno != EINVAL) {
-    int saved = errno;
-    ::munmap(base, length);
-    throw_errno(writable ? "mmap (populate for writing)" : "mmap (populate for reading)", path, saved);
+  // One map record for mmap and its populate, as mmap(MAP_POPULATE) would
+  // be: the populate is where a mapped read's time goes, and "advise" stays
+  // the WILLNEED hints alone.
+  void* base = nullptr;
+  {
+    trace::Span span(trace::Op::map, static_cast<std::int64_t>(start), length);
+    base = ::mmap(nullptr, length, protection, MAP_SHARED, fd, static_cast<off_t>(start));
+    if (base == MAP_FAILED) throw_errno("mmap", path);
+    if (populate && ::madvise(base, length, writable ? MADV_POPULATE_WRITE : MADV_POPULATE_READ) != 0 &&
+        errno != EINVAL) {
+      int saved = errno;
+      ::munmap(base, length);
+      throw_errno(writable ? "mmap (populate for writing)" : "mmap (populate for reading)", path, saved);
+    }
   }
   std::vector<Run> runs;
   raw::for_each_run(info.dims, extent, size, base_offset, [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
     runs.push_back(Run{static_cast<std::byte*>(base) + (offset - start), count, index});
   });
-  return Mapping(std::move(runs), needs_swap, [base, length, path] {
+  return Mapping(std::move(runs), needs_swap, [base, length, start, path] {
+    trace::Span span(trace::Op::unmap, static_cast<std::int64_t>(start), length);
     if (::munmap(base, length) != 0) throw_errno("munmap", path);
   });
 }
@@ -101,6 +110,8 @@ class MmapReader final : public VolumeReader {
     const std::size_t size = dtype_size(info().dtype);
     raw::for_each_run(info().dims, extent, size, input_.header().byte_skip,
                       [&](std::uint64_t offset, std::int64_t count, std::int64_t) {
+                        trace::Span span(trace::Op::advise, static_cast<std::int64_t>(offset),
+                                         static_cast<std::uint64_t>(count) * size);
                         int rc = ::posix_fadvise(input_.fd(), static_cast<off_t>(offset),
                                                  static_cast<off_t>(static_cast<std::uint64_t>(count) * size),
                                                  POSIX_FADV_WILLNEED);

@@ -18,6 +18,7 @@
 #include "raw/raw_volume.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/registry.hpp"
+#include "volseg/io/trace.hpp"
 
 namespace volseg::io {
 namespace {
@@ -101,9 +102,16 @@ class MpiFiles {
   MpiFiles(const Comm& comm, const std::string& path, int mode, const std::string& name_in_messages)
       : path_(name_in_messages) {
     collectively(comm, [&] {
-      int rc = MPI_File_open(comm.get(), path.c_str(), mode, MPI_INFO_NULL, &collective_);
+      int rc = MPI_SUCCESS;
+      {
+        trace::Span span(trace::Op::open);
+        rc = MPI_File_open(comm.get(), path.c_str(), mode, MPI_INFO_NULL, &collective_);
+      }
       if (rc != MPI_SUCCESS) check_mpi(rc, ("MPI_File_open " + name_in_messages).c_str());
-      rc = MPI_File_open(MPI_COMM_SELF, path.c_str(), mode, MPI_INFO_NULL, &independent_);
+      {
+        trace::Span span(trace::Op::open);
+        rc = MPI_File_open(MPI_COMM_SELF, path.c_str(), mode, MPI_INFO_NULL, &independent_);
+      }
       if (rc != MPI_SUCCESS) check_mpi(rc, ("MPI_File_open " + name_in_messages).c_str());
     });
   }
@@ -122,8 +130,13 @@ class MpiFiles {
   // Collective. Closes both handles, reporting the first error.
   void close(const Comm& comm) {
     collectively(comm, [&] {
-      int a = independent_ != MPI_FILE_NULL ? MPI_File_close(&independent_) : MPI_SUCCESS;
-      int b = collective_ != MPI_FILE_NULL ? MPI_File_close(&collective_) : MPI_SUCCESS;
+      auto close_one = [](MPI_File& file) {
+        if (file == MPI_FILE_NULL) return MPI_SUCCESS;
+        trace::Span span(trace::Op::close);
+        return MPI_File_close(&file);
+      };
+      int a = close_one(independent_);
+      int b = close_one(collective_);
       check_mpi(a, ("MPI_File_close " + path_).c_str());
       check_mpi(b, ("MPI_File_close " + path_).c_str());
     });
@@ -156,6 +169,8 @@ class MpiioReader final : public VolumeReader {
     raw::for_each_run(info().dims, extent, size, input_.header().byte_skip,
                       [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
                         void* target = static_cast<std::byte*>(buffer) + index * static_cast<std::int64_t>(size);
+                        trace::Span span(trace::Op::read, static_cast<std::int64_t>(offset),
+                                         static_cast<std::uint64_t>(count) * size);
                         check_mpi(MPI_File_read_at(files_.independent(), static_cast<MPI_Offset>(offset), target,
                                                    checked_count(count), element_.get(), MPI_STATUS_IGNORE),
                                   "MPI_File_read_at");
@@ -172,12 +187,17 @@ class MpiioReader final : public VolumeReader {
       if (extent.empty()) {
         check_mpi(MPI_File_set_view(file, disp, element_.get(), element_.get(), "native", MPI_INFO_NULL),
                   "MPI_File_set_view");
+        trace::Span span(trace::Op::read);  // this rank's part of the collective: nothing
         check_mpi(MPI_File_read_all(file, nullptr, 0, element_.get(), MPI_STATUS_IGNORE), "MPI_File_read_all");
         return;
       }
       Datatype view(subarray_type(info().dims, extent, element_.get()));
       check_mpi(MPI_File_set_view(file, disp, element_.get(), view.get(), "native", MPI_INFO_NULL),
                 "MPI_File_set_view");
+      const std::size_t size = dtype_size(info().dtype);
+      trace::Span span(trace::Op::read,
+                       static_cast<std::int64_t>(raw::first_byte(info().dims, extent, size, input_.header().byte_skip)),
+                       static_cast<std::uint64_t>(extent.voxels()) * size);
       check_mpi(MPI_File_read_all(file, buffer, checked_count(extent.voxels()), element_.get(), MPI_STATUS_IGNORE),
                 "MPI_File_read_all");
       finish(extent, buffer);
@@ -219,6 +239,7 @@ class MpiioWriter final : public VolumeWriter {
     const void* source = swapped(extent, buffer);
     raw::for_each_run(info().dims, extent, size, 0, [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
       const void* from = static_cast<const std::byte*>(source) + index * static_cast<std::int64_t>(size);
+      trace::Span span(trace::Op::write, static_cast<std::int64_t>(offset), static_cast<std::uint64_t>(count) * size);
       check_mpi(MPI_File_write_at(files_.independent(), static_cast<MPI_Offset>(offset), from, checked_count(count),
                                   element_.get(), MPI_STATUS_IGNORE),
                 "MPI_File_write_at");
@@ -234,12 +255,17 @@ class MpiioWriter final : public VolumeWriter {
       if (extent.empty()) {
         check_mpi(MPI_File_set_view(file, 0, element_.get(), element_.get(), "native", MPI_INFO_NULL),
                   "MPI_File_set_view");
+        trace::Span span(trace::Op::write);  // this rank's part of the collective: nothing
         check_mpi(MPI_File_write_all(file, nullptr, 0, element_.get(), MPI_STATUS_IGNORE), "MPI_File_write_all");
         return;
       }
       Datatype view(subarray_type(info().dims, extent, element_.get()));
       check_mpi(MPI_File_set_view(file, 0, element_.get(), view.get(), "native", MPI_INFO_NULL), "MPI_File_set_view");
-      check_mpi(MPI_File_write_all(file, swapped(extent, buffer), checked_count(extent.voxels()), element_.get(),
+      const void* source = swapped(extent, buffer);
+      const std::size_t size = dtype_size(info().dtype);
+      trace::Span span(trace::Op::write, static_cast<std::int64_t>(raw::first_byte(info().dims, extent, size, 0)),
+                       static_cast<std::uint64_t>(extent.voxels()) * size);
+      check_mpi(MPI_File_write_all(file, source, checked_count(extent.voxels()), element_.get(),
                                    MPI_STATUS_IGNORE),
                 "MPI_File_write_all");
       bytes_written_ += static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info().dtype);

@@ -31,6 +31,7 @@
 #include "netcdf/conventions.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/registry.hpp"
+#include "volseg/io/trace.hpp"
 
 namespace volseg::io {
 
@@ -137,6 +138,7 @@ class Netcdf4Reader final : public VolumeReader {
     check_parallel_netcdf();
     MpiInfo info(options_.library_hints);
     collectively(comm_, [&] {
+      trace::Span span(trace::Op::open);  // the open and the metadata's inquiries
       check_nc(nc_open_par(path.c_str(), NC_NOWRITE, comm_.get(), info.get(), &ncid_), path);
       describe();
       int status = nc_var_par_access(ncid_, varid_, options_.independent ? NC_INDEPENDENT : NC_COLLECTIVE);
@@ -161,6 +163,8 @@ class Netcdf4Reader final : public VolumeReader {
   void read(const Extent& extent, void* buffer) override {
     check_inside(extent, info_.dims);
     auto [start, count] = corners(extent);
+    // HDF5 places the data (chunks): no single file offset to give.
+    trace::Span span(trace::Op::read, -1, static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info_.dtype));
     check_nc(nc_get_vara(ncid_, varid_, start.data(), count.data(), buffer), "read " + path_);
     bytes_read_ += static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info_.dtype);
   }
@@ -172,6 +176,7 @@ class Netcdf4Reader final : public VolumeReader {
       if (extent && !extent->empty()) return read(*extent, buffer);
       auto [start, count] = corners(Extent{});  // join the round with nothing
       std::byte none{};
+      trace::Span span(trace::Op::read);
       check_nc(nc_get_vara(ncid_, varid_, start.data(), count.data(), &none), "read " + path_);
     });
   }
@@ -179,6 +184,7 @@ class Netcdf4Reader final : public VolumeReader {
   void close() override {
     collectively(comm_, [&] {
       int ncid = std::exchange(ncid_, -1);
+      trace::Span span(trace::Op::close);
       check_nc(nc_close(ncid), "close " + path_);
     });
   }
@@ -267,6 +273,7 @@ class Netcdf4Writer final : public VolumeWriter {
     temp_path_ = comm_.broadcast(temp_path_);
     MpiInfo info(options_.library_hints);
     collectively(comm_, [&] {
+      trace::Span span(trace::Op::open);  // the create and the definitions
       check_nc(nc_create_par(temp_path_.c_str(), NC_NETCDF4 | NC_CLOBBER, comm_.get(), info.get(), &ncid_),
                "create " + path_);
       define();
@@ -285,6 +292,7 @@ class Netcdf4Writer final : public VolumeWriter {
   void write(const Extent& extent, const void* buffer) override {
     check_inside(extent, info_.dims);
     auto [start, count] = corners(extent);
+    trace::Span span(trace::Op::write, -1, static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info_.dtype));
     check_nc(nc_put_vara(ncid_, varid_, start.data(), count.data(), buffer), "write " + path_);
     bytes_written_ += static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info_.dtype);
   }
@@ -296,6 +304,7 @@ class Netcdf4Writer final : public VolumeWriter {
       if (extent && !extent->empty()) return write(*extent, buffer);
       auto [start, count] = corners(Extent{});
       std::byte none{};
+      trace::Span span(trace::Op::write);
       check_nc(nc_put_vara(ncid_, varid_, start.data(), count.data(), &none), "write " + path_);
     });
   }
@@ -303,6 +312,7 @@ class Netcdf4Writer final : public VolumeWriter {
   void close() override {
     collectively(comm_, [&] {
       int ncid = std::exchange(ncid_, -1);
+      trace::Span span(trace::Op::close);
       check_nc(nc_close(ncid), "close " + path_);
     });
     collectively(comm_, [&] {

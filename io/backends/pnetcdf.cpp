@@ -26,8 +26,10 @@
 #include "cdf_placement.hpp"
 #include "netcdf/catalog.hpp"
 #include "netcdf/conventions.hpp"
+#include "raw/raw_volume.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/registry.hpp"
+#include "volseg/io/trace.hpp"
 
 namespace volseg::io {
 namespace {
@@ -101,6 +103,7 @@ class PnetcdfReader final : public VolumeReader {
       : comm_(comm.duplicate()), path_(path), options_(std::move(options)) {
     MpiInfo info(options_.library_hints);
     collectively(comm_, [&] {
+      trace::Span span(trace::Op::open);  // the open and the header's inquiries
       check_nc(ncmpi_open(comm_.get(), path.c_str(), NC_NOWRITE, info.get(), &ncid_), path);
       describe();
     });
@@ -124,7 +127,11 @@ class PnetcdfReader final : public VolumeReader {
     check_inside(extent, info_.dims);
     check_nc(ncmpi_begin_indep_data(ncid_), path_);
     auto [start, count] = corners(extent);
-    int status = ncmpi_get_vara(ncid_, varid_, start.data(), count.data(), buffer, extent.voxels(), mpi_type(info_.dtype));
+    int status = NC_NOERR;
+    {
+      trace::Span span(trace::Op::read, file_offset(extent), extent_bytes(extent));
+      status = ncmpi_get_vara(ncid_, varid_, start.data(), count.data(), buffer, extent.voxels(), mpi_type(info_.dtype));
+    }
     check_nc(ncmpi_end_indep_data(ncid_), path_);
     check_nc(status, "read " + path_);
     bytes_read_ += static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info_.dtype);
@@ -136,11 +143,13 @@ class PnetcdfReader final : public VolumeReader {
     in_rounds(comm_, extents, buffers, [&](const Extent* extent, void* buffer) {
       if (!extent || extent->empty()) {  // join the round with nothing to read
         auto [start, count] = corners(Extent{});
+        trace::Span span(trace::Op::read);
         check_nc(ncmpi_get_vara_all(ncid_, varid_, start.data(), count.data(), nullptr, 0, mpi_type(info_.dtype)),
                  "read " + path_);
         return;
       }
       auto [start, count] = corners(*extent);
+      trace::Span span(trace::Op::read, file_offset(*extent), extent_bytes(*extent));
       check_nc(ncmpi_get_vara_all(ncid_, varid_, start.data(), count.data(), buffer, extent->voxels(),
                                   mpi_type(info_.dtype)),
                "read " + path_);
@@ -151,6 +160,7 @@ class PnetcdfReader final : public VolumeReader {
   void close() override {
     collectively(comm_, [&] {
       int ncid = std::exchange(ncid_, -1);
+      trace::Span span(trace::Op::close);
       check_nc(ncmpi_close(ncid), "close " + path_);
     });
   }
@@ -164,6 +174,8 @@ class PnetcdfReader final : public VolumeReader {
       if (extents[i].empty()) continue;
       auto [start, count] = corners(extents[i]);
       int request = 0;
+      // The request as posted; the transfer's time goes to the wait below.
+      trace::Span span(trace::Op::read, file_offset(extents[i]), extent_bytes(extents[i]));
       check_nc(ncmpi_iget_vara(ncid_, varid_, start.data(), count.data(), buffers[i], extents[i].voxels(),
                                mpi_type(info_.dtype), &request),
                "read " + path_);
@@ -171,9 +183,21 @@ class PnetcdfReader final : public VolumeReader {
       bytes_read_ += static_cast<std::uint64_t>(extents[i].voxels()) * dtype_size(info_.dtype);
     }
     std::vector<int> statuses(requests.size());
-    check_nc(ncmpi_wait_all(ncid_, static_cast<int>(requests.size()), requests.data(), statuses.data()),
-             "read " + path_);
+    {
+      trace::Span span(trace::Op::wait);
+      check_nc(ncmpi_wait_all(ncid_, static_cast<int>(requests.size()), requests.data(), statuses.data()),
+               "read " + path_);
+    }
     for (int status : statuses) check_nc(status, "read " + path_);
+  }
+
+  // Where a trace record of extent starts: the variable's (or the record's)
+  // bytes begin at data_offset_, laid out [z][y][x].
+  std::int64_t file_offset(const Extent& extent) const {
+    return static_cast<std::int64_t>(raw::first_byte(info_.dims, extent, dtype_size(info_.dtype), data_offset_));
+  }
+  std::uint64_t extent_bytes(const Extent& extent) const {
+    return static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info_.dtype);
   }
 
   std::pair<std::vector<MPI_Offset>, std::vector<MPI_Offset>> corners(const Extent& extent) const {
@@ -289,6 +313,7 @@ class PnetcdfWriter final : public VolumeWriter {
     MpiInfo info(options_.library_hints);
     const int mode = NC_CLOBBER | (options_.format == NC_FORMAT_CDF2 ? NC_64BIT_OFFSET : NC_64BIT_DATA);
     collectively(comm_, [&] {
+      trace::Span span(trace::Op::open);  // the create, the definitions and enddef's header write
       check_nc(ncmpi_create(comm_.get(), temp_path_.c_str(), mode, info.get(), &ncid_), "create " + path_);
       define();
     });
@@ -307,7 +332,11 @@ class PnetcdfWriter final : public VolumeWriter {
     check_inside(extent, info_.dims);
     check_nc(ncmpi_begin_indep_data(ncid_), path_);
     auto [start, count] = corners(extent);
-    int status = ncmpi_put_vara(ncid_, varid_, start.data(), count.data(), buffer, extent.voxels(), mpi_type(info_.dtype));
+    int status = NC_NOERR;
+    {
+      trace::Span span(trace::Op::write, file_offset(extent), extent_bytes(extent));
+      status = ncmpi_put_vara(ncid_, varid_, start.data(), count.data(), buffer, extent.voxels(), mpi_type(info_.dtype));
+    }
     check_nc(ncmpi_end_indep_data(ncid_), path_);
     check_nc(status, "write " + path_);
     bytes_written_ += static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info_.dtype);
@@ -319,11 +348,13 @@ class PnetcdfWriter final : public VolumeWriter {
     in_rounds(comm_, extents, buffers, [&](const Extent* extent, const void* buffer) {
       if (!extent || extent->empty()) {  // join the round with nothing to write
         auto [start, count] = corners(Extent{});
+        trace::Span span(trace::Op::write);
         check_nc(ncmpi_put_vara_all(ncid_, varid_, start.data(), count.data(), nullptr, 0, mpi_type(info_.dtype)),
                  "write " + path_);
         return;
       }
       auto [start, count] = corners(*extent);
+      trace::Span span(trace::Op::write, file_offset(*extent), extent_bytes(*extent));
       check_nc(ncmpi_put_vara_all(ncid_, varid_, start.data(), count.data(), buffer, extent->voxels(),
                                   mpi_type(info_.dtype)),
                "write " + path_);
@@ -334,6 +365,7 @@ class PnetcdfWriter final : public VolumeWriter {
   void close() override {
     collectively(comm_, [&] {
       int ncid = std::exchange(ncid_, -1);
+      trace::Span span(trace::Op::close);
       check_nc(ncmpi_close(ncid), "close " + path_);
     });
     collectively(comm_, [&] {
@@ -352,6 +384,7 @@ class PnetcdfWriter final : public VolumeWriter {
       if (extents[i].empty()) continue;
       auto [start, count] = corners(extents[i]);
       int request = 0;
+      trace::Span span(trace::Op::write, file_offset(extents[i]), extent_bytes(extents[i]));
       check_nc(ncmpi_iput_vara(ncid_, varid_, start.data(), count.data(), buffers[i], extents[i].voxels(),
                                mpi_type(info_.dtype), &request),
                "write " + path_);
@@ -359,9 +392,19 @@ class PnetcdfWriter final : public VolumeWriter {
       bytes_written_ += static_cast<std::uint64_t>(extents[i].voxels()) * dtype_size(info_.dtype);
     }
     std::vector<int> statuses(requests.size());
-    check_nc(ncmpi_wait_all(ncid_, static_cast<int>(requests.size()), requests.data(), statuses.data()),
-             "write " + path_);
+    {
+      trace::Span span(trace::Op::wait);
+      check_nc(ncmpi_wait_all(ncid_, static_cast<int>(requests.size()), requests.data(), statuses.data()),
+               "write " + path_);
+    }
     for (int status : statuses) check_nc(status, "write " + path_);
+  }
+
+  std::int64_t file_offset(const Extent& extent) const {
+    return static_cast<std::int64_t>(raw::first_byte(info_.dims, extent, dtype_size(info_.dtype), data_offset_));
+  }
+  std::uint64_t extent_bytes(const Extent& extent) const {
+    return static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info_.dtype);
   }
 
   std::pair<std::vector<MPI_Offset>, std::vector<MPI_Offset>> corners(const Extent& extent) const {

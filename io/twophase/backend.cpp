@@ -21,6 +21,7 @@
 #include "volseg/io/error.hpp"
 #include "volseg/io/format.hpp"
 #include "volseg/io/registry.hpp"
+#include "volseg/io/trace.hpp"
 #include "volseg/io/twophase.hpp"
 
 namespace volseg::io {
@@ -45,6 +46,7 @@ std::vector<AccessT> flatten(const VolumeInfo& info, std::uint64_t base, std::sp
 }
 
 int open_checked(const std::string& path, int flags) {
+  trace::Span span(trace::Op::open);
   const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
   if (fd < 0) throw_errno("open", path);
   return fd;
@@ -52,7 +54,9 @@ int open_checked(const std::string& path, int flags) {
 
 void close_checked(int& fd, const std::string& path) {
   const int closing = std::exchange(fd, -1);
-  if (closing >= 0 && ::close(closing) != 0) throw_errno("close", path);
+  if (closing < 0) return;
+  trace::Span span(trace::Op::close);
+  if (::close(closing) != 0) throw_errno("close", path);
 }
 
 class TwoPhaseReader final : public VolumeReader {

@@ -18,6 +18,7 @@
 #include "file_io.hpp"
 #include "rounds.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/io/trace.hpp"
 #include "volseg/io/twophase.hpp"
 
 namespace volseg::io::twophase {
@@ -203,6 +204,7 @@ struct File::Impl {
         options.cb_read != Aggregation::enable || (mode == Mode::write && options.cb_write != Aggregation::enable);
     collectively(comm, [&] {
       if (me < 0 && !may_go_independent) return;
+      trace::Span span(trace::Op::open);
       fd = ::open(path.c_str(), (mode == Mode::read ? O_RDONLY : O_RDWR) | O_CLOEXEC);
       if (fd < 0) throw_errno("open", path);
       struct stat st{};
@@ -268,8 +270,11 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
       extent[1] = std::max(extent[1], piece.offset + piece.length);
     }
     std::vector<std::array<std::uint64_t, 3>> extents(static_cast<std::size_t>(size));
-    check_mpi(MPI_Allgather(extent.data(), 3, MPI_UINT64_T, extents.data(), 3, MPI_UINT64_T, comm.get()),
-              "MPI_Allgather");
+    {
+      trace::Span span(trace::Op::exchange, -1, 3 * sizeof(std::uint64_t) * static_cast<std::uint64_t>(size));
+      check_mpi(MPI_Allgather(extent.data(), 3, MPI_UINT64_T, extents.data(), 3, MPI_UINT64_T, comm.get()),
+                "MPI_Allgather");
+    }
     for (int r = 0; r < size; ++r)
       if (extents[static_cast<std::size_t>(r)][2] != 0)
         throw Error(r == comm.rank() ? "twophase: an access past 2^64 bytes"
@@ -321,8 +326,11 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
         outgoing.insert(outgoing.end(), list.begin(), list.end());
       }
     }
-    check_mpi(MPI_Alltoall(send_counts.data(), 1, MPI_INT, receive_counts.data(), 1, MPI_INT, comm.get()),
-              "MPI_Alltoall");
+    {
+      trace::Span span(trace::Op::exchange, -1, 2 * sizeof(int) * static_cast<std::uint64_t>(size));
+      check_mpi(MPI_Alltoall(send_counts.data(), 1, MPI_INT, receive_counts.data(), 1, MPI_INT, comm.get()),
+                "MPI_Alltoall");
+    }
     std::size_t incoming_total = 0;
     for (int r = 0; r < size; ++r) {
       receive_displs[static_cast<std::size_t>(r)] = static_cast<int>(incoming_total);
@@ -331,9 +339,12 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
         throw Error("twophase: more than 2^30 pieces for one aggregator in one call; split the call");
     }
     std::vector<std::uint64_t> incoming(incoming_total);
-    check_mpi(MPI_Alltoallv(outgoing.data(), send_counts.data(), send_displs.data(), MPI_UINT64_T, incoming.data(),
-                            receive_counts.data(), receive_displs.data(), MPI_UINT64_T, comm.get()),
-              "MPI_Alltoallv");
+    {
+      trace::Span span(trace::Op::exchange, -1, (outgoing.size() + incoming_total) * sizeof(std::uint64_t));
+      check_mpi(MPI_Alltoallv(outgoing.data(), send_counts.data(), send_displs.data(), MPI_UINT64_T, incoming.data(),
+                              receive_counts.data(), receive_displs.data(), MPI_UINT64_T, comm.get()),
+                "MPI_Alltoallv");
+    }
     // 4. My rounds' windows: cb_buffer_size bytes of my domain each, placed
     //    over the requested bytes only, so gaps between requests cost no
     //    rounds. Every rank learns every aggregator's windows.
@@ -526,6 +537,9 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
   const int my_rank = comm.rank();
   auto post = [&](RoundPlan& p) {
     timed(timing.exchange, [&] {
+      // Bytes this rank sends to and receives from the others.
+      trace::Span span(trace::Op::exchange);
+      std::uint64_t moved = 0;
       const bool writing = direction == Direction::write;
       const auto& blocks = p.mine[static_cast<std::size_t>(my_rank)];
       const auto& slots = p.theirs[static_cast<std::size_t>(my_rank)];
@@ -541,6 +555,7 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
       for (int r = 0; r < size; ++r) {
         if (r == my_rank) continue;
         const auto& mine = p.mine[static_cast<std::size_t>(r)];
+        for (const auto& block : mine) moved += block.second;
         if (!mine.empty()) {
           memory_types[static_cast<std::size_t>(r)] = p.types.add(mine);
           memory_counts[static_cast<std::size_t>(r)] = 1;
@@ -549,11 +564,15 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
         if (!theirs.empty()) {
           std::vector<std::pair<const std::byte*, std::uint64_t>> in_buffer;
           in_buffer.reserve(theirs.size());
-          for (const auto& slot : theirs) in_buffer.emplace_back(p.buffer + slot.position, slot.length);
+          for (const auto& slot : theirs) {
+            in_buffer.emplace_back(p.buffer + slot.position, slot.length);
+            moved += slot.length;
+          }
           buffer_types[static_cast<std::size_t>(r)] = p.types.add(in_buffer);
           buffer_counts[static_cast<std::size_t>(r)] = 1;
         }
       }
+      span.set_bytes(moved);
       p.send_types = writing ? memory_types : buffer_types;
       p.send_counts = writing ? memory_counts : buffer_counts;
       p.receive_types = writing ? buffer_types : memory_types;
@@ -585,6 +604,7 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
   };
   auto complete = [&](RoundPlan& p) {
     timed(timing.exchange, [&] {
+      trace::Span span(trace::Op::wait);
       check_mpi(MPI_Waitall(static_cast<int>(p.requests.size()), p.requests.data(), MPI_STATUSES_IGNORE),
                 "MPI_Waitall");
     });
@@ -678,14 +698,18 @@ void File::sync() {
     // Aggregators, and ranks that wrote on their own; a rank that only
     // read would flush other ranks' pages a second time.
     const bool wrote = impl_->me >= 0 || std::exchange(impl_->dirty, false);
-    if (impl_->fd >= 0 && wrote && ::fdatasync(impl_->fd) != 0) throw_errno("fdatasync", impl_->path);
+    if (impl_->fd < 0 || !wrote) return;
+    trace::Span span(trace::Op::sync);
+    if (::fdatasync(impl_->fd) != 0) throw_errno("fdatasync", impl_->path);
   });
 }
 
 void File::close() {
   collectively(impl_->comm, [&] {
     const int fd = std::exchange(impl_->fd, -1);
-    if (fd >= 0 && ::close(fd) != 0) throw_errno("close", impl_->path);
+    if (fd < 0) return;
+    trace::Span span(trace::Op::close);
+    if (::close(fd) != 0) throw_errno("close", impl_->path);
   });
 }
 

@@ -14,13 +14,16 @@
 
 #include "file_io.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/io/trace.hpp"
 
 namespace volseg::io::twophase::detail {
 
 void pread_exact(int fd, std::byte* to, std::uint64_t length, std::uint64_t offset, const std::string& path,
                  bool zero_past_end) {
   while (length > 0) {
+    trace::Span span(trace::Op::read, static_cast<std::int64_t>(offset));
     const ssize_t n = ::pread(fd, to, length, static_cast<off_t>(offset));
+    if (n > 0) span.set_bytes(static_cast<std::uint64_t>(n));
     if (n < 0) {
       if (errno == EINTR) continue;
       throw_errno("read", path);
@@ -38,7 +41,9 @@ void pread_exact(int fd, std::byte* to, std::uint64_t length, std::uint64_t offs
 
 void pwrite_exact(int fd, const std::byte* from, std::uint64_t length, std::uint64_t offset, const std::string& path) {
   while (length > 0) {
+    trace::Span span(trace::Op::write, static_cast<std::int64_t>(offset));
     const ssize_t n = ::pwrite(fd, from, length, static_cast<off_t>(offset));
+    if (n > 0) span.set_bytes(static_cast<std::uint64_t>(n));
     if (n < 0) {
       if (errno == EINTR) continue;
       throw_errno("write", path);

@@ -21,6 +21,7 @@
 #include "volseg/io/format.hpp"
 #include "volseg/io/nrrd.hpp"
 #include "volseg/io/registry.hpp"
+#include "volseg/io/trace.hpp"
 #include "volseg/segment/progress.hpp"
 
 namespace volseg::segment {
@@ -483,6 +484,7 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   if (std::isnan(options.lo) || std::isnan(options.hi)) throw Error("thresholds must not be NaN");
   if (options.lo > options.hi)
     throw Error("lo > hi: --lo " + std::to_string(options.lo) + " is above --hi " + std::to_string(options.hi));
+  if (!options.trace.empty()) io::trace::enable(comm);
   auto open_start = Clock::now();
   const io::FileFormat input_format = io::detect_format(comm, options.input);
   result.backend = options.backend == "auto" ? io::reading_backend(input_format) : options.backend;
@@ -579,6 +581,10 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   if (!options.report.empty()) collectively(comm, [&] {
       if (comm.rank() == 0) write_report(options.report, options, result);
     });
+  if (!options.trace.empty()) {
+    io::trace::disable();
+    io::trace::write_gathered(comm, options.trace);
+  }
   return result;
 }
 

@@ -13,6 +13,7 @@
 
 #include "volseg/io/byteswap.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/io/trace.hpp"
 
 namespace volseg::io::raw {
 
@@ -35,6 +36,12 @@ void for_each_run(const Index3& dims, const Extent& extent, std::size_t element_
     for (std::int64_t z = 0; z < c[0]; ++z)
       for (std::int64_t y = 0; y < c[1]; ++y, index += c[2]) fn(file_offset(o[0] + z, o[1] + y, o[2]), c[2], index);
   }
+}
+
+std::uint64_t first_byte(const Index3& dims, const Extent& extent, std::size_t element_size,
+                         std::uint64_t base_offset) {
+  const auto& o = extent.offset;
+  return base_offset + static_cast<std::uint64_t>((o[0] * dims[1] + o[1]) * dims[2] + o[2]) * element_size;
 }
 
 void swap_bytes(void* data, std::int64_t count, std::size_t element_size) {
@@ -68,7 +75,9 @@ void copy_swapped(void* destination, const void* source, std::int64_t count, std
 void read_fully(int fd, void* buffer, std::size_t length, std::uint64_t offset, const std::string& path) {
   auto* out = static_cast<char*>(buffer);
   while (length > 0) {
+    trace::Span span(trace::Op::read, static_cast<std::int64_t>(offset));
     ssize_t got = ::pread(fd, out, length, static_cast<off_t>(offset));
+    if (got > 0) span.set_bytes(static_cast<std::uint64_t>(got));
     if (got < 0) {
       if (errno == EINTR) continue;
       throw_errno("read", path);
@@ -83,7 +92,9 @@ void read_fully(int fd, void* buffer, std::size_t length, std::uint64_t offset, 
 void write_fully(int fd, const void* buffer, std::size_t length, std::uint64_t offset, const std::string& path) {
   const auto* in = static_cast<const char*>(buffer);
   while (length > 0) {
+    trace::Span span(trace::Op::write, static_cast<std::int64_t>(offset));
     ssize_t put = ::pwrite(fd, in, length, static_cast<off_t>(offset));
+    if (put > 0) span.set_bytes(static_cast<std::uint64_t>(put));
     if (put < 0) {
       if (errno == EINTR) continue;
       throw_errno("write", path);
@@ -95,12 +106,18 @@ void write_fully(int fd, const void* buffer, std::size_t length, std::uint64_t o
 }
 
 std::string read_header_text(const std::string& path, std::size_t max_bytes) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = -1;
+  {
+    trace::Span span(trace::Op::open);
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  }
   if (fd < 0) throw_errno("open", path);
   std::string text;
   char chunk[4096];
   while (text.size() < max_bytes) {
+    trace::Span span(trace::Op::read, static_cast<std::int64_t>(text.size()));
     ssize_t got = ::read(fd, chunk, sizeof chunk);
+    if (got > 0) span.set_bytes(static_cast<std::uint64_t>(got));
     if (got < 0) {
       if (errno == EINTR) continue;
       int saved = errno;
@@ -112,7 +129,7 @@ std::string read_header_text(const std::string& path, std::size_t max_bytes) {
     // An attached .nrrd: the header ends at the first blank line.
     if (text.find("\n\n") != std::string::npos) break;
   }
-  if (::close(fd) != 0) throw_errno("close", path);
+  if (trace::Span span(trace::Op::close); ::close(fd) != 0) throw_errno("close", path);
   if (auto blank = text.find("\n\n"); blank != std::string::npos) text.resize(blank + 2);
   else if (text.size() >= max_bytes) throw Error(path + ": not a NRRD header (no end of header in the first " + std::to_string(max_bytes) + " bytes)");
   return text;
@@ -142,6 +159,7 @@ RawInput::RawInput(const std::string& header_path, const Comm& comm, bool open_d
   header_ = parse_nrrd(text, header_path);
   if (!open_data) return;
   collectively(comm_, [&] {
+    trace::Span span(trace::Op::open);
     fd_ = ::open(header_.data_path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd_ < 0) throw_errno("open", header_.data_path);
   });
@@ -154,7 +172,9 @@ RawInput::~RawInput() {
 void RawInput::close() {
   collectively(comm_, [&] {
     int fd = std::exchange(fd_, -1);
-    if (fd >= 0 && ::close(fd) != 0) throw_errno("close", header_.data_path);
+    if (fd < 0) return;
+    trace::Span span(trace::Op::close);
+    if (::close(fd) != 0) throw_errno("close", header_.data_path);
   });
 }
 
@@ -174,6 +194,8 @@ RawOutput::RawOutput(const CreateRequest& request, const Comm& comm, bool fsync_
     std::string temp_name(1, '.');
     temp_name.append(data.filename().string()).append(".volseg-tmp-").append(std::to_string(::getpid()));
     temp_data_path_ = (data.parent_path() / temp_name).string();
+    // One open record for the create and its reservation.
+    trace::Span span(trace::Op::open);
     fd_ = ::open(temp_data_path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd_ < 0) throw_errno("create", data_path_);
     auto size = static_cast<off_t>(info_.bytes());
@@ -194,6 +216,7 @@ RawOutput::RawOutput(const CreateRequest& request, const Comm& comm, bool fsync_
   temp_data_path_ = comm_.broadcast(temp_data_path_);
   collectively(comm_, [&] {
     if (comm_.rank() == 0) return;
+    trace::Span span(trace::Op::open);
     fd_ = ::open(temp_data_path_.c_str(), O_RDWR | O_CLOEXEC);
     if (fd_ < 0) throw_errno("open", temp_data_path_);
   });
@@ -224,12 +247,15 @@ void RawOutput::close() {
   std::exception_ptr local;
   try {
     int fd = std::exchange(fd_, -1);
-    if (fsync_on_close_ && ::fdatasync(fd) != 0) {
-      int saved = errno;
-      ::close(fd);
-      throw_errno("fdatasync", data_path_, saved);
+    if (fsync_on_close_) {
+      trace::Span span(trace::Op::sync);
+      if (::fdatasync(fd) != 0) {
+        int saved = errno;
+        ::close(fd);
+        throw_errno("fdatasync", data_path_, saved);
+      }
     }
-    if (::close(fd) != 0) throw_errno("close", data_path_);
+    if (trace::Span span(trace::Op::close); ::close(fd) != 0) throw_errno("close", data_path_);
   } catch (...) {
     local = std::current_exception();
   }
@@ -239,17 +265,24 @@ void RawOutput::close() {
     if (comm_.rank() != 0) return;
     std::string temp_header = temp_data_path_ + ".nhdr";
     std::string text = format_nrrd(info_, std::filesystem::path(data_path_).filename().string());
-    int fd = ::open(temp_header.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    int fd = -1;
+    {
+      trace::Span span(trace::Op::open);
+      fd = ::open(temp_header.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    }
     if (fd < 0) throw_errno("create", header_path_);
     try {
       write_fully(fd, text.data(), text.size(), 0, header_path_);
-      if (fsync_on_close_ && ::fsync(fd) != 0) throw_errno("fsync", header_path_);
+      if (fsync_on_close_) {
+        trace::Span span(trace::Op::sync);
+        if (::fsync(fd) != 0) throw_errno("fsync", header_path_);
+      }
     } catch (...) {
       ::close(fd);
       ::unlink(temp_header.c_str());
       throw;
     }
-    if (::close(fd) != 0) {
+    if (trace::Span span(trace::Op::close); ::close(fd) != 0) {
       int saved = errno;
       ::unlink(temp_header.c_str());
       throw_errno("close", header_path_, saved);

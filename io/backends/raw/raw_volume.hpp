@@ -35,6 +35,10 @@ namespace volseg::io::raw {
 void for_each_run(const Index3& dims, const Extent& extent, std::size_t element_size, std::uint64_t base_offset,
                   const std::function<void(std::uint64_t, std::int64_t, std::int64_t)>& fn);
 
+// The file byte offset of extent's first voxel (its lowest corner), as
+// for_each_run computes it; where a trace record of a whole-extent call starts.
+std::uint64_t first_byte(const Index3& dims, const Extent& extent, std::size_t element_size, std::uint64_t base_offset);
+
 void swap_bytes(void* data, std::int64_t count, std::size_t element_size);
 void copy_swapped(void* destination, const void* source, std::int64_t count, std::size_t element_size);
 

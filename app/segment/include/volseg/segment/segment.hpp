@@ -19,6 +19,7 @@ namespace volseg::segment {
 struct SegmentOptions {
   std::string input, output;
   std::string report;  // JSON report path; empty: none
+  std::string trace;   // I/O trace (CSV, docs/trace.md) path; empty: no tracing
   std::string backend = "auto";  // auto: by the input's format (raw: mmap-advise)
   std::string output_backend;    // empty: by the output format
   std::string format;            // raw | cdf2 | cdf5 | netcdf4; empty: the input's (or the output's extension)

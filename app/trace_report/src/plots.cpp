@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: MIT
+// The report's figures: the numbers come from summarize() (one source of
+// truth for buckets and CDFs), written as small CSVs; matplotlib, through
+// scripts/trace_plots.py, only draws them (and the timeline, from the trace).
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "volseg/io/error.hpp"
+#include "volseg/trace_report/trace_report.hpp"
+
+extern char** environ;
+
+namespace volseg::trace_report {
+namespace {
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw_errno("create", path);
+  out << text;
+  out.close();
+  if (!out) throw_errno("write", path);
+}
+
+std::string histogram_csv(const Summary& s) {
+  std::string out = "bucket,label,reads,writes\n";
+  for (int b = 0; b < bucket_count; ++b) {
+    const auto i = static_cast<std::size_t>(b);
+    out.append(std::to_string(b)).append(1, ',').append(bucket_label(b)).append(1, ',');
+    out.append(std::to_string(s.reads.histogram[i])).append(1, ',').append(std::to_string(s.writes.histogram[i]));
+    out.append(1, '\n');
+  }
+  return out;
+}
+
+// One row per distinct size: the CDF's step there, by count and by bytes.
+void append_cdf(std::string& out, const char* kind, const SizeDistribution& d) {
+  std::uint64_t count = 0, bytes = 0;
+  for (std::size_t i = 0; i < d.sizes.size(); ++i) {
+    ++count;
+    bytes += d.sizes[i];
+    if (i + 1 < d.sizes.size() && d.sizes[i + 1] == d.sizes[i]) continue;
+    char row[128];
+    std::snprintf(row, sizeof row, "%s,%llu,%.9f,%.9f\n", kind, static_cast<unsigned long long>(d.sizes[i]),
+                  static_cast<double>(count) / static_cast<double>(d.requests),
+                  d.bytes ? static_cast<double>(bytes) / static_cast<double>(d.bytes) : 1.0);
+    out += row;
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> write_plots(const Summary& summary, const std::string& trace_path, const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw Error("create plot folder " + dir + ": " + ec.message());
+  write_text((fs::path(dir) / "histogram.csv").string(), histogram_csv(summary));
+  std::string cdf = "kind,size,count_fraction,bytes_fraction\n";
+  append_cdf(cdf, "read", summary.reads);
+  append_cdf(cdf, "write", summary.writes);
+  write_text((fs::path(dir) / "cdf.csv").string(), cdf);
+
+  const std::string script = std::string(VOLSEG_SOURCE_DIR) + "/scripts/trace_plots.py";
+  if (!fs::exists(script)) throw Error("plot script " + script + " is missing");
+  const std::string python = "/usr/bin/python3";  // DEPENDENCIES.md: the one with numpy and matplotlib
+  std::vector<std::string> args{python, script, dir, trace_path};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  if (int rc = ::posix_spawn(&pid, python.c_str(), nullptr, nullptr, argv.data(), environ); rc != 0)
+    throw_errno("run", python, rc);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) throw_errno("wait for", script);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw Error("plot script " + script + " failed (" +
+                (WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status))
+                                   : "signal " + std::to_string(WTERMSIG(status))) +
+                "); its message is above");
+  std::vector<std::string> pngs;
+  for (const char* name : {"histogram.png", "cdf.png", "timeline.png"}) {
+    const std::string path = (fs::path(dir) / name).string();
+    if (!fs::exists(path)) throw Error("plot script " + script + " did not write " + path);
+    pngs.push_back(path);
+  }
+  return pngs;
+}
+
+}  // namespace volseg::trace_report
