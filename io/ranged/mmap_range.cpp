@@ -23,6 +23,7 @@
 #include <set>
 
 #include "range_base.hpp"
+#include "volseg/io/trace.hpp"
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22
@@ -42,7 +43,10 @@ class MmapRange final : public detail::RangeBase {
             const Options& options)
       : RangeBase(path, offset, length, access, Engine::mmap), max_bytes_(options.max_bytes) {
     const bool reading = access == Access::read;
-    fd_ = ::open(path.c_str(), reading ? O_RDONLY | O_CLOEXEC : O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    {
+      trace::Span span(trace::Op::open);
+      fd_ = ::open(path.c_str(), reading ? O_RDONLY | O_CLOEXEC : O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    }
     if (fd_ < 0) throw_errno("open_range", path);
     try {
       struct stat st {};
@@ -55,6 +59,7 @@ class MmapRange final : public detail::RangeBase {
       map_start_ = offset / page_size() * page_size();
       map_length_ = offset + length - map_start_;
       if (length > 0) {
+        trace::Span span(trace::Op::map, static_cast<std::int64_t>(map_start_), map_length_);
         void* base = ::mmap(nullptr, map_length_, reading ? PROT_READ : PROT_READ | PROT_WRITE, MAP_SHARED, fd_,
                             static_cast<off_t>(map_start_));
         if (base == MAP_FAILED) throw_errno("mmap", path);
@@ -129,17 +134,23 @@ class MmapRange final : public detail::RangeBase {
 
   void finished() override {
     begin_finished();
-    if (access() == Access::write && length() > 0 &&
-        ::sync_file_range(fd_, static_cast<off64_t>(file_offset()), static_cast<off64_t>(length()),
-                          SYNC_FILE_RANGE_WRITE) != 0)
-      note_error(detail::errno_text("sync_file_range", path(), errno));
+    if (access() == Access::write && length() > 0) {
+      trace::Span span(trace::Op::sync, static_cast<std::int64_t>(file_offset()), length());
+      if (::sync_file_range(fd_, static_cast<off64_t>(file_offset()), static_cast<off64_t>(length()),
+                            SYNC_FILE_RANGE_WRITE) != 0)
+        note_error(detail::errno_text("sync_file_range", path(), errno));
+    }
     unmap();
   }
 
   void close() override {
     if (!begin_close()) return;
     unmap();
-    if (access() == Access::write && ::fdatasync(fd_) != 0) note_error(detail::errno_text("fdatasync", path(), errno));
+    if (access() == Access::write) {
+      trace::Span span(trace::Op::sync, static_cast<std::int64_t>(file_offset()), length());
+      if (::fdatasync(fd_) != 0) note_error(detail::errno_text("fdatasync", path(), errno));
+    }
+    trace::Span span(trace::Op::close);
     if (::close(fd_) != 0) note_error(detail::errno_text("close", path(), errno));
     fd_ = -1;
     report_errors();
@@ -170,6 +181,7 @@ class MmapRange final : public detail::RangeBase {
     for (const Piece& piece : block.pieces)
       if (const std::uint64_t length = clamp(piece); length > 0) {
         auto [address, bytes] = pages(piece, length);
+        trace::Span span(trace::Op::advise, static_cast<std::int64_t>(map_start_ + (address - map_)), bytes);
         if (::madvise(address, bytes, MADV_WILLNEED) != 0) throw_errno("madvise(WILLNEED)", path());
       }
   }
@@ -200,6 +212,8 @@ class MmapRange final : public detail::RangeBase {
     for (const Piece& piece : block.pieces)
       if (const std::uint64_t length = clamp(piece); length > 0) {
         auto [address, bytes] = pages(piece, length);
+        // A blocking read of the block's pages into the page cache: `read`.
+        trace::Span span(trace::Op::read, static_cast<std::int64_t>(map_start_ + (address - map_)), bytes);
         if (::madvise(address, bytes, MADV_POPULATE_READ) == 0) continue;
         if (errno != EINVAL) throw_errno("madvise(POPULATE_READ)", path());
         volatile std::byte sink{};  // kernels before 5.14: touch every page
@@ -223,6 +237,7 @@ class MmapRange final : public detail::RangeBase {
 
   void unmap() {
     if (!map_) return;
+    trace::Span span(trace::Op::unmap, static_cast<std::int64_t>(map_start_), map_length_);
     if (::munmap(map_, map_length_) != 0) note_error(detail::errno_text("munmap", path(), errno));
     map_ = base_ = nullptr;
   }

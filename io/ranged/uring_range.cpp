@@ -25,6 +25,7 @@
 #include <memory>
 
 #include "range_base.hpp"
+#include "volseg/io/trace.hpp"
 
 namespace volseg::io::ranged {
 namespace {
@@ -51,6 +52,7 @@ class UringRange final : public detail::RangeBase {
     // Reads bypass the page cache with O_DIRECT when asked and the file
     // system allows it: every byte is read once, straight into our buffers.
     direct_ = reading && options.direct;
+    trace::Span span(trace::Op::open);
     fd_ = ::open(path.c_str(), reading ? O_RDONLY | O_CLOEXEC | (direct_ ? O_DIRECT : 0) : O_RDWR | O_CREAT | O_CLOEXEC,
                  0666);
     if (fd_ < 0 && direct_ && errno == EINVAL) {  // tmpfs and others: buffered
@@ -170,8 +172,12 @@ class UringRange final : public detail::RangeBase {
     } catch (const Error& e) {
       note_error(e.what());
     }
-    if (access() == Access::write && ::fdatasync(fd_) != 0) note_error(detail::errno_text("fdatasync", path(), errno));
+    if (access() == Access::write) {
+      trace::Span span(trace::Op::sync, static_cast<std::int64_t>(file_offset()), length());
+      if (::fdatasync(fd_) != 0) note_error(detail::errno_text("fdatasync", path(), errno));
+    }
     ::io_uring_queue_exit(&ring_);
+    trace::Span span(trace::Op::close);
     if (::close(fd_) != 0) note_error(detail::errno_text("close", path(), errno));
     fd_ = -1;
     slots_.clear();
@@ -207,6 +213,7 @@ class UringRange final : public detail::RangeBase {
     std::uint64_t length;
     std::uint64_t needed;  // a read may stop short at end of file beyond this
     bool write;
+    double submitted = 0;  // trace clock, when tracing
   };
 
   Slot& make_slot(const Block& block) {
@@ -266,6 +273,7 @@ class UringRange final : public detail::RangeBase {
       if (!sqe) break;
       auto* request = new Request(queued_.front());
       queued_.pop_front();
+      if (trace::enabled()) request->submitted = trace::now_s();
       if (request->write)
         ::io_uring_prep_write(sqe, fd_, request->data, static_cast<unsigned>(request->length), request->offset);
       else
@@ -285,6 +293,7 @@ class UringRange final : public detail::RangeBase {
   void reap(bool wait) {
     io_uring_cqe* cqe = nullptr;
     if (wait && in_flight_ > 0) {
+      trace::Span span(trace::Op::wait);
       int rc;
       do rc = ::io_uring_wait_cqe(&ring_, &cqe);
       while (rc == -EINTR);
@@ -300,6 +309,10 @@ class UringRange final : public detail::RangeBase {
   }
 
   void complete(const Request& request, int result) {
+    if (trace::enabled())  // one record per request, from submission to completion
+      trace::record(request.write ? trace::Op::write : trace::Op::read, request.submitted,
+                    trace::now_s() - request.submitted, static_cast<std::int64_t>(request.offset),
+                    result > 0 ? static_cast<std::uint64_t>(result) : 0);
     Slot& slot = *request.slot;
     const char* what = request.write ? "write" : "read";
     if (result < 0) {

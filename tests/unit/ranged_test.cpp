@@ -16,7 +16,9 @@
 
 #include "support/temp_dir.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/io/comm.hpp"
 #include "volseg/io/ranged.hpp"
+#include "volseg/io/trace.hpp"
 
 namespace volseg {
 namespace {
@@ -171,6 +173,42 @@ TEST_P(Ranged, AWriteRangeExtendsTheFileAndCloseMakesItWhole) {
   EXPECT_THROW(range->acquire(Block{{Piece{0, 1}}}), Error);
   range->close();
   EXPECT_TRUE(file_bytes(path_) == expected);
+}
+
+// Tracing: a known pattern gives exactly the expected records. io_uring:
+// one read per request (pieces cut at request_size), offsets in the file;
+// mmap: one map of the range, one advise per piece, one unmap.
+TEST_P(Ranged, TracingRecordsEveryRequest) {
+  Comm comm(MPI_COMM_WORLD);
+  Options options;
+  options.direct = false;
+  options.request_bytes = 4096;
+  const std::uint64_t start = 8192;
+  io::trace::enable(comm);
+  auto range = io::ranged::open_range(GetParam(), path_, start, 1 << 20, Access::read, options);
+  std::vector<Block> blocks{Block{{Piece{0, 10000}, Piece{20480, 4096}}}};
+  View view = range->readanyv(blocks);
+  range->release(view);
+  range->finished();
+  range->close();
+  io::trace::disable();
+  const auto records = io::trace::take_local();
+  std::vector<std::pair<io::trace::Op, std::pair<std::int64_t, std::uint64_t>>> got;
+  for (const auto& r : records)
+    if (r.op != io::trace::Op::wait) got.push_back({r.op, {r.offset, r.bytes}});
+  using io::trace::Op;
+  const std::int64_t s = static_cast<std::int64_t>(start);
+  std::vector<std::pair<Op, std::pair<std::int64_t, std::uint64_t>>> expected;
+  if (GetParam() == Engine::uring) {
+    expected = {{Op::open, {-1, 0}},       {Op::read, {s, 4096}},        {Op::read, {s + 4096, 4096}},
+                {Op::read, {s + 8192, 1808}}, {Op::read, {s + 20480, 4096}}, {Op::close, {-1, 0}}};
+  } else {  // the advise spans whole pages: [0, 12288) and [20480, 24576) of the range
+    expected = {{Op::open, {-1, 0}},          {Op::map, {s, 1 << 20}},  {Op::advise, {s, 12288}},
+                {Op::advise, {s + 20480, 4096}}, {Op::unmap, {s, 1 << 20}}, {Op::close, {-1, 0}}};
+  }
+  std::sort(got.begin() + 1, got.end() - 1);  // requests complete in any order
+  std::sort(expected.begin() + 1, expected.end() - 1);
+  EXPECT_EQ(got, expected);
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, Ranged, ::testing::Values(Engine::mmap, Engine::uring),

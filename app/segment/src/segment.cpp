@@ -58,23 +58,39 @@ void refuse_output_over_input(const std::string& output, const std::vector<std::
       if (same(out, in)) throw Error("output " + out.string() + " is the input " + in);
 }
 
-// The report is an output too: never over the input or the mask, never over
-// an existing file without --force, and its folder must be writable.
-void check_report_path(const SegmentOptions& options, const std::vector<std::string>& input_files) {
+// The report and the trace are outputs too: never over the input, the mask
+// or each other, never over an existing file without --force, and their
+// folder must be writable (checked before the job, not after it).
+void check_side_output(const std::string& path, const std::string& what, const SegmentOptions& options,
+                       std::vector<std::string> taken) {
   namespace fs = std::filesystem;
-  if (options.report.empty()) return;
-  std::vector<std::string> taken = input_files;
+  if (path.empty()) return;
   for (const auto& file : output_files(options.output)) taken.push_back(file.string());
   try {
-    refuse_output_over_input(options.report, taken);
+    refuse_output_over_input(path, taken);
   } catch (const Error&) {
-    throw Error("report " + options.report + " would overwrite the input or the mask");
+    throw Error(what + " " + path + " would overwrite the input, the mask or the report");
   }
-  if (!options.force && fs::exists(options.report)) throw Error(options.report + " exists (use --force to replace it)");
-  fs::path folder = fs::path(options.report).parent_path();
+  if (!options.force && fs::exists(path)) throw Error(path + " exists (use --force to replace it)");
+  fs::path folder = fs::path(path).parent_path();
   if (folder.empty()) folder = ".";
-  if (::access(folder.c_str(), W_OK) != 0) throw_errno("cannot write the report in", folder.string());
+  if (::access(folder.c_str(), W_OK) != 0) throw_errno("cannot write the " + what + " in", folder.string());
 }
+
+// Tracing is on for this job only, also when it fails.
+struct TraceSession {
+  explicit TraceSession(const Comm& comm, bool on) : on_(on) {
+    if (on_) io::trace::enable(comm);
+  }
+  ~TraceSession() {
+    if (on_) io::trace::disable();
+  }
+  TraceSession(const TraceSession&) = delete;
+  TraceSession& operator=(const TraceSession&) = delete;
+
+ private:
+  bool on_;
+};
 
 std::vector<std::string> joined(std::vector<std::string> a, const std::vector<std::string>& b) {
   a.insert(a.end(), b.begin(), b.end());
@@ -484,7 +500,7 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   if (std::isnan(options.lo) || std::isnan(options.hi)) throw Error("thresholds must not be NaN");
   if (options.lo > options.hi)
     throw Error("lo > hi: --lo " + std::to_string(options.lo) + " is above --hi " + std::to_string(options.hi));
-  if (!options.trace.empty()) io::trace::enable(comm);
+  TraceSession tracing(comm, !options.trace.empty());
   auto open_start = Clock::now();
   const io::FileFormat input_format = io::detect_format(comm, options.input);
   result.backend = options.backend == "auto" ? io::reading_backend(input_format) : options.backend;
@@ -499,7 +515,12 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   std::unique_ptr<io::VolumeWriter> writer;
   reader = io::open_reader(result.backend, options.input, comm, input_hints);
   refuse_output_over_input(options.output, reader->files());
-  check_report_path(options, reader->files());
+  check_side_output(options.report, "report", options, reader->files());
+  {
+    auto taken = reader->files();
+    if (!options.report.empty()) taken.push_back(options.report);
+    check_side_output(options.trace, "trace", options, std::move(taken));
+  }
   result.input_info = reader->info();
   // Thresholds are in unpacked units (CF: value = stored * scale_factor +
   // add_offset); the kernel compares stored values, so convert once. Fill,
