@@ -21,6 +21,7 @@ import argparse
 import csv
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -79,7 +80,14 @@ def main():
     parser.add_argument("--size", type=int, default=1024, help="edge of the cube (default 1024: 4 GiB)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-trace", action="store_true", help="skip the traced run")
+    parser.add_argument("--plot-only", action="store_true", help="redraw the PNG from the CSV in --out")
     args = parser.parse_args()
+    if args.plot_only:
+        with open(os.path.join(args.out, "cold_segment.csv")) as f:
+            rows = [dict(r, ranks=int(r["ranks"]), **{k: float(r[k]) for k in ("seconds", "gb_s", "min_s", "max_s")})
+                    for r in csv.DictReader(f)]
+        plot(rows, os.path.join(args.out, "cold_segment.png"), args.size ** 3 * 4)
+        return
     if not os.access(args.volseg, os.X_OK):
         sys.exit(f"cold_bench: {args.volseg} not found; build first (scripts/build.sh)")
     os.makedirs(args.dir, exist_ok=True)
@@ -98,9 +106,15 @@ def main():
     times = {i: [] for i in range(len(cases))}
     left = []
     print(f"input {raw}: {nbytes / 2**30:.1f} GiB, evicted before every run, median of {args.repeat}, "
-          f"cases interleaved", flush=True)
+          f"cases interleaved in a new order each round", flush=True)
+    order = random.Random(2026)
     for rep in range(args.repeat):
-        for i, (name, ranks, cmd, has_report) in enumerate(cases):
+        # A new order every round: on a virtual machine, what the run before
+        # left (pages the host must back again, its cache of the disk)
+        # changes the next run, so no case may always follow the same one.
+        shuffled = list(enumerate(cases))
+        order.shuffle(shuffled)
+        for i, (name, ranks, cmd, has_report) in shuffled:
             evict(raw)
             left.append(resident_fraction(raw))
             start = time.perf_counter()
@@ -170,8 +184,9 @@ def plot(rows, path, nbytes):
     ax.set_xlabel("GB/s of input (median; bars: fastest and slowest run)")
     ax.set_title(f"Threshold segmentation of a {nbytes / 2**30:.0f} GiB float32 volume, cold page cache\n"
                  "grey: dd of the cold file, green: seed 004's readanyv (ranged), blue: mmap", fontsize=10)
-    for i, v in enumerate(values):
-        ax.text(v, i, f" {v:.2f}", va="center", fontsize=8)
+    for i, v in enumerate(values):  # right of the slowest-to-fastest bar
+        ax.text(v + errors[1][i], i, f"  {v:.2f}", va="center", fontsize=8)
+    ax.set_xlim(0, max(v + e for v, e in zip(values, errors[1])) * 1.12)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
