@@ -6,8 +6,8 @@
 // Masks are written with pwrite, as "posix" does.
 //
 // Hints: queue_depth (uring requests in flight, 32), request_size (bytes per
-// uring request, 1M), max_memory (bytes the range may hold or advise at once,
-// 64M), direct (uring reads with O_DIRECT, 1).
+// uring request, 4M), max_memory (bytes the range may hold or advise at once,
+// 128M), direct (uring reads with O_DIRECT, 1).
 #include <algorithm>
 #include <atomic>
 #include <cstring>
