@@ -101,7 +101,7 @@ class MmapRange final : public detail::RangeBase {
         populate(blocks[i]);
         return hand_out(i, blocks[i], keys[i]);
       }
-    fail("readanyv: every block asked for is already handed out and not released");
+    fail("readanyv: every block asked for is handed out and not released, or max_bytes is held by them");
   }
 
   void release(View& view) override {

@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: MIT
+#include "pipelines.hpp"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "volseg/io/error.hpp"
+
+namespace volseg::segment::detail {
+namespace {
+
+std::uint64_t input_bytes(const Job& job, const io::Extent& extent) {
+  return static_cast<std::uint64_t>(extent.voxels()) * io::dtype_size(job.reader.info().dtype);
+}
+
+// Runs tasks one after another on one thread, in the order they were
+// submitted: the collective calls of every rank then happen in the same
+// order, as MPI requires, while the caller's thread computes.
+class SerialWorker {
+ public:
+  SerialWorker() : thread_([this] { loop(); }) {}
+  SerialWorker(const SerialWorker&) = delete;
+  SerialWorker& operator=(const SerialWorker&) = delete;
+  ~SerialWorker() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    ready_.notify_one();
+    thread_.join();
+  }
+  // The task's result: its wall time in seconds, or its exception.
+  std::future<double> submit(std::function<void()> task) {
+    std::packaged_task<double()> packaged([task = std::move(task)] { return timed(task); });
+    auto future = packaged.get_future();
+    {
+      std::lock_guard lock(mutex_);
+      queue_.push_back(std::move(packaged));
+    }
+    ready_.notify_one();
+    return future;
+  }
+
+ private:
+  void loop() {
+    for (;;) {
+      std::packaged_task<double()> task;
+      {
+        std::unique_lock lock(mutex_);
+        ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        task = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      task();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::packaged_task<double()>> queue_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace
+
+// Zero-copy input: the brick's window is mapped and the kernel reads it in
+// place, run by run (seed 004's raw method); mmap-advise announces the next
+// bricks. The mask goes to a buffer that an I/O thread writes while the
+// kernel works on the next brick (writing fresh pages through write() is
+// cheaper than faulting them in through a mapping), unless the writer can
+// only be mapped.
+void run_mapped(Job& job) {
+  const int depth = job.reader.prefetch_depth();
+  const auto& bricks = job.bricks;
+  auto advise = [&](std::size_t k) {
+    if (k < bricks.size()) job.reader.will_need(job.layout.brick(bricks[k]));
+  };
+  const auto largest = static_cast<std::size_t>(job.layout.largest_brick_voxels());
+  std::vector<std::uint8_t> mask[2] = {std::vector<std::uint8_t>(largest), std::vector<std::uint8_t>(largest)};
+  std::future<double> pending_write;
+  for (std::size_t k = 1; k <= static_cast<std::size_t>(depth); ++k) advise(k);
+  for (std::size_t k = 0; k < bricks.size(); ++k) {
+    const io::Extent extent = job.layout.brick(bricks[k]);
+    if (k > 0) job.times.read += timed([&] { advise(k + static_cast<std::size_t>(depth)); });
+    io::Mapping input;
+    job.times.read += timed([&] { input = job.reader.map(extent); });
+    std::uint8_t* out = mask[k % 2].data();
+    job.times.compute += timed([&] {
+      for (const io::Run& run : input.runs())
+        job.kernel.run(run.data, run.count, input.needs_swap(), out + run.index, job.stats);
+    });
+    job.times.read += timed([&] { input.release(); });
+    if (pending_write.valid()) job.times.wait += timed([&] { job.times.write += pending_write.get(); });
+    pending_write = std::async(std::launch::async, [&job, out, extent] {
+      return timed([&] { job.writer.write(extent, out); });
+    });
+    ++job.times.bricks;
+    job.progress.advance(1, input_bytes(job, extent));
+  }
+  if (pending_write.valid()) job.times.wait += timed([&] { job.times.write += pending_write.get(); });
+}
+
+// Seed 004's readanyv: the reader is given all of this rank's bricks and
+// hands them out in the order their data become available; the kernel reads
+// each in place and the mask is written by an I/O thread, as run_mapped.
+void run_any_order(Job& job) {
+  const auto& bricks = job.bricks;
+  std::vector<io::Extent> extents;
+  extents.reserve(bricks.size());
+  for (auto brick : bricks) extents.push_back(job.layout.brick(brick));
+  std::unique_ptr<io::Arrivals> arrivals;
+  job.times.read += timed([&] { arrivals = job.reader.read_any(extents); });
+  const auto largest = static_cast<std::size_t>(job.layout.largest_brick_voxels());
+  std::vector<std::uint8_t> mask[2] = {std::vector<std::uint8_t>(largest), std::vector<std::uint8_t>(largest)};
+  std::future<double> pending_write;
+  for (std::size_t k = 0; k < bricks.size(); ++k) {
+    std::optional<io::Arrival> arrival;
+    job.times.read += timed([&] { arrival = arrivals->next(); });
+    if (!arrival) throw Error("read_any handed out " + std::to_string(k) + " of " + std::to_string(bricks.size()) + " bricks");
+    const io::Extent& extent = extents[arrival->index];
+    std::uint8_t* out = mask[k % 2].data();
+    job.times.compute += timed([&] {
+      for (const io::Run& run : arrival->values.runs())
+        job.kernel.run(run.data, run.count, arrival->values.needs_swap(), out + run.index, job.stats);
+    });
+    job.times.read += timed([&] { arrival->values.release(); });
+    if (pending_write.valid()) job.times.wait += timed([&] { job.times.write += pending_write.get(); });
+    pending_write = std::async(std::launch::async, [&job, out, extent] {
+      return timed([&] { job.writer.write(extent, out); });
+    });
+    ++job.times.bricks;
+    job.progress.advance(1, input_bytes(job, extent));
+  }
+  if (pending_write.valid()) job.times.wait += timed([&] { job.times.write += pending_write.get(); });
+  job.times.read += timed([&] { arrivals->close(); });
+}
+
+// Double-buffered: an I/O thread reads brick k+1 and writes the mask of
+// brick k-1 while this thread thresholds brick k. Memory: two input bricks
+// and two mask bricks, whatever the volume size.
+void run_buffered(Job& job) {
+  const auto& bricks = job.bricks;
+  if (bricks.empty()) return;
+  const std::size_t element = io::dtype_size(job.reader.info().dtype);
+  const auto largest = static_cast<std::size_t>(job.layout.largest_brick_voxels());
+  std::vector<std::byte> input[2] = {std::vector<std::byte>(largest * element),
+                                     std::vector<std::byte>(largest * element)};
+  std::vector<std::uint8_t> mask[2] = {std::vector<std::uint8_t>(largest), std::vector<std::uint8_t>(largest)};
+  auto read_brick = [&](std::size_t k) {
+    return std::async(std::launch::async, [&job, &input, &bricks, k] {
+      return timed([&] { job.reader.read(job.layout.brick(bricks[k]), input[k % 2].data()); });
+    });
+  };
+  std::future<double> pending_write;
+  std::future<double> pending_read = read_brick(0);
+  for (std::size_t k = 0; k < bricks.size(); ++k) {
+    const io::Extent extent = job.layout.brick(bricks[k]);
+    job.times.wait += timed([&] { job.times.read += pending_read.get(); });
+    if (k + 1 < bricks.size()) pending_read = read_brick(k + 1);
+    job.times.compute += timed([&] {
+      job.kernel.run(input[k % 2].data(), extent.voxels(), false, mask[k % 2].data(), job.stats);
+    });
+    if (pending_write.valid()) job.times.wait += timed([&] { job.times.write += pending_write.get(); });
+    pending_write = std::async(std::launch::async, [&job, &mask, extent, k] {
+      return timed([&] { job.writer.write(extent, mask[k % 2].data()); });
+    });
+    ++job.times.bricks;
+    job.progress.advance(1, input_bytes(job, extent));
+  }
+  job.times.wait += timed([&] { job.times.write += pending_write.get(); });
+}
+
+// Collective backends (MPI-IO, PnetCDF, netCDF-4, twophase): every rank
+// joins every round of read_all/write_all, with an empty list once its own
+// bricks are done. With MPI_THREAD_MULTIPLE the calls run on one I/O thread,
+// reading round k+1 and writing round k-1 while round k is computed; the
+// I/O library is only ever entered from that thread. Otherwise they run in
+// turn on the thread that initialised MPI. Each call is a point where the
+// ranks wait for one another, so a call carries several bricks (up to
+// SegmentOptions::collective_batch_bytes of input per rank), so a job makes
+// few such points. Ranks with fewer rounds join the others' with nothing.
+void run_collective(Job& job) {
+  const auto& bricks = job.bricks;
+  const std::size_t element = io::dtype_size(job.reader.info().dtype);
+  const auto largest = static_cast<std::size_t>(job.layout.largest_brick_voxels());
+  const std::size_t batch = std::max<std::size_t>(1, job.batch_bytes / (largest * element));
+  long long mine = static_cast<long long>((bricks.size() + batch - 1) / batch), rounds = 0;
+  check_mpi(MPI_Allreduce(&mine, &rounds, 1, MPI_LONG_LONG, MPI_MAX, job.comm.get()), "MPI_Allreduce");
+  int threading = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&threading);
+  const bool overlap = threading == MPI_THREAD_MULTIPLE;
+  const int depth = overlap ? 2 : 1;
+  std::vector<std::vector<std::byte>> input(static_cast<std::size_t>(depth),
+                                            std::vector<std::byte>(batch * largest * element));
+  std::vector<std::vector<std::uint8_t>> mask(static_cast<std::size_t>(depth), std::vector<std::uint8_t>(batch * largest));
+  // The bricks of a round, in order, each at slot k * largest of the round's buffers.
+  auto extents_of = [&](long long round) {
+    std::vector<io::Extent> extents;
+    const std::size_t first = static_cast<std::size_t>(round) * batch;
+    for (std::size_t b = first; b < std::min(first + batch, bricks.size()); ++b)
+      extents.push_back(job.layout.brick(bricks[b]));
+    return extents;
+  };
+  auto slots = [&](auto* base, std::size_t count, std::size_t stride) {
+    std::vector<decltype(base)> pointers(count);
+    for (std::size_t k = 0; k < count; ++k) pointers[k] = base + k * stride;
+    return pointers;
+  };
+  auto read = [&](long long round) {
+    auto extents = extents_of(round);
+    auto pointers = slots(input[static_cast<std::size_t>(round % depth)].data(), extents.size(), largest * element);
+    std::vector<void*> memory(pointers.begin(), pointers.end());
+    job.reader.read_all(extents, {memory.data(), memory.size()});
+  };
+  auto write = [&](long long round) {
+    auto extents = extents_of(round);
+    auto pointers = slots(mask[static_cast<std::size_t>(round % depth)].data(), extents.size(), largest);
+    std::vector<const void*> memory(pointers.begin(), pointers.end());
+    job.writer.write_all(extents, {memory.data(), memory.size()});
+  };
+  auto compute = [&](long long round) {
+    const auto extents = extents_of(round);
+    for (std::size_t k = 0; k < extents.size(); ++k) {
+      job.times.compute += timed([&] {
+        job.kernel.run(input[static_cast<std::size_t>(round % depth)].data() + k * largest * element,
+                       extents[k].voxels(), false, mask[static_cast<std::size_t>(round % depth)].data() + k * largest,
+                       job.stats);
+      });
+      ++job.times.bricks;
+      job.progress.advance(1, input_bytes(job, extents[k]));
+    }
+  };
+  if (!overlap) {
+    for (long long round = 0; round < rounds; ++round) {
+      job.times.read += timed([&] { read(round); });
+      compute(round);
+      job.times.write += timed([&] { write(round); });
+    }
+    return;
+  }
+  SerialWorker worker;
+  std::vector<std::future<double>> reads, writes;  // by round
+  // Every submitted task is waited for, even when one fails, so no rank
+  // leaves a collective call behind.
+  std::exception_ptr failure;
+  auto wait = [&](std::future<double>& future, double& into) {
+    if (!future.valid()) return;
+    job.times.wait += timed([&] {
+      try {
+        into += future.get();
+      } catch (...) {
+        if (!failure) failure = std::current_exception();
+      }
+    });
+  };
+  reads.resize(static_cast<std::size_t>(rounds));
+  writes.resize(static_cast<std::size_t>(rounds));
+  if (rounds > 0) reads[0] = worker.submit([&] { read(0); });
+  for (long long round = 0; round < rounds; ++round) {
+    const auto r = static_cast<std::size_t>(round);
+    wait(reads[r], job.times.read);
+    if (round + 1 < rounds) reads[r + 1] = worker.submit([&, round] { read(round + 1); });
+    if (round >= 2) wait(writes[r - 2], job.times.write);  // its mask buffer is this round's
+    if (!failure) compute(round);
+    writes[r] = worker.submit([&, round] { write(round); });
+  }
+  for (auto& pending : writes) wait(pending, job.times.write);
+  if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace volseg::segment::detail
