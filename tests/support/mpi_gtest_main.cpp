@@ -18,16 +18,21 @@ namespace {
 class FailurePrinter : public ::testing::EmptyTestEventListener {
  public:
   explicit FailurePrinter(int rank) : rank_(rank) {}
+  // The test is remembered here: UnitTest::current_test_info() takes the
+  // lock that GoogleTest holds while it reports a part result, so calling it
+  // from OnTestPartResult deadlocks the rank (and hangs the job).
+  void OnTestStart(const ::testing::TestInfo& test) override { test_ = &test; }
+  void OnTestEnd(const ::testing::TestInfo&) override { test_ = nullptr; }
   void OnTestPartResult(const ::testing::TestPartResult& result) override {
     if (!result.failed()) return;
-    const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::fprintf(stderr, "[rank %d] %s.%s: %s:%d: %s\n", rank_, test ? test->test_suite_name() : "?",
-                 test ? test->name() : "?", result.file_name() ? result.file_name() : "?", result.line_number(),
+    std::fprintf(stderr, "[rank %d] %s.%s: %s:%d: %s\n", rank_, test_ ? test_->test_suite_name() : "?",
+                 test_ ? test_->name() : "?", result.file_name() ? result.file_name() : "?", result.line_number(),
                  result.summary());
   }
 
  private:
   int rank_;
+  const ::testing::TestInfo* test_ = nullptr;
 };
 
 }  // namespace
