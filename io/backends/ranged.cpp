@@ -50,6 +50,7 @@ class RangeArrivals final : public Arrivals {
     for (std::size_t w = 0; w < window; ++w) wanted_.push_back(bricks_[remaining_[w]].block);
     ranged::View view = range_->readanyv(wanted_);
     const std::size_t index = remaining_[view.block];
+    if (view.block != 0) ++out_of_order_;
     remaining_.erase(remaining_.begin() + static_cast<std::ptrdiff_t>(view.block));
     const Brick& brick = bricks_[index];
     std::vector<Run> runs;
@@ -68,11 +69,14 @@ class RangeArrivals final : public Arrivals {
     range_->close();
   }
 
+  std::uint64_t out_of_order() const override { return out_of_order_; }
+
  private:
   std::unique_ptr<ranged::Range> range_;
   std::vector<Brick> bricks_;
   std::vector<std::size_t> remaining_;  // indices not yet handed out, in the order asked
   std::vector<ranged::Block> wanted_;
+  std::uint64_t out_of_order_ = 0;
   bool needs_swap_;
   std::atomic<std::uint64_t>& bytes_read_;
 };

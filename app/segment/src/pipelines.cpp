@@ -146,6 +146,7 @@ void run_any_order(Job& job) {
   }
   if (pending_write.valid()) job.times.wait += timed([&] { job.times.write += pending_write.get(); });
   job.times.read += timed([&] { arrivals->close(); });
+  job.times.out_of_order = static_cast<std::int64_t>(arrivals->out_of_order());
 }
 
 // Double-buffered: an I/O thread reads brick k+1 and writes the mask of

@@ -34,6 +34,7 @@ nlohmann::json to_json(const RankTimes& t, int rank) {
                          {"read_s", t.read},      {"compute_s", t.compute}, {"write_s", t.write},
                          {"wait_s", t.wait},      {"close_s", t.close},     {"total_s", t.total},
                          {"bytes_read", t.bytes_read}, {"bytes_written", t.bytes_written}};
+  if (t.out_of_order > 0) json["bricks_out_of_order"] = t.out_of_order;
   if (!t.read_calls.empty() || !t.write_calls.empty())
     json["twophase"] = {{"read", to_json(t.read_calls)}, {"write", to_json(t.write_calls)}};
   return json;

@@ -192,17 +192,19 @@ std::vector<std::vector<io::twophase::Timing>> gather_calls(const Comm& comm,
 }
 
 std::vector<RankTimes> gather_times(const Comm& comm, const RankTimes& mine) {
-  constexpr int fields = 10;
+  constexpr int fields = 11;
   double values[fields] = {mine.open,    mine.read,  mine.compute, mine.write,
                            mine.wait,    mine.close, mine.total,   static_cast<double>(mine.bytes_read),
-                           static_cast<double>(mine.bytes_written), static_cast<double>(mine.bricks)};
+                           static_cast<double>(mine.bytes_written), static_cast<double>(mine.bricks),
+                           static_cast<double>(mine.out_of_order)};
   std::vector<double> all(comm.rank() == 0 ? static_cast<std::size_t>(fields * comm.size()) : 0);
   check_mpi(MPI_Gather(values, fields, MPI_DOUBLE, all.data(), fields, MPI_DOUBLE, 0, comm.get()), "MPI_Gather");
   std::vector<RankTimes> result;
   for (int r = 0; comm.rank() == 0 && r < comm.size(); ++r) {
     const double* v = &all[static_cast<std::size_t>(r * fields)];
     result.push_back(RankTimes{v[0], v[1], v[2], v[3], v[4], v[5], v[6], static_cast<std::uint64_t>(v[7]),
-                               static_cast<std::uint64_t>(v[8]), static_cast<std::int64_t>(v[9]), {}, {}});
+                               static_cast<std::uint64_t>(v[8]), static_cast<std::int64_t>(v[9]),
+                               static_cast<std::int64_t>(v[10]), {}, {}});
   }
   return result;
 }

@@ -71,6 +71,8 @@ class Arrivals {
   virtual std::optional<Arrival> next() = 0;
   // Completes the reads and reports every error. Once, after the last next().
   virtual void close() = 0;
+  // Extents handed out so far before one that was asked for earlier.
+  virtual std::uint64_t out_of_order() const = 0;
 };
 
 class VolumeReader {
