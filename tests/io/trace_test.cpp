@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// io/trace and trace-report: a known access pattern through the posix
-// backend gives exactly the expected records and histogram, on every rank
-// count; tracing off records nothing; Darshan's bucket edges; the gathered
+// io/trace and trace-report: a known access pattern through the posix and
+// mmap backends gives exactly the expected records and histogram, on every
+// rank count (the ranged engines' records: tests/unit/ranged_test.cpp); tracing off records nothing; Darshan's bucket edges; the gathered
 // CSV reads back exactly; a damaged trace fails naming its line.
 #include <gtest/gtest.h>
 
@@ -122,6 +122,45 @@ TEST_F(Trace, KnownPatternGivesExactlyTheExpectedRecords) {
   trace::disable();
   const auto records = trace::take_local();
   expect_records(records, expected_records(comm_.rank(), header_bytes), comm_.rank());
+}
+
+// The mmap backends: one map and one unmap per extent, over the page-aligned
+// window from the extent's first byte to its last; mmap-advise adds one
+// advise per run of the extent it is told it will need.
+TEST_F(Trace, MappedReadsRecordTheirWindows) {
+  const std::string path = make_volume();
+  const auto header_bytes = std::filesystem::file_size(path);
+  const int rank = comm_.rank();
+  // (first page, window length) of each extent of extents_of(rank).
+  const std::vector<std::pair<std::int64_t, std::uint64_t>> windows{
+      {rank * 8192, 8192}, {16384, ((3 * 64 + 1) * 64) * 2 + 256 - 16384}, {0, (64 + 1) * 2 + 6}};
+  for (const std::string backend : {"mmap", "mmap-advise"}) {
+    SCOPED_TRACE(backend);
+    trace::enable(comm_);
+    auto reader = open_reader(backend, path, comm_, Hints{});
+    std::vector<std::uint16_t> buffer(64 * 64);
+    if (backend == "mmap-advise") reader->will_need(extents_of(rank)[1]);
+    for (const auto& extent : extents_of(rank)) reader->read(extent, buffer.data());
+    reader->close();
+    trace::disable();
+    std::vector<Expected> want;
+    if (rank == 0)
+      want = {{Op::open, -1, 0},
+              {Op::read, 0, header_bytes},
+              {Op::read, static_cast<std::int64_t>(header_bytes), 0},
+              {Op::close, -1, 0}};
+    want.push_back({Op::open, -1, 0});
+    if (backend == "mmap-advise")  // two runs of 256 B
+      for (const auto& e : std::vector<Expected>{{Op::advise, ((2 * 64 + 1) * 64) * 2, 256},
+                                                 {Op::advise, ((3 * 64 + 1) * 64) * 2, 256}})
+        want.push_back(e);
+    for (const auto& [first, length] : windows) {
+      want.push_back({Op::map, first, length});
+      want.push_back({Op::unmap, first, length});
+    }
+    want.push_back({Op::close, -1, 0});
+    expect_records(trace::take_local(), want, rank);
+  }
 }
 
 TEST_F(Trace, GatheredCsvReadsBackWithExactHistogram) {
