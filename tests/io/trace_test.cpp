@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // io/trace and trace-report: a known access pattern through the posix and
 // mmap backends gives exactly the expected records and histogram, on every
-// rank count (the ranged engines' records: tests/unit/ranged_test.cpp); tracing off records nothing; Darshan's bucket edges; the gathered
-// CSV reads back exactly; a damaged trace fails naming its line.
+// rank count (the ranged engines' records: tests/unit/ranged_test.cpp);
+// tracing off records nothing; Darshan's bucket edges; the gathered CSV
+// reads back exactly; a damaged trace fails naming its line.
 #include <gtest/gtest.h>
 
 #include <algorithm>
