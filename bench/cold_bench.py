@@ -28,7 +28,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from segment_bench import LO, HI, ROOT, generate, run  # noqa: E402
+from segment_bench import ROOT, generate, run, segment_cmd  # noqa: E402
 
 BACKENDS = ["mmap", "mmap-advise", "ranged-mmap", "ranged-uring"]
 
@@ -67,11 +67,6 @@ def resident_fraction(path):
         os.close(fd)
 
 
-def segment(volseg, ranks, backend, src, out, report, extra=()):
-    return ["mpirun", "-np", str(ranks), volseg, "segment", src, "--lo", str(LO), "--hi", str(HI), "--out", out,
-            "--backend", backend, "--force", "--quiet", "--report", report, *extra]
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dir", default="/tmp/volseg-bench", help="where the volume goes (needs 6 GiB)")
@@ -102,7 +97,7 @@ def main():
     cases = [("dd bs=16M", 1, ["dd", f"if={raw}", "of=/dev/null", "bs=16M"], False)]
     for ranks in (1, 2):
         for backend in BACKENDS:
-            cases.append((f"volseg {backend}", ranks, segment(args.volseg, ranks, backend, src, out, report), True))
+            cases.append((f"volseg {backend}", ranks, segment_cmd(args.volseg, ranks, backend, src, out, report), True))
     times = {i: [] for i in range(len(cases))}
     left = []
     print(f"input {raw}: {nbytes / 2**30:.1f} GiB, evicted before every run, median of {args.repeat}, "
@@ -158,7 +153,7 @@ def main():
     if not args.no_trace:
         trace = os.path.join(args.out, "cold-ranged-uring-trace.csv")
         evict(raw)
-        run(segment(args.volseg, 2, "ranged-uring", src, out, report, ["--trace", trace]))
+        run(segment_cmd(args.volseg, 2, "ranged-uring", src, out, report, extra=["--trace", trace]))
         plots = os.path.join(args.out, "cold-trace")
         result = subprocess.run([args.volseg, "trace-report", trace, "--plots", plots], check=True, text=True,
                                 capture_output=True)

@@ -9,7 +9,6 @@
 
 #include <atomic>
 #include <cerrno>
-#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -95,12 +94,7 @@ class MmapReader final : public VolumeReader {
 
   void read(const Extent& extent, void* buffer) override {
     Mapping mapping = map(extent);
-    const std::size_t size = dtype_size(info().dtype);
-    for (const Run& run : mapping.runs()) {
-      void* target = static_cast<std::byte*>(buffer) + run.index * static_cast<std::int64_t>(size);
-      if (mapping.needs_swap()) raw::copy_swapped(target, run.data, run.count, size);
-      else std::memcpy(target, run.data, static_cast<std::size_t>(run.count) * size);
-    }
+    raw::copy_out(mapping, buffer, dtype_size(info().dtype));
     mapping.release();
   }
 

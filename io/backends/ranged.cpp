@@ -10,7 +10,6 @@
 // 128M), direct (uring reads with O_DIRECT, 1).
 #include <algorithm>
 #include <atomic>
-#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -117,14 +116,9 @@ class RangedReader final : public VolumeReader {
   }
 
   void read(const Extent& extent, void* buffer) override {
-    const std::size_t size = dtype_size(info().dtype);
     auto arrivals = read_any({&extent, 1});
     while (auto arrival = arrivals->next()) {
-      for (const Run& run : arrival->values.runs()) {
-        void* target = static_cast<std::byte*>(buffer) + run.index * static_cast<std::int64_t>(size);
-        if (arrival->values.needs_swap()) raw::copy_swapped(target, run.data, run.count, size);
-        else std::memcpy(target, run.data, static_cast<std::size_t>(run.count) * size);
-      }
+      raw::copy_out(arrival->values, buffer, dtype_size(info().dtype));
       arrival->values.release();
     }
     arrivals->close();

@@ -14,7 +14,6 @@
 // close() waits for it with fdatasync.
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -49,12 +48,7 @@ class MmapRange final : public detail::RangeBase {
     }
     if (fd_ < 0) throw_errno("open_range", path);
     try {
-      struct stat st {};
-      if (::fstat(fd_, &st) != 0) throw_errno("fstat", path);
-      const auto size = static_cast<std::uint64_t>(st.st_size);
-      if (reading && offset + length > size)
-        fail("the read-only range [" + std::to_string(offset) + ", " + std::to_string(offset + length) +
-             ") reaches past the end of the file (" + std::to_string(size) + " bytes)");
+      const std::uint64_t size = checked_file_size(fd_);
       if (!reading && offset + length > size) extend(size, offset + length);
       map_start_ = offset / page_size() * page_size();
       map_length_ = offset + length - map_start_;

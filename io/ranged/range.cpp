@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: MIT
+#include <sys/stat.h>
+
 #include <cstring>
 
 #include "range_base.hpp"
@@ -69,6 +71,16 @@ bool RangeBase::begin_close() {
   if (state_ == State::closed) return false;
   state_ = State::closed;
   return true;
+}
+
+std::uint64_t RangeBase::checked_file_size(int fd) const {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw_errno("fstat", path_);
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  if (access_ == Access::read && file_offset_ + length_ > size)
+    fail("the read-only range [" + std::to_string(file_offset_) + ", " + std::to_string(file_offset_ + length_) +
+         ") reaches past the end of the file (" + std::to_string(size) + " bytes)");
+  return size;
 }
 
 std::uint64_t RangeBase::clamp(const Piece& piece) const {

@@ -37,6 +37,8 @@ class RangeBase : public Range {
   // Marks it closed; false if close() already ran (the second call is a no-op).
   bool begin_close();
   [[noreturn]] void fail(const std::string& what) const;
+  // The size of the open file fd; refuses a read range that reaches past it.
+  std::uint64_t checked_file_size(int fd) const;
 
   // The part of a piece inside the range (reading past the end is end of
   // file): its length, possibly 0.

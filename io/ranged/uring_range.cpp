@@ -15,7 +15,6 @@
 // error it met.
 #include <fcntl.h>
 #include <liburing.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -61,12 +60,7 @@ class UringRange final : public detail::RangeBase {
     }
     if (fd_ < 0) throw_errno("open_range", path);
     try {
-      struct stat st {};
-      if (::fstat(fd_, &st) != 0) throw_errno("fstat", path);
-      const auto size = static_cast<std::uint64_t>(st.st_size);
-      if (reading && offset + length > size)
-        fail("the read-only range [" + std::to_string(offset) + ", " + std::to_string(offset + length) +
-             ") reaches past the end of the file (" + std::to_string(size) + " bytes)");
+      const std::uint64_t size = checked_file_size(fd_);
       if (!reading && offset + length > size && ::ftruncate(fd_, static_cast<off_t>(offset + length)) != 0)
         throw_errno("ftruncate (extending the file for a write range)", path);
       if (int rc = ::io_uring_queue_init(depth_, &ring_, 0); rc < 0)

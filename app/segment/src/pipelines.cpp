@@ -24,6 +24,49 @@ std::uint64_t input_bytes(const Job& job, const io::Extent& extent) {
   return static_cast<std::uint64_t>(extent.voxels()) * io::dtype_size(job.reader.info().dtype);
 }
 
+// Counts a finished brick and moves the progress bar.
+void brick_done(Job& job, const io::Extent& extent) {
+  ++job.times.bricks;
+  job.progress.advance(1, input_bytes(job, extent));
+}
+
+// Thresholds a window's runs in place into out, then releases the window.
+void threshold_window(Job& job, io::Mapping& window, std::uint8_t* out) {
+  job.times.compute += timed([&] {
+    for (const io::Run& run : window.runs())
+      job.kernel.run(run.data, run.count, window.needs_swap(), out + run.index, job.stats);
+  });
+  job.times.read += timed([&] { window.release(); });
+}
+
+// Two mask buffers: brick k's mask is computed into buffer(k) while an I/O
+// thread writes brick k-1's from the other (writing fresh pages through
+// write() is cheaper than faulting them in through a mapping).
+class MaskWriter {
+ public:
+  explicit MaskWriter(Job& job) : job_(job) {
+    for (auto& mask : masks_) mask.resize(static_cast<std::size_t>(job.layout.largest_brick_voxels()));
+  }
+  std::uint8_t* buffer(std::size_t k) { return masks_[k % 2].data(); }
+  // Writes out as extent's mask once the previous write is done (its buffer
+  // is the next brick's).
+  void write(const io::Extent& extent, const std::uint8_t* out) {
+    finish();
+    pending_ = std::async(std::launch::async, [this, extent, out] {
+      return timed([&] { job_.writer.write(extent, out); });
+    });
+  }
+  // Waits for the last write; its time counts as write, the wait as wait.
+  void finish() {
+    if (pending_.valid()) job_.times.wait += timed([&] { job_.times.write += pending_.get(); });
+  }
+
+ private:
+  Job& job_;
+  std::vector<std::uint8_t> masks_[2];
+  std::future<double> pending_;
+};
+
 // Runs tasks one after another on one thread, in the order they were
 // submitted: the collective calls of every rank then happen in the same
 // order, as MPI requires, while the caller's thread computes.
@@ -78,44 +121,30 @@ class SerialWorker {
 
 // Zero-copy input: the brick's window is mapped and the kernel reads it in
 // place, run by run (seed 004's raw method); mmap-advise announces the next
-// bricks. The mask goes to a buffer that an I/O thread writes while the
-// kernel works on the next brick (writing fresh pages through write() is
-// cheaper than faulting them in through a mapping), unless the writer can
-// only be mapped.
+// bricks. The mask goes out through a MaskWriter.
 void run_mapped(Job& job) {
   const int depth = job.reader.prefetch_depth();
   const auto& bricks = job.bricks;
   auto advise = [&](std::size_t k) {
     if (k < bricks.size()) job.reader.will_need(job.layout.brick(bricks[k]));
   };
-  const auto largest = static_cast<std::size_t>(job.layout.largest_brick_voxels());
-  std::vector<std::uint8_t> mask[2] = {std::vector<std::uint8_t>(largest), std::vector<std::uint8_t>(largest)};
-  std::future<double> pending_write;
+  MaskWriter masks(job);
   for (std::size_t k = 1; k <= static_cast<std::size_t>(depth); ++k) advise(k);
   for (std::size_t k = 0; k < bricks.size(); ++k) {
     const io::Extent extent = job.layout.brick(bricks[k]);
     if (k > 0) job.times.read += timed([&] { advise(k + static_cast<std::size_t>(depth)); });
     io::Mapping input;
     job.times.read += timed([&] { input = job.reader.map(extent); });
-    std::uint8_t* out = mask[k % 2].data();
-    job.times.compute += timed([&] {
-      for (const io::Run& run : input.runs())
-        job.kernel.run(run.data, run.count, input.needs_swap(), out + run.index, job.stats);
-    });
-    job.times.read += timed([&] { input.release(); });
-    if (pending_write.valid()) job.times.wait += timed([&] { job.times.write += pending_write.get(); });
-    pending_write = std::async(std::launch::async, [&job, out, extent] {
-      return timed([&] { job.writer.write(extent, out); });
-    });
-    ++job.times.bricks;
-    job.progress.advance(1, input_bytes(job, extent));
+    threshold_window(job, input, masks.buffer(k));
+    masks.write(extent, masks.buffer(k));
+    brick_done(job, extent);
   }
-  if (pending_write.valid()) job.times.wait += timed([&] { job.times.write += pending_write.get(); });
+  masks.finish();
 }
 
 // Seed 004's readanyv: the reader is given all of this rank's bricks and
 // hands them out in the order their data become available; the kernel reads
-// each in place and the mask is written by an I/O thread, as run_mapped.
+// each in place, as run_mapped.
 void run_any_order(Job& job) {
   const auto& bricks = job.bricks;
   std::vector<io::Extent> extents;
@@ -123,35 +152,24 @@ void run_any_order(Job& job) {
   for (auto brick : bricks) extents.push_back(job.layout.brick(brick));
   std::unique_ptr<io::Arrivals> arrivals;
   job.times.read += timed([&] { arrivals = job.reader.read_any(extents); });
-  const auto largest = static_cast<std::size_t>(job.layout.largest_brick_voxels());
-  std::vector<std::uint8_t> mask[2] = {std::vector<std::uint8_t>(largest), std::vector<std::uint8_t>(largest)};
-  std::future<double> pending_write;
+  MaskWriter masks(job);
   for (std::size_t k = 0; k < bricks.size(); ++k) {
     std::optional<io::Arrival> arrival;
     job.times.read += timed([&] { arrival = arrivals->next(); });
     if (!arrival) throw Error("read_any handed out " + std::to_string(k) + " of " + std::to_string(bricks.size()) + " bricks");
     const io::Extent& extent = extents[arrival->index];
-    std::uint8_t* out = mask[k % 2].data();
-    job.times.compute += timed([&] {
-      for (const io::Run& run : arrival->values.runs())
-        job.kernel.run(run.data, run.count, arrival->values.needs_swap(), out + run.index, job.stats);
-    });
-    job.times.read += timed([&] { arrival->values.release(); });
-    if (pending_write.valid()) job.times.wait += timed([&] { job.times.write += pending_write.get(); });
-    pending_write = std::async(std::launch::async, [&job, out, extent] {
-      return timed([&] { job.writer.write(extent, out); });
-    });
-    ++job.times.bricks;
-    job.progress.advance(1, input_bytes(job, extent));
+    threshold_window(job, arrival->values, masks.buffer(k));
+    masks.write(extent, masks.buffer(k));
+    brick_done(job, extent);
   }
-  if (pending_write.valid()) job.times.wait += timed([&] { job.times.write += pending_write.get(); });
+  masks.finish();
   job.times.read += timed([&] { arrivals->close(); });
   job.times.out_of_order = static_cast<std::int64_t>(arrivals->out_of_order());
 }
 
-// Double-buffered: an I/O thread reads brick k+1 and writes the mask of
-// brick k-1 while this thread thresholds brick k. Memory: two input bricks
-// and two mask bricks, whatever the volume size.
+// Double-buffered: an I/O thread reads brick k+1 and another writes the mask
+// of brick k-1 while this thread thresholds brick k. Memory: two input
+// bricks and two mask bricks, whatever the volume size.
 void run_buffered(Job& job) {
   const auto& bricks = job.bricks;
   if (bricks.empty()) return;
@@ -159,29 +177,24 @@ void run_buffered(Job& job) {
   const auto largest = static_cast<std::size_t>(job.layout.largest_brick_voxels());
   std::vector<std::byte> input[2] = {std::vector<std::byte>(largest * element),
                                      std::vector<std::byte>(largest * element)};
-  std::vector<std::uint8_t> mask[2] = {std::vector<std::uint8_t>(largest), std::vector<std::uint8_t>(largest)};
   auto read_brick = [&](std::size_t k) {
     return std::async(std::launch::async, [&job, &input, &bricks, k] {
       return timed([&] { job.reader.read(job.layout.brick(bricks[k]), input[k % 2].data()); });
     });
   };
-  std::future<double> pending_write;
+  MaskWriter masks(job);
   std::future<double> pending_read = read_brick(0);
   for (std::size_t k = 0; k < bricks.size(); ++k) {
     const io::Extent extent = job.layout.brick(bricks[k]);
     job.times.wait += timed([&] { job.times.read += pending_read.get(); });
     if (k + 1 < bricks.size()) pending_read = read_brick(k + 1);
     job.times.compute += timed([&] {
-      job.kernel.run(input[k % 2].data(), extent.voxels(), false, mask[k % 2].data(), job.stats);
+      job.kernel.run(input[k % 2].data(), extent.voxels(), false, masks.buffer(k), job.stats);
     });
-    if (pending_write.valid()) job.times.wait += timed([&] { job.times.write += pending_write.get(); });
-    pending_write = std::async(std::launch::async, [&job, &mask, extent, k] {
-      return timed([&] { job.writer.write(extent, mask[k % 2].data()); });
-    });
-    ++job.times.bricks;
-    job.progress.advance(1, input_bytes(job, extent));
+    masks.write(extent, masks.buffer(k));
+    brick_done(job, extent);
   }
-  job.times.wait += timed([&] { job.times.write += pending_write.get(); });
+  masks.finish();
 }
 
 // Collective backends (MPI-IO, PnetCDF, netCDF-4, twophase): every rank
@@ -240,8 +253,7 @@ void run_collective(Job& job) {
                        extents[k].voxels(), false, mask[static_cast<std::size_t>(round % depth)].data() + k * largest,
                        job.stats);
       });
-      ++job.times.bricks;
-      job.progress.advance(1, input_bytes(job, extents[k]));
+      brick_done(job, extents[k]);
     }
   };
   if (!overlap) {

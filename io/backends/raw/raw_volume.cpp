@@ -72,6 +72,14 @@ void copy_swapped(void* destination, const void* source, std::int64_t count, std
   }
 }
 
+void copy_out(const Mapping& window, void* buffer, std::size_t element_size) {
+  for (const Run& run : window.runs()) {
+    void* target = static_cast<std::byte*>(buffer) + run.index * static_cast<std::int64_t>(element_size);
+    if (window.needs_swap()) copy_swapped(target, run.data, run.count, element_size);
+    else std::memcpy(target, run.data, static_cast<std::size_t>(run.count) * element_size);
+  }
+}
+
 void read_fully(int fd, void* buffer, std::size_t length, std::uint64_t offset, const std::string& path) {
   auto* out = static_cast<char*>(buffer);
   while (length > 0) {

@@ -41,6 +41,9 @@ std::uint64_t first_byte(const Index3& dims, const Extent& extent, std::size_t e
 
 void swap_bytes(void* data, std::int64_t count, std::size_t element_size);
 void copy_swapped(void* destination, const void* source, std::int64_t count, std::size_t element_size);
+// Copies a window's values into a packed buffer of the extent, in native
+// byte order (what read() hands back).
+void copy_out(const Mapping& window, void* buffer, std::size_t element_size);
 
 // pread/pwrite until done; throw naming the path on error or early end.
 void read_fully(int fd, void* buffer, std::size_t length, std::uint64_t offset, const std::string& path);
