@@ -89,11 +89,18 @@ std::int64_t parse_integer(const std::string& text, const std::string& what, con
 
 // Fields that describe axes or provenance and do not change how volseg reads
 // the values; accepted and ignored.
+// "(1,2,3) (4,5,6)" -> "1 2 3 4 5 6".
+std::string vector_numbers(std::string text) {
+  for (char& c : text)
+    if (c == '(' || c == ')' || c == ',') c = ' ';
+  return text;
+}
+
 bool harmless_field(const std::string& field) {
   static const char* names[] = {"content", "min", "max", "old min", "old max", "kinds", "centers",
                                 "centerings", "labels", "units", "space", "space dimension",
-                                "space directions", "space origin", "space units", "measurement frame",
-                                "thicknesses", "axis mins", "axismins", "axis maxs", "axismaxs",
+                                "space units", "measurement frame",
+                                "thicknesses", "axis maxs", "axismaxs",
                                 "sample units", "sampleunits", "number", "block size", "blocksize"};
   for (const char* name : names)
     if (field == name) return true;
@@ -195,6 +202,25 @@ NrrdHeader parse_nrrd(const std::string& text, const std::string& header_path) {
         double spacing = parts[a] == "nan" ? 1.0 : parse_number(parts[a], "spacing", path);
         info.spacing[a] = std::isfinite(spacing) && spacing > 0 ? spacing : 1.0;
       }
+    } else if (field == "space origin" || field == "axis mins" || field == "axismins") {
+      // "space origin: (x,y,z)" or "axis mins: x y z": the position of voxel 0.
+      auto parts = words(vector_numbers(value));
+      if (parts.size() != 3) throw Error(path + ": malformed NRRD header: " + field + " needs 3 numbers");
+      for (std::size_t a = 0; a < 3; ++a)
+        info.origin[a] = parts[a] == "nan" ? 0.0 : parse_number(parts[a], field, path);
+    } else if (field == "space directions") {
+      // Axis-aligned grids only: each axis's step is the length of its vector.
+      auto parts = words(vector_numbers(value));
+      if (parts.size() != 9) throw Error(path + ": malformed NRRD header: space directions needs 3 vectors of 3");
+      for (std::size_t a = 0; a < 3; ++a) {
+        double length = 0;
+        for (std::size_t c = 0; c < 3; ++c) {
+          const double v = parse_number(parts[3 * a + c], "space directions", path);
+          length += v * v;
+        }
+        length = std::sqrt(length);
+        info.spacing[a] = std::isfinite(length) && length > 0 ? length : 1.0;
+      }
     } else if (!harmless_field(field)) {
       throw Error(path + ": unsupported NRRD field '" + field + "'");
     }
@@ -220,8 +246,10 @@ std::string format_nrrd(const VolumeInfo& info, const std::string& data_file_nam
       << "type: " << nrrd_type_name(info.dtype) << "\n"
       << "dimension: 3\n"
       << "sizes: " << info.dims[2] << " " << info.dims[1] << " " << info.dims[0] << "\n"
-      << "spacings: " << info.spacing[0] << " " << info.spacing[1] << " " << info.spacing[2] << "\n"
-      << "kinds: domain domain domain\n"
+      << "spacings: " << info.spacing[0] << " " << info.spacing[1] << " " << info.spacing[2] << "\n";
+  if (info.origin != std::array<double, 3>{0, 0, 0})
+    out << "axis mins: " << info.origin[0] << " " << info.origin[1] << " " << info.origin[2] << "\n";
+  out << "kinds: domain domain domain\n"
       << "endian: " << byte_order_name(info.byte_order) << "\n"
       << "encoding: raw\n";
   if (info.fill_value) {

@@ -83,3 +83,25 @@ TEST(Nrrd, DataPathBesideHeader) {
   EXPECT_EQ(data_path_for_header("dir/mask.nhdr"), "dir/mask.raw");
   EXPECT_EQ(data_path_for_header("mask"), "mask.raw");
 }
+
+TEST(Nrrd, OriginAndSpaceDirections) {
+  const std::string text =
+      "NRRD0004\ntype: float\ndimension: 3\nsizes: 4 5 6\nspace dimension: 3\n"
+      "space directions: (0.5,0,0) (0,2,0) (0,0,3)\nspace origin: (10,-20,30.5)\n"
+      "endian: little\nencoding: raw\ndata file: v.raw\n";
+  NrrdHeader h = parse_nrrd(text, "v.nhdr");
+  EXPECT_DOUBLE_EQ(h.info.spacing[0], 0.5);
+  EXPECT_DOUBLE_EQ(h.info.spacing[1], 2);
+  EXPECT_DOUBLE_EQ(h.info.spacing[2], 3);
+  EXPECT_DOUBLE_EQ(h.info.origin[0], 10);
+  EXPECT_DOUBLE_EQ(h.info.origin[1], -20);
+  EXPECT_DOUBLE_EQ(h.info.origin[2], 30.5);
+  // volseg writes the origin as axis mins beside the spacings, and reads it back.
+  NrrdHeader again = parse_nrrd(format_nrrd(h.info, "v.raw"), "v.nhdr");
+  EXPECT_EQ(again.info.origin, h.info.origin);
+  EXPECT_EQ(again.info.spacing, h.info.spacing);
+  EXPECT_THROW(parse_nrrd("NRRD0004\ntype: float\ndimension: 3\nsizes: 4 5 6\nendian: little\n"
+                          "encoding: raw\nspace origin: (1,2)\ndata file: v.raw\n",
+                          "v.nhdr"),
+               Error);
+}

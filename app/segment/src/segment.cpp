@@ -103,6 +103,7 @@ io::VolumeInfo mask_info(const SegmentOptions& options, const io::VolumeInfo& in
   mask.byte_order = input.byte_order;
   mask.variable = "mask";
   mask.spacing = input.spacing;
+  mask.origin = input.origin;
   auto number = [](double value) {
     char text[64];
     std::snprintf(text, sizeof text, "%.17g", value);

@@ -60,6 +60,7 @@ struct VolumeInfo {
   // given in unpacked units and converted (see segment::Threshold).
   std::optional<double> scale_factor, add_offset;
   std::array<double, 3> spacing{1, 1, 1};    // x, y, z (NRRD order)
+  std::array<double, 3> origin{0, 0, 0};     // x, y, z: position of voxel (0,0,0)
   std::map<std::string, std::string> attributes;
 
   std::int64_t voxels() const { return dims[0] * dims[1] * dims[2]; }
