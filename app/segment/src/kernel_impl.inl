@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The threshold kernel's loops, compiled once per instruction set
 // (kernel_generic.cpp, kernel_avx2.cpp); threshold.cpp picks one at run time.
-// Included only by those files, inside their own namespace.
+// Included only by those files and by decode.cpp (which shares make_bounds,
+// so the decoder's validity rules are the kernel's), inside their own namespace.
 
 
 constexpr std::int64_t kChunk = 4096;
