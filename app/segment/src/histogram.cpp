@@ -83,7 +83,8 @@ Histogram::Count Histogram::count_between(double lo, double hi) const {
     const double a = edges_.edge(i), b = edges_.edge(i + 1);
     const bool last = i == edges_.bins - 1;
     const bool all_inside = a >= lo && b <= hi;
-    const bool all_outside = a > hi || (last ? b < lo : b <= lo);
+    // A bin that opens at hi counts as outside (see the header).
+    const bool all_outside = a >= hi || (last ? b < lo : b <= lo);
     if (all_inside) {
       result.voxels += static_cast<double>(count);
     } else if (!all_outside) {

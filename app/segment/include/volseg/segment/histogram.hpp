@@ -69,7 +69,9 @@ class Histogram {
 
   // Voxels with lo <= v <= hi: exact when lo and hi fall on bin edges (and
   // for integer bins, on any integers); otherwise the bins cut by lo or hi
-  // count in proportion to the part inside, and exact is false.
+  // count in proportion to the part inside, and exact is false. At a bin
+  // edge hi < edges().hi, the bin that opens at hi is not counted: a voxel
+  // exactly equal to such an hi is left out (bins cannot tell it apart).
   struct Count {
     double voxels = 0;
     bool exact = true;
