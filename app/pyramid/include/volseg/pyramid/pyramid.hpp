@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: MIT
+// The brick pyramid: a multiresolution copy of a volume, written beside it,
+// so that renderers and the GUI can show a coarse image first and cull bricks
+// without reading them. The on-disk format is documented at the top of
+// app/pyramid/src/pyramid.cpp. No VTK: segment, the GUI, the in-situ hook and
+// the renderer all make and read pyramids through this library.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "volseg/io/comm.hpp"
+#include "volseg/io/types.hpp"
+#include "volseg/io/volume.hpp"
+#include "volseg/segment/histogram.hpp"
+#include "volseg/segment/progress.hpp"
+
+namespace volseg::pyramid {
+
+// How level k+1 is made from the voxels below it: the scalar's mean over
+// valid voxels (NaN where none is valid), or a mask's max (a coarse voxel is
+// inside when any fine voxel is).
+enum class Reduction { mean, max };
+std::string reduction_name(Reduction reduction);
+
+struct Level {
+  int level = 0;          // 0: the source volume itself, k: each axis halved k times (rounded up)
+  io::Index3 dims{};      // z, y, x
+  std::string header;     // the level's .nhdr (level 0: the source path as given)
+};
+
+// Statistics of one level-0 brick, over its full-resolution voxels.
+struct BrickStats {
+  double min = 0, max = 0;   // over valid voxels (unpacked); meaningful when valid > 0
+  std::uint64_t valid = 0;   // valid voxels in the brick
+  std::uint64_t voxels = 0;  // all voxels in the brick
+};
+
+// A pyramid as read from its index (load) or just written (build).
+class Pyramid {
+ public:
+  const std::string& directory() const { return directory_; }
+  const std::string& source() const { return source_; }
+  const io::VolumeInfo& source_info() const { return source_info_; }
+  Reduction reduction() const { return reduction_; }
+  // Level-0 brick shape (z, y, x): every level is cut on the same brick grid,
+  // level k's brick being the level-0 brick's voxels halved k times.
+  const io::Index3& brick_shape() const { return brick_shape_; }
+  const io::Index3& brick_grid() const { return brick_grid_; }
+  std::int64_t brick_count() const { return brick_grid_[0] * brick_grid_[1] * brick_grid_[2]; }
+  const std::vector<Level>& levels() const { return levels_; }  // levels()[k].level == k
+  const segment::HistogramEdges& edges() const { return edges_; }
+
+  // Brick index (z-major, x fastest) -> its voxels at a level (rounded out so
+  // neighbouring bricks share no voxel and cover the level's dims).
+  io::Extent brick_extent(std::int64_t brick, int level) const;
+  const BrickStats& stats(std::int64_t brick) const { return stats_[static_cast<std::size_t>(brick)]; }
+  // The full-resolution histogram of one brick, of any set of bricks, or of
+  // the whole volume (the sum of every brick's).
+  segment::Histogram histogram(std::int64_t brick) const;
+  segment::Histogram histogram() const;
+
+  // Opens a level for reading (collective over comm). Level 0 opens the
+  // source with `backend` ("auto": by its format) and the hints given
+  // (var=, time=); levels >= 1 are raw volumes read with the posix backend.
+  std::unique_ptr<io::VolumeReader> open_level(int level, const Comm& comm, const std::string& backend = "auto",
+                                               const std::vector<std::string>& hints = {}) const;
+
+ private:
+  friend Pyramid load(const std::string& directory);
+  friend struct Builder;
+  std::string directory_, source_;
+  io::VolumeInfo source_info_;
+  Reduction reduction_ = Reduction::mean;
+  io::Index3 brick_shape_{}, brick_grid_{};
+  std::vector<Level> levels_;
+  segment::HistogramEdges edges_;
+  std::vector<BrickStats> stats_;
+  // Per-brick histograms are read from this file on demand (pread), so a
+  // loaded pyramid does not hold brick_count x bins counts in memory.
+  std::string histograms_path_;
+  std::vector<std::string> source_hints_;  // var= / time= the source was read with
+  struct SourceFile {
+    std::string path;  // resolved
+    std::uint64_t size = 0;
+    std::int64_t mtime_ns = 0;
+  };
+  std::vector<SourceFile> source_files_;  // what find() checks to tell a stale pyramid
+  friend std::optional<Pyramid> find(const std::string& input, const std::string& directory);
+};
+
+struct BuildOptions {
+  std::string input;
+  std::string directory;                  // empty: default_directory(input)
+  std::string backend = "auto";           // reads the input
+  std::vector<std::string> input_hints;   // var=, time=, backend hints
+  std::int64_t brick = 64;                // level-0 brick edge (a power of two, >= 2)
+  int levels = 0;                         // 0: until the coarsest level fits one brick, at most log2(brick)
+  int bins = segment::HistogramEdges::default_bins;
+  std::optional<Reduction> reduction;     // default: max for a mask (u8 with flag_values "0 1"), else mean
+  bool force = false;                     // replace an existing pyramid
+  segment::ProgressMode progress = segment::ProgressMode::automatic;
+  std::string command_line;
+};
+
+// "DIR/NAME.pyramid" for "DIR/NAME.nhdr" or "DIR/NAME.nc".
+std::string default_directory(const std::string& input);
+
+// Collective over comm. Reads the input once (twice when its range is not
+// declared: a first pass finds min and max for the histogram edges), writes
+// every level and the index, the index last under a temporary name, so a
+// pyramid without index.json is not finished. Throws volseg::Error on every
+// rank if any rank fails, leaving nothing behind.
+Pyramid build(const Comm& comm, const BuildOptions& options);
+
+// Reads DIR/index.json. Throws volseg::Error naming the file and the problem.
+Pyramid load(const std::string& directory);
+// The pyramid of `input` in `directory` (empty: the default one), if there is
+// one that belongs to it (same source dims and variable); nullopt otherwise.
+std::optional<Pyramid> find(const std::string& input, const std::string& directory = {});
+
+}  // namespace volseg::pyramid

@@ -1,0 +1,407 @@
+// SPDX-License-Identifier: MIT
+// Building a pyramid (format: see pyramid.cpp). Every rank streams its block
+// of level-0 bricks once (twice when the data's range is not declared: a
+// first pass finds min and max for the histogram edges); each brick gives its
+// statistics, its histogram and its piece of every coarse level. Ranks write
+// their pieces into the level volumes, rank 0 gathers statistics and
+// histograms and writes them, and the index last.
+#include <sys/stat.h>
+
+#include <climits>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "files.hpp"
+#include "reduce.hpp"
+#include "volseg/io/error.hpp"
+#include "volseg/io/format.hpp"
+#include "volseg/io/registry.hpp"
+#include "volseg/pyramid/pyramid.hpp"
+#include "volseg/segment/brick_layout.hpp"
+#include "volseg/segment/decode.hpp"
+
+namespace volseg::pyramid {
+
+namespace {
+
+namespace fs = std::filesystem;
+constexpr std::int64_t largest_brick = 1024;  // 1024^3 voxels: u32 histogram counts cannot overflow
+
+struct Plan {
+  std::int64_t brick = 64;
+  std::vector<io::Index3> level_dims;  // [0]: the source's
+};
+
+io::Index3 level_dims(const io::Index3& dims, int level) {
+  const std::int64_t step = std::int64_t{1} << level;
+  return {(dims[0] + step - 1) / step, (dims[1] + step - 1) / step, (dims[2] + step - 1) / step};
+}
+
+void check_brick(std::int64_t brick) {
+  if (brick < 2 || brick > largest_brick || (brick & (brick - 1)) != 0)
+    throw Error("--brick " + std::to_string(brick) + ": the pyramid's brick edge must be a power of two from 2 to " +
+                std::to_string(largest_brick));
+}
+
+Plan make_plan(const io::Index3& dims, const BuildOptions& options) {
+  Plan plan;
+  plan.brick = options.brick;
+  const int most = std::countr_zero(static_cast<std::uint64_t>(options.brick));  // log2(brick)
+  const std::int64_t largest = std::max({dims[0], dims[1], dims[2]});
+  int coarse = options.levels;
+  if (coarse < 0 || coarse > most)
+    throw Error("--levels " + std::to_string(coarse) + ": with --brick " + std::to_string(options.brick) +
+                " a pyramid has 1 to " + std::to_string(most) + " coarse levels (0: as many as needed)");
+  if (coarse == 0) {
+    while (coarse < most && ((largest + (std::int64_t{1} << coarse) - 1) >> coarse) > options.brick) ++coarse;
+    if (coarse == 0 && largest > 1) coarse = 1;  // one coarse level whenever halving changes anything
+  }
+  for (int k = 0; k <= coarse; ++k) plan.level_dims.push_back(level_dims(dims, k));
+  return plan;
+}
+
+bool is_mask(const io::VolumeInfo& info) {
+  const auto it = info.attributes.find("flag_values");
+  return info.dtype == io::DType::u8 && it != info.attributes.end() && it->second == "0 1";
+}
+
+std::string relative_to(const std::string& path, const std::string& directory) {
+  std::error_code ec;
+  const auto relative = fs::relative(fs::absolute(path), fs::absolute(directory), ec);
+  return ec || relative.empty() ? fs::absolute(path).lexically_normal().string() : relative.string();
+}
+
+// Rank 0: an empty directory to build in. Returns whether it was created
+// here (a failed build then removes it).
+bool prepare_directory(const Comm& comm, const std::string& directory, bool force,
+                       const std::vector<std::string>& source_files) {
+  bool created = false;
+  collectively(comm, [&] {
+    if (comm.rank() != 0) return;
+    std::error_code ec;
+    if (!fs::exists(directory)) {
+      if (!fs::create_directories(directory, ec) || ec)
+        throw Error("cannot create the pyramid directory " + directory + ": " + ec.message());
+      created = true;
+      return;
+    }
+    if (!fs::is_directory(directory)) throw Error(directory + " exists and is not a directory");
+    for (const auto& file : source_files) {
+      const fs::path path(file);
+      if (fs::equivalent(path.parent_path().empty() ? "." : path.parent_path(), directory, ec) &&
+          files::is_pyramid_file(path.filename().string()))
+        throw Error(file + " is the input and lies in the pyramid directory " + directory +
+                    ": choose another --pyramid-dir");
+    }
+    if (!force) throw Error(directory + " exists (use --force to replace it)");
+    for (const auto& entry : fs::directory_iterator(directory))
+      if (!files::is_pyramid_file(entry.path().filename().string()))
+        throw Error(directory + " holds " + entry.path().filename().string() +
+                    ", which is not a pyramid's file: not replacing it");
+    // The index first: from here on the directory is not a finished pyramid.
+    for (const char* first : {files::index}) {
+      if (!fs::remove(fs::path(directory) / first, ec) && ec)
+        throw Error("cannot remove " + (fs::path(directory) / first).string() + ": " + ec.message());
+    }
+    for (const auto& entry : fs::directory_iterator(directory))
+      if (!fs::remove(entry.path(), ec) && ec) throw Error("cannot remove " + entry.path().string() + ": " + ec.message());
+  });
+  return created;
+}
+
+// Rank 0, after a failure: the directory as if the build never ran (the
+// writers have removed their temporary files already).
+void remove_partial(const std::string& directory, bool created) {
+  std::error_code ec;
+  if (!fs::is_directory(directory, ec)) return;
+  for (const auto& entry : fs::directory_iterator(directory, ec))
+    if (files::is_pyramid_file(entry.path().filename().string())) fs::remove(entry.path(), ec);
+  if (created) fs::remove(directory, ec);  // only if empty; an error here leaves an empty folder
+}
+
+io::VolumeInfo level_info(const io::VolumeInfo& source, const Plan& plan, int level, Reduction reduction,
+                          const std::string& input) {
+  io::VolumeInfo info;
+  info.dims = plan.level_dims[static_cast<std::size_t>(level)];
+  info.dtype = reduction == Reduction::max ? io::DType::u8 : io::DType::f32;
+  info.byte_order = io::native_byte_order();
+  info.variable = source.variable;
+  for (std::size_t a = 0; a < 3; ++a) info.spacing[a] = source.spacing[a] * static_cast<double>(std::int64_t{1} << level);
+  info.attributes["pyramid_level"] = std::to_string(level);
+  info.attributes["pyramid_reduction"] = reduction_name(reduction);
+  info.attributes["source_file"] = input;
+  if (reduction == Reduction::max) info.attributes["flag_values"] = "0 1";
+  return info;
+}
+
+// One round of reading: every rank reads at most one brick, in the same call
+// for collective backends (whose read_all every rank must join).
+void read_round(io::VolumeReader& reader, const std::optional<io::Extent>& extent, void* buffer) {
+  if (reader.collective()) {
+    std::vector<io::Extent> extents;
+    std::vector<void*> buffers;
+    if (extent) {
+      extents.push_back(*extent);
+      buffers.push_back(buffer);
+    }
+    reader.read_all(extents, buffers);
+  } else if (extent) {
+    reader.read(*extent, buffer);
+  }
+}
+
+struct Job {
+  const Comm& comm;
+  io::VolumeReader& reader;
+  const segment::Decoder& decoder;
+  const segment::BrickLayout& layout;
+  const std::vector<std::int64_t>& bricks;  // this rank's
+  std::int64_t rounds = 0;                  // the most bricks any rank has
+  std::vector<std::byte> raw;
+  std::vector<double> values;
+
+  // Calls fn(index in bricks, extent) after reading and decoding each of this
+  // rank's bricks; every rank runs every round and agrees on its outcome.
+  template <class Fn>
+  void for_each_brick(Fn&& fn) {
+    const std::size_t element = io::dtype_size(reader.info().dtype);
+    for (std::int64_t round = 0; round < rounds; ++round) {
+      collectively(comm, [&] {
+        const bool mine = round < static_cast<std::int64_t>(bricks.size());
+        std::optional<io::Extent> extent;
+        if (mine) extent = layout.brick(bricks[static_cast<std::size_t>(round)]);
+        raw.resize(extent ? static_cast<std::size_t>(extent->voxels()) * element : 0);
+        read_round(reader, extent, raw.data());
+        if (!mine) return;
+        values.resize(static_cast<std::size_t>(extent->voxels()));
+        decoder.to_double(raw.data(), extent->voxels(), values.data());
+        fn(static_cast<std::size_t>(round), *extent);
+      });
+    }
+  }
+};
+
+// The range of the valid voxels of the whole volume (collective).
+std::pair<double, double> scan_range(Job& job) {
+  double range[2] = {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};  // min, -max
+  job.for_each_brick([&](std::size_t, const io::Extent&) {
+    for (double v : job.values)
+      if (!std::isnan(v)) {
+        range[0] = std::min(range[0], v);
+        range[1] = std::min(range[1], -v);
+      }
+  });
+  double global[2];
+  check_mpi(MPI_Allreduce(range, global, 2, MPI_DOUBLE, MPI_MIN, job.comm.get()), "MPI_Allreduce");
+  if (std::isinf(global[0])) return {0.0, 0.0};  // no valid voxel anywhere
+  return {global[0], -global[1]};
+}
+
+struct Local {
+  std::vector<BrickStats> stats;
+  std::vector<std::uint32_t> histograms;  // bricks x bins
+};
+
+void summarise(const std::vector<double>& values, const segment::HistogramEdges& edges, BrickStats& stats,
+               std::uint32_t* histogram) {
+  stats.voxels = values.size();
+  double low = std::numeric_limits<double>::infinity(), high = -low;
+  for (double v : values) {
+    if (std::isnan(v)) continue;
+    ++stats.valid;
+    low = std::min(low, v);
+    high = std::max(high, v);
+    ++histogram[std::clamp(edges.bin(v), 0, edges.bins - 1)];  // rounding of unpacking may step past an edge
+  }
+  if (stats.valid > 0) {
+    stats.min = low;
+    stats.max = high;
+  }
+}
+
+void write_pieces(const std::vector<double>& values, const io::Extent& extent, const Plan& plan, Reduction reduction,
+                  std::vector<std::unique_ptr<io::VolumeWriter>>& writers) {
+  detail::Piece piece;
+  for (std::size_t k = 1; k < plan.level_dims.size(); ++k) {
+    piece = k == 1 ? detail::reduce_voxels(values.data(), extent.count, reduction) : detail::reduce_piece(piece, reduction);
+    io::Extent coarse;
+    for (std::size_t a = 0; a < 3; ++a) coarse.offset[a] = extent.offset[a] >> k;  // bricks align: B >= 2^k
+    coarse.count = piece.count;
+    if (reduction == Reduction::max) writers[k - 1]->write(coarse, detail::piece_maxima(piece).data());
+    else writers[k - 1]->write(coarse, detail::piece_means(piece).data());
+  }
+}
+
+// Rank 0 gets every brick's statistics and histogram, in brick order.
+void gather(const Comm& comm, const std::vector<std::int64_t>& bricks, const Local& local, std::int64_t brick_count,
+            int bins, std::vector<std::byte>& records, std::vector<std::byte>& histograms) {
+  const auto n = static_cast<int>(bricks.size());
+  if (static_cast<std::int64_t>(bricks.size()) * bins > INT_MAX ||
+      static_cast<std::int64_t>(bricks.size()) * static_cast<std::int64_t>(files::brick_record_bytes) > INT_MAX)
+    throw Error("pyramid: too many bricks on one rank to gather (use a larger --brick or more ranks)");
+  std::vector<int> counts(static_cast<std::size_t>(comm.size())), displacements(counts.size());
+  check_mpi(MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm.get()), "MPI_Gather");
+  auto scaled = [&](int factor) {
+    std::vector<int> c(counts.size()), d(counts.size());
+    std::int64_t offset = 0;
+    for (std::size_t r = 0; r < counts.size(); ++r) {
+      c[r] = counts[r] * factor;
+      d[r] = static_cast<int>(offset);
+      offset += c[r];
+    }
+    return std::pair{c, d};
+  };
+  std::vector<std::int64_t> all_bricks(comm.rank() == 0 ? static_cast<std::size_t>(brick_count) : 0);
+  auto [c1, d1] = scaled(1);
+  check_mpi(MPI_Gatherv(bricks.data(), n, MPI_INT64_T, all_bricks.data(), c1.data(), d1.data(), MPI_INT64_T, 0,
+                        comm.get()),
+            "MPI_Gatherv");
+  std::vector<double> stats_flat;
+  for (const auto& s : local.stats) {
+    stats_flat.insert(stats_flat.end(), {s.min, s.max, static_cast<double>(s.valid), static_cast<double>(s.voxels)});
+  }
+  std::vector<double> all_stats(comm.rank() == 0 ? static_cast<std::size_t>(brick_count) * 4 : 0);
+  auto [c4, d4] = scaled(4);
+  check_mpi(MPI_Gatherv(stats_flat.data(), n * 4, MPI_DOUBLE, all_stats.data(), c4.data(), d4.data(), MPI_DOUBLE, 0,
+                        comm.get()),
+            "MPI_Gatherv");
+  std::vector<std::uint32_t> all_histograms(comm.rank() == 0 ? static_cast<std::size_t>(brick_count * bins) : 0);
+  auto [cb, db] = scaled(bins);
+  check_mpi(MPI_Gatherv(local.histograms.data(), n * bins, MPI_UINT32_T, all_histograms.data(), cb.data(), db.data(),
+                        MPI_UINT32_T, 0, comm.get()),
+            "MPI_Gatherv");
+  if (comm.rank() != 0) return;
+  records.assign(static_cast<std::size_t>(brick_count) * files::brick_record_bytes, std::byte{0});
+  histograms.assign(static_cast<std::size_t>(brick_count * bins) * 4, std::byte{0});
+  const auto nb = static_cast<std::size_t>(bins);
+  for (std::size_t i = 0; i < all_bricks.size(); ++i) {
+    const auto b = static_cast<std::size_t>(all_bricks[i]);
+    // valid and voxels travel as doubles: exact, a brick has at most 2^30 voxels.
+    const BrickStats s{all_stats[4 * i], all_stats[4 * i + 1], static_cast<std::uint64_t>(all_stats[4 * i + 2]),
+                       static_cast<std::uint64_t>(all_stats[4 * i + 3])};
+    files::put_brick(&records[b * files::brick_record_bytes], s);
+    for (std::size_t j = 0; j < nb; ++j) files::put_u32(&histograms[(b * nb + j) * 4], all_histograms[i * nb + j]);
+  }
+}
+
+nlohmann::json index_json(const BuildOptions& options, const std::string& directory, const io::VolumeInfo& info,
+                          const std::vector<std::string>& source_files, Reduction reduction, const Plan& plan,
+                          const segment::BrickLayout& layout, const segment::HistogramEdges& edges) {
+  using nlohmann::json;
+  json source;
+  source["path"] = relative_to(options.input, directory);
+  source["dims"] = info.dims;
+  source["dtype"] = std::string(io::dtype_name(info.dtype));
+  source["variable"] = info.variable;
+  json hints = json::array();
+  for (const auto& hint : options.input_hints)
+    if (hint.starts_with("var=") || hint.starts_with("time=")) hints.push_back(hint);
+  source["hints"] = hints;
+  source["files"] = json::array();
+  for (const auto& file : source_files) {
+    struct stat st {};
+    if (::stat(file.c_str(), &st) != 0) throw_errno("stat", file);
+    source["files"].push_back({{"path", relative_to(file, directory)},
+                               {"size", static_cast<std::uint64_t>(st.st_size)},
+                               {"mtime_ns", static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec}});
+  }
+  json levels = json::array();
+  for (std::size_t k = 0; k < plan.level_dims.size(); ++k) {
+    const bool source_level = k == 0;
+    levels.push_back({{"level", k},
+                      {"dims", plan.level_dims[k]},
+                      {"header", source_level ? source["path"].get<std::string>() : files::level_header(static_cast<int>(k))},
+                      {"dtype", source_level ? std::string(io::dtype_name(info.dtype))
+                                             : reduction == Reduction::max ? "u8" : "f32"}});
+  }
+  return json{{"format", files::format_name},
+              {"version", files::format_version},
+              {"created_by", options.command_line.empty() ? "volseg pyramid" : options.command_line},
+              {"source", source},
+              {"reduction", reduction_name(reduction)},
+              {"brick", {{"shape", layout.shape()}, {"grid", layout.grid()}, {"count", layout.count()}}},
+              {"levels", levels},
+              {"histogram",
+               {{"lo", edges.lo}, {"hi", edges.hi}, {"bins", edges.bins}, {"integers", edges.integers},
+                {"file", files::histograms}}},
+              {"bricks", {{"file", files::bricks}, {"record_bytes", files::brick_record_bytes}}}};
+}
+
+}  // namespace
+
+Pyramid build(const Comm& comm, const BuildOptions& options) {
+  check_brick(options.brick);
+  if (options.bins < 1) throw Error("--bins " + std::to_string(options.bins) + ": a histogram needs at least one bin");
+  const std::string directory = options.directory.empty() ? default_directory(options.input) : options.directory;
+  const std::string backend =
+      options.backend == "auto" ? io::reading_backend(io::detect_format(comm, options.input)) : options.backend;
+  auto reader = io::open_reader(backend, options.input, comm, io::Hints::parse(options.input_hints));
+  const io::VolumeInfo info = reader->info();
+  const std::vector<std::string> source_files = reader->files();
+  const Reduction reduction = options.reduction.value_or(is_mask(info) ? Reduction::max : Reduction::mean);
+  const Plan plan = make_plan(info.dims, options);
+  const segment::Decoder decoder(info);
+  const segment::BrickLayout layout(info.dims, {plan.brick, plan.brick, plan.brick});
+  const auto bricks = segment::assign_bricks(layout.count(), comm.rank(), comm.size(), segment::Assignment::block);
+  Job job{comm, *reader, decoder, layout, bricks, 0, {}, {}};
+  const auto mine = static_cast<std::int64_t>(bricks.size());
+  check_mpi(MPI_Allreduce(&mine, &job.rounds, 1, MPI_INT64_T, MPI_MAX, comm.get()), "MPI_Allreduce");
+
+  const bool created = prepare_directory(comm, directory, options.force, source_files);
+  try {
+    double lo = 0, hi = 0;
+    if (!decoder.declared_range(lo, hi) || !std::isfinite(lo) || !std::isfinite(hi)) std::tie(lo, hi) = scan_range(job);
+    const bool packed = info.scale_factor || info.add_offset;
+    const auto edges = segment::HistogramEdges::over(lo, hi, packed ? io::DType::f64 : info.dtype, options.bins);
+
+    std::vector<std::unique_ptr<io::VolumeWriter>> writers;
+    for (int k = 1; k < static_cast<int>(plan.level_dims.size()); ++k)
+      writers.push_back(io::create_writer(
+          "posix", {(fs::path(directory) / files::level_header(k)).string(), level_info(info, plan, k, reduction, options.input), true},
+          comm));
+
+    Local local;
+    local.stats.resize(bricks.size());
+    local.histograms.assign(bricks.size() * static_cast<std::size_t>(edges.bins), 0);
+    {
+      segment::Progress progress(comm, "pyramid", layout.count(), options.progress);
+      try {
+        job.for_each_brick([&](std::size_t i, const io::Extent& extent) {
+          summarise(job.values, edges, local.stats[i], &local.histograms[i * static_cast<std::size_t>(edges.bins)]);
+          write_pieces(job.values, extent, plan, reduction, writers);
+          progress.advance(1, job.raw.size());
+        });
+      } catch (...) {
+        progress.finish();
+        throw;
+      }
+      progress.finish();
+    }
+    for (auto& writer : writers) writer->close();
+    reader->close();
+
+    std::vector<std::byte> records, histograms;
+    gather(comm, bricks, local, layout.count(), edges.bins, records, histograms);
+    collectively(comm, [&] {
+      if (comm.rank() != 0) return;
+      const fs::path dir(directory);
+      files::write_file((dir / files::bricks).string(), records.data(), records.size());
+      files::write_file((dir / files::histograms).string(), histograms.data(), histograms.size());
+      const std::string text = index_json(options, directory, info, source_files, reduction, plan, layout, edges).dump(2) + "\n";
+      const std::string temporary = (dir / files::index_temporary).string(), final_path = (dir / files::index).string();
+      files::write_file(temporary, text.data(), text.size());
+      if (::rename(temporary.c_str(), final_path.c_str()) != 0) throw_errno("rename to", final_path);
+    });
+  } catch (...) {
+    if (comm.rank() == 0) remove_partial(directory, created);
+    comm.barrier();
+    throw;
+  }
+  Pyramid result;
+  collectively(comm, [&] { result = load(directory); });
+  return result;
+}
+
+}  // namespace volseg::pyramid
