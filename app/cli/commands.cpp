@@ -23,6 +23,7 @@ void Commands::add_to(CLI::App& app) {
   add_generate(app);
   add_segment(app);
   add_trace_report(app);
+  render_.add_to(app, comm_, chosen_);
   app.footer("Dimensions and brick shapes are given in file order Z,Y,X (x fastest), as ncdump lists them.\n"
              "Run 'volseg SUBCOMMAND --help' for the options of each.");
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "volseg/io/comm.hpp"
+#include "render_command.hpp"
 #include "volseg/segment/segment.hpp"
 
 namespace volseg::cli {
@@ -34,6 +35,7 @@ class Commands {
   const Comm& comm_;
   std::string command_line_;  // recorded in outputs' history
   std::function<void()> chosen_;
+  RenderCommand render_;
 
   struct {
     std::string path, backend = "auto", variable;

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+// Reading a rank's piece of a volume (and of its mask) at one pyramid level,
+// through the I/O layer: any backend, any format volseg reads.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "volseg/io/comm.hpp"
+#include "volseg/pyramid/pyramid.hpp"
+#include "volseg/render/render.hpp"
+
+namespace volseg::render {
+
+// A volume and how to open it.
+struct Source {
+  std::string path;
+  std::string backend = "auto";
+  std::vector<std::string> hints;  // var=, time=, backend hints
+  std::optional<pyramid::Pyramid> pyramid;  // its pyramid, if there is one
+};
+
+// Everything that decides which bricks can be skipped.
+struct Culling {
+  bool enabled = true;
+  Modes modes;
+  TransferFunction transfer;
+  std::optional<std::array<double, 2>> threshold;
+  std::array<double, 3> slice_at{0.5, 0.5, 0.5};
+};
+
+struct LoadStats {
+  double seconds = 0;               // open, read, decode, close
+  std::uint64_t bytes_read = 0;     // from storage
+  std::int64_t bricks = 0, bricks_skipped = 0;  // of this rank's slab
+};
+
+// Collective when it opens a file. Opens a level of the source (levels
+// above 0 need its pyramid).
+std::unique_ptr<io::VolumeReader> open_source(const Comm& comm, const Source& source, int level);
+
+// The range of the valid full-resolution values, from the pyramid's brick
+// statistics (0, 1 when no voxel is valid).
+std::array<double, 2> value_range(const pyramid::Pyramid& pyramid);
+
+// Bytes a rank needs to render a level: its largest slab (ghost layers
+// included) as floats, the GL texture copy of it, the mask and its texture,
+// and the images.
+std::uint64_t estimated_bytes(const io::Index3& level_dims, int ranks, bool with_mask, int width, int height);
+
+// The finest level whose estimate fits `budget` bytes; throws volseg::Error
+// when none does.
+int choose_level(const pyramid::Pyramid& pyramid, int ranks, bool with_mask, int width, int height,
+                 std::uint64_t budget);
+
+// Collective over comm. Reads this rank's box of `level` (from partition(),
+// shrunk to the bricks culling keeps, plus one ghost layer) of the field and
+// of the mask, and the field's global range. A mask must have the field's
+// dims. Levels above 0 need pyramids.
+Piece load_piece(const Comm& comm, const Source& field, const std::optional<Source>& mask, int level,
+                 const Culling& culling, LoadStats& stats);
+
+}  // namespace volseg::render

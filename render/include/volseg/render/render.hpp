@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: MIT
+// volseg's parallel renderer. Every rank draws only its own part of the
+// volume (a box from partition(), with one ghost layer for interpolation and
+// surfaces) into a transparent RGBA image; IceT blends the ranks' images in
+// visibility order to rank 0, which puts the background, the colour bar,
+// axes and title under and over it. The types here are plain structs so the
+// GUI and the in-situ hook use the renderer without VTK's headers.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "volseg/io/comm.hpp"
+#include "volseg/io/types.hpp"
+
+namespace volseg::render {
+
+struct Rgb {
+  double r = 0, g = 0, b = 0;
+};
+
+// Where the camera looks from. Azimuth and elevation turn the camera about
+// the volume's centre from the default view (down -z, y up), as ParaView's
+// and VTK's Azimuth() and Elevation() do; zoom > 1 magnifies. A view
+// ("+x", "-y", ...: ParaView's "set view direction to") replaces them.
+struct Camera {
+  double azimuth = 30, elevation = 20, zoom = 1;
+  std::string view;       // empty, or +x -x +y -y +z -z
+  bool parallel = false;  // orthographic projection
+};
+Camera parse_camera(const std::string& text);  // "azimuth,elevation[,zoom]"
+
+struct OpacityPoint {
+  double value = 0, alpha = 0;
+};
+
+// Colours and opacities over data values. Colours span [lo, hi] (default:
+// the data's range); opacity is piecewise linear between points, 0 outside
+// them. Presets: "ramp" (0 at lo to 0.6 at hi), "shells" (alternating
+// bands), or explicit "v:a,v:a,..." points.
+struct TransferFunction {
+  std::string colormap = "viridis";
+  std::optional<double> lo, hi;
+  std::vector<OpacityPoint> opacity;
+  double opacity_at(double value) const;
+  // Largest opacity over [a, b]: zero means a brick with values only in
+  // [a, b] draws nothing and need not be read.
+  double max_opacity(double a, double b) const;
+};
+std::vector<std::string> colormap_names();
+// Throws volseg::Error naming the known colormaps.
+void check_colormap(const std::string& name);
+// Colour of the colormap at t in [0, 1].
+Rgb colormap_at(const std::string& name, double t);
+// "v:a,v:a,...", "ramp" or "shells" over [lo, hi]; throws volseg::Error.
+std::vector<OpacityPoint> parse_opacity(const std::string& text, double lo, double hi);
+
+// What a frame draws; any combination.
+struct Modes {
+  bool volume = false;
+  bool mask = false;    // the mask's surface (or the threshold surface of the scalar)
+  bool slices = false;  // three axis-aligned slices with the mask overlaid
+  std::vector<double> iso;  // isosurfaces of the scalar
+  bool any() const { return volume || mask || slices || !iso.empty(); }
+};
+// "volume", "mask", "slices", "iso" (comma lists too); throws volseg::Error.
+Modes parse_modes(const std::vector<std::string>& names, const std::vector<double>& iso_values);
+
+struct FrameSettings {
+  int width = 512, height = 512;
+  Camera camera;
+  Modes modes;
+  TransferFunction transfer;
+  Rgb mask_color{0.95, 0.35, 0.2};
+  double mask_opacity = 1.0;
+  Rgb background{0.12, 0.12, 0.16};
+  std::array<double, 3> slice_at{0.5, 0.5, 0.5};  // x, y, z, as fractions of the volume
+  bool shade = true;                              // gradient shading of the volume
+  double sample_distance = 0;                     // world units; 0: the level's smallest spacing / 2
+  bool annotations = true;                        // colour bar, axes, title
+  std::string title;
+  std::string scalar_name = "value";  // the colour bar's title
+};
+
+// A rank's part of the scene at one resolution level.
+struct Piece {
+  io::Index3 dims{};                    // the level's dims, z, y, x
+  std::array<double, 3> spacing{1, 1, 1}, origin{0, 0, 0};  // x, y, z, world position of voxel 0
+  std::array<double, 3> full_spacing{1, 1, 1};  // the level-0 spacing (opacity is per full-resolution voxel)
+  int level = 0;
+  io::Extent owned;                     // points this rank draws (partition())
+  io::Extent stored;                    // owned plus ghost layers: what the arrays hold
+  std::vector<float> field;             // stored.voxels() values, NaN where invalid; or empty
+  std::vector<std::uint8_t> mask;       // stored.voxels() 0/1; or empty
+  std::optional<std::array<double, 2>> threshold;  // lo, hi: the threshold surface when there is no mask
+  double field_min = 0, field_max = 1;  // over the whole volume (every rank the same)
+};
+
+// An RGBA image, 8 bits a channel, rows from the top.
+struct Image {
+  int width = 0, height = 0;
+  std::vector<std::uint8_t> rgba;
+};
+
+struct FrameTimes {
+  double scene = 0;      // building this rank's VTK scene from its piece
+  double render = 0;     // drawing this rank's part
+  double composite = 0;  // IceT ordered blending
+  double annotate = 0;   // rank 0: background, colour bar, axes, title
+};
+
+// What the camera did, so a user can set the same view elsewhere.
+struct CameraState {
+  std::array<double, 3> position{}, focal_point{}, view_up{};
+  double view_angle = 30, parallel_scale = 1;
+  bool parallel = false;
+};
+
+// The renderer: one offscreen window per rank and an IceT context. Collective
+// lifetime: create and destroy it on every rank of comm, and destroy it
+// before MPI_Finalize.
+class Renderer {
+ public:
+  explicit Renderer(const Comm& comm);  // collective; throws when no X display can be opened
+  ~Renderer();
+  Renderer(const Renderer&) = delete;
+  Renderer& operator=(const Renderer&) = delete;
+
+  // This rank's part of the scene (not collective; every rank must set one
+  // before render()).
+  void set_piece(Piece piece);
+  // Collective. The finished image on rank 0; an empty image elsewhere.
+  // Throws volseg::Error on every rank if any rank fails.
+  Image render(const FrameSettings& settings);
+  const FrameTimes& last_times() const;
+  const CameraState& last_camera() const;
+  // The largest image side this OpenGL can draw.
+  int max_size() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Collective. Throws volseg::Error on every rank with one clear line when a
+// rank cannot open the X display ($DISPLAY unset or unreachable): VTK would
+// abort the process instead.
+void check_display(const Comm& comm);
+
+// Writes the image as PNG under a temporary name beside path, then renames it.
+void write_png(const Image& image, const std::string& path);
+
+}  // namespace volseg::render

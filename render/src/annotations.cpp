@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: MIT
+#include "annotations.hpp"
+
+#include <vtkAxesActor.h>
+#include <vtkCamera.h>
+#include <vtkCaptionActor2D.h>
+#include <vtkFloatArray.h>
+#include <vtkScalarBarActor.h>
+#include <vtkTextActor.h>
+#include <vtkTextProperty.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "scene.hpp"
+
+namespace volseg::render {
+
+Annotations::Annotations() {
+  window_->SetOffScreenRendering(1);
+  window_->SetAlphaBitPlanes(1);
+  window_->SetMultiSamples(0);
+  window_->SetNumberOfLayers(1);
+  for (vtkRenderer* r : {overlay_.GetPointer(), axes_.GetPointer()}) {
+    r->SetBackground(0, 0, 0);
+    r->SetBackgroundAlpha(0.0);
+    window_->AddRenderer(r);
+  }
+  axes_->SetViewport(0.0, 0.0, 0.16, 0.16);
+  axes_->InteractiveOff();
+}
+
+Image Annotations::finish(const std::vector<float>& blended, const FrameSettings& s, const Piece& piece,
+                          vtkCamera& camera) {
+  const std::size_t pixels = static_cast<std::size_t>(s.width) * static_cast<std::size_t>(s.height);
+  std::vector<float> overlay(pixels * 4, 0.0f);
+  if (s.annotations) {
+    overlay_->RemoveAllViewProps();
+    axes_->RemoveAllViewProps();
+    const bool coloured = s.modes.volume || s.modes.slices || !s.modes.iso.empty();
+    if (coloured) {
+      const double lo = s.transfer.lo.value_or(piece.field_min);
+      double hi = s.transfer.hi.value_or(piece.field_max);
+      if (hi <= lo) hi = lo + 1;
+      vtkNew<vtkScalarBarActor> bar;
+      bar->SetLookupTable(make_lookup_table(s.transfer, lo, hi));
+      bar->SetTitle(s.scalar_name.c_str());
+      bar->SetNumberOfLabels(5);
+      bar->SetPosition(0.88, 0.1);
+      bar->SetWidth(0.1);
+      bar->SetHeight(0.8);
+      bar->SetMaximumWidthInPixels(90);
+      bar->UnconstrainedFontSizeOn();
+      bar->GetTitleTextProperty()->SetFontSize(std::max(10, s.height / 40));
+      bar->GetLabelTextProperty()->SetFontSize(std::max(9, s.height / 48));
+      overlay_->AddViewProp(bar);
+    }
+    if (!s.title.empty()) {
+      vtkNew<vtkTextActor> title;
+      title->SetInput(s.title.c_str());
+      title->GetTextProperty()->SetFontSize(std::max(10, s.height / 42));
+      title->GetTextProperty()->SetColor(0.95, 0.95, 0.95);
+      title->GetTextProperty()->SetVerticalJustificationToTop();
+      title->SetDisplayPosition(8, s.height - 8);
+      overlay_->AddViewProp(title);
+    }
+    vtkNew<vtkAxesActor> axes;  // the orientation triad, turned as the main camera is
+    axes->SetTotalLength(1, 1, 1);
+    axes->SetShaftTypeToCylinder();
+    for (auto* caption : {axes->GetXAxisCaptionActor2D(), axes->GetYAxisCaptionActor2D(),
+                          axes->GetZAxisCaptionActor2D()}) {
+      caption->GetCaptionTextProperty()->SetFontSize(std::max(10, s.height / 50));
+      caption->GetCaptionTextProperty()->ShadowOff();
+    }
+    axes_->AddViewProp(axes);
+    vtkCamera* triad = axes_->GetActiveCamera();
+    double direction[3], up[3];
+    camera.GetDirectionOfProjection(direction);
+    camera.GetViewUp(up);
+    triad->SetFocalPoint(0, 0, 0);
+    triad->SetPosition(-direction[0] * 5, -direction[1] * 5, -direction[2] * 5);
+    triad->SetViewUp(up);
+    triad->SetParallelProjection(0);
+    axes_->ResetCamera();
+    window_->SetSize(s.width, s.height);
+    window_->Render();
+    vtkNew<vtkFloatArray> read;
+    window_->GetRGBAPixelData(0, 0, s.width - 1, s.height - 1, 0, read, 0);
+    std::copy(read->GetPointer(0), read->GetPointer(0) + pixels * 4, overlay.begin());
+  }
+  Image image;
+  image.width = s.width;
+  image.height = s.height;
+  image.rgba.resize(pixels * 4);
+  const float background[3] = {static_cast<float>(s.background.r), static_cast<float>(s.background.g),
+                               static_cast<float>(s.background.b)};
+  for (int y = 0; y < s.height; ++y) {
+    const std::size_t from = static_cast<std::size_t>(y) * static_cast<std::size_t>(s.width) * 4;
+    const std::size_t to = static_cast<std::size_t>(s.height - 1 - y) * static_cast<std::size_t>(s.width) * 4;
+    for (int x = 0; x < s.width; ++x) {
+      const float* c = &blended[from + 4 * static_cast<std::size_t>(x)];
+      const float* o = &overlay[from + 4 * static_cast<std::size_t>(x)];
+      std::uint8_t* out = &image.rgba[to + 4 * static_cast<std::size_t>(x)];
+      for (int k = 0; k < 3; ++k) {
+        const float scene = c[k] + (1 - c[3]) * background[k];  // premultiplied "over"
+        const float value = o[k] + (1 - o[3]) * scene;
+        out[k] = static_cast<std::uint8_t>(std::lround(255 * std::clamp(value, 0.0f, 1.0f)));
+      }
+      out[3] = 255;
+    }
+  }
+  return image;
+}
+
+}  // namespace volseg::render

@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: MIT
+#include "volseg/render/job.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "volseg/io/error.hpp"
+#include "volseg/pyramid/pyramid.hpp"
+#include "volseg/render/load.hpp"
+#include "volseg/render/render.hpp"
+#include "volseg/segment/progress.hpp"
+
+namespace volseg::render {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// NAME.png -> NAME-SUFFIX.png
+std::string with_suffix(const std::string& path, const std::string& suffix) {
+  std::filesystem::path p(path);
+  return (p.parent_path() / (p.stem().string() + "-" + suffix + p.extension().string())).string();
+}
+
+void check_output(const RenderOptions& o) {
+  namespace fs = std::filesystem;
+  if (o.output.empty()) throw Error("no output image (--out NAME.png)");
+  if (fs::path(o.output).extension() != ".png") throw Error("output " + o.output + " is not a .png file");
+  fs::path folder = fs::path(o.output).parent_path();
+  if (folder.empty()) folder = ".";
+  if (::access(folder.c_str(), W_OK) != 0) throw_errno("cannot write the image in", folder.string());
+  if (!o.report.empty() && !o.force && fs::exists(o.report))
+    throw Error(o.report + " exists (use --force to replace it)");
+}
+
+std::string number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
+std::string hint_value(const std::vector<std::string>& hints, const std::string& key) {
+  for (const auto& h : hints)
+    if (h.rfind(key + "=", 0) == 0) return h.substr(key.size() + 1);
+  return {};
+}
+
+std::vector<RankRenderTimes> gather(const Comm& comm, const RankRenderTimes& t) {
+  constexpr int fields = 9;
+  double mine[fields] = {t.read, t.scene, t.render, t.composite, t.annotate, t.write, double(t.bytes_read),
+                         double(t.bricks), double(t.bricks_skipped)};
+  std::vector<double> all(comm.rank() == 0 ? static_cast<std::size_t>(fields * comm.size()) : 0);
+  check_mpi(MPI_Gather(mine, fields, MPI_DOUBLE, all.data(), fields, MPI_DOUBLE, 0, comm.get()), "MPI_Gather");
+  std::vector<RankRenderTimes> result;
+  for (std::size_t r = 0; r < all.size() / fields; ++r) {
+    const double* v = &all[r * fields];
+    result.push_back({v[0], v[1], v[2], v[3], v[4], v[5], static_cast<std::uint64_t>(v[6]),
+                      static_cast<std::int64_t>(v[7]), static_cast<std::int64_t>(v[8])});
+  }
+  return result;
+}
+
+void write_report(const RenderOptions& o, const RenderResult& r) {
+  nlohmann::json j;
+  j["input"] = o.input;
+  j["mask"] = o.mask;
+  j["ranks"] = r.comm_size;
+  j["seconds"] = r.seconds;
+  j["dims"] = {r.dims[0], r.dims[1], r.dims[2]};
+  j["size"] = {o.frame.width, o.frame.height};
+  j["camera"] = {{"position", r.camera.position},     {"focal_point", r.camera.focal_point},
+                 {"view_up", r.camera.view_up},       {"view_angle", r.camera.view_angle},
+                 {"parallel", r.camera.parallel},     {"parallel_scale", r.camera.parallel_scale}};
+  for (const auto& f : r.frames)
+    j["frames"].push_back({{"path", f.path}, {"level", f.level}, {"seconds_since_start", f.seconds_since_start}});
+  for (std::size_t i = 0; i < r.ranks.size(); ++i) {
+    const auto& t = r.ranks[i];
+    j["per_rank"].push_back({{"rank", i}, {"read", t.read}, {"scene", t.scene}, {"render", t.render},
+                             {"composite", t.composite}, {"annotate", t.annotate}, {"write", t.write},
+                             {"bytes_read", t.bytes_read}, {"bricks", t.bricks}, {"bricks_skipped", t.bricks_skipped}});
+  }
+  const std::string temporary = o.report + ".tmp-" + std::to_string(::getpid());
+  {
+    std::ofstream out(temporary);
+    out << j.dump(2) << "\n";
+    out.close();
+    if (!out) throw Error("write " + temporary + ": " + std::strerror(errno));
+  }
+  if (std::rename(temporary.c_str(), o.report.c_str()) != 0) throw_errno("rename to", o.report);
+}
+
+}  // namespace
+
+RenderResult run_render(const Comm& comm, const RenderOptions& o) {
+  const auto start = Clock::now();
+  FrameSettings frame = o.frame;
+  if (frame.width <= 0 || frame.height <= 0)
+    throw Error("image size " + std::to_string(frame.width) + "x" + std::to_string(frame.height) + " is empty");
+  check_colormap(frame.transfer.colormap);
+  if (o.orbit < 0) throw Error("--orbit must not be negative");
+  if (o.lo && o.hi && *o.lo > *o.hi) throw Error("--lo is above --hi");
+  if (frame.modes.mask && o.mask.empty() && !(o.lo && o.hi))
+    throw Error("mode mask needs a mask (--mask FILE) or thresholds (--lo, --hi)");
+  collectively(comm, [&] { check_output(o); });
+  check_display(comm);
+
+  Source field{o.input, o.backend, o.input_hints, pyramid::find(o.input, o.pyramid_dir)};
+  std::optional<Source> mask;
+  if (!o.mask.empty()) mask = Source{o.mask, "auto", {}, pyramid::find(o.mask, o.mask_pyramid_dir)};
+
+  // The level: a number, or the finest that fits the memory budget.
+  const int levels = field.pyramid ? static_cast<int>(field.pyramid->levels().size()) : 1;
+  int level = 0;
+  if (o.level == "auto") {
+    if (field.pyramid)
+      level = choose_level(*field.pyramid, comm.size(), mask.has_value(), frame.width, frame.height, o.memory);
+    else {
+      const auto dims = open_source(comm, field, 0)->info().dims;
+      if (estimated_bytes(dims, comm.size(), mask.has_value(), frame.width, frame.height) > o.memory)
+        throw Error(o.input + " at full resolution needs more than " + std::to_string(o.memory >> 20) +
+                    " MiB per rank and has no pyramid: build one with 'volseg pyramid " + o.input + "'");
+    }
+  } else {
+    char* end = nullptr;
+    const long asked = std::strtol(o.level.c_str(), &end, 10);
+    if (o.level.empty() || *end || asked < 0 || asked >= levels)
+      throw Error("level '" + o.level + "' does not exist: " + o.input + " has levels 0.." + std::to_string(levels - 1) +
+                  (field.pyramid ? "" : " (no pyramid: build one with 'volseg pyramid')"));
+    level = static_cast<int>(asked);
+  }
+  if (mask && level > 0 && (!mask->pyramid || static_cast<int>(mask->pyramid->levels().size()) <= level))
+    throw Error("mask " + o.mask + " has no pyramid level " + std::to_string(level) +
+                " (build one with 'volseg pyramid " + o.mask + "' or 'segment --pyramid')");
+
+  // Levels drawn: with --progressive two coarser ones first.
+  std::vector<int> plan;
+  if (o.progressive)
+    for (int l = std::min(level + 2, levels - 1); l > level; --l)
+      if (!mask || (mask->pyramid && static_cast<int>(mask->pyramid->levels().size()) > l)) plan.push_back(l);
+  plan.push_back(level);
+  const int frames_per_level = std::max(o.orbit, 1);
+
+  Culling culling;
+  culling.enabled = o.cull;
+  culling.modes = frame.modes;
+  if (o.lo && o.hi) culling.threshold = std::array<double, 2>{*o.lo, *o.hi};
+  culling.slice_at = frame.slice_at;
+
+  RenderResult result;
+  result.comm_size = comm.size();
+  RankRenderTimes times;
+  Renderer renderer(comm);
+  {
+    segment::Progress progress(comm, "render", static_cast<std::int64_t>(plan.size()) * frames_per_level,
+                               o.progress);
+    std::exception_ptr error;
+    try {
+      for (int l : plan) {
+        // The colour range must be known before culling judges the bricks.
+        if (field.pyramid) {
+          const auto range = value_range(*field.pyramid);
+          frame.transfer.lo = o.frame.transfer.lo.value_or(range[0]);
+          frame.transfer.hi = o.frame.transfer.hi.value_or(range[1]);
+          frame.transfer.opacity = parse_opacity(o.opacity, *frame.transfer.lo, *frame.transfer.hi);
+          culling.transfer = frame.transfer;
+        } else {
+          culling.enabled = false;
+        }
+        LoadStats load;
+        Piece piece = load_piece(comm, field, mask, l, culling, load);
+        if (!field.pyramid) {
+          frame.transfer.lo = o.frame.transfer.lo.value_or(piece.field_min);
+          frame.transfer.hi = o.frame.transfer.hi.value_or(piece.field_max);
+          frame.transfer.opacity = parse_opacity(o.opacity, *frame.transfer.lo, *frame.transfer.hi);
+        }
+        times.read += load.seconds;
+        times.bytes_read += load.bytes_read;
+        times.bricks += load.bricks;
+        times.bricks_skipped += load.bricks_skipped;
+        result.dims = piece.dims;
+        renderer.set_piece(std::move(piece));
+        for (int f = 0; f < frames_per_level; ++f) {
+          FrameSettings s = frame;
+          if (o.orbit > 0) s.camera.azimuth += 360.0 * f / o.orbit;
+          if (s.title.empty()) {
+            s.title = std::filesystem::path(o.input).filename().string();
+            if (auto v = hint_value(o.input_hints, "var"); !v.empty()) s.title += " " + v;
+            if (auto t = hint_value(o.input_hints, "time"); !t.empty()) s.title += " step " + t;
+            if (o.lo && o.hi) s.title += "  [" + number(*o.lo) + ", " + number(*o.hi) + "]";
+            s.title += "  level " + std::to_string(l) + "  " + std::to_string(comm.size()) +
+                       (comm.size() == 1 ? " rank" : " ranks");
+          }
+          Image image = renderer.render(s);
+          const auto& t = renderer.last_times();
+          times.scene += t.scene;
+          times.render += t.render;
+          times.composite += t.composite;
+          times.annotate += t.annotate;
+          std::string path = o.output;
+          if (o.orbit > 0) {
+            char index[16];
+            std::snprintf(index, sizeof index, "%03d", f);
+            path = with_suffix(path, index);
+          }
+          if (l != level) path = with_suffix(path, "level" + std::to_string(l));
+          const auto write_start = Clock::now();
+          collectively(comm, [&] {
+            if (comm.rank() == 0) write_png(image, path);
+          });
+          times.write += since(write_start);
+          result.frames.push_back({path, l, since(start)});
+          if (comm.rank() == 0) progress.advance(1, 0);
+        }
+      }
+    } catch (...) {
+      error = std::current_exception();
+    }
+    progress.finish();
+    agree(comm, error);
+  }
+  result.camera = renderer.last_camera();
+  result.ranks = gather(comm, times);
+  double total = since(start);
+  check_mpi(MPI_Allreduce(&total, &result.seconds, 1, MPI_DOUBLE, MPI_MAX, comm.get()), "MPI_Allreduce");
+  if (!o.report.empty()) collectively(comm, [&] {
+      if (comm.rank() == 0) write_report(o, result);
+    });
+  return result;
+}
+
+}  // namespace volseg::render

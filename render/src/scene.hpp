@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: MIT
+// Rendering a rank's piece: the VTK props that draw what a frame asks for
+// (volume, mask surface, isosurfaces, slices) from this rank's box alone.
+#pragma once
+
+#include <vtkLookupTable.h>
+#include <vtkNew.h>
+#include <vtkProp.h>
+#include <vtkSmartPointer.h>
+
+#include <string>
+#include <vector>
+
+#include "volseg/render/partition.hpp"
+#include "volseg/render/render.hpp"
+
+class vtkImageData;
+
+namespace volseg::render {
+
+// The box a piece's owned points span, in world coordinates.
+Box world_box(const Piece& piece, const io::Extent& extent);
+// The whole level's box, x, y, z (every rank the same).
+Box world_bounds(const Piece& piece);
+
+// A lookup table over the transfer function's colour range.
+vtkSmartPointer<vtkLookupTable> make_lookup_table(const TransferFunction& transfer, double lo, double hi);
+
+class Scene {
+ public:
+  // Takes the piece; invalid field values (NaN) are replaced in place by a
+  // value below the data's range that every transfer function makes
+  // transparent.
+  void set_piece(Piece piece);
+  const Piece& piece() const { return piece_; }
+  bool has_piece() const { return has_piece_; }
+
+  // The props for these settings, rebuilt only when what they draw changed
+  // (an orbit reuses them and moves the camera alone).
+  const std::vector<vtkSmartPointer<vtkProp>>& props(const FrameSettings& settings);
+
+ private:
+  void build(const FrameSettings& settings);
+  void add_volume(const FrameSettings& settings);
+  void add_surface(vtkImageData* image, const std::vector<double>& values, const FrameSettings& settings,
+                   bool colour_by_value);
+  void add_slices(const FrameSettings& settings);
+
+  Piece piece_;
+  bool has_piece_ = false;
+  float invalid_ = 0;  // what NaN became
+  vtkSmartPointer<vtkImageData> field_, mask_;
+  std::string built_for_;
+  std::vector<vtkSmartPointer<vtkProp>> props_;
+};
+
+}  // namespace volseg::render
