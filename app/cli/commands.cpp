@@ -23,6 +23,7 @@ void Commands::add_to(CLI::App& app) {
   add_generate(app);
   add_segment(app);
   add_trace_report(app);
+  add_pyramid(app);
   render_.add_to(app, comm_, chosen_);
   app.footer("Dimensions and brick shapes are given in file order Z,Y,X (x fastest), as ncdump lists them.\n"
              "Run 'volseg SUBCOMMAND --help' for the options of each.");
@@ -90,7 +91,9 @@ void Commands::add_segment(CLI::App& app) {
   sub->add_option("--seed", o.seed, "Seed of --assign random")->capture_default_str();
   sub->add_option("--report", segment_report_, "Write a JSON report with per-rank timings here");
   sub->add_option("--trace", o.trace, "Record every I/O call into this CSV file (docs/trace.md; see trace-report)");
-  sub->add_flag("--force", o.force, "Replace an existing mask and report");
+  sub->add_flag("--force", o.force, "Replace an existing mask and report (and pyramid, with --pyramid)");
+  sub->add_flag("--pyramid", segment_pyramid_, "Then build the mask's brick pyramid (reduction max; see 'volseg pyramid')");
+  sub->add_option("--pyramid-dir", segment_pyramid_dir_, "Pyramid directory (default: beside the mask, NAME.pyramid)");
   sub->add_flag("--quiet", segment_quiet_, "No progress and no summary");
   sub->add_option("--progress", segment_progress_, "auto | bar | lines | none (under mpirun auto means lines)")
       ->capture_default_str();
@@ -103,6 +106,28 @@ void Commands::add_trace_report(CLI::App& app) {
       ->required();
   sub->add_option("--plots", trace_report_.plots, "Also draw PNGs (histogram, CDFs, per-rank timeline) into DIR");
   sub->callback([this] { chosen_ = [this] { run_trace_report(); }; });
+}
+
+void Commands::add_pyramid(CLI::App& app) {
+  auto* sub = app.add_subcommand("pyramid", "Build a volume's brick pyramid: coarse levels, per-brick statistics and "
+                                            "histograms, for coarse-first views and brick culling");
+  auto& o = pyramid_;
+  sub->add_option("input", o.input, "Input volume: a raw volume's .nhdr header, or a NetCDF file")->required();
+  sub->add_option("--var", pyramid_variable_, "NetCDF variable (default: the only 3D one)");
+  sub->add_option("--time", pyramid_time_, "Step of a 4D variable's first (record/time) dimension");
+  sub->add_option("--backend", o.backend, "Backend that reads (auto: by format)")->capture_default_str();
+  sub->add_option("--hint", o.input_hints, "Reader hint key=value (repeatable)");
+  sub->add_option("--pyramid-dir", o.directory, "Where to write it (default: beside the input, NAME.pyramid)");
+  sub->add_option("--brick", o.brick, "Level-0 brick edge, a power of two from 2 to 1024")->capture_default_str();
+  sub->add_option("--levels", o.levels, "Coarse levels, 1 to log2(brick) (0: until the coarsest fits one brick)")
+      ->capture_default_str();
+  sub->add_option("--bins", o.bins, "Histogram bins")->capture_default_str();
+  sub->add_option("--reduce", pyramid_reduce_, "mean | max (default: max for a mask, else mean)");
+  sub->add_flag("--force", o.force, "Replace an existing pyramid");
+  sub->add_flag("--quiet", pyramid_quiet_, "No progress and no summary");
+  sub->add_option("--progress", pyramid_progress_, "auto | bar | lines | none (under mpirun auto means lines)")
+      ->capture_default_str();
+  sub->callback([this] { chosen_ = [this] { run_pyramid(); }; });
 }
 
 // --var/--time reach a backend as the reader hints var= and time=.
@@ -208,11 +233,50 @@ void Commands::run_segment() {
   o.input_hints = selection_hints(segment_variable_, segment_time_);
   o.input_hints.insert(o.input_hints.end(), segment_input_hints_.begin(), segment_input_hints_.end());
   auto result = segment::run_segment(comm_, o);
-  if (comm_.rank() != 0) return;
-  if (!segment_quiet_) {
+  if (comm_.rank() == 0 && !segment_quiet_) {
     std::fputs(segment::summary(o, result).c_str(), stdout);
     if (!segment_report_.empty()) std::printf("  report: %s\n", segment_report_.c_str());
+    std::fflush(stdout);
   }
+  if (!segment_pyramid_) return;
+  // The mask's pyramid, for coarse-first views of the result (max: a coarse
+  // voxel is inside when any of its voxels is).
+  pyramid::BuildOptions options;
+  options.input = o.output;
+  options.directory = segment_pyramid_dir_;
+  options.reduction = pyramid::Reduction::max;
+  options.force = o.force;
+  options.progress = o.progress;
+  options.command_line = command_line_;
+  const auto built = pyramid::build(comm_, options);
+  if (comm_.rank() == 0 && !segment_quiet_)
+    std::printf("  pyramid: %s (%zu levels)\n", built.directory().c_str(), built.levels().size());
+}
+
+void Commands::run_pyramid() {
+  auto& o = pyramid_;
+  if (!pyramid_reduce_.empty()) {
+    if (pyramid_reduce_ != "mean" && pyramid_reduce_ != "max")
+      throw Error("--reduce " + pyramid_reduce_ + ": known reductions are mean and max");
+    o.reduction = pyramid_reduce_ == "max" ? pyramid::Reduction::max : pyramid::Reduction::mean;
+  }
+  auto selection = selection_hints(pyramid_variable_, pyramid_time_);
+  o.input_hints.insert(o.input_hints.begin(), selection.begin(), selection.end());
+  o.progress = pyramid_quiet_ ? segment::ProgressMode::none : segment::parse_progress_mode(pyramid_progress_);
+  o.command_line = command_line_;
+  const auto p = pyramid::build(comm_, o);
+  if (comm_.rank() != 0 || pyramid_quiet_) return;
+  std::printf("wrote %s (reduction %s)\n", p.directory().c_str(), pyramid::reduction_name(p.reduction()).c_str());
+  for (const auto& level : p.levels())
+    std::printf("  level %d: %lld x %lld x %lld (z,y,x)  %s\n", level.level, static_cast<long long>(level.dims[0]),
+                static_cast<long long>(level.dims[1]), static_cast<long long>(level.dims[2]), level.header.c_str());
+  const auto& shape = p.brick_shape();
+  const auto& grid = p.brick_grid();
+  std::printf("  bricks: %lld of %lld^3 (grid %lld x %lld x %lld)\n", static_cast<long long>(p.brick_count()),
+              static_cast<long long>(shape[0]), static_cast<long long>(grid[0]), static_cast<long long>(grid[1]),
+              static_cast<long long>(grid[2]));
+  std::printf("  histogram: %d %sbins over [%.17g, %.17g]\n", p.edges().bins, p.edges().integers ? "integer " : "",
+              p.edges().lo, p.edges().hi);
 }
 
 // Rank 0 alone reads the trace; the others have nothing to do.

@@ -9,6 +9,7 @@
 
 #include "volseg/io/comm.hpp"
 #include "render_command.hpp"
+#include "volseg/pyramid/pyramid.hpp"
 #include "volseg/segment/segment.hpp"
 
 namespace volseg::cli {
@@ -26,11 +27,13 @@ class Commands {
   void add_generate(CLI::App& app);
   void add_segment(CLI::App& app);
   void add_trace_report(CLI::App& app);
+  void add_pyramid(CLI::App& app);
   void run_info();
   void run_backends();
   void run_generate();
   void run_segment();
   void run_trace_report();
+  void run_pyramid();
 
   const Comm& comm_;
   std::string command_line_;  // recorded in outputs' history
@@ -56,9 +59,15 @@ class Commands {
   std::vector<std::string> segment_input_hints_;
   bool segment_quiet_ = false;
   std::string segment_progress_ = "auto";
+  bool segment_pyramid_ = false;        // --pyramid: build the mask's pyramid after a successful job
+  std::string segment_pyramid_dir_;     // --pyramid-dir
   struct {
     std::string path, plots;
   } trace_report_;
+  pyramid::BuildOptions pyramid_;
+  std::string pyramid_variable_, pyramid_reduce_, pyramid_progress_ = "auto";
+  std::optional<std::int64_t> pyramid_time_;
+  bool pyramid_quiet_ = false;
 };
 
 }  // namespace volseg::cli
