@@ -12,11 +12,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include "display.hpp"
 #include "scene.hpp"
 
 namespace volseg::render {
 
 Annotations::Annotations() {
+  window_->SetDisplayId(x_display());
   window_->SetOffScreenRendering(1);
   window_->SetAlphaBitPlanes(1);
   window_->SetMultiSamples(0);

@@ -15,6 +15,7 @@
 
 #include "annotations.hpp"
 #include "compositor.hpp"
+#include "display.hpp"
 #include "scene.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/render/render.hpp"
@@ -65,6 +66,7 @@ Renderer::Renderer(const Comm& comm) {
   collectively(comm, [&] {
     impl_ = std::make_unique<Impl>(comm);
     auto& w = *impl_->window;
+    w.SetDisplayId(x_display());
     w.SetOffScreenRendering(1);
     w.SetAlphaBitPlanes(1);
     w.SetMultiSamples(0);

@@ -264,6 +264,7 @@ void Scene::add_slices(const FrameSettings& s) {
     image->GetPointData()->SetScalars(rgba);
     vtkNew<vtkImageActor> actor;
     actor->GetMapper()->SetInputData(image);
+    actor->SetDisplayExtent(extent);  // also sets the mapper's orientation to this slice's axis
     actor->ForceOpaqueOn();
     actor->InterpolateOff();
     props_.emplace_back(actor.GetPointer());
