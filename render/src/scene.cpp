@@ -12,6 +12,7 @@
 #include <vtkFloatArray.h>
 #include <vtkGPUVolumeRayCastMapper.h>
 #include <vtkImageActor.h>
+#include <vtkImageConstantPad.h>
 #include <vtkImageData.h>
 #include <vtkImageMapper3D.h>
 #include <vtkPiecewiseFunction.h>
@@ -127,10 +128,11 @@ void Scene::build(const FrameSettings& s) {
   if (!has_piece_ || piece_.owned.empty()) return;
   if (s.modes.volume && field_) add_volume(s);
   if (s.modes.mask) {
-    if (mask_) add_surface(mask_, {0.5}, s, false);
-    else if (field_ && piece_.threshold) add_surface(field_, {(*piece_.threshold)[0], (*piece_.threshold)[1]}, s, false);
+    if (mask_) add_surface(mask_, {0.5}, s, false, true);
+    else if (field_ && piece_.threshold)
+      add_surface(field_, {(*piece_.threshold)[0], (*piece_.threshold)[1]}, s, false, false);
   }
-  if (!s.modes.iso.empty() && field_) add_surface(field_, s.modes.iso, s, true);
+  if (!s.modes.iso.empty() && field_) add_surface(field_, s.modes.iso, s, true, false);
   if (s.modes.slices && field_) add_slices(s);
 }
 
@@ -183,16 +185,40 @@ void Scene::add_volume(const FrameSettings& s) {
 }
 
 void Scene::add_surface(vtkImageData* image, const std::vector<double>& values, const FrameSettings& s,
-                        bool colour_by_value) {
+                        bool colour_by_value, bool closed) {
   vtkNew<vtkFlyingEdges3D> contour;
-  contour->SetInputData(image);
+  Box box = world_box(piece_, piece_.owned);
+  vtkNew<vtkImageConstantPad> pad;
+  if (closed) {
+    // A mask's surface closes at the volume's faces: pad the faces this
+    // piece touches with one layer of zeros (the ghost layer does the same
+    // job between ranks), and keep the cap that lies half a voxel outside.
+    int extent[6];
+    vtk_extent(piece_.stored, extent);
+    for (int a = 0; a < 3; ++a) {
+      const int axis = 2 - a;
+      if (piece_.owned.offset[axis] == 0) {
+        --extent[2 * a];
+        box.lo[a] -= piece_.spacing[a];
+      }
+      if (piece_.owned.offset[axis] + piece_.owned.count[axis] == piece_.dims[axis]) {
+        ++extent[2 * a + 1];
+        box.hi[a] += piece_.spacing[a];
+      }
+    }
+    pad->SetInputData(image);
+    pad->SetOutputWholeExtent(extent);
+    pad->SetConstant(0);
+    contour->SetInputConnection(pad->GetOutputPort());
+  } else {
+    contour->SetInputData(image);
+  }
   contour->SetNumberOfContours(static_cast<int>(values.size()));
   for (std::size_t i = 0; i < values.size(); ++i) contour->SetValue(static_cast<int>(i), values[i]);
   contour->ComputeNormalsOn();
   contour->ComputeScalarsOn();
   // Cut at the owned box's faces: a neighbour draws the rest, with the same
   // triangles cut at the same plane.
-  const Box box = world_box(piece_, piece_.owned);
   vtkNew<vtkBox> inside;
   inside->SetBounds(box.lo[0], box.hi[0], box.lo[1], box.hi[1], box.lo[2], box.hi[2]);
   vtkNew<vtkClipPolyData> clip;

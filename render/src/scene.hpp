@@ -42,8 +42,9 @@ class Scene {
  private:
   void build(const FrameSettings& settings);
   void add_volume(const FrameSettings& settings);
+  // closed: pad the volume's faces so the surface closes there (masks).
   void add_surface(vtkImageData* image, const std::vector<double>& values, const FrameSettings& settings,
-                   bool colour_by_value);
+                   bool colour_by_value, bool closed);
   void add_slices(const FrameSettings& settings);
 
   Piece piece_;
