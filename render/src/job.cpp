@@ -74,6 +74,8 @@ void write_report(const RenderOptions& o, const RenderResult& r) {
   j["seconds"] = r.seconds;
   j["dims"] = {r.dims[0], r.dims[1], r.dims[2]};
   j["size"] = {o.frame.width, o.frame.height};
+  j["memory_budget"] = o.memory;
+  j["level_bytes"] = r.level_bytes;
   j["camera"] = {{"position", r.camera.position},     {"focal_point", r.camera.focal_point},
                  {"view_up", r.camera.view_up},       {"view_angle", r.camera.view_angle},
                  {"parallel", r.camera.parallel},     {"parallel_scale", r.camera.parallel_scale}};
@@ -103,6 +105,11 @@ RenderResult run_render(const Comm& comm, const RenderOptions& o) {
   if (frame.width <= 0 || frame.height <= 0)
     throw Error("image size " + std::to_string(frame.width) + "x" + std::to_string(frame.height) + " is empty");
   check_colormap(frame.transfer.colormap);
+  parse_opacity(o.opacity, 0, 1);
+  if (!frame.camera.view.empty()) {
+    double direction[3], up[3];
+    view_direction(frame.camera.view, direction, up);
+  }  // its syntax, before any work (presets take the data's range later)
   if (o.orbit < 0) throw Error("--orbit must not be negative");
   if (o.lo && o.hi && *o.lo > *o.hi) throw Error("--lo is above --hi");
   if (frame.modes.mask && o.mask.empty() && !(o.lo && o.hi))
@@ -138,6 +145,17 @@ RenderResult run_render(const Comm& comm, const RenderOptions& o) {
     throw Error("mask " + o.mask + " has no pyramid level " + std::to_string(level) +
                 " (build one with 'volseg pyramid " + o.mask + "' or 'segment --pyramid')");
 
+  if (mask) {  // the shapes must agree before any work starts
+    auto volume = open_source(comm, field, 0), other = open_source(comm, *mask, 0);
+    const auto a = volume->info().dims, b = other->info().dims;
+    volume->close();
+    other->close();
+    if (a != b)
+      throw Error("mask " + o.mask + " has dims " + std::to_string(b[0]) + "," + std::to_string(b[1]) + "," +
+                  std::to_string(b[2]) + " but " + o.input + " has " + std::to_string(a[0]) + "," +
+                  std::to_string(a[1]) + "," + std::to_string(a[2]) + " (z,y,x)");
+  }
+
   // Levels drawn: with --progressive two coarser ones first.
   std::vector<int> plan;
   if (o.progressive)
@@ -154,11 +172,17 @@ RenderResult run_render(const Comm& comm, const RenderOptions& o) {
 
   RenderResult result;
   result.comm_size = comm.size();
+  if (field.pyramid)
+    for (const auto& l : field.pyramid->levels())
+      result.level_bytes.push_back(estimated_bytes(l.dims, comm.size(), mask.has_value(), frame.width, frame.height));
   RankRenderTimes times;
   Renderer renderer(comm);
+  if (frame.width > renderer.max_size() || frame.height > renderer.max_size())
+    throw Error("image size " + std::to_string(frame.width) + "x" + std::to_string(frame.height) +
+                " is outside 1.." + std::to_string(renderer.max_size()) + " (this OpenGL's largest image side)");
   {
     segment::Progress progress(comm, "render", static_cast<std::int64_t>(plan.size()) * frames_per_level,
-                               o.progress);
+                               o.progress, "frames");
     std::exception_ptr error;
     try {
       for (int l : plan) {

@@ -85,8 +85,9 @@ void read_box(const Comm& comm, io::VolumeReader& reader, const io::Extent& box,
 }
 
 // The owned box shrunk to the bricks that can draw something, in points.
-io::Extent culled_box(const pyramid::Pyramid& field, const std::optional<pyramid::Pyramid>& mask, int level,
-                      const io::Extent& owned, const Culling& culling, LoadStats& stats) {
+// has_mask: a mask is drawn; mask: its pyramid, when it has one.
+io::Extent culled_box(const pyramid::Pyramid& field, bool has_mask, const std::optional<pyramid::Pyramid>& mask,
+                      int level, const io::Extent& owned, const Culling& culling, LoadStats& stats) {
   const auto& grid = field.brick_grid();
   const bool mask_grid = mask && mask->brick_grid() == grid;
   const auto& dims = field.levels()[static_cast<std::size_t>(level)].dims;
@@ -126,7 +127,7 @@ io::Extent culled_box(const pyramid::Pyramid& field, const std::optional<pyramid
         bool needed = culling.modes.volume && valid && culling.transfer.max_opacity(min, max) > 0;
         for (double v : culling.modes.iso) needed = needed || (valid && v >= min && v <= max);
         if (culling.modes.mask) {
-          if (mask) needed = needed || !mask_grid || mask_max > 0;
+          if (has_mask) needed = needed || !mask_grid || mask_max > 0;
           else if (culling.threshold)
             needed = needed || (valid && (*culling.threshold)[1] >= min && (*culling.threshold)[0] <= max);
         }
@@ -199,7 +200,8 @@ Piece load_piece(const Comm& comm, const Source& field, const std::optional<Sour
 
   piece.owned = partition(info.dims, comm.size())[static_cast<std::size_t>(comm.rank())];
   if (culling.enabled && field.pyramid && !piece.owned.empty())
-    piece.owned = culled_box(*field.pyramid, mask ? mask->pyramid : std::nullopt, level, piece.owned, culling, stats);
+    piece.owned = culled_box(*field.pyramid, mask.has_value(), mask ? mask->pyramid : std::nullopt, level, piece.owned,
+                             culling, stats);
   piece.stored = with_ghost(piece.owned, info.dims, 1);
 
   const bool need_field = culling.modes.volume || culling.modes.slices || !culling.modes.iso.empty() ||

@@ -28,6 +28,8 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 
 // ParaView's "set view direction to": the direction looked along and the up vector.
+}  // namespace
+
 void view_direction(const std::string& view, double direction[3], double up[3]) {
   static const char* names[] = {"+x", "-x", "+y", "-y", "+z", "-z"};
   for (int i = 0; i < 6; ++i)
@@ -40,8 +42,6 @@ void view_direction(const std::string& view, double direction[3], double up[3]) 
     }
   throw Error("unknown view '" + view + "' (known: +x, -x, +y, -y, +z, -z)");
 }
-
-}  // namespace
 
 struct Renderer::Impl {
   Comm comm;

@@ -15,7 +15,11 @@
 #include <vtkImageConstantPad.h>
 #include <vtkImageData.h>
 #include <vtkImageMapper3D.h>
+#include <vtkInformation.h>
+#include <vtkInformationVector.h>
 #include <vtkPiecewiseFunction.h>
+#include <vtkPlane.h>
+#include <vtkPlaneCollection.h>
 #include <vtkPointData.h>
 #include <vtkPolyDataMapper.h>
 #include <vtkProperty.h>
@@ -96,6 +100,17 @@ void Scene::set_piece(Piece piece) {
     vtkNew<vtkFloatArray> values;
     values->SetName("field");
     values->SetArray(piece_.field.data(), static_cast<vtkIdType>(piece_.field.size()), 1);  // zero-copy
+    // Every rank's array reports the same range, which VTK's volume mapper
+    // uses to normalise the texture and spread the transfer functions: the
+    // marker of invalid voxels to above the largest value (VTK keeps a
+    // cached range while it is newer than the array).
+    range_top_ = piece_.field_max + span;
+    vtkNew<vtkInformationVector> per_component;
+    vtkNew<vtkInformation> component;
+    const double range[2] = {invalid_, range_top_};
+    component->Set(vtkDataArray::COMPONENT_RANGE(), range, 2);
+    per_component->Append(component);
+    values->GetInformation()->Set(vtkAbstractArray::PER_COMPONENT(), per_component);
     field_->GetPointData()->SetScalars(values);
   }
   if (!piece_.mask.empty()) {
@@ -138,17 +153,29 @@ void Scene::build(const FrameSettings& s) {
 
 void Scene::add_volume(const FrameSettings& s) {
   const double lo = colour_lo(s, piece_), hi = colour_hi(s, piece_);
+  // The mapper spreads its lookup tables over the scalar range of its input
+  // (and normalises the texture by it), so ranks with different value
+  // ranges drew the same value differently. set_piece pins every rank's
+  // array range to the same [invalid_, top]; the functions span it too.
+  const double top = range_top_;
   vtkNew<vtkColorTransferFunction> colours;
   const int steps = 32;
+  const Rgb below = colormap_at(s.transfer.colormap, 0), above = colormap_at(s.transfer.colormap, 1);
+  colours->AddRGBPoint(invalid_, below.r, below.g, below.b);
   for (int i = 0; i <= steps; ++i) {
     const Rgb c = colormap_at(s.transfer.colormap, i / double(steps));
     colours->AddRGBPoint(lo + (hi - lo) * i / steps, c.r, c.g, c.b);
   }
-  vtkNew<vtkPiecewiseFunction> opacity;
-  opacity->AddPoint(invalid_, 0.0);  // invalid voxels are transparent
+  colours->AddRGBPoint(top, above.r, above.g, above.b);
+  vtkNew<vtkPiecewiseFunction> opacity;  // 0 outside the points
+  opacity->AddPoint(invalid_, 0.0);
+  const double nudge = (top - invalid_) / 2048;  // the mapper sizes its table by the closest points
+  if (!s.transfer.opacity.empty() && s.transfer.opacity.front().value - nudge > invalid_)
+    opacity->AddPoint(s.transfer.opacity.front().value - nudge, 0.0);
   for (const auto& p : s.transfer.opacity)
     if (p.value > invalid_) opacity->AddPoint(p.value, p.alpha);
-  opacity->ClampingOff();  // 0 outside the points
+  if (!s.transfer.opacity.empty()) opacity->AddPoint(s.transfer.opacity.back().value + nudge, 0.0);
+  opacity->AddPoint(top, 0.0);
 
   vtkNew<vtkVolumeProperty> property;
   property->SetColor(colours);
@@ -173,10 +200,32 @@ void Scene::add_volume(const FrameSettings& s) {
   mapper->SetSampleDistance(static_cast<float>(step));
   // Draw the owned box only; the ghost layer is there for interpolation and
   // gradients at its faces.
+  // Clipping planes cut each ray exactly at the box's faces (the mapper's
+  // cropping did not: a slab between two others drew its faces brighter).
   const Box box = world_box(piece_, piece_.owned);
-  mapper->SetCropping(1);
-  mapper->SetCroppingRegionPlanes(box.lo[0], box.hi[0], box.lo[1], box.hi[1], box.lo[2], box.hi[2]);
-  mapper->SetCroppingRegionFlagsToSubVolume();
+  vtkNew<vtkPlaneCollection> planes;
+  for (int a = 0; a < 3; ++a) {
+    const int axis = 2 - a;
+    if (piece_.owned.offset[axis] > piece_.stored.offset[axis]) {
+      vtkNew<vtkPlane> plane;
+      double origin[3] = {0, 0, 0}, normal[3] = {0, 0, 0};
+      origin[a] = box.lo[a];
+      normal[a] = 1;  // keeps the side the normal points to
+      plane->SetOrigin(origin);
+      plane->SetNormal(normal);
+      planes->AddItem(plane);
+    }
+    if (piece_.owned.offset[axis] + piece_.owned.count[axis] < piece_.stored.offset[axis] + piece_.stored.count[axis]) {
+      vtkNew<vtkPlane> plane;
+      double origin[3] = {0, 0, 0}, normal[3] = {0, 0, 0};
+      origin[a] = box.hi[a];
+      normal[a] = -1;
+      plane->SetOrigin(origin);
+      plane->SetNormal(normal);
+      planes->AddItem(plane);
+    }
+  }
+  if (planes->GetNumberOfItems() > 0) mapper->SetClippingPlanes(planes);
 
   vtkNew<vtkVolume> volume;
   volume->SetMapper(mapper);

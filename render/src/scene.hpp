@@ -49,7 +49,8 @@ class Scene {
 
   Piece piece_;
   bool has_piece_ = false;
-  float invalid_ = 0;  // what NaN became
+  float invalid_ = 0;     // what NaN became
+  double range_top_ = 1;  // the top of every rank's pinned value range
   vtkSmartPointer<vtkImageData> field_, mask_;
   std::string built_for_;
   std::vector<vtkSmartPointer<vtkProp>> props_;

@@ -20,8 +20,12 @@ ProgressMode parse_progress_mode(const std::string& name) {
   throw Error("unknown progress mode '" + name + "' (known: auto, bar, lines, none)");
 }
 
-Progress::Progress(const Comm& comm, std::string label, std::int64_t total_units, ProgressMode mode)
-    : comm_(comm.duplicate()), label_(std::move(label)), total_(total_units), enabled_(mode != ProgressMode::none) {
+Progress::Progress(const Comm& comm, std::string label, std::int64_t total_units, ProgressMode mode, std::string unit)
+    : comm_(comm.duplicate()),
+      label_(std::move(label)),
+      unit_(std::move(unit)),
+      total_(total_units),
+      enabled_(mode != ProgressMode::none) {
   tty_ = mode == ProgressMode::bar || (mode == ProgressMode::automatic && ::isatty(STDERR_FILENO) != 0);
   start_ = last_draw_ = std::chrono::steady_clock::now();
   if (comm_.rank() == 0) {
@@ -115,19 +119,21 @@ void Progress::draw(bool final) {
   constexpr int width = 30;
   std::string bar(static_cast<std::size_t>(fraction * width), '#');
   bar.resize(width, '.');
+  char throughput[32] = "";  // only for work that moves bytes
+  if (bytes > 0) std::snprintf(throughput, sizeof throughput, "  %.2f GB/s", rate);
   if (tty_) {
     if (!final && now - last_draw_ < std::chrono::milliseconds(100)) return;
     last_draw_ = now;
-    std::fprintf(stderr, "\r%s [%s] %3d%% %lld/%lld bricks  %.2f GB/s  %.1f s", label_.c_str(), bar.c_str(),
-                 static_cast<int>(fraction * 100), static_cast<long long>(units), static_cast<long long>(total_), rate,
-                 seconds);
+    std::fprintf(stderr, "\r%s [%s] %3d%% %lld/%lld %s%s  %.1f s", label_.c_str(), bar.c_str(),
+                 static_cast<int>(fraction * 100), static_cast<long long>(units), static_cast<long long>(total_),
+                 unit_.c_str(), throughput, seconds);
     if (final) std::fputc('\n', stderr);
   } else {
     int decile = static_cast<int>(fraction * 10);
     if (decile == last_decile_) return;
     last_decile_ = decile;
-    std::fprintf(stderr, "%s [%s] %3d%% %lld/%lld bricks  %.2f GB/s  %.1f s\n", label_.c_str(), bar.c_str(),
-                 decile * 10, static_cast<long long>(units), static_cast<long long>(total_), rate, seconds);
+    std::fprintf(stderr, "%s [%s] %3d%% %lld/%lld %s%s  %.1f s\n", label_.c_str(), bar.c_str(), decile * 10,
+                 static_cast<long long>(units), static_cast<long long>(total_), unit_.c_str(), throughput, seconds);
   }
   std::fflush(stderr);
 }

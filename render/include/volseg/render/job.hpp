@@ -50,6 +50,7 @@ struct RenderResult {
   std::vector<RankRenderTimes> ranks;  // rank 0 only
   CameraState camera;                  // of the last frame
   io::Index3 dims{};                   // of the last level drawn
+  std::vector<std::uint64_t> level_bytes;  // estimated bytes per rank of each level (estimated_bytes)
   double seconds = 0;
   int comm_size = 1;
 };

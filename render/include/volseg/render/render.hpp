@@ -33,6 +33,9 @@ struct Camera {
   bool parallel = false;  // orthographic projection
 };
 Camera parse_camera(const std::string& text);  // "azimuth,elevation[,zoom]"
+// The direction a view ("+x", ...) looks along and its up vector; throws
+// volseg::Error for an unknown view.
+void view_direction(const std::string& view, double direction[3], double up[3]);
 
 struct OpacityPoint {
   double value = 0, alpha = 0;

@@ -24,7 +24,9 @@ class Progress {
  public:
   // Collective. total_units: the whole job's units (bricks). With mode none
   // nothing is drawn but the rank still takes part in the protocol.
-  Progress(const Comm& comm, std::string label, std::int64_t total_units, ProgressMode mode);
+  // unit names what is counted ("bricks", "frames").
+  Progress(const Comm& comm, std::string label, std::int64_t total_units, ProgressMode mode,
+           std::string unit = "bricks");
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
   ~Progress();
@@ -40,7 +42,7 @@ class Progress {
   void draw(bool final);
 
   Comm comm_;
-  std::string label_;
+  std::string label_, unit_;
   std::int64_t total_ = 0;
   bool enabled_ = false, finished_ = false, tty_ = false;
   std::int64_t local_units_ = 0;
