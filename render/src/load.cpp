@@ -20,12 +20,18 @@ constexpr std::uint64_t staging_bytes = 16u << 20;  // read in pieces of about t
 }  // namespace
 
 std::unique_ptr<io::VolumeReader> open_source(const Comm& comm, const Source& source, int level) {
-  if (source.pyramid) return source.pyramid->open_level(level, comm, source.backend, source.hints);
-  if (level != 0)
+  if (level != 0 && !source.pyramid)
     throw Error(source.path + " has no pyramid, so only level 0 exists (build one with 'volseg pyramid " +
                 source.path + "')");
-  const std::string backend =
-      source.backend == "auto" ? io::reading_backend(io::detect_format(comm, source.path)) : source.backend;
+  // A renderer reads each slab once into its own buffer: for raw volumes
+  // pread (posix) does that without mapping the file, whose mapped pages
+  // would count in the rank's resident memory beside the copy.
+  std::string backend = source.backend;
+  if (backend == "auto") {
+    const auto format = io::detect_format(comm, source.path);
+    backend = format == io::FileFormat::raw ? "posix" : io::reading_backend(format);
+  }
+  if (source.pyramid) return source.pyramid->open_level(level, comm, backend, source.hints);
   return io::open_reader(backend, source.path, comm, io::Hints::parse(source.hints));
 }
 

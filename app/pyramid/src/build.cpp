@@ -128,7 +128,12 @@ io::VolumeInfo level_info(const io::VolumeInfo& source, const Plan& plan, int le
   info.dtype = reduction == Reduction::max ? io::DType::u8 : io::DType::f32;
   info.byte_order = io::native_byte_order();
   info.variable = source.variable;
-  for (std::size_t a = 0; a < 3; ++a) info.spacing[a] = source.spacing[a] * static_cast<double>(std::int64_t{1} << level);
+  for (std::size_t a = 0; a < 3; ++a) {
+    const double factor = static_cast<double>(std::int64_t{1} << level);
+    info.spacing[a] = source.spacing[a] * factor;
+    // A coarse voxel stands at the centre of the fine voxels it reduces.
+    info.origin[a] = source.origin[a] + 0.5 * (factor - 1) * source.spacing[a];
+  }
   info.attributes["pyramid_level"] = std::to_string(level);
   info.attributes["pyramid_reduction"] = reduction_name(reduction);
   info.attributes["source_file"] = input;

@@ -8,7 +8,10 @@
 //   level-K.nhdr, level-K.raw  (K = 1 .. levels-1) level K as a raw volume
 //       with a detached NRRD header, written through the I/O layer (posix
 //       backend), so ParaView and numpy open every level. dims =
-//       ceil(source dims / 2^K) per axis; spacing = source spacing * 2^K.
+//       ceil(source dims / 2^K) per axis; spacing = source spacing * 2^K;
+//       origin = source origin + (2^K - 1) / 2 * source spacing (the centre
+//       of the fine voxels a coarse one stands for), so every level lines up
+//       with the source in ParaView.
 //       Voxel (z, y, x) of level K covers the level-0 voxels
 //       [z*2^K, (z+1)*2^K) x [y*2^K, ...) x [x*2^K, ...), clipped to the
 //       volume. Reduction "mean": f32, the mean of the valid level-0 voxels
