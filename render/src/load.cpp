@@ -166,7 +166,7 @@ io::Extent culled_box(const pyramid::Pyramid& field, bool has_mask, const std::o
 std::uint64_t estimated_bytes(const io::Index3& dims, int ranks, bool with_mask, int width, int height) {
   std::int64_t largest = 0;
   for (const auto& e : partition(dims, ranks)) largest = std::max(largest, with_ghost(e, dims, 1).voxels());
-  const std::uint64_t per_voxel = 4 + 4 + (with_mask ? 2 : 0);  // floats, their GL texture, mask
+  const std::uint64_t per_voxel = 2 + 2 + (with_mask ? 2 : 0);  // 16-bit levels, their GL texture, mask
   const std::uint64_t images = static_cast<std::uint64_t>(width) * static_cast<std::uint64_t>(height) * 16 * 4;
   return static_cast<std::uint64_t>(largest) * per_voxel + images + staging_bytes + (96u << 20);  // + VTK, GL
 }
@@ -213,22 +213,16 @@ Piece load_piece(const Comm& comm, const Source& field, const std::optional<Sour
   const bool need_field = culling.modes.volume || culling.modes.slices || !culling.modes.iso.empty() ||
                           (culling.modes.mask && !mask);
   const segment::Decoder decoder(info);
-  if (need_field)
-    read_box(comm, *field_reader, piece.stored, piece.field, [&](const void* v, std::int64_t n, float* out) {
-      decoder.to_float(v, n, out);
-    });
-  if (mask_reader)
-    read_box(comm, *mask_reader, piece.stored, piece.mask, [](const void* v, std::int64_t n, std::uint8_t* out) {
-      const auto* bytes = static_cast<const std::uint8_t*>(v);
-      for (std::int64_t i = 0; i < n; ++i) out[i] = bytes[i] != 0;
-    });
-  // The field's range over the whole volume: from the pyramid's full-
-  // resolution brick statistics, else from what the ranks read.
+  // The range first (from the pyramid; without one, from what the ranks
+  // read), so values can be stored as 16-bit levels of it.
   std::array<double, 2> range{INFINITY, -INFINITY};
+  std::vector<float> values;  // without a pyramid: floats until the range is known
   if (field.pyramid) {
     range = value_range(*field.pyramid);
-  } else {
-    for (float v : piece.field)
+  } else if (need_field) {
+    read_box(comm, *field_reader, piece.stored, values,
+             [&](const void* v, std::int64_t n, float* out) { decoder.to_float(v, n, out); });
+    for (float v : values)
       if (!std::isnan(v)) {
         range[0] = std::min(range[0], double(v));
         range[1] = std::max(range[1], double(v));
@@ -239,6 +233,23 @@ Piece load_piece(const Comm& comm, const Source& field, const std::optional<Sour
   }
   piece.field_min = std::isfinite(range[0]) ? range[0] : 0;
   piece.field_max = std::isfinite(range[1]) ? range[1] : 1;
+  const Quantizer q = quantizer(piece);
+  if (need_field && field.pyramid) {
+    std::vector<float> staging;
+    read_box(comm, *field_reader, piece.stored, piece.field, [&](const void* v, std::int64_t n, std::uint16_t* out) {
+      staging.resize(static_cast<std::size_t>(n));
+      decoder.to_float(v, n, staging.data());
+      for (std::int64_t i = 0; i < n; ++i) out[i] = q.quantize(staging[static_cast<std::size_t>(i)]);
+    });
+  } else if (need_field) {
+    piece.field.resize(values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) piece.field[i] = q.quantize(values[i]);
+  }
+  if (mask_reader)
+    read_box(comm, *mask_reader, piece.stored, piece.mask, [](const void* v, std::int64_t n, std::uint8_t* out) {
+      const auto* bytes = static_cast<const std::uint8_t*>(v);
+      for (std::int64_t i = 0; i < n; ++i) out[i] = bytes[i] != 0;
+    });
   stats.bytes_read = field_reader->bytes_read() + (mask_reader ? mask_reader->bytes_read() : 0);
   field_reader->close();
   if (mask_reader) mask_reader->close();

@@ -9,7 +9,7 @@
 #include <vtkClipPolyData.h>
 #include <vtkColorTransferFunction.h>
 #include <vtkFlyingEdges3D.h>
-#include <vtkFloatArray.h>
+#include <vtkUnsignedShortArray.h>
 #include <vtkGPUVolumeRayCastMapper.h>
 #include <vtkImageActor.h>
 #include <vtkImageConstantPad.h>
@@ -91,23 +91,19 @@ void Scene::set_piece(Piece piece) {
   built_for_.clear();
   props_.clear();
   field_ = mask_ = nullptr;
-  const double span = std::max(piece_.field_max - piece_.field_min, 1e-30);
-  invalid_ = static_cast<float>(piece_.field_min - span);
   if (!piece_.field.empty()) {
-    for (float& v : piece_.field)
-      if (std::isnan(v)) v = invalid_;
     field_ = make_image(piece_);
-    vtkNew<vtkFloatArray> values;
+    vtkNew<vtkUnsignedShortArray> values;
     values->SetName("field");
     values->SetArray(piece_.field.data(), static_cast<vtkIdType>(piece_.field.size()), 1);  // zero-copy
-    // Every rank's array reports the same range, which VTK's volume mapper
-    // uses to normalise the texture and spread the transfer functions: the
-    // marker of invalid voxels to above the largest value (VTK keeps a
-    // cached range while it is newer than the array).
-    range_top_ = piece_.field_max + span;
+    // VTK's volume mapper normalises its texture by the array's range and
+    // spreads the transfer functions over it: every rank's array reports the
+    // whole range of levels, or ranks whose values span less drew the same
+    // values differently (VTK keeps a cached range while it is newer than
+    // the array).
     vtkNew<vtkInformationVector> per_component;
     vtkNew<vtkInformation> component;
-    const double range[2] = {invalid_, range_top_};
+    const double range[2] = {0, Quantizer::top};
     component->Set(vtkDataArray::COMPONENT_RANGE(), range, 2);
     per_component->Append(component);
     values->GetInformation()->Set(vtkAbstractArray::PER_COMPONENT(), per_component);
@@ -143,39 +139,40 @@ void Scene::build(const FrameSettings& s) {
   if (!has_piece_ || piece_.owned.empty()) return;
   if (s.modes.volume && field_) add_volume(s);
   if (s.modes.mask) {
+    const Quantizer q = quantizer(piece_);
     if (mask_) add_surface(mask_, {0.5}, s, false, true);
     else if (field_ && piece_.threshold)
-      add_surface(field_, {(*piece_.threshold)[0], (*piece_.threshold)[1]}, s, false, false);
+      add_surface(field_, {q.level((*piece_.threshold)[0]), q.level((*piece_.threshold)[1])}, s, false, false);
   }
-  if (!s.modes.iso.empty() && field_) add_surface(field_, s.modes.iso, s, true, false);
+  if (!s.modes.iso.empty() && field_) {
+    std::vector<double> levels;
+    for (double v : s.modes.iso) levels.push_back(quantizer(piece_).level(v));
+    add_surface(field_, levels, s, true, false);
+  }
   if (s.modes.slices && field_) add_slices(s);
 }
 
 void Scene::add_volume(const FrameSettings& s) {
   const double lo = colour_lo(s, piece_), hi = colour_hi(s, piece_);
-  // The mapper spreads its lookup tables over the scalar range of its input
-  // (and normalises the texture by it), so ranks with different value
-  // ranges drew the same value differently. set_piece pins every rank's
-  // array range to the same [invalid_, top]; the functions span it too.
-  const double top = range_top_;
+  // Transfer functions over levels (see Quantizer); level 0 marks invalid
+  // voxels, which are transparent.
+  const Quantizer q = quantizer(piece_);
   vtkNew<vtkColorTransferFunction> colours;
   const int steps = 32;
-  const Rgb below = colormap_at(s.transfer.colormap, 0), above = colormap_at(s.transfer.colormap, 1);
-  colours->AddRGBPoint(invalid_, below.r, below.g, below.b);
   for (int i = 0; i <= steps; ++i) {
     const Rgb c = colormap_at(s.transfer.colormap, i / double(steps));
-    colours->AddRGBPoint(lo + (hi - lo) * i / steps, c.r, c.g, c.b);
+    colours->AddRGBPoint(q.level(lo + (hi - lo) * i / steps), c.r, c.g, c.b);
   }
-  colours->AddRGBPoint(top, above.r, above.g, above.b);
   vtkNew<vtkPiecewiseFunction> opacity;  // 0 outside the points
-  opacity->AddPoint(invalid_, 0.0);
-  const double nudge = (top - invalid_) / 2048;  // the mapper sizes its table by the closest points
-  if (!s.transfer.opacity.empty() && s.transfer.opacity.front().value - nudge > invalid_)
-    opacity->AddPoint(s.transfer.opacity.front().value - nudge, 0.0);
+  opacity->AddPoint(0, 0.0);
+  const double nudge = 4;  // levels; the mapper sizes its table by the closest points
+  if (!s.transfer.opacity.empty() && q.level(s.transfer.opacity.front().value) - nudge > 1)
+    opacity->AddPoint(q.level(s.transfer.opacity.front().value) - nudge, 0.0);
   for (const auto& p : s.transfer.opacity)
-    if (p.value > invalid_) opacity->AddPoint(p.value, p.alpha);
-  if (!s.transfer.opacity.empty()) opacity->AddPoint(s.transfer.opacity.back().value + nudge, 0.0);
-  opacity->AddPoint(top, 0.0);
+    if (q.level(p.value) > 0.5) opacity->AddPoint(q.level(p.value), p.alpha);
+  if (!s.transfer.opacity.empty() && q.level(s.transfer.opacity.back().value) + nudge < Quantizer::top)
+    opacity->AddPoint(q.level(s.transfer.opacity.back().value) + nudge, 0.0);
+  opacity->ClampingOn();
 
   vtkNew<vtkVolumeProperty> property;
   property->SetColor(colours);
@@ -279,8 +276,9 @@ void Scene::add_surface(vtkImageData* image, const std::vector<double>& values, 
   vtkNew<vtkPolyDataMapper> mapper;
   mapper->SetInputData(clip->GetOutput());
   vtkNew<vtkActor> actor;
-  if (colour_by_value) {
-    mapper->SetLookupTable(make_lookup_table(s.transfer, colour_lo(s, piece_), colour_hi(s, piece_)));
+  if (colour_by_value) {  // the surfaces carry levels: a table over the levels of the colour range
+    const Quantizer q = quantizer(piece_);
+    mapper->SetLookupTable(make_lookup_table(s.transfer, q.level(colour_lo(s, piece_)), q.level(colour_hi(s, piece_))));
     mapper->UseLookupTableScalarRangeOn();
     mapper->ScalarVisibilityOn();
   } else {
@@ -296,6 +294,10 @@ void Scene::add_surface(vtkImageData* image, const std::vector<double>& values, 
 
 void Scene::add_slices(const FrameSettings& s) {
   auto table = make_lookup_table(s.transfer, colour_lo(s, piece_), colour_hi(s, piece_));
+  const Quantizer q = quantizer(piece_);
+  // The overlay without a mask: the levels inside the threshold.
+  const double low = piece_.threshold ? q.level((*piece_.threshold)[0]) : 0;
+  const double high = piece_.threshold ? q.level((*piece_.threshold)[1]) : 0;
   const auto& owned = piece_.owned;
   const auto& stored = piece_.stored;
   for (int axis = 0; axis < 3; ++axis) {  // file order: z, y, x
@@ -321,13 +323,13 @@ void Scene::add_slices(const FrameSettings& s) {
                                   (slice.offset[1] + y - stored.offset[1])) *
                                      stored.count[2] +
                                  (slice.offset[2] + x - stored.offset[2]);
-          const float v = piece_.field[static_cast<std::size_t>(i)];
+          const std::uint16_t level = piece_.field[static_cast<std::size_t>(i)];
+          const double v = q.value(level);
           double c[3];
-          if (v == invalid_) c[0] = c[1] = c[2] = 0.3;
+          if (level == Quantizer::invalid) c[0] = c[1] = c[2] = 0.3;
           else table->GetColor(v, c);
           const bool inside = !piece_.mask.empty() ? piece_.mask[static_cast<std::size_t>(i)] != 0
-                              : piece_.threshold && v != invalid_ && v >= (*piece_.threshold)[0] &&
-                                    v <= (*piece_.threshold)[1];
+                              : piece_.threshold && level != Quantizer::invalid && level >= low && level <= high;
           if (inside) {
             c[0] = (1 - blend) * c[0] + blend * s.mask_color.r;
             c[1] = (1 - blend) * c[1] + blend * s.mask_color.g;

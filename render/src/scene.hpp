@@ -28,9 +28,7 @@ vtkSmartPointer<vtkLookupTable> make_lookup_table(const TransferFunction& transf
 
 class Scene {
  public:
-  // Takes the piece; invalid field values (NaN) are replaced in place by a
-  // value below the data's range that every transfer function makes
-  // transparent.
+  // Takes the piece (its field as 16-bit levels, 0 where invalid).
   void set_piece(Piece piece);
   const Piece& piece() const { return piece_; }
   bool has_piece() const { return has_piece_; }
@@ -49,8 +47,6 @@ class Scene {
 
   Piece piece_;
   bool has_piece_ = false;
-  float invalid_ = 0;     // what NaN became
-  double range_top_ = 1;  // the top of every rank's pinned value range
   vtkSmartPointer<vtkImageData> field_, mask_;
   std::string built_for_;
   std::vector<vtkSmartPointer<vtkProp>> props_;

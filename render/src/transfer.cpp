@@ -51,6 +51,12 @@ double number(const std::string& text, const std::string& what) {
 
 }  // namespace
 
+std::uint16_t Quantizer::quantize(double value) const {
+  if (std::isnan(value)) return invalid;
+  const double l = std::round(level(value));
+  return static_cast<std::uint16_t>(std::clamp(l, 1.0, double(top)));
+}
+
 std::vector<std::string> colormap_names() {
   std::vector<std::string> names;
   for (const auto& [name, points] : colormaps()) names.push_back(name);
