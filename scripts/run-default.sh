@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # The main job on the built-in default dataset: installs what is missing,
 # builds, generates a 512^3 float32 field of nested spherical shells (512 MiB)
-# and segments it on 2 MPI ranks.
+# segments it on 2 MPI ranks with the mask's pyramid, and renders the volume
+# with the mask's surface (under xvfb-run when there is no X display).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${VOLSEG_BUILD_DIR:-$root/build}
@@ -15,7 +16,14 @@ if [ ! -f "$data/shells-512.nhdr" ]; then
   mpirun -np 2 "$volseg" generate "$data/shells-512.nhdr" --field shells --dims 512 --dtype f32 --shell-width 16
 fi
 mpirun -np 2 "$volseg" segment "$data/shells-512.nhdr" --lo 4 --hi 7 \
-  --out "$data/shells-512-mask.nhdr" --report "$data/shells-512-report.json" --force
+  --out "$data/shells-512-mask.nhdr" --report "$data/shells-512-report.json" --pyramid --force
+mpirun -np 2 "$volseg" pyramid "$data/shells-512.nhdr" --force --quiet
+display=()
+if [ -z "${DISPLAY:-}" ]; then display=(xvfb-run -a -s "-screen 0 1280x1024x24"); fi
+"${display[@]}" mpirun -np 2 "$volseg" render "$data/shells-512.nhdr" --mask "$data/shells-512-mask.nhdr" \
+  --mode volume,mask --tf shells --mask-opacity 0.6 --size 1024x1024 --level auto --progressive \
+  --out "$data/shells-512.png" --report "$data/shells-512-render.json" --force
 echo
 echo "mask:   $data/shells-512-mask.nhdr (+ .raw; open the .nhdr in ParaView)"
 echo "report: $data/shells-512-report.json"
+echo "image:  $data/shells-512.png (coarse first: shells-512-level2.png, shells-512-level1.png)"

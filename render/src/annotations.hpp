@@ -7,6 +7,7 @@
 #include <vtkRenderWindow.h>
 #include <vtkRenderer.h>
 
+#include <span>
 #include <vector>
 
 #include "volseg/render/render.hpp"
@@ -17,14 +18,15 @@ namespace volseg::render {
 
 class Annotations {
  public:
-  Annotations();
-  // blended: premultiplied RGBA floats, rows from the bottom. Returns the
+  // Draws into the rank's own render window (a second window would hold a
+  // second set of framebuffers: about 48 MiB at 1024^2 with llvmpipe).
+  explicit Annotations(vtkRenderWindow* window) : window_(window) {}
+  // blended: premultiplied RGBA bytes, rows from the bottom. Returns the
   // finished opaque image, rows from the top.
-  Image finish(const std::vector<float>& blended, const FrameSettings& settings, const Piece& piece,
-               vtkCamera& camera);
+  Image finish(std::span<const std::uint8_t> blended, const FrameSettings& settings, const Piece& piece, vtkCamera& camera);
 
  private:
-  vtkNew<vtkRenderWindow> window_;
+  vtkRenderWindow* window_;
   vtkNew<vtkRenderer> overlay_, axes_;
 };
 

@@ -22,7 +22,7 @@ Compositor::Compositor(const Comm& comm) : impl_(new Impl(comm)) {
   impl_->icet_comm = icetCreateMPICommunicator(impl_->comm.get());
   impl_->context = icetCreateContext(impl_->icet_comm);
   icetDiagnostics(ICET_DIAG_ERRORS | ICET_DIAG_ROOT_NODE);
-  icetSetColorFormat(ICET_IMAGE_COLOR_RGBA_FLOAT);  // float keeps blending as exact as one rank's
+  icetSetColorFormat(ICET_IMAGE_COLOR_RGBA_UBYTE);
   icetSetDepthFormat(ICET_IMAGE_DEPTH_NONE);
   icetCompositeMode(ICET_COMPOSITE_MODE_BLEND);
   icetEnable(ICET_ORDERED_COMPOSITE);
@@ -40,8 +40,8 @@ Compositor::~Compositor() {
   delete impl_;
 }
 
-std::vector<float> Compositor::blend(const std::vector<float>& rgba, int width, int height,
-                                     const std::vector<int>& order) {
+std::span<const std::uint8_t> Compositor::blend(const std::uint8_t* rgba, int width, int height,
+                                                const std::vector<int>& order) {
   icetSetContext(impl_->context);
   if (width != impl_->width || height != impl_->height) {
     icetResetTiles();
@@ -59,14 +59,10 @@ std::vector<float> Compositor::blend(const std::vector<float>& rgba, int width, 
   // icetBoundingBox): identity.
   const IceTDouble identity[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
   const IceTFloat background[4] = {0, 0, 0, 0};
-  IceTImage image = icetCompositeImage(rgba.data(), nullptr, viewport, identity, identity, background);
-  std::vector<float> result;
-  if (impl_->comm.rank() == 0) {
-    if (icetImageIsNull(image)) throw Error("IceT returned no image on rank 0");
-    const IceTFloat* pixels = icetImageGetColorcf(image);
-    result.assign(pixels, pixels + static_cast<std::size_t>(width) * static_cast<std::size_t>(height) * 4);
-  }
-  return result;
+  IceTImage image = icetCompositeImage(rgba, nullptr, viewport, identity, identity, background);
+  if (impl_->comm.rank() != 0) return {};
+  if (icetImageIsNull(image)) throw Error("IceT returned no image on rank 0");
+  return {icetImageGetColorcub(image), static_cast<std::size_t>(width) * static_cast<std::size_t>(height) * 4};
 }
 
 }  // namespace volseg::render

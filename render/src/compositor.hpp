@@ -4,6 +4,8 @@
 // to rank 0.
 #pragma once
 
+#include <cstdint>
+#include <span>
 #include <vector>
 
 #include "volseg/io/comm.hpp"
@@ -17,11 +19,13 @@ class Compositor {
   Compositor(const Compositor&) = delete;
   Compositor& operator=(const Compositor&) = delete;
 
-  // Collective. rgba: width x height premultiplied RGBA floats of this rank
-  // (rows from the bottom, as OpenGL reads them); order: ranks front to back,
-  // the same on every rank. Returns the blended image on rank 0 (transparent
-  // where nothing was drawn), an empty vector elsewhere.
-  std::vector<float> blend(const std::vector<float>& rgba, int width, int height, const std::vector<int>& order);
+  // Collective. rgba: width x height premultiplied RGBA bytes of this rank
+  // (rows from the bottom, as OpenGL reads them; the framebuffer holds 8
+  // bits a channel, so more would only carry its rounding four times over
+  // in memory); order: ranks front to back, the same on every rank. Returns
+  // the blended image on rank 0 (transparent where nothing was drawn), empty
+  // elsewhere: IceT's own buffer, valid until the next blend.
+  std::span<const std::uint8_t> blend(const std::uint8_t* rgba, int width, int height, const std::vector<int>& order);
 
  private:
   struct Impl;

@@ -4,7 +4,7 @@
 // partition.cpp), and blend their images (Compositor::blend). Rank 0 then
 // puts the background under the result and the annotations over it.
 #include <vtkCamera.h>
-#include <vtkFloatArray.h>
+#include <vtkUnsignedCharArray.h>
 #include <vtkRenderWindow.h>
 #include <vtkRenderer.h>
 #include <vtk_glew.h>
@@ -57,7 +57,7 @@ struct Renderer::Impl {
   explicit Impl(const Comm& parent) : comm(parent.duplicate()), compositor(comm) {}
 
   void place_camera(const FrameSettings& s, const Box& bounds);
-  std::vector<float> render_piece(const FrameSettings& s);
+  vtkSmartPointer<vtkUnsignedCharArray> render_piece(const FrameSettings& s);
   std::vector<int> rank_order(const Box& mine, const Box& bounds);
 };
 
@@ -82,7 +82,7 @@ Renderer::Renderer(const Comm& comm) {
     impl_->max_size = std::min({static_cast<int>(renderbuffer), static_cast<int>(viewport[0]),
                                 static_cast<int>(viewport[1])});
     if (impl_->max_size <= 0) impl_->max_size = 4096;
-    if (comm.rank() == 0) impl_->annotations = std::make_unique<Annotations>();
+    if (comm.rank() == 0) impl_->annotations = std::make_unique<Annotations>(impl_->window);
   });
 }
 
@@ -127,15 +127,14 @@ void Renderer::Impl::place_camera(const FrameSettings& s, const Box& bounds) {
 }
 
 // Draws this rank's props into a transparent image: premultiplied RGBA
-// floats, rows from the bottom.
-std::vector<float> Renderer::Impl::render_piece(const FrameSettings& s) {
+// bytes, rows from the bottom.
+vtkSmartPointer<vtkUnsignedCharArray> Renderer::Impl::render_piece(const FrameSettings& s) {
   renderer->RemoveAllViewProps();
   for (const auto& prop : scene.props(s)) renderer->AddViewProp(prop);
   window->Render();
-  vtkNew<vtkFloatArray> pixels;
-  window->GetRGBAPixelData(0, 0, s.width - 1, s.height - 1, 0, pixels, 0);
-  const float* p = pixels->GetPointer(0);
-  return std::vector<float>(p, p + static_cast<std::size_t>(s.width) * static_cast<std::size_t>(s.height) * 4);
+  auto pixels = vtkSmartPointer<vtkUnsignedCharArray>::New();
+  window->GetRGBACharPixelData(0, 0, s.width - 1, s.height - 1, 0, pixels, 0);
+  return pixels;
 }
 
 // Front to back, from every rank's owned box.
@@ -162,7 +161,7 @@ Image Renderer::render(const FrameSettings& s) {
   if (s.width <= 0 || s.height <= 0 || s.width > m.max_size || s.height > m.max_size)
     throw Error("image size " + std::to_string(s.width) + "x" + std::to_string(s.height) +
                 " is outside 1.." + std::to_string(m.max_size) + " (this OpenGL's largest image side)");
-  std::vector<float> mine;
+  vtkSmartPointer<vtkUnsignedCharArray> mine;
   Box owned, bounds;
   collectively(m.comm, [&] {
     if (!m.scene.has_piece()) throw Error("render: rank " + std::to_string(m.comm.rank()) + " has no piece");
@@ -180,7 +179,8 @@ Image Renderer::render(const FrameSettings& s) {
   });
   auto start = std::chrono::steady_clock::now();
   const auto order = m.rank_order(owned, bounds);
-  const auto blended = m.compositor.blend(mine, s.width, s.height, order);
+  const auto blended = m.compositor.blend(mine->GetPointer(0), s.width, s.height, order);
+  mine = nullptr;
   m.times.composite = seconds_since(start);
   Image image;
   collectively(m.comm, [&] {
