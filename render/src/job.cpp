@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <nlohmann/json.hpp>
 
 #include "volseg/io/error.hpp"
@@ -97,6 +98,30 @@ void write_report(const RenderOptions& o, const RenderResult& r) {
   if (std::rename(temporary.c_str(), o.report.c_str()) != 0) throw_errno("rename to", o.report);
 }
 
+// Writes one PNG at a time on its own thread; wait() records when it was
+// done in its frame (on the calling thread, so frames may grow meanwhile).
+struct FrameWriter {
+  Clock::time_point job_start;
+  std::vector<FrameRecord>& frames;
+  std::future<double> pending;  // when the write finished, since job_start
+  std::size_t pending_frame = 0;
+  double seconds = 0;  // spent writing (touched by the writing thread until wait())
+
+  void start(Image image, std::string path, std::size_t frame) {
+    pending_frame = frame;
+    pending = std::async(std::launch::async, [this, image = std::move(image), path = std::move(path)] {
+      const auto began = Clock::now();
+      write_png(image, path);
+      seconds += since(began);
+      return since(job_start);
+    });
+  }
+  // Waits for the write under way and throws its error.
+  void wait() {
+    if (pending.valid()) frames[pending_frame].seconds_since_start = pending.get();
+  }
+};
+
 }  // namespace
 
 RenderResult run_render(const Comm& comm, const RenderOptions& o) {
@@ -176,6 +201,7 @@ RenderResult run_render(const Comm& comm, const RenderOptions& o) {
     for (const auto& l : field.pyramid->levels())
       result.level_bytes.push_back(estimated_bytes(l.dims, comm.size(), mask.has_value(), frame.width, frame.height));
   RankRenderTimes times;
+  FrameWriter writer{start, result.frames};
   Renderer renderer(comm);
   if (frame.width > renderer.max_size() || frame.height > renderer.max_size())
     throw Error("image size " + std::to_string(frame.width) + "x" + std::to_string(frame.height) +
@@ -233,21 +259,31 @@ RenderResult run_render(const Comm& comm, const RenderOptions& o) {
             path = with_suffix(path, index);
           }
           if (l != level) path = with_suffix(path, "level" + std::to_string(l));
-          const auto write_start = Clock::now();
+          result.frames.push_back({path, l, 0});
+          // Rank 0 encodes and writes each PNG on a thread while the ranks
+          // draw the next frame; a failed write stops the job at the next
+          // frame (or at the end), on every rank.
           collectively(comm, [&] {
-            if (comm.rank() == 0) write_png(image, path);
+            if (comm.rank() != 0) return;
+            writer.wait();
+            writer.start(std::move(image), path, result.frames.size() - 1);
           });
-          times.write += since(write_start);
-          result.frames.push_back({path, l, since(start)});
           if (comm.rank() == 0) progress.advance(1, 0);
         }
       }
+      collectively(comm, [&] { writer.wait(); });
     } catch (...) {
       error = std::current_exception();
+    }
+    try {
+      writer.wait();  // never leave a thread behind, even on an error
+    } catch (...) {
+      if (!error) error = std::current_exception();
     }
     progress.finish();
     agree(comm, error);
   }
+  times.write = writer.seconds;
   result.camera = renderer.last_camera();
   result.ranks = gather(comm, times);
   double total = since(start);

@@ -38,6 +38,7 @@ void write_png(const Image& image, const std::string& path) {
   vtkNew<vtkPNGWriter> writer;
   writer->SetInputData(data);
   writer->WriteToMemoryOn();
+  writer->SetCompressionLevel(1);  // a third of the default's time at 1024^2, about 10% larger files
   writer->Write();
   vtkUnsignedCharArray* bytes = writer->GetResult();
   if (writer->GetErrorCode() != 0 || !bytes || bytes->GetNumberOfTuples() == 0)
