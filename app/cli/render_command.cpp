@@ -6,6 +6,7 @@
 
 #include "volseg/io/error.hpp"
 #include "volseg/io/hints.hpp"
+#include "volseg/render/render.hpp"
 
 namespace volseg::cli {
 namespace {
@@ -55,13 +56,16 @@ void RenderCommand::add_to(CLI::App& app, const Comm& comm, std::function<void()
   sub->add_option("--var", variable_, "NetCDF variable (default: the only 3D one)");
   sub->add_option("--time", time_, "Step of a 4D variable's first dimension");
   sub->add_option("--mask", o.mask, "Mask volume of the same shape (from 'volseg segment')");
-  sub->add_option("--mode", modes_, "volume | mask | iso | slices, combined with commas or repeated (default volume)");
+  sub->add_option("--mode", modes_,
+                  "volume | mask | iso | slices, combined with commas or repeated (default: volume, and the mask's "
+                  "surface with --mask)");
   sub->add_option("--iso", iso_, "Isosurface values of the scalar (mode iso)")->expected(1, -1);
   sub->add_option("--lo", o.lo, "Threshold: mode mask without --mask draws the surface of lo <= v <= hi");
   sub->add_option("--hi", o.hi, "Threshold (see --lo)");
   sub->add_option("--size", size_, "Image WIDTHxHEIGHT")->capture_default_str();
   sub->add_option("--camera", camera_, "AZIMUTH,ELEVATION[,ZOOM] in degrees (default 30,20,1)");
   sub->add_option("--view", view_, "View direction +x|-x|+y|-y|+z|-z (as ParaView's buttons); replaces --camera");
+  sub->add_option("--zoom", zoom_, "Zoom (> 1 magnifies); with --view, or instead of --camera's third number");
   sub->add_flag("--parallel", parallel_, "Orthographic projection");
   sub->add_option("--orbit", o.orbit, "Render N frames around the volume (one PNG each)");
   sub->add_option("--level", o.level, "Pyramid level: 0 is full resolution, or auto (finest that fits --memory)")
@@ -70,7 +74,9 @@ void RenderCommand::add_to(CLI::App& app, const Comm& comm, std::function<void()
   sub->add_flag("--progressive", o.progressive, "Write coarser levels' images first, then the finer ones");
   sub->add_option("--pyramid-dir", o.pyramid_dir, "The volume's pyramid (default: NAME.pyramid beside it)");
   sub->add_option("--mask-pyramid-dir", o.mask_pyramid_dir, "The mask's pyramid (default: beside the mask)");
-  sub->add_option("--colormap", colormap_, "viridis | inferno | coolwarm | gray | rainbow")->capture_default_str();
+  std::string colormaps;
+  for (const auto& name : render::colormap_names()) colormaps += (colormaps.empty() ? "" : " | ") + name;
+  sub->add_option("--colormap", colormap_, colormaps)->capture_default_str();
   sub->add_option("--tf", o.opacity, "Opacity: ramp | shells | VALUE:OPACITY,... (piecewise linear, 0 outside)")
       ->capture_default_str();
   sub->add_option("--range-lo", tf_lo_, "Low end of the colour range (default: the data's minimum)");
@@ -104,8 +110,13 @@ void RenderCommand::run(const Comm& comm) {
   if (!camera_.empty()) f.camera = render::parse_camera(camera_);
   if (!view_.empty() && !camera_.empty()) throw Error("--view and --camera: give one of them");
   f.camera.view = view_;
+  if (zoom_) {
+    if (*zoom_ <= 0) throw Error("--zoom must be positive");
+    f.camera.zoom = *zoom_;
+  }
   f.camera.parallel = parallel_;
   f.modes = render::parse_modes(modes_, iso_);
+  if (modes_.empty() && !o.mask.empty()) f.modes.mask = true;  // a mask given is a mask to show
   if (!iso_.empty() && !modes_.empty()) {
     bool asked = false;
     for (const auto& m : modes_) asked = asked || m.find("iso") != std::string::npos;

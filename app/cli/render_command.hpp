@@ -27,7 +27,7 @@ class RenderCommand {
   std::optional<std::int64_t> time_;
   std::vector<std::string> modes_, hints_;
   std::vector<double> iso_;
-  std::optional<double> tf_lo_, tf_hi_;
+  std::optional<double> tf_lo_, tf_hi_, zoom_;
   bool parallel_ = false, no_annotations_ = false, no_shade_ = false, no_cull_ = false, quiet_ = false;
 };
 

@@ -24,7 +24,8 @@ class Compositor {
   // bits a channel, so more would only carry its rounding four times over
   // in memory); order: ranks front to back, the same on every rank. Returns
   // the blended image on rank 0 (transparent where nothing was drawn), empty
-  // elsewhere: IceT's own buffer, valid until the next blend.
+  // elsewhere (and on rank 0 if IceT produced none): IceT's own buffer,
+  // valid until the next blend.
   std::span<const std::uint8_t> blend(const std::uint8_t* rgba, int width, int height, const std::vector<int>& order);
 
  private:

@@ -6,8 +6,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <future>
 #include <nlohmann/json.hpp>
 
@@ -36,6 +36,11 @@ void check_output(const RenderOptions& o) {
   fs::path folder = fs::path(o.output).parent_path();
   if (folder.empty()) folder = ".";
   if (::access(folder.c_str(), W_OK) != 0) throw_errno("cannot write the image in", folder.string());
+  if (!o.report.empty()) {
+    fs::path report_folder = fs::path(o.report).parent_path();
+    if (report_folder.empty()) report_folder = ".";
+    if (::access(report_folder.c_str(), W_OK) != 0) throw_errno("cannot write the report in", report_folder.string());
+  }
   if (!o.report.empty() && !o.force && fs::exists(o.report))
     throw Error(o.report + " exists (use --force to replace it)");
 }
@@ -89,13 +94,36 @@ void write_report(const RenderOptions& o, const RenderResult& r) {
                              {"bytes_read", t.bytes_read}, {"bricks", t.bricks}, {"bricks_skipped", t.bricks_skipped}});
   }
   const std::string temporary = o.report + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream out(temporary);
-    out << j.dump(2) << "\n";
-    out.close();
-    if (!out) throw Error("write " + temporary + ": " + std::strerror(errno));
+  const std::string text = j.dump(2) + "\n";
+  std::FILE* file = std::fopen(temporary.c_str(), "w");
+  if (!file) throw_errno("create", temporary);
+  const bool written = std::fwrite(text.data(), 1, text.size(), file) == text.size();
+  const int write_errno = errno;
+  if (std::fclose(file) != 0 || !written) {
+    const int error = written ? errno : write_errno;
+    std::remove(temporary.c_str());
+    throw_errno("write", temporary, error);
   }
-  if (std::rename(temporary.c_str(), o.report.c_str()) != 0) throw_errno("rename to", o.report);
+  if (std::rename(temporary.c_str(), o.report.c_str()) != 0) {
+    const int error = errno;
+    std::remove(temporary.c_str());
+    throw_errno("rename to", o.report, error);
+  }
+}
+
+// Collective. Rank 0 decides whether the volume has a pyramid (a stale or
+// damaged one is none) and every rank loads the one it found, so all ranks
+// take the same path.
+std::optional<pyramid::Pyramid> find_pyramid(const Comm& comm, const std::string& path, const std::string& dir) {
+  std::string found;
+  collectively(comm, [&] {
+    if (comm.rank() != 0) return;
+    if (auto p = pyramid::find(path, dir)) found = p->directory();
+  });
+  found = comm.broadcast(found);
+  std::optional<pyramid::Pyramid> result;
+  if (!found.empty()) collectively(comm, [&] { result = pyramid::load(found); });
+  return result;
 }
 
 // Writes one PNG at a time on its own thread; wait() records when it was
@@ -136,15 +164,18 @@ RenderResult run_render(const Comm& comm, const RenderOptions& o) {
     view_direction(frame.camera.view, direction, up);
   }  // its syntax, before any work (presets take the data's range later)
   if (o.orbit < 0) throw Error("--orbit must not be negative");
+  if (o.lo.has_value() != o.hi.has_value()) throw Error("--lo and --hi go together");
   if (o.lo && o.hi && *o.lo > *o.hi) throw Error("--lo is above --hi");
+  if (frame.transfer.lo && frame.transfer.hi && *frame.transfer.lo >= *frame.transfer.hi)
+    throw Error("--range-lo must be below --range-hi");
   if (frame.modes.mask && o.mask.empty() && !(o.lo && o.hi))
     throw Error("mode mask needs a mask (--mask FILE) or thresholds (--lo, --hi)");
   collectively(comm, [&] { check_output(o); });
   check_display(comm);
 
-  Source field{o.input, o.backend, o.input_hints, pyramid::find(o.input, o.pyramid_dir)};
+  Source field{o.input, o.backend, o.input_hints, find_pyramid(comm, o.input, o.pyramid_dir)};
   std::optional<Source> mask;
-  if (!o.mask.empty()) mask = Source{o.mask, "auto", {}, pyramid::find(o.mask, o.mask_pyramid_dir)};
+  if (!o.mask.empty()) mask = Source{o.mask, "auto", {}, find_pyramid(comm, o.mask, o.mask_pyramid_dir)};
 
   // The level: a number, or the finest that fits the memory budget.
   const int levels = field.pyramid ? static_cast<int>(field.pyramid->levels().size()) : 1;
@@ -154,7 +185,7 @@ RenderResult run_render(const Comm& comm, const RenderOptions& o) {
       level = choose_level(*field.pyramid, comm.size(), mask.has_value(), frame.width, frame.height, o.memory);
     else {
       const auto dims = open_source(comm, field, 0)->info().dims;
-      if (estimated_bytes(dims, comm.size(), mask.has_value(), frame.width, frame.height) > o.memory)
+      if (estimated_bytes(dims, comm.size(), mask.has_value(), frame.width, frame.height, true) > o.memory)
         throw Error(o.input + " at full resolution needs more than " + std::to_string(o.memory >> 20) +
                     " MiB per rank and has no pyramid: build one with 'volseg pyramid " + o.input + "'");
     }
@@ -237,7 +268,7 @@ RenderResult run_render(const Comm& comm, const RenderOptions& o) {
         renderer.set_piece(std::move(piece));
         for (int f = 0; f < frames_per_level; ++f) {
           FrameSettings s = frame;
-          if (o.orbit > 0) s.camera.azimuth += 360.0 * f / o.orbit;
+          if (o.orbit > 0) s.camera.orbit = 360.0 * f / o.orbit;
           if (s.title.empty()) {
             s.title = std::filesystem::path(o.input).filename().string();
             if (auto v = hint_value(o.input_hints, "var"); !v.empty()) s.title += " " + v;
@@ -281,7 +312,15 @@ RenderResult run_render(const Comm& comm, const RenderOptions& o) {
       if (!error) error = std::current_exception();
     }
     progress.finish();
-    agree(comm, error);
+    try {
+      agree(comm, error);
+    } catch (...) {
+      // A job that fails leaves none of its images: a partial orbit or
+      // progressive series would look like a finished one.
+      if (comm.rank() == 0)
+        for (const auto& f : result.frames) ::unlink(f.path.c_str());
+      throw;
+    }
   }
   times.write = writer.seconds;
   result.camera = renderer.last_camera();

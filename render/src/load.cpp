@@ -66,28 +66,37 @@ void read_box(const Comm& comm, io::VolumeReader& reader, const io::Extent& box,
   std::int64_t rounds = chunks;
   if (reader.collective())
     check_mpi(MPI_Allreduce(&chunks, &rounds, 1, MPI_INT64_T, MPI_MAX, comm.get()), "MPI_Allreduce");
+  // A failure on one rank (a short file, EIO) must not leave the others in
+  // a collective it has left: it keeps joining the rounds with nothing to
+  // read, and every rank agrees on the outcome at the end.
+  std::exception_ptr error;
   for (std::int64_t c = 0; c < rounds; ++c) {
     io::Extent chunk = box;
-    if (c < chunks) {
+    if (c < chunks && !error) {
       chunk.offset[0] = box.offset[0] + c * planes;
       chunk.count[0] = std::min(planes, box.offset[0] + box.count[0] - chunk.offset[0]);
     } else {
       chunk.count = {0, 0, 0};
     }
-    if (reader.collective()) {
-      std::vector<io::Extent> extents;
-      std::vector<void*> buffers;
-      if (!chunk.empty()) {
-        extents.push_back(chunk);
-        buffers.push_back(staging.data());
+    try {
+      if (reader.collective()) {
+        std::vector<io::Extent> extents;
+        std::vector<void*> buffers;
+        if (!chunk.empty()) {
+          extents.push_back(chunk);
+          buffers.push_back(staging.data());
+        }
+        reader.read_all(extents, buffers);
+      } else if (!chunk.empty()) {
+        reader.read(chunk, staging.data());
       }
-      reader.read_all(extents, buffers);
-    } else if (!chunk.empty()) {
-      reader.read(chunk, staging.data());
+      if (!chunk.empty())
+        convert(staging.data(), chunk.voxels(), out.data() + (chunk.offset[0] - box.offset[0]) * plane);
+    } catch (...) {
+      if (!error) error = std::current_exception();
     }
-    if (!chunk.empty())
-      convert(staging.data(), chunk.voxels(), out.data() + (chunk.offset[0] - box.offset[0]) * plane);
   }
+  agree(comm, error);
 }
 
 // The owned box shrunk to the bricks that can draw something, in points.
@@ -163,10 +172,11 @@ io::Extent culled_box(const pyramid::Pyramid& field, bool has_mask, const std::o
 
 }  // namespace
 
-std::uint64_t estimated_bytes(const io::Index3& dims, int ranks, bool with_mask, int width, int height) {
+std::uint64_t estimated_bytes(const io::Index3& dims, int ranks, bool with_mask, int width, int height,
+                              bool floats_first) {
   std::int64_t largest = 0;
   for (const auto& e : partition(dims, ranks)) largest = std::max(largest, with_ghost(e, dims, 1).voxels());
-  const std::uint64_t per_voxel = 2 + 2 + (with_mask ? 2 : 0);  // 16-bit levels, their GL texture, mask
+  const std::uint64_t per_voxel = 2 + 2 + (with_mask ? 2 : 0) + (floats_first ? 4 : 0);  // levels, texture, mask
   const std::uint64_t images = static_cast<std::uint64_t>(width) * static_cast<std::uint64_t>(height) * 16 * 4;
   return static_cast<std::uint64_t>(largest) * per_voxel + images + staging_bytes + (96u << 20);  // + VTK, GL
 }
@@ -244,6 +254,7 @@ Piece load_piece(const Comm& comm, const Source& field, const std::optional<Sour
   } else if (need_field) {
     piece.field.resize(values.size());
     for (std::size_t i = 0; i < values.size(); ++i) piece.field[i] = q.quantize(values[i]);
+    std::vector<float>().swap(values);
   }
   if (mask_reader)
     read_box(comm, *mask_reader, piece.stored, piece.mask, [](const void* v, std::int64_t n, std::uint8_t* out) {

@@ -52,7 +52,8 @@ struct Renderer::Impl {
   std::unique_ptr<Annotations> annotations;  // rank 0
   FrameTimes times;
   CameraState camera_state;
-  int max_size = 0;
+  int max_size = 0;     // largest image side
+  int max_texture = 0;  // largest 3D texture side (a rank's slab, for the volume)
 
   explicit Impl(const Comm& parent) : comm(parent.duplicate()), compositor(comm) {}
 
@@ -82,13 +83,25 @@ Renderer::Renderer(const Comm& comm) {
     impl_->max_size = std::min({static_cast<int>(renderbuffer), static_cast<int>(viewport[0]),
                                 static_cast<int>(viewport[1])});
     if (impl_->max_size <= 0) impl_->max_size = 4096;
+    GLint texture3d = 0;
+    glGetIntegerv(GL_MAX_3D_TEXTURE_SIZE, &texture3d);
+    impl_->max_texture = texture3d > 0 ? static_cast<int>(texture3d) : 2048;
     if (comm.rank() == 0) impl_->annotations = std::make_unique<Annotations>(impl_->window);
   });
+  // Every rank must refuse the same sizes: the smallest limits of all.
+  int limits[2] = {impl_->max_size, impl_->max_texture};
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, limits, 2, MPI_INT, MPI_MIN, comm.get()), "MPI_Allreduce");
+  impl_->max_size = limits[0];
+  impl_->max_texture = limits[1];
 }
 
 Renderer::~Renderer() = default;
 
-void Renderer::set_piece(Piece piece) { impl_->scene.set_piece(std::move(piece)); }
+void Renderer::set_piece(Piece piece) {
+  // The props point into the old piece's arrays: let go of them first.
+  impl_->renderer->RemoveAllViewProps();
+  impl_->scene.set_piece(std::move(piece));
+}
 const FrameTimes& Renderer::last_times() const { return impl_->times; }
 const CameraState& Renderer::last_camera() const { return impl_->camera_state; }
 int Renderer::max_size() const { return impl_->max_size; }
@@ -114,6 +127,7 @@ void Renderer::Impl::place_camera(const FrameSettings& s, const Box& bounds) {
     camera->Elevation(s.camera.elevation);
     camera->OrthogonalizeViewUp();
   }
+  camera->Azimuth(s.camera.orbit);
   camera->SetParallelProjection(s.camera.parallel);
   renderer->ResetCamera(b);
   camera->Zoom(s.camera.zoom);
@@ -166,6 +180,13 @@ Image Renderer::render(const FrameSettings& s) {
   collectively(m.comm, [&] {
     if (!m.scene.has_piece()) throw Error("render: rank " + std::to_string(m.comm.rank()) + " has no piece");
     const Piece& piece = m.scene.piece();
+    if (s.modes.volume && !piece.field.empty())
+      for (int a = 0; a < 3; ++a)
+        if (piece.stored.count[a] > m.max_texture)
+          throw Error("rank " + std::to_string(m.comm.rank()) + "'s part of the volume is " +
+                      std::to_string(piece.stored.count[a]) + " voxels along an axis, more than this OpenGL's " +
+                      "largest 3D texture (" + std::to_string(m.max_texture) +
+                      "): use more ranks or a coarser --level");
     bounds = world_bounds(piece);
     owned = piece.owned.empty() ? Box{{1, 1, 1}, {0, 0, 0}} : world_box(piece, piece.owned);
     m.window->SetSize(s.width, s.height);
@@ -185,6 +206,7 @@ Image Renderer::render(const FrameSettings& s) {
   Image image;
   collectively(m.comm, [&] {
     if (m.comm.rank() != 0) return;
+    if (blended.empty()) throw Error("IceT returned no composited image");
     start = std::chrono::steady_clock::now();
     image = m.annotations->finish(blended, s, m.scene.piece(), *m.renderer->GetActiveCamera());
     m.times.annotate = seconds_since(start);

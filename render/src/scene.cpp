@@ -86,11 +86,12 @@ vtkSmartPointer<vtkLookupTable> make_lookup_table(const TransferFunction& transf
 }
 
 void Scene::set_piece(Piece piece) {
-  piece_ = std::move(piece);
-  has_piece_ = true;
+  // VTK's arrays point into the old piece: drop them before its memory goes.
   built_for_.clear();
   props_.clear();
   field_ = mask_ = nullptr;
+  piece_ = std::move(piece);
+  has_piece_ = true;
   if (!piece_.field.empty()) {
     field_ = make_image(piece_);
     vtkNew<vtkUnsignedShortArray> values;

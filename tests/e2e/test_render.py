@@ -205,6 +205,15 @@ class Render(unittest.TestCase):
                 self.assertGreater(rank[key], 0, key)
         self.assertEqual(image(out).shape, (SIZE, SIZE, 3))
 
+    def test_orbit_turns_a_view_too(self):
+        out = self.render("orbit-view", 2, "--mode", "slices", "--slice-at", "0.2,0.5,0.7", "--view", "+y",
+                          "--zoom", "1.5", "--orbit", "4", report=True)
+        with open(out + ".json") as f:
+            frames = [frame["path"] for frame in json.load(f)["frames"]]
+        self.assertEqual(len(frames), 4)
+        a, b = image(frames[0]), image(frames[1])
+        self.assertGreater(float(np.abs(a - b).max(axis=2).mean()), 0.5, "the orbit did not turn the camera")
+
     def test_auto_level_fits_the_memory_budget(self):
         out = self.render("auto", 2, "--level", "auto", "--memory", "4GiB", report=True)
         with open(out + ".json") as f:

@@ -59,7 +59,8 @@ TEST(RenderPartition, SlabsOrderFromTheCamera) {
   Viewpoint inside;  // within the middle slab: it is in front, then its neighbours by side
   inside.position = {0.5, 0.5, 1.5};
   const auto order = visibility_order(slabs, inside);
-  EXPECT_EQ(order.size(), 3u);
+  ASSERT_EQ(order.size(), 3u);
+  EXPECT_EQ(order[0], 1);  // the slab the camera is in is in front of both others
   Viewpoint parallel;  // orthographic, looking down -z
   parallel.parallel = true;
   parallel.direction = {0, 0, -1};

@@ -48,9 +48,11 @@ std::unique_ptr<io::VolumeReader> open_source(const Comm& comm, const Source& so
 std::array<double, 2> value_range(const pyramid::Pyramid& pyramid);
 
 // Bytes a rank needs to render a level: its largest slab (ghost layers
-// included) as floats, the GL texture copy of it, the mask and its texture,
-// and the images.
-std::uint64_t estimated_bytes(const io::Index3& level_dims, int ranks, bool with_mask, int width, int height);
+// included) as 16-bit levels, the GL texture copy of it, the mask and its
+// texture, and the images. Without a pyramid (floats_first) the slab is read
+// as floats before the value range is known.
+std::uint64_t estimated_bytes(const io::Index3& level_dims, int ranks, bool with_mask, int width, int height,
+                              bool floats_first = false);
 
 // The finest level whose estimate fits `budget` bytes; throws volseg::Error
 // when none does.

@@ -31,6 +31,7 @@ struct Camera {
   double azimuth = 30, elevation = 20, zoom = 1;
   std::string view;       // empty, or +x -x +y -y +z -z
   bool parallel = false;  // orthographic projection
+  double orbit = 0;       // degrees turned about the view up, after all else (--orbit frames)
 };
 Camera parse_camera(const std::string& text);  // "azimuth,elevation[,zoom]"
 // The direction a view ("+x", ...) looks along and its up vector; throws
