@@ -172,6 +172,11 @@ RenderResult run_render(const Comm& comm, const RenderOptions& o) {
     throw Error("mode mask needs a mask (--mask FILE) or thresholds (--lo, --hi)");
   collectively(comm, [&] { check_output(o); });
   check_display(comm);
+  // The window first: its limits decide what is bad input before any reading.
+  Renderer renderer(comm);
+  if (frame.width > renderer.max_size() || frame.height > renderer.max_size())
+    throw Error("image size " + std::to_string(frame.width) + "x" + std::to_string(frame.height) +
+                " is outside 1.." + std::to_string(renderer.max_size()) + " (this OpenGL's largest image side)");
 
   Source field{o.input, o.backend, o.input_hints, find_pyramid(comm, o.input, o.pyramid_dir)};
   std::optional<Source> mask;
@@ -233,10 +238,6 @@ RenderResult run_render(const Comm& comm, const RenderOptions& o) {
       result.level_bytes.push_back(estimated_bytes(l.dims, comm.size(), mask.has_value(), frame.width, frame.height));
   RankRenderTimes times;
   FrameWriter writer{start, result.frames};
-  Renderer renderer(comm);
-  if (frame.width > renderer.max_size() || frame.height > renderer.max_size())
-    throw Error("image size " + std::to_string(frame.width) + "x" + std::to_string(frame.height) +
-                " is outside 1.." + std::to_string(renderer.max_size()) + " (this OpenGL's largest image side)");
   {
     segment::Progress progress(comm, "render", static_cast<std::int64_t>(plan.size()) * frames_per_level,
                                o.progress, "frames");

@@ -58,6 +58,10 @@ class Render(unittest.TestCase):
             ["pyramid", cls.empty, "--brick", "16", "--quiet"],
             ["pyramid", cls.volume, "--brick", "32", "--pyramid-dir", os.path.join(cls.dir, "b32.pyramid"), "--quiet"],
             ["pyramid", cls.volume, "--brick", "8", "--pyramid-dir", os.path.join(cls.dir, "b8.pyramid"), "--quiet"],
+            ["generate", os.path.join(cls.dir, "shells.nc"), "--field", "shells", "--dims", str(N), "--shell-width",
+             str(WIDTH), "--format", "cdf5", "--quiet"],
+            ["generate", os.path.join(cls.dir, "shells4.nc"), "--field", "shells", "--dims", str(N),
+             "--shell-width", str(WIDTH), "--format", "netcdf4", "--quiet"],
         ]
         for step in steps:
             proc = e.run(step, ranks=2)
@@ -204,6 +208,17 @@ class Render(unittest.TestCase):
             for key in ("read", "render", "composite"):
                 self.assertGreater(rank[key], 0, key)
         self.assertEqual(image(out).shape, (SIZE, SIZE, 3))
+
+    def test_netcdf_inputs_render_like_raw(self):
+        # PnetCDF and netCDF-4 read in collective rounds on every rank.
+        args = ["--mode", "volume,iso", "--iso", "2.5", "--tf", "0:0,2.9:0,3:0.1,5:0.3", "--level", "0"]
+        raw = self.render("nc-raw", 1, *args)
+        for name in ("shells.nc", "shells4.nc"):
+            out = os.path.join(self.dir, "nc-" + name + ".png")
+            proc = e.run(["render", os.path.join(self.dir, name), "--out", out, "--size", "%dx%d" % (SIZE, SIZE),
+                          "--no-annotations", "--background", "0,0,0", "--quiet", *args], ranks=3)
+            e.check_ok(self, proc)
+            self.assert_close(raw, out, VOLUME_TOLERANCE, name + " on 3 ranks vs raw on 1")
 
     def test_orbit_turns_a_view_too(self):
         out = self.render("orbit-view", 2, "--mode", "slices", "--slice-at", "0.2,0.5,0.7", "--view", "+y",
