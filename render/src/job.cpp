@@ -150,19 +150,17 @@ struct FrameWriter {
   }
 };
 
-}  // namespace
-
-RenderResult run_render(const Comm& comm, const RenderOptions& o) {
-  const auto start = Clock::now();
-  FrameSettings frame = o.frame;
+// Bad options, refused before any work.
+void check_options(const RenderOptions& o) {
+  const FrameSettings& frame = o.frame;
   if (frame.width <= 0 || frame.height <= 0)
     throw Error("image size " + std::to_string(frame.width) + "x" + std::to_string(frame.height) + " is empty");
   check_colormap(frame.transfer.colormap);
-  parse_opacity(o.opacity, 0, 1);
+  parse_opacity(o.opacity, 0, 1);  // its syntax (presets take the data's range later)
   if (!frame.camera.view.empty()) {
     double direction[3], up[3];
     view_direction(frame.camera.view, direction, up);
-  }  // its syntax, before any work (presets take the data's range later)
+  }
   if (o.orbit < 0) throw Error("--orbit must not be negative");
   if (o.lo.has_value() != o.hi.has_value()) throw Error("--lo and --hi go together");
   if (o.lo && o.hi && *o.lo > *o.hi) throw Error("--lo is above --hi");
@@ -170,19 +168,12 @@ RenderResult run_render(const Comm& comm, const RenderOptions& o) {
     throw Error("--range-lo must be below --range-hi");
   if (frame.modes.mask && o.mask.empty() && !(o.lo && o.hi))
     throw Error("mode mask needs a mask (--mask FILE) or thresholds (--lo, --hi)");
-  collectively(comm, [&] { check_output(o); });
-  check_display(comm);
-  // The window first: its limits decide what is bad input before any reading.
-  Renderer renderer(comm);
-  if (frame.width > renderer.max_size() || frame.height > renderer.max_size())
-    throw Error("image size " + std::to_string(frame.width) + "x" + std::to_string(frame.height) +
-                " is outside 1.." + std::to_string(renderer.max_size()) + " (this OpenGL's largest image side)");
+}
 
-  Source field{o.input, o.backend, o.input_hints, find_pyramid(comm, o.input, o.pyramid_dir)};
-  std::optional<Source> mask;
-  if (!o.mask.empty()) mask = Source{o.mask, "auto", {}, find_pyramid(comm, o.mask, o.mask_pyramid_dir)};
-
-  // The level: a number, or the finest that fits the memory budget.
+// Collective. The level asked for, or the finest that fits the memory
+// budget; checks that the mask has it and has the volume's shape.
+int pick_level(const Comm& comm, const RenderOptions& o, const Source& field, const std::optional<Source>& mask) {
+  const FrameSettings& frame = o.frame;
   const int levels = field.pyramid ? static_cast<int>(field.pyramid->levels().size()) : 1;
   int level = 0;
   if (o.level == "auto") {
@@ -202,20 +193,41 @@ RenderResult run_render(const Comm& comm, const RenderOptions& o) {
                   (field.pyramid ? "" : " (no pyramid: build one with 'volseg pyramid')"));
     level = static_cast<int>(asked);
   }
-  if (mask && level > 0 && (!mask->pyramid || static_cast<int>(mask->pyramid->levels().size()) <= level))
+  if (!mask) return level;
+  if (level > 0 && (!mask->pyramid || static_cast<int>(mask->pyramid->levels().size()) <= level))
     throw Error("mask " + o.mask + " has no pyramid level " + std::to_string(level) +
                 " (build one with 'volseg pyramid " + o.mask + "' or 'segment --pyramid')");
+  auto volume = open_source(comm, field, 0), other = open_source(comm, *mask, 0);
+  const auto a = volume->info().dims, b = other->info().dims;
+  volume->close();
+  other->close();
+  if (a != b)
+    throw Error("mask " + o.mask + " has dims " + std::to_string(b[0]) + "," + std::to_string(b[1]) + "," +
+                std::to_string(b[2]) + " but " + o.input + " has " + std::to_string(a[0]) + "," +
+                std::to_string(a[1]) + "," + std::to_string(a[2]) + " (z,y,x)");
+  return level;
+}
 
-  if (mask) {  // the shapes must agree before any work starts
-    auto volume = open_source(comm, field, 0), other = open_source(comm, *mask, 0);
-    const auto a = volume->info().dims, b = other->info().dims;
-    volume->close();
-    other->close();
-    if (a != b)
-      throw Error("mask " + o.mask + " has dims " + std::to_string(b[0]) + "," + std::to_string(b[1]) + "," +
-                  std::to_string(b[2]) + " but " + o.input + " has " + std::to_string(a[0]) + "," +
-                  std::to_string(a[1]) + "," + std::to_string(a[2]) + " (z,y,x)");
-  }
+}  // namespace
+
+RenderResult run_render(const Comm& comm, const RenderOptions& o) {
+  const auto start = Clock::now();
+  FrameSettings frame = o.frame;
+  check_options(o);
+  collectively(comm, [&] { check_output(o); });
+  check_display(comm);
+  // The window first: its limits decide what is bad input before any reading.
+  Renderer renderer(comm);
+  if (frame.width > renderer.max_size() || frame.height > renderer.max_size())
+    throw Error("image size " + std::to_string(frame.width) + "x" + std::to_string(frame.height) +
+                " is outside 1.." + std::to_string(renderer.max_size()) + " (this OpenGL's largest image side)");
+
+  Source field{o.input, o.backend, o.input_hints, find_pyramid(comm, o.input, o.pyramid_dir)};
+  std::optional<Source> mask;
+  if (!o.mask.empty()) mask = Source{o.mask, "auto", {}, find_pyramid(comm, o.mask, o.mask_pyramid_dir)};
+
+  const int level = pick_level(comm, o, field, mask);
+  const int levels = field.pyramid ? static_cast<int>(field.pyramid->levels().size()) : 1;
 
   // Levels drawn: with --progressive two coarser ones first.
   std::vector<int> plan;
