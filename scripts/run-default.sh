@@ -21,9 +21,9 @@ mpirun -np 2 "$volseg" pyramid "$data/shells-512.nhdr" --force --quiet
 display=()
 if [ -z "${DISPLAY:-}" ]; then display=(xvfb-run -a -s "-screen 0 1280x1024x24"); fi
 "${display[@]}" mpirun -np 2 "$volseg" render "$data/shells-512.nhdr" --mask "$data/shells-512-mask.nhdr" \
-  --mode volume,mask --tf shells --mask-opacity 0.6 --size 1024x1024 --level auto --progressive \
+  --mode volume,mask --lo 4 --hi 7 --tf 8:0,9:0.002,27:0.006 --size 1024x1024 --level auto --progressive \
   --out "$data/shells-512.png" --report "$data/shells-512-render.json" --force
 echo
 echo "mask:   $data/shells-512-mask.nhdr (+ .raw; open the .nhdr in ParaView)"
 echo "report: $data/shells-512-report.json"
-echo "image:  $data/shells-512.png (coarse first: shells-512-level2.png, shells-512-level1.png)"
+echo "image:  $data/shells-512.png (coarser levels first: shells-512-levelK.png)"
