@@ -162,6 +162,9 @@ void check_options(const RenderOptions& o) {
     view_direction(frame.camera.view, direction, up);
   }
   if (o.orbit < 0) throw Error("--orbit must not be negative");
+  if (!(frame.sample_distance >= 0) || !std::isfinite(frame.sample_distance))
+    throw Error("--sample-distance must be positive (or 0 for half the level's spacing)");
+  if (!(frame.mask_opacity >= 0 && frame.mask_opacity <= 1)) throw Error("--mask-opacity must be in [0, 1]");
   if (o.lo.has_value() != o.hi.has_value()) throw Error("--lo and --hi go together");
   if (o.lo && o.hi && *o.lo > *o.hi) throw Error("--lo is above --hi");
   if (frame.transfer.lo && frame.transfer.hi && *frame.transfer.lo >= *frame.transfer.hi)

@@ -301,6 +301,8 @@ class BadInput(unittest.TestCase):
         self.refuse(["--mode", "mask"], "needs a mask")
         self.refuse(["--tf", "1:2"], "opacity")
         self.refuse(["--view", "+w"], "unknown view")
+        self.refuse(["--sample-distance", "-1"], "sample-distance")
+        self.refuse(["--lo", "1"], "--lo and --hi go together")
 
     def test_no_display_is_one_clear_line(self):
         env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "XAUTHORITY")}
