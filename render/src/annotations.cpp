@@ -28,11 +28,9 @@ Image Annotations::finish(std::span<const std::uint8_t> blended, const FrameSett
     axes_->RemoveAllViewProps();
     const bool coloured = s.modes.volume || s.modes.slices || !s.modes.iso.empty();
     if (coloured) {
-      const double lo = s.transfer.lo.value_or(piece.field_min);
-      double hi = s.transfer.hi.value_or(piece.field_max);
-      if (hi <= lo) hi = lo + 1;
+      const auto range = colour_range(s, piece);
       vtkNew<vtkScalarBarActor> bar;
-      bar->SetLookupTable(make_lookup_table(s.transfer, lo, hi));
+      bar->SetLookupTable(make_lookup_table(s.transfer, range[0], range[1]));
       bar->SetTitle(s.scalar_name.c_str());
       bar->SetNumberOfLabels(5);
       bar->SetPosition(0.88, 0.1);

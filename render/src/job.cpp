@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "volseg/io/error.hpp"
+#include "volseg/io/files.hpp"
 #include "volseg/pyramid/pyramid.hpp"
 #include "volseg/render/load.hpp"
 #include "volseg/render/render.hpp"
@@ -93,22 +94,7 @@ void write_report(const RenderOptions& o, const RenderResult& r) {
                              {"composite", t.composite}, {"annotate", t.annotate}, {"write", t.write},
                              {"bytes_read", t.bytes_read}, {"bricks", t.bricks}, {"bricks_skipped", t.bricks_skipped}});
   }
-  const std::string temporary = o.report + ".tmp-" + std::to_string(::getpid());
-  const std::string text = j.dump(2) + "\n";
-  std::FILE* file = std::fopen(temporary.c_str(), "w");
-  if (!file) throw_errno("create", temporary);
-  const bool written = std::fwrite(text.data(), 1, text.size(), file) == text.size();
-  const int write_errno = errno;
-  if (std::fclose(file) != 0 || !written) {
-    const int error = written ? errno : write_errno;
-    std::remove(temporary.c_str());
-    throw_errno("write", temporary, error);
-  }
-  if (std::rename(temporary.c_str(), o.report.c_str()) != 0) {
-    const int error = errno;
-    std::remove(temporary.c_str());
-    throw_errno("rename to", o.report, error);
-  }
+  io::write_file_atomically(o.report, j.dump(2) + "\n");
 }
 
 // Collective. Rank 0 decides whether the volume has a pyramid (a stale or

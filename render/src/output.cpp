@@ -1,18 +1,12 @@
 // SPDX-License-Identifier: MIT
 // PNG output: encoded in memory, written under a temporary name, renamed.
-#include <fcntl.h>
-#include <unistd.h>
 #include <vtkImageData.h>
 #include <vtkPNGWriter.h>
 #include <vtkPointData.h>
 #include <vtkUnsignedCharArray.h>
 
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
-#include <filesystem>
-
 #include "volseg/io/error.hpp"
+#include "volseg/io/files.hpp"
 #include "volseg/render/render.hpp"
 
 namespace volseg::render {
@@ -44,35 +38,8 @@ void write_png(const Image& image, const std::string& path) {
   if (writer->GetErrorCode() != 0 || !bytes || bytes->GetNumberOfTuples() == 0)
     throw Error("write " + path + ": PNG encoding failed");
 
-  const std::filesystem::path final_path(path);
-  const std::filesystem::path temporary =
-      final_path.parent_path() / ("." + final_path.filename().string() + ".tmp-" + std::to_string(::getpid()));
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw_errno("create", temporary.string());
-  const auto* p = bytes->GetPointer(0);
-  std::size_t left = static_cast<std::size_t>(bytes->GetNumberOfTuples() * bytes->GetNumberOfComponents());
-  while (left > 0) {
-    const ssize_t n = ::write(fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int error = n < 0 ? errno : EIO;
-      ::close(fd);
-      ::unlink(temporary.c_str());
-      throw_errno("write", temporary.string(), error);
-    }
-    p += n;
-    left -= static_cast<std::size_t>(n);
-  }
-  if (::close(fd) != 0) {
-    const int error = errno;
-    ::unlink(temporary.c_str());
-    throw_errno("close", temporary.string(), error);
-  }
-  if (::rename(temporary.c_str(), final_path.c_str()) != 0) {
-    const int error = errno;
-    ::unlink(temporary.c_str());
-    throw_errno("rename to", final_path.string(), error);
-  }
+  io::write_file_atomically(path, bytes->GetPointer(0),
+                            static_cast<std::size_t>(bytes->GetNumberOfTuples() * bytes->GetNumberOfComponents()));
 }
 
 }  // namespace volseg::render

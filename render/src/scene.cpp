@@ -52,11 +52,8 @@ vtkSmartPointer<vtkImageData> make_image(const Piece& piece) {
   return image;
 }
 
-double colour_lo(const FrameSettings& s, const Piece& p) { return s.transfer.lo.value_or(p.field_min); }
-double colour_hi(const FrameSettings& s, const Piece& p) {
-  const double hi = s.transfer.hi.value_or(p.field_max);
-  return hi > colour_lo(s, p) ? hi : colour_lo(s, p) + 1;
-}
+double colour_lo(const FrameSettings& s, const Piece& p) { return colour_range(s, p)[0]; }
+double colour_hi(const FrameSettings& s, const Piece& p) { return colour_range(s, p)[1]; }
 
 }  // namespace
 
@@ -68,6 +65,11 @@ Box world_box(const Piece& piece, const io::Extent& extent) {
     box.hi[a] = piece.origin[a] + piece.spacing[a] * static_cast<double>(extent.offset[axis] + extent.count[axis] - 1);
   }
   return box;
+}
+
+std::array<double, 2> colour_range(const FrameSettings& s, const Piece& p) {
+  const double lo = s.transfer.lo.value_or(p.field_min), hi = s.transfer.hi.value_or(p.field_max);
+  return {lo, hi > lo ? hi : lo + 1};
 }
 
 Box world_bounds(const Piece& piece) { return world_box(piece, io::Extent{{0, 0, 0}, piece.dims}); }

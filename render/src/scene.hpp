@@ -8,6 +8,7 @@
 #include <vtkProp.h>
 #include <vtkSmartPointer.h>
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,10 @@ namespace volseg::render {
 Box world_box(const Piece& piece, const io::Extent& extent);
 // The whole level's box, x, y, z (every rank the same).
 Box world_bounds(const Piece& piece);
+
+// The values the colormap spans: the transfer function's, else the data's
+// range (widened when it is a single value).
+std::array<double, 2> colour_range(const FrameSettings& settings, const Piece& piece);
 
 // A lookup table over the transfer function's colour range.
 vtkSmartPointer<vtkLookupTable> make_lookup_table(const TransferFunction& transfer, double lo, double hi);

@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: MIT
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "volseg/io/error.hpp"
+#include "volseg/io/files.hpp"
 #include "volseg/segment/segment.hpp"
 
 namespace volseg::segment {
@@ -38,36 +36,6 @@ nlohmann::json to_json(const RankTimes& t, int rank) {
   if (!t.read_calls.empty() || !t.write_calls.empty())
     json["twophase"] = {{"read", to_json(t.read_calls)}, {"write", to_json(t.write_calls)}};
   return json;
-}
-
-// Writes text to path through a temporary name, checking every step.
-void write_file_atomically(const std::string& path, const std::string& text) {
-  std::string temp = path + ".volseg-tmp-" + std::to_string(::getpid());
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) throw_errno("create", path);
-  const char* data = text.data();
-  std::size_t left = text.size();
-  while (left > 0) {
-    ssize_t put = ::write(fd, data, left);
-    if (put < 0) {
-      int saved = errno;
-      ::close(fd);
-      ::unlink(temp.c_str());
-      throw_errno("write", path, saved);
-    }
-    data += put;
-    left -= static_cast<std::size_t>(put);
-  }
-  if (::close(fd) != 0) {
-    int saved = errno;
-    ::unlink(temp.c_str());
-    throw_errno("close", path, saved);
-  }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    int saved = errno;
-    ::unlink(temp.c_str());
-    throw_errno("rename to", path, saved);
-  }
 }
 
 }  // namespace
@@ -112,7 +80,7 @@ void write_report(const std::string& path, const SegmentOptions& options, const 
                                 "waited for them"
                               : "buffered pipeline: reads and writes run on I/O threads overlapped with compute; "
                                 "wait is the time compute waited for them";
-  write_file_atomically(path, report.dump(2) + "\n");
+  io::write_file_atomically(path, report.dump(2) + "\n");
 }
 
 std::string summary(const SegmentOptions& options, const SegmentResult& result) {

@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: MIT
+// Small outputs (reports, images) written so that a failure leaves nothing
+// that looks finished: the whole content under a temporary name beside the
+// path, every write and the close checked, then a rename.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace volseg::io {
+
+// Writes size bytes to PATH.volseg-tmp-PID, then renames it to path; on any
+// failure removes the temporary and throws volseg::Error ("write PATH: ...").
+void write_file_atomically(const std::string& path, const void* data, std::size_t size);
+inline void write_file_atomically(const std::string& path, const std::string& text) {
+  write_file_atomically(path, text.data(), text.size());
+}
+
+}  // namespace volseg::io

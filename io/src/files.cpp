@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: MIT
+#include "volseg/io/files.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "volseg/io/error.hpp"
+
+namespace volseg::io {
+
+void write_file_atomically(const std::string& path, const void* data, std::size_t size) {
+  const std::string temp = path + ".volseg-tmp-" + std::to_string(::getpid());
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) throw_errno("create", path);
+  const auto* bytes = static_cast<const char*>(data);
+  std::size_t left = size;
+  while (left > 0) {
+    const ssize_t put = ::write(fd, bytes, left);
+    if (put < 0 && errno == EINTR) continue;
+    if (put <= 0) {
+      const int saved = put < 0 ? errno : EIO;
+      ::close(fd);
+      ::unlink(temp.c_str());
+      throw_errno("write", path, saved);
+    }
+    bytes += put;
+    left -= static_cast<std::size_t>(put);
+  }
+  if (::close(fd) != 0) {
+    const int saved = errno;
+    ::unlink(temp.c_str());
+    throw_errno("close", path, saved);
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    const int saved = errno;
+    ::unlink(temp.c_str());
+    throw_errno("rename to", path, saved);
+  }
+}
+
+}  // namespace volseg::io
