@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <tuple>
@@ -246,3 +247,50 @@ TEST_F(Segment, FailureLeavesNoOutputAndFailsEveryRank) {
 }
 
 }  // namespace
+
+// A user's Cancel on rank 0, after its first brick, stops every rank of every
+// kind of pipeline (independent bricks, mapped, any-order, collective rounds)
+// with "cancelled" and leaves no mask; a job not cancelled is untouched.
+TEST_F(Segment, CancelOnRankZeroStopsEveryRankAndLeavesNothing) {
+  const std::string input = make_shells("cancel.nhdr", io::DType::f32, io::ByteOrder::little);
+  for (const std::string backend : {"posix", "mmap", "ranged-mmap", "twophase", "mpiio"}) {
+    SCOPED_TRACE(backend);
+    const std::string output = dir_ / ("cancel_" + backend + ".nhdr");
+    segment::CancelFlag flag;
+    segment::SegmentOptions options;
+    options.input = input;
+    options.output = output;
+    options.backend = backend;
+    options.lo = lo_;
+    options.hi = hi_;
+    options.brick_shape = io::Index3{4, 8, 8};  // many bricks, many rounds
+    options.collective_batch_bytes = 4 * 8 * 8 * 4;  // one brick a round
+    options.progress = segment::ProgressMode::none;
+    options.cancel = &flag;
+    std::vector<std::int64_t> last_units;
+    options.on_progress = [&](const std::vector<std::int64_t>& units, std::int64_t, bool) {
+      last_units = units;
+      flag.request();  // at the first report, after rank 0's first brick
+    };
+    try {
+      segment::run_segment(comm_, options);
+      ADD_FAILURE() << "a cancelled job returned";
+    } catch (const Error& e) {
+      EXPECT_STREQ(e.what(), segment::cancelled_message);
+    }
+    if (comm_.rank() == 0) {
+      ASSERT_EQ(static_cast<int>(last_units.size()), comm_.size());  // one count per rank
+    }
+    comm_.barrier();
+    EXPECT_FALSE(std::filesystem::exists(output));
+    EXPECT_FALSE(std::filesystem::exists(io::data_path_for_header(output)));
+    // The same options without the request run to the end.
+    flag.reset();
+    options.on_progress = nullptr;
+    auto result = segment::run_segment(comm_, options);
+    EXPECT_EQ(result.brick_count, result.brick_grid[0] * result.brick_grid[1] * result.brick_grid[2]);
+    EXPECT_TRUE(std::filesystem::exists(output));
+  }
+  for (const auto& entry : std::filesystem::directory_iterator(dir_.path()))
+    EXPECT_EQ(entry.path().string().find("volseg-tmp"), std::string::npos) << entry.path();
+}

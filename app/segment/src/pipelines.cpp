@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -24,10 +25,13 @@ std::uint64_t input_bytes(const Job& job, const io::Extent& extent) {
   return static_cast<std::uint64_t>(extent.voxels()) * io::dtype_size(job.reader.info().dtype);
 }
 
-// Counts a finished brick and moves the progress bar.
-void brick_done(Job& job, const io::Extent& extent) {
+// Counts a finished brick and moves the progress bar. Pipelines whose ranks
+// make no collective calls while they work stop here, at the next brick,
+// when the user has asked (collective rounds stop by agreement instead).
+void brick_done(Job& job, const io::Extent& extent, bool may_stop = true) {
   ++job.times.bricks;
   job.progress.advance(1, input_bytes(job, extent));
+  if (may_stop && job.stop.requested()) throw Cancelled();
 }
 
 // Thresholds a window's runs in place into out, then releases the window.
@@ -233,19 +237,29 @@ void run_collective(Job& job) {
     for (std::size_t k = 0; k < count; ++k) pointers[k] = base + k * stride;
     return pointers;
   };
+  // A user's request to stop is agreed on before each round's read, on the
+  // thread that makes the collective calls, so every rank skips the same
+  // rounds' reads and writes.
+  std::atomic<bool> stopped{false};
   auto read = [&](long long round) {
+    if (stopped || job.stop.agreed()) {
+      stopped = true;
+      return;
+    }
     auto extents = extents_of(round);
     auto pointers = slots(input[static_cast<std::size_t>(round % depth)].data(), extents.size(), largest * element);
     std::vector<void*> memory(pointers.begin(), pointers.end());
     job.reader.read_all(extents, {memory.data(), memory.size()});
   };
   auto write = [&](long long round) {
+    if (stopped) return;
     auto extents = extents_of(round);
     auto pointers = slots(mask[static_cast<std::size_t>(round % depth)].data(), extents.size(), largest);
     std::vector<const void*> memory(pointers.begin(), pointers.end());
     job.writer.write_all(extents, {memory.data(), memory.size()});
   };
   auto compute = [&](long long round) {
+    if (stopped) return;
     const auto extents = extents_of(round);
     for (std::size_t k = 0; k < extents.size(); ++k) {
       job.times.compute += timed([&] {
@@ -253,7 +267,7 @@ void run_collective(Job& job) {
                        extents[k].voxels(), false, mask[static_cast<std::size_t>(round % depth)].data() + k * largest,
                        job.stats);
       });
-      brick_done(job, extents[k]);
+      brick_done(job, extents[k], false);
     }
   };
   if (!overlap) {
@@ -262,6 +276,7 @@ void run_collective(Job& job) {
       compute(round);
       job.times.write += timed([&] { write(round); });
     }
+    if (stopped) throw Cancelled();
     return;
   }
   SerialWorker worker;
@@ -292,6 +307,7 @@ void run_collective(Job& job) {
   }
   for (auto& pending : writes) wait(pending, job.times.write);
   if (failure) std::rethrow_exception(failure);
+  if (stopped) throw Cancelled();
 }
 
 }  // namespace volseg::segment::detail

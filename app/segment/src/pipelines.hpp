@@ -15,6 +15,7 @@
 #include "volseg/io/comm.hpp"
 #include "volseg/io/volume.hpp"
 #include "volseg/segment/brick_layout.hpp"
+#include "volseg/segment/cancel.hpp"
 #include "volseg/segment/progress.hpp"
 #include "volseg/segment/segment.hpp"
 #include "volseg/segment/threshold.hpp"
@@ -40,6 +41,7 @@ struct Job {
   const std::vector<std::int64_t>& bricks;
   const ThresholdKernel& kernel;
   Progress& progress;
+  Stop& stop;  // a user's request to stop (pipelines.cpp says where each pipeline looks)
   Stats& stats;
   RankTimes& times;
   std::size_t batch_bytes;  // collective pipeline: input per call

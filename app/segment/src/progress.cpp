@@ -100,11 +100,19 @@ void Progress::finish() {
     units_[static_cast<std::size_t>(status.MPI_SOURCE)] = static_cast<std::int64_t>(message[0]);
     bytes_[static_cast<std::size_t>(status.MPI_SOURCE)] = message[1];
     if (message[2]) ++done_ranks_;
+    draw(false);
   }
   draw(true);
 }
 
 void Progress::draw(bool final) {
+  if (observer_) {
+    auto now = std::chrono::steady_clock::now();
+    if (final || now - last_observed_ >= std::chrono::milliseconds(100)) {
+      last_observed_ = now;
+      observer_(units_, total_, final);
+    }
+  }
   if (!enabled_) return;
   std::int64_t units = 0;
   std::uint64_t bytes = 0;

@@ -275,7 +275,10 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   Stats local;
   {
     Progress progress(comm, "segment", layout.count(), options.progress);
-    detail::Job job{comm, *reader, *writer, layout, bricks, kernel, progress, local, times, options.collective_batch_bytes};
+    if (options.on_progress) progress.observe(options.on_progress);
+    Stop stop(comm, options.cancel);
+    detail::Job job{comm,  *reader, *writer, layout, bricks, kernel, progress, stop,
+                    local, times,   options.collective_batch_bytes};
     std::exception_ptr error;
     try {
       if (collective) detail::run_collective(job);
@@ -286,6 +289,7 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
       error = std::current_exception();
     }
     progress.finish();
+    stop.finish();
     agree(comm, error);
   }
 

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,11 @@ namespace volseg::segment {
 
 enum class ProgressMode { automatic, bar, lines, none };
 ProgressMode parse_progress_mode(const std::string& name);  // auto | bar | lines | none
+
+// Rank 0: told each rank's finished units (index = rank) and the total, at
+// most ten times a second and once at the end (final = true). Runs on the
+// job's thread: a GUI hands the figures to its own thread.
+using ProgressObserver = std::function<void(const std::vector<std::int64_t>& units, std::int64_t total, bool final)>;
 
 class Progress {
  public:
@@ -35,6 +41,8 @@ class Progress {
   void advance(std::int64_t units, std::uint64_t bytes);
   // Collective in effect: every rank must call it, on success and on error.
   void finish();
+  // Rank 0: also tell `observer` (see ProgressObserver).
+  void observe(ProgressObserver observer) { observer_ = std::move(observer); }
 
  private:
   void send_update(bool final);
@@ -52,7 +60,8 @@ class Progress {
   std::vector<std::uint64_t> bytes_;
   int done_ranks_ = 0;
   int last_decile_ = -1;
-  std::chrono::steady_clock::time_point start_, last_draw_;
+  std::chrono::steady_clock::time_point start_, last_draw_, last_observed_;
+  ProgressObserver observer_;
   // other ranks
   MPI_Request request_ = MPI_REQUEST_NULL;
   std::uint64_t message_[3] = {};

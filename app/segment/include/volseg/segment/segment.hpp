@@ -3,6 +3,7 @@
 // brick into a u8 {0,1} mask of the same shape, reduce statistics.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "volseg/io/twophase.hpp"
 #include "volseg/io/types.hpp"
 #include "volseg/segment/brick_layout.hpp"
+#include "volseg/segment/cancel.hpp"
 #include "volseg/segment/progress.hpp"
 #include "volseg/segment/threshold.hpp"
 
@@ -37,6 +39,10 @@ struct SegmentOptions {
   bool force = false;
   ProgressMode progress = ProgressMode::automatic;
   std::string command_line;  // recorded in the mask's history attribute
+  // Rank 0: a user's request to stop (the job then fails on every rank with
+  // "cancelled" and leaves no mask), and who else watches the progress.
+  const CancelFlag* cancel = nullptr;
+  ProgressObserver on_progress;
 };
 
 // Seconds this rank spent in each phase, and what it moved. Reads (buffered
