@@ -156,24 +156,7 @@ void Commands::run_info() {
   }
   auto reader = io::open_reader(backend, info_.path, comm_, io::Hints::parse(selection_hints(info_.variable, info_.time)));
   const auto& info = reader->info();
-  if (comm_.rank() == 0) {
-    std::printf("%s (%s, read by %s)\n", info_.path.c_str(), io::format_name(format).c_str(), backend.c_str());
-    if (!info.variable.empty()) std::printf("  variable:      %s\n", info.variable.c_str());
-    std::printf("  dims (z,y,x):  %lld %lld %lld\n", static_cast<long long>(info.dims[0]),
-                static_cast<long long>(info.dims[1]), static_cast<long long>(info.dims[2]));
-    std::printf("  dtype:         %s, %s-endian\n", std::string(io::dtype_name(info.dtype)).c_str(),
-                std::string(io::byte_order_name(info.byte_order)).c_str());
-    std::printf("  size:          %llu bytes (%.3f GB)\n", static_cast<unsigned long long>(info.bytes()),
-                static_cast<double>(info.bytes()) / 1e9);
-    std::printf("  spacing (x,y,z): %g %g %g\n", info.spacing[0], info.spacing[1], info.spacing[2]);
-    if (info.fill_value) std::printf("  _FillValue:    %.21Lg\n", *info.fill_value);
-    if (info.missing_value) std::printf("  missing_value: %.21Lg\n", *info.missing_value);
-    if (info.valid_range) std::printf("  valid_range:   %.17g %.17g\n", (*info.valid_range)[0], (*info.valid_range)[1]);
-    if (info.scale_factor || info.add_offset)
-      std::printf("  packed:        value = stored * %.17g + %.17g\n", info.scale_factor.value_or(1.0),
-                  info.add_offset.value_or(0.0));
-    for (const auto& [key, value] : info.attributes) std::printf("  %s: %s\n", key.c_str(), value.c_str());
-  }
+  if (comm_.rank() == 0) std::fputs(io::describe(info_.path, format, backend, info).c_str(), stdout);
   reader->close();
 }
 

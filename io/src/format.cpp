@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "volseg/io/format.hpp"
 
+#include <algorithm>
+#include <cstdio>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -86,6 +89,32 @@ Writing writing_backend(FileFormat format, const std::string& input_backend) {
     case FileFormat::netcdf4: return {"netcdf4", {}};
   }
   return {"posix", {}};
+}
+
+std::string describe(const std::string& path, FileFormat format, const std::string& backend, const VolumeInfo& info) {
+  std::string text;
+  char line[512];
+  auto add = [&](int written) {
+    if (written > 0) text.append(line, std::min<std::size_t>(static_cast<std::size_t>(written), sizeof line - 1));
+  };
+  add(std::snprintf(line, sizeof line, "%s (%s, read by %s)\n", path.c_str(), format_name(format).c_str(), backend.c_str()));
+  if (!info.variable.empty()) add(std::snprintf(line, sizeof line, "  variable:      %s\n", info.variable.c_str()));
+  add(std::snprintf(line, sizeof line, "  dims (z,y,x):  %lld %lld %lld\n", static_cast<long long>(info.dims[0]),
+                    static_cast<long long>(info.dims[1]), static_cast<long long>(info.dims[2])));
+  add(std::snprintf(line, sizeof line, "  dtype:         %s, %s-endian\n", std::string(dtype_name(info.dtype)).c_str(),
+                    std::string(byte_order_name(info.byte_order)).c_str()));
+  add(std::snprintf(line, sizeof line, "  size:          %llu bytes (%.3f GB)\n", static_cast<unsigned long long>(info.bytes()),
+                    static_cast<double>(info.bytes()) / 1e9));
+  add(std::snprintf(line, sizeof line, "  spacing (x,y,z): %g %g %g\n", info.spacing[0], info.spacing[1], info.spacing[2]));
+  if (info.fill_value) add(std::snprintf(line, sizeof line, "  _FillValue:    %.21Lg\n", *info.fill_value));
+  if (info.missing_value) add(std::snprintf(line, sizeof line, "  missing_value: %.21Lg\n", *info.missing_value));
+  if (info.valid_range)
+    add(std::snprintf(line, sizeof line, "  valid_range:   %.17g %.17g\n", (*info.valid_range)[0], (*info.valid_range)[1]));
+  if (info.scale_factor || info.add_offset)
+    add(std::snprintf(line, sizeof line, "  packed:        value = stored * %.17g + %.17g\n", info.scale_factor.value_or(1.0),
+                      info.add_offset.value_or(0.0)));
+  for (const auto& [key, value] : info.attributes) text += "  " + key + ": " + value + "\n";
+  return text;
 }
 
 }  // namespace volseg::io

@@ -7,6 +7,7 @@
 
 #include "volseg/io/comm.hpp"
 #include "volseg/io/hints.hpp"
+#include "volseg/io/types.hpp"
 
 namespace volseg::io {
 
@@ -29,5 +30,10 @@ struct Writing {
   std::vector<std::string> hints;
 };
 Writing writing_backend(FileFormat format, const std::string& input_backend);
+
+// What `volseg info` prints about an opened volume (and the GUI's info
+// panel shows): dims, type, size, spacing, fill and valid range, packing and
+// attributes, one per line.
+std::string describe(const std::string& path, FileFormat format, const std::string& backend, const VolumeInfo& info);
 
 }  // namespace volseg::io
