@@ -97,21 +97,6 @@ void write_report(const RenderOptions& o, const RenderResult& r) {
   io::write_file_atomically(o.report, j.dump(2) + "\n");
 }
 
-// Collective. Rank 0 decides whether the volume has a pyramid (a stale or
-// damaged one is none) and every rank loads the one it found, so all ranks
-// take the same path.
-std::optional<pyramid::Pyramid> find_pyramid(const Comm& comm, const std::string& path, const std::string& dir) {
-  std::string found;
-  collectively(comm, [&] {
-    if (comm.rank() != 0) return;
-    if (auto p = pyramid::find(path, dir)) found = p->directory();
-  });
-  found = comm.broadcast(found);
-  std::optional<pyramid::Pyramid> result;
-  if (!found.empty()) collectively(comm, [&] { result = pyramid::load(found); });
-  return result;
-}
-
 // Writes one PNG at a time on its own thread; wait() records when it was
 // done in its frame (on the calling thread, so frames may grow meanwhile).
 struct FrameWriter {

@@ -269,4 +269,16 @@ Piece load_piece(const Comm& comm, const Source& field, const std::optional<Sour
   return piece;
 }
 
+std::optional<pyramid::Pyramid> find_pyramid(const Comm& comm, const std::string& path, const std::string& dir) {
+  std::string found;
+  collectively(comm, [&] {
+    if (comm.rank() != 0) return;
+    if (auto p = pyramid::find(path, dir)) found = p->directory();
+  });
+  found = comm.broadcast(found);
+  std::optional<pyramid::Pyramid> result;
+  if (!found.empty()) collectively(comm, [&] { result = pyramid::load(found); });
+  return result;
+}
+
 }  // namespace volseg::render

@@ -39,6 +39,11 @@ struct LoadStats {
   std::int64_t bricks = 0, bricks_skipped = 0;  // of this rank's slab
 };
 
+// Collective. The pyramid of `path` in `dir` (empty: beside it), if one
+// belongs to it: rank 0 looks (a stale or damaged one is none) and every rank
+// loads what it found, so all ranks take the same path.
+std::optional<pyramid::Pyramid> find_pyramid(const Comm& comm, const std::string& path, const std::string& dir = {});
+
 // Collective when it opens a file. Opens a level of the source (levels
 // above 0 need its pyramid).
 std::unique_ptr<io::VolumeReader> open_source(const Comm& comm, const Source& source, int level);

@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: MIT
+// volseg-gui's window (rank 0). It holds no data of the volume: it sends
+// requests to the worker (worker.hpp) and shows the replies.
+#pragma once
+
+#include <QMainWindow>
+#include <QPointer>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "session.hpp"
+#include "volseg/segment/histogram.hpp"
+
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QLineEdit;
+class QPlainTextEdit;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+class QTabWidget;
+class QTimer;
+class QVBoxLayout;
+
+namespace volseg::gui {
+
+class HistogramView;
+class ReportView;
+class SliceView;
+class View3D;
+class Worker;
+
+// What the command line asks for (each action of the window has one), so a
+// session can run unattended.
+struct Script {
+  std::string file, var, backend = "auto", pyramid_dir;
+  std::optional<long long> time;
+  std::vector<std::string> hints;
+  std::optional<double> lo, hi;
+  std::string output, format;
+  bool segment = false, force = false, quit = false;
+  std::string screenshot, window_shot, timings;
+  std::string level = "auto";  // of the refined frames
+  std::optional<render::Camera> camera;
+  int view_width = 0, view_height = 0;  // 0: the window's layout decides
+  std::chrono::steady_clock::time_point process_start;
+  double process_start_epoch = 0;  // seconds since the Unix epoch
+};
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  // comm: every rank's (the others serve() it); the window's worker owns it.
+  MainWindow(Comm comm, Script script);
+  ~MainWindow() override;
+
+  // For tests: the parts a user touches.
+  HistogramView* histogram_view() const { return histogram_; }
+  View3D* view() const { return view_; }
+  QPushButton* segment_button() const { return segment_button_; }
+  QPushButton* cancel_button() const { return cancel_button_; }
+  std::pair<double, double> range() const;
+  QString count_text() const;
+  QString command_text() const;
+  QString last_error() const { return last_error_; }
+  bool busy() const;
+  int frames_shown() const { return frames_shown_; }
+  int jobs_done() const { return jobs_done_; }
+  int exit_code() const { return exit_code_; }
+
+ public slots:
+  void open_file(const QString& path);
+  void set_range(double lo, double hi);
+  void start_segment();
+  void cancel();
+  bool save_screenshot(const QString& path);
+
+ signals:
+  void replied(std::shared_ptr<volseg::gui::Reply> reply);
+  void progressed(std::vector<std::int64_t> units, std::int64_t total);
+
+ protected:
+  void closeEvent(QCloseEvent*) override;
+
+ private slots:
+  void on_reply(std::shared_ptr<volseg::gui::Reply> reply);
+  void on_progress(std::vector<std::int64_t> units, std::int64_t total);
+  // coarse: half the view's size; level -1: the level of coarse frames (2)
+  // or of refined ones (the script's, "auto" by default).
+  void request_frame(bool coarse, const char* tag = "view", int level = -1);
+  void request_slices();
+
+ private:
+  void build_ui();
+  void build_menus();
+  void on_opened(const Reply& reply);
+  void on_segmented(const Reply& reply);
+  void on_frame(const Reply& reply);
+  void show_planes(const Planes& planes);
+  void update_count();
+  void update_command();
+  void check_hints();
+  void show_error(const QString& context, const QString& message);
+  void script_step();
+  void write_timings();
+  void save_mask_as();
+  Json open_request() const;
+  std::vector<std::string> hint_list() const;
+
+  Script script_;
+  std::unique_ptr<Worker> worker_;
+  int ranks_ = 1;
+
+  // the volume
+  Json opened_;
+  segment::Histogram histogram_data_;
+  std::optional<std::pair<double, double>> segmented_range_;  // the last job's range and its exact count
+  std::uint64_t segmented_count_ = 0;
+  std::string mask_;
+  std::shared_ptr<Planes> planes_;
+  std::array<double, 3> cursor_{0.5, 0.5, 0.5};  // x, y, z fractions
+  double lo_ = 0, hi_ = 0;
+
+  // widgets
+  View3D* view_ = nullptr;
+  SliceView* slices_[3] = {};
+  HistogramView* histogram_ = nullptr;
+  QCheckBox *log_ = nullptr, *show_volume_ = nullptr, *show_mask_ = nullptr, *show_slices_ = nullptr;
+  QDoubleSpinBox *lo_box_ = nullptr, *hi_box_ = nullptr;
+  QLabel *count_ = nullptr, *hint_status_ = nullptr, *frame_status_ = nullptr;
+  QPlainTextEdit *info_ = nullptr, *summary_ = nullptr, *command_ = nullptr;
+  QComboBox *variable_ = nullptr, *backend_ = nullptr, *format_ = nullptr;
+  QSpinBox* time_ = nullptr;
+  QLineEdit *path_ = nullptr, *hints_ = nullptr, *output_ = nullptr;
+  QPushButton *segment_button_ = nullptr, *cancel_button_ = nullptr;
+  QVBoxLayout* rank_bars_layout_ = nullptr;
+  std::vector<QProgressBar*> rank_bars_;
+  ReportView* report_ = nullptr;
+  QTabWidget* tabs_ = nullptr;
+  QTimer *refine_timer_ = nullptr, *hint_timer_ = nullptr;
+
+  // state
+  bool job_running_ = false;
+  int frames_shown_ = 0, jobs_done_ = 0, exit_code_ = 0;
+  QString last_error_;
+  bool first_frame_ = true;
+  // the script's progress
+  enum class Step { open, first_frame, refined, segmenting, final_frame, done } step_ = Step::open;
+  bool script_segmented_ = false;
+  // timings for the benchmark
+  double first_image_seconds_ = -1, first_image_epoch_ = 0;
+  int first_image_level_ = -1;
+  struct TimedFrame {
+    int level;
+    int width, height;
+    double seconds;
+  };
+  std::vector<TimedFrame> timed_frames_;
+  int timing_frames_left_ = 0;
+  double segment_seconds_ = 0;
+};
+
+}  // namespace volseg::gui

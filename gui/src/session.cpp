@@ -1,0 +1,421 @@
+// SPDX-License-Identifier: MIT
+#include "session.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "volseg/io/error.hpp"
+#include "volseg/io/format.hpp"
+#include "volseg/io/registry.hpp"
+#include "volseg/render/load.hpp"
+#include "volseg/segment/decode.hpp"
+#include "volseg/segment/segment.hpp"
+
+namespace volseg::gui {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<std::string> strings(const Json& request, const char* key) {
+  std::vector<std::string> result;
+  if (request.contains(key))
+    for (const auto& item : request.at(key)) result.push_back(item.get<std::string>());
+  return result;
+}
+
+std::string text(const Json& request, const char* key, const std::string& fallback = {}) {
+  return request.contains(key) && !request.at(key).is_null() ? request.at(key).get<std::string>() : fallback;
+}
+
+// The trace's rows as [rank, op, start, duration] (at most `limit`: longer
+// traces keep every k-th row, enough for a timeline).
+Json trace_rows(const std::string& path, std::size_t limit = 20000) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line[0] != '#' && line.rfind("rank,", 0) != 0) lines.push_back(line);
+  const std::size_t step = std::max<std::size_t>(1, (lines.size() + limit - 1) / limit);
+  Json rows = Json::array();
+  for (std::size_t i = 0; i < lines.size(); i += step) {
+    std::stringstream fields(lines[i]);
+    std::string rank, op, start, duration;
+    std::getline(fields, rank, ',');
+    std::getline(fields, op, ',');
+    std::getline(fields, start, ',');
+    std::getline(fields, duration, ',');
+    rows.push_back({std::stoi(rank), op, std::stod(start), std::stod(duration)});
+  }
+  return rows;
+}
+
+}  // namespace
+
+Session::Session(const Comm& comm) : comm_(comm.duplicate()) {}
+
+Session::~Session() {
+  pieces_.clear();
+  renderer_.reset();  // collective: every rank's session ends together
+}
+
+Reply Session::execute(const Json& request, const Hooks& hooks) {
+  Reply reply;
+  reply.kind = text(request, "kind");
+  const auto start = Clock::now();
+  try {
+    collectively(comm_, [&] {
+      if (reply.kind == "open") open(request, reply);
+      else if (reply.kind == "check") check(request, reply);
+      else if (reply.kind == "segment") segment(request, hooks, reply);
+      else if (reply.kind == "render") draw(request, reply);
+      else if (reply.kind == "slices") slices(request, reply);
+      else if (reply.kind == "close") close();
+      else throw Error("unknown request '" + reply.kind + "'");
+    });
+  } catch (const std::exception& e) {
+    reply.error = e.what();
+    reply.cancelled = reply.error == segment::cancelled_message;
+    reply.image = {};
+    reply.planes.reset();
+  }
+  reply.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return reply;
+}
+
+void Session::close() {
+  path_.clear();
+  mask_.clear();
+  pyramid_.reset();
+  mask_pyramid_.reset();
+  selection_.clear();
+  pieces_.clear();
+  shown_ = {-1, ""};
+  shown_threshold_.reset();
+}
+
+// Opens the volume on every rank and finds (or builds) its pyramid: the
+// pyramid's per-brick histograms sum to the exact full-resolution histogram,
+// and its coarse levels give the first image in a fraction of a second.
+void Session::open(const Json& request, Reply& reply) {
+  close();
+  const std::string path = text(request, "path");
+  const std::string backend = text(request, "backend", "auto");
+  std::vector<std::string> selection;
+  if (!text(request, "var").empty()) selection.push_back("var=" + text(request, "var"));
+  if (request.contains("time") && !request.at("time").is_null())
+    selection.push_back("time=" + std::to_string(request.at("time").get<long long>()));
+  const io::FileFormat format = io::detect_format(comm_, path);
+  const std::string reading = backend == "auto" ? io::reading_backend(format) : backend;
+  const auto& entry = io::builtin_registry().get(reading);
+  Json variables = Json::array();
+  if (entry.list_variables) {
+    for (const auto& line : entry.list_variables(path, comm_)) variables.push_back(line);
+    // A file of several variables opens its first until the user picks one.
+    if (selection.empty() && variables.size() > 1) {
+      const std::string first = variables[0].get<std::string>();
+      selection.push_back("var=" + first.substr(0, first.find('(')));
+    }
+  }
+  auto reader = io::open_reader(reading, path, comm_, io::Hints::parse(selection));
+  const io::VolumeInfo info = reader->info();
+  reader->close();
+
+  std::string pyramid_dir = text(request, "pyramid_dir");
+  auto found = render::find_pyramid(comm_, path, pyramid_dir);
+  // A pyramid of another variable or step of the same file is not this one's.
+  if (found && !selection.empty()) found.reset();
+  if (!found) {
+    pyramid::BuildOptions build;
+    build.input = path;
+    build.backend = backend;
+    build.input_hints = selection;
+    build.force = true;
+    build.progress = segment::ProgressMode::none;
+    build.command_line = "volseg-gui";
+    if (!selection.empty() && pyramid_dir.empty()) {
+      // One pyramid per variable and step, beside the file.
+      std::string name = pyramid::default_directory(path);
+      name = name.substr(0, name.size() - std::string(".pyramid").size());
+      for (const auto& s : selection) name += "-" + s.substr(s.find('=') + 1);
+      pyramid_dir = name + ".pyramid";
+    }
+    build.directory = pyramid_dir;
+    found = pyramid::build(comm_, build);
+    reply.data["pyramid_built"] = true;
+  }
+  path_ = path;
+  backend_ = backend;
+  pyramid_dir_ = pyramid_dir;
+  selection_ = selection;
+  pyramid_ = std::move(found);
+  range_ = render::value_range(*pyramid_);
+  if (comm_.rank() != 0) return;
+
+  Json& d = reply.data;
+  d["path"] = path;
+  d["format"] = io::format_name(format);
+  d["backend"] = reading;
+  d["info"] = io::describe(path, format, reading, info);
+  d["variables"] = variables;
+  d["selection"] = selection;
+  d["variable"] = info.variable;
+  d["dims"] = {info.dims[0], info.dims[1], info.dims[2]};
+  d["dtype"] = std::string(io::dtype_name(info.dtype));
+  d["spacing"] = {info.spacing[0], info.spacing[1], info.spacing[2]};
+  d["pyramid"] = pyramid_->directory();
+  Json levels = Json::array();
+  for (const auto& l : pyramid_->levels()) levels.push_back({l.dims[0], l.dims[1], l.dims[2]});
+  d["levels"] = levels;
+  d["range"] = {range_[0], range_[1]};
+  const segment::Histogram histogram = pyramid_->histogram();
+  const auto& e = histogram.edges();
+  d["histogram"] = {{"lo", e.lo}, {"hi", e.hi}, {"bins", e.bins}, {"integers", e.integers},
+                    {"counts", histogram.counts()}, {"below", histogram.below()}, {"above", histogram.above()}};
+  std::uint64_t voxels = 0, valid = 0;
+  for (std::int64_t b = 0; b < pyramid_->brick_count(); ++b) {
+    voxels += pyramid_->stats(b).voxels;
+    valid += pyramid_->stats(b).valid;
+  }
+  d["voxels"] = voxels;
+  d["valid"] = valid;
+}
+
+// Opens the input with a backend and its hints (every rank), as a job would:
+// an unknown hint or a bad value is refused here, before any work.
+void Session::check(const Json& request, Reply& reply) {
+  if (path_.empty()) throw Error("no volume is open");
+  std::vector<std::string> hints = selection_;
+  for (const auto& h : strings(request, "hints")) hints.push_back(h);
+  const std::string backend = text(request, "backend", "auto");
+  const std::string reading = backend == "auto" ? io::reading_backend(io::detect_format(comm_, path_)) : backend;
+  auto reader = io::open_reader(reading, path_, comm_, io::Hints::parse(hints));
+  reader->close();
+  reply.data["backend"] = reading;
+}
+
+void Session::segment(const Json& request, const Hooks& hooks, Reply& reply) {
+  if (path_.empty()) throw Error("no volume is open");
+  segment::SegmentOptions options;
+  options.input = path_;
+  options.output = text(request, "output");
+  if (options.output.empty()) throw Error("no output file named for the mask");
+  options.backend = text(request, "backend", "auto");
+  options.format = text(request, "format");
+  options.hints = strings(request, "hints");
+  options.input_hints = selection_;
+  options.lo = request.at("lo").get<double>();
+  options.hi = request.at("hi").get<double>();
+  options.force = request.value("force", false);
+  options.progress = segment::ProgressMode::none;
+  options.command_line = text(request, "command_line", "volseg-gui");
+  // The trace of the job, for the timeline: a private temporary file.
+  std::string trace = comm_.broadcast(comm_.rank() == 0 ? (std::filesystem::temp_directory_path() /
+                                                           ("volseg-gui-" + std::to_string(::getpid()) + "-trace.csv"))
+                                                              .string()
+                                                        : std::string());
+  options.trace = trace;
+  if (comm_.rank() == 0) {
+    options.cancel = hooks.cancel;
+    options.on_progress = hooks.progress;
+  }
+  // The old mask's pieces go first: the new mask may replace its file.
+  mask_.clear();
+  mask_pyramid_.reset();
+  pieces_.clear();
+  shown_ = {-1, ""};
+  const segment::SegmentResult result = segment::run_segment(comm_, options);
+  // The mask's pyramid, so coarse frames show the mask too.
+  pyramid::BuildOptions build;
+  build.input = options.output;
+  build.force = true;
+  build.progress = segment::ProgressMode::none;
+  build.command_line = "volseg-gui";
+  mask_pyramid_ = pyramid::build(comm_, build);
+  mask_ = options.output;
+  if (comm_.rank() != 0) return;
+  Json& d = reply.data;
+  d["output"] = options.output;
+  d["lo"] = options.lo;
+  d["hi"] = options.hi;
+  d["in_range"] = result.stats.in_range;
+  d["valid"] = result.stats.valid;
+  d["voxels"] = result.stats.voxels;
+  d["seconds"] = result.seconds;
+  d["backend"] = result.backend;
+  d["pipeline"] = result.pipeline;
+  d["summary"] = segment::summary(options, result);
+  Json ranks = Json::array();
+  for (const auto& r : result.ranks)
+    ranks.push_back({{"open", r.open}, {"read", r.read}, {"compute", r.compute}, {"write", r.write},
+                     {"wait", r.wait}, {"close", r.close}, {"total", r.total}, {"bricks", r.bricks},
+                     {"bytes_read", r.bytes_read}});
+  d["ranks"] = ranks;
+  d["trace"] = trace_rows(trace);
+  std::filesystem::remove(trace);
+}
+
+void Session::draw(const Json& request, Reply& reply) {
+  if (!pyramid_) throw Error("no volume is open");
+  render::FrameSettings frame;
+  frame.width = request.at("width").get<int>();
+  frame.height = request.at("height").get<int>();
+  const Json& camera = request.at("camera");
+  frame.camera.azimuth = camera.value("azimuth", 30.0);
+  frame.camera.elevation = camera.value("elevation", 20.0);
+  frame.camera.zoom = camera.value("zoom", 1.0);
+  const Json& modes = request.at("modes");
+  frame.modes.volume = modes.value("volume", true);
+  frame.modes.slices = modes.value("slices", false);
+  std::optional<std::array<double, 2>> threshold;
+  if (request.contains("lo") && request.contains("hi"))
+    threshold = std::array<double, 2>{request.at("lo").get<double>(), request.at("hi").get<double>()};
+  frame.modes.mask = modes.value("mask", true) && (!mask_.empty() || threshold);
+  if (!frame.modes.any()) frame.modes.volume = true;
+  if (request.contains("slice_at"))
+    for (int a = 0; a < 3; ++a) frame.slice_at[static_cast<std::size_t>(a)] = request.at("slice_at").at(a).get<double>();
+  frame.annotations = request.value("annotations", true);
+  frame.transfer.lo = range_[0];
+  frame.transfer.hi = range_[1];
+  frame.transfer.opacity = render::parse_opacity(text(request, "opacity", "ramp"), range_[0], range_[1]);
+  frame.mask_opacity = request.value("mask_opacity", 0.9);
+  frame.title = text(request, "title");
+  frame.scalar_name = pyramid_->source_info().variable.empty() ? "value" : pyramid_->source_info().variable;
+
+  if (!renderer_) {
+    render::check_display(comm_);
+    renderer_ = std::make_unique<render::Renderer>(comm_);
+  }
+  if (frame.width < 1 || frame.height < 1 || frame.width > renderer_->max_size() || frame.height > renderer_->max_size())
+    throw Error("view size " + std::to_string(frame.width) + "x" + std::to_string(frame.height) + " is outside 1.." +
+                std::to_string(renderer_->max_size()));
+  const int levels = static_cast<int>(pyramid_->levels().size());
+  int level = 0;
+  const std::string asked = request.at("level").is_string() ? request.at("level").get<std::string>() : "";
+  const bool with_mask = !mask_.empty();
+  if (asked == "auto")
+    level = render::choose_level(*pyramid_, comm_.size(), with_mask, frame.width, frame.height,
+                                 request.value("memory", std::uint64_t{512} << 20));
+  else
+    level = std::clamp(request.at("level").is_number() ? request.at("level").get<int>() : std::stoi(asked), 0, levels - 1);
+  if (with_mask && (!mask_pyramid_ || static_cast<int>(mask_pyramid_->levels().size()) <= level))
+    level = mask_pyramid_ ? static_cast<int>(mask_pyramid_->levels().size()) - 1 : 0;
+
+  double load_seconds = 0;
+  const std::pair<int, std::string> key{level, mask_};
+  // Without a mask, the mask mode draws the threshold surface of the scalar.
+  const auto surface = with_mask ? std::nullopt : threshold;
+  if (key != shown_ || surface != shown_threshold_) {
+    auto cached = pieces_.find(key);
+    if (cached == pieces_.end()) {
+      render::Source field{path_, backend_, selection_, pyramid_};
+      std::optional<render::Source> mask;
+      if (with_mask) mask = render::Source{mask_, "auto", {}, mask_pyramid_};
+      render::Culling culling;
+      culling.enabled = false;  // one piece serves every transfer function and threshold
+      render::LoadStats load;
+      render::Piece piece = render::load_piece(comm_, field, mask, level, culling, load);
+      load_seconds = load.seconds;
+      // Two pieces at most: a camera drag's coarse one and the latest finer one.
+      while (pieces_.size() >= 2) pieces_.erase(pieces_.begin());  // the finest level
+      cached = pieces_.emplace(key, std::move(piece)).first;
+    }
+    render::Piece copy = cached->second;
+    copy.threshold = surface;
+    renderer_->set_piece(std::move(copy));
+    shown_ = key;
+    shown_threshold_ = surface;
+  }
+  reply.image = renderer_->render(frame);
+  const auto& t = renderer_->last_times();
+  reply.data = {{"level", level}, {"width", frame.width}, {"height", frame.height},
+                {"load", load_seconds}, {"scene", t.scene}, {"render", t.render}, {"composite", t.composite}};
+}
+
+// Rank 0 alone reads the three planes, at the finest level whose planes fit
+// max_side (the other ranks have nothing to do).
+void Session::slices(const Json& request, Reply& reply) {
+  if (!pyramid_) throw Error("no volume is open");
+  if (comm_.rank() != 0) return;
+  const std::int64_t max_side = request.value("max_side", 768);
+  int level = 0;
+  const auto& levels = pyramid_->levels();
+  while (level + 1 < static_cast<int>(levels.size()) &&
+         *std::max_element(levels[static_cast<std::size_t>(level)].dims.begin(),
+                           levels[static_cast<std::size_t>(level)].dims.end()) > max_side)
+    ++level;
+  if (!mask_.empty() && mask_pyramid_) level = std::min(level, static_cast<int>(mask_pyramid_->levels().size()) - 1);
+  auto planes = std::make_shared<Planes>();
+  planes->level = level;
+  const io::Index3 dims = levels[static_cast<std::size_t>(level)].dims;
+  planes->dims = dims;
+  const double scale = std::pow(2.0, level);
+  for (int a = 0; a < 3; ++a) planes->spacing[static_cast<std::size_t>(a)] = pyramid_->source_info().spacing[static_cast<std::size_t>(a)] * scale;
+  // at[] is x, y, z as fractions; planes are z, y, x
+  for (int a = 0; a < 3; ++a) {
+    const double f = std::clamp(request.at("at").at(2 - a).get<double>(), 0.0, 1.0);
+    planes->at[static_cast<std::size_t>(a)] =
+        std::clamp<std::int64_t>(static_cast<std::int64_t>(f * static_cast<double>(dims[static_cast<std::size_t>(a)])), 0,
+                                 dims[static_cast<std::size_t>(a)] - 1);
+  }
+  const Comm self(MPI_COMM_SELF);
+  auto extent_of = [&](int plane) {
+    io::Extent e{{0, 0, 0}, dims};
+    e.offset[static_cast<std::size_t>(plane)] = planes->at[static_cast<std::size_t>(plane)];
+    e.count[static_cast<std::size_t>(plane)] = 1;
+    return e;
+  };
+  {
+    auto reader = pyramid_->open_level(level, self, level == 0 ? backend_ : "auto", selection_);
+    if (level == 0 && backend_ == "auto" && reader->can_map()) {
+      reader->close();
+      reader = pyramid_->open_level(level, self, "posix", selection_);  // plane reads, not windows kept in memory
+    }
+    const segment::Decoder decode(reader->info());
+    const std::size_t element = io::dtype_size(reader->info().dtype);
+    for (int p = 0; p < 3; ++p) {
+      const io::Extent e = extent_of(p);
+      std::vector<std::byte> raw(static_cast<std::size_t>(e.voxels()) * element);
+      reader->read(e, raw.data());
+      auto& values = planes->values[static_cast<std::size_t>(p)];
+      values.resize(static_cast<std::size_t>(e.voxels()));
+      decode.to_float(raw.data(), e.voxels(), values.data());
+      // rows and columns of the plane (the other two axes, slower first)
+      std::array<std::int64_t, 2> rc{};
+      int k = 0;
+      for (int a = 0; a < 3; ++a)
+        if (a != p) rc[static_cast<std::size_t>(k++)] = e.count[static_cast<std::size_t>(a)];
+      planes->rows[static_cast<std::size_t>(p)] = static_cast<int>(rc[0]);
+      planes->columns[static_cast<std::size_t>(p)] = static_cast<int>(rc[1]);
+    }
+    reader->close();
+  }
+  if (!mask_.empty() && mask_pyramid_) {
+    auto reader = mask_pyramid_->open_level(level, self, level == 0 ? "posix" : "auto");
+    for (int p = 0; p < 3; ++p) {
+      const io::Extent e = extent_of(p);
+      auto& mask = planes->mask[static_cast<std::size_t>(p)];
+      mask.resize(static_cast<std::size_t>(e.voxels()));
+      reader->read(e, mask.data());
+    }
+    reader->close();
+  }
+  reply.data = {{"level", level}};
+  reply.planes = std::move(planes);
+}
+
+void serve(const Comm& comm) {
+  Session session(comm);
+  for (;;) {
+    const Json request = Json::parse(comm.broadcast(std::string()));
+    if (request.value("kind", "") == "quit") break;
+    session.execute(request);
+  }
+}
+
+}  // namespace volseg::gui

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: MIT
+#include "worker.hpp"
+
+namespace volseg::gui {
+
+Worker::Worker(Comm comm, ReplyFn on_reply, segment::ProgressObserver on_progress)
+    : comm_(std::move(comm)), on_reply_(std::move(on_reply)), on_progress_(std::move(on_progress)) {
+  thread_ = std::thread([this] { run(); });
+}
+
+Worker::~Worker() { quit(); }
+
+void Worker::post(Json request) {
+  std::lock_guard lock(mutex_);
+  if (quitting_) return;
+  if (request.value("kind", "") == "render")
+    for (auto it = queue_.begin(); it != queue_.end(); ++it)
+      if (it->value("kind", "") == "render") {
+        *it = std::move(request);
+        return;
+      }
+  queue_.push_back(std::move(request));
+  wake_.notify_one();
+}
+
+void Worker::cancel() {
+  std::lock_guard lock(mutex_);
+  queue_.clear();
+  if (running_request_) cancel_.request();
+}
+
+void Worker::quit() {
+  {
+    std::lock_guard lock(mutex_);
+    if (quitting_ && !thread_.joinable()) return;
+    quitting_ = true;
+    if (running_request_) cancel_.request();
+    queue_.clear();
+    wake_.notify_one();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+int Worker::pending() const {
+  std::lock_guard lock(mutex_);
+  return static_cast<int>(queue_.size()) + (running_request_ ? 1 : 0);
+}
+
+void Worker::run() {
+  auto session = std::make_unique<Session>(comm_);
+  Hooks hooks{&cancel_, on_progress_};
+  for (;;) {
+    Json request;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return quitting_ || !queue_.empty(); });
+      if (quitting_) break;
+      request = std::move(queue_.front());
+      queue_.pop_front();
+      running_request_ = true;
+      cancel_.reset();
+    }
+    comm_.broadcast(request.dump());
+    auto reply = std::make_shared<Reply>(session->execute(request, hooks));
+    if (request.contains("tag")) reply->data["tag"] = request.at("tag");
+    {
+      std::lock_guard lock(mutex_);
+      running_request_ = false;
+    }
+    on_reply_(std::move(reply));
+  }
+  comm_.broadcast(Json{{"kind", "quit"}}.dump());
+  session.reset();  // collective, with the other ranks leaving serve()
+}
+
+}  // namespace volseg::gui

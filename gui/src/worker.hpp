@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: MIT
+// Rank 0's worker thread. MPI, IceT and rank 0's offscreen rendering all run
+// on this one thread (a GL context belongs to one thread); the window's
+// thread only posts requests and receives replies, so it never waits on the
+// other ranks. A render request replaces a render request still queued (a
+// camera drag asks faster than frames come); Cancel reaches a running job
+// through a flag the job polls (segment::Stop carries it to every rank).
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "session.hpp"
+
+namespace volseg::gui {
+
+class Worker {
+ public:
+  using ReplyFn = std::function<void(std::shared_ptr<Reply>)>;
+  // Starts the thread. comm is every rank's (the others call serve() on it);
+  // on_reply and on_progress run on the worker thread.
+  Worker(Comm comm, ReplyFn on_reply, segment::ProgressObserver on_progress);
+  ~Worker();  // quit()
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  void post(Json request);
+  // Stops the running job (segment) and drops the requests still queued.
+  void cancel();
+  // Ends every rank's loop after the request under way; joins the thread.
+  void quit();
+  // Requests queued or running.
+  int pending() const;
+
+ private:
+  void run();
+
+  Comm comm_;
+  ReplyFn on_reply_;
+  segment::ProgressObserver on_progress_;
+  segment::CancelFlag cancel_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<Json> queue_;
+  bool running_request_ = false, quitting_ = false;
+  std::thread thread_;
+};
+
+}  // namespace volseg::gui
