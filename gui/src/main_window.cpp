@@ -33,6 +33,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <sstream>
@@ -62,9 +63,9 @@ std::string shell_word(const std::string& word) {
   return out + "'";
 }
 
-std::string number(double value) {
+std::string number(double value) {  // round-trips
   std::ostringstream out;
-  out.precision(10);
+  out.precision(17);
   out << value;
   return out.str();
 }
@@ -199,7 +200,7 @@ void MainWindow::build_ui() {
   connect(log_, &QCheckBox::toggled, histogram_, &HistogramView::set_log);
   connect(histogram_, &HistogramView::range_dragged, this, [this](double lo, double hi) {
     lo_ = lo;
-    hi_ = hi;
+    hi_ = below_edge(hi);
     lo_box_->blockSignals(true);
     hi_box_->blockSignals(true);
     lo_box_->setValue(lo);
@@ -208,7 +209,7 @@ void MainWindow::build_ui() {
     hi_box_->blockSignals(false);
     update_count();
   });
-  connect(histogram_, &HistogramView::range_chosen, this, &MainWindow::set_range);
+  connect(histogram_, &HistogramView::range_chosen, this, [this](double lo, double hi) { set_range(lo, below_edge(hi)); });
   auto typed = [this] { set_range(lo_box_->value(), hi_box_->value()); };
   connect(lo_box_, qOverload<double>(&QDoubleSpinBox::valueChanged), this, typed);
   connect(hi_box_, qOverload<double>(&QDoubleSpinBox::valueChanged), this, typed);
@@ -220,7 +221,7 @@ void MainWindow::build_ui() {
     int a = m, b = m;  // the bins around the mode down to half its count
     while (a > 0 && counts[static_cast<std::size_t>(a - 1)] * 2 >= counts[static_cast<std::size_t>(m)]) --a;
     while (b + 1 < e.bins && counts[static_cast<std::size_t>(b + 1)] * 2 >= counts[static_cast<std::size_t>(m)]) ++b;
-    set_range(histogram_->snapped(e.edge(a)), histogram_->snapped(e.edge(b + 1)));
+    set_range(histogram_->snapped(e.edge(a)), below_edge(histogram_->snapped(e.edge(b + 1))));
   });
   connect(otsu_button, &QPushButton::clicked, this, [this] {
     if (histogram_data_.counts().empty()) return;
@@ -424,10 +425,32 @@ QString MainWindow::count_text() const { return count_->text(); }
 QString MainWindow::command_text() const { return command_->toPlainText(); }
 bool MainWindow::busy() const { return worker_->pending() > 0; }
 
+// Segment counts lo <= v <= hi; a bin holds edge(i) <= v < edge(i+1). So a
+// range dragged to an inner bin edge e ends at the largest double below e:
+// then segment and the histogram count the same voxels, those below e, for
+// every data type (values compare exactly as doubles).
+double MainWindow::below_edge(double edge) const {
+  const auto& e = histogram_data_.edges();
+  if (e.integers || edge >= e.hi || edge <= e.lo) return edge;
+  return std::nextafter(edge, -std::numeric_limits<double>::infinity());
+}
+
+segment::Histogram::Count MainWindow::histogram_count(double lo, double hi) const {
+  const auto& e = histogram_data_.edges();
+  if (!e.integers) {
+    const double b = std::round((hi - e.lo) / e.width());
+    if (b > 0 && b < e.bins) {
+      const double edge = e.edge(static_cast<int>(b));
+      if (hi == below_edge(edge)) return histogram_data_.count_between(lo, edge);
+    }
+  }
+  return histogram_data_.count_between(lo, hi);
+}
+
 // The voxel count of [lo, hi] from the histogram: no pass over the data.
 void MainWindow::update_count() {
   if (histogram_data_.counts().empty()) return;
-  const auto count = histogram_data_.count_between(lo_, hi_);
+  const auto count = histogram_count(lo_, hi_);
   const double valid = opened_.value("valid", 0.0);
   const double fraction = valid > 0 ? 100.0 * count.voxels / valid : 0.0;
   QString text;
@@ -658,7 +681,7 @@ void MainWindow::on_opened(const Reply& reply) {
     output_->setText(QString::fromStdString((in.parent_path() / (in.stem().string() + "-mask.nhdr")).string()));
   }
   if (script_.lo && script_.hi) set_range(*script_.lo, *script_.hi);
-  else set_range(histogram_->snapped(edges.lo + (edges.hi - edges.lo) * 0.5), histogram_->snapped(edges.hi));
+  else set_range(histogram_->snapped(edges.lo + (edges.hi - edges.lo) * 0.5), below_edge(histogram_->snapped(edges.hi)));
   statusBar()->showMessage(tr("%1 open%2").arg(QString::fromStdString(opened_.value("path", "")),
                                                opened_.value("pyramid_built", false) ? tr("; its pyramid was built")
                                                                                      : QString()));
@@ -838,7 +861,7 @@ void MainWindow::write_timings() {
   for (int q = 0; q < queries; ++q) {
     int a = edge(random), b = edge(random);
     if (a > b) std::swap(a, b);
-    sink += histogram_data_.count_between(e.edge(a), e.edge(b)).voxels;
+    sink += histogram_count(e.edge(a), below_edge(e.edge(b))).voxels;
   }
   const double per_query = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / queries;
   Json t;
@@ -850,7 +873,7 @@ void MainWindow::write_timings() {
     t["segment_lo"] = segmented_range_->first;
     t["segment_hi"] = segmented_range_->second;
     t["segment_count"] = segmented_count_;
-    const auto c = histogram_data_.count_between(segmented_range_->first, segmented_range_->second);
+    const auto c = histogram_count(segmented_range_->first, segmented_range_->second);
     t["histogram_count"] = c.voxels;
     t["histogram_count_exact"] = c.exact;
   }

@@ -67,6 +67,8 @@ class MainWindow : public QMainWindow {
   QPushButton* cancel_button() const { return cancel_button_; }
   std::pair<double, double> range() const;
   QString count_text() const;
+  // The histogram's count of [lo, hi] (what the count label shows).
+  segment::Histogram::Count count(double lo, double hi) const { return histogram_count(lo, hi); }
   QString command_text() const;
   QString last_error() const { return last_error_; }
   bool busy() const;
@@ -104,6 +106,8 @@ class MainWindow : public QMainWindow {
   void on_frame(const Reply& reply);
   void show_planes(const Planes& planes);
   void update_count();
+  double below_edge(double edge) const;
+  segment::Histogram::Count histogram_count(double lo, double hi) const;
   void update_command();
   void check_hints();
   void show_error(const QString& context, const QString& message);

@@ -283,7 +283,7 @@ void Session::draw(const Json& request, Reply& reply) {
   frame.transfer.lo = range_[0];
   frame.transfer.hi = range_[1];
   frame.transfer.opacity = render::parse_opacity(text(request, "opacity", "ramp"), range_[0], range_[1]);
-  frame.mask_opacity = request.value("mask_opacity", 0.9);
+  frame.mask_opacity = request.value("mask_opacity", 1.0);
   frame.title = text(request, "title");
   frame.scalar_name = pyramid_->source_info().variable.empty() ? "value" : pyramid_->source_info().variable;
 

@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: MIT
+// volseg-gui driven as a user would, with Qt Test, on every rank count it is
+// registered for (under Xvfb, Qt's xcb platform): open -> the histogram ->
+// drag a range on it -> Segment -> the refined 3D frame. Rank 0 runs the
+// window; the other ranks serve it exactly as in volseg-gui. Afterwards every
+// rank runs the batch segmentation of the same range, and the GUI's mask
+// must equal it byte for byte.
+#include <mpi.h>
+
+#include <QApplication>
+#include <QPushButton>
+#include <QSurfaceFormat>
+#include <QTest>
+#include <QVTKOpenGLNativeWidget.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <vector>
+
+#include "histogram_view.hpp"
+#include "main_window.hpp"
+#include "session.hpp"
+#include "support/temp_dir.hpp"
+#include "view3d.hpp"
+#include "volseg/datasets/generate.hpp"
+#include "volseg/io/nrrd.hpp"
+#include "volseg/io/registry.hpp"
+#include "volseg/segment/segment.hpp"
+
+using namespace volseg;
+
+namespace {
+
+std::vector<char> file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// What the window test hands to the batch comparison.
+struct Outcome {
+  double lo = 0, hi = 0;
+  double histogram_count = 0;
+  bool histogram_exact = false;
+};
+
+}  // namespace
+
+class GuiTest : public QObject {
+  Q_OBJECT
+ public:
+  GuiTest(Comm* session, std::string input, std::string mask, std::string shot, Outcome* outcome)
+      : session_(session), input_(std::move(input)), mask_(std::move(mask)), shot_(std::move(shot)), outcome_(outcome) {}
+
+ private slots:
+  void open_drag_segment_render() {
+    gui::Script script;
+    script.output = mask_;
+    script.view_width = 320;
+    script.view_height = 240;
+    gui::MainWindow window(std::move(*session_), script);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    window.open_file(QString::fromStdString(input_));
+    // The histogram arrives with the open; the first frame follows.
+    auto* histogram = window.histogram_view();
+    QTRY_VERIFY_WITH_TIMEOUT(!histogram->histogram().counts().empty(), 60000);
+    QTRY_VERIFY_WITH_TIMEOUT(window.frames_shown() >= 1 && !window.busy(), 60000);
+    QCOMPARE(window.last_error(), QString());
+
+    // Drag from about 2 to about 5 across the histogram.
+    const int y = histogram->height() / 2;
+    const QPoint from(histogram->x_of(2.0), y), to(histogram->x_of(5.0), y);
+    QTest::mousePress(histogram, Qt::LeftButton, {}, from);
+    QTest::mouseMove(histogram, QPoint((from.x() + to.x()) / 2, y));
+    QTest::mouseMove(histogram, to);
+    QTest::mouseRelease(histogram, Qt::LeftButton, {}, to);
+    const auto [lo, hi] = window.range();
+    // Snapped to bin edges (hi just below its edge), close to where it was dragged.
+    QCOMPARE(lo, histogram->snapped(lo));
+    QVERIFY(std::abs(lo - 2.0) < 0.1);
+    QVERIFY(std::abs(hi - 5.0) < 0.1);
+    QVERIFY(hi < histogram->snapped(hi) || hi == histogram->histogram().edges().hi);
+    QVERIFY2(window.count_text().contains("exact"), qPrintable(window.count_text()));
+    const auto count = window.count(lo, hi);
+    QVERIFY(count.exact);
+    QVERIFY(count.voxels > 0);
+    // The equivalent batch command names the range exactly.
+    QVERIFY2(window.command_text().contains("volseg segment"), qPrintable(window.command_text()));
+
+    // Segment on every rank; the per-rank bars fill, the frame follows.
+    const int frames = window.frames_shown();
+    QTest::mouseClick(window.segment_button(), Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(window.jobs_done() == 1 && !window.busy() && window.frames_shown() > frames, 120000);
+    QCOMPARE(window.last_error(), QString());
+    QVERIFY2(window.count_text().contains("segmented"), qPrintable(window.count_text()));
+    QVERIFY(std::filesystem::exists(mask_));
+
+    // The 3D view: not blank, and the mask's colour where the mask projects
+    // (the shells in range surround the centre).
+    const render::Image& image = window.view()->image();
+    QCOMPARE(image.width, window.view()->frame_size().width());
+    std::size_t reddish = 0, centre_reddish = 0, centre = 0, distinct = 0;
+    std::vector<bool> seen(1 << 12);
+    for (int py = 0; py < image.height; ++py)
+      for (int px = 0; px < image.width; ++px) {
+        const std::uint8_t* p = &image.rgba[(static_cast<std::size_t>(py) * static_cast<std::size_t>(image.width) +
+                                             static_cast<std::size_t>(px)) * 4];
+        const bool red = p[0] > 90 && p[0] > 1.4 * p[1] && p[0] > 1.4 * p[2];
+        reddish += red;
+        const bool in_centre = std::abs(px - image.width / 2) < image.width / 8 && std::abs(py - image.height / 2) < image.height / 8;
+        centre += in_centre;
+        centre_reddish += in_centre && red;
+        const int key = (p[0] >> 4) << 8 | (p[1] >> 4) << 4 | (p[2] >> 4);
+        distinct += !seen[static_cast<std::size_t>(key)];
+        seen[static_cast<std::size_t>(key)] = true;
+      }
+    // VOLSEG_GUI_TEST_SHOT=FILE keeps the frame for a person to look at.
+    if (const char* keep = std::getenv("VOLSEG_GUI_TEST_SHOT")) window.save_screenshot(keep);
+    QVERIFY2(distinct > 20, "the frame is (nearly) one colour");
+    QVERIFY2(reddish > static_cast<std::size_t>(image.width * image.height) / 50, "no mask colour in the frame");
+    QVERIFY2(centre_reddish > centre / 4, "the mask does not cover the centre it projects onto");
+    QVERIFY(window.save_screenshot(QString::fromStdString(shot_)));
+    QVERIFY(std::filesystem::exists(shot_));
+
+    *outcome_ = {lo, hi, count.voxels, count.exact};
+    window.close();
+  }
+
+ private:
+  Comm* session_;
+  std::string input_, mask_, shot_;
+  Outcome* outcome_;
+};
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  int failed = 0;
+  {
+    Comm world(MPI_COMM_WORLD);
+    volseg::testing::SharedTempDir dir(MPI_COMM_WORLD);
+    const std::string input = dir / "shells.nhdr", gui_mask = dir / "gui-mask.nhdr", batch_mask = dir / "batch-mask.nhdr";
+    {
+      io::VolumeInfo info;
+      info.dims = {40, 48, 56};
+      info.dtype = io::DType::f32;
+      auto writer = io::create_writer("posix", {input, info, false}, world);
+      datasets::generate(world, {datasets::Field::shells, 3, 1}, *writer, segment::ProgressMode::none);
+      writer->close();
+    }
+    Outcome outcome;
+    Comm session = world.duplicate();
+    if (world.rank() == 0) {
+      QSurfaceFormat::setDefaultFormat(QVTKOpenGLNativeWidget::defaultFormat());
+      int qt_argc = 1;
+      QApplication app(qt_argc, argv);
+      GuiTest test(&session, input, gui_mask, dir / "shot.png", &outcome);
+      failed = QTest::qExec(&test, argc, argv);
+      if (failed) std::fprintf(stderr, "gui test failed on %d ranks\n", world.size());
+    } else {
+      gui::serve(session);
+    }
+    // The batch job of the same range on every rank: the same bytes.
+    MPI_Bcast(&failed, 1, MPI_INT, 0, world.get());
+    double range[2] = {outcome.lo, outcome.hi};
+    MPI_Bcast(range, 2, MPI_DOUBLE, 0, world.get());
+    if (!failed) {
+      segment::SegmentOptions options;
+      options.input = input;
+      options.output = batch_mask;
+      options.lo = range[0];
+      options.hi = range[1];
+      options.progress = segment::ProgressMode::none;
+      const auto result = segment::run_segment(world, options);
+      if (world.rank() == 0) {
+        const auto a = file_bytes(io::data_path_for_header(gui_mask)), b = file_bytes(io::data_path_for_header(batch_mask));
+        if (a.empty() || a != b) {
+          std::fprintf(stderr, "FAIL: the GUI's mask (%zu bytes) differs from the batch mask (%zu bytes)\n", a.size(), b.size());
+          failed = 1;
+        }
+        if (static_cast<double>(result.stats.in_range) != outcome.histogram_count) {
+          std::fprintf(stderr, "FAIL: the histogram counted %.0f voxels in [%.17g, %.17g], the threshold pass %llu\n",
+                       outcome.histogram_count, range[0], range[1],
+                       static_cast<unsigned long long>(result.stats.in_range));
+          failed = 1;
+        }
+        if (!failed)
+          std::printf("PASS: mask equal to the batch mask byte for byte; histogram count %.0f == threshold pass\n",
+                      outcome.histogram_count);
+      }
+    }
+    MPI_Bcast(&failed, 1, MPI_INT, 0, world.get());
+  }
+  MPI_Finalize();
+  return failed ? 1 : 0;
+}
+
+#include "gui_test.moc"
