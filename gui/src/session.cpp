@@ -55,6 +55,18 @@ Json trace_rows(const std::string& path, std::size_t limit = 20000) {
   return rows;
 }
 
+// A reader of one level for plane reads: raw volumes with pread (posix), not
+// mapped windows that a strided plane would fault in whole.
+std::unique_ptr<io::VolumeReader> open_plane_reader(const pyramid::Pyramid& pyramid, int level, const Comm& self,
+                                                    const std::string& backend, const std::vector<std::string>& hints) {
+  auto reader = pyramid.open_level(level, self, level == 0 ? backend : "auto", hints);
+  if (level == 0 && backend == "auto" && reader->can_map()) {
+    reader->close();
+    reader = pyramid.open_level(level, self, "posix", hints);
+  }
+  return reader;
+}
+
 }  // namespace
 
 Session::Session(const Comm& comm) : comm_(comm.duplicate()) {}
@@ -371,11 +383,7 @@ void Session::slices(const Json& request, Reply& reply) {
     return e;
   };
   {
-    auto reader = pyramid_->open_level(level, self, level == 0 ? backend_ : "auto", selection_);
-    if (level == 0 && backend_ == "auto" && reader->can_map()) {
-      reader->close();
-      reader = pyramid_->open_level(level, self, "posix", selection_);  // plane reads, not windows kept in memory
-    }
+    auto reader = open_plane_reader(*pyramid_, level, self, backend_, selection_);
     const segment::Decoder decode(reader->info());
     const std::size_t element = io::dtype_size(reader->info().dtype);
     for (int p = 0; p < 3; ++p) {
@@ -396,7 +404,7 @@ void Session::slices(const Json& request, Reply& reply) {
     reader->close();
   }
   if (!mask_.empty() && mask_pyramid_) {
-    auto reader = mask_pyramid_->open_level(level, self, level == 0 ? "posix" : "auto");
+    auto reader = open_plane_reader(*mask_pyramid_, level, self, "auto", {});
     for (int p = 0; p < 3; ++p) {
       const io::Extent e = extent_of(p);
       auto& mask = planes->mask[static_cast<std::size_t>(p)];
