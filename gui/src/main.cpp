@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
     app.add_option("--pyramid-dir", script.pyramid_dir, "Where the input's brick pyramid is (default: beside it)");
     app.add_option("--lo", script.lo, "Lower threshold (inclusive)");
     app.add_option("--hi", script.hi, "Upper threshold (inclusive)");
+    app.add_flag("--snap", script.snap, "Move --lo and --hi to the nearest histogram bin edges (exact counts), as a drag does");
     app.add_option("--out", script.output, "Mask file the Segment button writes (default: INPUT-mask.nhdr)");
     app.add_option("--format", script.format, "Mask format: raw, cdf2, cdf5 or netcdf4 (default: the input's)");
     app.add_flag("--force", script.force, "Replace an existing mask file");

@@ -403,7 +403,9 @@ void MainWindow::open_file(const QString& path) {
 
 std::pair<double, double> MainWindow::range() const { return {lo_, hi_}; }
 
-void MainWindow::set_range(double lo, double hi) {
+void MainWindow::set_range(double lo, double hi) { set_range(lo, hi, true); }
+
+void MainWindow::set_range(double lo, double hi, bool redraw) {
   if (lo > hi) std::swap(lo, hi);
   lo_ = lo;
   hi_ = hi;
@@ -415,7 +417,7 @@ void MainWindow::set_range(double lo, double hi) {
   }
   update_count();
   update_command();
-  if (!opened_.is_null()) {
+  if (!opened_.is_null() && redraw) {
     if (planes_) show_planes(*planes_);
     if (mask_.empty() && show_mask_->isChecked()) request_frame(false);
   }
@@ -549,6 +551,10 @@ void MainWindow::request_frame(bool coarse, const char* tag, int level) {
                  {"slices", show_slices_->isChecked()}}},
                {"slice_at", {cursor_[0], cursor_[1], cursor_[2]}},
                {"title", QFileInfo(path_->text()).fileName().toStdString()}};
+  // Interactive frames may replace each other in the queue; the first image,
+  // the one after a job and the benchmark's frames are all drawn.
+  const std::string t = tag;
+  request["replaceable"] = t == "view" || t == "drag" || t == "refine";
   if (level >= 0) request["level"] = std::min(level, levels - 1);
   else if (coarse) request["level"] = std::min(2, levels - 1);
   else request["level"] = script_.level;
@@ -680,8 +686,10 @@ void MainWindow::on_opened(const Reply& reply) {
     const std::filesystem::path in(opened_.value("path", ""));
     output_->setText(QString::fromStdString((in.parent_path() / (in.stem().string() + "-mask.nhdr")).string()));
   }
-  if (script_.lo && script_.hi) set_range(*script_.lo, *script_.hi);
-  else set_range(histogram_->snapped(edges.lo + (edges.hi - edges.lo) * 0.5), below_edge(histogram_->snapped(edges.hi)));
+  if (script_.lo && script_.hi && script_.snap)  // as a drag would: to the nearest bin edges
+    set_range(histogram_->snapped(*script_.lo), below_edge(histogram_->snapped(*script_.hi)), false);
+  else if (script_.lo && script_.hi) set_range(*script_.lo, *script_.hi, false);
+  else set_range(histogram_->snapped(edges.lo + (edges.hi - edges.lo) * 0.5), below_edge(histogram_->snapped(edges.hi)), false);
   statusBar()->showMessage(tr("%1 open%2").arg(QString::fromStdString(opened_.value("path", "")),
                                                opened_.value("pyramid_built", false) ? tr("; its pyramid was built")
                                                                                      : QString()));

@@ -45,6 +45,7 @@ struct Script {
   std::optional<double> lo, hi;
   std::string output, format;
   bool segment = false, force = false, quit = false;
+  bool snap = false;  // move lo and hi to the nearest bin edges, as a drag does
   std::string screenshot, window_shot, timings;
   std::string level = "auto";  // of the refined frames
   std::optional<render::Camera> camera;
@@ -105,6 +106,7 @@ class MainWindow : public QMainWindow {
   void on_segmented(const Reply& reply);
   void on_frame(const Reply& reply);
   void show_planes(const Planes& planes);
+  void set_range(double lo, double hi, bool redraw);
   void update_count();
   double below_edge(double edge) const;
   segment::Histogram::Count histogram_count(double lo, double hi) const;

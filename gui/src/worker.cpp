@@ -13,9 +13,9 @@ Worker::~Worker() { quit(); }
 void Worker::post(Json request) {
   std::lock_guard lock(mutex_);
   if (quitting_) return;
-  if (request.value("kind", "") == "render")
+  if (request.value("replaceable", false))
     for (auto it = queue_.begin(); it != queue_.end(); ++it)
-      if (it->value("kind", "") == "render") {
+      if (it->value("replaceable", false)) {
         *it = std::move(request);
         return;
       }

@@ -2,8 +2,8 @@
 // Rank 0's worker thread. MPI, IceT and rank 0's offscreen rendering all run
 // on this one thread (a GL context belongs to one thread); the window's
 // thread only posts requests and receives replies, so it never waits on the
-// other ranks. A render request replaces a render request still queued (a
-// camera drag asks faster than frames come); Cancel reaches a running job
+// other ranks. A request marked "replaceable" (an interactive frame) replaces
+// one still queued (a camera drag asks faster than frames come); Cancel reaches a running job
 // through a flag the job polls (segment::Stop carries it to every rank).
 #pragma once
 
