@@ -29,7 +29,6 @@ bool parse_size(const std::string& text, int& width, int& height) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const auto start = std::chrono::steady_clock::now();
   const double start_epoch =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   int provided = 0;
@@ -43,7 +42,6 @@ int main(int argc, char** argv) {
   {
     volseg::Comm world(MPI_COMM_WORLD);
     volseg::gui::Script script;
-    script.process_start = start;
     script.process_start_epoch = start_epoch;
     std::string size, camera;
     CLI::App app{"volseg-gui: pick a threshold on the exact histogram, segment on every rank, see the result.\n"

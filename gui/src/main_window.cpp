@@ -41,6 +41,7 @@
 #include "histogram_view.hpp"
 #include "report_view.hpp"
 #include "slice_view.hpp"
+#include "threshold.hpp"
 #include "view3d.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
@@ -68,34 +69,6 @@ std::string number(double value) {  // round-trips
   out.precision(17);
   out << value;
   return out.str();
-}
-
-// Otsu's threshold over a histogram: the bin edge that maximises the
-// between-class variance.
-double otsu(const segment::Histogram& h) {
-  const auto& counts = h.counts();
-  const auto& e = h.edges();
-  double total = 0, sum = 0;
-  for (int i = 0; i < e.bins; ++i) {
-    const double c = static_cast<double>(counts[static_cast<std::size_t>(i)]);
-    total += c;
-    sum += c * (e.edge(i) + e.edge(i + 1)) / 2;
-  }
-  double weight = 0, partial = 0, best = -1;
-  int at = e.bins / 2;
-  for (int i = 0; i + 1 < e.bins; ++i) {
-    const double c = static_cast<double>(counts[static_cast<std::size_t>(i)]);
-    weight += c;
-    partial += c * (e.edge(i) + e.edge(i + 1)) / 2;
-    if (weight == 0 || weight == total) continue;
-    const double m0 = partial / weight, m1 = (sum - partial) / (total - weight);
-    const double between = weight * (total - weight) * (m0 - m1) * (m0 - m1);
-    if (between > best) {
-      best = between;
-      at = i + 1;
-    }
-  }
-  return e.edge(at);
 }
 
 }  // namespace
@@ -127,252 +100,6 @@ MainWindow::~MainWindow() {
   if (worker_) worker_->quit();
 }
 
-void MainWindow::build_ui() {
-  auto* splitter = new QSplitter(Qt::Horizontal, this);
-  // Views: 3D and the three slices.
-  auto* views = new QWidget(splitter);
-  auto* grid = new QGridLayout(views);
-  grid->setContentsMargins(2, 2, 2, 2);
-  view_ = new View3D(views);
-  if (script_.view_width > 0) view_->setFixedSize(script_.view_width, script_.view_height);
-  slices_[0] = new SliceView("Z", views);
-  slices_[1] = new SliceView("Y", views);
-  slices_[2] = new SliceView("X", views);
-  grid->addWidget(view_, 0, 0);
-  grid->addWidget(slices_[0], 0, 1);
-  grid->addWidget(slices_[1], 1, 0);
-  grid->addWidget(slices_[2], 1, 1);
-  grid->setRowStretch(0, 3);
-  grid->setRowStretch(1, 2);
-  grid->setColumnStretch(0, 3);
-  grid->setColumnStretch(1, 2);
-  connect(view_, &View3D::camera_changed, this, [this](bool moving) {
-    request_frame(moving, moving ? "drag" : "view");
-    if (!moving) refine_timer_->stop();
-  });
-  connect(view_, &View3D::resized, this, [this] {
-    if (!opened_.is_null()) refine_timer_->start();
-  });
-  // Slice i shows plane i (z, y, x); its columns and rows are the other axes.
-  for (int p = 0; p < 3; ++p)
-    connect(slices_[p], &SliceView::cursor_moved, this, [this, p](double column, double row) {
-      // plane z: columns x, rows y; plane y: columns x, rows z; plane x: columns y, rows z
-      if (p == 0) cursor_ = {column, row, cursor_[2]};
-      if (p == 1) cursor_ = {column, cursor_[1], row};
-      if (p == 2) cursor_ = {cursor_[0], column, row};
-      request_slices();
-      if (show_slices_->isChecked()) refine_timer_->start();
-    });
-
-  // Panels.
-  auto* side = new QWidget(splitter);
-  auto* column = new QVBoxLayout(side);
-  auto* threshold = new QGroupBox(tr("Threshold"), side);
-  auto* tl = new QVBoxLayout(threshold);
-  histogram_ = new HistogramView(threshold);
-  tl->addWidget(histogram_);
-  auto* row = new QHBoxLayout;
-  lo_box_ = new QDoubleSpinBox(threshold);
-  hi_box_ = new QDoubleSpinBox(threshold);
-  for (auto* box : {lo_box_, hi_box_}) {
-    box->setDecimals(6);
-    box->setRange(-1e300, 1e300);
-    box->setKeyboardTracking(false);
-  }
-  row->addWidget(new QLabel(tr("lo"), threshold));
-  row->addWidget(lo_box_);
-  row->addWidget(new QLabel(tr("hi"), threshold));
-  row->addWidget(hi_box_);
-  log_ = new QCheckBox(tr("log"), threshold);
-  log_->setChecked(true);
-  row->addWidget(log_);
-  tl->addLayout(row);
-  auto* presets = new QHBoxLayout;
-  auto* mode = new QPushButton(tr("Around the mode"), threshold);
-  auto* otsu_button = new QPushButton(tr("Otsu"), threshold);
-  presets->addWidget(mode);
-  presets->addWidget(otsu_button);
-  tl->addLayout(presets);
-  count_ = new QLabel(tr("no volume open"), threshold);
-  count_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  tl->addWidget(count_);
-  column->addWidget(threshold);
-  connect(log_, &QCheckBox::toggled, histogram_, &HistogramView::set_log);
-  connect(histogram_, &HistogramView::range_dragged, this, [this](double lo, double hi) {
-    lo_ = lo;
-    hi_ = below_edge(hi);
-    lo_box_->blockSignals(true);
-    hi_box_->blockSignals(true);
-    lo_box_->setValue(lo);
-    hi_box_->setValue(hi);
-    lo_box_->blockSignals(false);
-    hi_box_->blockSignals(false);
-    update_count();
-  });
-  connect(histogram_, &HistogramView::range_chosen, this, [this](double lo, double hi) { set_range(lo, below_edge(hi)); });
-  auto typed = [this] { set_range(lo_box_->value(), hi_box_->value()); };
-  connect(lo_box_, qOverload<double>(&QDoubleSpinBox::valueChanged), this, typed);
-  connect(hi_box_, qOverload<double>(&QDoubleSpinBox::valueChanged), this, typed);
-  connect(mode, &QPushButton::clicked, this, [this] {
-    const auto& counts = histogram_data_.counts();
-    if (counts.empty()) return;
-    const auto& e = histogram_data_.edges();
-    const int m = static_cast<int>(std::max_element(counts.begin(), counts.end()) - counts.begin());
-    int a = m, b = m;  // the bins around the mode down to half its count
-    while (a > 0 && counts[static_cast<std::size_t>(a - 1)] * 2 >= counts[static_cast<std::size_t>(m)]) --a;
-    while (b + 1 < e.bins && counts[static_cast<std::size_t>(b + 1)] * 2 >= counts[static_cast<std::size_t>(m)]) ++b;
-    set_range(histogram_->snapped(e.edge(a)), below_edge(histogram_->snapped(e.edge(b + 1))));
-  });
-  connect(otsu_button, &QPushButton::clicked, this, [this] {
-    if (histogram_data_.counts().empty()) return;
-    set_range(histogram_->snapped(otsu(histogram_data_)), histogram_data_.edges().integers
-                                                                ? histogram_data_.edges().hi - 0.5
-                                                                : histogram_data_.edges().hi);
-  });
-
-  tabs_ = new QTabWidget(side);
-  column->addWidget(tabs_, 1);
-  // Volume
-  auto* volume = new QWidget;
-  auto* vf = new QFormLayout(volume);
-  path_ = new QLineEdit(volume);
-  path_->setReadOnly(true);
-  vf->addRow(tr("File"), path_);
-  variable_ = new QComboBox(volume);
-  time_ = new QSpinBox(volume);
-  time_->setRange(0, 0);
-  time_->setEnabled(false);
-  variable_->setEnabled(false);
-  vf->addRow(tr("Variable"), variable_);
-  vf->addRow(tr("Time step"), time_);
-  info_ = new QPlainTextEdit(volume);
-  info_->setReadOnly(true);
-  info_->setFont(QFont("monospace"));
-  vf->addRow(info_);
-  auto reopen = [this] {
-    if (!opened_.is_null()) open_file(path_->text());
-  };
-  connect(variable_, qOverload<int>(&QComboBox::activated), this, reopen);
-  connect(time_, &QSpinBox::editingFinished, this, reopen);
-  tabs_->addTab(volume, tr("Volume"));
-  // Segment
-  auto* seg = new QWidget;
-  auto* sf = new QFormLayout(seg);
-  backend_ = new QComboBox(seg);
-  backend_->addItem("auto");
-  for (const auto& b : io::builtin_registry().all())
-    if (b.open) backend_->addItem(QString::fromStdString(b.name));
-  sf->addRow(tr("Backend"), backend_);
-  hints_ = new QLineEdit(seg);
-  hints_->setPlaceholderText(tr("key=value ... (e.g. cb_nodes=2 partition=group-cyclic)"));
-  sf->addRow(tr("Hints"), hints_);
-  hint_status_ = new QLabel(seg);
-  sf->addRow(QString(), hint_status_);
-  output_ = new QLineEdit(seg);
-  format_ = new QComboBox(seg);
-  format_->addItems({"", "raw", "cdf2", "cdf5", "netcdf4"});
-  format_->setToolTip(tr("Empty: the input's format (or the output's extension)"));
-  sf->addRow(tr("Mask file"), output_);
-  sf->addRow(tr("Format"), format_);
-  auto* buttons = new QHBoxLayout;
-  segment_button_ = new QPushButton(tr("Segment"), seg);
-  cancel_button_ = new QPushButton(tr("Cancel"), seg);
-  cancel_button_->setEnabled(false);
-  buttons->addWidget(segment_button_);
-  buttons->addWidget(cancel_button_);
-  sf->addRow(buttons);
-  auto* bars = new QWidget(seg);
-  rank_bars_layout_ = new QVBoxLayout(bars);
-  rank_bars_layout_->setContentsMargins(0, 0, 0, 0);
-  for (int r = 0; r < ranks_; ++r) {
-    auto* bar = new QProgressBar(bars);
-    bar->setFormat(tr("rank %1: %p%").arg(r));
-    bar->setValue(0);
-    rank_bars_layout_->addWidget(bar);
-    rank_bars_.push_back(bar);
-  }
-  sf->addRow(tr("Progress"), bars);
-  connect(segment_button_, &QPushButton::clicked, this, &MainWindow::start_segment);
-  connect(cancel_button_, &QPushButton::clicked, this, &MainWindow::cancel);
-  hint_timer_ = new QTimer(this);
-  hint_timer_->setSingleShot(true);
-  hint_timer_->setInterval(400);
-  connect(hint_timer_, &QTimer::timeout, this, &MainWindow::check_hints);
-  connect(hints_, &QLineEdit::textChanged, this, [this] {
-    hint_timer_->start();
-    update_command();
-  });
-  connect(backend_, &QComboBox::currentTextChanged, this, [this] {
-    hint_timer_->start();
-    update_command();
-  });
-  connect(output_, &QLineEdit::textChanged, this, &MainWindow::update_command);
-  connect(format_, &QComboBox::currentTextChanged, this, &MainWindow::update_command);
-  tabs_->addTab(seg, tr("Segment"));
-  // Report
-  auto* rep = new QWidget;
-  auto* rl = new QVBoxLayout(rep);
-  summary_ = new QPlainTextEdit(rep);
-  summary_->setReadOnly(true);
-  summary_->setFont(QFont("monospace"));
-  summary_->setMaximumHeight(140);
-  report_ = new ReportView(rep);
-  rl->addWidget(summary_);
-  rl->addWidget(report_, 1);
-  tabs_->addTab(rep, tr("Report"));
-  // View options and the command
-  auto* cmd = new QWidget;
-  auto* cl = new QVBoxLayout(cmd);
-  show_volume_ = new QCheckBox(tr("Volume"), cmd);
-  show_mask_ = new QCheckBox(tr("Mask (threshold surface before segmenting)"), cmd);
-  show_slices_ = new QCheckBox(tr("Slices in 3D"), cmd);
-  show_volume_->setChecked(true);
-  show_mask_->setChecked(true);
-  for (auto* box : {show_volume_, show_mask_, show_slices_}) {
-    cl->addWidget(box);
-    connect(box, &QCheckBox::toggled, this, [this] {
-      request_frame(false);
-      update_command();
-    });
-  }
-  cl->addWidget(new QLabel(tr("The same as a batch job:"), cmd));
-  command_ = new QPlainTextEdit(cmd);
-  command_->setReadOnly(true);
-  command_->setFont(QFont("monospace"));
-  cl->addWidget(command_, 1);
-  auto* copy = new QPushButton(tr("Copy"), cmd);
-  connect(copy, &QPushButton::clicked, this, [this] { QApplication::clipboard()->setText(command_->toPlainText()); });
-  cl->addWidget(copy);
-  tabs_->addTab(cmd, tr("View && command"));
-
-  splitter->setStretchFactor(0, 3);
-  splitter->setStretchFactor(1, 2);
-  setCentralWidget(splitter);
-  frame_status_ = new QLabel(this);
-  statusBar()->addPermanentWidget(frame_status_);
-  refine_timer_ = new QTimer(this);
-  refine_timer_->setSingleShot(true);
-  refine_timer_->setInterval(250);
-  connect(refine_timer_, &QTimer::timeout, this, [this] { request_frame(false); });
-  resize(1400, 900);
-}
-
-void MainWindow::build_menus() {
-  auto* file = menuBar()->addMenu(tr("&File"));
-  file->addAction(tr("&Open..."), this, [this] {
-    const QString path = QFileDialog::getOpenFileName(this, tr("Open a volume"), QString(),
-                                                      tr("Volumes (*.nhdr *.nc *.nc4 *.h5);;All files (*)"));
-    if (!path.isEmpty()) open_file(path);
-  }, QKeySequence::Open);
-  file->addAction(tr("Save &screenshot..."), this, [this] {
-    const QString path = QFileDialog::getSaveFileName(this, tr("Save the 3D view"), "volseg.png", tr("PNG (*.png)"));
-    if (!path.isEmpty()) save_screenshot(path);
-  });
-  file->addAction(tr("Save &mask as..."), this, &MainWindow::save_mask_as);
-  file->addSeparator();
-  file->addAction(tr("&Quit"), this, &QWidget::close, QKeySequence::Quit);
-}
-
 Json MainWindow::open_request() const {
   Json request{{"kind", "open"}, {"path", path_->text().toStdString()}, {"backend", script_.backend}};
   if (!script_.pyramid_dir.empty()) request["pyramid_dir"] = script_.pyramid_dir;
@@ -395,7 +122,6 @@ void MainWindow::open_file(const QString& path) {
   }
   path_->setText(path);
   statusBar()->showMessage(tr("opening %1 (the first open builds its brick pyramid: one pass over the data)").arg(path));
-  first_frame_ = true;
   mask_.clear();
   segmented_range_.reset();
   worker_->post(open_request());
@@ -427,32 +153,14 @@ QString MainWindow::count_text() const { return count_->text(); }
 QString MainWindow::command_text() const { return command_->toPlainText(); }
 bool MainWindow::busy() const { return worker_->pending() > 0; }
 
-// Segment counts lo <= v <= hi; a bin holds edge(i) <= v < edge(i+1). So a
-// range dragged to an inner bin edge e ends at the largest double below e:
-// then segment and the histogram count the same voxels, those below e, for
-// every data type (values compare exactly as doubles).
-double MainWindow::below_edge(double edge) const {
-  const auto& e = histogram_data_.edges();
-  if (e.integers || edge >= e.hi || edge <= e.lo) return edge;
-  return std::nextafter(edge, -std::numeric_limits<double>::infinity());
-}
-
-segment::Histogram::Count MainWindow::histogram_count(double lo, double hi) const {
-  const auto& e = histogram_data_.edges();
-  if (!e.integers) {
-    const double b = std::round((hi - e.lo) / e.width());
-    if (b > 0 && b < e.bins) {
-      const double edge = e.edge(static_cast<int>(b));
-      if (hi == below_edge(edge)) return histogram_data_.count_between(lo, edge);
-    }
-  }
-  return histogram_data_.count_between(lo, hi);
+segment::Histogram::Count MainWindow::count(double lo, double hi) const {
+  return count_in_range(histogram_data_, lo, hi);
 }
 
 // The voxel count of [lo, hi] from the histogram: no pass over the data.
 void MainWindow::update_count() {
   if (histogram_data_.counts().empty()) return;
-  const auto count = histogram_count(lo_, hi_);
+  const auto count = count_in_range(histogram_data_, lo_, hi_);
   const double valid = opened_.value("valid", 0.0);
   const double fraction = valid > 0 ? 100.0 * count.voxels / valid : 0.0;
   QString text;
@@ -687,14 +395,13 @@ void MainWindow::on_opened(const Reply& reply) {
     output_->setText(QString::fromStdString((in.parent_path() / (in.stem().string() + "-mask.nhdr")).string()));
   }
   if (script_.lo && script_.hi && script_.snap)  // as a drag would: to the nearest bin edges
-    set_range(histogram_->snapped(*script_.lo), below_edge(histogram_->snapped(*script_.hi)), false);
+    set_range(histogram_->snapped(*script_.lo), below_edge(histogram_data_.edges(), histogram_->snapped(*script_.hi)), false);
   else if (script_.lo && script_.hi) set_range(*script_.lo, *script_.hi, false);
-  else set_range(histogram_->snapped(edges.lo + (edges.hi - edges.lo) * 0.5), below_edge(histogram_->snapped(edges.hi)), false);
+  else set_range(histogram_->snapped(edges.lo + (edges.hi - edges.lo) * 0.5), below_edge(histogram_data_.edges(), histogram_->snapped(edges.hi)), false);
   statusBar()->showMessage(tr("%1 open%2").arg(QString::fromStdString(opened_.value("path", "")),
                                                opened_.value("pyramid_built", false) ? tr("; its pyramid was built")
                                                                                      : QString()));
   // Progressive: a coarse first image at full size, then the refined one.
-  first_frame_ = true;
   const int levels = static_cast<int>(opened_.at("levels").size());
   request_frame(false, "first", std::min(2, levels - 1));
   request_slices();
@@ -821,84 +528,6 @@ void MainWindow::save_mask_as() {
 void MainWindow::closeEvent(QCloseEvent* event) {
   if (worker_) worker_->quit();  // every rank leaves its loop
   event->accept();
-}
-
-// The unattended run: open -> (first image, refined) -> segment -> final
-// frame -> screenshot -> quit, one step per reply once the queue is empty.
-void MainWindow::script_step() {
-  if (worker_->pending() > 0 || step_ == Step::done) return;
-  if (opened_.is_null()) return;
-  if (script_.segment && !script_segmented_) {
-    script_segmented_ = true;
-    start_segment();
-    return;
-  }
-  if (!script_.timings.empty() && timing_frames_left_ == 0 && timed_frames_.empty()) {
-    // Camera-drag frames (level 2, half size) and level-0 frames, 3 each.
-    timing_frames_left_ = 6;
-    for (int i = 0; i < 6; ++i) {
-      auto camera = view_->camera();
-      camera.azimuth += i;
-      view_->set_camera(camera);
-      if (i < 3) request_frame(true, "time-drag", 2);
-      else request_frame(false, "time-full", 0);
-    }
-    return;
-  }
-  step_ = Step::done;
-  if (!script_.screenshot.empty() && !save_screenshot(QString::fromStdString(script_.screenshot))) exit_code_ = 1;
-  if (!script_.window_shot.empty()) {
-    if (!grab().save(QString::fromStdString(script_.window_shot))) {
-      show_error(tr("window shot"), tr("cannot write %1").arg(QString::fromStdString(script_.window_shot)));
-      exit_code_ = 1;
-    }
-  }
-  if (!script_.timings.empty()) write_timings();
-  if (script_.quit) close();
-}
-
-void MainWindow::write_timings() {
-  // The exact voxel count of a dragged range from the histogram, timed over
-  // many ranges at bin edges, against the threshold pass of the same run.
-  const auto& e = histogram_data_.edges();
-  std::mt19937 random(7);
-  std::uniform_int_distribution<int> edge(0, e.bins);
-  const int queries = 20000;
-  double sink = 0;
-  const auto start = std::chrono::steady_clock::now();
-  for (int q = 0; q < queries; ++q) {
-    int a = edge(random), b = edge(random);
-    if (a > b) std::swap(a, b);
-    sink += histogram_count(e.edge(a), below_edge(e.edge(b))).voxels;
-  }
-  const double per_query = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / queries;
-  Json t;
-  t["ranks"] = ranks_;
-  t["count_query_seconds"] = per_query;
-  t["count_checksum"] = sink;
-  t["segment_seconds"] = segment_seconds_;
-  if (segmented_range_) {
-    t["segment_lo"] = segmented_range_->first;
-    t["segment_hi"] = segmented_range_->second;
-    t["segment_count"] = segmented_count_;
-    const auto c = histogram_count(segmented_range_->first, segmented_range_->second);
-    t["histogram_count"] = c.voxels;
-    t["histogram_count_exact"] = c.exact;
-  }
-  t["first_image_seconds"] = first_image_seconds_;
-  t["first_image_epoch"] = first_image_epoch_;
-  t["first_image_level"] = first_image_level_;
-  t["process_start_epoch"] = script_.process_start_epoch;
-  Json frames = Json::array();
-  for (const auto& f : timed_frames_)
-    frames.push_back({{"level", f.level}, {"width", f.width}, {"height", f.height}, {"seconds", f.seconds}});
-  t["frames"] = frames;
-  try {
-    io::write_file_atomically(script_.timings, t.dump(2) + "\n");
-  } catch (const std::exception& ex) {
-    show_error(tr("timings"), QString::fromUtf8(ex.what()));
-    exit_code_ = 1;
-  }
 }
 
 }  // namespace volseg::gui

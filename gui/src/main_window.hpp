@@ -50,7 +50,6 @@ struct Script {
   std::string level = "auto";  // of the refined frames
   std::optional<render::Camera> camera;
   int view_width = 0, view_height = 0;  // 0: the window's layout decides
-  std::chrono::steady_clock::time_point process_start;
   double process_start_epoch = 0;  // seconds since the Unix epoch
 };
 
@@ -69,7 +68,7 @@ class MainWindow : public QMainWindow {
   std::pair<double, double> range() const;
   QString count_text() const;
   // The histogram's count of [lo, hi] (what the count label shows).
-  segment::Histogram::Count count(double lo, double hi) const { return histogram_count(lo, hi); }
+  segment::Histogram::Count count(double lo, double hi) const;
   QString command_text() const;
   QString last_error() const { return last_error_; }
   bool busy() const;
@@ -108,8 +107,6 @@ class MainWindow : public QMainWindow {
   void show_planes(const Planes& planes);
   void set_range(double lo, double hi, bool redraw);
   void update_count();
-  double below_edge(double edge) const;
-  segment::Histogram::Count histogram_count(double lo, double hi) const;
   void update_command();
   void check_hints();
   void show_error(const QString& context, const QString& message);
@@ -155,9 +152,8 @@ class MainWindow : public QMainWindow {
   bool job_running_ = false;
   int frames_shown_ = 0, jobs_done_ = 0, exit_code_ = 0;
   QString last_error_;
-  bool first_frame_ = true;
   // the script's progress
-  enum class Step { open, first_frame, refined, segmenting, final_frame, done } step_ = Step::open;
+  bool script_done_ = false;
   bool script_segmented_ = false;
   // timings for the benchmark
   double first_image_seconds_ = -1, first_image_epoch_ = 0;

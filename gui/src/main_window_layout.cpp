@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: MIT
+// The window's widgets and how they are wired to its slots (main_window.cpp
+// holds what the window does).
+#include "main_window.hpp"
+
+#include <QAction>
+#include <QApplication>
+#include <QCheckBox>
+#include <QClipboard>
+#include <QCloseEvent>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGridLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QImage>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMenuBar>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QScreen>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTimer>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <sstream>
+
+#include "histogram_view.hpp"
+#include "report_view.hpp"
+#include "slice_view.hpp"
+#include "threshold.hpp"
+#include "view3d.hpp"
+#include "volseg/io/error.hpp"
+#include "volseg/io/files.hpp"
+#include "volseg/io/registry.hpp"
+#include "volseg/render/render.hpp"
+#include "worker.hpp"
+
+namespace volseg::gui {
+
+void MainWindow::build_ui() {
+  auto* splitter = new QSplitter(Qt::Horizontal, this);
+  // Views: 3D and the three slices.
+  auto* views = new QWidget(splitter);
+  auto* grid = new QGridLayout(views);
+  grid->setContentsMargins(2, 2, 2, 2);
+  view_ = new View3D(views);
+  if (script_.view_width > 0) view_->setFixedSize(script_.view_width, script_.view_height);
+  slices_[0] = new SliceView("Z", views);
+  slices_[1] = new SliceView("Y", views);
+  slices_[2] = new SliceView("X", views);
+  grid->addWidget(view_, 0, 0);
+  grid->addWidget(slices_[0], 0, 1);
+  grid->addWidget(slices_[1], 1, 0);
+  grid->addWidget(slices_[2], 1, 1);
+  grid->setRowStretch(0, 3);
+  grid->setRowStretch(1, 2);
+  grid->setColumnStretch(0, 3);
+  grid->setColumnStretch(1, 2);
+  connect(view_, &View3D::camera_changed, this, [this](bool moving) {
+    request_frame(moving, moving ? "drag" : "view");
+    if (!moving) refine_timer_->stop();
+  });
+  connect(view_, &View3D::resized, this, [this] {
+    if (!opened_.is_null()) refine_timer_->start();
+  });
+  // Slice i shows plane i (z, y, x); its columns and rows are the other axes.
+  for (int p = 0; p < 3; ++p)
+    connect(slices_[p], &SliceView::cursor_moved, this, [this, p](double column, double row) {
+      // plane z: columns x, rows y; plane y: columns x, rows z; plane x: columns y, rows z
+      if (p == 0) cursor_ = {column, row, cursor_[2]};
+      if (p == 1) cursor_ = {column, cursor_[1], row};
+      if (p == 2) cursor_ = {cursor_[0], column, row};
+      request_slices();
+      if (show_slices_->isChecked()) refine_timer_->start();
+    });
+
+  // Panels.
+  auto* side = new QWidget(splitter);
+  auto* column = new QVBoxLayout(side);
+  auto* threshold = new QGroupBox(tr("Threshold"), side);
+  auto* tl = new QVBoxLayout(threshold);
+  histogram_ = new HistogramView(threshold);
+  tl->addWidget(histogram_);
+  auto* row = new QHBoxLayout;
+  lo_box_ = new QDoubleSpinBox(threshold);
+  hi_box_ = new QDoubleSpinBox(threshold);
+  for (auto* box : {lo_box_, hi_box_}) {
+    box->setDecimals(6);
+    box->setRange(-1e300, 1e300);
+    box->setKeyboardTracking(false);
+  }
+  row->addWidget(new QLabel(tr("lo"), threshold));
+  row->addWidget(lo_box_);
+  row->addWidget(new QLabel(tr("hi"), threshold));
+  row->addWidget(hi_box_);
+  log_ = new QCheckBox(tr("log"), threshold);
+  log_->setChecked(true);
+  row->addWidget(log_);
+  tl->addLayout(row);
+  auto* presets = new QHBoxLayout;
+  auto* mode = new QPushButton(tr("Around the mode"), threshold);
+  auto* otsu_button = new QPushButton(tr("Otsu"), threshold);
+  presets->addWidget(mode);
+  presets->addWidget(otsu_button);
+  tl->addLayout(presets);
+  count_ = new QLabel(tr("no volume open"), threshold);
+  count_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  tl->addWidget(count_);
+  column->addWidget(threshold);
+  connect(log_, &QCheckBox::toggled, histogram_, &HistogramView::set_log);
+  connect(histogram_, &HistogramView::range_dragged, this, [this](double lo, double hi) {
+    lo_ = lo;
+    hi_ = below_edge(histogram_data_.edges(), hi);
+    lo_box_->blockSignals(true);
+    hi_box_->blockSignals(true);
+    lo_box_->setValue(lo);
+    hi_box_->setValue(hi);
+    lo_box_->blockSignals(false);
+    hi_box_->blockSignals(false);
+    update_count();
+  });
+  connect(histogram_, &HistogramView::range_chosen, this, [this](double lo, double hi) { set_range(lo, below_edge(histogram_data_.edges(), hi)); });
+  auto typed = [this] { set_range(lo_box_->value(), hi_box_->value()); };
+  connect(lo_box_, qOverload<double>(&QDoubleSpinBox::valueChanged), this, typed);
+  connect(hi_box_, qOverload<double>(&QDoubleSpinBox::valueChanged), this, typed);
+  connect(mode, &QPushButton::clicked, this, [this] {
+    if (histogram_data_.counts().empty()) return;
+    const auto [lo, hi] = around_mode(histogram_data_);
+    set_range(histogram_->snapped(lo), below_edge(histogram_data_.edges(), histogram_->snapped(hi)));
+  });
+  connect(otsu_button, &QPushButton::clicked, this, [this] {
+    if (histogram_data_.counts().empty()) return;
+    set_range(histogram_->snapped(otsu(histogram_data_)), histogram_data_.edges().integers
+                                                                ? histogram_data_.edges().hi - 0.5
+                                                                : histogram_data_.edges().hi);
+  });
+
+  tabs_ = new QTabWidget(side);
+  column->addWidget(tabs_, 1);
+  // Volume
+  auto* volume = new QWidget;
+  auto* vf = new QFormLayout(volume);
+  path_ = new QLineEdit(volume);
+  path_->setReadOnly(true);
+  vf->addRow(tr("File"), path_);
+  variable_ = new QComboBox(volume);
+  time_ = new QSpinBox(volume);
+  time_->setRange(0, 0);
+  time_->setEnabled(false);
+  variable_->setEnabled(false);
+  vf->addRow(tr("Variable"), variable_);
+  vf->addRow(tr("Time step"), time_);
+  info_ = new QPlainTextEdit(volume);
+  info_->setReadOnly(true);
+  info_->setFont(QFont("monospace"));
+  vf->addRow(info_);
+  auto reopen = [this] {
+    if (!opened_.is_null()) open_file(path_->text());
+  };
+  connect(variable_, qOverload<int>(&QComboBox::activated), this, reopen);
+  connect(time_, &QSpinBox::editingFinished, this, reopen);
+  tabs_->addTab(volume, tr("Volume"));
+  // Segment
+  auto* seg = new QWidget;
+  auto* sf = new QFormLayout(seg);
+  backend_ = new QComboBox(seg);
+  backend_->addItem("auto");
+  for (const auto& b : io::builtin_registry().all())
+    if (b.open) backend_->addItem(QString::fromStdString(b.name));
+  sf->addRow(tr("Backend"), backend_);
+  hints_ = new QLineEdit(seg);
+  hints_->setPlaceholderText(tr("key=value ... (e.g. cb_nodes=2 partition=group-cyclic)"));
+  sf->addRow(tr("Hints"), hints_);
+  hint_status_ = new QLabel(seg);
+  sf->addRow(QString(), hint_status_);
+  output_ = new QLineEdit(seg);
+  format_ = new QComboBox(seg);
+  format_->addItems({"", "raw", "cdf2", "cdf5", "netcdf4"});
+  format_->setToolTip(tr("Empty: the input's format (or the output's extension)"));
+  sf->addRow(tr("Mask file"), output_);
+  sf->addRow(tr("Format"), format_);
+  auto* buttons = new QHBoxLayout;
+  segment_button_ = new QPushButton(tr("Segment"), seg);
+  cancel_button_ = new QPushButton(tr("Cancel"), seg);
+  cancel_button_->setEnabled(false);
+  buttons->addWidget(segment_button_);
+  buttons->addWidget(cancel_button_);
+  sf->addRow(buttons);
+  auto* bars = new QWidget(seg);
+  rank_bars_layout_ = new QVBoxLayout(bars);
+  rank_bars_layout_->setContentsMargins(0, 0, 0, 0);
+  for (int r = 0; r < ranks_; ++r) {
+    auto* bar = new QProgressBar(bars);
+    bar->setFormat(tr("rank %1: %p%").arg(r));
+    bar->setValue(0);
+    rank_bars_layout_->addWidget(bar);
+    rank_bars_.push_back(bar);
+  }
+  sf->addRow(tr("Progress"), bars);
+  connect(segment_button_, &QPushButton::clicked, this, &MainWindow::start_segment);
+  connect(cancel_button_, &QPushButton::clicked, this, &MainWindow::cancel);
+  hint_timer_ = new QTimer(this);
+  hint_timer_->setSingleShot(true);
+  hint_timer_->setInterval(400);
+  connect(hint_timer_, &QTimer::timeout, this, &MainWindow::check_hints);
+  connect(hints_, &QLineEdit::textChanged, this, [this] {
+    hint_timer_->start();
+    update_command();
+  });
+  connect(backend_, &QComboBox::currentTextChanged, this, [this] {
+    hint_timer_->start();
+    update_command();
+  });
+  connect(output_, &QLineEdit::textChanged, this, &MainWindow::update_command);
+  connect(format_, &QComboBox::currentTextChanged, this, &MainWindow::update_command);
+  tabs_->addTab(seg, tr("Segment"));
+  // Report
+  auto* rep = new QWidget;
+  auto* rl = new QVBoxLayout(rep);
+  summary_ = new QPlainTextEdit(rep);
+  summary_->setReadOnly(true);
+  summary_->setFont(QFont("monospace"));
+  summary_->setMaximumHeight(140);
+  report_ = new ReportView(rep);
+  rl->addWidget(summary_);
+  rl->addWidget(report_, 1);
+  tabs_->addTab(rep, tr("Report"));
+  // View options and the command
+  auto* cmd = new QWidget;
+  auto* cl = new QVBoxLayout(cmd);
+  show_volume_ = new QCheckBox(tr("Volume"), cmd);
+  show_mask_ = new QCheckBox(tr("Mask (threshold surface before segmenting)"), cmd);
+  show_slices_ = new QCheckBox(tr("Slices in 3D"), cmd);
+  show_volume_->setChecked(true);
+  show_mask_->setChecked(true);
+  for (auto* box : {show_volume_, show_mask_, show_slices_}) {
+    cl->addWidget(box);
+    connect(box, &QCheckBox::toggled, this, [this] {
+      request_frame(false);
+      update_command();
+    });
+  }
+  cl->addWidget(new QLabel(tr("The same as a batch job:"), cmd));
+  command_ = new QPlainTextEdit(cmd);
+  command_->setReadOnly(true);
+  command_->setFont(QFont("monospace"));
+  cl->addWidget(command_, 1);
+  auto* copy = new QPushButton(tr("Copy"), cmd);
+  connect(copy, &QPushButton::clicked, this, [this] { QApplication::clipboard()->setText(command_->toPlainText()); });
+  cl->addWidget(copy);
+  tabs_->addTab(cmd, tr("View && command"));
+
+  splitter->setStretchFactor(0, 3);
+  splitter->setStretchFactor(1, 2);
+  setCentralWidget(splitter);
+  frame_status_ = new QLabel(this);
+  statusBar()->addPermanentWidget(frame_status_);
+  refine_timer_ = new QTimer(this);
+  refine_timer_->setSingleShot(true);
+  refine_timer_->setInterval(250);
+  connect(refine_timer_, &QTimer::timeout, this, [this] { request_frame(false); });
+  resize(1400, 900);
+}
+
+void MainWindow::build_menus() {
+  auto* file = menuBar()->addMenu(tr("&File"));
+  file->addAction(tr("&Open..."), this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open a volume"), QString(),
+                                                      tr("Volumes (*.nhdr *.nc *.nc4 *.h5);;All files (*)"));
+    if (!path.isEmpty()) open_file(path);
+  }, QKeySequence::Open);
+  file->addAction(tr("Save &screenshot..."), this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Save the 3D view"), "volseg.png", tr("PNG (*.png)"));
+    if (!path.isEmpty()) save_screenshot(path);
+  });
+  file->addAction(tr("Save &mask as..."), this, &MainWindow::save_mask_as);
+  file->addSeparator();
+  file->addAction(tr("&Quit"), this, &QWidget::close, QKeySequence::Quit);
+}
+
+}  // namespace volseg::gui
