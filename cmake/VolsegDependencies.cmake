@@ -11,6 +11,12 @@ pkg_check_modules(PNETCDF REQUIRED IMPORTED_TARGET pnetcdf)
 # whose VTK looks netCDF up too.
 set(netCDF_DIR "${PROJECT_SOURCE_DIR}/cmake/netcdf" CACHE PATH "netCDF config (volseg wrapper)" FORCE)
 find_package(netCDF REQUIRED CONFIG)
+# VTK's netcdf module (pulled in by Catalyst) asks for NetCDF::NetCDF: the
+# same parallel library, never the serial one (DEPENDENCIES.md item 9).
+if(NOT TARGET NetCDF::NetCDF)
+  add_library(NetCDF::NetCDF INTERFACE IMPORTED)
+  target_link_libraries(NetCDF::NetCDF INTERFACE netCDF::netcdf)
+endif()
 
 set(HDF5_PREFER_PARALLEL ON)
 find_package(HDF5 REQUIRED COMPONENTS C HL)

@@ -96,7 +96,10 @@ io::FileFormat choose_output_format(const SegmentOptions& options, io::FileForma
   return input == io::FileFormat::cdf1 ? io::FileFormat::cdf2 : input;  // PnetCDF writes CDF-2 and CDF-5
 }
 
-io::VolumeInfo mask_info(const SegmentOptions& options, const io::VolumeInfo& input) {
+}  // namespace
+
+io::VolumeInfo mask_info(const io::VolumeInfo& input, double lo, double hi, const std::string& source,
+                         const std::string& history) {
   io::VolumeInfo mask;
   mask.dims = input.dims;
   mask.dtype = io::DType::u8;
@@ -109,21 +112,23 @@ io::VolumeInfo mask_info(const SegmentOptions& options, const io::VolumeInfo& in
     std::snprintf(text, sizeof text, "%.17g", value);
     return std::string(text);
   };
-  mask.attributes["threshold_lo"] = number(options.lo);
-  mask.attributes["threshold_hi"] = number(options.hi);
-  mask.attributes["source_file"] = options.input;
+  mask.attributes["threshold_lo"] = number(lo);
+  mask.attributes["threshold_hi"] = number(hi);
+  mask.attributes["source_file"] = source;
   if (!input.variable.empty()) mask.attributes["source_variable"] = input.variable;
   mask.attributes["long_name"] =
-      "mask of " + (input.variable.empty() ? std::string("the input") : input.variable) + " in [" + number(options.lo) +
-      ", " + number(options.hi) + "]";
+      "mask of " + (input.variable.empty() ? std::string("the input") : input.variable) + " in [" + number(lo) +
+      ", " + number(hi) + "]";
   for (int a = 0; a < 3; ++a)  // keep the input's dimension names
     if (auto it = input.attributes.find("dim" + std::to_string(a)); it != input.attributes.end())
       mask.attributes[it->first] = it->second;
   mask.attributes["flag_values"] = "0 1";
   mask.attributes["flag_meanings"] = "outside inside";
-  mask.attributes["history"] = options.command_line.empty() ? "volseg segment" : options.command_line;
+  mask.attributes["history"] = history;
   return mask;
 }
+
+namespace {
 
 // CF packing of stored values.
 struct Packing {
@@ -139,6 +144,8 @@ struct Packing {
     return scale > 0 ? std::pair{a, b} : std::pair{b, a};
   }
 };
+
+}  // namespace
 
 void reduce_stats(const Comm& comm, const Stats& local, Stats& global) {
   std::uint64_t counts[3] = {local.voxels, local.valid, local.in_range};
@@ -157,6 +164,8 @@ void reduce_stats(const Comm& comm, const Stats& local, Stats& global) {
   global.min = global.valid ? min : 0;
   global.max = global.valid ? max : 0;
 }
+
+namespace {
 
 // Every rank's list of two-phase call timings, on rank 0.
 std::vector<std::vector<io::twophase::Timing>> gather_calls(const Comm& comm,
@@ -262,7 +271,8 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   for (auto& hint : writer_hints)
     if (hint == "chunks=brick")
       hint = "chunks=" + std::to_string(shape[0]) + "," + std::to_string(shape[1]) + "," + std::to_string(shape[2]);
-  writer = io::create_writer(result.output_backend, {options.output, mask_info(options, result.input_info), options.force},
+  writer = io::create_writer(result.output_backend, {options.output, mask_info(result.input_info, options.lo, options.hi, options.input,
+                                                                 options.command_line.empty() ? "volseg segment" : options.command_line), options.force},
                              comm, io::Hints::parse(writer_hints));
   times.open = since(open_start);
 

@@ -79,6 +79,16 @@ struct SegmentResult {
 // input's nor the mask's files, nor an existing file unless options.force.
 SegmentResult run_segment(const Comm& comm, const SegmentOptions& options);
 
+// The mask's description for an input: u8 {0,1}, the input's dims, spacing,
+// origin and dimension names, and attributes saying what it is (thresholds,
+// source file and variable, flag meanings, history). Batch and in-situ masks
+// of the same data are described alike.
+io::VolumeInfo mask_info(const io::VolumeInfo& input, double lo, double hi, const std::string& source,
+                         const std::string& history);
+
+// Collective: the sum of every rank's statistics (min and max over ranks), on every rank.
+void reduce_stats(const Comm& comm, const Stats& local, Stats& global);
+
 // Rank 0 only. Writes the JSON report (temporary name, renamed when complete).
 void write_report(const std::string& path, const SegmentOptions& options, const SegmentResult& result);
 

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: MIT
+// volseg's in-situ hook: a simulation publishes its field every step; every
+// `every` steps the hook thresholds it with segment's kernel and rules,
+// reduces the statistics over ranks, writes the mask with the batch writers
+// (identical files to `volseg segment` of the same data), renders an image
+// through render/, and runs ParaView Catalyst Python scripts on the field
+// and the mask, all inside legacy Catalyst (vtkCPProcessor). An optional
+// budget keeps the hook's share of the run within a limit.
+//
+// Every call is collective over the communicator given at construction.
+// Errors are agreed: every rank throws the same volseg::Error, and the
+// simulation may carry on without the hook (see volseg_insitu.h).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <mpi.h>
+
+#include "volseg/io/types.hpp"
+
+namespace volseg::insitu {
+
+struct Options {
+  double lo = 0, hi = 0;
+  bool have_range = false;     // --lo and --hi were given
+  int every = 1;               // in-situ steps: step % every == 0
+  std::string out;             // mask per step: printf pattern with the step ("mask_%06d.nc"); empty: none
+  std::string format;          // raw | cdf2 | cdf5 | netcdf4; empty: from out's extension
+  std::string backend;         // writer backend; empty: the format's
+  std::vector<std::string> hints;  // writer hints (key=value)
+  std::string series;          // ParaView index of the masks (.pvd); empty: <out's stem>.pvd when out is set
+  std::string stats;           // time series: CSV (and JSON beside it, same stem); empty: none
+  std::string image;           // PNG per rendered step: printf pattern; empty: no rendering
+  int image_every = 1;         // of the in-situ steps, every image_every-th renders
+  int width = 512, height = 512;
+  std::string camera;          // render::parse_camera text; empty: default
+  std::vector<std::string> scripts;  // ParaView Catalyst (5.11 "V2") Python scripts
+  std::optional<double> budget;      // fraction of the simulation's time (0.1 = 10%)
+  std::string variable = "field";    // the field's name in files and in Catalyst
+  bool force = false;                // replace existing outputs
+  bool verbose = false;              // a line per in-situ step on rank 0
+  std::string text;                  // the options as given (the masks' history)
+};
+
+// Parses the hook's options (what follows --insitu in volseg-sim, or the
+// string given to volseg_insitu_create). `--config FILE` reads more options
+// from a file: one "option value" per line, '#' comments. Throws
+// volseg::Error naming the first bad option.
+Options parse_options(const std::vector<std::string>& args);
+Options parse_options(const std::string& text);  // split on white space, "quotes" group
+std::string options_help();
+
+// One step of the simulation's field on this rank.
+struct Field {
+  std::int64_t step = 0;
+  double time = 0;
+  io::Index3 global_dims{};  // z, y, x
+  io::Extent box;            // points this rank owns
+  int ghost = 0;             // layers around box in memory (none beyond the grid's faces)
+  io::DType dtype = io::DType::f32;
+  const void* values = nullptr;  // (box grown by ghost, clipped to the grid).voxels() values, x fastest
+  std::array<double, 3> spacing{1, 1, 1}, origin{0, 0, 0};  // x, y, z
+  // What the mask's source_file attribute names: the file the simulation
+  // wrote this step's field to, if it did; else "in situ: <variable> step N".
+  std::string source;
+};
+
+// The field as a volume (what a dump of it holds): dims, type, spacing,
+// origin, dimension names z, y, x.
+io::VolumeInfo volume_info(const Field& field, const std::string& variable);
+
+// The memory extent of a field: box grown by ghost, clipped to the grid.
+io::Extent stored_extent(const Field& field);
+
+// What one in-situ call did (every rank the same).
+struct StepRecord {
+  std::int64_t step = 0;
+  double time = 0;
+  std::string action;  // "full", "small-image", "no-image", "no-scripts", "stats-only", "skipped", "off-step"
+  std::uint64_t voxels = 0, valid = 0, in_range = 0;
+  double min = 0, max = 0;
+  std::array<std::uint64_t, 256> histogram{};
+  double segment = 0, reduce = 0, write = 0, render = 0, scripts = 0, total = 0;  // seconds, max over ranks
+  double simulation = 0;  // seconds the simulation ran since the previous call (max over ranks)
+  double share = 0;       // hook time / simulation time, cumulative
+  int script_errors = 0;
+  std::string mask, image;  // files written this step
+};
+
+class Hook {
+ public:
+  // Collective over comm (duplicated). Checks the options on every rank,
+  // the parallel netCDF library, the X display when rendering or scripts
+  // are asked for, and loads the Catalyst scripts.
+  Hook(MPI_Comm comm, Options options);
+  ~Hook();
+  Hook(const Hook&) = delete;
+  Hook& operator=(const Hook&) = delete;
+
+  // Collective. Runs the in-situ work for this step (or decides to skip it).
+  const StepRecord& publish(const Field& field);
+  // Collective: writes the series index and the time series, releases
+  // Catalyst. Called by the destructor if not before (errors then are only
+  // printed).
+  void finalize();
+
+  const std::vector<StepRecord>& records() const;
+  double create_seconds() const;  // Catalyst and Python start-up at construction
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace volseg::insitu

@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: MIT
+#include "gray_scott.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "volseg/io/comm.hpp"
+#include "volseg/io/error.hpp"
+
+namespace volseg::sim {
+namespace {
+
+// The part of n points that part p of parts owns: the first n % parts get one more.
+std::pair<std::int64_t, std::int64_t> split(std::int64_t n, int parts, int p) {
+  const std::int64_t base = n / parts, extra = n % parts;
+  const std::int64_t offset = p * base + std::min<std::int64_t>(p, extra);
+  return {offset, base + (p < extra ? 1 : 0)};
+}
+
+}  // namespace
+
+GrayScott::GrayScott(MPI_Comm comm, const io::Index3& dims, int ghost, const Parameters& parameters)
+    : dims_(dims), ghost_(ghost), p_(parameters) {
+  if (ghost < 1) throw Error("volseg-sim: --ghost must be at least 1 (the stencil needs one layer)");
+  int size = 1;
+  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  int grid[3] = {0, 0, 0}, periods[3] = {0, 0, 0};
+  check_mpi(MPI_Dims_create(size, 3, grid), "MPI_Dims_create");
+  check_mpi(MPI_Cart_create(comm, 3, grid, periods, 0, &cart_), "MPI_Cart_create");
+  int rank = 0, coords[3];
+  check_mpi(MPI_Comm_rank(cart_, &rank), "MPI_Comm_rank");
+  check_mpi(MPI_Cart_coords(cart_, rank, 3, coords), "MPI_Cart_coords");
+  for (int a = 0; a < 3; ++a) {
+    if (dims[a] < grid[a] * ghost)
+      throw Error("volseg-sim: " + std::to_string(dims[a]) + " points along axis " + std::to_string(a) +
+                  " are too few for " + std::to_string(grid[a]) + " blocks of at least " + std::to_string(ghost) +
+                  " points");
+    auto [offset, count] = split(dims[a], grid[a], coords[a]);
+    box_.offset[a] = offset;
+    box_.count[a] = count;
+    check_mpi(MPI_Cart_shift(cart_, a, 1, &lower_[a], &upper_[a]), "MPI_Cart_shift");
+    const std::int64_t below = offset > 0 ? ghost : 0, above = offset + count < dims[a] ? ghost : 0;
+    stored_.offset[a] = offset - below;
+    stored_.count[a] = count + below + above;
+  }
+  // Halo types over the whole stored extent: axis a's slabs of `ghost`
+  // layers, spanning every other axis (ghosts included).
+  int sizes[3], sub[3], start[3];
+  for (int a = 0; a < 3; ++a) sizes[a] = static_cast<int>(stored_.count[a]);
+  for (int a = 0; a < 3; ++a) {
+    const int below = static_cast<int>(box_.offset[a] - stored_.offset[a]);
+    const int owned = static_cast<int>(box_.count[a]);
+    auto make = [&](int first, MPI_Datatype& type) {
+      for (int b = 0; b < 3; ++b) sub[b] = sizes[b], start[b] = 0;
+      sub[a] = ghost;
+      start[a] = first;
+      if (first < 0 || first + ghost > sizes[a]) {  // no neighbour there: an empty type
+        check_mpi(MPI_Type_contiguous(0, MPI_FLOAT, &type), "MPI_Type_contiguous");
+      } else {
+        check_mpi(MPI_Type_create_subarray(3, sizes, sub, start, MPI_ORDER_C, MPI_FLOAT, &type),
+                  "MPI_Type_create_subarray");
+      }
+      check_mpi(MPI_Type_commit(&type), "MPI_Type_commit");
+    };
+    make(below, send_[2 * a]);                         // my first owned layers, to the lower neighbour
+    make(below + owned - ghost, send_[2 * a + 1]);     // my last owned layers, to the upper one
+    make(below - ghost, receive_[2 * a]);              // the lower neighbour's, into my lower ghosts
+    make(below + owned, receive_[2 * a + 1]);          // the upper neighbour's, into my upper ghosts
+  }
+  const auto n = static_cast<std::size_t>(stored_.voxels());
+  u_.assign(n, 1.0f);
+  v_.assign(n, 0.0f);
+  // A seed cube in the middle of the grid (global coordinates, so every
+  // decomposition starts alike).
+  for (std::int64_t z = 0; z < stored_.count[0]; ++z)
+    for (std::int64_t y = 0; y < stored_.count[1]; ++y)
+      for (std::int64_t x = 0; x < stored_.count[2]; ++x) {
+        const std::int64_t g[3] = {stored_.offset[0] + z, stored_.offset[1] + y, stored_.offset[2] + x};
+        bool seed = true;
+        for (int a = 0; a < 3; ++a) seed = seed && std::abs(2 * g[a] - dims[a]) <= std::max<std::int64_t>(dims[a] / 6, 2);
+        if (seed) {
+          u_[static_cast<std::size_t>(index(z, y, x))] = 0.25f;
+          v_[static_cast<std::size_t>(index(z, y, x))] = 0.33f + 0.01f * static_cast<float>((g[0] * 7 + g[1] * 3 + g[2]) % 5);
+        }
+      }
+  u_next_ = u_;
+  v_next_ = v_;
+}
+
+GrayScott::~GrayScott() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  for (auto& type : send_) MPI_Type_free(&type);
+  for (auto& type : receive_) MPI_Type_free(&type);
+  if (cart_ != MPI_COMM_NULL) MPI_Comm_free(&cart_);
+}
+
+void GrayScott::exchange(std::vector<float>& field) {
+  for (int a = 2; a >= 0; --a) {  // x, then y, then z: each carries the ghosts filled before it
+    check_mpi(MPI_Sendrecv(field.data(), 1, send_[2 * a], lower_[a], a, field.data(), 1, receive_[2 * a + 1],
+                           upper_[a], a, cart_, MPI_STATUS_IGNORE),
+              "MPI_Sendrecv");
+    check_mpi(MPI_Sendrecv(field.data(), 1, send_[2 * a + 1], upper_[a], 3 + a, field.data(), 1, receive_[2 * a],
+                           lower_[a], 3 + a, cart_, MPI_STATUS_IGNORE),
+              "MPI_Sendrecv");
+  }
+}
+
+void GrayScott::step() {
+  const auto& s = stored_;
+  const std::int64_t sy = s.count[2], sz = s.count[1] * s.count[2];
+  const float Du = static_cast<float>(p_.Du / 6), Dv = static_cast<float>(p_.Dv / 6);
+  const float F = static_cast<float>(p_.F), k = static_cast<float>(p_.k), dt = static_cast<float>(p_.dt);
+  const std::int64_t z0 = box_.offset[0] - s.offset[0], y0 = box_.offset[1] - s.offset[1], x0 = box_.offset[2] - s.offset[2];
+  for (std::int64_t z = z0; z < z0 + box_.count[0]; ++z)
+    for (std::int64_t y = y0; y < y0 + box_.count[1]; ++y) {
+      // Zero flux at the grid's faces: a missing neighbour is the point itself.
+      const std::int64_t row = index(z, y, 0);
+      const std::int64_t zm = z > 0 ? -sz : 0, zp = z + 1 < s.count[0] ? sz : 0;
+      const std::int64_t ym = y > 0 ? -sy : 0, yp = y + 1 < s.count[1] ? sy : 0;
+      const float* u = u_.data() + row;
+      const float* v = v_.data() + row;
+      float* un = u_next_.data() + row;
+      float* vn = v_next_.data() + row;
+      auto point = [&](std::int64_t x, std::int64_t xm, std::int64_t xp) {
+        const float uc = u[x], vc = v[x];
+        const float lu = u[x + xm] + u[x + xp] + u[x + ym] + u[x + yp] + u[x + zm] + u[x + zp] - 6 * uc;
+        const float lv = v[x + xm] + v[x + xp] + v[x + ym] + v[x + yp] + v[x + zm] + v[x + zp] - 6 * vc;
+        const float uvv = uc * vc * vc;
+        un[x] = uc + dt * (Du * lu - uvv + F * (1 - uc));
+        vn[x] = vc + dt * (Dv * lv + uvv - (F + k) * vc);
+      };
+      const std::int64_t x1 = x0 + box_.count[2];
+      std::int64_t first = x0, last = x1;
+      if (first == 0) point(first++, 0, s.count[2] > 1 ? 1 : 0);
+      if (last == s.count[2] && last > first) point(--last, -1, 0);
+#pragma omp simd
+      for (std::int64_t x = first; x < last; ++x) point(x, -1, 1);
+    }
+  std::swap(u_, u_next_);
+  std::swap(v_, v_next_);
+  // Ghosts current after every step: the stencil's next step and what is
+  // published both read them.
+  exchange(u_);
+  exchange(v_);
+}
+
+}  // namespace volseg::sim

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: MIT
+// volseg-sim's model: Gray-Scott reaction-diffusion in 3D,
+//   du/dt = Du lap(u) - u v^2 + F (1 - u)
+//   dv/dt = Dv lap(v) + u v^2 - (F + k) v
+// explicit Euler on a 7-point Laplacian (divided by 6, as in ADIOS2's
+// Gray-Scott tutorial), zero-flux faces. The grid is split into blocks over a
+// Cartesian communicator; each block keeps `ghost` layers towards its
+// neighbours (none beyond the grid's faces), refreshed every step x, then y,
+// then z over the whole extent, so edges and corners are right too.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include <mpi.h>
+
+#include "volseg/io/types.hpp"
+
+namespace volseg::sim {
+
+struct Parameters {
+  double Du = 0.2, Dv = 0.1, F = 0.02, k = 0.048, dt = 1.0;
+};
+
+class GrayScott {
+ public:
+  // Collective over comm (duplicated into a Cartesian communicator).
+  GrayScott(MPI_Comm comm, const io::Index3& dims, int ghost, const Parameters& parameters);
+  ~GrayScott();
+  GrayScott(const GrayScott&) = delete;
+  GrayScott& operator=(const GrayScott&) = delete;
+
+  void step();  // collective: halo exchange, then one Euler step
+
+  const io::Index3& dims() const { return dims_; }
+  const io::Extent& box() const { return box_; }           // points this rank owns
+  const io::Extent& stored() const { return stored_; }     // box with its ghost layers
+  int ghost() const { return ghost_; }
+  // v over `stored` (x fastest), ghost layers current: what is published.
+  const std::vector<float>& v() const { return v_; }
+  MPI_Comm comm() const { return cart_; }
+
+ private:
+  void exchange(std::vector<float>& field);
+  std::int64_t index(std::int64_t z, std::int64_t y, std::int64_t x) const {
+    return (z * stored_.count[1] + y) * stored_.count[2] + x;
+  }
+
+  MPI_Comm cart_ = MPI_COMM_NULL;
+  io::Index3 dims_{};
+  io::Extent box_, stored_;
+  int ghost_ = 1;
+  Parameters p_;
+  std::array<int, 3> lower_{}, upper_{};  // neighbour ranks per axis (MPI_PROC_NULL at faces)
+  std::array<MPI_Datatype, 6> send_{}, receive_{};  // per axis: lower send, upper send / lower recv, upper recv
+  std::vector<float> u_, v_, u_next_, v_next_;
+};
+
+}  // namespace volseg::sim

@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: MIT
+// volseg-sim: a real MPI simulation (3D Gray-Scott) coupled to volseg's
+// in-situ hook, the way a user's code would be: create the hook with the
+// simulation's communicator, publish the field every step, finalize.
+//
+//   mpirun -np 2 volseg-sim --dims 128,128,128 --steps 100 --dump dumps/v_%06d.nc
+//       --insitu --lo 0.2 --hi 1 --every 10 --out masks/mask_%06d.nc --stats stats.csv
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "gray_scott.hpp"
+#include "volseg/insitu/insitu.hpp"
+#include "volseg/io/comm.hpp"
+#include "volseg/io/error.hpp"
+#include "volseg/io/files.hpp"
+#include "volseg/io/format.hpp"
+#include "volseg/io/registry.hpp"
+
+namespace {
+
+using namespace volseg;
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+struct SimOptions {
+  io::Index3 dims{64, 64, 64};
+  int steps = 100;
+  int ghost = 1;
+  sim::Parameters parameters;
+  std::string dump;             // field per in-situ step (pattern with %d)
+  int dump_every = 0;           // 0: the hook's --every (1 without the hook)
+  std::string report;
+  std::string on_error = "continue";
+  bool quiet = false;
+  std::optional<insitu::Options> insitu;
+};
+
+// "mask_%06d.nc" -> the path of step; the hook's rule, for the dump.
+std::string step_path(const std::string& pattern, std::int64_t step) {
+  char path[4096];
+  const int n = std::snprintf(path, sizeof path, pattern.c_str(), static_cast<int>(step));
+  if (n < 0 || n >= static_cast<int>(sizeof path)) throw Error("--dump: bad pattern '" + pattern + "'");
+  return path;
+}
+
+io::FileFormat dump_format(const std::string& pattern) {
+  const auto extension = std::filesystem::path(pattern).extension();
+  if (extension == ".nhdr") return io::FileFormat::raw;
+  if (extension == ".nc") return io::FileFormat::cdf5;
+  if (extension == ".nc4" || extension == ".h5") return io::FileFormat::netcdf4;
+  throw Error("--dump: cannot tell the format from '" + pattern + "' (.nhdr, .nc or .nc4)");
+}
+
+// Collective: the field of this step through volseg's I/O layer, the same
+// writers batch jobs read back.
+void dump_field(const Comm& comm, const sim::GrayScott& sim, const insitu::Field& field, const std::string& path,
+                const std::string& variable) {
+  const io::FileFormat format = dump_format(path);
+  const io::Writing writing = io::writing_backend(format, "posix");
+  collectively(comm, [&] {
+    const auto parent = std::filesystem::path(path).parent_path();
+    if (comm.rank() == 0 && !parent.empty()) std::filesystem::create_directories(parent);
+  });
+  auto writer = io::create_writer(writing.backend, {path, insitu::volume_info(field, variable), true}, comm,
+                                  io::Hints::parse(writing.hints));
+  // The owned points, packed (the array holds ghost layers too).
+  const auto& b = sim.box();
+  const auto& s = sim.stored();
+  std::vector<float> packed(static_cast<std::size_t>(b.voxels()));
+  for (std::int64_t z = 0; z < b.count[0]; ++z)
+    for (std::int64_t y = 0; y < b.count[1]; ++y) {
+      const auto in = ((b.offset[0] - s.offset[0] + z) * s.count[1] + (b.offset[1] - s.offset[1] + y)) * s.count[2] +
+                      (b.offset[2] - s.offset[2]);
+      std::copy_n(sim.v().data() + in, b.count[2], packed.data() + (z * b.count[1] + y) * b.count[2]);
+    }
+  const io::Extent extents[1] = {b};
+  const void* buffers[1] = {packed.data()};
+  collectively(comm, [&] { writer->write_all(extents, buffers); });
+  writer->close();
+}
+
+io::Index3 parse_dims(const std::string& text) {
+  io::Index3 dims{};
+  int parsed = 0;
+  std::size_t start = 0;
+  while (parsed < 3) {
+    const auto comma = text.find(',', start);
+    const std::string part = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    try {
+      std::size_t used = 0;
+      dims[parsed] = std::stoll(part, &used);
+      if (used != part.size() || dims[parsed] < 1) throw std::invalid_argument(part);
+    } catch (const std::exception&) {
+      throw Error("--dims: '" + text + "' is not Z,Y,X (three positive numbers)");
+    }
+    ++parsed;
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (parsed == 1) dims = {dims[0], dims[0], dims[0]};
+  else if (parsed != 3 || text.find(',', start) != std::string::npos)
+    throw Error("--dims: '" + text + "' is not Z,Y,X (or one number N for N,N,N)");
+  return dims;
+}
+
+// argv up to --insitu is the simulation's, the rest the hook's.
+SimOptions parse(int argc, char** argv) {
+  std::vector<std::string> own{argv[0]}, hook;
+  bool in_hook = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (!in_hook && arg == "--insitu") in_hook = true;
+    else (in_hook ? hook : own).push_back(arg);
+  }
+  SimOptions o;
+  CLI::App app{"volseg-sim: 3D Gray-Scott reaction-diffusion on MPI ranks, with volseg's in-situ hook.\n"
+               "Options after --insitu go to the hook (--insitu-help lists them)."};
+  std::string dims = "64,64,64";
+  bool insitu_help = false;
+  app.add_option("--dims", dims, "global grid Z,Y,X (or N)")->capture_default_str();
+  app.add_option("--steps", o.steps, "time steps")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--ghost", o.ghost, "ghost layers kept towards neighbours (and published)")
+      ->check(CLI::Range(1, 8))->capture_default_str();
+  app.add_option("--F", o.parameters.F, "feed rate")->capture_default_str();
+  app.add_option("--k", o.parameters.k, "kill rate")->capture_default_str();
+  app.add_option("--dump", o.dump, "write v of every in-situ step: pattern with %d (.nhdr, .nc, .nc4)");
+  app.add_option("--dump-every", o.dump_every, "dump every K steps (default: the hook's --every, else 1)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--report", o.report, "JSON: wall time, time in the hook, steps");
+  app.add_option("--insitu-errors", o.on_error,
+                 "when the hook fails: continue (finish without it, exit 3) or stop (exit 1 now)")
+      ->check(CLI::IsMember({"continue", "stop"}))->capture_default_str();
+  app.add_flag("--insitu-help", insitu_help, "the hook's options");
+  app.add_flag("--quiet", o.quiet, "no progress lines");
+  std::vector<const char*> args;
+  for (auto& a : own) args.push_back(a.c_str());
+  try {
+    app.parse(static_cast<int>(args.size()), args.data());
+  } catch (const CLI::CallForHelp&) {
+    throw CLI::CallForHelp();
+  } catch (const CLI::ParseError& e) {
+    throw Error(e.what());
+  }
+  if (insitu_help) throw insitu::Options{};  // caught in main: print the hook's help
+  o.dims = parse_dims(dims);
+  if (in_hook) o.insitu = insitu::parse_options(hook);
+  if (!o.dump.empty()) dump_format(o.dump), step_path(o.dump, 0);
+  if (o.dump_every == 0) o.dump_every = o.insitu ? o.insitu->every : 1;
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  int status = 0;
+  {
+    SimOptions o;
+    try {
+      o = parse(argc, argv);
+    } catch (const CLI::CallForHelp&) {
+      if (rank == 0) std::cout << "usage: volseg-sim [--dims Z,Y,X] [--steps N] [--ghost G] [--dump PATTERN] "
+                                  "[--report FILE] [--insitu-errors continue|stop] [--insitu HOOK OPTIONS...]\n";
+      MPI_Finalize();
+      return 0;
+    } catch (const insitu::Options&) {
+      if (rank == 0) std::cout << insitu::options_help();
+      MPI_Finalize();
+      return 0;
+    } catch (const std::exception& e) {
+      if (rank == 0) std::cerr << "volseg-sim: " << e.what() << "\n";
+      MPI_Finalize();
+      return 2;
+    }
+    try {
+      const auto start = Clock::now();
+      Comm comm(MPI_COMM_WORLD);
+      sim::GrayScott sim(comm.get(), o.dims, o.ghost, o.parameters);
+      const std::string variable = o.insitu ? o.insitu->variable : "v";
+      std::unique_ptr<insitu::Hook> hook;
+      double hook_seconds = 0, create_seconds = 0, first_publish = -1;
+      std::string hook_error;
+      std::int64_t hook_failed_at = -1;
+      if (o.insitu) {
+        const auto t = Clock::now();
+        try {
+          hook = std::make_unique<insitu::Hook>(comm.get(), *o.insitu);
+        } catch (const std::exception& e) {
+          hook_error = e.what();
+          hook_failed_at = 0;
+        }
+        create_seconds = hook_seconds = since(t);
+      }
+      insitu::Field field;
+      field.global_dims = sim.dims();
+      field.box = sim.box();
+      field.ghost = sim.ghost();
+      field.dtype = io::DType::f32;
+      double simulate_seconds = 0, dump_seconds = 0;
+      int next_report = 1;
+      for (int step = 1; step <= o.steps && !(hook_failed_at >= 0 && o.on_error == "stop"); ++step) {
+        auto t = Clock::now();
+        sim.step();
+        simulate_seconds += since(t);
+        field.step = step;
+        field.time = step * o.parameters.dt;
+        field.values = sim.v().data();
+        field.source.clear();
+        if (!o.dump.empty() && step % o.dump_every == 0) {
+          t = Clock::now();
+          field.source = step_path(o.dump, step);
+          dump_field(comm, sim, field, field.source, variable);
+          dump_seconds += since(t);
+        }
+        if (hook) {
+          t = Clock::now();
+          try {
+            hook->publish(field);
+          } catch (const std::exception& e) {  // every rank: the hook agrees on errors
+            hook_error = e.what();
+            hook_failed_at = step;
+            hook.reset();
+          }
+          const double spent = since(t);
+          hook_seconds += spent;
+          if (first_publish < 0 && step % o.insitu->every == 0) first_publish = spent;
+        }
+        if (!o.quiet && rank == 0 && step * 10 >= next_report * o.steps) {
+          std::cerr << "volseg-sim: step " << step << "/" << o.steps << " (" << since(start) << " s)\n";
+          while (next_report * o.steps <= step * 10) ++next_report;
+        }
+      }
+      std::vector<insitu::StepRecord> records;
+      if (hook) {
+        const auto t = Clock::now();
+        try {
+          records = hook->records();
+          hook->finalize();
+        } catch (const std::exception& e) {
+          hook_error = e.what();
+          hook_failed_at = o.steps;
+        }
+        hook_seconds += since(t);
+        hook.reset();
+      }
+      const double wall = since(start);
+      double mine[2] = {wall, hook_seconds}, slowest[2];
+      check_mpi(MPI_Reduce(mine, slowest, 2, MPI_DOUBLE, MPI_MAX, 0, comm.get()), "MPI_Reduce");
+      if (rank == 0) {
+        if (!hook_error.empty())
+          std::cerr << "volseg-sim: in situ " << (hook_failed_at == 0 ? "not started" : "stopped at step " + std::to_string(hook_failed_at))
+                    << ": " << hook_error << (o.on_error == "continue" ? " (the simulation went on without it)" : "")
+                    << "\n";
+        if (!o.quiet)
+          std::cerr << "volseg-sim: " << o.steps << " steps of " << o.dims[0] << "x" << o.dims[1] << "x" << o.dims[2]
+                    << " on " << comm.size() << " ranks in " << slowest[0] << " s (in situ " << slowest[1] << " s)\n";
+        if (!o.report.empty()) {
+          std::map<std::string, int> actions;
+          for (const auto& r : records) ++actions[r.action];
+          nlohmann::json report{{"wall_seconds", slowest[0]},       {"hook_seconds", slowest[1]},
+                                {"hook_create_seconds", create_seconds}, {"first_publish_seconds", first_publish},
+                                {"simulate_seconds", simulate_seconds}, {"dump_seconds", dump_seconds},
+                                {"steps", o.steps},                 {"ranks", comm.size()},
+                                {"dims", o.dims},                   {"insitu", o.insitu.has_value()},
+                                {"actions", actions},               {"hook_error", hook_error}};
+          if (!records.empty()) report["final_share"] = records.back().share;
+          io::write_file_atomically(o.report, report.dump(1) + "\n");
+        }
+      }
+      if (!hook_error.empty()) status = o.on_error == "stop" ? 1 : 3;
+    } catch (const std::exception& e) {
+      if (rank == 0) std::cerr << "volseg-sim: " << e.what() << "\n";
+      status = 1;
+    }
+  }
+  MPI_Finalize();
+  return status;
+}

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: MIT
+// The C API over Hook: exceptions become error codes that every rank shares
+// (Hook's calls agree on errors), and a failed hook stays disabled.
+#include "volseg/insitu/volseg_insitu.h"
+
+#include <memory>
+#include <string>
+
+#include "volseg/insitu/insitu.hpp"
+#include "volseg/io/error.hpp"
+
+struct volseg_insitu {
+  std::unique_ptr<volseg::insitu::Hook> hook;
+  std::string error;
+};
+
+namespace {
+
+template <class Fn>
+int guarded(volseg_insitu* handle, Fn&& fn) {
+  if (!handle->hook) return VOLSEG_INSITU_DISABLED;
+  try {
+    fn(*handle->hook);
+    handle->error.clear();
+    return VOLSEG_INSITU_OK;
+  } catch (const std::exception& e) {
+    handle->error = e.what();
+  } catch (...) {
+    handle->error = "unknown error";
+  }
+  // The hook's collective calls have agreed: every rank is here. Release
+  // its MPI and VTK objects now, quietly (the error is already said).
+  try {
+    handle->hook->finalize();
+  } catch (...) {
+  }
+  handle->hook.reset();
+  return VOLSEG_INSITU_ERROR;
+}
+
+}  // namespace
+
+extern "C" {
+
+int volseg_insitu_create(MPI_Comm comm, const char* options, volseg_insitu** hook) {
+  if (!hook) return VOLSEG_INSITU_ERROR;
+  auto* handle = new volseg_insitu;
+  *hook = handle;
+  try {
+    handle->hook = std::make_unique<volseg::insitu::Hook>(comm, volseg::insitu::parse_options(options ? options : ""));
+    return VOLSEG_INSITU_OK;
+  } catch (const std::exception& e) {
+    handle->error = e.what();
+  }
+  return VOLSEG_INSITU_ERROR;
+}
+
+int volseg_insitu_create_f(MPI_Fint comm, const char* options, volseg_insitu** hook) {
+  return volseg_insitu_create(MPI_Comm_f2c(comm), options, hook);
+}
+
+int volseg_insitu_publish(volseg_insitu* hook, int64_t step, double time, const int64_t global_dims[3],
+                          const int64_t offset[3], const int64_t count[3], int ghost, const char* dtype,
+                          const void* values) {
+  if (!hook) return VOLSEG_INSITU_DISABLED;
+  return guarded(hook, [&](volseg::insitu::Hook& h) {
+    if (!global_dims || !offset || !count || !dtype) throw volseg::Error("in-situ publish: a null argument");
+    auto type = volseg::io::parse_dtype(dtype);
+    if (!type) throw volseg::Error(std::string("in-situ publish: unknown data type '") + dtype + "'");
+    volseg::insitu::Field field;
+    field.step = step;
+    field.time = time;
+    for (int a = 0; a < 3; ++a) {
+      field.global_dims[a] = global_dims[a];
+      field.box.offset[a] = offset[a];
+      field.box.count[a] = count[a];
+    }
+    field.ghost = ghost;
+    field.dtype = *type;
+    field.values = values;
+    h.publish(field);
+  });
+}
+
+int volseg_insitu_finalize(volseg_insitu* hook) {
+  if (!hook) return VOLSEG_INSITU_OK;
+  const int status = hook->hook ? guarded(hook, [](volseg::insitu::Hook& h) { h.finalize(); }) : VOLSEG_INSITU_OK;
+  delete hook;
+  return status;
+}
+
+const char* volseg_insitu_last_error(const volseg_insitu* hook) { return hook ? hook->error.c_str() : ""; }
+
+}  // extern "C"

@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: MIT
+#include "catalyst.hpp"
+
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <utility>
+
+#include <vtkAOSDataArrayTemplate.h>
+#include <vtkCPDataDescription.h>
+#include <vtkCPInputDataDescription.h>
+#include <vtkCPPipeline.h>
+#include <vtkCPProcessor.h>
+#include <vtkCPPythonScriptV2Pipeline.h>
+#include <vtkCallbackCommand.h>
+#include <vtkCellData.h>
+#include <vtkCommand.h>
+#include <vtkDataSetAttributes.h>
+#include <vtkImageData.h>
+#include <vtkMPI.h>
+#include <vtkNew.h>
+#include <vtkObjectFactory.h>
+#include <vtkPointData.h>
+#include <vtkPythonInterpreter.h>
+#include <vtkSmartPointer.h>
+#include <vtkUnsignedCharArray.h>
+
+#include "volseg/io/error.hpp"
+
+namespace volseg::insitu::detail {
+namespace {
+
+// volseg's own pipeline: the segmentation, statistics, mask write and image
+// of the hook, run where Catalyst runs pipelines. Its work comes from the
+// hook for each step; an exception is kept and handed back, not thrown
+// through VTK.
+class VolsegPipeline : public vtkCPPipeline {
+ public:
+  static VolsegPipeline* New();
+  vtkTypeMacro(VolsegPipeline, vtkCPPipeline)
+
+  const CatalystStep* step = nullptr;
+  std::exception_ptr error;
+  std::string mask_name = "mask";
+
+  int RequestDataDescription(vtkCPDataDescription* description) override {
+    if (!step || !step->run_volseg) return 0;
+    auto* input = description->GetInputDescriptionByName("input");
+    input->AllFieldsOn();
+    input->GenerateMeshOn();
+    return 1;
+  }
+
+  int CoProcess(vtkCPDataDescription* description) override {
+    try {
+      const std::uint8_t* mask = step->volseg();
+      auto* grid = vtkImageData::SafeDownCast(description->GetInputDescriptionByName("input")->GetGrid());
+      if (mask && grid) {  // the scripts see the mask beside the field, over the hook's buffer
+        vtkNew<vtkUnsignedCharArray> array;
+        array->SetName(mask_name.c_str());
+        array->SetArray(const_cast<std::uint8_t*>(mask), step->stored.voxels(), 1);
+        grid->GetPointData()->AddArray(array);
+      }
+      return 1;
+    } catch (...) {
+      error = std::current_exception();
+      return 0;
+    }
+  }
+
+ protected:
+  VolsegPipeline() = default;
+};
+vtkStandardNewMacro(VolsegPipeline);
+
+// A Catalyst Python script behind a gate: the hook's budget can hold it
+// back, and a Python exception (which the script pipeline only prints) is
+// counted from the interpreter's error stream.
+class ScriptPipeline : public vtkCPPipeline {
+ public:
+  static ScriptPipeline* New();
+  vtkTypeMacro(ScriptPipeline, vtkCPPipeline)
+
+  vtkSmartPointer<vtkCPPythonScriptV2Pipeline> script;
+  std::string path;
+  bool enabled = false;
+  int errors = 0;
+  std::string* python_errors = nullptr;  // what Python wrote to stderr
+  std::string last_error;
+
+  int RequestDataDescription(vtkCPDataDescription* description) override {
+    if (!enabled) return 0;
+    python_errors->clear();
+    const int wanted = script->RequestDataDescription(description);
+    note_python_errors();
+    return wanted;
+  }
+  int CoProcess(vtkCPDataDescription* description) override {
+    python_errors->clear();
+    script->CoProcess(description);
+    note_python_errors();
+    return 1;
+  }
+  int Finalize() override {
+    python_errors->clear();
+    script->Finalize();
+    note_python_errors();
+    return 1;
+  }
+
+ protected:
+  ScriptPipeline() = default;
+
+ private:
+  void note_python_errors() {
+    if (python_errors->find("Traceback") == std::string::npos && python_errors->find("Error") == std::string::npos)
+      return;
+    ++errors;
+    // The exception's own line is the last non-empty one of the traceback.
+    std::string text = *python_errors;
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+    const auto newline = text.rfind('\n');
+    last_error = std::filesystem::path(path).filename().string() + ": " +
+                 (newline == std::string::npos ? text : text.substr(newline + 1));
+  }
+};
+vtkStandardNewMacro(ScriptPipeline);
+
+template <class T>
+vtkSmartPointer<vtkDataArray> wrap(const void* values, vtkIdType count) {
+  auto array = vtkSmartPointer<vtkAOSDataArrayTemplate<T>>::New();
+  // save = 1: the simulation owns the memory; VTK never frees or writes it.
+  array->SetArray(static_cast<T*>(const_cast<void*>(values)), count, 1);
+  return array;
+}
+
+vtkSmartPointer<vtkDataArray> wrap_field(io::DType dtype, const void* values, vtkIdType count) {
+  switch (dtype) {
+    case io::DType::i8: return wrap<signed char>(values, count);
+    case io::DType::u8: return wrap<unsigned char>(values, count);
+    case io::DType::i16: return wrap<short>(values, count);
+    case io::DType::u16: return wrap<unsigned short>(values, count);
+    case io::DType::i32: return wrap<int>(values, count);
+    case io::DType::u32: return wrap<unsigned int>(values, count);
+    case io::DType::i64: return wrap<long long>(values, count);
+    case io::DType::u64: return wrap<unsigned long long>(values, count);
+    case io::DType::f32: return wrap<float>(values, count);
+    case io::DType::f64: return wrap<double>(values, count);
+  }
+  throw Error("unknown data type");
+}
+
+// Points and cells outside the box this rank owns are marked duplicate, so
+// ParaView's filters and writers count each once: a cell belongs to the rank
+// that owns its lowest corner.
+void mark_ghosts(vtkImageData* grid, const io::Extent& owned, const io::Extent& stored) {
+  const auto& o = owned;
+  const auto& s = stored;
+  auto outside = [&](std::int64_t z, std::int64_t y, std::int64_t x) {
+    return z < o.offset[0] || z >= o.offset[0] + o.count[0] || y < o.offset[1] || y >= o.offset[1] + o.count[1] ||
+           x < o.offset[2] || x >= o.offset[2] + o.count[2];
+  };
+  vtkNew<vtkUnsignedCharArray> points;
+  points->SetName(vtkDataSetAttributes::GhostArrayName());
+  points->SetNumberOfTuples(s.voxels());
+  vtkNew<vtkUnsignedCharArray> cells;
+  cells->SetName(vtkDataSetAttributes::GhostArrayName());
+  const std::int64_t cz = std::max<std::int64_t>(s.count[0] - 1, 1), cy = std::max<std::int64_t>(s.count[1] - 1, 1),
+                     cx = std::max<std::int64_t>(s.count[2] - 1, 1);
+  cells->SetNumberOfTuples(cz * cy * cx);
+  vtkIdType p = 0, c = 0;
+  for (std::int64_t z = 0; z < s.count[0]; ++z)
+    for (std::int64_t y = 0; y < s.count[1]; ++y)
+      for (std::int64_t x = 0; x < s.count[2]; ++x) {
+        const bool ghost = outside(s.offset[0] + z, s.offset[1] + y, s.offset[2] + x);
+        points->SetValue(p++, ghost ? vtkDataSetAttributes::DUPLICATEPOINT : 0);
+        if (z < cz && y < cy && x < cx) cells->SetValue(c++, ghost ? vtkDataSetAttributes::DUPLICATECELL : 0);
+      }
+  grid->GetPointData()->AddArray(points);
+  grid->GetCellData()->AddArray(cells);
+}
+
+void on_python_error(vtkObject*, unsigned long, void* client, void* call) {
+  if (call) *static_cast<std::string*>(client) += static_cast<const char*>(call);
+}
+
+}  // namespace
+
+struct Catalyst::Impl {
+  MPI_Comm comm = MPI_COMM_NULL;
+  std::string variable;
+  vtkSmartPointer<vtkCPProcessor> processor;
+  vtkNew<VolsegPipeline> volseg;
+  std::vector<vtkSmartPointer<ScriptPipeline>> scripts;
+  vtkSmartPointer<vtkPythonInterpreter> interpreter;  // an instance, to hear Python's errors
+  vtkNew<vtkCallbackCommand> error_callback;
+  std::string python_errors;
+  bool finalized = false;
+};
+
+Catalyst::Catalyst(const Comm& comm, const std::vector<std::string>& scripts, std::string variable)
+    : impl_(std::make_unique<Impl>()) {
+  auto& m = *impl_;
+  m.variable = std::move(variable);
+  check_mpi(MPI_Comm_dup(comm.get(), &m.comm), "MPI_Comm_dup");
+  collectively(comm, [&] {
+    m.processor = vtkSmartPointer<vtkCPProcessor>::New();
+    vtkMPICommunicatorOpaqueComm opaque(&m.comm);
+    if (!m.processor->Initialize(opaque)) throw Error("Catalyst (vtkCPProcessor) did not initialise");
+    m.processor->AddPipeline(m.volseg);
+    if (scripts.empty()) return;
+    m.interpreter = vtkSmartPointer<vtkPythonInterpreter>::New();
+    m.error_callback->SetCallback(on_python_error);
+    m.error_callback->SetClientData(&m.python_errors);
+    m.interpreter->AddObserver(vtkCommand::ErrorEvent, m.error_callback);
+  });
+  for (const auto& path : scripts) {
+    collectively(comm, [&] {
+      if (!std::filesystem::is_regular_file(path)) throw Error("Catalyst script " + path + ": no such file");
+      auto gate = vtkSmartPointer<ScriptPipeline>::New();
+      gate->path = path;
+      gate->python_errors = &m.python_errors;
+      gate->script = vtkSmartPointer<vtkCPPythonScriptV2Pipeline>::New();
+      m.python_errors.clear();
+      if (!gate->script->Initialize(path.c_str()))
+        throw Error("Catalyst script " + path + " could not be loaded: " + m.python_errors);
+      m.processor->AddPipeline(gate);
+      m.scripts.push_back(gate);
+    });
+  }
+}
+
+Catalyst::~Catalyst() {
+  try {
+    finalize();
+  } catch (...) {  // finalize() is called explicitly on the normal path; this is for unwinding
+  }
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && impl_->comm != MPI_COMM_NULL) MPI_Comm_free(&impl_->comm);
+}
+
+bool Catalyst::has_scripts() const { return !impl_->scripts.empty(); }
+
+ScriptsOutcome Catalyst::coprocess(const CatalystStep& step) {
+  auto& m = *impl_;
+  const Field& field = *step.field;
+  vtkNew<vtkCPDataDescription> description;
+  description->AddInput("input");
+  description->SetTimeData(field.time, static_cast<vtkIdType>(field.step));
+  m.volseg->step = &step;
+  m.volseg->error = nullptr;
+  for (auto& script : m.scripts) {
+    script->enabled = step.run_scripts;
+    script->errors = 0;
+    script->last_error.clear();
+  }
+  ScriptsOutcome outcome;
+  if (!m.processor->RequestDataDescription(description)) return outcome;
+
+  // The channel "input": this rank's points with their ghost layers, over
+  // the simulation's memory. The whole extent is the global grid (else
+  // parallel extracts take rank 0's piece for the whole).
+  vtkNew<vtkImageData> grid;
+  const auto& s = step.stored;
+  const auto& d = field.global_dims;
+  grid->SetExtent(static_cast<int>(s.offset[2]), static_cast<int>(s.offset[2] + s.count[2] - 1),
+                  static_cast<int>(s.offset[1]), static_cast<int>(s.offset[1] + s.count[1] - 1),
+                  static_cast<int>(s.offset[0]), static_cast<int>(s.offset[0] + s.count[0] - 1));
+  grid->SetSpacing(field.spacing[0], field.spacing[1], field.spacing[2]);
+  grid->SetOrigin(field.origin[0], field.origin[1], field.origin[2]);
+  auto values = wrap_field(field.dtype, field.values, s.voxels());
+  values->SetName(m.variable.c_str());
+  grid->GetPointData()->AddArray(values);
+  grid->GetPointData()->SetActiveScalars(m.variable.c_str());
+  if (field.ghost > 0) mark_ghosts(grid, field.box, s);
+  auto* input = description->GetInputDescriptionByName("input");
+  input->SetGrid(grid);
+  input->SetWholeExtent(0, static_cast<int>(d[2] - 1), 0, static_cast<int>(d[1] - 1), 0, static_cast<int>(d[0] - 1));
+
+  m.processor->CoProcess(description);
+  m.volseg->step = nullptr;
+  if (m.volseg->error) std::rethrow_exception(std::exchange(m.volseg->error, nullptr));
+  for (auto& script : m.scripts) {
+    outcome.errors += script->errors;
+    if (outcome.first_error.empty()) outcome.first_error = script->last_error;
+  }
+  return outcome;
+}
+
+void Catalyst::finalize() {
+  auto& m = *impl_;
+  if (m.finalized) return;
+  m.finalized = true;
+  for (auto& script : m.scripts) script->enabled = true;
+  if (m.processor) m.processor->Finalize();
+  m.processor = nullptr;
+  m.scripts.clear();
+  if (m.interpreter) m.interpreter->RemoveAllObservers();
+}
+
+}  // namespace volseg::insitu::detail

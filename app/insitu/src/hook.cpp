@@ -1,0 +1,516 @@
+// SPDX-License-Identifier: MIT
+// The hook's flow for one published step: agree that the ranks describe the
+// same grid, let the governor pick the work, run it inside Catalyst (volseg's
+// pipeline: threshold with segment's kernel -> reduce statistics -> write the
+// mask with the batch writers -> render; then the Python scripts), record it.
+#include "volseg/insitu/insitu.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include "catalyst.hpp"
+#include "governor.hpp"
+#include "outputs.hpp"
+#include "volseg/io/comm.hpp"
+#include "volseg/io/error.hpp"
+#include "volseg/io/format.hpp"
+#include "volseg/io/registry.hpp"
+#include "volseg/render/partition.hpp"
+#include "volseg/render/render.hpp"
+#include "volseg/segment/decode.hpp"
+#include "volseg/segment/segment.hpp"
+#include "volseg/segment/threshold.hpp"
+
+namespace volseg::insitu {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+io::FileFormat output_format(const Options& options) {
+  if (!options.format.empty()) return io::parse_format(options.format);
+  const auto extension = std::filesystem::path(options.out).extension();
+  if (extension == ".nhdr") return io::FileFormat::raw;
+  if (extension == ".nc") return io::FileFormat::cdf5;
+  if (extension == ".h5" || extension == ".nc4") return io::FileFormat::netcdf4;
+  throw Error("in-situ option --out: cannot tell the format from '" + options.out +
+              "' (.nhdr, .nc or .nc4; or give --format raw|cdf2|cdf5|netcdf4)");
+}
+
+// The field as a file of `format` describes it once written (what batch
+// segmentation of a dump sees): a raw volume keeps no variable name.
+io::VolumeInfo as_written(const Field& field, const std::string& variable, io::FileFormat format) {
+  io::VolumeInfo info = volume_info(field, variable);
+  if (format == io::FileFormat::raw) info.variable.clear();
+  return info;
+}
+
+bool inside(const io::Extent& e, const io::Index3& dims) {
+  for (int a = 0; a < 3; ++a)
+    if (e.offset[a] < 0 || e.count[a] < 0 || e.offset[a] + e.count[a] > dims[a]) return false;
+  return true;
+}
+
+io::Extent intersect(const io::Extent& a, const io::Extent& b) {
+  io::Extent r;
+  for (int i = 0; i < 3; ++i) {
+    const auto lo = std::max(a.offset[i], b.offset[i]);
+    const auto hi = std::min(a.offset[i] + a.count[i], b.offset[i] + b.count[i]);
+    r.offset[i] = lo;
+    r.count[i] = std::max<std::int64_t>(hi - lo, 0);
+  }
+  return r;
+}
+
+// Collective: the ranks' boxes tile the grid (inside it, no overlap, every
+// point owned once).
+void check_tiling(const Comm& comm, const Field& field) {
+  std::int64_t mine[6];
+  for (int a = 0; a < 3; ++a) mine[a] = field.box.offset[a], mine[3 + a] = field.box.count[a];
+  std::vector<std::int64_t> all(static_cast<std::size_t>(6 * comm.size()));
+  check_mpi(MPI_Allgather(mine, 6, MPI_INT64_T, all.data(), 6, MPI_INT64_T, comm.get()), "MPI_Allgather");
+  std::vector<io::Extent> boxes(static_cast<std::size_t>(comm.size()));
+  std::int64_t points = 0;
+  for (std::size_t r = 0; r < boxes.size(); ++r) {
+    for (int a = 0; a < 3; ++a) boxes[r].offset[a] = all[6 * r + a], boxes[r].count[a] = all[6 * r + 3 + a];
+    points += boxes[r].voxels();
+  }
+  const io::Extent whole{{0, 0, 0}, field.global_dims};
+  const auto grid = "the grid " + io::to_string(whole);
+  for (std::size_t r = 0; r < boxes.size(); ++r) {
+    if (!inside(boxes[r], field.global_dims))
+      throw Error("in-situ publish: rank " + std::to_string(r) + "'s block " + io::to_string(boxes[r]) +
+                  " is not inside " + grid);
+    // Pairwise overlap: quadratic in ranks, cheap next to a step, and only
+    // when the decomposition changes.
+    for (std::size_t q = r + 1; q < boxes.size(); ++q)
+      if (!intersect(boxes[r], boxes[q]).empty())
+        throw Error("in-situ publish: the blocks of ranks " + std::to_string(r) + " " + io::to_string(boxes[r]) +
+                    " and " + std::to_string(q) + " " + io::to_string(boxes[q]) + " overlap");
+  }
+  if (points != whole.voxels())
+    throw Error("in-situ publish: the ranks' blocks hold " + std::to_string(points) + " points but " + grid + " has " +
+                std::to_string(whole.voxels()) + ": they do not tile it");
+}
+
+void check_field(const Field& field) {
+  for (int a = 0; a < 3; ++a)
+    if (field.global_dims[a] <= 0)
+      throw Error("in-situ publish: global dims " + io::to_string(io::Extent{{0, 0, 0}, field.global_dims}) +
+                  " must all be positive");
+  if (!inside(field.box, field.global_dims))
+    throw Error("in-situ publish: this rank's block " + io::to_string(field.box) + " is not inside the grid " +
+                io::to_string(io::Extent{{0, 0, 0}, field.global_dims}));
+  if (field.ghost < 0) throw Error("in-situ publish: ghost layers must be >= 0, not " + std::to_string(field.ghost));
+  if (!field.values && !field.box.empty()) throw Error("in-situ publish: the field's values are a null pointer");
+  if (field.box.empty()) return;
+  for (int a = 0; a < 3; ++a)
+    if (field.box.count[a] < field.ghost && field.box.count[a] < field.global_dims[a])
+      throw Error("in-situ publish: a block " + std::to_string(field.box.count[a]) + " points thick cannot carry " +
+                  std::to_string(field.ghost) + " ghost layers");
+}
+
+// The mask of the points this rank owns (packed) and its statistics, row by
+// row through the ghost layers.
+void threshold_owned(const segment::ThresholdKernel& kernel, const Field& field, const io::Extent& stored,
+                     std::vector<std::uint8_t>& mask, segment::Stats& stats) {
+  const auto& b = field.box;
+  mask.resize(static_cast<std::size_t>(b.voxels()));
+  const auto size = static_cast<std::int64_t>(io::dtype_size(field.dtype));
+  const auto* base = static_cast<const std::byte*>(field.values);
+  if (b == stored) {
+    kernel.run(base, b.voxels(), false, mask.data(), stats);
+    return;
+  }
+  for (std::int64_t z = 0; z < b.count[0]; ++z)
+    for (std::int64_t y = 0; y < b.count[1]; ++y) {
+      const std::int64_t in = ((b.offset[0] + z - stored.offset[0]) * stored.count[1] + (b.offset[1] + y - stored.offset[1])) *
+                                  stored.count[2] + (b.offset[2] - stored.offset[2]);
+      kernel.run(base + in * size, b.count[2], false, mask.data() + (z * b.count[1] + y) * b.count[2], stats);
+    }
+}
+
+}  // namespace
+
+io::VolumeInfo volume_info(const Field& field, const std::string& variable) {
+  io::VolumeInfo info;
+  info.dims = field.global_dims;
+  info.dtype = field.dtype;
+  info.byte_order = io::native_byte_order();
+  info.variable = variable;
+  info.spacing = field.spacing;
+  info.origin = field.origin;
+  // NetCDF's default names, said explicitly so files in every format carry them.
+  info.attributes["dim0"] = "z";
+  info.attributes["dim1"] = "y";
+  info.attributes["dim2"] = "x";
+  return info;
+}
+
+io::Extent stored_extent(const Field& field) {
+  if (field.box.empty()) return field.box;
+  return render::with_ghost(field.box, field.global_dims, field.ghost);
+}
+
+struct Hook::Impl {
+  Comm comm;
+  Options options;
+  std::string history;
+  std::optional<io::FileFormat> format;
+  std::unique_ptr<detail::Catalyst> catalyst;
+  std::unique_ptr<render::Renderer> renderer;
+  detail::Governor governor;
+  std::unique_ptr<detail::TimeSeries> series;  // rank 0, with --stats
+  std::vector<StepRecord> records;
+  StepRecord off_step;
+  double create_seconds = 0;
+  double hook_seconds = 0;        // this rank, every call, creation included
+  double simulation_seconds = 0;  // this rank, between calls
+  Clock::time_point last_exit;
+  std::optional<io::Extent> last_box;
+  io::Index3 last_dims{};
+  bool warned_seams = false;
+  bool finalized = false;
+
+  // Per step
+  std::vector<std::uint8_t> mask, ghosted_mask;
+
+  Impl(MPI_Comm parent, Options o) : comm(parent), options(std::move(o)), governor(options.budget) {}
+
+  StepRecord run_step(const Field& field, detail::Level level, double simulation);
+  void write_mask(const Field& field, StepRecord& record);
+  void render_image(const Field& field, const io::Extent& stored, const segment::Stats& stats, bool small,
+                    StepRecord& record);
+};
+
+Hook::Hook(MPI_Comm comm, Options options) : impl_(std::make_unique<Impl>(comm, std::move(options))) {
+  const auto start = Clock::now();
+  auto& m = *impl_;
+  const auto& o = m.options;
+  collectively(m.comm, [&] {
+    // The hook calls MPI only from the thread that calls it; under
+    // MPI_THREAD_SINGLE or FUNNELED that must be the main thread.
+    int level = MPI_THREAD_SINGLE, is_main = 1;
+    check_mpi(MPI_Query_thread(&level), "MPI_Query_thread");
+    check_mpi(MPI_Is_thread_main(&is_main), "MPI_Is_thread_main");
+    if (level < MPI_THREAD_SERIALIZED && !is_main)
+      throw Error("volseg_insitu: MPI was initialised with thread level " + std::to_string(level) +
+                  " (below MPI_THREAD_SERIALIZED) and this is not the main thread: create and publish from the main thread");
+    io::check_parallel_netcdf();
+    if (!o.out.empty()) {
+      m.format = output_format(o);
+      if (!o.backend.empty()) io::builtin_registry().get(o.backend);
+      detail::format_step(o.out, 0);
+    }
+    if (!o.image.empty()) detail::format_step(o.image, 0);
+    if (!o.camera.empty()) render::parse_camera(o.camera);
+  });
+  if (!o.image.empty() || !o.scripts.empty()) render::check_display(m.comm);  // before VTK could abort
+  m.catalyst = std::make_unique<detail::Catalyst>(m.comm, o.scripts, o.variable);
+  if (!o.image.empty()) m.renderer = std::make_unique<render::Renderer>(m.comm);
+  collectively(m.comm, [&] {
+    if (m.comm.rank() == 0 && !o.stats.empty()) m.series = std::make_unique<detail::TimeSeries>(o.stats, o.force);
+  });
+  m.history = "volseg_insitu " + o.text;
+  m.create_seconds = since(start);
+  m.hook_seconds = m.create_seconds;
+  m.last_exit = Clock::now();
+}
+
+Hook::~Hook() {
+  if (!impl_ || impl_->finalized) return;
+  try {
+    finalize();
+  } catch (const std::exception& e) {
+    if (impl_->comm.rank() == 0) std::cerr << "volseg_insitu: finalize: " << e.what() << "\n";
+  }
+}
+
+const std::vector<StepRecord>& Hook::records() const { return impl_->records; }
+double Hook::create_seconds() const { return impl_->create_seconds; }
+
+const StepRecord& Hook::publish(const Field& field) {
+  auto& m = *impl_;
+  if (m.finalized) throw Error("in-situ publish after finalize");
+  const auto start = Clock::now();
+  const double simulation = std::chrono::duration<double>(start - m.last_exit).count();
+  m.simulation_seconds += simulation;
+  if (field.step % m.options.every != 0) {  // not an in-situ step: no MPI, no work
+    m.off_step = StepRecord{};
+    m.off_step.step = field.step;
+    m.off_step.action = "off-step";
+    m.last_exit = Clock::now();
+    m.hook_seconds += since(start);
+    return m.off_step;
+  }
+
+  collectively(m.comm, [&] { check_field(field); });
+  // One reduction agrees on the grid, the step and the budget's credit.
+  const bool box_changed = !m.last_box || *m.last_box != field.box || m.last_dims != field.global_dims;
+  const double credit = m.governor.budget() ? *m.governor.budget() * m.simulation_seconds - m.hook_seconds : 0;
+  double mine[12] = {double(field.global_dims[0]), double(field.global_dims[1]), double(field.global_dims[2]),
+                     double(field.dtype),          double(field.step),           -double(field.global_dims[0]),
+                     -double(field.global_dims[1]), -double(field.global_dims[2]), -double(field.dtype),
+                     -double(field.step),          double(box_changed),          -credit};
+  double agreed[12];
+  check_mpi(MPI_Allreduce(mine, agreed, 12, MPI_DOUBLE, MPI_MAX, m.comm.get()), "MPI_Allreduce");
+  collectively(m.comm, [&] {
+    for (int i = 0; i < 5; ++i)
+      if (agreed[i] != -agreed[i + 5]) {
+        static const char* what[] = {"global dims", "global dims", "global dims", "data type", "step"};
+        throw Error(std::string("in-situ publish: the ranks disagree on the ") + what[i] +
+                    " (a rank passed " + std::to_string(mine[i]) + "; they range over " +
+                    std::to_string(-agreed[i + 5]) + ".." + std::to_string(agreed[i]) + ")");
+      }
+  });
+  if (agreed[10] != 0) {
+    collectively(m.comm, [&] { check_tiling(m.comm, field); });
+    if (field.ghost == 0 && !m.warned_seams && m.comm.size() > 1 && (m.renderer || m.catalyst->has_scripts()) &&
+        m.comm.rank() == 0)
+      std::cerr << "volseg_insitu: warning: no ghost layers: images and contours show a seam between ranks' blocks "
+                   "(publish with ghost >= 1)\n";
+    m.warned_seams = true;
+    m.last_box = field.box;
+    m.last_dims = field.global_dims;
+  }
+
+  detail::Wants wants;
+  wants.segment = m.options.have_range;
+  wants.write = !m.options.out.empty();
+  wants.image = m.renderer && (field.step / m.options.every) % m.options.image_every == 0;
+  wants.scripts = m.catalyst->has_scripts();
+  const auto level = m.governor.choose(wants, -agreed[11]);
+
+  StepRecord record = m.run_step(field, level, simulation);
+  m.records.push_back(record);
+  m.hook_seconds += since(start);
+  m.last_exit = Clock::now();
+  return m.records.back();
+}
+
+StepRecord Hook::Impl::run_step(const Field& field, detail::Level level, double simulation) {
+  const auto start = Clock::now();
+  StepRecord record;
+  record.step = field.step;
+  record.time = field.time;
+  record.action = detail::level_name(level);
+  const bool run_segment = level != detail::Level::skipped && options.have_range;
+  const bool run_write = level <= detail::Level::no_scripts && !options.out.empty();
+  const bool run_scripts = level <= detail::Level::no_image && catalyst->has_scripts();
+  const bool run_image = level <= detail::Level::small_image && renderer &&
+                         (field.step / options.every) % options.image_every == 0;
+  const io::Extent stored = stored_extent(field);
+  segment::Stats stats;
+  double seconds[5] = {0, 0, 0, 0, 0};  // segment, reduce, write, render, scripts
+
+  detail::CatalystStep step;
+  step.field = &field;
+  step.stored = stored;
+  step.run_volseg = run_segment || run_image;
+  step.run_scripts = run_scripts;
+  step.volseg = [&]() -> const std::uint8_t* {
+    auto t = Clock::now();
+    segment::Threshold threshold;
+    if (options.have_range) threshold = {options.lo, options.hi, std::nullopt, std::nullopt, std::nullopt};
+    else threshold = {io::dtype_lowest(field.dtype), io::dtype_highest(field.dtype), std::nullopt, std::nullopt, std::nullopt};
+    const segment::ThresholdKernel kernel(field.dtype, threshold);
+    segment::Stats local;
+    threshold_owned(kernel, field, stored, mask, local);
+    // The scripts and the image see the mask on the ghost layers too.
+    const bool ghosted = options.have_range && (run_scripts || run_image);
+    if (ghosted) {
+      segment::Stats unused;
+      ghosted_mask.resize(static_cast<std::size_t>(stored.voxels()));
+      kernel.run(static_cast<const std::byte*>(field.values), stored.voxels(), false, ghosted_mask.data(), unused);
+    }
+    seconds[0] = since(t);
+    t = Clock::now();
+    segment::reduce_stats(comm, local, stats);
+    seconds[1] = since(t);
+    if (run_write) {
+      t = Clock::now();
+      write_mask(field, record);
+      seconds[2] = since(t);
+    }
+    if (run_image) {
+      t = Clock::now();
+      render_image(field, stored, stats, level == detail::Level::small_image, record);
+      seconds[3] = since(t);
+    }
+    return ghosted ? ghosted_mask.data() : nullptr;
+  };
+
+  detail::ScriptsOutcome scripts;
+  if (level != detail::Level::skipped) {
+    std::exception_ptr error;
+    const auto t = Clock::now();
+    try {
+      scripts = catalyst->coprocess(step);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    agree(comm, error);
+    seconds[4] = std::max(0.0, since(t) - seconds[0] - seconds[1] - seconds[2] - seconds[3]);
+    if (!run_scripts) seconds[4] = 0;
+  }
+  if (options.have_range && run_segment) {
+    record.voxels = stats.voxels;
+    record.valid = stats.valid;
+    record.in_range = stats.in_range;
+    record.min = stats.min;
+    record.max = stats.max;
+    record.histogram = stats.histogram;
+  }
+
+  // Every rank records the slowest rank's times (what the simulation waited for).
+  double local[8] = {seconds[0], seconds[1], seconds[2], seconds[3], seconds[4], since(start), simulation,
+                     double(scripts.errors)};
+  double slowest[8];
+  check_mpi(MPI_Allreduce(local, slowest, 8, MPI_DOUBLE, MPI_MAX, comm.get()), "MPI_Allreduce");
+  record.segment = slowest[0] + slowest[1] > 0 ? slowest[0] : 0;
+  record.reduce = slowest[1];
+  record.write = slowest[2];
+  record.render = slowest[3];
+  record.scripts = slowest[4];
+  record.total = slowest[5];
+  record.simulation = slowest[6];
+  record.script_errors = static_cast<int>(slowest[7]);
+  detail::PartCosts costs{slowest[0] + slowest[1], slowest[2], slowest[3], slowest[4]};
+  governor.learn(level, costs);
+  if (scripts.errors > 0 || record.script_errors > 0) {
+    // The failing rank's line, to every rank, once per step.
+    const std::string line = scripts.first_error;
+    int has = line.empty() ? comm.size() : comm.rank(), first = 0;
+    check_mpi(MPI_Allreduce(&has, &first, 1, MPI_INT, MPI_MIN, comm.get()), "MPI_Allreduce");
+    const std::string text = comm.broadcast(line, first < comm.size() ? first : 0);
+    if (comm.rank() == 0)
+      std::cerr << "volseg_insitu: step " << field.step << ": a Catalyst script failed: " << text << "\n";
+  }
+  const double hook_so_far = hook_seconds + since(start);
+  record.share = simulation_seconds > 0 ? hook_so_far / simulation_seconds : 0;
+  collectively(comm, [&] {
+    if (series) series->append(record);
+  });
+  if (options.verbose && comm.rank() == 0)
+    std::cerr << "volseg_insitu: step " << record.step << " " << record.action << ": " << record.in_range
+              << " points in [" << options.lo << ", " << options.hi << "], " << record.total << " s, share "
+              << 100 * record.share << "%\n";
+  return record;
+}
+
+void Hook::Impl::write_mask(const Field& field, StepRecord& record) {
+  const std::string path = detail::format_step(options.out, field.step);
+  const io::VolumeInfo input = as_written(field, options.variable, *format);
+  const std::string source =
+      field.source.empty() ? "in situ: " + options.variable + " step " + std::to_string(field.step) : field.source;
+  io::CreateRequest request{path, segment::mask_info(input, options.lo, options.hi, source, history), options.force};
+  const io::Writing writing = io::writing_backend(*format, "posix");
+  const std::string backend = options.backend.empty() ? writing.backend : options.backend;
+  std::vector<std::string> hints = writing.hints;
+  hints.insert(hints.end(), options.hints.begin(), options.hints.end());
+  collectively(comm, [&] {
+    const auto parent = std::filesystem::path(path).parent_path();
+    if (comm.rank() == 0 && !parent.empty()) std::filesystem::create_directories(parent);
+  });
+  auto writer = io::create_writer(backend, request, comm, io::Hints::parse(hints));
+  const io::Extent extents[1] = {field.box};
+  const void* buffers[1] = {mask.data()};
+  std::exception_ptr error;
+  try {
+    writer->write_all(extents, buffers);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  agree(comm, error);
+  writer->close();
+  record.mask = path;
+}
+
+void Hook::Impl::render_image(const Field& field, const io::Extent& stored, const segment::Stats& stats, bool small,
+                              StepRecord& record) {
+  render::Piece piece;
+  piece.dims = field.global_dims;
+  piece.spacing = piece.full_spacing = field.spacing;
+  piece.origin = field.origin;
+  // Neighbouring blocks draw up to a shared plane of points (else a seam):
+  // this rank's box grown by one on its upper faces, where the ghost layer
+  // has that plane.
+  piece.owned = field.box;
+  for (int a = 0; a < 3; ++a)
+    if (piece.owned.offset[a] + piece.owned.count[a] < stored.offset[a] + stored.count[a]) ++piece.owned.count[a];
+  piece.stored = intersect(render::with_ghost(piece.owned, field.global_dims, 1), stored);
+  piece.field_min = stats.valid ? stats.min : 0;
+  piece.field_max = stats.valid && stats.max > stats.min ? stats.max : piece.field_min + 1;
+  const render::Quantizer q = render::quantizer(piece);
+  const auto& p = piece.stored;
+  piece.field.resize(static_cast<std::size_t>(p.voxels()));
+  if (!ghosted_mask.empty() && options.have_range) piece.mask.resize(piece.field.size());
+  io::VolumeInfo info;
+  info.dtype = field.dtype;
+  const segment::Decoder decoder(info);
+  std::vector<float> row(static_cast<std::size_t>(p.count[2]));
+  const auto size = static_cast<std::int64_t>(io::dtype_size(field.dtype));
+  for (std::int64_t z = 0; z < p.count[0]; ++z)
+    for (std::int64_t y = 0; y < p.count[1]; ++y) {
+      const std::int64_t in = ((p.offset[0] + z - stored.offset[0]) * stored.count[1] + (p.offset[1] + y - stored.offset[1])) *
+                                  stored.count[2] + (p.offset[2] - stored.offset[2]);
+      const std::int64_t out = (z * p.count[1] + y) * p.count[2];
+      decoder.to_float(static_cast<const std::byte*>(field.values) + in * size, p.count[2], row.data());
+      for (std::int64_t x = 0; x < p.count[2]; ++x) piece.field[static_cast<std::size_t>(out + x)] = q.quantize(row[static_cast<std::size_t>(x)]);
+      if (!piece.mask.empty())
+        std::memcpy(piece.mask.data() + out, ghosted_mask.data() + in, static_cast<std::size_t>(p.count[2]));
+    }
+  render::FrameSettings settings;
+  settings.width = small ? std::max(16, options.width / 2) : options.width;
+  settings.height = small ? std::max(16, options.height / 2) : options.height;
+  if (!options.camera.empty()) settings.camera = render::parse_camera(options.camera);
+  settings.modes.volume = true;
+  settings.modes.mask = !piece.mask.empty();
+  settings.transfer.opacity = render::parse_opacity("ramp", piece.field_min, piece.field_max);
+  settings.title = options.variable + " step " + std::to_string(field.step) + ", t = " + std::to_string(field.time);
+  settings.scalar_name = options.variable;
+  renderer->set_piece(std::move(piece));
+  const render::Image image = renderer->render(settings);
+  const std::string path = detail::format_step(options.image, field.step);
+  collectively(comm, [&] {
+    if (comm.rank() != 0) return;
+    const auto parent = std::filesystem::path(path).parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent);
+    if (std::filesystem::exists(path) && !options.force) throw Error("in-situ image " + path + " exists (--force replaces it)");
+    render::write_png(image, path);
+  });
+  record.image = path;
+}
+
+void Hook::finalize() {
+  auto& m = *impl_;
+  if (m.finalized) return;
+  m.finalized = true;
+  std::exception_ptr error;
+  try {
+    if (m.catalyst) m.catalyst->finalize();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  m.renderer.reset();  // collective; before MPI_Finalize
+  m.catalyst.reset();
+  agree(m.comm, error);
+  collectively(m.comm, [&] {
+    if (m.comm.rank() != 0) return;
+    if (m.series) m.series->finish(m.records, m.create_seconds, m.options);
+    if (!m.options.out.empty()) {
+      std::string index = m.options.series;
+      if (index.empty()) {
+        std::filesystem::path first(detail::format_step(m.options.out, 0));
+        index = (first.parent_path() / "masks.pvd").string();
+      }
+      detail::write_series_index(index, m.records);
+    }
+  });
+}
+
+}  // namespace volseg::insitu

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: MIT
+// The hook's options: the same flags from a simulation's command line, the C
+// API's option string or a config file, so one set of words documents all.
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "volseg/insitu/insitu.hpp"
+#include "volseg/io/error.hpp"
+
+namespace volseg::insitu {
+namespace {
+
+std::string args_number(double value) {
+  std::ostringstream out;
+  out.precision(17);
+  out << value;
+  return out.str();
+}
+
+double parse_number(const std::string& option, const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno == ERANGE || std::isnan(value))
+    throw Error("in-situ option " + option + ": '" + text + "' is not a number");
+  return value;
+}
+
+int parse_count(const std::string& option, const std::string& text, int least) {
+  const double value = parse_number(option, text);
+  if (value != std::floor(value) || value < least || value > 1e9)
+    throw Error("in-situ option " + option + ": '" + text + "' is not a whole number >= " + std::to_string(least));
+  return static_cast<int>(value);
+}
+
+// "10%" or "0.1": a fraction in (0, 1).
+double parse_budget(const std::string& text) {
+  const bool percent = !text.empty() && text.back() == '%';
+  double value = parse_number("--budget", percent ? text.substr(0, text.size() - 1) : text);
+  if (percent) value /= 100;
+  if (!(value > 0 && value < 1))
+    throw Error("in-situ option --budget: '" + text + "' is not a share between 0 and 100% (say 10% or 0.1)");
+  return value;
+}
+
+void parse_size(const std::string& text, int& width, int& height) {
+  const auto x = text.find('x');
+  if (x == std::string::npos) throw Error("in-situ option --size: '" + text + "' is not WIDTHxHEIGHT");
+  width = parse_count("--size", text.substr(0, x), 16);
+  height = parse_count("--size", text.substr(x + 1), 16);
+}
+
+std::vector<std::string> split_words(const std::string& text) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false, quoted = false;
+  for (char c : text) {
+    if (c == '"') {
+      quoted = !quoted;
+      in_word = true;
+    } else if (!quoted && (c == ' ' || c == '\t' || c == '\n' || c == '\r')) {
+      if (in_word) words.push_back(word);
+      word.clear();
+      in_word = false;
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  if (quoted) throw Error("in-situ options: unbalanced quote in '" + text + "'");
+  if (in_word) words.push_back(word);
+  return words;
+}
+
+// "option value" lines; a line may omit the leading "--".
+std::vector<std::string> read_config(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("in-situ option --config: cannot read " + path);
+  std::vector<std::string> args;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
+    auto words = split_words(line);
+    if (words.empty()) continue;
+    if (words[0].rfind("--", 0) != 0) words[0] = "--" + words[0];
+    args.insert(args.end(), words.begin(), words.end());
+  }
+  if (in.bad()) throw Error("in-situ option --config: error reading " + path);
+  return args;
+}
+
+void parse_into(Options& options, const std::vector<std::string>& args, int depth, bool& have_lo, bool& have_hi) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& option = args[i];
+    auto value = [&]() -> const std::string& {
+      if (i + 1 >= args.size()) throw Error("in-situ option " + option + " needs a value");
+      return args[++i];
+    };
+    if (option == "--lo") options.lo = parse_number(option, value()), have_lo = true;
+    else if (option == "--hi") options.hi = parse_number(option, value()), have_hi = true;
+    else if (option == "--every") options.every = parse_count(option, value(), 1);
+    else if (option == "--out") options.out = value();
+    else if (option == "--format") options.format = value();
+    else if (option == "--backend") options.backend = value();
+    else if (option == "--hint") options.hints.push_back(value());
+    else if (option == "--series") options.series = value();
+    else if (option == "--stats") options.stats = value();
+    else if (option == "--image") options.image = value();
+    else if (option == "--image-every") options.image_every = parse_count(option, value(), 1);
+    else if (option == "--size") parse_size(value(), options.width, options.height);
+    else if (option == "--camera") options.camera = value();
+    else if (option == "--catalyst-script") options.scripts.push_back(value());
+    else if (option == "--budget") options.budget = parse_budget(value());
+    else if (option == "--var") options.variable = value();
+    else if (option == "--force") options.force = true;
+    else if (option == "--verbose") options.verbose = true;
+    else if (option == "--config") {
+      if (depth > 4) throw Error("in-situ option --config: configs include each other too deeply");
+      parse_into(options, read_config(value()), depth + 1, have_lo, have_hi);
+    } else {
+      throw Error("unknown in-situ option '" + option + "' (the options: --lo --hi --every --out --format --backend "
+                  "--hint --series --stats --image --image-every --size --camera --catalyst-script --budget --var "
+                  "--force --verbose --config)");
+    }
+  }
+}
+
+}  // namespace
+
+Options parse_options(const std::vector<std::string>& args) {
+  Options options;
+  bool have_lo = false, have_hi = false;
+  parse_into(options, args, 0, have_lo, have_hi);
+  for (const auto& arg : args) options.text += (options.text.empty() ? "" : " ") + arg;
+  options.have_range = have_lo && have_hi;
+  if (have_lo != have_hi) throw Error("in-situ options: give both --lo and --hi, or neither");
+  if (options.have_range && options.lo > options.hi)
+    throw Error("in-situ options: --lo " + args_number(options.lo) + " is above --hi " + args_number(options.hi));
+  const bool segments = !options.out.empty() || !options.stats.empty();
+  if (segments && !options.have_range)
+    throw Error("in-situ options: --out and --stats need the threshold range (--lo and --hi)");
+  if (!options.have_range && options.image.empty() && options.scripts.empty())
+    throw Error("in-situ options: nothing to do; give --lo/--hi with --out or --stats, --image, or --catalyst-script");
+  if (!options.out.empty() && options.out.find('%') == std::string::npos)
+    throw Error("in-situ option --out: '" + options.out + "' has no %d for the step (say mask_%06d.nc)");
+  if (!options.image.empty() && options.image.find('%') == std::string::npos)
+    throw Error("in-situ option --image: '" + options.image + "' has no %d for the step (say image_%06d.png)");
+  if (options.variable.empty() || options.variable == "mask")
+    throw Error("in-situ option --var: the field needs a name other than '" + options.variable + "'");
+  return options;
+}
+
+Options parse_options(const std::string& text) { return parse_options(split_words(text)); }
+
+std::string options_help() {
+  return R"(In-situ options (volseg_insitu; also one "option value" per line in a --config file):
+  --lo A --hi B          threshold range: a point is in the mask when A <= v <= B (as volseg segment)
+  --every K              run every K-th published step (step % K == 0; default 1)
+  --out PATTERN          a mask file per in-situ step, printf pattern of the step: masks/mask_%06d.nc
+  --format F             raw | cdf2 | cdf5 | netcdf4 (default: from the extension; .nhdr raw, .nc cdf5)
+  --backend NAME --hint KEY=VALUE   the writer and its hints, as volseg segment
+  --series FILE.pvd      ParaView's index of the masks (default: beside the masks)
+  --stats FILE.csv       the time series: a CSV line per in-situ step, FILE.json with histograms at the end
+  --image PATTERN        a PNG of the field with the mask per rendered step: images/frame_%06d.png
+  --image-every K        render every K-th in-situ step (default 1)
+  --size WxH --camera AZ,EL[,ZOOM]   the image
+  --catalyst-script FILE a ParaView 5.11 Catalyst Python script (repeatable); its input is named 'input'
+  --budget P%            keep the hook within P% of the simulation's time (skip or coarsen work)
+  --var NAME             the field's name in files and in Catalyst (default field)
+  --force                replace existing outputs
+  --verbose              a line per in-situ step on rank 0
+  --config FILE          more options from FILE
+)";
+}
+
+}  // namespace volseg::insitu

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: MIT
+#include "outputs.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "volseg/io/error.hpp"
+#include "volseg/io/files.hpp"
+
+namespace volseg::insitu::detail {
+
+std::string format_step(const std::string& pattern, std::int64_t step) {
+  std::string out;
+  int conversions = 0;
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] != '%') {
+      out += pattern[i];
+      continue;
+    }
+    if (i + 1 < pattern.size() && pattern[i + 1] == '%') {
+      out += '%';
+      ++i;
+      continue;
+    }
+    std::size_t j = i + 1;
+    bool zero = false;
+    if (j < pattern.size() && pattern[j] == '0') zero = true, ++j;
+    std::size_t width = 0;
+    while (j < pattern.size() && pattern[j] >= '0' && pattern[j] <= '9' && width < 64)
+      width = width * 10 + static_cast<std::size_t>(pattern[j++] - '0');
+    if (j >= pattern.size() || (pattern[j] != 'd' && pattern[j] != 'i'))
+      throw Error("'" + pattern + "': the only conversion allowed is one %d for the step (say %06d)");
+    std::string digits = std::to_string(step < 0 ? -step : step);
+    const std::size_t sign = step < 0 ? 1 : 0;
+    if (digits.size() + sign < width) digits.insert(0, width - digits.size() - sign, zero ? '0' : ' ');
+    out += (step < 0 ? "-" : "") + digits;
+    ++conversions;
+    i = j;
+  }
+  if (conversions != 1) throw Error("'" + pattern + "' needs exactly one %d for the step, not " + std::to_string(conversions));
+  return out;
+}
+
+TimeSeries::TimeSeries(const std::string& path, bool force) : path_(path) {
+  if (std::filesystem::exists(path) && !force)
+    throw Error("in-situ time series " + path + " exists (--force replaces it)");
+  const std::string part = path + ".part";
+  file_ = std::fopen(part.c_str(), "w");
+  if (!file_) throw_errno("create", part);
+  if (std::fputs("step,time,action,voxels,valid,in_range,min,max,segment_s,reduce_s,write_s,render_s,scripts_s,"
+                 "total_s,simulation_s,share,script_errors,mask,image\n",
+                 file_) < 0)
+    throw_errno("write", part);
+}
+
+TimeSeries::~TimeSeries() {
+  if (file_) std::fclose(file_);  // error path only; finish() checks the close
+}
+
+void TimeSeries::append(const StepRecord& r) {
+  if (!file_) return;
+  char line[1024];
+  const int n = std::snprintf(line, sizeof line,
+                              "%lld,%.9g,%s,%llu,%llu,%llu,%.9g,%.9g,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%d,", 
+                              static_cast<long long>(r.step), r.time, r.action.c_str(),
+                              static_cast<unsigned long long>(r.voxels), static_cast<unsigned long long>(r.valid),
+                              static_cast<unsigned long long>(r.in_range), r.min, r.max, r.segment, r.reduce, r.write,
+                              r.render, r.scripts, r.total, r.simulation, r.share, r.script_errors);
+  const std::string part = path_ + ".part";
+  if (n < 0 || std::fputs(line, file_) < 0 || std::fputs((r.mask + "," + r.image + "\n").c_str(), file_) < 0 ||
+      std::fflush(file_) != 0)
+    throw_errno("write", part);
+}
+
+void TimeSeries::finish(const std::vector<StepRecord>& records, double create_seconds, const Options& options) {
+  if (!file_) return;
+  const std::string part = path_ + ".part";
+  std::FILE* file = std::exchange(file_, nullptr);
+  if (std::fclose(file) != 0) throw_errno("close", part);
+  std::error_code error;
+  std::filesystem::rename(part, path_, error);
+  if (error) throw Error("rename " + part + " to " + path_ + ": " + error.message());
+
+  nlohmann::json json;
+  json["create_seconds"] = create_seconds;
+  json["lo"] = options.lo;
+  json["hi"] = options.hi;
+  json["every"] = options.every;
+  if (options.budget) json["budget"] = *options.budget;
+  json["histogram_bins"] = "256 bins over [lo, hi], counting the points in the mask";
+  auto& steps = json["steps"] = nlohmann::json::array();
+  for (const auto& r : records)
+    steps.push_back({{"step", r.step},         {"time", r.time},         {"action", r.action},
+                     {"voxels", r.voxels},     {"valid", r.valid},       {"in_range", r.in_range},
+                     {"min", r.min},           {"max", r.max},           {"histogram", r.histogram},
+                     {"seconds", {{"segment", r.segment}, {"reduce", r.reduce}, {"write", r.write},
+                                  {"render", r.render}, {"scripts", r.scripts}, {"total", r.total}}},
+                     {"simulation_seconds", r.simulation}, {"share", r.share}, {"script_errors", r.script_errors},
+                     {"mask", r.mask},         {"image", r.image}});
+  std::filesystem::path json_path(path_);
+  json_path.replace_extension(".json");
+  io::write_file_atomically(json_path.string(), json.dump(1) + "\n");
+}
+
+void write_series_index(const std::string& path, const std::vector<StepRecord>& records) {
+  const auto dir = std::filesystem::path(path).parent_path();
+  auto relative = [&](const std::string& file) {
+    return std::filesystem::path(file).lexically_relative(dir.empty() ? "." : dir).string();
+  };
+  std::ostringstream pvd;
+  pvd.precision(17);
+  pvd << "<?xml version=\"1.0\"?>\n<VTKFile type=\"Collection\" version=\"0.1\">\n  <Collection>\n";
+  nlohmann::json series;
+  series["file-series-version"] = "1.0";
+  series["files"] = nlohmann::json::array();
+  for (const auto& r : records) {
+    if (r.mask.empty()) continue;
+    pvd << "    <DataSet timestep=\"" << r.time << "\" part=\"0\" file=\"" << relative(r.mask) << "\"/>\n";
+    series["files"].push_back({{"name", relative(r.mask)}, {"time", r.time}});
+  }
+  pvd << "  </Collection>\n</VTKFile>\n";
+  io::write_file_atomically(path, pvd.str());
+}
+
+}  // namespace volseg::insitu::detail

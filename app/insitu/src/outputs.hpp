@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: MIT
+// The hook's small outputs, written by rank 0: the time series (a CSV line
+// per in-situ step, streamed to NAME.part and renamed at finalize, so a run
+// that dies keeps every finished line under a name that says it is not
+// done; a JSON with the histograms at finalize) and ParaView's series index
+// of the masks.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "volseg/insitu/insitu.hpp"
+
+namespace volseg::insitu::detail {
+
+// "mask_%06d.nc" with step 42 -> "mask_000042.nc". Throws volseg::Error
+// unless the pattern has exactly one %d (flags and width allowed; %% is %).
+std::string format_step(const std::string& pattern, std::int64_t step);
+
+class TimeSeries {
+ public:
+  TimeSeries() = default;
+  // Creates PATH.part (refusing an existing PATH unless force).
+  TimeSeries(const std::string& path, bool force);
+  ~TimeSeries();
+  TimeSeries(const TimeSeries&) = delete;
+  TimeSeries& operator=(const TimeSeries&) = delete;
+
+  bool active() const { return file_ != nullptr; }
+  void append(const StepRecord& record);
+  // Closes the CSV (checked) and renames it; writes the JSON beside it.
+  void finish(const std::vector<StepRecord>& records, double create_seconds, const Options& options);
+
+ private:
+  std::string path_;
+  std::FILE* file_ = nullptr;
+};
+
+// ParaView's index of a file series: a .pvd collection of the masks, and a
+// .series JSON (ParaView's file-series format, for readers the .pvd
+// collection reader does not cover). Written atomically.
+void write_series_index(const std::string& path, const std::vector<StepRecord>& records);
+
+}  // namespace volseg::insitu::detail
