@@ -40,6 +40,7 @@ struct SimOptions {
   int ghost = 1;
   sim::Parameters parameters;
   std::string dump;             // field per in-situ step (pattern with %d)
+  std::string dump_format;      // raw | cdf2 | cdf5 | netcdf4; empty: from the extension
   int dump_every = 0;           // 0: the hook's --every (1 without the hook)
   std::string report;
   std::string on_error = "continue";
@@ -55,7 +56,8 @@ std::string step_path(const std::string& pattern, std::int64_t step) {
   return path;
 }
 
-io::FileFormat dump_format(const std::string& pattern) {
+io::FileFormat dump_format(const std::string& pattern, const std::string& named) {
+  if (!named.empty()) return io::parse_format(named);
   const auto extension = std::filesystem::path(pattern).extension();
   if (extension == ".nhdr") return io::FileFormat::raw;
   if (extension == ".nc") return io::FileFormat::cdf5;
@@ -66,8 +68,7 @@ io::FileFormat dump_format(const std::string& pattern) {
 // Collective: the field of this step through volseg's I/O layer, the same
 // writers batch jobs read back.
 void dump_field(const Comm& comm, const sim::GrayScott& sim, const insitu::Field& field, const std::string& path,
-                const std::string& variable) {
-  const io::FileFormat format = dump_format(path);
+                const std::string& variable, io::FileFormat format) {
   const io::Writing writing = io::writing_backend(format, "posix");
   collectively(comm, [&] {
     const auto parent = std::filesystem::path(path).parent_path();
@@ -136,6 +137,7 @@ SimOptions parse(int argc, char** argv) {
   app.add_option("--F", o.parameters.F, "feed rate")->capture_default_str();
   app.add_option("--k", o.parameters.k, "kill rate")->capture_default_str();
   app.add_option("--dump", o.dump, "write v of every in-situ step: pattern with %d (.nhdr, .nc, .nc4)");
+  app.add_option("--dump-format", o.dump_format, "raw | cdf2 | cdf5 | netcdf4 (default: from --dump's extension)");
   app.add_option("--dump-every", o.dump_every, "dump every K steps (default: the hook's --every, else 1)")
       ->check(CLI::PositiveNumber);
   app.add_option("--report", o.report, "JSON: wall time, time in the hook, steps");
@@ -156,7 +158,7 @@ SimOptions parse(int argc, char** argv) {
   if (insitu_help) throw insitu::Options{};  // caught in main: print the hook's help
   o.dims = parse_dims(dims);
   if (in_hook) o.insitu = insitu::parse_options(hook);
-  if (!o.dump.empty()) dump_format(o.dump), step_path(o.dump, 0);
+  if (!o.dump.empty()) dump_format(o.dump, o.dump_format), step_path(o.dump, 0);
   if (o.dump_every == 0) o.dump_every = o.insitu ? o.insitu->every : 1;
   return o;
 }
@@ -224,7 +226,7 @@ int main(int argc, char** argv) {
         if (!o.dump.empty() && step % o.dump_every == 0) {
           t = Clock::now();
           field.source = step_path(o.dump, step);
-          dump_field(comm, sim, field, field.source, variable);
+          dump_field(comm, sim, field, field.source, variable, dump_format(o.dump, o.dump_format));
           dump_seconds += since(t);
         }
         if (hook) {

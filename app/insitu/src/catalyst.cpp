@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "catalyst.hpp"
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -84,7 +86,7 @@ class ScriptPipeline : public vtkCPPipeline {
   vtkSmartPointer<vtkCPPythonScriptV2Pipeline> script;
   std::string path;
   bool enabled = false;
-  int errors = 0;
+  bool failed = false;  // this step
   std::string* python_errors = nullptr;  // what Python wrote to stderr
   std::string last_error;
 
@@ -112,12 +114,25 @@ class ScriptPipeline : public vtkCPPipeline {
   ScriptPipeline() = default;
 
  private:
+  // A traceback of the script's own is a failure. ParaView 5.11's Python log
+  // handler trips over its own debug messages ("--- Logging error ---"
+  // blocks, ending at "Arguments: ..."): noise, not the script's fault.
   void note_python_errors() {
-    if (python_errors->find("Traceback") == std::string::npos && python_errors->find("Error") == std::string::npos)
-      return;
-    ++errors;
+    std::string text;
+    std::size_t at = 0;
+    const std::string& all = *python_errors;
+    while (at < all.size()) {
+      const auto noise = all.find("--- Logging error ---", at);
+      text += all.substr(at, noise == std::string::npos ? std::string::npos : noise - at);
+      if (noise == std::string::npos) break;
+      const auto arguments = all.find("\nArguments:", noise);
+      const auto end = arguments == std::string::npos ? std::string::npos : all.find('\n', arguments + 1);
+      at = end == std::string::npos ? all.size() : end + 1;
+    }
+    if (text.find("Traceback") == std::string::npos) return;
+    if (std::getenv("VOLSEG_INSITU_DEBUG")) std::fprintf(stderr, "[python]\n%s\n[end]\n", text.c_str());
+    failed = true;
     // The exception's own line is the last non-empty one of the traceback.
-    std::string text = *python_errors;
     while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
     const auto newline = text.rfind('\n');
     last_error = std::filesystem::path(path).filename().string() + ": " +
@@ -252,7 +267,7 @@ ScriptsOutcome Catalyst::coprocess(const CatalystStep& step) {
   m.volseg->error = nullptr;
   for (auto& script : m.scripts) {
     script->enabled = step.run_scripts;
-    script->errors = 0;
+    script->failed = false;
     script->last_error.clear();
   }
   ScriptsOutcome outcome;
@@ -282,7 +297,7 @@ ScriptsOutcome Catalyst::coprocess(const CatalystStep& step) {
   m.volseg->step = nullptr;
   if (m.volseg->error) std::rethrow_exception(std::exchange(m.volseg->error, nullptr));
   for (auto& script : m.scripts) {
-    outcome.errors += script->errors;
+    outcome.errors += script->failed ? 1 : 0;
     if (outcome.first_error.empty()) outcome.first_error = script->last_error;
   }
   return outcome;
