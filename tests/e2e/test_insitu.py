@@ -1,0 +1,283 @@
+# SPDX-License-Identifier: MIT
+"""The in-situ hook against the batch path: volseg-sim dumps the field of
+every in-situ step; `volseg segment` of each dump must give the same mask as
+the hook wrote in situ (raw: the same bytes; NetCDF: the same decoded
+variables and attributes, history aside) and the same statistics, on 1-4
+ranks, with 1 and 2 ghost layers, for every writer format. The Catalyst
+Python scripts' outputs are read back by ParaView (pvpython) and compared
+with the dumps. Bad input gets one clear line.
+
+Runs under one Xvfb (the Catalyst scripts render)."""
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e_util as e  # noqa: E402
+
+try:
+    import netCDF4
+except ImportError:  # Debian: python3-netcdf4
+    netCDF4 = None
+
+SIM = os.environ.get("VOLSEG_SIM", "")
+PVPYTHON = os.environ.get("PVPYTHON", "/usr/bin/pvpython")
+SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "app", "insitu", "scripts")
+DIMS = "23,19,17"  # z, y, x: no rank count divides it evenly
+LO, HI = "0.05", "1"
+EXTENSIONS = {"raw": ".nhdr", "cdf2": ".nc", "cdf5": ".nc", "netcdf4": ".nc4"}
+
+
+def sim(args, ranks, cwd, timeout=300):
+    argv = [e.MPIEXEC] + e.MPI_QUIET + ["-np", str(ranks), "--bind-to", "none", SIM] + [str(a) for a in args]
+    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def netcdf_contents(path):
+    """Every variable's decoded values and every attribute, history aside."""
+    with netCDF4.Dataset(path) as ds:
+        contents = {"global": {k: str(ds.getncattr(k)) for k in ds.ncattrs() if k != "history"},
+                    "dims": {name: len(d) for name, d in ds.dimensions.items()}, "format": ds.data_model}
+        for name, var in ds.variables.items():
+            attrs = {k: str(var.getncattr(k)) for k in var.ncattrs() if k != "history"}
+            contents[name] = (np.array(var[:]), attrs, var.dtype.str)
+    return contents
+
+
+class InSituEqualsBatch(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        e.require_binary()
+        if not SIM or not os.access(SIM, os.X_OK):
+            raise unittest.SkipTest("set VOLSEG_SIM to the volseg-sim binary")
+        cls.tmp = tempfile.TemporaryDirectory(prefix="volseg-e2e-insitu-")
+        cls.dir = cls.tmp.name
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def run_case(self, ranks, ghost, fmt):
+        name = "np%d_g%d_%s" % (ranks, ghost, fmt)
+        work = os.path.join(self.dir, name)
+        os.makedirs(work)
+        ext = EXTENSIONS[fmt]
+        proc = sim(["--dims", DIMS, "--steps", 6, "--ghost", ghost, "--quiet", "--dump", "dumps/v_%04d" + ext,
+                    "--dump-format", fmt, "--insitu", "--lo", LO, "--hi", HI, "--every", 3,
+                    "--out", "masks/mask_%04d" + ext, "--format", fmt, "--stats", "stats.csv"], ranks, work)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        with open(os.path.join(work, "stats.csv")) as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual([r["step"] for r in rows], ["3", "6"])
+        for row in rows:
+            step = int(row["step"])
+            dump = "dumps/v_%04d%s" % (step, ext)
+            batch = "batch_%04d%s" % (step, ext)
+            seg = e.run(["segment", dump, "--lo", LO, "--hi", HI, "--out", batch, "--format", fmt,
+                         "--report", "batch_%04d.json" % step, "--quiet"], ranks=ranks, cwd=work)
+            e.check_ok(self, seg)
+            insitu = os.path.join(work, row["mask"])
+            self.assertEqual(row["mask"], "masks/mask_%04d%s" % (step, ext))
+            if fmt == "raw":
+                a, b = e.parse_nhdr(insitu), e.parse_nhdr(os.path.join(work, batch))
+                with open(a["data"], "rb") as f1, open(b["data"], "rb") as f2:
+                    self.assertEqual(f1.read(), f2.read(), "%s: mask bytes differ from batch" % name)
+                for header in (a, b):
+                    header["keyvalues"].pop("history")
+                    header["fields"].pop("data file")
+                self.assertEqual(a["keyvalues"], b["keyvalues"])
+                self.assertEqual(a["fields"], b["fields"])
+            else:
+                got, want = netcdf_contents(insitu), netcdf_contents(os.path.join(work, batch))
+                self.assertEqual(sorted(got), sorted(want))
+                for key in want:
+                    if isinstance(want[key], tuple):
+                        np.testing.assert_array_equal(got[key][0], want[key][0], "%s: %s differs" % (name, key))
+                        self.assertEqual(got[key][1:], want[key][1:], "%s: %s attributes" % (name, key))
+                    else:
+                        self.assertEqual(got[key], want[key], "%s: %s" % (name, key))
+            with open(os.path.join(work, "batch_%04d.json" % step)) as f:
+                stats = json.load(f)["stats"]
+            for key in ("voxels", "valid", "in_range"):
+                self.assertEqual(int(row[key]), stats[key], "%s step %d: %s" % (name, step, key))
+            for key in ("min", "max"):
+                self.assertAlmostEqual(float(row[key]), stats[key], places=6)
+            self.assertGreater(int(row["in_range"]), 0, "a threshold that selects nothing tests little")
+        with open(os.path.join(work, "masks", "masks.pvd")) as f:
+            pvd = f.read()
+        self.assertIn('file="mask_0003%s"' % ext, pvd)
+        self.assertIn('file="mask_0006%s"' % ext, pvd)
+
+    def test_every_format_ranks_and_ghosts(self):
+        if netCDF4 is None:
+            self.skipTest("python3-netcdf4 is not installed")
+        for fmt in ("raw", "cdf2", "cdf5", "netcdf4"):
+            for ranks in (1, 2, 3, 4):
+                for ghost in (1, 2):
+                    with self.subTest(fmt=fmt, ranks=ranks, ghost=ghost):
+                        self.run_case(ranks, ghost, fmt)
+
+
+# Runs inside pvpython: reads the .pvti extract of one step and prints the
+# field and mask arrays' values (z, y, x order) as JSON lists.
+READ_EXTRACT = r"""
+import json, sys
+from paraview.simple import OpenDataFile, servermanager
+from vtkmodules.util.numpy_support import vtk_to_numpy
+reader = OpenDataFile(sys.argv[1])
+reader.UpdatePipeline()
+data = servermanager.Fetch(reader)
+dims = data.GetDimensions()
+out = {"dims": [dims[2], dims[1], dims[0]]}
+for name in ("field", "mask", "vtkGhostType"):
+    array = data.GetPointData().GetArray(name)
+    out[name] = None if array is None else vtk_to_numpy(array).tolist()
+with open(sys.argv[2], "w") as f:
+    json.dump(out, f)
+"""
+
+
+class CatalystScripts(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        e.require_binary()
+        if not SIM or not os.access(SIM, os.X_OK):
+            raise unittest.SkipTest("set VOLSEG_SIM to the volseg-sim binary")
+        cls.tmp = tempfile.TemporaryDirectory(prefix="volseg-e2e-catalyst-")
+        cls.dir = cls.tmp.name
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_contour_and_extract_scripts(self):
+        if netCDF4 is None:
+            self.skipTest("python3-netcdf4 is not installed")
+        if not os.access(PVPYTHON, os.X_OK):
+            self.skipTest("no pvpython")
+        work = os.path.join(self.dir, "scripts")
+        os.makedirs(work)
+        env = dict(os.environ, VOLSEG_EXTRACT_EVERY="2", VOLSEG_CATALYST_OUTPUT="catalyst", VOLSEG_CONTOUR="0.2")
+        argv = [e.MPIEXEC] + e.MPI_QUIET + ["-np", "2", "--bind-to", "none", SIM, "--dims", DIMS, "--steps", 4,
+                                           "--ghost", 1, "--quiet", "--dump", "dumps/v_%04d.nc", "--insitu",
+                                           "--lo", LO, "--hi", HI, "--out", "masks/mask_%04d.nc", "--stats",
+                                           "stats.csv", "--catalyst-script",
+                                           os.path.join(SCRIPTS, "contour_screenshot.py"), "--catalyst-script",
+                                           os.path.join(SCRIPTS, "extract_pvti.py")]
+        proc = subprocess.run([str(a) for a in argv], cwd=work, capture_output=True, text=True, timeout=300, env=env)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertNotIn("script failed", proc.stderr)
+        with open(os.path.join(work, "stats.csv")) as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual([int(r["script_errors"]) for r in rows], [0, 0, 0, 0])
+        for step in (1, 2, 3, 4):
+            png = os.path.join(work, "catalyst", "contour_%06d.png" % step)
+            self.assertTrue(os.path.getsize(png) > 1000, png)
+        # Every other step has an extract; it holds the dumped field and the
+        # in-situ mask, over the whole grid.
+        self.assertFalse(os.path.exists(os.path.join(work, "catalyst", "grid_000001.pvti")))
+        for step in (2, 4):
+            pvti = os.path.join(work, "catalyst", "grid_%06d.pvti" % step)
+            out = os.path.join(work, "extract_%d.json" % step)
+            read = self.pvpython(READ_EXTRACT, [pvti, out])
+            self.assertEqual(read.returncode, 0, read.stderr)
+            with open(out) as f:
+                extract = json.load(f)
+            shape = tuple(int(d) for d in DIMS.split(","))
+            self.assertEqual(tuple(extract["dims"]), shape)
+            with netCDF4.Dataset(os.path.join(work, "dumps", "v_%04d.nc" % step)) as ds:
+                field = np.array(ds.variables["field"][:], dtype=np.float32)
+            with netCDF4.Dataset(os.path.join(work, "masks", "mask_%04d.nc" % step)) as ds:
+                ds.set_auto_maskandscale(False)
+                mask = np.array(ds.variables["mask"][:])
+            np.testing.assert_array_equal(np.array(extract["field"], dtype=np.float32).reshape(shape), field)
+            np.testing.assert_array_equal(np.array(extract["mask"], dtype=np.uint8).reshape(shape), mask)
+
+    def pvpython(self, code, args):
+        script = os.path.join(self.dir, "read_extract.py")
+        with open(script, "w") as f:
+            f.write(code)
+        return subprocess.run([PVPYTHON, script] + args, capture_output=True, text=True, timeout=300)
+
+    def test_broken_script_is_reported_and_counted(self):
+        work = os.path.join(self.dir, "broken")
+        os.makedirs(work)
+        broken = os.path.join(work, "broken.py")
+        with open(broken, "w") as f:
+            f.write("# script-version: 2.0\nfrom paraview.simple import *\n"
+                    "producer = PVTrivialProducer(registrationName='input')\n"
+                    "def catalyst_execute(info):\n    raise RuntimeError('broken on purpose')\n")
+        proc = sim(["--dims", DIMS, "--steps", 2, "--quiet", "--insitu", "--lo", LO, "--hi", HI, "--stats",
+                    "stats.csv", "--catalyst-script", broken], 2, work)
+        # The simulation and volseg's own pipeline go on; the script's failure is said and counted.
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("a Catalyst script failed: broken.py: RuntimeError: broken on purpose", proc.stderr)
+        with open(os.path.join(work, "stats.csv")) as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual([int(r["script_errors"]) for r in rows], [1, 1])
+        self.assertTrue(all(int(r["in_range"]) > 0 for r in rows))
+
+
+class BadInput(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not SIM or not os.access(SIM, os.X_OK):
+            raise unittest.SkipTest("set VOLSEG_SIM to the volseg-sim binary")
+        cls.tmp = tempfile.TemporaryDirectory(prefix="volseg-e2e-insitu-bad-")
+        cls.dir = cls.tmp.name
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def one_line(self, proc, pattern):
+        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        self.assertEqual(len(lines), 1, proc.stderr)
+        self.assertRegex(lines[0], pattern)
+
+    def test_unknown_option(self):
+        proc = sim(["--steps", 2, "--insitu", "--lo", 0, "--hi", 1, "--stats", "s.csv", "--colour", "red"], 2, self.dir)
+        self.assertEqual(proc.returncode, 2)
+        self.one_line(proc, r"^volseg-sim: unknown in-situ option '--colour'")
+
+    def test_missing_script_continue_and_stop(self):
+        args = ["--dims", DIMS, "--steps", 2, "--quiet"]
+        hook = ["--insitu", "--lo", LO, "--hi", HI, "--out", "m_%d.nhdr", "--catalyst-script", "missing.py"]
+        proc = sim(args + hook, 2, self.dir)
+        self.assertEqual(proc.returncode, 3, proc.stderr)  # finished without the hook, and says so
+        self.one_line(proc, r"^volseg-sim: in situ not started: Catalyst script missing.py: no such file "
+                            r"\(the simulation went on without it\)$")
+        proc = sim(args + ["--insitu-errors", "stop"] + hook, 2, self.dir)
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        self.assertFalse([f for f in os.listdir(self.dir) if f.startswith("m_")])
+
+    def test_no_display_refuses_rendering_not_the_simulation(self):
+        env = {k: v for k, v in os.environ.items() if k != "DISPLAY"}
+        argv = [e.MPIEXEC] + e.MPI_QUIET + ["-np", "2", SIM, "--dims", DIMS, "--steps", 2, "--quiet", "--insitu",
+                                           "--lo", LO, "--hi", HI, "--image", "img_%d.png"]
+        proc = subprocess.run([str(a) for a in argv], cwd=self.dir, capture_output=True, text=True, timeout=120,
+                              env=env)
+        self.assertEqual(proc.returncode, 3, proc.stderr)
+        self.one_line(proc, r"^volseg-sim: in situ not started: .*display")
+
+    def test_existing_mask_is_not_replaced_without_force(self):
+        work = os.path.join(self.dir, "existing")
+        os.makedirs(work)
+        with open(os.path.join(work, "m_2.nhdr"), "w") as f:
+            f.write("precious")
+        proc = sim(["--dims", DIMS, "--steps", 2, "--quiet", "--insitu", "--lo", LO, "--hi", HI,
+                    "--out", "m_%d.nhdr"], 2, work)
+        self.assertEqual(proc.returncode, 3, proc.stderr)
+        self.one_line(proc, r"^volseg-sim: in situ stopped at step 2: .*m_2.nhdr.*exists")
+        with open(os.path.join(work, "m_2.nhdr")) as f:
+            self.assertEqual(f.read(), "precious")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
