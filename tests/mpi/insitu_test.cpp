@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: MIT
+// The in-situ hook's contract on every rank: what a published block gives
+// (exact statistics, the mask file), and what bad blocks get (an agreed error
+// on every rank, then a disabled hook for the C API). One Catalyst processor
+// per process: ctest runs each test in a process of its own (--gtest_filter).
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "../../app/insitu/src/governor.hpp"
+#include "volseg/insitu/insitu.hpp"
+#include "volseg/insitu/volseg_insitu.h"
+#include "volseg/io/error.hpp"
+
+namespace {
+
+using volseg::insitu::Field;
+using volseg::insitu::Hook;
+using volseg::insitu::parse_options;
+namespace io = volseg::io;
+
+int rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+int size() {
+  int s = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  return s;
+}
+
+// A shared temporary folder, named on rank 0.
+std::string shared_dir(const std::string& name) {
+  char path[256] = {};
+  if (rank() == 0) {
+    auto dir = std::filesystem::temp_directory_path() / ("volseg-insitu-test-" + name + "-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    std::snprintf(path, sizeof path, "%s", dir.c_str());
+  }
+  MPI_Bcast(path, sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD);
+  return path;
+}
+
+const io::Index3 dims{13, 11, 9};
+
+// Slabs along z, with `ghost` layers towards the neighbours.
+struct Block {
+  io::Extent box, stored;
+  std::vector<float> values;
+};
+
+float value_at(std::int64_t z, std::int64_t y, std::int64_t x) {
+  return static_cast<float>(std::sin(0.7 * double(z)) + 0.3 * double(y) - 0.2 * double(x));
+}
+
+Block make_block(int ghost) {
+  Block b;
+  const std::int64_t n = dims[0], parts = size(), r = rank();
+  const std::int64_t offset = r * (n / parts) + std::min(r, n % parts), count = n / parts + (r < n % parts ? 1 : 0);
+  b.box = {{offset, 0, 0}, {count, dims[1], dims[2]}};
+  const std::int64_t below = offset > 0 ? ghost : 0, above = offset + count < n ? ghost : 0;
+  b.stored = {{offset - below, 0, 0}, {count + below + above, dims[1], dims[2]}};
+  for (std::int64_t z = 0; z < b.stored.count[0]; ++z)
+    for (std::int64_t y = 0; y < dims[1]; ++y)
+      for (std::int64_t x = 0; x < dims[2]; ++x) b.values.push_back(value_at(b.stored.offset[0] + z, y, x));
+  return b;
+}
+
+Field field_of(const Block& b, int ghost, std::int64_t step = 1) {
+  Field f;
+  f.step = step;
+  f.global_dims = dims;
+  f.box = b.box;
+  f.ghost = ghost;
+  f.dtype = io::DType::f32;
+  f.values = b.values.data();
+  return f;
+}
+
+// Every rank must throw, with the same message naming the problem.
+void expect_agreed_error(Hook& hook, const Field& field, const std::string& words) {
+  std::string message;
+  try {
+    hook.publish(field);
+  } catch (const volseg::Error& e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find(words), std::string::npos) << "rank " << rank() << ": '" << message << "'";
+}
+
+TEST(InSitu, MaskAndStatisticsAreExactWithGhostLayers) {
+  const std::string dir = shared_dir("exact");
+  const double lo = 0.1, hi = 1.5;
+  Hook hook(MPI_COMM_WORLD, parse_options("--lo 0.1 --hi 1.5 --out " + dir + "/m_%d.nhdr"));
+  for (int ghost : {0, 1, 2}) {
+    const Block block = make_block(ghost);
+    const auto& record = hook.publish(field_of(block, ghost, ghost));
+    std::uint64_t expected = 0;
+    std::vector<std::uint8_t> mask;
+    for (std::int64_t z = 0; z < dims[0]; ++z)
+      for (std::int64_t y = 0; y < dims[1]; ++y)
+        for (std::int64_t x = 0; x < dims[2]; ++x) {
+          const float v = value_at(z, y, x);
+          mask.push_back(v >= lo && v <= hi);
+          expected += mask.back();
+        }
+    EXPECT_EQ(record.in_range, expected) << "ghost " << ghost;
+    EXPECT_EQ(record.voxels, static_cast<std::uint64_t>(dims[0] * dims[1] * dims[2]));
+    std::ifstream raw(dir + "/m_" + std::to_string(ghost) + ".raw", std::ios::binary);
+    std::vector<std::uint8_t> written((std::istreambuf_iterator<char>(raw)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(written, mask) << "ghost " << ghost;
+  }
+  hook.finalize();
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank() == 0) std::filesystem::remove_all(dir);
+}
+
+TEST(InSitu, BlocksThatDoNotTileTheGridAreRefusedOnEveryRank) {
+  Hook hook(MPI_COMM_WORLD, parse_options("--lo 0 --hi 1 --stats /dev/null --force"));
+  Block block = make_block(0);
+  if (rank() == size() - 1) --block.box.count[0];  // a plane nobody owns
+  expect_agreed_error(hook, field_of(block, 0), "do not tile");
+}
+
+TEST(InSitu, OverlappingBlocksAreRefusedOnEveryRank) {
+  if (size() < 2) GTEST_SKIP() << "needs two ranks";
+  Hook hook(MPI_COMM_WORLD, parse_options("--lo 0 --hi 1 --stats /dev/null --force"));
+  Block block = make_block(1);
+  if (rank() == 0) ++block.box.count[0];  // into rank 1's first plane (held in its ghost layer)
+  expect_agreed_error(hook, field_of(block, 1), "overlap");
+}
+
+TEST(InSitu, RanksDisagreeingOnDimsOrTypeAreRefused) {
+  if (size() < 2) GTEST_SKIP() << "needs two ranks";
+  Hook hook(MPI_COMM_WORLD, parse_options("--lo 0 --hi 1 --stats /dev/null --force"));
+  const Block block = make_block(0);
+  Field field = field_of(block, 0);
+  if (rank() == 1) field.global_dims[0] += 1;
+  expect_agreed_error(hook, field, "disagree on the global dims");
+  field = field_of(block, 0);
+  if (rank() == 1) field.dtype = io::DType::i32;
+  expect_agreed_error(hook, field, "disagree on the data type");
+}
+
+TEST(InSitu, CApiReportsTheErrorOnEveryRankThenIsDisabled) {
+  volseg_insitu* hook = nullptr;
+  ASSERT_EQ(volseg_insitu_create(MPI_COMM_WORLD, "--lo 0 --hi 1 --stats /dev/null --force", &hook), VOLSEG_INSITU_OK)
+      << volseg_insitu_last_error(hook);
+  Block block = make_block(0);
+  const std::int64_t global[3] = {dims[0], dims[1], dims[2]};
+  EXPECT_EQ(volseg_insitu_publish(hook, 1, 1.0, global, block.box.offset.data(), block.box.count.data(), 0, "f32",
+                                  block.values.data()),
+            VOLSEG_INSITU_OK);
+  EXPECT_EQ(volseg_insitu_publish(hook, 2, 2.0, global, block.box.offset.data(), block.box.count.data(), 0, "f33",
+                                  block.values.data()),
+            VOLSEG_INSITU_ERROR);
+  EXPECT_NE(std::string(volseg_insitu_last_error(hook)).find("unknown data type 'f33'"), std::string::npos);
+  EXPECT_EQ(volseg_insitu_publish(hook, 3, 3.0, global, block.box.offset.data(), block.box.count.data(), 0, "f32",
+                                  block.values.data()),
+            VOLSEG_INSITU_DISABLED);
+  EXPECT_EQ(volseg_insitu_finalize(hook), VOLSEG_INSITU_OK);
+
+  volseg_insitu* refused = nullptr;
+  EXPECT_EQ(volseg_insitu_create(MPI_COMM_WORLD, "--lo 1 --hi 0 --stats x.csv", &refused), VOLSEG_INSITU_ERROR);
+  EXPECT_NE(std::string(volseg_insitu_last_error(refused)).find("is above --hi"), std::string::npos);
+  EXPECT_EQ(volseg_insitu_publish(refused, 1, 1.0, global, block.box.offset.data(), block.box.count.data(), 0, "f32",
+                                  block.values.data()),
+            VOLSEG_INSITU_DISABLED);
+  EXPECT_EQ(volseg_insitu_finalize(refused), VOLSEG_INSITU_OK);
+}
+
+// The governor alone: no MPI, no Catalyst.
+TEST(Governor, PicksTheRichestWorkTheCreditPaysFor) {
+  using namespace volseg::insitu::detail;
+  Governor governor(0.05);
+  const Wants all{true, true, true, true};
+  EXPECT_EQ(governor.choose(all, 0.0), Level::full);  // nothing measured yet: try everything once
+  governor.learn(Level::full, {0.01, 0.02, 0.4, 0.1});
+  EXPECT_EQ(governor.choose(all, 1.0), Level::full);
+  EXPECT_EQ(governor.choose(all, 0.3), Level::small_image);  // 0.01 + 0.02 + 0.1 + 0.4/4
+  EXPECT_EQ(governor.choose(all, 0.2), Level::no_image);
+  EXPECT_EQ(governor.choose(all, 0.05), Level::no_scripts);
+  EXPECT_EQ(governor.choose(all, 0.015), Level::stats_only);
+  EXPECT_EQ(governor.choose(all, 0.001), Level::skipped);
+  EXPECT_EQ(governor.choose(all, -5.0), Level::skipped);
+  // Without a budget, everything always runs.
+  EXPECT_EQ(Governor(std::nullopt).choose(all, -5.0), Level::full);
+}
+
+TEST(Options, ParsesTheHookOptionsAndRefusesBadOnes) {
+  auto o = parse_options("--lo 0.5 --hi 2 --every 4 --out \"a b/m_%03d.nc\" --budget 7.5% --catalyst-script x.py");
+  EXPECT_EQ(o.lo, 0.5);
+  EXPECT_EQ(o.hi, 2);
+  EXPECT_EQ(o.every, 4);
+  EXPECT_EQ(o.out, "a b/m_%03d.nc");
+  ASSERT_TRUE(o.budget);
+  EXPECT_DOUBLE_EQ(*o.budget, 0.075);
+  EXPECT_EQ(o.scripts, std::vector<std::string>{"x.py"});
+  for (const char* bad : {"--lo 0 --hi 1 --stats s --every 0", "--lo 0 --stats s", "--lo 0 --hi 1 --out m.nc",
+                          "--lo 0 --hi 1 --stats s --budget 150%", "--lo 0 --hi 1 --stats s --bogus 1", "",
+                          "--lo x --hi 1 --stats s"})
+    EXPECT_THROW(parse_options(std::string(bad)), volseg::Error) << bad;
+}
+
+}  // namespace
