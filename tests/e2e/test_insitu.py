@@ -192,11 +192,11 @@ class CatalystScripts(unittest.TestCase):
             shape = tuple(int(d) for d in DIMS.split(","))
             self.assertEqual(tuple(extract["dims"]), shape)
             with netCDF4.Dataset(os.path.join(work, "dumps", "v_%04d.nc" % step)) as ds:
-                field = np.array(ds.variables["field"][:], dtype=np.float32)
+                field = np.array(ds.variables["field"][:])
             with netCDF4.Dataset(os.path.join(work, "masks", "mask_%04d.nc" % step)) as ds:
                 ds.set_auto_maskandscale(False)
                 mask = np.array(ds.variables["mask"][:])
-            np.testing.assert_array_equal(np.array(extract["field"], dtype=np.float32).reshape(shape), field)
+            np.testing.assert_array_equal(np.array(extract["field"], dtype=field.dtype).reshape(shape), field)
             np.testing.assert_array_equal(np.array(extract["mask"], dtype=np.uint8).reshape(shape), mask)
 
     def pvpython(self, code, args):

@@ -55,9 +55,9 @@ GrayScott::GrayScott(MPI_Comm comm, const io::Index3& dims, int ghost, const Par
       sub[a] = ghost;
       start[a] = first;
       if (first < 0 || first + ghost > sizes[a]) {  // no neighbour there: an empty type
-        check_mpi(MPI_Type_contiguous(0, MPI_FLOAT, &type), "MPI_Type_contiguous");
+        check_mpi(MPI_Type_contiguous(0, MPI_DOUBLE, &type), "MPI_Type_contiguous");
       } else {
-        check_mpi(MPI_Type_create_subarray(3, sizes, sub, start, MPI_ORDER_C, MPI_FLOAT, &type),
+        check_mpi(MPI_Type_create_subarray(3, sizes, sub, start, MPI_ORDER_C, MPI_DOUBLE, &type),
                   "MPI_Type_create_subarray");
       }
       check_mpi(MPI_Type_commit(&type), "MPI_Type_commit");
@@ -68,8 +68,8 @@ GrayScott::GrayScott(MPI_Comm comm, const io::Index3& dims, int ghost, const Par
     make(below + owned, receive_[2 * a + 1]);          // the upper neighbour's, into my upper ghosts
   }
   const auto n = static_cast<std::size_t>(stored_.voxels());
-  u_.assign(n, 1.0f);
-  v_.assign(n, 0.0f);
+  u_.assign(n, 1.0);
+  v_.assign(n, 0.0);
   // A seed cube in the middle of the grid (global coordinates, so every
   // decomposition starts alike).
   for (std::int64_t z = 0; z < stored_.count[0]; ++z)
@@ -77,10 +77,10 @@ GrayScott::GrayScott(MPI_Comm comm, const io::Index3& dims, int ghost, const Par
       for (std::int64_t x = 0; x < stored_.count[2]; ++x) {
         const std::int64_t g[3] = {stored_.offset[0] + z, stored_.offset[1] + y, stored_.offset[2] + x};
         bool seed = true;
-        for (int a = 0; a < 3; ++a) seed = seed && std::abs(2 * g[a] - dims[a]) <= std::max<std::int64_t>(dims[a] / 6, 2);
+        for (int a = 0; a < 3; ++a) seed = seed && std::abs(2 * g[a] - dims[a]) <= 12;  // ADIOS2's seed: 6 points either side of the centre
         if (seed) {
-          u_[static_cast<std::size_t>(index(z, y, x))] = 0.25f;
-          v_[static_cast<std::size_t>(index(z, y, x))] = 0.33f + 0.01f * static_cast<float>((g[0] * 7 + g[1] * 3 + g[2]) % 5);
+          u_[static_cast<std::size_t>(index(z, y, x))] = 0.25;
+          v_[static_cast<std::size_t>(index(z, y, x))] = 0.33;
         }
       }
   u_next_ = u_;
@@ -96,7 +96,7 @@ GrayScott::~GrayScott() {
   if (cart_ != MPI_COMM_NULL) MPI_Comm_free(&cart_);
 }
 
-void GrayScott::exchange(std::vector<float>& field) {
+void GrayScott::exchange(std::vector<double>& field) {
   for (int a = 2; a >= 0; --a) {  // x, then y, then z: each carries the ghosts filled before it
     check_mpi(MPI_Sendrecv(field.data(), 1, send_[2 * a], lower_[a], a, field.data(), 1, receive_[2 * a + 1],
                            upper_[a], a, cart_, MPI_STATUS_IGNORE),
@@ -107,11 +107,25 @@ void GrayScott::exchange(std::vector<float>& field) {
   }
 }
 
+namespace {
+
+// splitmix64 of (step, global point): uniform in [-1, 1).
+inline double uniform(std::uint64_t step, std::uint64_t point) {
+  std::uint64_t z = point * 0x9E3779B97F4A7C15ull + step * 0xD1B54A32D192ED03ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 11) * 0x1.0p-52 - 1.0;
+}
+
+}  // namespace
+
 void GrayScott::step() {
+  ++steps_;
   const auto& s = stored_;
   const std::int64_t sy = s.count[2], sz = s.count[1] * s.count[2];
-  const float Du = static_cast<float>(p_.Du / 6), Dv = static_cast<float>(p_.Dv / 6);
-  const float F = static_cast<float>(p_.F), k = static_cast<float>(p_.k), dt = static_cast<float>(p_.dt);
+  const double Du = p_.Du / 6, Dv = p_.Dv / 6, F = p_.F, k = p_.k, dt = p_.dt, noise = p_.noise;
+  const auto step = static_cast<std::uint64_t>(steps_);
   const std::int64_t z0 = box_.offset[0] - s.offset[0], y0 = box_.offset[1] - s.offset[1], x0 = box_.offset[2] - s.offset[2];
   for (std::int64_t z = z0; z < z0 + box_.count[0]; ++z)
     for (std::int64_t y = y0; y < y0 + box_.count[1]; ++y) {
@@ -119,16 +133,18 @@ void GrayScott::step() {
       const std::int64_t row = index(z, y, 0);
       const std::int64_t zm = z > 0 ? -sz : 0, zp = z + 1 < s.count[0] ? sz : 0;
       const std::int64_t ym = y > 0 ? -sy : 0, yp = y + 1 < s.count[1] ? sy : 0;
-      const float* u = u_.data() + row;
-      const float* v = v_.data() + row;
-      float* un = u_next_.data() + row;
-      float* vn = v_next_.data() + row;
+      const double* u = u_.data() + row;
+      const double* v = v_.data() + row;
+      double* un = u_next_.data() + row;
+      double* vn = v_next_.data() + row;
+      const auto global_row = static_cast<std::uint64_t>(((s.offset[0] + z) * dims_[1] + (s.offset[1] + y)) * dims_[2] +
+                                                         s.offset[2]);
       auto point = [&](std::int64_t x, std::int64_t xm, std::int64_t xp) {
-        const float uc = u[x], vc = v[x];
-        const float lu = u[x + xm] + u[x + xp] + u[x + ym] + u[x + yp] + u[x + zm] + u[x + zp] - 6 * uc;
-        const float lv = v[x + xm] + v[x + xp] + v[x + ym] + v[x + yp] + v[x + zm] + v[x + zp] - 6 * vc;
-        const float uvv = uc * vc * vc;
-        un[x] = uc + dt * (Du * lu - uvv + F * (1 - uc));
+        const double uc = u[x], vc = v[x];
+        const double lu = u[x + xm] + u[x + xp] + u[x + ym] + u[x + yp] + u[x + zm] + u[x + zp] - 6 * uc;
+        const double lv = v[x + xm] + v[x + xp] + v[x + ym] + v[x + yp] + v[x + zm] + v[x + zp] - 6 * vc;
+        const double uvv = uc * vc * vc;
+        un[x] = uc + dt * (Du * lu - uvv + F * (1 - uc) + noise * uniform(step, global_row + static_cast<std::uint64_t>(x)));
         vn[x] = vc + dt * (Dv * lv + uvv - (F + k) * vc);
       };
       const std::int64_t x1 = x0 + box_.count[2];

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
-// volseg-sim's model: Gray-Scott reaction-diffusion in 3D,
-//   du/dt = Du lap(u) - u v^2 + F (1 - u)
+// volseg-sim's model: Gray-Scott reaction-diffusion in 3D, as the ADIOS2
+// tutorial simulation that in-situ and I/O tools use as their reference
+// (ornladios/ADIOS2-Examples, gray-scott): double precision,
+//   du/dt = Du lap(u) - u v^2 + F (1 - u) + noise * uniform(-1, 1)
 //   dv/dt = Dv lap(v) + u v^2 - (F + k) v
-// explicit Euler on a 7-point Laplacian (divided by 6, as in ADIOS2's
-// Gray-Scott tutorial), zero-flux faces. The grid is split into blocks over a
+// explicit Euler on a 7-point Laplacian divided by 6, its default parameters,
+// zero-flux faces. The noise comes from a counter-based generator of (step,
+// global point), so a run gives the same field on any number of ranks. The grid is split into blocks over a
 // Cartesian communicator; each block keeps `ghost` layers towards its
 // neighbours (none beyond the grid's faces), refreshed every step x, then y,
 // then z over the whole extent, so edges and corners are right too.
@@ -20,7 +23,7 @@
 namespace volseg::sim {
 
 struct Parameters {
-  double Du = 0.2, Dv = 0.1, F = 0.02, k = 0.048, dt = 1.0;
+  double Du = 0.2, Dv = 0.1, F = 0.01, k = 0.05, dt = 2.0, noise = 1e-7;
 };
 
 class GrayScott {
@@ -38,11 +41,11 @@ class GrayScott {
   const io::Extent& stored() const { return stored_; }     // box with its ghost layers
   int ghost() const { return ghost_; }
   // v over `stored` (x fastest), ghost layers current: what is published.
-  const std::vector<float>& v() const { return v_; }
+  const std::vector<double>& v() const { return v_; }
   MPI_Comm comm() const { return cart_; }
 
  private:
-  void exchange(std::vector<float>& field);
+  void exchange(std::vector<double>& field);
   std::int64_t index(std::int64_t z, std::int64_t y, std::int64_t x) const {
     return (z * stored_.count[1] + y) * stored_.count[2] + x;
   }
@@ -53,8 +56,9 @@ class GrayScott {
   int ghost_ = 1;
   Parameters p_;
   std::array<int, 3> lower_{}, upper_{};  // neighbour ranks per axis (MPI_PROC_NULL at faces)
-  std::array<MPI_Datatype, 6> send_{}, receive_{};  // per axis: lower send, upper send / lower recv, upper recv
-  std::vector<float> u_, v_, u_next_, v_next_;
+  std::array<MPI_Datatype, 6> send_{}, receive_{};
+  std::int64_t steps_ = 0;  // per axis: lower send, upper send / lower recv, upper recv
+  std::vector<double> u_, v_, u_next_, v_next_;
 };
 
 }  // namespace volseg::sim

@@ -79,7 +79,7 @@ void dump_field(const Comm& comm, const sim::GrayScott& sim, const insitu::Field
   // The owned points, packed (the array holds ghost layers too).
   const auto& b = sim.box();
   const auto& s = sim.stored();
-  std::vector<float> packed(static_cast<std::size_t>(b.voxels()));
+  std::vector<double> packed(static_cast<std::size_t>(b.voxels()));
   for (std::int64_t z = 0; z < b.count[0]; ++z)
     for (std::int64_t y = 0; y < b.count[1]; ++y) {
       const auto in = ((b.offset[0] - s.offset[0] + z) * s.count[1] + (b.offset[1] - s.offset[1] + y)) * s.count[2] +
@@ -136,6 +136,7 @@ SimOptions parse(int argc, char** argv) {
       ->check(CLI::Range(1, 8))->capture_default_str();
   app.add_option("--F", o.parameters.F, "feed rate")->capture_default_str();
   app.add_option("--k", o.parameters.k, "kill rate")->capture_default_str();
+  app.add_option("--noise", o.parameters.noise, "noise added to u each step")->capture_default_str();
   app.add_option("--dump", o.dump, "write v of every in-situ step: pattern with %d (.nhdr, .nc, .nc4)");
   app.add_option("--dump-format", o.dump_format, "raw | cdf2 | cdf5 | netcdf4 (default: from --dump's extension)");
   app.add_option("--dump-every", o.dump_every, "dump every K steps (default: the hook's --every, else 1)")
@@ -212,7 +213,7 @@ int main(int argc, char** argv) {
       field.global_dims = sim.dims();
       field.box = sim.box();
       field.ghost = sim.ghost();
-      field.dtype = io::DType::f32;
+      field.dtype = io::DType::f64;
       double simulate_seconds = 0, dump_seconds = 0;
       int next_report = 1;
       for (int step = 1; step <= o.steps && !(hook_failed_at >= 0 && o.on_error == "stop"); ++step) {

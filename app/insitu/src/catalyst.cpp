@@ -288,7 +288,8 @@ ScriptsOutcome Catalyst::coprocess(const CatalystStep& step) {
   values->SetName(m.variable.c_str());
   grid->GetPointData()->AddArray(values);
   grid->GetPointData()->SetActiveScalars(m.variable.c_str());
-  if (field.ghost > 0) mark_ghosts(grid, field.box, s);
+  // Only the scripts read the grid: mark its ghosts when they run.
+  if (step.run_scripts && !(field.box == s)) mark_ghosts(grid, field.box, s);
   auto* input = description->GetInputDescriptionByName("input");
   input->SetGrid(grid);
   input->SetWholeExtent(0, static_cast<int>(d[2] - 1), 0, static_cast<int>(d[1] - 1), 0, static_cast<int>(d[0] - 1));

@@ -122,15 +122,19 @@ void threshold_owned(const segment::ThresholdKernel& kernel, const Field& field,
   mask.resize(static_cast<std::size_t>(b.voxels()));
   const auto size = static_cast<std::int64_t>(io::dtype_size(field.dtype));
   const auto* base = static_cast<const std::byte*>(field.values);
-  if (b == stored) {
-    kernel.run(base, b.voxels(), false, mask.data(), stats);
-    return;
-  }
-  for (std::int64_t z = 0; z < b.count[0]; ++z)
-    for (std::int64_t y = 0; y < b.count[1]; ++y) {
+  // The owned points are one run when the ghost layers lie only along z (a
+  // slab decomposition), a run per plane when only along z and y, else a
+  // run per row.
+  const bool whole_planes = b.count[1] == stored.count[1] && b.count[2] == stored.count[2];
+  const bool whole_rows = b.count[2] == stored.count[2];
+  const std::int64_t run = whole_planes ? b.voxels() : whole_rows ? b.count[1] * b.count[2] : b.count[2];
+  const std::int64_t runs_y = whole_planes || whole_rows ? 1 : b.count[1];
+  const std::int64_t runs_z = whole_planes ? 1 : b.count[0];
+  for (std::int64_t z = 0; z < runs_z; ++z)
+    for (std::int64_t y = 0; y < runs_y; ++y) {
       const std::int64_t in = ((b.offset[0] + z - stored.offset[0]) * stored.count[1] + (b.offset[1] + y - stored.offset[1])) *
                                   stored.count[2] + (b.offset[2] - stored.offset[2]);
-      kernel.run(base + in * size, b.count[2], false, mask.data() + (z * b.count[1] + y) * b.count[2], stats);
+      kernel.run(base + in * size, run, false, mask.data() + (z * b.count[1] + y) * b.count[2], stats);
     }
 }
 

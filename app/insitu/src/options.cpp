@@ -139,11 +139,10 @@ Options parse_options(const std::vector<std::string>& args) {
   if (have_lo != have_hi) throw Error("in-situ options: give both --lo and --hi, or neither");
   if (options.have_range && options.lo > options.hi)
     throw Error("in-situ options: --lo " + args_number(options.lo) + " is above --hi " + args_number(options.hi));
-  const bool segments = !options.out.empty() || !options.stats.empty();
-  if (segments && !options.have_range)
-    throw Error("in-situ options: --out and --stats need the threshold range (--lo and --hi)");
+  if (!options.out.empty() && !options.have_range)
+    throw Error("in-situ options: --out needs the threshold range (--lo and --hi)");
   if (!options.have_range && options.image.empty() && options.scripts.empty())
-    throw Error("in-situ options: nothing to do; give --lo/--hi with --out or --stats, --image, or --catalyst-script");
+    throw Error("in-situ options: nothing to do; give --lo and --hi (with --out or --stats), --image, or --catalyst-script");
   if (!options.out.empty() && options.out.find('%') == std::string::npos)
     throw Error("in-situ option --out: '" + options.out + "' has no %d for the step (say mask_%06d.nc)");
   if (!options.image.empty() && options.image.find('%') == std::string::npos)

@@ -49,6 +49,7 @@ TimeSeries::TimeSeries(const std::string& path, bool force) : path_(path) {
   if (std::filesystem::exists(path) && !force)
     throw Error("in-situ time series " + path + " exists (--force replaces it)");
   const std::string part = path + ".part";
+  if (const auto dir = std::filesystem::path(path).parent_path(); !dir.empty()) std::filesystem::create_directories(dir);
   file_ = std::fopen(part.c_str(), "w");
   if (!file_) throw_errno("create", part);
   if (std::fputs("step,time,action,voxels,valid,in_range,min,max,segment_s,reduce_s,write_s,render_s,scripts_s,"
@@ -123,6 +124,7 @@ void write_series_index(const std::string& path, const std::vector<StepRecord>& 
     series["files"].push_back({{"name", relative(r.mask)}, {"time", r.time}});
   }
   pvd << "  </Collection>\n</VTKFile>\n";
+  if (!dir.empty()) std::filesystem::create_directories(dir);  // no mask may have been written yet
   io::write_file_atomically(path, pvd.str());
 }
 
