@@ -175,6 +175,12 @@ struct Hook::Impl {
   double hook_seconds = 0;        // this rank, every call, creation included
   double simulation_seconds = 0;  // this rank, between calls
   Clock::time_point last_exit;
+  // What the hook's work costs the simulation after the call (caches and
+  // memory bandwidth it took, objects it left running): the simulation's
+  // interval after a call that worked, against its usual interval.
+  std::optional<double> usual_interval;
+  bool last_call_worked = false;
+  void account(double interval);
   std::optional<io::Extent> last_box;
   io::Index3 last_dims{};
   bool warned_seams = false;
@@ -242,13 +248,14 @@ const StepRecord& Hook::publish(const Field& field) {
   if (m.finalized) throw Error("in-situ publish after finalize");
   const auto start = Clock::now();
   const double simulation = std::chrono::duration<double>(start - m.last_exit).count();
-  m.simulation_seconds += simulation;
+  m.account(simulation);
   if (field.step % m.options.every != 0) {  // not an in-situ step: no MPI, no work
     m.off_step = StepRecord{};
     m.off_step.step = field.step;
     m.off_step.action = "off-step";
     m.last_exit = Clock::now();
     m.hook_seconds += since(start);
+    m.last_call_worked = false;
     return m.off_step;
   }
 
@@ -290,10 +297,24 @@ const StepRecord& Hook::publish(const Field& field) {
   const auto level = m.governor.choose(wants, -agreed[11]);
 
   StepRecord record = m.run_step(field, level, simulation);
+  m.last_call_worked = level != detail::Level::skipped;
   m.records.push_back(record);
   m.hook_seconds += since(start);
   m.last_exit = Clock::now();
   return m.records.back();
+}
+
+void Hook::Impl::account(double interval) {
+  if (last_call_worked && usual_interval) {
+    // Signed, so noise averages out; what is charged to the hook is not the
+    // simulation's.
+    const double excess = std::clamp(interval - *usual_interval, -interval, interval);
+    hook_seconds += excess;
+    simulation_seconds += interval - excess;
+    return;
+  }
+  simulation_seconds += interval;
+  usual_interval = usual_interval ? 0.8 * *usual_interval + 0.2 * interval : interval;
 }
 
 StepRecord Hook::Impl::run_step(const Field& field, detail::Level level, double simulation) {
