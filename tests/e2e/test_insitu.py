@@ -50,19 +50,24 @@ def netcdf_contents(path):
     return contents
 
 
-class InSituEqualsBatch(unittest.TestCase):
+class Base(unittest.TestCase):
+    """A temporary folder per class, and volseg-sim (and volseg) at hand."""
+    prefix = "volseg-e2e-insitu-"
+
     @classmethod
     def setUpClass(cls):
         e.require_binary()
         if not SIM or not os.access(SIM, os.X_OK):
             raise unittest.SkipTest("set VOLSEG_SIM to the volseg-sim binary")
-        cls.tmp = tempfile.TemporaryDirectory(prefix="volseg-e2e-insitu-")
+        cls.tmp = tempfile.TemporaryDirectory(prefix=cls.prefix)
         cls.dir = cls.tmp.name
 
     @classmethod
     def tearDownClass(cls):
         cls.tmp.cleanup()
 
+
+class InSituEqualsBatch(Base):
     def run_case(self, ranks, ghost, fmt):
         name = "np%d_g%d_%s" % (ranks, ghost, fmt)
         work = os.path.join(self.dir, name)
@@ -143,18 +148,8 @@ with open(sys.argv[2], "w") as f:
 """
 
 
-class CatalystScripts(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        e.require_binary()
-        if not SIM or not os.access(SIM, os.X_OK):
-            raise unittest.SkipTest("set VOLSEG_SIM to the volseg-sim binary")
-        cls.tmp = tempfile.TemporaryDirectory(prefix="volseg-e2e-catalyst-")
-        cls.dir = cls.tmp.name
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
+class CatalystScripts(Base):
+    prefix = "volseg-e2e-catalyst-"
 
     def test_contour_and_extract_scripts(self):
         if netCDF4 is None:
@@ -224,17 +219,8 @@ class CatalystScripts(unittest.TestCase):
         self.assertTrue(all(int(r["in_range"]) > 0 for r in rows))
 
 
-class BadInput(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        if not SIM or not os.access(SIM, os.X_OK):
-            raise unittest.SkipTest("set VOLSEG_SIM to the volseg-sim binary")
-        cls.tmp = tempfile.TemporaryDirectory(prefix="volseg-e2e-insitu-bad-")
-        cls.dir = cls.tmp.name
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
+class BadInput(Base):
+    prefix = "volseg-e2e-insitu-bad-"
 
     def one_line(self, proc, pattern):
         lines = [line for line in proc.stderr.splitlines() if line.strip()]
