@@ -79,6 +79,10 @@ struct PnetcdfApi {
 struct Options {
   netcdf::Selection selection;
   bool nonblocking = false;
+  // Writers: append one record along an unlimited "time" dimension (made
+  // when the file is new), with this value in the time coordinate.
+  bool append = false;
+  double record_time = 0;
   int format = NC_FORMAT_CDF5;
   std::vector<std::pair<std::string, std::string>> library_hints;
 };
@@ -92,6 +96,15 @@ Options read_options(const Hints& hints) {
   else if (format == "cdf5") options.format = NC_FORMAT_CDF5;
   else throw Error("pnetcdf writes format=cdf2 or format=cdf5, not '" + format + "'");
   hints.get_bool("fsync", false);
+  options.append = hints.get_bool("append", false);
+  const std::string record_time = hints.get_string("record_time", "0");
+  try {
+    std::size_t used = 0;
+    options.record_time = std::stod(record_time, &used);
+    if (used != record_time.size()) throw std::invalid_argument(record_time);
+  } catch (const std::exception&) {
+    throw Error("pnetcdf hint record_time='" + record_time + "' is not a number");
+  }
   options.library_hints = hints.take_matching(library_hint);
   hints.reject_unused("pnetcdf");
   return options;
@@ -301,16 +314,32 @@ class PnetcdfWriter final : public VolumeWriter {
                                               info_.dtype == DType::i64 || info_.dtype == DType::u64))
       throw Error(path_ + ": CDF-2 has no " + std::string(dtype_name(info_.dtype)) +
                   " type (only byte, short, int, float, double); write CDF-5 (--format cdf5)");
+    // Appending to a file that exists writes in place: PnetCDF updates the
+    // record count in the header only at close, so a job that dies leaves
+    // the earlier records and the old count, never a half record.
+    int appending = 0;
     collectively(comm_, [&] {
       if (comm_.rank() != 0) return;
-      if (!request.overwrite && fs::exists(path_)) throw Error(path_ + " exists (use --force to replace it)");
+      appending = options_.append && fs::exists(path_);
+      if (!options_.append && !request.overwrite && fs::exists(path_))
+        throw Error(path_ + " exists (use --force to replace it)");
       fs::path target(path_);
       temp_path_ = (target.parent_path() / ("." + target.filename().string() + ".volseg-tmp-" +
                                             std::to_string(::getpid())))
                        .string();
     });
+    check_mpi(MPI_Bcast(&appending, 1, MPI_INT, 0, comm_.get()), "MPI_Bcast");
     temp_path_ = comm_.broadcast(temp_path_);
     MpiInfo info(options_.library_hints);
+    if (appending) {
+      temp_path_.clear();
+      collectively(comm_, [&] {
+        trace::Span span(trace::Op::open);
+        check_nc(ncmpi_open(comm_.get(), path_.c_str(), NC_WRITE, info.get(), &ncid_), "open " + path_);
+        find_record_variable();
+      });
+      return;
+    }
     const int mode = NC_CLOBBER | (options_.format == NC_FORMAT_CDF2 ? NC_64BIT_OFFSET : NC_64BIT_DATA);
     collectively(comm_, [&] {
       trace::Span span(trace::Op::open);  // the create, the definitions and enddef's header write
@@ -363,13 +392,19 @@ class PnetcdfWriter final : public VolumeWriter {
   }
 
   void close() override {
+    if (options_.append)  // the record's time; rank 0 writes it, the others join empty
+      collectively(comm_, [&] {
+        const MPI_Offset start = record_, count = comm_.rank() == 0 ? 1 : 0;
+        check_nc(ncmpi_put_vara_double_all(ncid_, time_varid_, &start, &count, &options_.record_time),
+                 "write the time of " + path_);
+      });
     collectively(comm_, [&] {
       int ncid = std::exchange(ncid_, -1);
       trace::Span span(trace::Op::close);
       check_nc(ncmpi_close(ncid), "close " + path_);
     });
     collectively(comm_, [&] {
-      if (comm_.rank() != 0) return;
+      if (comm_.rank() != 0 || temp_path_.empty()) return;  // appended in place
       if (::rename(temp_path_.c_str(), path_.c_str()) != 0) throw_errno("rename to", path_);
       committed_ = true;
     });
@@ -410,17 +445,53 @@ class PnetcdfWriter final : public VolumeWriter {
   std::pair<std::vector<MPI_Offset>, std::vector<MPI_Offset>> corners(const Extent& extent) const {
     std::vector<MPI_Offset> start(extent.offset.begin(), extent.offset.end());
     std::vector<MPI_Offset> count(extent.count.begin(), extent.count.end());
+    if (options_.append) {  // the record this writer adds
+      start.insert(start.begin(), record_);
+      count.insert(count.begin(), extent.empty() ? 0 : 1);
+    }
     return {start, count};
+  }
+
+  // An existing file to append to: its variable must be (time, z, y, x)
+  // with this volume's dims and type; the new record goes after the last.
+  void find_record_variable() {
+    const netcdf::Layout layout = netcdf::plan_layout(info_);
+    check_nc(ncmpi_inq_varid(ncid_, layout.variable.c_str(), &varid_), path_ + ": no variable " + layout.variable);
+    int ndims = 0, unlimited = -1, type = 0;
+    check_nc(ncmpi_inq_varndims(ncid_, varid_, &ndims), path_);
+    check_nc(ncmpi_inq_unlimdim(ncid_, &unlimited), path_);
+    int ids[4] = {-1, -1, -1, -1};  // (PnetCDF's NC_MAX_VAR_DIMS is INT_MAX: no array of that)
+    if (ndims == 4) check_nc(ncmpi_inq_vardimid(ncid_, varid_, ids), path_);
+    bool same = ndims == 4 && ids[0] == unlimited;
+    for (int a = 0; same && a < 3; ++a) {
+      MPI_Offset length = 0;
+      check_nc(ncmpi_inq_dimlen(ncid_, ids[a + 1], &length), path_);
+      same = length == info_.dims[static_cast<std::size_t>(a)];
+    }
+    check_nc(ncmpi_inq_vartype(ncid_, varid_, &type), path_);
+    if (!same || type != netcdf::nc_type_for(info_.dtype, options_.format == NC_FORMAT_CDF2))
+      throw Error(path_ + ": cannot append: its " + layout.variable + " is not (time, " +
+                  std::to_string(info_.dims[0]) + ", " + std::to_string(info_.dims[1]) + ", " +
+                  std::to_string(info_.dims[2]) + ") of " + std::string(dtype_name(info_.dtype)));
+    check_nc(ncmpi_inq_varid(ncid_, "time", &time_varid_), path_ + ": no time variable to append to");
+    check_nc(ncmpi_inq_dimlen(ncid_, unlimited, &record_), path_);
   }
 
   void define() {
     check_nc(ncmpi_set_fill(ncid_, NC_NOFILL, nullptr), path_);
     const netcdf::Layout layout = netcdf::plan_layout(info_);
-    int dims[3];
+    int dims[4];
+    const int first = options_.append ? 1 : 0;  // a record variable: (time, z, y, x)
+    if (options_.append) {
+      check_nc(ncmpi_def_dim(ncid_, "time", NC_UNLIMITED, &dims[0]), path_);
+      check_nc(ncmpi_def_var(ncid_, "time", NC_DOUBLE, 1, dims, &time_varid_), path_);
+      const std::string axis = "T";
+      check_nc(ncmpi_put_att_text(ncid_, time_varid_, "axis", 1, axis.c_str()), path_);
+    }
     for (std::size_t a = 0; a < 3; ++a)
-      check_nc(ncmpi_def_dim(ncid_, layout.dim_names[a].c_str(), info_.dims[a], &dims[a]), path_);
+      check_nc(ncmpi_def_dim(ncid_, layout.dim_names[a].c_str(), info_.dims[a], &dims[a + static_cast<std::size_t>(first)]), path_);
     const auto type = static_cast<nc_type>(netcdf::nc_type_for(info_.dtype, options_.format == NC_FORMAT_CDF2));
-    check_nc(ncmpi_def_var(ncid_, layout.variable.c_str(), type, 3, dims, &varid_), path_);
+    check_nc(ncmpi_def_var(ncid_, layout.variable.c_str(), type, 3 + first, dims, &varid_), path_);
     auto put_text = [&](int varid, const std::string& key, const std::string& value) {
       check_nc(ncmpi_put_att_text(ncid_, varid, key.c_str(), static_cast<MPI_Offset>(value.size()), value.c_str()),
                path_ + ": attribute " + key);
@@ -458,7 +529,8 @@ class PnetcdfWriter final : public VolumeWriter {
   std::string path_, temp_path_;
   VolumeInfo info_;
   Options options_;
-  int ncid_ = -1, varid_ = -1;
+  int ncid_ = -1, varid_ = -1, time_varid_ = -1;
+  MPI_Offset record_ = 0;  // appending: the record written
   std::uint64_t data_offset_ = 0;
   bool committed_ = false;
   std::atomic<std::uint64_t> bytes_written_{0};

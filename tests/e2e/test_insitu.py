@@ -114,10 +114,48 @@ class InSituEqualsBatch(Base):
             for key in ("min", "max"):
                 self.assertAlmostEqual(float(row[key]), stats[key], places=6)
             self.assertGreater(int(row["in_range"]), 0, "a threshold that selects nothing tests little")
-        with open(os.path.join(work, "masks", "masks.pvd")) as f:
-            pvd = f.read()
-        self.assertIn('file="mask_0003%s"' % ext, pvd)
-        self.assertIn('file="mask_0006%s"' % ext, pvd)
+        # ParaView's index of NetCDF masks (its file-series format); raw masks have none.
+        index = os.path.join(work, "masks", "masks%s.series" % ext)
+        if fmt == "raw":
+            self.assertFalse(os.path.exists(index))
+        else:
+            with open(index) as f:
+                series = json.load(f)
+            self.assertEqual([entry["name"] for entry in series["files"]], ["mask_0003" + ext, "mask_0006" + ext])
+            self.assertEqual([entry["time"] for entry in series["files"]], [6.0, 12.0])  # dt = 2
+
+    def test_one_file_a_record_per_step(self):
+        """--out without %d: one CDF-2/CDF-5 file, a record appended per step
+        along an unlimited time; each record is the batch mask of that step."""
+        if netCDF4 is None:
+            self.skipTest("python3-netcdf4 is not installed")
+        for fmt, ranks in (("cdf5", 2), ("cdf2", 3)):
+            with self.subTest(fmt=fmt, ranks=ranks):
+                work = os.path.join(self.dir, "append_" + fmt)
+                os.makedirs(work)
+                proc = sim(["--dims", DIMS, "--steps", 6, "--ghost", 1, "--quiet", "--dump", "dumps/v_%04d.nc",
+                            "--dump-format", fmt, "--insitu", "--lo", LO, "--hi", HI, "--every", 2,
+                            "--out", "masks.nc", "--format", fmt, "--stats", "stats.csv"], ranks, work)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                with open(os.path.join(work, "stats.csv")) as f:
+                    rows = list(csv.DictReader(f))
+                self.assertEqual([r["mask"] for r in rows], ["masks.nc[0]", "masks.nc[1]", "masks.nc[2]"])
+                with netCDF4.Dataset(os.path.join(work, "masks.nc")) as ds:
+                    ds.set_auto_maskandscale(False)
+                    self.assertTrue(ds.dimensions["time"].isunlimited())
+                    np.testing.assert_array_equal(np.array(ds.variables["time"][:]), [4.0, 8.0, 12.0])
+                    records = np.array(ds.variables["mask"][:])
+                    attrs = {k: str(ds.variables["mask"].getncattr(k)) for k in ds.variables["mask"].ncattrs()}
+                for k, step in enumerate((2, 4, 6)):
+                    batch = "batch_%d.nc" % step
+                    e.check_ok(self, e.run(["segment", "dumps/v_%04d.nc" % step, "--lo", LO, "--hi", HI, "--out",
+                                            batch, "--format", fmt, "--quiet"], ranks=ranks, cwd=work))
+                    want = netcdf_contents(os.path.join(work, batch))
+                    np.testing.assert_array_equal(records[k], want["mask"][0], "record %d" % k)
+                    want_attrs = dict(want["mask"][1])
+                    self.assertEqual({**attrs, "source_file": ""}, {**want_attrs, "source_file": ""})
+                    if k == 0:  # the file names the dump of its first step
+                        self.assertEqual(attrs["source_file"], want_attrs["source_file"])
 
     def test_every_format_ranks_and_ghosts(self):
         if netCDF4 is None:
@@ -193,6 +231,40 @@ class CatalystScripts(Base):
                 mask = np.array(ds.variables["mask"][:])
             np.testing.assert_array_equal(np.array(extract["field"], dtype=field.dtype).reshape(shape), field)
             np.testing.assert_array_equal(np.array(extract["mask"], dtype=np.uint8).reshape(shape), mask)
+
+    def test_paraview_opens_the_mask_series(self):
+        """ParaView opens both kinds of mask series as time series: a file per
+        step through its .series index, and one file with a record per step."""
+        if not os.access(PVPYTHON, os.X_OK):
+            self.skipTest("no pvpython")
+        work = os.path.join(self.dir, "series")
+        os.makedirs(work)
+        for out in ("per_step/mask_%04d.nc", "one/masks.nc"):
+            proc = sim(["--dims", DIMS, "--steps", 4, "--quiet", "--insitu", "--lo", LO, "--hi", HI, "--every", 2,
+                        "--out", out], 2, work)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+        code = r"""
+import json, sys
+from paraview.simple import NetCDFReader
+out = {}
+for name in sys.argv[2:]:
+    reader = NetCDFReader(FileName=[name])
+    reader.Dimensions = '(z, y, x)'
+    reader.UpdatePipeline(max(reader.TimestepValues))
+    out[name] = [list(reader.TimestepValues), reader.GetDataInformation().GetNumberOfPoints()]
+json.dump(out, open(sys.argv[1], "w"))
+"""
+        result = os.path.join(work, "series.json")
+        series = [os.path.join(work, "per_step", "masks.nc.series"), os.path.join(work, "one", "masks.nc")]
+        read = self.pvpython(code, [result] + series)
+        self.assertEqual(read.returncode, 0, read.stderr)
+        points = 1
+        for d in DIMS.split(","):
+            points *= int(d)
+        with open(result) as f:
+            opened = json.load(f)
+        for name in series:
+            self.assertEqual(opened[name], [[4.0, 8.0], points], name)
 
     def pvpython(self, code, args):
         script = os.path.join(self.dir, "read_extract.py")

@@ -165,6 +165,8 @@ struct Hook::Impl {
   Options options;
   std::string history;
   std::optional<io::FileFormat> format;
+  bool appending = false;     // --out names one file; a record per step
+  std::int64_t records_written = 0;
   std::unique_ptr<detail::Catalyst> catalyst;
   std::unique_ptr<render::Renderer> renderer;
   detail::Governor governor;
@@ -214,7 +216,15 @@ Hook::Hook(MPI_Comm comm, Options options) : impl_(std::make_unique<Impl>(comm, 
     if (!o.out.empty()) {
       m.format = output_format(o);
       if (!o.backend.empty()) io::builtin_registry().get(o.backend);
-      detail::format_step(o.out, 0);
+      m.appending = o.out.find('%') == std::string::npos;
+      if (!m.appending) detail::format_step(o.out, 0);
+      else if (*m.format != io::FileFormat::cdf2 && *m.format != io::FileFormat::cdf5)
+        throw Error("in-situ option --out: '" + o.out + "' has no %d for the step; one file with a record per step "
+                    "is written as CDF-2 or CDF-5 (.nc), not " + io::format_name(*m.format));
+      else if (m.comm.rank() == 0 && std::filesystem::exists(o.out)) {
+        if (!o.force) throw Error("in-situ output " + o.out + " exists (--force replaces it)");
+        std::filesystem::remove(o.out);  // the run's records start afresh
+      }
     }
     if (!o.image.empty()) detail::format_step(o.image, 0);
     if (!o.camera.empty()) render::parse_camera(o.camera);
@@ -428,7 +438,7 @@ StepRecord Hook::Impl::run_step(const Field& field, detail::Level level, double 
 }
 
 void Hook::Impl::write_mask(const Field& field, StepRecord& record) {
-  const std::string path = detail::format_step(options.out, field.step);
+  const std::string path = appending ? options.out : detail::format_step(options.out, field.step);
   const io::VolumeInfo input = as_written(field, options.variable, *format);
   const std::string source =
       field.source.empty() ? "in situ: " + options.variable + " step " + std::to_string(field.step) : field.source;
@@ -437,6 +447,12 @@ void Hook::Impl::write_mask(const Field& field, StepRecord& record) {
   const std::string backend = options.backend.empty() ? writing.backend : options.backend;
   std::vector<std::string> hints = writing.hints;
   hints.insert(hints.end(), options.hints.begin(), options.hints.end());
+  if (appending) {
+    char time[64];
+    std::snprintf(time, sizeof time, "%.17g", field.time);
+    hints.push_back("append=1");
+    hints.push_back(std::string("record_time=") + time);
+  }
   collectively(comm, [&] {
     const auto parent = std::filesystem::path(path).parent_path();
     if (comm.rank() == 0 && !parent.empty()) std::filesystem::create_directories(parent);
@@ -452,7 +468,7 @@ void Hook::Impl::write_mask(const Field& field, StepRecord& record) {
   }
   agree(comm, error);
   writer->close();
-  record.mask = path;
+  record.mask = appending ? path + "[" + std::to_string(records_written++) + "]" : path;
 }
 
 void Hook::Impl::render_image(const Field& field, const io::Extent& stored, const segment::Stats& stats, bool small,
@@ -527,11 +543,13 @@ void Hook::finalize() {
   collectively(m.comm, [&] {
     if (m.comm.rank() != 0) return;
     if (m.series) m.series->finish(m.records, m.create_seconds, m.options);
-    if (!m.options.out.empty()) {
+    // ParaView's index of a mask per step (NetCDF: its readers take a file
+    // series; one appended file is a series by itself).
+    if (!m.options.out.empty() && !m.appending && *m.format != io::FileFormat::raw) {
       std::string index = m.options.series;
       if (index.empty()) {
         std::filesystem::path first(detail::format_step(m.options.out, 0));
-        index = (first.parent_path() / "masks.pvd").string();
+        index = (first.parent_path() / ("masks" + first.extension().string() + ".series")).string();
       }
       detail::write_series_index(index, m.records);
     }

@@ -143,8 +143,8 @@ Options parse_options(const std::vector<std::string>& args) {
     throw Error("in-situ options: --out needs the threshold range (--lo and --hi)");
   if (!options.have_range && options.image.empty() && options.scripts.empty())
     throw Error("in-situ options: nothing to do; give --lo and --hi (with --out or --stats), --image, or --catalyst-script");
-  if (!options.out.empty() && options.out.find('%') == std::string::npos)
-    throw Error("in-situ option --out: '" + options.out + "' has no %d for the step (say mask_%06d.nc)");
+  // --out without %d: one NetCDF file, a record appended per step (checked
+  // against the format when the hook starts).
   if (!options.image.empty() && options.image.find('%') == std::string::npos)
     throw Error("in-situ option --image: '" + options.image + "' has no %d for the step (say image_%06d.png)");
   if (options.variable.empty() || options.variable == "mask")
@@ -158,10 +158,11 @@ std::string options_help() {
   return R"(In-situ options (volseg_insitu; also one "option value" per line in a --config file):
   --lo A --hi B          threshold range: a point is in the mask when A <= v <= B (as volseg segment)
   --every K              run every K-th published step (step % K == 0; default 1)
-  --out PATTERN          a mask file per in-situ step, printf pattern of the step: masks/mask_%06d.nc
+  --out PATTERN          a mask file per in-situ step, printf pattern of the step: masks/mask_%06d.nc;
+                         or one CDF-2/CDF-5 file (no %d: masks.nc), a record appended per step along time
   --format F             raw | cdf2 | cdf5 | netcdf4 (default: from the extension; .nhdr raw, .nc cdf5)
   --backend NAME --hint KEY=VALUE   the writer and its hints, as volseg segment
-  --series FILE.pvd      ParaView's index of the masks (default: beside the masks)
+  --series FILE          ParaView's index of NetCDF masks, a .series file (default: masks.nc.series beside them)
   --stats FILE.csv       the time series: a CSV line per in-situ step, FILE.json with histograms at the end
   --image PATTERN        a PNG of the field with the mask per rendered step: images/frame_%06d.png
   --image-every K        render every K-th in-situ step (default 1)

@@ -4,7 +4,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -109,23 +108,16 @@ void TimeSeries::finish(const std::vector<StepRecord>& records, double create_se
 
 void write_series_index(const std::string& path, const std::vector<StepRecord>& records) {
   const auto dir = std::filesystem::path(path).parent_path();
-  auto relative = [&](const std::string& file) {
-    return std::filesystem::path(file).lexically_relative(dir.empty() ? "." : dir).string();
-  };
-  std::ostringstream pvd;
-  pvd.precision(17);
-  pvd << "<?xml version=\"1.0\"?>\n<VTKFile type=\"Collection\" version=\"0.1\">\n  <Collection>\n";
   nlohmann::json series;
   series["file-series-version"] = "1.0";
   series["files"] = nlohmann::json::array();
   for (const auto& r : records) {
     if (r.mask.empty()) continue;
-    pvd << "    <DataSet timestep=\"" << r.time << "\" part=\"0\" file=\"" << relative(r.mask) << "\"/>\n";
-    series["files"].push_back({{"name", relative(r.mask)}, {"time", r.time}});
+    const auto name = std::filesystem::path(r.mask).lexically_relative(dir.empty() ? "." : dir).string();
+    series["files"].push_back({{"name", name}, {"time", r.time}});
   }
-  pvd << "  </Collection>\n</VTKFile>\n";
   if (!dir.empty()) std::filesystem::create_directories(dir);  // no mask may have been written yet
-  io::write_file_atomically(path, pvd.str());
+  io::write_file_atomically(path, series.dump(1) + "\n");
 }
 
 }  // namespace volseg::insitu::detail

@@ -37,9 +37,10 @@ class TimeSeries {
   std::FILE* file_ = nullptr;
 };
 
-// ParaView's index of a file series: a .pvd collection of the masks, and a
-// .series JSON (ParaView's file-series format, for readers the .pvd
-// collection reader does not cover). Written atomically.
+// ParaView's index of the masks, in its file-series format (a JSON
+// NAME.nc.series that ParaView's NetCDF readers open as a time series; a
+// .pvd collection would not do: ParaView reads only VTK XML files through
+// one). Written atomically.
 void write_series_index(const std::string& path, const std::vector<StepRecord>& records);
 
 }  // namespace volseg::insitu::detail

@@ -29,11 +29,13 @@ struct Options {
   double lo = 0, hi = 0;
   bool have_range = false;     // --lo and --hi were given
   int every = 1;               // in-situ steps: step % every == 0
-  std::string out;             // mask per step: printf pattern with the step ("mask_%06d.nc"); empty: none
+  // Mask per step: printf pattern with the step ("mask_%06d.nc"); without
+  // %d, one CDF-2/CDF-5 file with a record appended per step; empty: none.
+  std::string out;
   std::string format;          // raw | cdf2 | cdf5 | netcdf4; empty: from out's extension
   std::string backend;         // writer backend; empty: the format's
   std::vector<std::string> hints;  // writer hints (key=value)
-  std::string series;          // ParaView index of the masks (.pvd); empty: <out's stem>.pvd when out is set
+  std::string series;          // ParaView's file-series index of NetCDF masks; empty: masks<ext>.series beside them
   std::string stats;           // time series: CSV (and JSON beside it, same stem); empty: none
   std::string image;           // PNG per rendered step: printf pattern; empty: no rendering
   int image_every = 1;         // of the in-situ steps, every image_every-th renders
