@@ -512,7 +512,10 @@ void Hook::Impl::render_image(const Field& field, const io::Extent& stored, cons
   settings.modes.volume = true;
   settings.modes.mask = !piece.mask.empty();
   settings.transfer.opacity = render::parse_opacity("ramp", piece.field_min, piece.field_max);
-  settings.title = options.variable + " step " + std::to_string(field.step) + ", t = " + std::to_string(field.time);
+  char title[256];
+  std::snprintf(title, sizeof title, "%s, step %lld, t = %g: mask of [%g, %g]", options.variable.c_str(),
+                static_cast<long long>(field.step), field.time, options.lo, options.hi);
+  settings.title = options.have_range ? title : options.variable + " step " + std::to_string(field.step);
   settings.scalar_name = options.variable;
   renderer->set_piece(std::move(piece));
   const render::Image image = renderer->render(settings);
