@@ -203,7 +203,7 @@ TEST(Options, ParsesTheHookOptionsAndRefusesBadOnes) {
   ASSERT_TRUE(o.budget);
   EXPECT_DOUBLE_EQ(*o.budget, 0.075);
   EXPECT_EQ(o.scripts, std::vector<std::string>{"x.py"});
-  for (const char* bad : {"--lo 0 --hi 1 --stats s --every 0", "--lo 0 --stats s", "--lo 0 --hi 1 --out m.nc",
+  for (const char* bad : {"--lo 0 --hi 1 --stats s --every 0", "--lo 0 --stats s", "--out m_%d.nc --stats s",
                           "--lo 0 --hi 1 --stats s --budget 150%", "--lo 0 --hi 1 --stats s --bogus 1", "",
                           "--lo x --hi 1 --stats s"})
     EXPECT_THROW(parse_options(std::string(bad)), volseg::Error) << bad;
