@@ -63,11 +63,17 @@ void agree(const Comm& comm, std::exception_ptr local_error) {
       message = "unknown error";
     }
   }
-  int first_failed = local_error ? comm.rank() : comm.size();
-  int lowest = comm.size();
-  check_mpi(MPI_Allreduce(&first_failed, &lowest, 1, MPI_INT, MPI_MIN, comm.get()), "MPI_Allreduce");
+  // One reduction: the lowest failing rank, whether any rank failed and
+  // whether any succeeded.
+  int mine[3] = {-(local_error ? comm.rank() : comm.size()), local_error ? 1 : 0, local_error ? 0 : 1};
+  int all[3] = {0, 0, 0};
+  check_mpi(MPI_Allreduce(mine, all, 3, MPI_INT, MPI_MAX, comm.get()), "MPI_Allreduce");
+  const int lowest = -all[0];
   if (lowest == comm.size()) return;
   std::string shared = comm.broadcast(message, lowest);
+  // A failure of some ranks only (a disk, a node) names where it happened;
+  // one that every rank met (bad input) needs no rank.
+  if (all[2]) shared += " (on rank " + std::to_string(lowest) + ")";
   throw Error(shared);
 }
 

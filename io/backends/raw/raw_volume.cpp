@@ -13,6 +13,7 @@
 
 #include "volseg/io/byteswap.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/io/faults.hpp"
 #include "volseg/io/trace.hpp"
 
 namespace volseg::io::raw {
@@ -84,7 +85,9 @@ void read_fully(int fd, void* buffer, std::size_t length, std::uint64_t offset, 
   auto* out = static_cast<char*>(buffer);
   while (length > 0) {
     trace::Span span(trace::Op::read, static_cast<std::int64_t>(offset));
-    ssize_t got = ::pread(fd, out, length, static_cast<off_t>(offset));
+    const auto fault = faults::at(faults::Call::read);
+    const std::size_t asked = fault.short_io ? std::max<std::size_t>(length / 2, 1) : length;
+    ssize_t got = fault.error ? (errno = fault.error, -1) : ::pread(fd, out, asked, static_cast<off_t>(offset));
     if (got > 0) span.set_bytes(static_cast<std::uint64_t>(got));
     if (got < 0) {
       if (errno == EINTR) continue;
@@ -101,7 +104,9 @@ void write_fully(int fd, const void* buffer, std::size_t length, std::uint64_t o
   const auto* in = static_cast<const char*>(buffer);
   while (length > 0) {
     trace::Span span(trace::Op::write, static_cast<std::int64_t>(offset));
-    ssize_t put = ::pwrite(fd, in, length, static_cast<off_t>(offset));
+    const auto fault = faults::at(faults::Call::write);
+    const std::size_t asked = fault.short_io ? std::max<std::size_t>(length / 2, 1) : length;
+    ssize_t put = fault.error ? (errno = fault.error, -1) : ::pwrite(fd, in, asked, static_cast<off_t>(offset));
     if (put > 0) span.set_bytes(static_cast<std::uint64_t>(put));
     if (put < 0) {
       if (errno == EINTR) continue;
@@ -251,19 +256,49 @@ RawOutput::~RawOutput() {
   if (!committed_ && comm_.rank() == 0 && !temp_data_path_.empty()) ::unlink(temp_data_path_.c_str());
 }
 
+namespace {
+
+// A call that fault injection may fail: -1 with errno set, like the call.
+int checked_close(int fd) {
+  const auto fault = faults::at(faults::Call::close);
+  const int rc = ::close(fd);
+  if (fault.error) return errno = fault.error, -1;
+  return rc;
+}
+int checked_fdatasync(int fd) {
+  const auto fault = faults::at(faults::Call::fsync);
+  return fault.error ? (errno = fault.error, -1) : ::fdatasync(fd);
+}
+int checked_rename(const std::string& from, const std::string& to) {
+  const auto fault = faults::at(faults::Call::rename);
+  return fault.error ? (errno = fault.error, -1) : ::rename(from.c_str(), to.c_str());
+}
+
+// An output to replace: true for a file, false when there is none; a
+// directory or device under the name is refused, never moved.
+bool replaceable(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return false;
+  if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
+    throw Error(path + " exists and is not a file: --force replaces files only");
+  return true;
+}
+
+}  // namespace
+
 void RawOutput::close() {
   std::exception_ptr local;
   try {
     int fd = std::exchange(fd_, -1);
     if (fsync_on_close_) {
       trace::Span span(trace::Op::sync);
-      if (::fdatasync(fd) != 0) {
+      if (checked_fdatasync(fd) != 0) {
         int saved = errno;
         ::close(fd);
         throw_errno("fdatasync", data_path_, saved);
       }
     }
-    if (trace::Span span(trace::Op::close); ::close(fd) != 0) throw_errno("close", data_path_);
+    if (trace::Span span(trace::Op::close); checked_close(fd) != 0) throw_errno("close", data_path_);
   } catch (...) {
     local = std::current_exception();
   }
@@ -290,25 +325,61 @@ void RawOutput::close() {
       ::unlink(temp_header.c_str());
       throw;
     }
-    if (trace::Span span(trace::Op::close); ::close(fd) != 0) {
+    if (trace::Span span(trace::Op::close); checked_close(fd) != 0) {
       int saved = errno;
       ::unlink(temp_header.c_str());
       throw_errno("close", header_path_, saved);
     }
-    if (::rename(temp_data_path_.c_str(), data_path_.c_str()) != 0) {
-      int saved = errno;
-      ::unlink(temp_header.c_str());
-      throw_errno("rename to", data_path_, saved);
-    }
-    committed_ = true;  // the data file now has its final name
-    if (::rename(temp_header.c_str(), header_path_.c_str()) != 0) {
-      int saved = errno;
-      ::unlink(temp_header.c_str());
-      ::unlink(data_path_.c_str());
-      throw_errno("rename to", header_path_, saved);
-    }
+    commit(temp_header);
   });
   committed_ = true;
+}
+
+// Two files cannot be renamed at once, so an output being replaced (--force)
+// is first moved aside under hidden names, header first (from then on the
+// old output no longer looks complete), and deleted only once the new data
+// and header both have their final names. If either rename fails, what was
+// placed is removed and the old files go back: the old output is never lost
+// before the new one is complete. A job killed in between leaves the old
+// files under their .volseg-old- names.
+void RawOutput::commit(const std::string& temp_header) {
+  const std::string suffix = ".volseg-old-" + std::to_string(::getpid());
+  auto aside = [&](const std::string& path) {
+    const std::filesystem::path p(path);
+    return (p.parent_path() / ("." + p.filename().string() + suffix)).string();
+  };
+  const std::string old_header = aside(header_path_), old_data = aside(data_path_);
+  bool moved_header = false, moved_data = false, placed_data = false;
+  auto roll_back = [&] {
+    ::unlink(temp_header.c_str());
+    if (placed_data) ::unlink(data_path_.c_str());
+    if (moved_data) ::rename(old_data.c_str(), data_path_.c_str());
+    if (moved_header) ::rename(old_header.c_str(), header_path_.c_str());
+  };
+  auto move = [&](const std::string& from, const std::string& to, bool& done) {
+    if (checked_rename(from, to) != 0) {
+      const int saved = errno;
+      roll_back();
+      throw_errno("rename to", to, saved);
+    }
+    done = true;
+  };
+  bool old_header_exists = false, old_data_exists = false;
+  try {
+    old_header_exists = replaceable(header_path_);
+    old_data_exists = replaceable(data_path_);
+  } catch (...) {
+    ::unlink(temp_header.c_str());
+    throw;
+  }
+  if (old_header_exists) move(header_path_, old_header, moved_header);
+  if (old_data_exists) move(data_path_, old_data, moved_data);
+  move(temp_data_path_, data_path_, placed_data);
+  committed_ = true;  // the temporary data file is gone: nothing for ~RawOutput to remove
+  bool placed_header = false;
+  move(temp_header, header_path_, placed_header);
+  if (moved_data) ::unlink(old_data.c_str());
+  if (moved_header) ::unlink(old_header.c_str());
 }
 
 }  // namespace volseg::io::raw

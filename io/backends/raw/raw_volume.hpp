@@ -93,6 +93,8 @@ class RawOutput {
   void close();  // collective
 
  private:
+  void commit(const std::string& temp_header);  // rank 0: the renames (see raw_volume.cpp)
+
   Comm comm_;
   VolumeInfo info_;
   std::string header_path_, data_path_, temp_data_path_;
