@@ -17,6 +17,7 @@
 #include "file_io.hpp"
 #include "round_exchange.hpp"
 #include "rounds.hpp"
+#include "volseg/io/comm.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/trace.hpp"
 #include "volseg/io/twophase.hpp"
@@ -245,10 +246,17 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
           per_rank[static_cast<std::size_t>(aggregators[a])].push_back(piece.offset);
           per_rank[static_cast<std::size_t>(aggregators[a])].push_back(piece.length);
         }
+      std::size_t total = 0;
+      for (const auto& list : per_rank) total += list.size();
+      // Refused on every rank before the exchange: a rank that left alone
+      // would leave the others waiting in MPI_Alltoall for ever.
+      std::exception_ptr too_many;
+      if (total / 2 > static_cast<std::size_t>(options.max_pieces))
+        too_many = std::make_exception_ptr(Error("twophase: more than " + std::to_string(options.max_pieces) +
+                                                 " pieces in one collective call; split the call"));
+      agree(comm, too_many);
       for (int r = 0; r < size; ++r) {
         const auto& list = per_rank[static_cast<std::size_t>(r)];
-        if (outgoing.size() + list.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()))
-          throw Error("twophase: more than 2^30 pieces in one collective call; split the call");
         send_displs[static_cast<std::size_t>(r)] = static_cast<int>(outgoing.size());
         send_counts[static_cast<std::size_t>(r)] = static_cast<int>(list.size());
         outgoing.insert(outgoing.end(), list.begin(), list.end());
@@ -261,11 +269,17 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
     }
     std::size_t incoming_total = 0;
     for (int r = 0; r < size; ++r) {
-      receive_displs[static_cast<std::size_t>(r)] = static_cast<int>(incoming_total);
+      receive_displs[static_cast<std::size_t>(r)] =
+          static_cast<int>(std::min<std::size_t>(incoming_total, std::numeric_limits<int>::max()));
       incoming_total += static_cast<std::size_t>(receive_counts[static_cast<std::size_t>(r)]);
-      if (incoming_total > static_cast<std::size_t>(std::numeric_limits<int>::max()))
-        throw Error("twophase: more than 2^30 pieces for one aggregator in one call; split the call");
     }
+    // Only aggregators receive: the refusal must reach every rank before the
+    // MPI_Alltoallv they would otherwise wait in.
+    std::exception_ptr too_many;
+    if (incoming_total / 2 > static_cast<std::size_t>(options.max_pieces))
+      too_many = std::make_exception_ptr(Error("twophase: more than " + std::to_string(options.max_pieces) +
+                                               " pieces for one aggregator in one call; split the call"));
+    agree(comm, too_many);
     std::vector<std::uint64_t> incoming(incoming_total);
     {
       trace::Span span(trace::Op::exchange, -1, (outgoing.size() + incoming_total) * sizeof(std::uint64_t));

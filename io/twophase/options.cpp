@@ -44,7 +44,7 @@ bool Options::is_hint(const std::string& key) {
   static const std::set<std::string> keys{"cb_nodes",   "cb_config",  "cb_buffer_size", "exchange",
                                           "partition",  "lock_size",  "io_servers",     "fs_profile",
                                           "ds",         "ds_threshold", "realm_size",     "cb_read",
-                                          "cb_write"};
+                                          "cb_write", "max_pieces"};
   return keys.count(key) != 0;
 }
 
@@ -57,6 +57,9 @@ Options Options::from_hints(const Hints& hints) {
   if (buffer <= 0 || buffer > (std::int64_t{1} << 30))
     throw Error("twophase: cb_buffer_size must be between 1 byte and 1 GiB");
   options.cb_buffer_size = static_cast<std::uint64_t>(buffer);
+  options.max_pieces = hints.get_int("max_pieces", options.max_pieces);
+  if (options.max_pieces < 1 || options.max_pieces > (std::int64_t{1} << 30))
+    throw Error("twophase: max_pieces must be between 1 and 2^30");
   const std::string exchange = hints.get_string("exchange", "alltoallw");
   if (exchange == "alltoallw") options.exchange = Exchange::alltoallw;
   else if (exchange == "p2p") options.exchange = Exchange::p2p;

@@ -117,6 +117,25 @@ class Faults(unittest.TestCase):
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertEqual(md5(os.path.join(self.dir, "old.raw")), md5(os.path.join(self.dir, "ref.raw")))
 
+    def test_a_refusal_on_one_aggregator_reaches_every_rank(self):
+        """The two-phase engine's piece limit, met by the one aggregator only
+        (cb_nodes=1): it used to leave the other ranks in MPI_Alltoallv. Each
+        rank sends its bricks of a call (8 / ranks <= 4 pieces); rank 0
+        receives all 8."""
+        for ranks in (2, 3, 4):
+            with self.subTest(ranks=ranks):
+                argv = [e.MPIEXEC] + e.MPI_QUIET + ["-np", str(ranks), e.VOLSEG, "segment", "in.nhdr", "--lo", LO,
+                                                   "--hi", HI, "--out", "tp.nhdr", "--backend", "twophase", "--hint",
+                                                   "cb_nodes=1", "--hint", "cb_read=enable", "--hint", "max_pieces=4",
+                                                   "--brick", "8,48,40", "--progress", "none", "--force"]
+                proc = subprocess.run(argv, cwd=self.dir, capture_output=True, text=True, timeout=BOUND_S * 2)
+                self.assertEqual(proc.returncode, 1, proc.stderr)
+                lines = [line for line in proc.stderr.splitlines() if line.strip()]
+                self.assertEqual(len(lines), 1, proc.stderr)
+                self.assertRegex(lines[0], r"^volseg: error: twophase: more than 4 pieces for one aggregator in one "
+                                           r"call; split the call \(on rank 0\)$")
+                self.assertEqual(self.leftovers("tp."), [])
+
     def test_a_bad_fault_specification_is_one_line(self):
         proc = self.segment("b.nhdr", 2, "write:explode@1")
         self.assertEqual(proc.returncode, 1, proc.stderr)

@@ -57,6 +57,9 @@ struct Options {
   Aggregation cb_read = Aggregation::automatic;
   Aggregation cb_write = Aggregation::automatic;
   std::uint64_t realm_size = 0;     // persistent realms; 0: file extent / aggregators
+  // Pieces a rank may send, or an aggregator receive, in one call: MPI
+  // counts are ints, two per piece. Lower it (max_pieces) to try the refusal.
+  std::int64_t max_pieces = std::int64_t{1} << 30;
 
   // Reads (and marks as read) every twophase hint; throws on a bad value.
   static Options from_hints(const Hints& hints);
