@@ -19,6 +19,9 @@
 #include <vtkCommand.h>
 #include <vtkDataSetAttributes.h>
 #include <vtkImageData.h>
+#include <vtkLogger.h>
+
+#include <csignal>
 #include <vtkMPI.h>
 #include <vtkNew.h>
 #include <vtkObjectFactory.h>
@@ -201,6 +204,26 @@ void on_python_error(vtkObject*, unsigned long, void* client, void* call) {
 
 }  // namespace
 
+// The simulation owns its signals (a scheduler's SIGTERM or SIGUSR1).
+// Catalyst's start-up installs VTK's logging handlers (and Python may add its
+// own), which print "Loguru caught a signal" over a job's last line and
+// change what a signal does: the handlers found before are put back after.
+class KeepSignalHandlers {
+ public:
+  KeepSignalHandlers() {
+    for (std::size_t i = 0; i < std::size(signals_); ++i) ::sigaction(signals_[i], nullptr, &saved_[i]);
+  }
+  ~KeepSignalHandlers() {
+    for (std::size_t i = 0; i < std::size(signals_); ++i) ::sigaction(signals_[i], &saved_[i], nullptr);
+  }
+  KeepSignalHandlers(const KeepSignalHandlers&) = delete;
+  KeepSignalHandlers& operator=(const KeepSignalHandlers&) = delete;
+
+ private:
+  static constexpr int signals_[] = {SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGINT, SIGSEGV, SIGTERM, SIGUSR1, SIGUSR2};
+  struct sigaction saved_[std::size(signals_)];
+};
+
 struct Catalyst::Impl {
   MPI_Comm comm = MPI_COMM_NULL;
   std::string variable;
@@ -215,10 +238,12 @@ struct Catalyst::Impl {
 
 Catalyst::Catalyst(const Comm& comm, const std::vector<std::string>& scripts, std::string variable)
     : impl_(std::make_unique<Impl>()) {
+  const KeepSignalHandlers keep;
   auto& m = *impl_;
   m.variable = std::move(variable);
   check_mpi(MPI_Comm_dup(comm.get(), &m.comm), "MPI_Comm_dup");
   collectively(comm, [&] {
+    vtkLogger::EnableUnsafeSignalHandler = false;
     m.processor = vtkSmartPointer<vtkCPProcessor>::New();
     vtkMPICommunicatorOpaqueComm opaque(&m.comm);
     if (!m.processor->Initialize(opaque)) throw Error("Catalyst (vtkCPProcessor) did not initialise");
