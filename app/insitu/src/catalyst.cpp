@@ -19,7 +19,6 @@
 #include <vtkCommand.h>
 #include <vtkDataSetAttributes.h>
 #include <vtkImageData.h>
-#include <vtkLogger.h>
 
 #include <csignal>
 #include <vtkMPI.h>
@@ -243,7 +242,6 @@ Catalyst::Catalyst(const Comm& comm, const std::vector<std::string>& scripts, st
   m.variable = std::move(variable);
   check_mpi(MPI_Comm_dup(comm.get(), &m.comm), "MPI_Comm_dup");
   collectively(comm, [&] {
-    vtkLogger::EnableUnsafeSignalHandler = false;
     m.processor = vtkSmartPointer<vtkCPProcessor>::New();
     vtkMPICommunicatorOpaqueComm opaque(&m.comm);
     if (!m.processor->Initialize(opaque)) throw Error("Catalyst (vtkCPProcessor) did not initialise");

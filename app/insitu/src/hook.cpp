@@ -114,6 +114,11 @@ void check_field(const Field& field) {
                   std::to_string(field.ghost) + " ghost layers");
 }
 
+// Where global point (z, y, x) sits in an array over `stored` (x fastest).
+std::int64_t index_in(const io::Extent& stored, std::int64_t z, std::int64_t y, std::int64_t x) {
+  return ((z - stored.offset[0]) * stored.count[1] + (y - stored.offset[1])) * stored.count[2] + (x - stored.offset[2]);
+}
+
 // The mask of the points this rank owns (packed) and its statistics, row by
 // row through the ghost layers.
 void threshold_owned(const segment::ThresholdKernel& kernel, const Field& field, const io::Extent& stored,
@@ -132,8 +137,7 @@ void threshold_owned(const segment::ThresholdKernel& kernel, const Field& field,
   const std::int64_t runs_z = whole_planes ? 1 : b.count[0];
   for (std::int64_t z = 0; z < runs_z; ++z)
     for (std::int64_t y = 0; y < runs_y; ++y) {
-      const std::int64_t in = ((b.offset[0] + z - stored.offset[0]) * stored.count[1] + (b.offset[1] + y - stored.offset[1])) *
-                                  stored.count[2] + (b.offset[2] - stored.offset[2]);
+      const std::int64_t in = index_in(stored, b.offset[0] + z, b.offset[1] + y, b.offset[2]);
       kernel.run(base + in * size, run, false, mask.data() + (z * b.count[1] + y) * b.count[2], stats);
     }
 }
@@ -406,7 +410,7 @@ StepRecord Hook::Impl::run_step(const Field& field, detail::Level level, double 
                      double(scripts.errors)};
   double slowest[8];
   check_mpi(MPI_Allreduce(local, slowest, 8, MPI_DOUBLE, MPI_MAX, comm.get()), "MPI_Allreduce");
-  record.segment = slowest[0] + slowest[1] > 0 ? slowest[0] : 0;
+  record.segment = slowest[0];
   record.reduce = slowest[1];
   record.write = slowest[2];
   record.render = slowest[3];
@@ -497,8 +501,7 @@ void Hook::Impl::render_image(const Field& field, const io::Extent& stored, cons
   const auto size = static_cast<std::int64_t>(io::dtype_size(field.dtype));
   for (std::int64_t z = 0; z < p.count[0]; ++z)
     for (std::int64_t y = 0; y < p.count[1]; ++y) {
-      const std::int64_t in = ((p.offset[0] + z - stored.offset[0]) * stored.count[1] + (p.offset[1] + y - stored.offset[1])) *
-                                  stored.count[2] + (p.offset[2] - stored.offset[2]);
+      const std::int64_t in = index_in(stored, p.offset[0] + z, p.offset[1] + y, p.offset[2]);
       const std::int64_t out = (z * p.count[1] + y) * p.count[2];
       decoder.to_float(static_cast<const std::byte*>(field.values) + in * size, p.count[2], row.data());
       for (std::int64_t x = 0; x < p.count[2]; ++x) piece.field[static_cast<std::size_t>(out + x)] = q.quantize(row[static_cast<std::size_t>(x)]);
