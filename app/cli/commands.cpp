@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "commands.hpp"
 
+#include <csignal>
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -69,6 +71,43 @@ void Commands::add_generate(CLI::App& app) {
   sub->callback([this] { chosen_ = [this] { run_generate(); }; });
 }
 
+namespace {
+
+segment::Interrupt scheduler_signal{0};
+
+extern "C" void on_scheduler_signal(int signal) { scheduler_signal.store(signal); }
+
+// A batch job's warning that its time is nearly up: SIGUSR1 or SIGUSR2,
+// which mpirun forwards to every rank (it turns SIGTERM into SIGKILL within
+// seconds). While a segment job runs, each rank stops at its next brick,
+// keeps what it finished, and the job ends with status 75 (EX_TEMPFAIL:
+// rerun with --resume). Slurm: sbatch --signal=B:USR1@120 and, in the
+// batch script, trap 'kill -USR1 $pid' USR1 around mpirun (docs/reliability.md).
+class SchedulerSignals {
+ public:
+  SchedulerSignals() {
+    scheduler_signal.store(0);
+    struct sigaction action {};
+    action.sa_handler = on_scheduler_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    sigaction(SIGUSR1, &action, &old_[0]);
+    sigaction(SIGUSR2, &action, &old_[1]);
+  }
+  ~SchedulerSignals() {
+    sigaction(SIGUSR1, &old_[0], nullptr);
+    sigaction(SIGUSR2, &old_[1], nullptr);
+  }
+  SchedulerSignals(const SchedulerSignals&) = delete;
+  SchedulerSignals& operator=(const SchedulerSignals&) = delete;
+  const segment::Interrupt& received() const { return scheduler_signal; }
+
+ private:
+  struct sigaction old_[2] {};
+};
+
+}  // namespace
+
 void Commands::add_segment(CLI::App& app) {
   auto* sub = app.add_subcommand("segment", "Threshold a volume into a u8 {0,1} mask: lo <= v <= hi");
   auto& o = segment_;
@@ -87,11 +126,22 @@ void Commands::add_segment(CLI::App& app) {
   sub->add_option("--in-hint", segment_input_hints_, "Hint for the reader only (repeatable)");
   sub->add_option("--out-hint", o.output_hints, "Hint for the writer only (repeatable)");
   sub->add_option("--brick", segment_brick_, "Brick shape Z,Y,X (default: about 12 MiB of whole rows/planes)");
+  sub->add_option("--batch-bytes", o.collective_batch_bytes,
+                  "Collective backends: input bytes a rank reads per collective call, as whole bricks (at least one)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   sub->add_option("--assign", segment_assign_, "Bricks to ranks: block | cyclic | random")->capture_default_str();
   sub->add_option("--seed", o.seed, "Seed of --assign random")->capture_default_str();
   sub->add_option("--report", segment_report_, "Write a JSON report with per-rank timings here");
   sub->add_option("--trace", o.trace, "Record every I/O call into this CSV file (docs/trace.md; see trace-report)");
-  sub->add_flag("--force", o.force, "Replace an existing mask and report (and pyramid, with --pyramid)");
+  sub->add_flag("--force", o.force,
+                "Replace an existing mask and report (and pyramid, with --pyramid), and an unfinished job's partial mask");
+  sub->add_flag("--resume", o.resume,
+                "Finish the mask an interrupted job of the same input, thresholds and brick shape left (raw and CDF; "
+                "any rank count); start one if there is none");
+  sub->add_flag("--journal-sync,!--no-journal-sync", o.journal_sync,
+                "Flush each brick's data, then its journal record (default); without, a journal survives a killed "
+                "job but not a crashed node");
   sub->add_flag("--pyramid", segment_pyramid_, "Then build the mask's brick pyramid (reduction max; see 'volseg pyramid')");
   sub->add_option("--pyramid-dir", segment_pyramid_dir_, "Pyramid directory (default: beside the mask, NAME.pyramid)");
   sub->add_flag("--quiet", segment_quiet_, "No progress and no summary");
@@ -211,10 +261,16 @@ void Commands::run_segment() {
   if (!segment_brick_.empty()) o.brick_shape = segment::parse_shape(segment_brick_);
   o.assignment = segment::parse_assignment(segment_assign_);
   o.progress = segment_quiet_ ? segment::ProgressMode::none : segment::parse_progress_mode(segment_progress_);
+  // A resumed job's mask records the command that made it, less --resume,
+  // so an interrupted and resumed job's header is an uninterrupted one's.
   o.command_line = command_line_;
+  for (std::size_t at; (at = o.command_line.find(" --resume")) != std::string::npos;)
+    o.command_line.erase(at, 9);
   o.report = segment_report_;
   o.input_hints = selection_hints(segment_variable_, segment_time_);
   o.input_hints.insert(o.input_hints.end(), segment_input_hints_.begin(), segment_input_hints_.end());
+  SchedulerSignals signals;
+  o.interrupt = &signals.received();
   auto result = segment::run_segment(comm_, o);
   if (comm_.rank() == 0 && !segment_quiet_) {
     std::fputs(segment::summary(o, result).c_str(), stdout);

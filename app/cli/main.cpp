@@ -13,6 +13,7 @@
 #include "commands.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/registry.hpp"
+#include "volseg/segment/cancel.hpp"
 
 int main(int argc, char** argv) {
   int provided = 0;
@@ -47,6 +48,10 @@ int main(int argc, char** argv) {
       // A usage error is bad input like any other: one line, status 2.
       if (rank == 0) std::fprintf(stderr, "volseg: error: %s (see 'volseg --help')\n", e.what());
       code = 2;
+    } catch (const volseg::segment::Interrupted& e) {
+      // Not a failure of the job: its scheduler asked it to stop (75: EX_TEMPFAIL).
+      if (rank == 0) std::fprintf(stderr, "volseg: %s\n", e.what());
+      code = 75;
     } catch (const std::exception& e) {
       if (rank == 0) std::fprintf(stderr, "volseg: error: %s\n", e.what());
       code = 1;

@@ -262,6 +262,9 @@ class Netcdf4Writer final : public VolumeWriter {
       : comm_(comm.duplicate()), path_(request.path), info_(request.info), options_(std::move(options)) {
     namespace fs = std::filesystem;
     check_parallel_netcdf();
+    if (request.partial != Partial::none)
+      throw Error(path_ + ": a NetCDF-4 output cannot be resumed: a file HDF5 1.10 left behind when its writer was "
+                          "killed is often unreadable, so it is never kept");
     collectively(comm_, [&] {
       if (comm_.rank() != 0) return;
       if (!request.overwrite && fs::exists(path_)) throw Error(path_ + " exists (use --force to replace it)");

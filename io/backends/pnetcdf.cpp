@@ -28,6 +28,7 @@
 #include "netcdf/conventions.hpp"
 #include "raw/raw_volume.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/io/files.hpp"
 #include "volseg/io/registry.hpp"
 #include "volseg/io/trace.hpp"
 
@@ -323,10 +324,14 @@ class PnetcdfWriter final : public VolumeWriter {
       appending = options_.append && fs::exists(path_);
       if (!options_.append && !request.overwrite && fs::exists(path_))
         throw Error(path_ + " exists (use --force to replace it)");
+      if (!options_.append && fs::is_directory(path_))  // refused now, not at the commit after the job
+        throw Error(path_ + " exists and is not a file: --force replaces files only");
       fs::path target(path_);
-      temp_path_ = (target.parent_path() / ("." + target.filename().string() + ".volseg-tmp-" +
-                                            std::to_string(::getpid())))
-                       .string();
+      temp_path_ = request.partial != Partial::none
+                       ? partial_path(path_)
+                       : (target.parent_path() / ("." + target.filename().string() + ".volseg-tmp-" +
+                                                  std::to_string(::getpid())))
+                             .string();
     });
     check_mpi(MPI_Bcast(&appending, 1, MPI_INT, 0, comm_.get()), "MPI_Bcast");
     temp_path_ = comm_.broadcast(temp_path_);
@@ -340,7 +345,19 @@ class PnetcdfWriter final : public VolumeWriter {
       });
       return;
     }
-    const int mode = NC_CLOBBER | (options_.format == NC_FORMAT_CDF2 ? NC_64BIT_OFFSET : NC_64BIT_DATA);
+    partial_ = request.partial;
+    if (partial_ == Partial::reopen) {  // an earlier job's file, header and all, kept for this one
+      collectively(comm_, [&] {
+        trace::Span span(trace::Op::open);
+        check_nc(ncmpi_open(comm_.get(), temp_path_.c_str(), NC_WRITE, info.get(), &ncid_),
+                 "open the partial output " + temp_path_);
+        find_variable();
+      });
+      return;
+    }
+    // A partial output is never created over another job's (its journal decides).
+    const int mode = (partial_ == Partial::none ? NC_CLOBBER : NC_NOCLOBBER) |
+                     (options_.format == NC_FORMAT_CDF2 ? NC_64BIT_OFFSET : NC_64BIT_DATA);
     collectively(comm_, [&] {
       trace::Span span(trace::Op::open);  // the create, the definitions and enddef's header write
       check_nc(ncmpi_create(comm_.get(), temp_path_.c_str(), mode, info.get(), &ncid_), "create " + path_);
@@ -350,7 +367,9 @@ class PnetcdfWriter final : public VolumeWriter {
 
   ~PnetcdfWriter() override {
     if (ncid_ >= 0) ncmpi_close(ncid_);
-    if (!committed_ && comm_.rank() == 0 && !temp_path_.empty()) ::unlink(temp_path_.c_str());
+    // A partial output stays for a rerun with --resume (its job decides).
+    if (!committed_ && comm_.rank() == 0 && !temp_path_.empty() && partial_ == Partial::none)
+      ::unlink(temp_path_.c_str());
   }
 
   const VolumeInfo& info() const override { return info_; }
@@ -477,6 +496,32 @@ class PnetcdfWriter final : public VolumeWriter {
     check_nc(ncmpi_inq_dimlen(ncid_, unlimited, &record_), path_);
   }
 
+  // A partial output to go on with: its variable must be this volume's,
+  // and its data where the header says.
+  void find_variable() {
+    const netcdf::Layout layout = netcdf::plan_layout(info_);
+    check_nc(ncmpi_inq_varid(ncid_, layout.variable.c_str(), &varid_), temp_path_ + ": no variable " + layout.variable);
+    int ndims = 0, type = 0;
+    check_nc(ncmpi_inq_varndims(ncid_, varid_, &ndims), temp_path_);
+    int ids[3] = {-1, -1, -1};
+    if (ndims == 3) check_nc(ncmpi_inq_vardimid(ncid_, varid_, ids), temp_path_);
+    bool same = ndims == 3;
+    for (int a = 0; same && a < 3; ++a) {
+      MPI_Offset length = 0;
+      check_nc(ncmpi_inq_dimlen(ncid_, ids[a], &length), temp_path_);
+      same = length == info_.dims[static_cast<std::size_t>(a)];
+    }
+    check_nc(ncmpi_inq_vartype(ncid_, varid_, &type), temp_path_);
+    int format = 0;
+    check_nc(ncmpi_inq_format(ncid_, &format), temp_path_);
+    if (!same || type != netcdf::nc_type_for(info_.dtype, options_.format == NC_FORMAT_CDF2) ||
+        format != options_.format)
+      throw Error(temp_path_ + ": its " + layout.variable + " is not this job's mask: it is not this job's partial output");
+    MPI_Offset begin = 0;
+    check_nc(ncmpi_inq_varoffset(ncid_, varid_, &begin), temp_path_);
+    data_offset_ = static_cast<std::uint64_t>(begin);
+  }
+
   void define() {
     check_nc(ncmpi_set_fill(ncid_, NC_NOFILL, nullptr), path_);
     const netcdf::Layout layout = netcdf::plan_layout(info_);
@@ -526,6 +571,7 @@ class PnetcdfWriter final : public VolumeWriter {
  private:
 
   Comm comm_;
+  Partial partial_ = Partial::none;
   std::string path_, temp_path_;
   VolumeInfo info_;
   Options options_;

@@ -54,9 +54,13 @@ std::string Comm::broadcast(const std::string& value, int root) const {
 
 void agree(const Comm& comm, std::exception_ptr local_error) {
   std::string message;
+  bool own = false;  // a RankError: this rank's own failure
   if (local_error) {
     try {
       std::rethrow_exception(local_error);
+    } catch (const RankError& e) {
+      message = e.what();
+      own = true;
     } catch (const std::exception& e) {
       message = e.what();
     } catch (...) {
@@ -70,10 +74,13 @@ void agree(const Comm& comm, std::exception_ptr local_error) {
   check_mpi(MPI_Allreduce(mine, all, 3, MPI_INT, MPI_MAX, comm.get()), "MPI_Allreduce");
   const int lowest = -all[0];
   if (lowest == comm.size()) return;
-  std::string shared = comm.broadcast(message, lowest);
+  std::string shared = comm.broadcast((own ? "1" : "0") + message, lowest);
+  own = shared[0] == '1';
+  shared.erase(0, 1);
   // A failure of some ranks only (a disk, a node) names where it happened;
   // one that every rank met (bad input) needs no rank.
-  if (all[2]) shared += " (on rank " + std::to_string(lowest) + ")";
+  if (all[2] && own) throw RankError(shared + " (on rank " + std::to_string(lowest) + ")");
+  if (own) throw RankError(shared);
   throw Error(shared);
 }
 

@@ -13,7 +13,7 @@ void throw_errno(std::string_view operation, std::string_view path, int errnum) 
   message.append(operation);
   if (!path.empty()) message.append(1, ' ').append(path);
   message.append(": ").append(reason);
-  throw Error(message);
+  throw RankError(message);
 }
 
 void throw_errno(std::string_view operation, std::string_view path) { throw_errno(operation, path, errno); }

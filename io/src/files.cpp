@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
 
 #include "volseg/io/error.hpp"
 
@@ -38,6 +39,11 @@ void write_file_atomically(const std::string& path, const void* data, std::size_
     ::unlink(temp.c_str());
     throw_errno("rename to", path, saved);
   }
+}
+
+std::string partial_path(const std::string& data_file) {
+  const std::filesystem::path path(data_file);
+  return (path.parent_path() / ("." + path.filename().string() + ".volseg-partial")).string();
 }
 
 }  // namespace volseg::io

@@ -252,7 +252,7 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
       // would leave the others waiting in MPI_Alltoall for ever.
       std::exception_ptr too_many;
       if (total / 2 > static_cast<std::size_t>(options.max_pieces))
-        too_many = std::make_exception_ptr(Error("twophase: more than " + std::to_string(options.max_pieces) +
+        too_many = std::make_exception_ptr(RankError("twophase: more than " + std::to_string(options.max_pieces) +
                                                  " pieces in one collective call; split the call"));
       agree(comm, too_many);
       for (int r = 0; r < size; ++r) {
@@ -277,7 +277,7 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
     // MPI_Alltoallv they would otherwise wait in.
     std::exception_ptr too_many;
     if (incoming_total / 2 > static_cast<std::size_t>(options.max_pieces))
-      too_many = std::make_exception_ptr(Error("twophase: more than " + std::to_string(options.max_pieces) +
+      too_many = std::make_exception_ptr(RankError("twophase: more than " + std::to_string(options.max_pieces) +
                                                " pieces for one aggregator in one call; split the call"));
     agree(comm, too_many);
     std::vector<std::uint64_t> incoming(incoming_total);

@@ -3,7 +3,9 @@
 segment` with the raw posix backend, on 1-4 ranks: an error ends the job on
 every rank within a bound, with one line naming the call, the file, the errno
 and (when not every rank failed) the rank; nothing at the output path looks
-complete and no temporary is left; the input is never modified. Faults that
+complete, and the temporary is either gone or, when bricks were done, kept
+with its journal for --resume (which then gives the right mask); the input
+is never modified. Faults that
 are not errors (short reads and writes, a slow rank) give the right mask.
 --force keeps the old output whole when any rename of the commit fails."""
 import hashlib
@@ -87,9 +89,19 @@ class Faults(unittest.TestCase):
                     pattern = r"^volseg: error: %s \S*%s: %s" % (re.escape(call), re.escape(path), errno_text)
                     if ranks > 1 and failing is not None:
                         pattern += r" \(on rank %d\)" % failing
-                    self.assertRegex(lines[0], pattern + "$")
-                    self.assertEqual(self.leftovers("o."), [], "an output or a temporary was left")
+                    kept = r" \((\d) of 8 bricks done and kept in \.o\.raw\.volseg-partial: rerun with --resume to finish\)"
+                    self.assertRegex(lines[0], pattern + "(" + kept + ")?$")
                     self.assertEqual(md5(os.path.join(self.dir, "in.raw")), self.input_md5)
+                    # Nothing at the output's names; the bricks that were
+                    # done are kept for --resume, or nothing is.
+                    if re.search(kept, lines[0]):
+                        self.assertEqual(sorted(self.leftovers("o.")), [".o.nhdr.volseg-journal", ".o.raw.volseg-partial"])
+                        resumed = self.segment("o.nhdr", ranks, extra=["--resume"])
+                        self.assertEqual(resumed.returncode, 0, resumed.stderr)
+                        self.assertEqual(md5(os.path.join(self.dir, "o.raw")), md5(os.path.join(self.dir, "ref.raw")))
+                        for f in ("o.nhdr", "o.raw"):
+                            os.unlink(os.path.join(self.dir, f))
+                    self.assertEqual(self.leftovers("o."), [], "an output or a temporary was left")
 
     def test_short_io_and_a_slow_rank_give_the_right_mask(self):
         want = md5(os.path.join(self.dir, "ref.raw"))
@@ -112,7 +124,10 @@ class Faults(unittest.TestCase):
                 proc = self.segment("old.nhdr", 2, "rename:eio@%d" % k, ["--force"])
                 self.assertEqual(proc.returncode, 1, proc.stderr)
                 self.assertEqual({f: md5(os.path.join(self.dir, f)) for f in before}, before)
-                self.assertEqual(sorted(self.leftovers("old.")), ["old.nhdr", "old.raw"])
+                # The new mask's bricks stay in the partial file for --resume.
+                self.assertEqual(sorted(self.leftovers("old.")),
+                                 [".old.nhdr.volseg-journal", ".old.raw.volseg-partial", "old.nhdr", "old.raw"])
+                self.assertIn("8 of 8 bricks done and kept in .old.raw.volseg-partial", proc.stderr)
         proc = self.segment("old.nhdr", 2, extra=["--force"])  # and without a fault, it is replaced
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertEqual(md5(os.path.join(self.dir, "old.raw")), md5(os.path.join(self.dir, "ref.raw")))

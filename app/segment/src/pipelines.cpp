@@ -28,19 +28,27 @@ std::uint64_t input_bytes(const Job& job, const io::Extent& extent) {
 // Counts a finished brick and moves the progress bar. Pipelines whose ranks
 // make no collective calls while they work stop here, at the next brick,
 // when the user has asked (collective rounds stop by agreement instead).
+// A scheduler's signal stops each rank at its next brick, without waiting
+// for the others (they have the signal too, or finish their bricks).
 void brick_done(Job& job, const io::Extent& extent, bool may_stop = true) {
   ++job.times.bricks;
   job.progress.advance(1, input_bytes(job, extent));
-  if (may_stop && job.stop.requested()) throw Cancelled();
+  if (!may_stop) return;
+  if (const int signal = job.interrupt ? job.interrupt->load() : 0) throw Interrupted(signal);
+  if (job.stop.requested()) throw Cancelled();
 }
 
 // Thresholds a window's runs in place into out, then releases the window.
-void threshold_window(Job& job, io::Mapping& window, std::uint8_t* out) {
+// The brick's own statistics (its journal record keeps them).
+Stats threshold_window(Job& job, io::Mapping& window, std::uint8_t* out) {
+  Stats brick;
   job.times.compute += timed([&] {
     for (const io::Run& run : window.runs())
-      job.kernel.run(run.data, run.count, window.needs_swap(), out + run.index, job.stats);
+      job.kernel.run(run.data, run.count, window.needs_swap(), out + run.index, brick);
   });
+  job.stats.merge(brick);
   job.times.read += timed([&] { window.release(); });
+  return brick;
 }
 
 // Two mask buffers: brick k's mask is computed into buffer(k) while an I/O
@@ -52,12 +60,15 @@ class MaskWriter {
     for (auto& mask : masks_) mask.resize(static_cast<std::size_t>(job.layout.largest_brick_voxels()));
   }
   std::uint8_t* buffer(std::size_t k) { return masks_[k % 2].data(); }
-  // Writes out as extent's mask once the previous write is done (its buffer
-  // is the next brick's).
-  void write(const io::Extent& extent, const std::uint8_t* out) {
+  // Writes out as brick's mask once the previous write is done (its buffer
+  // is the next brick's), then journals it.
+  void write(std::int64_t brick, const std::uint8_t* out, const Stats& stats) {
     finish();
-    pending_ = std::async(std::launch::async, [this, extent, out] {
-      return timed([&] { job_.writer.write(extent, out); });
+    pending_ = std::async(std::launch::async, [this, brick, out, stats] {
+      return timed([&] {
+        job_.writer.write(job_.layout.brick(brick), out);
+        if (job_.journal) job_.journal->record(brick, stats);
+      });
     });
   }
   // Waits for the last write; its time counts as write, the wait as wait.
@@ -139,8 +150,8 @@ void run_mapped(Job& job) {
     if (k > 0) job.times.read += timed([&] { advise(k + static_cast<std::size_t>(depth)); });
     io::Mapping input;
     job.times.read += timed([&] { input = job.reader.map(extent); });
-    threshold_window(job, input, masks.buffer(k));
-    masks.write(extent, masks.buffer(k));
+    const Stats stats = threshold_window(job, input, masks.buffer(k));
+    masks.write(bricks[k], masks.buffer(k), stats);
     brick_done(job, extent);
   }
   masks.finish();
@@ -162,8 +173,8 @@ void run_any_order(Job& job) {
     job.times.read += timed([&] { arrival = arrivals->next(); });
     if (!arrival) throw Error("read_any handed out " + std::to_string(k) + " of " + std::to_string(bricks.size()) + " bricks");
     const io::Extent& extent = extents[arrival->index];
-    threshold_window(job, arrival->values, masks.buffer(k));
-    masks.write(extent, masks.buffer(k));
+    const Stats stats = threshold_window(job, arrival->values, masks.buffer(k));
+    masks.write(bricks[arrival->index], masks.buffer(k), stats);
     brick_done(job, extent);
   }
   masks.finish();
@@ -192,10 +203,12 @@ void run_buffered(Job& job) {
     const io::Extent extent = job.layout.brick(bricks[k]);
     job.times.wait += timed([&] { job.times.read += pending_read.get(); });
     if (k + 1 < bricks.size()) pending_read = read_brick(k + 1);
+    Stats stats;
     job.times.compute += timed([&] {
-      job.kernel.run(input[k % 2].data(), extent.voxels(), false, masks.buffer(k), job.stats);
+      job.kernel.run(input[k % 2].data(), extent.voxels(), false, masks.buffer(k), stats);
     });
-    masks.write(extent, masks.buffer(k));
+    job.stats.merge(stats);
+    masks.write(bricks[k], masks.buffer(k), stats);
     brick_done(job, extent);
   }
   masks.finish();
@@ -237,12 +250,22 @@ void run_collective(Job& job) {
     for (std::size_t k = 0; k < count; ++k) pointers[k] = base + k * stride;
     return pointers;
   };
-  // A user's request to stop is agreed on before each round's read, on the
-  // thread that makes the collective calls, so every rank skips the same
-  // rounds' reads and writes.
+  // Each round's bricks' statistics, for the journal.
+  std::vector<std::vector<Stats>> round_stats(static_cast<std::size_t>(depth), std::vector<Stats>(batch));
+  // A user's request to stop, and a scheduler's signal on any rank, are
+  // agreed on before each round's read, on the thread that makes the
+  // collective calls, so every rank skips the same rounds' reads and writes.
   std::atomic<bool> stopped{false};
+  std::atomic<int> interrupted{0};
+  auto agreed_signal = [&] {
+    int here = job.interrupt ? job.interrupt->load() : 0, any = 0;
+    check_mpi(MPI_Allreduce(&here, &any, 1, MPI_INT, MPI_MAX, job.comm.get()), "MPI_Allreduce");
+    return any;
+  };
   auto read = [&](long long round) {
-    if (stopped || job.stop.agreed()) {
+    if (stopped) return;
+    if (const int signal = agreed_signal()) interrupted = signal;
+    if (interrupted || job.stop.agreed()) {
       stopped = true;
       return;
     }
@@ -251,24 +274,42 @@ void run_collective(Job& job) {
     std::vector<void*> memory(pointers.begin(), pointers.end());
     job.reader.read_all(extents, {memory.data(), memory.size()});
   };
+  // Every rank joins every round's write. A round that was not computed
+  // (its read failed, on this rank alone perhaps, or the job was stopped)
+  // joins with nothing and records nothing.
+  std::vector<char> computed(static_cast<std::size_t>(rounds), 0);
   auto write = [&](long long round) {
-    if (stopped) return;
-    auto extents = extents_of(round);
+    auto extents = computed[static_cast<std::size_t>(round)] ? extents_of(round) : std::vector<io::Extent>{};
     auto pointers = slots(mask[static_cast<std::size_t>(round % depth)].data(), extents.size(), largest);
     std::vector<const void*> memory(pointers.begin(), pointers.end());
     job.writer.write_all(extents, {memory.data(), memory.size()});
+    if (!job.journal) return;
+    // An aggregator on another rank may have written this rank's bricks:
+    // every rank flushes what its node wrote, and all have, before any
+    // records a brick.
+    job.journal->flush_data();
+    job.comm.barrier();
+    const std::size_t first = static_cast<std::size_t>(round) * batch;
+    std::vector<std::int64_t> done(bricks.begin() + static_cast<std::ptrdiff_t>(first),
+                                   bricks.begin() + static_cast<std::ptrdiff_t>(first + extents.size()));
+    auto& stats = round_stats[static_cast<std::size_t>(round % depth)];
+    job.journal->record(done, std::vector<Stats>(stats.begin(), stats.begin() + static_cast<std::ptrdiff_t>(extents.size())));
   };
   auto compute = [&](long long round) {
     if (stopped) return;
     const auto extents = extents_of(round);
     for (std::size_t k = 0; k < extents.size(); ++k) {
+      Stats& stats = round_stats[static_cast<std::size_t>(round % depth)][k];
+      stats = Stats{};
       job.times.compute += timed([&] {
         job.kernel.run(input[static_cast<std::size_t>(round % depth)].data() + k * largest * element,
                        extents[k].voxels(), false, mask[static_cast<std::size_t>(round % depth)].data() + k * largest,
-                       job.stats);
+                       stats);
       });
+      job.stats.merge(stats);
       brick_done(job, extents[k], false);
     }
+    computed[static_cast<std::size_t>(round)] = 1;
   };
   if (!overlap) {
     for (long long round = 0; round < rounds; ++round) {
@@ -276,6 +317,7 @@ void run_collective(Job& job) {
       compute(round);
       job.times.write += timed([&] { write(round); });
     }
+    if (interrupted) throw Interrupted(interrupted);
     if (stopped) throw Cancelled();
     return;
   }
@@ -307,6 +349,7 @@ void run_collective(Job& job) {
   }
   for (auto& pending : writes) wait(pending, job.times.write);
   if (failure) std::rethrow_exception(failure);
+  if (interrupted) throw Interrupted(interrupted);
   if (stopped) throw Cancelled();
 }
 

@@ -16,6 +16,7 @@
 #include "volseg/io/volume.hpp"
 #include "volseg/segment/brick_layout.hpp"
 #include "volseg/segment/cancel.hpp"
+#include "volseg/segment/journal.hpp"
 #include "volseg/segment/progress.hpp"
 #include "volseg/segment/segment.hpp"
 #include "volseg/segment/threshold.hpp"
@@ -45,6 +46,8 @@ struct Job {
   Stats& stats;
   RankTimes& times;
   std::size_t batch_bytes;  // collective pipeline: input per call
+  Journal* journal = nullptr;             // resumable output: record each brick once written
+  const Interrupt* interrupt = nullptr;   // a scheduler's signal, on this rank
 };
 
 void run_mapped(Job& job);

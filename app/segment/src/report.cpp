@@ -57,7 +57,7 @@ void write_report(const std::string& path, const SegmentOptions& options, const 
   report["pipeline"] = result.pipeline;
   report["implementation"] = result.implementation;
   report["ranks"] = result.comm_size;
-  report["bricks"] = {{"shape_zyx", result.brick_shape}, {"grid_zyx", result.brick_grid}, {"count", result.brick_count}};
+  report["bricks"] = {{"shape_zyx", result.brick_shape}, {"grid_zyx", result.brick_grid}, {"count", result.brick_count}, {"resumed", result.bricks_resumed}};
   report["threshold"] = {{"lo", options.lo}, {"hi", options.hi}};
   const auto& s = result.stats;
   report["stats"] = {{"voxels", s.voxels},
@@ -103,6 +103,9 @@ std::string summary(const SegmentOptions& options, const SegmentResult& result) 
       << "  time " << result.seconds << " s, " << static_cast<double>(info.bytes()) / result.seconds / 1e9
       << " GB/s; per rank fastest " << fastest << " s, slowest " << slowest << " s\n"
       << "  mask: " << options.output << "\n";
+  if (result.bricks_resumed > 0)
+    out << "  resumed: " << result.bricks_resumed << " of " << result.brick_count
+        << " bricks were done by an earlier job (time and GB/s count this job's only)\n";
   return out.str();
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "volseg/segment/segment.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,10 +14,12 @@
 #include <vector>
 
 #include "volseg/io/error.hpp"
+#include "volseg/io/files.hpp"
 #include "volseg/io/format.hpp"
 #include "volseg/io/nrrd.hpp"
 #include "volseg/io/registry.hpp"
 #include "volseg/io/trace.hpp"
+#include "volseg/segment/journal.hpp"
 #include "volseg/segment/progress.hpp"
 
 #include "pipelines.hpp"
@@ -94,6 +97,60 @@ io::FileFormat choose_output_format(const SegmentOptions& options, io::FileForma
   if (extension == ".nhdr") return io::FileFormat::raw;
   if (input == io::FileFormat::raw) return extension == ".nc" ? io::FileFormat::cdf5 : io::FileFormat::raw;
   return input == io::FileFormat::cdf1 ? io::FileFormat::cdf2 : input;  // PnetCDF writes CDF-2 and CDF-5
+}
+
+std::string exact(double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.17g", value);
+  return text;
+}
+
+// What a resumed job must share with the one that left the partial output:
+// the input (its files as they were: paths, sizes, modification times), the
+// selection, the thresholds, the bricks and the output's format and place.
+// The backends and the rank count may differ: they write the same bytes.
+JournalIdentity job_identity(const SegmentOptions& options, const std::vector<std::string>& input_files,
+                             const io::VolumeInfo& input, const io::Index3& brick, io::FileFormat output_format) {
+  namespace fs = std::filesystem;
+  std::string files, stamps;
+  for (const auto& file : input_files) {
+    std::error_code ec;
+    const auto path = fs::weakly_canonical(file, ec);
+    struct stat st {};
+    if (::stat(file.c_str(), &st) != 0) throw_errno("stat", file);
+    files += (files.empty() ? "" : ",") + (ec ? file : path.string());
+    stamps += (stamps.empty() ? "" : ",") + std::to_string(st.st_size) + "@" + std::to_string(st.st_mtim.tv_sec) +
+              "." + std::to_string(st.st_mtim.tv_nsec);
+  }
+  std::string time;
+  for (const auto& hint : joined(options.hints, options.input_hints))
+    if (hint.rfind("time=", 0) == 0) time = hint.substr(5);
+  std::error_code ec;
+  const auto output = fs::weakly_canonical(options.output, ec);
+  return {{"input", files},
+          {"input_files", stamps},
+          {"variable", input.variable},
+          {"time", time},
+          {"dims", std::to_string(input.dims[0]) + "," + std::to_string(input.dims[1]) + "," +
+                       std::to_string(input.dims[2])},
+          {"dtype", std::string(io::dtype_name(input.dtype))},
+          {"lo", exact(options.lo)},
+          {"hi", exact(options.hi)},
+          {"brick", std::to_string(brick[0]) + "," + std::to_string(brick[1]) + "," + std::to_string(brick[2])},
+          {"format", io::format_name(output_format)},
+          {"output", ec ? options.output : output.string()}};
+}
+
+// The bricks of this rank among those no earlier job finished.
+std::vector<std::int64_t> bricks_to_do(const BrickLayout& layout, const Journal* journal, const Comm& comm,
+                                       const SegmentOptions& options) {
+  std::vector<std::int64_t> remaining;
+  for (std::int64_t b = 0; b < layout.count(); ++b)
+    if (!journal || !journal->done(b)) remaining.push_back(b);
+  auto picks = assign_bricks(static_cast<std::int64_t>(remaining.size()), comm.rank(), comm.size(),
+                             options.assignment, options.seed);
+  for (auto& pick : picks) pick = remaining[static_cast<std::size_t>(pick)];
+  return picks;
 }
 
 }  // namespace
@@ -271,46 +328,91 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   for (auto& hint : writer_hints)
     if (hint == "chunks=brick")
       hint = "chunks=" + std::to_string(shape[0]) + "," + std::to_string(shape[1]) + "," + std::to_string(shape[2]);
-  writer = io::create_writer(result.output_backend, {options.output, mask_info(result.input_info, options.lo, options.hi, options.input,
-                                                                 options.command_line.empty() ? "volseg segment" : options.command_line), options.force},
-                             comm, io::Hints::parse(writer_hints));
-  times.open = since(open_start);
-
-  const auto bricks = assign_bricks(layout.count(), comm.rank(), comm.size(), options.assignment, options.seed);
-  const bool collective = reader->collective() || writer->collective();
-  const bool any_order = !collective && reader->can_read_any();
-  const bool mapped = !collective && !any_order && reader->can_map();
-  result.pipeline = collective ? "collective" : any_order ? "any-order" : mapped ? "mapped" : "buffered";
-
-  Stats local;
-  {
-    Progress progress(comm, "segment", layout.count(), options.progress);
-    if (options.on_progress) progress.observe(options.on_progress);
-    Stop stop(comm, options.cancel);
-    detail::Job job{comm,  *reader, *writer, layout, bricks, kernel, progress, stop,
-                    local, times,   options.collective_batch_bytes};
-    std::exception_ptr error;
-    try {
-      if (collective) detail::run_collective(job);
-      else if (any_order) detail::run_any_order(job);
-      else if (mapped) detail::run_mapped(job);
-      else detail::run_buffered(job);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    progress.finish();
-    stop.finish();
-    agree(comm, error);
+  // Raw and CDF masks are resumable: their data go to a partial file that is
+  // kept, with a journal of the finished bricks, when the job fails.
+  const bool resumable = output_format != io::FileFormat::netcdf4;
+  if (options.resume && !resumable)
+    throw Error("--resume works for raw and CDF masks, not NetCDF-4: a NetCDF-4 file that HDF5 1.10 left when its "
+                "writer was killed is often unreadable, so none is kept to resume");
+  std::unique_ptr<Journal> journal;
+  Stats resumed_stats;  // rank 0: of the bricks an earlier job finished
+  if (resumable) {
+    const std::string data_file =
+        output_format == io::FileFormat::raw ? io::data_path_for_header(options.output) : options.output;
+    journal = std::make_unique<Journal>(
+        comm, JournalRequest{options.output, io::partial_path(data_file),
+                             job_identity(options, reader->files(), result.input_info, shape, output_format),
+                             layout.count(), options.resume, options.force, options.journal_sync});
+    result.bricks_resumed = journal->done_before();
+    resumed_stats = journal->stats_before();
   }
+  Stats local;
+  // Every error from here to the commit is agreed, so every rank is in the
+  // handler together.
+  try {
+    io::CreateRequest request{options.output,
+                              mask_info(result.input_info, options.lo, options.hi, options.input,
+                                        options.command_line.empty() ? "volseg segment" : options.command_line),
+                              options.force, journal ? journal->partial() : io::Partial::none};
+    writer = io::create_writer(result.output_backend, request, comm, io::Hints::parse(writer_hints));
+    if (journal) journal->attach();
+    times.open = since(open_start);
 
-  times.close = timed([&] {
-    writer->close();
-    reader->close();
-  });
+    const auto bricks = bricks_to_do(layout, journal.get(), comm, options);
+    const bool collective = reader->collective() || writer->collective();
+    const bool any_order = !collective && reader->can_read_any();
+    const bool mapped = !collective && !any_order && reader->can_map();
+    result.pipeline = collective ? "collective" : any_order ? "any-order" : mapped ? "mapped" : "buffered";
+
+    {
+      Progress progress(comm, "segment", layout.count() - result.bricks_resumed, options.progress);
+      if (options.on_progress) progress.observe(options.on_progress);
+      Stop stop(comm, options.cancel);
+      detail::Job job{comm,  *reader, *writer, layout, bricks, kernel, progress, stop,
+                      local, times,   options.collective_batch_bytes, journal.get(), options.interrupt};
+      std::exception_ptr error;
+      try {
+        if (collective) detail::run_collective(job);
+        else if (any_order) detail::run_any_order(job);
+        else if (mapped) detail::run_mapped(job);
+        else detail::run_buffered(job);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      progress.finish();
+      stop.finish();
+      agree(comm, error);
+    }
+    // Never commit a mask with a brick missing.
+    long long mine = times.bricks, done = 0;
+    check_mpi(MPI_Allreduce(&mine, &done, 1, MPI_LONG_LONG, MPI_SUM, comm.get()), "MPI_Allreduce");
+    if (done + result.bricks_resumed != layout.count())
+      throw Error("internal error: " + std::to_string(done) + " bricks thresholded and " +
+                  std::to_string(result.bricks_resumed) + " resumed, of " + std::to_string(layout.count()));
+
+    times.close = timed([&] {
+      writer->close();
+      if (journal) {
+        journal->complete();
+        journal.reset();  // the output is whole: nothing to resume
+      }
+      reader->close();
+    });
+  } catch (const Error& e) {
+    // A user's Cancel wants no mask; anything else keeps what was done.
+    const bool cancelled = std::string(e.what()) == cancelled_message;
+    if (cancelled && journal) journal->discard();
+    if (cancelled) throw;
+    const std::string kept = journal ? journal->abandon() : std::string();
+    const std::string message = e.what() + kept;
+    if (message.rfind(interrupted_prefix, 0) == 0) throw Interrupted(message);
+    throw Error(message);
+  }
   times.bytes_read = reader->bytes_read();
   times.bytes_written = writer->bytes_written();
   times.total = since(job_start);
   result.implementation = reader->implementation();  // metadata for the report, after the timed job
+  if (comm.rank() == 0 && result.bricks_resumed > 0) local.merge(resumed_stats);
   reduce_stats(comm, local, result.stats);
   if (packing.packed()) {  // report min and max in the units of the thresholds
     auto [low, high] = packing.to_values(result.stats.min, result.stats.max);

@@ -14,6 +14,7 @@
 #include "volseg/io/byteswap.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/faults.hpp"
+#include "volseg/io/files.hpp"
 #include "volseg/io/trace.hpp"
 
 namespace volseg::io::raw {
@@ -192,25 +193,52 @@ void RawInput::close() {
 }
 
 RawOutput::RawOutput(const CreateRequest& request, const Comm& comm, bool fsync_on_close)
-    : comm_(comm.duplicate()), info_(request.info), header_path_(request.path), fsync_on_close_(fsync_on_close) {
+    : comm_(comm.duplicate()),
+      info_(request.info),
+      header_path_(request.path),
+      partial_(request.partial),
+      fsync_on_close_(fsync_on_close) {
   namespace fs = std::filesystem;
   data_path_ = data_path_for_header(header_path_);
   collectively(comm_, [&] {
     if (comm_.rank() != 0) return;
     if (fs::path(header_path_).extension() != ".nhdr")
       throw Error(header_path_ + ": a raw output is named by its header, NAME.nhdr (data goes to NAME.raw)");
-    if (!request.overwrite) {
-      for (const auto& path : {header_path_, data_path_})
-        if (fs::exists(path)) throw Error(path + " exists (use --force to replace it)");
+    for (const auto& path : {header_path_, data_path_}) {
+      if (!request.overwrite && fs::exists(path)) throw Error(path + " exists (use --force to replace it)");
+      // Refused now, not at the commit after the whole job.
+      std::error_code ec;
+      const auto status = fs::symlink_status(path, ec);
+      if (!ec && fs::exists(status) && !fs::is_regular_file(status) && !fs::is_symlink(status))
+        throw Error(path + " exists and is not a file: --force replaces files only");
     }
-    fs::path data(data_path_);
-    std::string temp_name(1, '.');
-    temp_name.append(data.filename().string()).append(".volseg-tmp-").append(std::to_string(::getpid()));
-    temp_data_path_ = (data.parent_path() / temp_name).string();
+    if (partial_ == Partial::none) {
+      fs::path data(data_path_);
+      std::string temp_name(1, '.');
+      temp_name.append(data.filename().string()).append(".volseg-tmp-").append(std::to_string(::getpid()));
+      temp_data_path_ = (data.parent_path() / temp_name).string();
+    } else {
+      temp_data_path_ = partial_path(data_path_);
+    }
+    if (partial_ == Partial::reopen) {
+      // An earlier job's data, kept for this one: it must be this volume's size.
+      trace::Span span(trace::Op::open);
+      fd_ = ::open(temp_data_path_.c_str(), O_RDWR | O_CLOEXEC);
+      if (fd_ < 0) throw_errno("open the partial output", temp_data_path_);
+      struct stat st;
+      if (::fstat(fd_, &st) != 0) throw_errno("stat", temp_data_path_);
+      if (static_cast<std::uint64_t>(st.st_size) != info_.bytes())
+        throw Error(temp_data_path_ + " has " + std::to_string(st.st_size) + " bytes, not the " +
+                    std::to_string(info_.bytes()) + " of this mask: it is not this job's partial output");
+      return;
+    }
     // One open record for the create and its reservation.
     trace::Span span(trace::Op::open);
     fd_ = ::open(temp_data_path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd_ < 0) throw_errno("create", data_path_);
+    if (fd_ < 0) {
+      const std::string path = std::exchange(temp_data_path_, {});  // not ours to remove
+      throw_errno("create", path);
+    }
     auto size = static_cast<off_t>(info_.bytes());
     // fallocate, not posix_fallocate: glibc's emulation writes zeros where
     // the file system cannot reserve; then a plain ftruncate is all we do.
@@ -253,7 +281,9 @@ void RawOutput::write(const Extent& extent, const void* buffer) {
 
 RawOutput::~RawOutput() {
   if (fd_ >= 0) ::close(fd_);
-  if (!committed_ && comm_.rank() == 0 && !temp_data_path_.empty()) ::unlink(temp_data_path_.c_str());
+  // A partial output stays for a rerun with --resume (its job decides).
+  if (!committed_ && comm_.rank() == 0 && !temp_data_path_.empty() && partial_ == Partial::none)
+    ::unlink(temp_data_path_.c_str());
 }
 
 namespace {
@@ -352,7 +382,8 @@ void RawOutput::commit(const std::string& temp_header) {
   bool moved_header = false, moved_data = false, placed_data = false;
   auto roll_back = [&] {
     ::unlink(temp_header.c_str());
-    if (placed_data) ::unlink(data_path_.c_str());
+    if (placed_data && partial_ == Partial::none) ::unlink(data_path_.c_str());
+    if (placed_data && partial_ != Partial::none) ::rename(data_path_.c_str(), temp_data_path_.c_str());  // kept for --resume
     if (moved_data) ::rename(old_data.c_str(), data_path_.c_str());
     if (moved_header) ::rename(old_header.c_str(), header_path_.c_str());
   };

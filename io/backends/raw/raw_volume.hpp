@@ -98,6 +98,7 @@ class RawOutput {
   Comm comm_;
   VolumeInfo info_;
   std::string header_path_, data_path_, temp_data_path_;
+  Partial partial_ = Partial::none;
   bool fsync_on_close_ = false;
   bool committed_ = false;
   int fd_ = -1;

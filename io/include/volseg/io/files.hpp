@@ -16,4 +16,8 @@ inline void write_file_atomically(const std::string& path, const std::string& te
   write_file_atomically(path, text.data(), text.size());
 }
 
+// The fixed, hidden name a resumable output's data file has until it is
+// complete: DIR/.NAME.volseg-partial for DIR/NAME (see Partial).
+std::string partial_path(const std::string& data_file);
+
 }  // namespace volseg::io

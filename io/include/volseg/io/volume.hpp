@@ -151,11 +151,20 @@ class VolumeWriter {
   virtual std::uint64_t bytes_written() const = 0;
 };
 
+// How a writer names and keeps the temporary file its data go to until
+// close() renames it (segment --resume, docs/reliability.md).
+enum class Partial {
+  none,    // a name of this process's own (.NAME.volseg-tmp-PID), removed when the job fails
+  create,  // partial_path(data file), created anew and kept when the job fails
+  reopen,  // partial_path(data file), the one an earlier job left, opened as it is
+};
+
 // What a writer is asked to create.
 struct CreateRequest {
   std::string path;        // final path the user named
   VolumeInfo info;         // dims, dtype, byte order, attributes
   bool overwrite = false;  // replace an existing output (--force)
+  Partial partial = Partial::none;
 };
 
 }  // namespace volseg::io

@@ -37,12 +37,23 @@ struct SegmentOptions {
   // fewer, larger calls mean fewer points where the ranks wait for each other.
   std::size_t collective_batch_bytes = std::size_t{32} << 20;
   bool force = false;
+  // Go on with the partial output an earlier job of the same input,
+  // thresholds and brick shape left (raw and CDF masks); start one when
+  // there is none. Without it, such a partial output is refused, and
+  // --force throws it away.
+  bool resume = false;
+  // Flush each brick's data, then its journal record (docs/reliability.md).
+  // Off, a journal still survives a killed process, not a crashed node.
+  bool journal_sync = true;
   ProgressMode progress = ProgressMode::automatic;
   std::string command_line;  // recorded in the mask's history attribute
   // Rank 0: a user's request to stop (the job then fails on every rank with
   // "cancelled" and leaves no mask), and who else watches the progress.
   const CancelFlag* cancel = nullptr;
   ProgressObserver on_progress;
+  // Every rank: set by the caller's handler of a scheduler's signal (the
+  // job then ends with Interrupted, its partial output kept for resume).
+  const Interrupt* interrupt = nullptr;
 };
 
 // Seconds this rank spent in each phase, and what it moved. Reads (buffered
@@ -67,6 +78,7 @@ struct SegmentResult {
   std::string implementation;  // what did the reading ("OMPIO", "ROMIO", ...)
   io::Index3 brick_shape{}, brick_grid{};
   std::int64_t brick_count = 0;
+  std::int64_t bricks_resumed = 0;  // finished by an earlier job (--resume)
   Stats stats;                   // reduced over ranks
   std::vector<RankTimes> ranks;  // every rank's, on rank 0 only
   double seconds = 0;            // wall time of the job, open to close
