@@ -9,11 +9,14 @@
 
 #include <atomic>
 #include <cerrno>
+#include <exception>
 #include <memory>
 #include <vector>
 
+#include "mapped_pages.hpp"
 #include "raw/raw_volume.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/io/faults.hpp"
 #include "volseg/io/registry.hpp"
 #include "volseg/io/trace.hpp"
 
@@ -38,7 +41,15 @@ std::uint64_t page_size() {
 //
 // With populate, the whole window is faulted in by one madvise call instead
 // of one page fault per few pages while the kernel runs; a kernel without
-// MADV_POPULATE_* (before 5.14) simply faults as usual.
+// MADV_POPULATE_* (before 5.14) simply faults as usual. A page that cannot
+// be read fails the populate (EFAULT), or, where nothing populated, raises
+// SIGBUS on the access: the window is watched (mapped_pages.hpp), so either
+// way the error names the file when the window is released.
+//
+// Fault injection: a read (write) fault is this map's read (write). With a
+// populate that worked, the populate fails with the injected errno; without
+// one, the first page is made to raise a real SIGBUS. Short faults have no
+// effect on a mapping.
 Mapping map_extent(int fd, const VolumeInfo& info, std::uint64_t base_offset, const Extent& extent, bool writable,
                    bool needs_swap, bool populate, const std::string& path) {
   check_inside(extent, info.dims);
@@ -58,22 +69,47 @@ Mapping map_extent(int fd, const VolumeInfo& info, std::uint64_t base_offset, co
   void* base = nullptr;
   {
     trace::Span span(trace::Op::map, static_cast<std::int64_t>(start), length);
+    const auto fault = faults::at(writable ? faults::Call::write : faults::Call::read);
     base = ::mmap(nullptr, length, protection, MAP_SHARED, fd, static_cast<off_t>(start));
     if (base == MAP_FAILED) throw_errno("mmap", path);
-    if (populate && ::madvise(base, length, writable ? MADV_POPULATE_WRITE : MADV_POPULATE_READ) != 0 &&
-        errno != EINVAL) {
-      int saved = errno;
+    bool populated = false;
+    int error = 0;
+    if (populate) {
+      if (::madvise(base, length, writable ? MADV_POPULATE_WRITE : MADV_POPULATE_READ) == 0)
+        populated = true;
+      else if (errno != EINVAL)
+        error = errno;  // EINVAL: before Linux 5.14; the accesses fault the pages in
+    }
+    if (populated && fault.error) error = fault.error;
+    if (error != 0) {
       ::munmap(base, length);
-      throw_errno(writable ? "mmap (populate for writing)" : "mmap (populate for reading)", path, saved);
+      mapped::populate_error(error, fd, start, length, path, writable);
+    }
+    if (fault.error && !populated) {
+      try {
+        mapped::plant_sigbus(base, writable);
+      } catch (...) {
+        ::munmap(base, length);
+        throw;
+      }
     }
   }
   std::vector<Run> runs;
   raw::for_each_run(info.dims, extent, size, base_offset, [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
     runs.push_back(Run{static_cast<std::byte*>(base) + (offset - start), count, index});
   });
-  return Mapping(std::move(runs), needs_swap, [base, length, start, path] {
+  auto watch = std::make_shared<mapped::Watch>(base, length, start, path, writable);
+  return Mapping(std::move(runs), needs_swap, [base, length, start, path, fd, watch]() mutable {
     trace::Span span(trace::Op::unmap, static_cast<std::int64_t>(start), length);
-    if (::munmap(base, length) != 0) throw_errno("munmap", path);
+    std::exception_ptr failed;
+    try {
+      watch->check(fd);
+    } catch (...) {
+      failed = std::current_exception();
+    }
+    watch.reset();  // before the pages go: no other mapping there is ever taken for this one
+    if (::munmap(base, length) != 0 && !failed) throw_errno("munmap", path);
+    if (failed) std::rethrow_exception(failed);
   });
 }
 

@@ -9,8 +9,8 @@
 #include <mpi.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <atomic>
+#include <cstdlib>
 #include <memory>
 #include <vector>
 
@@ -63,6 +63,74 @@ int checked_count(std::int64_t voxels) {
   if (voxels > INT32_MAX) throw Error("mpiio: an extent of more than 2^31 voxels does not fit MPI's int counts");
   return static_cast<int>(voxels);
 }
+
+// "CALL PATH: the library's error string", for a failed MPI-IO call.
+void check_io(int code, const char* call, const std::string& path) {
+  if (code != MPI_SUCCESS) check_mpi(code, (std::string(call) + " " + path).c_str());
+}
+
+// The bytes a data access moved, by its status (the basic elements of a
+// type built from MPI_BYTE are bytes).
+std::uint64_t moved_bytes(const MPI_Status& status, MPI_Datatype type) {
+  MPI_Count count = 0;
+  check_mpi(MPI_Get_elements_x(&status, type, &count), "MPI_Get_elements_x");
+  return count == MPI_UNDEFINED || count < 0 ? 0 : static_cast<std::uint64_t>(count);
+}
+
+// Open MPI 4.1's OMPIO returns MPI_SUCCESS from a call whose pread or
+// pwrite failed or came back short, and says so only in the status's count
+// (and a line on stderr). So every data access checks what it moved: a short
+// one is finished with independent calls at explicit offsets, each resumed
+// like a short pread, and a call that moves nothing is an error. Through a
+// file view OMPIO's collective calls report the full count even then, which
+// no check can see (docs/reliability.md). ROMIO resumes short transfers
+// itself and reports errors.
+class Transfer {
+ public:
+  enum class Direction { read, write };
+  Transfer(MPI_File file, Direction direction, std::string path)
+      : file_(file), direction_(direction), path_(std::move(path)) {}
+
+  // Moves length bytes at a file offset, resumed until done.
+  void fully(std::uint64_t offset, std::byte* memory, std::uint64_t length) const {
+    const char* call = direction_ == Direction::read ? "MPI_File_read_at" : "MPI_File_write_at";
+    while (length > 0) {
+      const int asked = static_cast<int>(std::min<std::uint64_t>(length, std::uint64_t{1} << 30));
+      MPI_Status status;
+      const int code =
+          direction_ == Direction::read
+              ? MPI_File_read_at(file_, static_cast<MPI_Offset>(offset), memory, asked, MPI_BYTE, &status)
+              : MPI_File_write_at(file_, static_cast<MPI_Offset>(offset), memory, asked, MPI_BYTE, &status);
+      check_io(code, call, path_);
+      const std::uint64_t moved = moved_bytes(status, MPI_BYTE);
+      if (moved == 0)
+        throw Error(std::string(call) + " " + path_ + ": moved 0 of " + std::to_string(length) + " bytes at offset " +
+                    std::to_string(offset) + " and reported no error (OMPIO hides the cause; ROMIO, " +
+                    "OMPI_MCA_io=romio321, reports it)");
+      memory += moved;
+      offset += moved;
+      length -= moved;
+    }
+  }
+
+  // After a collective call through a subarray view of extent moved `done`
+  // of its bytes (in the extent's order), moves the rest.
+  void rest(const Index3& dims, const Extent& extent, std::size_t size, std::uint64_t base, std::byte* memory,
+            std::uint64_t done) const {
+    raw::for_each_run(dims, extent, size, base, [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
+      const std::uint64_t begin = static_cast<std::uint64_t>(index) * size;
+      const std::uint64_t end = begin + static_cast<std::uint64_t>(count) * size;
+      if (end <= done) return;
+      const std::uint64_t skip = done > begin ? done - begin : 0;
+      fully(offset + skip, memory + begin + skip, end - begin - skip);
+    });
+  }
+
+ private:
+  MPI_File file_;
+  Direction direction_;
+  std::string path_;
+};
 
 // MPI_File_get_info names no implementation here, so ask the library:
 // Open MPI's "io" control variable holds the component asked for (empty: the
@@ -166,14 +234,13 @@ class MpiioReader final : public VolumeReader {
   void read(const Extent& extent, void* buffer) override {
     check_inside(extent, info().dims);
     const std::size_t size = dtype_size(info().dtype);
+    const Transfer transfer(files_.independent(), Transfer::Direction::read, path());
     raw::for_each_run(info().dims, extent, size, input_.header().byte_skip,
                       [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
-                        void* target = static_cast<std::byte*>(buffer) + index * static_cast<std::int64_t>(size);
+                        auto* target = static_cast<std::byte*>(buffer) + index * static_cast<std::int64_t>(size);
                         trace::Span span(trace::Op::read, static_cast<std::int64_t>(offset),
                                          static_cast<std::uint64_t>(count) * size);
-                        check_mpi(MPI_File_read_at(files_.independent(), static_cast<MPI_Offset>(offset), target,
-                                                   checked_count(count), element_.get(), MPI_STATUS_IGNORE),
-                                  "MPI_File_read_at");
+                        transfer.fully(offset, target, static_cast<std::uint64_t>(count) * size);
                       });
     finish(extent, buffer);
   }
@@ -185,21 +252,28 @@ class MpiioReader final : public VolumeReader {
       MPI_File file = files_.collective();
       const auto disp = static_cast<MPI_Offset>(input_.header().byte_skip);
       if (extent.empty()) {
-        check_mpi(MPI_File_set_view(file, disp, element_.get(), element_.get(), "native", MPI_INFO_NULL),
-                  "MPI_File_set_view");
+        check_io(MPI_File_set_view(file, disp, element_.get(), element_.get(), "native", MPI_INFO_NULL),
+                 "MPI_File_set_view", path());
         trace::Span span(trace::Op::read);  // this rank's part of the collective: nothing
-        check_mpi(MPI_File_read_all(file, nullptr, 0, element_.get(), MPI_STATUS_IGNORE), "MPI_File_read_all");
+        check_io(MPI_File_read_all(file, nullptr, 0, element_.get(), MPI_STATUS_IGNORE), "MPI_File_read_all", path());
         return;
       }
       Datatype view(subarray_type(info().dims, extent, element_.get()));
-      check_mpi(MPI_File_set_view(file, disp, element_.get(), view.get(), "native", MPI_INFO_NULL),
-                "MPI_File_set_view");
+      check_io(MPI_File_set_view(file, disp, element_.get(), view.get(), "native", MPI_INFO_NULL), "MPI_File_set_view",
+               path());
       const std::size_t size = dtype_size(info().dtype);
-      trace::Span span(trace::Op::read,
-                       static_cast<std::int64_t>(raw::first_byte(info().dims, extent, size, input_.header().byte_skip)),
-                       static_cast<std::uint64_t>(extent.voxels()) * size);
-      check_mpi(MPI_File_read_all(file, buffer, checked_count(extent.voxels()), element_.get(), MPI_STATUS_IGNORE),
-                "MPI_File_read_all");
+      const std::uint64_t bytes = static_cast<std::uint64_t>(extent.voxels()) * size;
+      {
+        trace::Span span(
+            trace::Op::read,
+            static_cast<std::int64_t>(raw::first_byte(info().dims, extent, size, input_.header().byte_skip)), bytes);
+        MPI_Status status;
+        check_io(MPI_File_read_all(file, buffer, checked_count(extent.voxels()), element_.get(), &status),
+                 "MPI_File_read_all", path());
+        if (const std::uint64_t done = moved_bytes(status, element_.get()); done < bytes)
+          Transfer(files_.independent(), Transfer::Direction::read, path())
+              .rest(info().dims, extent, size, input_.header().byte_skip, static_cast<std::byte*>(buffer), done);
+      }
       finish(extent, buffer);
     });
   }
@@ -209,6 +283,7 @@ class MpiioReader final : public VolumeReader {
   std::vector<std::string> files() const override { return input_.files(); }
 
  private:
+  const std::string& path() const { return input_.header().data_path; }
   void finish(const Extent& extent, void* buffer) {
     if (input_.needs_swap()) raw::swap_bytes(buffer, extent.voxels(), dtype_size(info().dtype));
     bytes_read_ += static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info().dtype);
@@ -237,12 +312,13 @@ class MpiioWriter final : public VolumeWriter {
     check_inside(extent, info().dims);
     const std::size_t size = dtype_size(info().dtype);
     const void* source = swapped(extent, buffer);
+    const Transfer transfer(files_.independent(), Transfer::Direction::write, output_.data_path());
     raw::for_each_run(info().dims, extent, size, 0, [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
-      const void* from = static_cast<const std::byte*>(source) + index * static_cast<std::int64_t>(size);
+      // Transfer takes writable memory for both directions; a write only reads it.
+      auto* from =
+          const_cast<std::byte*>(static_cast<const std::byte*>(source)) + index * static_cast<std::int64_t>(size);
       trace::Span span(trace::Op::write, static_cast<std::int64_t>(offset), static_cast<std::uint64_t>(count) * size);
-      check_mpi(MPI_File_write_at(files_.independent(), static_cast<MPI_Offset>(offset), from, checked_count(count),
-                                  element_.get(), MPI_STATUS_IGNORE),
-                "MPI_File_write_at");
+      transfer.fully(offset, from, static_cast<std::uint64_t>(count) * size);
     });
     bytes_written_ += static_cast<std::uint64_t>(extent.voxels()) * size;
   }
@@ -252,23 +328,29 @@ class MpiioWriter final : public VolumeWriter {
     in_rounds(comm_, extents, buffers, [&](const Extent* joined, const void* buffer) {
       const Extent extent = joined ? *joined : Extent{};
       MPI_File file = files_.collective();
+      const std::string& path = output_.data_path();
       if (extent.empty()) {
-        check_mpi(MPI_File_set_view(file, 0, element_.get(), element_.get(), "native", MPI_INFO_NULL),
-                  "MPI_File_set_view");
+        check_io(MPI_File_set_view(file, 0, element_.get(), element_.get(), "native", MPI_INFO_NULL),
+                 "MPI_File_set_view", path);
         trace::Span span(trace::Op::write);  // this rank's part of the collective: nothing
-        check_mpi(MPI_File_write_all(file, nullptr, 0, element_.get(), MPI_STATUS_IGNORE), "MPI_File_write_all");
+        check_io(MPI_File_write_all(file, nullptr, 0, element_.get(), MPI_STATUS_IGNORE), "MPI_File_write_all", path);
         return;
       }
       Datatype view(subarray_type(info().dims, extent, element_.get()));
-      check_mpi(MPI_File_set_view(file, 0, element_.get(), view.get(), "native", MPI_INFO_NULL), "MPI_File_set_view");
+      check_io(MPI_File_set_view(file, 0, element_.get(), view.get(), "native", MPI_INFO_NULL), "MPI_File_set_view",
+               path);
       const void* source = swapped(extent, buffer);
       const std::size_t size = dtype_size(info().dtype);
+      const std::uint64_t bytes = static_cast<std::uint64_t>(extent.voxels()) * size;
       trace::Span span(trace::Op::write, static_cast<std::int64_t>(raw::first_byte(info().dims, extent, size, 0)),
-                       static_cast<std::uint64_t>(extent.voxels()) * size);
-      check_mpi(MPI_File_write_all(file, source, checked_count(extent.voxels()), element_.get(),
-                                   MPI_STATUS_IGNORE),
-                "MPI_File_write_all");
-      bytes_written_ += static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info().dtype);
+                       bytes);
+      MPI_Status status;
+      check_io(MPI_File_write_all(file, source, checked_count(extent.voxels()), element_.get(), &status),
+               "MPI_File_write_all", path);
+      if (const std::uint64_t done = moved_bytes(status, element_.get()); done < bytes)
+        Transfer(files_.independent(), Transfer::Direction::write, path)
+            .rest(info().dims, extent, size, 0, const_cast<std::byte*>(static_cast<const std::byte*>(source)), done);
+      bytes_written_ += bytes;
     });
   }
 

@@ -98,6 +98,7 @@ struct Options {
   bool independent = false;
   std::string chunks = "contiguous";
   int deflate = 0;
+  bool fsync = false;  // writers: nc_sync before the close
   std::vector<std::pair<std::string, std::string>> library_hints;
 };
 
@@ -111,7 +112,7 @@ Options read_options(const Hints& hints) {
   options.chunks = hints.get_string("chunks", "contiguous");
   options.deflate = static_cast<int>(hints.get_int("deflate", 0));
   if (options.deflate < 0 || options.deflate > 9) throw Error("netcdf4: deflate must be 0 to 9");
-  hints.get_bool("fsync", false);
+  options.fsync = hints.get_bool("fsync", false);
   options.library_hints = hints.take_matching(library_hint);
   hints.reject_unused("netcdf4");
   return options;
@@ -139,7 +140,7 @@ class Netcdf4Reader final : public VolumeReader {
     MpiInfo info(options_.library_hints);
     collectively(comm_, [&] {
       trace::Span span(trace::Op::open);  // the open and the metadata's inquiries
-      check_nc(nc_open_par(path.c_str(), NC_NOWRITE, comm_.get(), info.get(), &ncid_), path);
+      check_nc(nc_open_par(path.c_str(), NC_NOWRITE, comm_.get(), info.get(), &ncid_), "open " + path);
       describe();
       int status = nc_var_par_access(ncid_, varid_, options_.independent ? NC_INDEPENDENT : NC_COLLECTIVE);
       if (status != NC_NOERR && options_.independent && has_filters())
@@ -275,12 +276,17 @@ class Netcdf4Writer final : public VolumeWriter {
     });
     temp_path_ = comm_.broadcast(temp_path_);
     MpiInfo info(options_.library_hints);
-    collectively(comm_, [&] {
-      trace::Span span(trace::Op::open);  // the create and the definitions
-      check_nc(nc_create_par(temp_path_.c_str(), NC_NETCDF4 | NC_CLOBBER, comm_.get(), info.get(), &ncid_),
-               "create " + path_);
-      define();
-    });
+    try {
+      collectively(comm_, [&] {
+        trace::Span span(trace::Op::open);  // the create and the definitions
+        check_nc(nc_create_par(temp_path_.c_str(), NC_NETCDF4 | NC_CLOBBER, comm_.get(), info.get(), &ncid_),
+                 "create " + path_);
+        define();
+      });
+    } catch (...) {
+      if (comm_.rank() == 0) ::unlink(temp_path_.c_str());  // no destructor runs for a constructor that throws
+      throw;
+    }
   }
 
   ~Netcdf4Writer() override {
@@ -313,6 +319,11 @@ class Netcdf4Writer final : public VolumeWriter {
   }
 
   void close() override {
+    if (options_.fsync)
+      collectively(comm_, [&] {
+        trace::Span span(trace::Op::sync);
+        check_nc(nc_sync(ncid_), "fsync " + path_);
+      });
     collectively(comm_, [&] {
       int ncid = std::exchange(ncid_, -1);
       trace::Span span(trace::Op::close);
@@ -375,7 +386,7 @@ class Netcdf4Writer final : public VolumeWriter {
                                                : nc_put_att_double(ncid_, varid_, "_FillValue", type, 1, &as_double);
       check_nc(status, path_ + ": attribute _FillValue");
     }
-    check_nc(nc_enddef(ncid_), path_);
+    check_nc(nc_enddef(ncid_), "write the header of " + path_);
     check_nc(nc_var_par_access(ncid_, varid_, options_.independent ? NC_INDEPENDENT : NC_COLLECTIVE), path_);
   }
 

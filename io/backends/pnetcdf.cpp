@@ -85,6 +85,7 @@ struct Options {
   bool append = false;
   double record_time = 0;
   int format = NC_FORMAT_CDF5;
+  bool fsync = false;  // writers: ncmpi_sync before the close
   std::vector<std::pair<std::string, std::string>> library_hints;
 };
 
@@ -96,7 +97,7 @@ Options read_options(const Hints& hints) {
   if (format == "cdf2") options.format = NC_FORMAT_CDF2;
   else if (format == "cdf5") options.format = NC_FORMAT_CDF5;
   else throw Error("pnetcdf writes format=cdf2 or format=cdf5, not '" + format + "'");
-  hints.get_bool("fsync", false);
+  options.fsync = hints.get_bool("fsync", false);
   options.append = hints.get_bool("append", false);
   const std::string record_time = hints.get_string("record_time", "0");
   try {
@@ -118,7 +119,7 @@ class PnetcdfReader final : public VolumeReader {
     MpiInfo info(options_.library_hints);
     collectively(comm_, [&] {
       trace::Span span(trace::Op::open);  // the open and the header's inquiries
-      check_nc(ncmpi_open(comm_.get(), path.c_str(), NC_NOWRITE, info.get(), &ncid_), path);
+      check_nc(ncmpi_open(comm_.get(), path.c_str(), NC_NOWRITE, info.get(), &ncid_), "open " + path);
       describe();
     });
   }
@@ -358,11 +359,18 @@ class PnetcdfWriter final : public VolumeWriter {
     // A partial output is never created over another job's (its journal decides).
     const int mode = (partial_ == Partial::none ? NC_CLOBBER : NC_NOCLOBBER) |
                      (options_.format == NC_FORMAT_CDF2 ? NC_64BIT_OFFSET : NC_64BIT_DATA);
-    collectively(comm_, [&] {
-      trace::Span span(trace::Op::open);  // the create, the definitions and enddef's header write
-      check_nc(ncmpi_create(comm_.get(), temp_path_.c_str(), mode, info.get(), &ncid_), "create " + path_);
-      define();
-    });
+    try {
+      collectively(comm_, [&] {
+        trace::Span span(trace::Op::open);  // the create, the definitions and enddef's header write
+        check_nc(ncmpi_create(comm_.get(), temp_path_.c_str(), mode, info.get(), &ncid_), "create " + path_);
+        define();
+      });
+    } catch (...) {
+      // No destructor runs for a constructor that throws; a partial file is
+      // its job's journal's to remove.
+      if (comm_.rank() == 0 && partial_ == Partial::none) ::unlink(temp_path_.c_str());
+      throw;
+    }
   }
 
   ~PnetcdfWriter() override {
@@ -416,6 +424,11 @@ class PnetcdfWriter final : public VolumeWriter {
         const MPI_Offset start = record_, count = comm_.rank() == 0 ? 1 : 0;
         check_nc(ncmpi_put_vara_double_all(ncid_, time_varid_, &start, &count, &options_.record_time),
                  "write the time of " + path_);
+      });
+    if (options_.fsync)
+      collectively(comm_, [&] {
+        trace::Span span(trace::Op::sync);
+        check_nc(ncmpi_sync(ncid_), "fsync " + path_);
       });
     collectively(comm_, [&] {
       int ncid = std::exchange(ncid_, -1);
@@ -558,7 +571,7 @@ class PnetcdfWriter final : public VolumeWriter {
                                               std::array{static_cast<double>(*layout.fill)}.data());
       check_nc(status, path_ + ": attribute _FillValue");
     }
-    check_nc(ncmpi_enddef(ncid_), path_);
+    check_nc(ncmpi_enddef(ncid_), "write the header of " + path_);
     MPI_Offset begin = 0;
     check_nc(ncmpi_inq_varoffset(ncid_, varid_, &begin), path_);
     data_offset_ = static_cast<std::uint64_t>(begin);

@@ -6,7 +6,12 @@
 // whose pages are all resident (and whose pieces' last bytes a RWF_NOWAIT
 // read finds up to date: mincore also counts pages still being read); when
 // none is yet, the first advised block is faulted in (MADV_POPULATE_READ)
-// and returned. Views point into the mapping.
+// and returned. Views point into the mapping. A page that cannot be read
+// fails the populate, or raises SIGBUS where the pages are touched instead:
+// the mapping is watched (mapped_pages.hpp), and release() and close()
+// throw the error, naming the file. Fault injection: a read fault is a
+// block's hand-out, and fails it as a failed populate would (short faults
+// have no effect on a mapping).
 //
 // Writes: a write range that reaches past the end of the file extends it
 // with fallocate (so stores cannot meet a full disk as SIGBUS), views point
@@ -19,9 +24,12 @@
 
 #include <cerrno>
 #include <map>
+#include <memory>
 #include <set>
 
+#include "mapped_pages.hpp"
 #include "range_base.hpp"
+#include "volseg/io/faults.hpp"
 #include "volseg/io/trace.hpp"
 
 #ifndef MADV_POPULATE_READ
@@ -59,6 +67,7 @@ class MmapRange final : public detail::RangeBase {
         if (base == MAP_FAILED) throw_errno("mmap", path);
         map_ = static_cast<std::byte*>(base);
         base_ = map_ + (offset - map_start_);
+        watch_ = std::make_unique<mapped::Watch>(map_, map_length_, map_start_, path, !reading);
       }
     } catch (...) {
       ::close(fd_);
@@ -67,6 +76,7 @@ class MmapRange final : public detail::RangeBase {
   }
 
   ~MmapRange() override {
+    watch_.reset();
     if (map_) ::munmap(map_, map_length_);
     if (fd_ >= 0) ::close(fd_);
   }
@@ -106,6 +116,7 @@ class MmapRange final : public detail::RangeBase {
     advised_.erase(handed->second);
     handed_.erase(handed);
     view.pieces.clear();
+    if (watch_) watch_->check(fd_);
   }
 
   View acquire(const Block& block) override {
@@ -142,10 +153,15 @@ class MmapRange final : public detail::RangeBase {
     unmap();
     if (access() == Access::write) {
       trace::Span span(trace::Op::sync, static_cast<std::int64_t>(file_offset()), length());
-      if (::fdatasync(fd_) != 0) note_error(detail::errno_text("fdatasync", path(), errno));
+      const auto fault = faults::at(faults::Call::fsync);
+      if ((fault.error ? (errno = fault.error, -1) : ::fdatasync(fd_)) != 0)
+        note_error(detail::errno_text("fdatasync", path(), errno));
     }
     trace::Span span(trace::Op::close);
-    if (::close(fd_) != 0) note_error(detail::errno_text("close", path(), errno));
+    const auto fault = faults::at(faults::Call::close);
+    int closed = ::close(fd_);
+    if (fault.error) errno = fault.error, closed = -1;
+    if (closed != 0) note_error(detail::errno_text("close", path(), errno));
     fd_ = -1;
     report_errors();
   }
@@ -207,16 +223,22 @@ class MmapRange final : public detail::RangeBase {
       if (const std::uint64_t length = clamp(piece); length > 0) {
         auto [address, bytes] = pages(piece, length);
         // A blocking read of the block's pages into the page cache: `read`.
-        trace::Span span(trace::Op::read, static_cast<std::int64_t>(map_start_ + (address - map_)), bytes);
+        const std::uint64_t at_file = map_start_ + static_cast<std::uint64_t>(address - map_);
+        trace::Span span(trace::Op::read, static_cast<std::int64_t>(at_file), bytes);
         if (::madvise(address, bytes, MADV_POPULATE_READ) == 0) continue;
-        if (errno != EINVAL) throw_errno("madvise(POPULATE_READ)", path());
-        volatile std::byte sink{};  // kernels before 5.14: touch every page
+        if (errno != EINVAL) mapped::populate_error(errno, fd_, at_file, bytes, path(), false);
+        volatile std::byte sink{};  // kernels before 5.14: touch every page (a SIGBUS is watched)
         for (std::size_t at = 0; at < bytes; at += page_size()) sink = address[at];
         (void)sink;
+        if (watch_) watch_->check(fd_);
       }
   }
 
   View hand_out(std::size_t index, const Block& block, BlockKeyRef key) {
+    if (const auto fault = faults::at(faults::Call::read); fault.error) {
+      const Piece& first = block.pieces.front();
+      mapped::populate_error(fault.error, fd_, file_offset() + first.offset, first.length, path(), false);
+    }
     View view;
     view.block = index;
     view.handle = ++last_handle_;
@@ -231,6 +253,14 @@ class MmapRange final : public detail::RangeBase {
 
   void unmap() {
     if (!map_) return;
+    if (watch_) {
+      try {
+        watch_->check(fd_);
+      } catch (const Error& e) {
+        note_error(e.what());
+      }
+      watch_.reset();
+    }
     trace::Span span(trace::Op::unmap, static_cast<std::int64_t>(map_start_), map_length_);
     if (::munmap(map_, map_length_) != 0) note_error(detail::errno_text("munmap", path(), errno));
     map_ = base_ = nullptr;
@@ -238,6 +268,7 @@ class MmapRange final : public detail::RangeBase {
 
   int fd_ = -1;
   std::uint64_t max_bytes_;
+  std::unique_ptr<mapped::Watch> watch_;  // SIGBUS on the mapping, while it is mapped
   std::byte* map_ = nullptr;   // page-aligned start of the mapping
   std::byte* base_ = nullptr;  // byte 0 of the range
   std::uint64_t map_start_ = 0, map_length_ = 0;

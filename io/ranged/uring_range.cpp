@@ -13,6 +13,10 @@
 // freed when they complete. finished() submits what the queue can take and
 // returns; close() waits for every request, then fdatasync, and reports every
 // error it met.
+//
+// Fault injection: each completion is a read or a write; an injected error
+// replaces its result, and a short fault halves it (to whole alignment units
+// with O_DIRECT, as a real short transfer ends), so the rest is resubmitted.
 #include <fcntl.h>
 #include <liburing.h>
 #include <unistd.h>
@@ -24,6 +28,7 @@
 #include <memory>
 
 #include "range_base.hpp"
+#include "volseg/io/faults.hpp"
 #include "volseg/io/trace.hpp"
 
 namespace volseg::io::ranged {
@@ -98,7 +103,7 @@ class UringRange final : public detail::RangeBase {
         if (!slot.error.empty()) {
           std::string error = slot.error;
           forget(slot);
-          fail(error);
+          throw Error(error);
         }
         return hand_out(i, slot);
       }
@@ -168,11 +173,16 @@ class UringRange final : public detail::RangeBase {
     }
     if (access() == Access::write) {
       trace::Span span(trace::Op::sync, static_cast<std::int64_t>(file_offset()), length());
-      if (::fdatasync(fd_) != 0) note_error(detail::errno_text("fdatasync", path(), errno));
+      const auto fault = faults::at(faults::Call::fsync);
+      if ((fault.error ? (errno = fault.error, -1) : ::fdatasync(fd_)) != 0)
+        note_error(detail::errno_text("fdatasync", path(), errno));
     }
     ::io_uring_queue_exit(&ring_);
     trace::Span span(trace::Op::close);
-    if (::close(fd_) != 0) note_error(detail::errno_text("close", path(), errno));
+    const auto fault = faults::at(faults::Call::close);
+    int closed = ::close(fd_);
+    if (fault.error) errno = fault.error, closed = -1;
+    if (closed != 0) note_error(detail::errno_text("close", path(), errno));
     fd_ = -1;
     slots_.clear();
     by_key_.clear();
@@ -303,6 +313,13 @@ class UringRange final : public detail::RangeBase {
   }
 
   void complete(const Request& request, int result) {
+    if (const auto fault = faults::at(request.write ? faults::Call::write : faults::Call::read); fault.error) {
+      result = -fault.error;
+    } else if (fault.short_io && result > 1) {
+      const std::uint64_t unit = direct_ ? kDirectAlignment : 1;
+      if (const std::uint64_t half = static_cast<std::uint64_t>(result) / 2 / unit * unit; half > 0)
+        result = static_cast<int>(half);
+    }
     if (trace::enabled())  // one record per request, from submission to completion
       trace::record(request.write ? trace::Op::write : trace::Op::read, request.submitted,
                     trace::now_s() - request.submitted, static_cast<std::int64_t>(request.offset),
@@ -310,8 +327,8 @@ class UringRange final : public detail::RangeBase {
     Slot& slot = *request.slot;
     const char* what = request.write ? "write" : "read";
     if (result < 0) {
-      slot.error = detail::errno_text(std::string("io_uring ") + what + " at offset " + std::to_string(request.offset),
-                                      path(), -result);
+      slot.error =
+          detail::errno_text(what, path(), -result) + " (io_uring, at byte " + std::to_string(request.offset) + ")";
     } else if (static_cast<std::uint64_t>(result) < request.length &&
                request.offset + static_cast<std::uint64_t>(result) < request.needed) {
       if (result == 0) {

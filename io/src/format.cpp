@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include "volseg/io/format.hpp"
 
-#include <algorithm>
-#include <cstdio>
-
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "volseg/io/error.hpp"
@@ -38,13 +38,26 @@ static FileFormat detect_on_this_rank(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw_errno("open", path);
   struct stat st{};
-  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+  if (::fstat(fd, &st) != 0) {
+    const int saved = errno;
+    ::close(fd);
+    throw_errno("stat", path, saved);
+  }
+  if (S_ISDIR(st.st_mode)) {
     ::close(fd);
     throw Error("open " + path + ": is a directory");
   }
+  // read() may return fewer bytes than asked before the end of the file.
   unsigned char magic[8] = {};
-  ssize_t got = ::read(fd, magic, sizeof magic);
-  int saved = errno;
+  ssize_t got = 0;
+  int saved = 0;
+  while (got < static_cast<ssize_t>(sizeof magic)) {
+    const ssize_t n = ::read(fd, magic + got, sizeof magic - static_cast<std::size_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) saved = errno, got = -1;
+    if (n <= 0) break;
+    got += n;
+  }
   if (::close(fd) != 0) throw_errno("close", path);
   if (got < 0) throw_errno("read", path, saved);
   if (got >= 4 && std::memcmp(magic, "NRRD", 4) == 0) return FileFormat::raw;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -19,6 +20,7 @@
 #include "cdf_placement.hpp"
 #include "raw/raw_volume.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/io/faults.hpp"
 #include "volseg/io/format.hpp"
 #include "volseg/io/registry.hpp"
 #include "volseg/io/trace.hpp"
@@ -45,18 +47,22 @@ std::vector<AccessT> flatten(const VolumeInfo& info, std::uint64_t base, std::sp
   return accesses;
 }
 
-int open_checked(const std::string& path, int flags) {
+// name: the file in messages (a temporary file's final name).
+int open_checked(const std::string& path, int flags, const std::string& name) {
   trace::Span span(trace::Op::open);
   const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
-  if (fd < 0) throw_errno("open", path);
+  if (fd < 0) throw_errno("open", name);
   return fd;
 }
 
-void close_checked(int& fd, const std::string& path) {
+void close_checked(int& fd, const std::string& name) {
   const int closing = std::exchange(fd, -1);
   if (closing < 0) return;
   trace::Span span(trace::Op::close);
-  if (::close(closing) != 0) throw_errno("close", path);
+  const auto fault = faults::at(faults::Call::close);
+  int closed = ::close(closing);
+  if (fault.error) errno = fault.error, closed = -1;
+  if (closed != 0) throw_errno("close", name);
 }
 
 class TwoPhaseReader final : public VolumeReader {
@@ -81,7 +87,7 @@ class TwoPhaseReader final : public VolumeReader {
       info_ = header_->info();
       data_path_ = placement.data_path;
       base_ = placement.offset;
-      collectively(comm_, [&] { own_fd_ = fd_ = open_checked(data_path_, O_RDONLY); });
+      collectively(comm_, [&] { own_fd_ = fd_ = open_checked(data_path_, O_RDONLY, data_path_); });
     }
     file_.emplace(comm_, data_path_, twophase::Mode::read, options);
   }
@@ -149,11 +155,14 @@ class TwoPhaseWriter final : public VolumeWriter {
     const twophase::Options options = twophase::Options::from_hints(hints);
     const std::string extension = std::filesystem::path(request.path).extension().string();
     if (extension == ".nc") {
+      // PnetCDF syncs its header at close; the engine's data are synced here.
+      sync_data_ = hints.get_bool("fsync", false);
       CdfPlacement placement;
       header_ = create_cdf_placed(request, comm_, hints, placement);
       info_ = header_->info();
       info_.byte_order = ByteOrder::big;  // CDF data are big-endian
       data_path_ = placement.data_path;
+      name_ = request.path;
       base_ = placement.offset;
     } else {
       const bool fsync = hints.get_bool("fsync", false);
@@ -161,9 +170,10 @@ class TwoPhaseWriter final : public VolumeWriter {
       raw_.emplace(request, comm_, fsync);
       info_ = raw_->info();
       data_path_ = raw_->temp_data_path();
+      name_ = raw_->data_path();
     }
-    collectively(comm_, [&] { fd_ = open_checked(data_path_, O_WRONLY); });
-    file_.emplace(comm_, data_path_, twophase::Mode::write, options);
+    collectively(comm_, [&] { fd_ = open_checked(data_path_, O_WRONLY, name_); });
+    file_.emplace(comm_, data_path_, twophase::Mode::write, options, name_);
   }
   ~TwoPhaseWriter() override {
     if (fd_ >= 0) ::close(fd_);
@@ -178,10 +188,11 @@ class TwoPhaseWriter final : public VolumeWriter {
     check_inside(extent, info_.dims);
     const std::size_t size = dtype_size(info_.dtype);
     const auto* source = static_cast<const std::byte*>(in_file_order(std::span(&extent, 1), std::span(&buffer, 1))[0]);
-    raw::for_each_run(info_.dims, extent, size, base_, [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
-      raw::write_fully(fd_, source + index * static_cast<std::int64_t>(size), static_cast<std::size_t>(count) * size,
-                       offset, data_path_);
-    });
+    raw::for_each_run(info_.dims, extent, size, base_,
+                      [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
+                        raw::write_fully(fd_, source + index * static_cast<std::int64_t>(size),
+                                         static_cast<std::size_t>(count) * size, offset, name_);
+                      });
     bytes_written_ += static_cast<std::uint64_t>(extent.voxels()) * size;
   }
 
@@ -197,8 +208,9 @@ class TwoPhaseWriter final : public VolumeWriter {
   }
 
   void close() override {
+    if (sync_data_) file_->sync();
     file_->close();
-    collectively(comm_, [&] { close_checked(fd_, data_path_); });
+    collectively(comm_, [&] { close_checked(fd_, name_); });
     if (raw_) raw_->close();
     if (header_) header_->close();
   }
@@ -226,7 +238,9 @@ class TwoPhaseWriter final : public VolumeWriter {
   std::optional<raw::RawOutput> raw_;
   std::unique_ptr<VolumeWriter> header_;  // CDF: PnetCDF writes the header, renames on close
   VolumeInfo info_;
-  std::string data_path_;
+  std::string data_path_;   // a temporary file until close
+  std::string name_;        // the output's final name, for messages
+  bool sync_data_ = false;  // CDF with fsync=1 (RawOutput syncs raw data itself)
   std::uint64_t base_ = 0;
   int fd_ = -1;
   std::optional<twophase::File> file_;

@@ -19,6 +19,7 @@
 #include "rounds.hpp"
 #include "volseg/io/comm.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/io/faults.hpp"
 #include "volseg/io/trace.hpp"
 #include "volseg/io/twophase.hpp"
 
@@ -99,6 +100,7 @@ std::vector<int> choose_aggregators(const Comm& comm, const Options& options, in
 struct File::Impl {
   Comm comm;
   std::string path;
+  std::string name;  // the file in messages: a temporary file is named by its final name
   Mode mode;
   Options options;
   std::vector<int> aggregators;
@@ -116,8 +118,8 @@ struct File::Impl {
   std::uint64_t round_bytes = 0;  // what the current call's rounds need (aggregators)
   Timing last, totals;
 
-  Impl(const Comm& parent, const std::string& file, Mode m, Options o)
-      : comm(parent.duplicate()), path(file), mode(m), options(std::move(o)) {
+  Impl(const Comm& parent, const std::string& file, const std::string& shown, Mode m, Options o)
+      : comm(parent.duplicate()), path(file), name(shown.empty() ? file : shown), mode(m), options(std::move(o)) {
     // Options come from from_hints() or straight from code: the same checks
     // either way (every rank has the same options, so all fail alike).
     if (options.cb_buffer_size == 0 || options.cb_buffer_size > (std::uint64_t{1} << 30))
@@ -135,10 +137,10 @@ struct File::Impl {
       if (me < 0 && !may_go_independent) return;
       trace::Span span(trace::Op::open);
       fd = ::open(path.c_str(), (mode == Mode::read ? O_RDONLY : O_RDWR) | O_CLOEXEC);
-      if (fd < 0) throw_errno("open", path);
+      if (fd < 0) throw_errno("open", name);
       struct stat st{};
-      if (::fstat(fd, &st) != 0) throw_errno("stat", path);
-      if (!S_ISREG(st.st_mode)) throw Error(path + " is not a regular file");
+      if (::fstat(fd, &st) != 0) throw_errno("stat", name);
+      if (!S_ISREG(st.st_mode)) throw Error(name + " is not a regular file");
       facts = {static_cast<std::uint64_t>(st.st_blksize), static_cast<std::uint64_t>(st.st_size)};
     });
     check_mpi(MPI_Bcast(facts.data(), 2, MPI_UINT64_T, aggregators[0], comm.get()), "MPI_Bcast");
@@ -419,11 +421,11 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
       failure = std::current_exception();
     }
   };
-  auto read_in = [&](RoundPlan& p) { guarded([&] { detail::read_groups(fd, path, p, timing); }); };
+  auto read_in = [&](RoundPlan& p) { guarded([&] { detail::read_groups(fd, name, p, timing); }); };
   // Data sieving on writes reads the covering range first, so the holes
   // between runs are written back unchanged.
-  auto read_holes = [&](RoundPlan& p) { guarded([&] { detail::read_holes(fd, path, p, timing); }); };
-  auto write_out = [&](RoundPlan& p) { guarded([&] { detail::write_groups(fd, path, p, timing); }); };
+  auto read_holes = [&](RoundPlan& p) { guarded([&] { detail::read_holes(fd, name, p, timing); }); };
+  auto write_out = [&](RoundPlan& p) { guarded([&] { detail::write_groups(fd, name, p, timing); }); };
   auto post = [&](RoundPlan& p) {
     timed(timing.exchange, [&] { detail::post_exchange(comm, options.exchange, direction, p); });
   };
@@ -476,7 +478,7 @@ void File::Impl::independent(const std::vector<Piece>& pieces, Direction directi
   timing.independent = 1;
   std::exception_ptr failure;
   try {
-    const detail::IndependentCall call{fd, path, options, !interleaved,
+    const detail::IndependentCall call{fd, name, options, !interleaved,
                                        [this](std::uint64_t bytes) { return buffer(0, bytes); }};
     if (direction == Direction::read) {
       detail::independent_read(call, pieces, timing);
@@ -490,8 +492,8 @@ void File::Impl::independent(const std::vector<Piece>& pieces, Direction directi
   agree(comm, failure);
 }
 
-File::File(const Comm& comm, const std::string& path, Mode mode, Options options)
-    : impl_(std::make_unique<Impl>(comm, path, mode, std::move(options))) {}
+File::File(const Comm& comm, const std::string& path, Mode mode, Options options, const std::string& name)
+    : impl_(std::make_unique<Impl>(comm, path, name, mode, std::move(options))) {}
 
 File::~File() = default;
 
@@ -504,7 +506,7 @@ void File::read_all(std::span<const Access> accesses) {
 }
 
 void File::write_all(std::span<const ConstAccess> accesses) {
-  if (impl_->mode != Mode::write) throw Error("twophase: " + impl_->path + " is open for reading only");
+  if (impl_->mode != Mode::write) throw Error("twophase: " + impl_->name + " is open for reading only");
   std::vector<Piece> pieces;
   pieces.reserve(accesses.size());
   for (const auto& access : accesses)  // the engine never writes through these
@@ -519,7 +521,8 @@ void File::sync() {
     const bool wrote = impl_->me >= 0 || std::exchange(impl_->dirty, false);
     if (impl_->fd < 0 || !wrote) return;
     trace::Span span(trace::Op::sync);
-    if (::fdatasync(impl_->fd) != 0) throw_errno("fdatasync", impl_->path);
+    const auto fault = faults::at(faults::Call::fsync);
+    if ((fault.error ? (errno = fault.error, -1) : ::fdatasync(impl_->fd)) != 0) throw_errno("fdatasync", impl_->name);
   });
 }
 
@@ -528,7 +531,10 @@ void File::close() {
     const int fd = std::exchange(impl_->fd, -1);
     if (fd < 0) return;
     trace::Span span(trace::Op::close);
-    if (::close(fd) != 0) throw_errno("close", impl_->path);
+    const auto fault = faults::at(faults::Call::close);
+    int closed = ::close(fd);
+    if (fault.error) errno = fault.error, closed = -1;
+    if (closed != 0) throw_errno("close", impl_->name);
   });
 }
 

@@ -14,6 +14,7 @@
 
 #include "file_io.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/io/faults.hpp"
 #include "volseg/io/trace.hpp"
 
 namespace volseg::io::twophase::detail {
@@ -22,7 +23,9 @@ void pread_exact(int fd, std::byte* to, std::uint64_t length, std::uint64_t offs
                  bool zero_past_end) {
   while (length > 0) {
     trace::Span span(trace::Op::read, static_cast<std::int64_t>(offset));
-    const ssize_t n = ::pread(fd, to, length, static_cast<off_t>(offset));
+    const auto fault = faults::at(faults::Call::read);
+    const std::uint64_t asked = fault.short_io ? std::max<std::uint64_t>(length / 2, 1) : length;
+    const ssize_t n = fault.error ? (errno = fault.error, -1) : ::pread(fd, to, asked, static_cast<off_t>(offset));
     if (n > 0) span.set_bytes(static_cast<std::uint64_t>(n));
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -42,7 +45,9 @@ void pread_exact(int fd, std::byte* to, std::uint64_t length, std::uint64_t offs
 void pwrite_exact(int fd, const std::byte* from, std::uint64_t length, std::uint64_t offset, const std::string& path) {
   while (length > 0) {
     trace::Span span(trace::Op::write, static_cast<std::int64_t>(offset));
-    const ssize_t n = ::pwrite(fd, from, length, static_cast<off_t>(offset));
+    const auto fault = faults::at(faults::Call::write);
+    const std::uint64_t asked = fault.short_io ? std::max<std::uint64_t>(length / 2, 1) : length;
+    const ssize_t n = fault.error ? (errno = fault.error, -1) : ::pwrite(fd, from, asked, static_cast<off_t>(offset));
     if (n > 0) span.set_bytes(static_cast<std::uint64_t>(n));
     if (n < 0) {
       if (errno == EINTR) continue;

@@ -97,7 +97,9 @@ class File {
  public:
   // Collective. Write mode opens an existing file read-write (data sieving
   // reads the holes it writes around); only aggregators open the file.
-  File(const Comm& comm, const std::string& path, Mode mode, Options options);
+  // Errors name the file as `name` (default: path), so a temporary file
+  // can be named by its final name.
+  File(const Comm& comm, const std::string& path, Mode mode, Options options, const std::string& name = {});
   File(const File&) = delete;
   File& operator=(const File&) = delete;
   ~File();
