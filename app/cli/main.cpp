@@ -11,6 +11,7 @@
 #include <string>
 
 #include "commands.hpp"
+#include "volseg/io/comm.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/registry.hpp"
 #include "volseg/segment/cancel.hpp"
@@ -19,6 +20,7 @@ int main(int argc, char** argv) {
   int provided = 0;
   // MULTIPLE lets collective I/O run on an I/O thread beside the compute
   // (segment's collective pipeline); with less, that pipeline runs in turn.
+  volseg::prefer_checked_mpi_io();  // errors reported, not dropped (OMPIO drops them)
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   // A file-size limit (ulimit -f) must give EFBIG and a clear error, not kill
   // the job half-way through a write.

@@ -15,6 +15,7 @@
 
 #include "main_window.hpp"
 #include "session.hpp"
+#include "volseg/io/comm.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/registry.hpp"
 #include "volseg/render/render.hpp"
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
   int provided = 0;
   // Rank 0 calls MPI from its worker thread only (not the one that
   // initialised MPI); segment's collective pipeline adds an I/O thread.
+  volseg::prefer_checked_mpi_io();  // errors reported, not dropped (OMPIO drops them)
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   std::signal(SIGXFSZ, SIG_IGN);
   int rank = 0;

@@ -91,10 +91,10 @@ void Watch::check(int fd) const {
   const std::uint64_t byte = file_offset_ + (fault - begin_);
   struct stat st {};
   if (fd >= 0 && ::fstat(fd, &st) == 0 && static_cast<std::uint64_t>(st.st_size) <= byte)
-    throw Error(std::string(writable_ ? "write " : "read ") + path_ + ": the file shrank to " +
+    throw RankError(std::string(writable_ ? "write " : "read ") + path_ + ": the file shrank to " +
                 std::to_string(st.st_size) + " bytes while mapped (SIGBUS on the mapped page at byte " +
                 std::to_string(byte) + ")");
-  throw Error(std::string(writable_ ? "write " : "read ") + path_ + ": " + std::strerror(EIO) +
+  throw RankError(std::string(writable_ ? "write " : "read ") + path_ + ": " + std::strerror(EIO) +
               " (SIGBUS on the mapped page at byte " + std::to_string(byte) + ")");
 }
 
@@ -105,10 +105,10 @@ void populate_error(int error, int fd, std::uint64_t file_offset, std::uint64_t 
   if (error == EFAULT) {
     struct stat st {};
     if (fd >= 0 && ::fstat(fd, &st) == 0 && static_cast<std::uint64_t>(st.st_size) < file_offset + length)
-      throw Error(call + path + ": the file shrank to " + std::to_string(st.st_size) + " bytes while mapped" + how);
+      throw RankError(call + path + ": the file shrank to " + std::to_string(st.st_size) + " bytes while mapped" + how);
     error = EIO;  // a page that cannot be read
   }
-  throw Error(call + path + ": " + std::strerror(error) + how);
+  throw RankError(call + path + ": " + std::strerror(error) + how);
 }
 
 void plant_sigbus(void* page, bool writable) {

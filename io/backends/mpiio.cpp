@@ -66,7 +66,12 @@ int checked_count(std::int64_t voxels) {
 
 // "CALL PATH: the library's error string", for a failed MPI-IO call.
 void check_io(int code, const char* call, const std::string& path) {
-  if (code != MPI_SUCCESS) check_mpi(code, (std::string(call) + " " + path).c_str());
+  if (code == MPI_SUCCESS) return;
+  try {
+    check_mpi(code, (std::string(call) + " " + path).c_str());
+  } catch (const Error& e) {
+    throw RankError(e.what());  // this rank's file call failed
+  }
 }
 
 // The bytes a data access moved, by its status (the basic elements of a
@@ -104,7 +109,7 @@ class Transfer {
       check_io(code, call, path_);
       const std::uint64_t moved = moved_bytes(status, MPI_BYTE);
       if (moved == 0)
-        throw Error(std::string(call) + " " + path_ + ": moved 0 of " + std::to_string(length) + " bytes at offset " +
+        throw RankError(std::string(call) + " " + path_ + ": moved 0 of " + std::to_string(length) + " bytes at offset " +
                     std::to_string(offset) + " and reported no error (OMPIO hides the cause; ROMIO, " +
                     "OMPI_MCA_io=romio321, reports it)");
       memory += moved;

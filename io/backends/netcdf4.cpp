@@ -52,7 +52,7 @@ void check_parallel_netcdf() {
 namespace {
 
 void check_nc(int status, const std::string& what) {
-  if (status != NC_NOERR) throw Error(what + ": " + nc_strerror(status));
+  if (status != NC_NOERR) throw RankError(what + ": " + nc_strerror(status));  // a rank's own, or every rank's
 }
 
 // netCDF-C's side of netcdf/catalog.hpp.

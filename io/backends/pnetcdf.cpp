@@ -36,7 +36,7 @@ namespace volseg::io {
 namespace {
 
 void check_nc(int status, const std::string& what) {
-  if (status != NC_NOERR) throw Error(what + ": " + ncmpi_strerror(status));
+  if (status != NC_NOERR) throw RankError(what + ": " + ncmpi_strerror(status));  // a rank's own, or every rank's
 }
 
 // PnetCDF's side of netcdf/catalog.hpp.

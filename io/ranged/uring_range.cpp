@@ -103,7 +103,7 @@ class UringRange final : public detail::RangeBase {
         if (!slot.error.empty()) {
           std::string error = slot.error;
           forget(slot);
-          throw Error(error);
+          throw RankError(error);
         }
         return hand_out(i, slot);
       }

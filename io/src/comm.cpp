@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "volseg/io/comm.hpp"
 
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -83,5 +84,7 @@ void agree(const Comm& comm, std::exception_ptr local_error) {
   if (own) throw RankError(shared);
   throw Error(shared);
 }
+
+void prefer_checked_mpi_io() { ::setenv("OMPI_MCA_io", "romio321", 0); }
 
 }  // namespace volseg

@@ -286,9 +286,9 @@ void Journal::flush_data() {
   if (sync_ && data_fd_ >= 0 && ::fdatasync(data_fd_) != 0) throw_errno("fdatasync", partial_path_);
 }
 
-void Journal::record(const std::vector<std::int64_t>& bricks, const std::vector<Stats>& stats) {
+void Journal::record(const std::vector<std::int64_t>& bricks, const std::vector<Stats>& stats, bool data_flushed) {
   if (bricks.empty()) return;
-  flush_data();
+  if (!data_flushed) flush_data();
   for (std::size_t k = 0; k < bricks.size(); ++k) {
     Record r{};
     r.brick = static_cast<std::uint64_t>(bricks[k]);

@@ -287,13 +287,19 @@ void run_collective(Job& job) {
     // An aggregator on another rank may have written this rank's bricks:
     // every rank flushes what its node wrote, and all have, before any
     // records a brick.
-    job.journal->flush_data();
-    job.comm.barrier();
+    std::exception_ptr unflushed;
+    try {
+      job.journal->flush_data();
+    } catch (...) {
+      unflushed = std::current_exception();
+    }
+    agree(job.comm, unflushed);  // and a barrier: every rank has flushed
     const std::size_t first = static_cast<std::size_t>(round) * batch;
     std::vector<std::int64_t> done(bricks.begin() + static_cast<std::ptrdiff_t>(first),
                                    bricks.begin() + static_cast<std::ptrdiff_t>(first + extents.size()));
     auto& stats = round_stats[static_cast<std::size_t>(round % depth)];
-    job.journal->record(done, std::vector<Stats>(stats.begin(), stats.begin() + static_cast<std::ptrdiff_t>(extents.size())));
+    job.journal->record(done, std::vector<Stats>(stats.begin(), stats.begin() + static_cast<std::ptrdiff_t>(extents.size())),
+                        true);
   };
   auto compute = [&](long long round) {
     if (stopped) return;

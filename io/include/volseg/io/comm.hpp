@@ -39,6 +39,13 @@ class Comm {
 // failing rank, so all ranks leave a collective operation together.
 void agree(const Comm& comm, std::exception_ptr local_error);
 
+// Before MPI_Init, in a program's main: makes ROMIO Open MPI's MPI-IO unless
+// the user chose one (OMPI_MCA_io, or mpirun --mca io). Open MPI 4.1's
+// default, OMPIO, returns success from writes that failed (EIO, ENOSPC) and
+// drops data in some collective writes, so a job would end "done" with a
+// wrong mask; ROMIO reports both (docs/reliability.md).
+void prefer_checked_mpi_io();
+
 // Collective. Runs fn on every rank and agrees on the outcome.
 template <class Fn>
 void collectively(const Comm& comm, Fn&& fn) {

@@ -78,7 +78,7 @@ class Journal {
   // Records that these bricks' masks are in the partial file (data flushed
   // first when sync is on). Independent; from one thread at a time.
   void record(std::int64_t brick, const Stats& stats);
-  void record(const std::vector<std::int64_t>& bricks, const std::vector<Stats>& stats);
+  void record(const std::vector<std::int64_t>& bricks, const std::vector<Stats>& stats, bool data_flushed = false);
   // Flushes the partial file's data written on this node (sync on).
   void flush_data();
 
