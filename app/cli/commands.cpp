@@ -13,6 +13,7 @@
 #include "volseg/datasets/generate.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/format.hpp"
+#include "volseg/io/nrrd.hpp"
 #include "volseg/io/registry.hpp"
 #include "volseg/io/trace.hpp"
 #include "volseg/trace_report/trace_report.hpp"
@@ -227,6 +228,7 @@ void Commands::run_generate() {
   if (g.endian != "little" && g.endian != "big") throw Error("unknown byte order '" + g.endian + "' (little or big)");
   info.byte_order = g.endian == "little" ? io::ByteOrder::little : io::ByteOrder::big;
   info.dims = segment::parse_shape(g.dims);
+  io::check_volume_size(info.dims, info.dtype, "--dims " + g.dims);
   datasets::FieldSpec spec{datasets::parse_field(g.field), g.shell_width, g.seed};
   info.variable = g.variable.empty() ? g.field : g.variable;
   info.attributes["field"] = g.field;
@@ -241,7 +243,18 @@ void Commands::run_generate() {
   auto hint_list = g.hints;
   hint_list.insert(hint_list.end(), writing.hints.begin(), writing.hints.end());
   const io::Hints hints = io::Hints::parse(hint_list);
-  if (!g.trace.empty()) io::trace::enable(comm_);
+  if (!g.trace.empty()) {  // as segment's: never over the volume, nor an existing file without --force
+    namespace fs = std::filesystem;
+    std::vector<std::string> outputs{g.path};
+    if (fs::path(g.path).extension() == ".nhdr") outputs.push_back(io::data_path_for_header(g.path));
+    std::error_code ec;
+    for (const auto& output : outputs)
+      if (fs::weakly_canonical(g.trace, ec) == fs::weakly_canonical(output, ec))
+        throw Error("trace " + g.trace + " would overwrite the volume's " + output);
+    if (fs::is_directory(g.trace)) throw Error("trace " + g.trace + " is a directory");
+    if (!g.force && fs::exists(g.trace)) throw Error(g.trace + " exists (use --force to replace it)");
+    io::trace::enable(comm_);
+  }
   auto writer = io::create_writer(writing.backend, {g.path, info, g.force}, comm_, hints);
   auto progress = g.quiet ? segment::ProgressMode::none : segment::parse_progress_mode(g.progress);
   datasets::generate(comm_, spec, *writer, progress);
@@ -269,6 +282,9 @@ void Commands::run_segment() {
   o.report = segment_report_;
   o.input_hints = selection_hints(segment_variable_, segment_time_);
   o.input_hints.insert(o.input_hints.end(), segment_input_hints_.begin(), segment_input_hints_.end());
+  if (segment_pyramid_ && !segment_pyramid_dir_.empty() && std::filesystem::exists(segment_pyramid_dir_) &&
+      !std::filesystem::is_directory(segment_pyramid_dir_))  // refused before the job, not after it
+    throw Error("--pyramid-dir " + segment_pyramid_dir_ + " exists and is not a directory");
   SchedulerSignals signals;
   o.interrupt = &signals.received();
   auto result = segment::run_segment(comm_, o);

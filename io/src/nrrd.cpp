@@ -228,6 +228,7 @@ NrrdHeader parse_nrrd(const std::string& text, const std::string& header_path) {
   if (!dtype) throw Error(path + ": malformed NRRD header: no type");
   if (!have_sizes) throw Error(path + ": malformed NRRD header: no sizes");
   info.dtype = *dtype;
+  check_volume_size(info.dims, info.dtype, path + ": sizes");
   if (!have_endian && dtype_size(info.dtype) > 1) throw Error(path + ": malformed NRRD header: no endian");
   if (!detached) {
     if (data_start == std::string::npos) throw Error(path + ": malformed NRRD header: no data file and no attached data");

@@ -128,4 +128,17 @@ void check_inside(const Extent& extent, const Index3& dims) {
   }
 }
 
+void check_volume_size(const Index3& dims, DType dtype, const std::string& what) {
+  const auto text = [&] {
+    return std::to_string(dims[2]) + "x" + std::to_string(dims[1]) + "x" + std::to_string(dims[0]);
+  };
+  std::int64_t bytes = static_cast<std::int64_t>(dtype_size(dtype));
+  for (int a = 0; a < 3; ++a) {
+    if (dims[a] <= 0) throw Error(what + ": a volume of " + text() + " voxels has an empty axis");
+    if (__builtin_mul_overflow(bytes, dims[a], &bytes))
+      throw Error(what + ": a volume of " + text() + " " + std::string(dtype_name(dtype)) +
+                  " voxels is more than 2^63 bytes");
+  }
+}
+
 }  // namespace volseg::io

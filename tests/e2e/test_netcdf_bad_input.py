@@ -70,10 +70,9 @@ class BadInput(Base):
             name = self.write("ten-%s.nc" % fmt, self.source_bytes(fmt)[:10])
             self.expect_error(self.segment_args(name), re.escape(name))
 
-    # BUG: a CDF file cut short of its variable's data (here to half) is
-    # segmented without an error: volseg exits 0 and writes a mask of the
-    # missing half as if it were zeros (the NRRD reader refuses a data file
-    # shorter than its header says; the NetCDF readers do not check).
+    # A CDF file cut short of its variable's data (here to half): refused as
+    # truncated, as the NRRD reader refuses a data file shorter than its
+    # header says (it used to be segmented, the missing half read as zeros).
     def test_truncated_to_half(self):
         for fmt in ("cdf2", "cdf5"):
             data = self.source_bytes(fmt)

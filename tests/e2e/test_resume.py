@@ -273,6 +273,24 @@ class Resume(unittest.TestCase):
         self.assertIn("resumed: %d of %d bricks" % (done, BRICKS), proc.stdout)
         self.assert_same_raw("batch.raw")
 
+    def test_half_a_pair_is_reclaimed(self):
+        """A journal without its partial file (a job that died between its
+        commit and removing its journal), or a partial file without a
+        journal, is an earlier job's leftover: the next run removes it."""
+        for lost in ("partial", "journal"):
+            with self.subTest(lost=lost):
+                out = "half%s.nhdr" % lost
+                proc = self.start_slow(out, 2, ("--backend", "posix"))
+                proc.send_signal(signal.SIGUSR1)
+                proc.communicate(timeout=60)
+                self.assert_left_partial(out, "half%s.raw" % lost)
+                os.remove(self.path(partial_path("half%s.raw" % lost) if lost == "partial" else journal_path(out)))
+                proc = self.segment(out, 3)
+                e.check_ok(self, proc)
+                self.assertNotIn("resumed:", proc.stdout)
+                self.assert_same_raw("half%s.raw" % lost)
+                self.assertEqual([n for n in os.listdir(self.dir) if "half" in n and n.startswith(".")], [])
+
     def test_netcdf4_is_refused_with_its_reason(self):
         proc = self.segment("n4.nc", 2, ("--format", "netcdf4", "--resume"))
         self.assertEqual(proc.returncode, 1)

@@ -246,11 +246,17 @@ Journal::Journal(const Comm& comm, const JournalRequest& request)
     remove_file(path_);
     fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd_ < 0) throw_errno("create", path_);
-    write_exactly(fd_, text.data(), text.size(), 0, path_);
-    if (::ftruncate(fd_, static_cast<off_t>(header_size_ + static_cast<std::uint64_t>(bricks_) * sizeof(Record))) != 0)
-      throw_errno("size", path_);
-    if (sync_ && ::fdatasync(fd_) != 0) throw_errno("fdatasync", path_);
-    if (sync_) sync_folder(path_);
+    try {
+      write_exactly(fd_, text.data(), text.size(), 0, path_);
+      if (::ftruncate(fd_, static_cast<off_t>(header_size_ + static_cast<std::uint64_t>(bricks_) * sizeof(Record))) != 0)
+        throw_errno("size", path_);
+      if (sync_ && ::fdatasync(fd_) != 0) throw_errno("fdatasync", path_);
+      if (sync_) sync_folder(path_);
+    } catch (...) {
+      ::close(std::exchange(fd_, -1));
+      ::unlink(path_.c_str());  // a journal that is not whole is no one's
+      throw;
+    }
   });
   check_mpi(MPI_Bcast(&reopen, 1, MPI_INT, 0, comm_.get()), "MPI_Bcast");
   reopen_ = reopen != 0;

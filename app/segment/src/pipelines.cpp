@@ -34,7 +34,9 @@ void brick_done(Job& job, const io::Extent& extent, bool may_stop = true) {
   ++job.times.bricks;
   job.progress.advance(1, input_bytes(job, extent));
   if (!may_stop) return;
-  if (const int signal = job.interrupt ? job.interrupt->load() : 0) throw Interrupted(signal);
+  // A rank whose last brick is done has nothing left to keep for later.
+  const bool last = static_cast<std::size_t>(job.times.bricks) == job.bricks.size();
+  if (const int signal = job.interrupt && !last ? job.interrupt->load() : 0) throw Interrupted(signal);
   if (job.stop.requested()) throw Cancelled();
 }
 

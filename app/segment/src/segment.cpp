@@ -64,6 +64,7 @@ void check_side_output(const std::string& path, const std::string& what, const S
   } catch (const Error&) {
     throw Error(what + " " + path + " would overwrite the input, the mask or the report");
   }
+  if (fs::is_directory(path)) throw Error(what + " " + path + " is a directory");  // before the job, not after
   if (!options.force && fs::exists(path)) throw Error(path + " exists (use --force to replace it)");
   fs::path folder = fs::path(path).parent_path();
   if (folder.empty()) folder = ".";

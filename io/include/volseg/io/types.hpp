@@ -45,6 +45,9 @@ struct Extent {
 std::string to_string(const Extent& extent);
 // Throws volseg::Error when the extent is not inside dims.
 void check_inside(const Extent& extent, const Index3& dims);
+// Throws volseg::Error ("WHAT: ...") unless every axis is positive and the
+// volume's bytes fit a signed 64-bit count (files, offsets, MPI_Offset).
+void check_volume_size(const Index3& dims, DType dtype, const std::string& what);
 
 struct VolumeInfo {
   Index3 dims{0, 0, 0};
