@@ -115,11 +115,16 @@ class PnetcdfReader final : public VolumeReader {
   PnetcdfReader(const std::string& path, const Comm& comm, Options options)
       : comm_(comm.duplicate()), path_(path), options_(std::move(options)) {
     MpiInfo info(options_.library_hints);
-    collectively(comm_, [&] {
-      trace::Span span(trace::Op::open);  // the open and the header's inquiries
-      check_nc(ncmpi_open(comm_.get(), path.c_str(), NC_NOWRITE, info.get(), &ncid_), path);
-      describe();
-    });
+    trace::Span span(trace::Op::open);  // the open and the header's inquiries
+    collectively(comm_, [&] { check_nc(ncmpi_open(comm_.get(), path.c_str(), NC_NOWRITE, info.get(), &ncid_), path); });
+    try {
+      collectively(comm_, [&] { describe(); });
+    } catch (...) {
+      // A refused file is closed too (by every rank: all opened it), or a
+      // long-lived process (the GUI) runs out of descriptors and PnetCDF ids.
+      ncmpi_close(std::exchange(ncid_, -1));
+      throw;
+    }
   }
   ~PnetcdfReader() override {
     if (ncid_ >= 0) ncmpi_close(ncid_);
@@ -541,10 +546,13 @@ class PnetcdfWriter final : public VolumeWriter {
 static std::vector<std::string> list_variables(const std::string& path, const Comm& comm) {
   std::vector<std::string> lines;
   int ncid = -1;
-  collectively(comm, [&] {
-    check_nc(ncmpi_open(comm.get(), path.c_str(), NC_NOWRITE, MPI_INFO_NULL, &ncid), path);
-    lines = netcdf::listing<PnetcdfApi>(ncid, path);
-  });
+  collectively(comm, [&] { check_nc(ncmpi_open(comm.get(), path.c_str(), NC_NOWRITE, MPI_INFO_NULL, &ncid), path); });
+  try {
+    collectively(comm, [&] { lines = netcdf::listing<PnetcdfApi>(ncid, path); });
+  } catch (...) {
+    ncmpi_close(ncid);  // a refused file is closed too
+    throw;
+  }
   collectively(comm, [&] { check_nc(ncmpi_close(ncid), "close " + path); });
   return lines;
 }
