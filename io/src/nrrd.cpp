@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <sstream>
 #include <vector>
 
@@ -234,6 +235,15 @@ NrrdHeader parse_nrrd(const std::string& text, const std::string& header_path) {
     header.data_path = header_path;
     header.byte_skip += data_start;
   }
+  // Sizes that no file holds would overflow the data's size, and with it the
+  // reader's check of the data file's length.
+  const std::string sizes = std::to_string(info.dims[2]) + " " + std::to_string(info.dims[1]) + " " +
+                            std::to_string(info.dims[0]) + " of " + std::string(dtype_name(info.dtype));
+  if (!fits_in_a_file(info.dims, info.dtype))
+    throw Error(path + ": malformed NRRD header: sizes " + sizes + " describe more bytes than a file holds");
+  if (header.byte_skip > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) - info.bytes())
+    throw Error(path + ": malformed NRRD header: byte skip " + std::to_string(header.byte_skip) + " and sizes " +
+                sizes + " end past the largest file size");
   return header;
 }
 

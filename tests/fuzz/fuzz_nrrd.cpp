@@ -24,8 +24,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const volseg::Error&) {
     return 0;
   }
-  // The reader's size check: byte skip + data size may not wrap.
+  // The reader's size check: byte skip + data size, neither of which may wrap.
   const VolumeInfo& info = header.info;
+  if (!fits_in_a_file(info.dims, info.dtype)) volseg::fuzz::invariant_broken("the data's size wraps around");
   if (header.byte_skip + info.bytes() < header.byte_skip)
     volseg::fuzz::invariant_broken("byte skip + size wraps around");
   (void)describe("fuzz/volume.nhdr", FileFormat::raw, "posix", info);
