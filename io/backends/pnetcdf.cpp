@@ -25,6 +25,7 @@
 #include "mpi_support.hpp"
 #include "cdf_placement.hpp"
 #include "netcdf/catalog.hpp"
+#include "netcdf/cdf_header.hpp"
 #include "netcdf/conventions.hpp"
 #include "raw/raw_volume.hpp"
 #include "volseg/io/error.hpp"
@@ -116,6 +117,9 @@ class PnetcdfReader final : public VolumeReader {
       : comm_(comm.duplicate()), path_(path), options_(std::move(options)) {
     MpiInfo info(options_.library_hints);
     trace::Span span(trace::Op::open);  // the open and the header's inquiries
+    collectively(comm_, [&] {
+      if (comm_.rank() == 0) netcdf::refuse_header_past_end(path);
+    });
     collectively(comm_, [&] { check_nc(ncmpi_open(comm_.get(), path.c_str(), NC_NOWRITE, info.get(), &ncid_), path); });
     try {
       collectively(comm_, [&] { describe(); });
@@ -546,6 +550,9 @@ class PnetcdfWriter final : public VolumeWriter {
 static std::vector<std::string> list_variables(const std::string& path, const Comm& comm) {
   std::vector<std::string> lines;
   int ncid = -1;
+  collectively(comm, [&] {
+    if (comm.rank() == 0) netcdf::refuse_header_past_end(path);
+  });
   collectively(comm, [&] { check_nc(ncmpi_open(comm.get(), path.c_str(), NC_NOWRITE, MPI_INFO_NULL, &ncid), path); });
   try {
     collectively(comm, [&] { lines = netcdf::listing<PnetcdfApi>(ncid, path); });

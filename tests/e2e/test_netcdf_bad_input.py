@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 """NetCDF bad input: one clear error line, a non-zero exit, nothing left behind."""
 import os
+import resource
+import struct
 import sys
 import unittest
 
@@ -92,6 +94,27 @@ class BadInput(Base):
             with self.subTest(format=fmt, field=what):
                 self.assertNotEqual(tool(self, ["ncdump", "-h", self.path(name)], ok=False).returncode, 0)
                 self.expect_error(self.segment_args(name), re.escape(name))
+
+    def test_attribute_longer_than_the_file(self):
+        """The attribute 'field' claims 2^31 - 1 doubles (16 GiB) in a file
+        of a few hundred bytes. PnetCDF reads a header past the end of its
+        file as zeros, and allocated and filled what an attribute claims
+        before refusing the file (6.2 GiB and 21 s for a 790-byte file found
+        by fuzz_netcdf; this test took 3 min 47 s and failed). Now refused
+        before PnetCDF reads it, by segment and by info (which lists the
+        variables first)."""
+        for fmt, count in (("cdf2", ">I"), ("cdf5", ">Q")):
+            data = bytearray(self.source_bytes(fmt))
+            at = data.index(b"field\0\0\0") + 8  # after the name: nc_type, then nelems
+            data[at:at + 4] = struct.pack(">I", 6)  # NC_DOUBLE
+            data[at + 4:at + 4 + struct.calcsize(count)] = struct.pack(count, 0x7FFFFFFF)
+            name = self.write("long-attribute-%s.nc" % fmt, bytes(data))
+            pattern = re.escape(name) + ": damaged NetCDF header: attribute values at byte [0-9]+ run past the end"
+            self.expect_error(self.segment_args(name), pattern)
+            for n in (1, 2):
+                self.assert_clean_failure(e.run(["info", name], ranks=n, mpi=n > 1, cwd=self.work), pattern)
+        peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        self.assertLess(peak_kib, 1 << 20, "a run of volseg took %d KiB" % peak_kib)
 
     def flat_cdl(self):
         return """netcdf flat {
