@@ -280,16 +280,20 @@ class PnetcdfReader final : public VolumeReader {
     check_nc(ncmpi_inq_unlimdim(ncid_, &record_dim), path_);
     std::vector<int> dim_ids(variable.dim_lengths.size());
     check_nc(ncmpi_inq_vardimid(ncid_, varid_, dim_ids.data()), path_);
-    MPI_Offset slab = static_cast<MPI_Offset>(dtype_size(dtype));
     const bool record = record_dim >= 0 && !dim_ids.empty() && dim_ids[0] == record_dim;
-    for (std::size_t a = record ? 1 : 0; a < variable.dim_lengths.size(); ++a) slab *= variable.dim_lengths[a];
-    MPI_Offset end = begin + slab;
     MPI_Offset record_size = 0;
-    if (record) {
-      check_nc(ncmpi_inq_recsize(ncid_, &record_size), path_);
-      const auto records = variable.dim_lengths[0];
-      end = records == 0 ? begin : begin + (records - 1) * record_size + slab;
-    }
+    if (record) check_nc(ncmpi_inq_recsize(ncid_, &record_size), path_);
+    // The end of the last record (or of the variable), checked: the counts
+    // of a damaged header can describe more bytes than a file holds.
+    MPI_Offset slab = static_cast<MPI_Offset>(dtype_size(dtype)), end = begin, earlier = 0;
+    bool too_large = false;
+    for (std::size_t a = record ? 1 : 0; a < variable.dim_lengths.size(); ++a)
+      too_large |= __builtin_mul_overflow(slab, variable.dim_lengths[a], &slab);
+    if (const std::int64_t records = record ? variable.dim_lengths[0] : 1; records > 0)
+      too_large |= __builtin_mul_overflow(records - 1, record_size, &earlier) ||
+                   __builtin_add_overflow(end, earlier, &end) || __builtin_add_overflow(end, slab, &end);
+    if (too_large)
+      throw Error(path_ + ": variable " + variable.name + " has more bytes than a file holds (a damaged header)");
     struct stat st{};
     if (::stat(path_.c_str(), &st) != 0) throw_errno("stat", path_);
     if (st.st_size < end)

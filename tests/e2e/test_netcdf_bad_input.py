@@ -178,6 +178,30 @@ data:
             self.expect_error(self.segment_args(name, "--time", "3"), "--time 3 is past the last step 2")
             self.expect_error(self.segment_args(name, "--time", "-1"), "time")
 
+    def test_record_count_past_any_file(self):
+        """A CDF-5 header whose record count (2^59 + 2 records of 112 bytes)
+        describes more bytes than a file holds. The end of the last record
+        overflowed (found by fuzz_netcdf): the file was accepted, and reading
+        a late record failed inside MPI-IO."""
+        text = """netcdf record {
+dimensions: time = UNLIMITED ; z = 2 ; y = 3 ; x = 4 ;
+variables:
+  ushort temp(time, z, y, x) ;
+  double pressure(z, y, x) ;
+data:
+  temp = %s ;
+}
+""" % ", ".join(str(v) for v in range(48))
+        with open(self.path("records.cdl"), "w") as f:
+            f.write(text)
+        tool(self, ["ncgen", "-b", *NCGEN_KIND["cdf5"], "-o", self.path("records.nc"), self.path("records.cdl")])
+        with open(self.path("records.nc"), "rb") as f:
+            data = bytearray(f.read())
+        data[4:12] = struct.pack(">Q", 2 ** 59 + 2)  # numrecs, after the magic number
+        name = self.write("many-records.nc", bytes(data))
+        pattern = re.escape(name) + ": variable temp has more bytes than a file holds"
+        self.expect_error(self.segment_args(name, "--var", "temp", "--time", "0"), pattern)
+
     def test_hdf5_netcdf_cannot_read(self):
         if h5py is None:
             self.skipTest("python3-h5py is not installed")
