@@ -24,6 +24,8 @@ packages=(
   libcli11-dev nlohmann-json3-dev liburing-dev
   # measurement
   time
+  # fuzzing (VOLSEG_FUZZ: libFuzzer targets built with clang)
+  clang-14 libfuzzer-14-dev
 )
 
 missing=()

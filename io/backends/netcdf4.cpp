@@ -138,16 +138,24 @@ class Netcdf4Reader final : public VolumeReader {
       : comm_(comm.duplicate()), path_(path), options_(std::move(options)) {
     check_parallel_netcdf();
     MpiInfo info(options_.library_hints);
-    collectively(comm_, [&] {
-      trace::Span span(trace::Op::open);  // the open and the metadata's inquiries
-      check_nc(nc_open_par(path.c_str(), NC_NOWRITE, comm_.get(), info.get(), &ncid_), "open " + path);
-      describe();
-      int status = nc_var_par_access(ncid_, varid_, options_.independent ? NC_INDEPENDENT : NC_COLLECTIVE);
-      if (status != NC_NOERR && options_.independent && has_filters())
-        throw Error(path + ": variable " + info_.variable +
-                    " is compressed, and HDF5 reads compressed data only collectively (drop access=independent)");
-      check_nc(status, path);
-    });
+    trace::Span span(trace::Op::open);  // the open and the metadata's inquiries
+    collectively(comm_,
+                 [&] { check_nc(nc_open_par(path.c_str(), NC_NOWRITE, comm_.get(), info.get(), &ncid_), "open " + path); });
+    try {
+      collectively(comm_, [&] {
+        describe();
+        int status = nc_var_par_access(ncid_, varid_, options_.independent ? NC_INDEPENDENT : NC_COLLECTIVE);
+        if (status != NC_NOERR && options_.independent && has_filters())
+          throw Error(path + ": variable " + info_.variable +
+                      " is compressed, and HDF5 reads compressed data only collectively (drop access=independent)");
+        check_nc(status, path);
+      });
+    } catch (...) {
+      // A refused file is closed too (by every rank: all opened it), or a
+      // long-lived process (the GUI) runs out of descriptors.
+      nc_close(std::exchange(ncid_, -1));
+      throw;
+    }
   }
   ~Netcdf4Reader() override {
     if (ncid_ >= 0) nc_close(ncid_);
@@ -405,10 +413,13 @@ static std::vector<std::string> list_variables(const std::string& path, const Co
   check_parallel_netcdf();
   std::vector<std::string> lines;
   int ncid = -1;
-  collectively(comm, [&] {
-    check_nc(nc_open_par(path.c_str(), NC_NOWRITE, comm.get(), MPI_INFO_NULL, &ncid), path);
-    lines = netcdf::listing<NetcdfApi>(ncid, path);
-  });
+  collectively(comm, [&] { check_nc(nc_open_par(path.c_str(), NC_NOWRITE, comm.get(), MPI_INFO_NULL, &ncid), path); });
+  try {
+    collectively(comm, [&] { lines = netcdf::listing<NetcdfApi>(ncid, path); });
+  } catch (...) {
+    nc_close(ncid);  // a refused file is closed too
+    throw;
+  }
   collectively(comm, [&] { check_nc(nc_close(ncid), "close " + path); });
   return lines;
 }

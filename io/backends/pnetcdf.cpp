@@ -25,6 +25,7 @@
 #include "mpi_support.hpp"
 #include "cdf_placement.hpp"
 #include "netcdf/catalog.hpp"
+#include "netcdf/cdf_header.hpp"
 #include "netcdf/conventions.hpp"
 #include "raw/raw_volume.hpp"
 #include "volseg/io/error.hpp"
@@ -117,11 +118,20 @@ class PnetcdfReader final : public VolumeReader {
   PnetcdfReader(const std::string& path, const Comm& comm, Options options)
       : comm_(comm.duplicate()), path_(path), options_(std::move(options)) {
     MpiInfo info(options_.library_hints);
+    trace::Span span(trace::Op::open);  // the open and the header's inquiries
     collectively(comm_, [&] {
-      trace::Span span(trace::Op::open);  // the open and the header's inquiries
-      check_nc(ncmpi_open(comm_.get(), path.c_str(), NC_NOWRITE, info.get(), &ncid_), "open " + path);
-      describe();
+      if (comm_.rank() == 0) netcdf::refuse_header_past_end(path);
     });
+    collectively(comm_,
+                 [&] { check_nc(ncmpi_open(comm_.get(), path.c_str(), NC_NOWRITE, info.get(), &ncid_), "open " + path); });
+    try {
+      collectively(comm_, [&] { describe(); });
+    } catch (...) {
+      // A refused file is closed too (by every rank: all opened it), or a
+      // long-lived process (the GUI) runs out of descriptors and PnetCDF ids.
+      ncmpi_close(std::exchange(ncid_, -1));
+      throw;
+    }
   }
   ~PnetcdfReader() override {
     if (ncid_ >= 0) ncmpi_close(ncid_);
@@ -273,16 +283,20 @@ class PnetcdfReader final : public VolumeReader {
     check_nc(ncmpi_inq_unlimdim(ncid_, &record_dim), path_);
     std::vector<int> dim_ids(variable.dim_lengths.size());
     check_nc(ncmpi_inq_vardimid(ncid_, varid_, dim_ids.data()), path_);
-    MPI_Offset slab = static_cast<MPI_Offset>(dtype_size(dtype));
     const bool record = record_dim >= 0 && !dim_ids.empty() && dim_ids[0] == record_dim;
-    for (std::size_t a = record ? 1 : 0; a < variable.dim_lengths.size(); ++a) slab *= variable.dim_lengths[a];
-    MPI_Offset end = begin + slab;
     MPI_Offset record_size = 0;
-    if (record) {
-      check_nc(ncmpi_inq_recsize(ncid_, &record_size), path_);
-      const auto records = variable.dim_lengths[0];
-      end = records == 0 ? begin : begin + (records - 1) * record_size + slab;
-    }
+    if (record) check_nc(ncmpi_inq_recsize(ncid_, &record_size), path_);
+    // The end of the last record (or of the variable), checked: the counts
+    // of a damaged header can describe more bytes than a file holds.
+    MPI_Offset slab = static_cast<MPI_Offset>(dtype_size(dtype)), end = begin, earlier = 0;
+    bool too_large = false;
+    for (std::size_t a = record ? 1 : 0; a < variable.dim_lengths.size(); ++a)
+      too_large |= __builtin_mul_overflow(slab, variable.dim_lengths[a], &slab);
+    if (const std::int64_t records = record ? variable.dim_lengths[0] : 1; records > 0)
+      too_large |= __builtin_mul_overflow(records - 1, record_size, &earlier) ||
+                   __builtin_add_overflow(end, earlier, &end) || __builtin_add_overflow(end, slab, &end);
+    if (too_large)
+      throw Error(path_ + ": variable " + variable.name + " has more bytes than a file holds (a damaged header)");
     struct stat st{};
     if (::stat(path_.c_str(), &st) != 0) throw_errno("stat", path_);
     if (st.st_size < end)
@@ -601,9 +615,15 @@ static std::vector<std::string> list_variables(const std::string& path, const Co
   std::vector<std::string> lines;
   int ncid = -1;
   collectively(comm, [&] {
-    check_nc(ncmpi_open(comm.get(), path.c_str(), NC_NOWRITE, MPI_INFO_NULL, &ncid), path);
-    lines = netcdf::listing<PnetcdfApi>(ncid, path);
+    if (comm.rank() == 0) netcdf::refuse_header_past_end(path);
   });
+  collectively(comm, [&] { check_nc(ncmpi_open(comm.get(), path.c_str(), NC_NOWRITE, MPI_INFO_NULL, &ncid), path); });
+  try {
+    collectively(comm, [&] { lines = netcdf::listing<PnetcdfApi>(ncid, path); });
+  } catch (...) {
+    ncmpi_close(ncid);  // a refused file is closed too
+    throw;
+  }
   collectively(comm, [&] { check_nc(ncmpi_close(ncid), "close " + path); });
   return lines;
 }

@@ -3,6 +3,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <limits>
 
 #include "volseg/io/error.hpp"
 
@@ -63,6 +64,8 @@ std::int64_t Hints::get_size(const std::string& key, std::int64_t fallback) cons
   else if (suffix == "G" || suffix == "GiB") scale = 1LL << 30;
   else ec = std::errc::invalid_argument;
   if (ec != std::errc() || number < 0) throw Error("hint " + key + "=" + *value + ": not a size (e.g. 4096, 16M)");
+  if (number > std::numeric_limits<std::int64_t>::max() / scale)
+    throw Error("hint " + key + "=" + *value + ": too large (at most 2^63 - 1 bytes)");
   return number * scale;
 }
 

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <sstream>
 #include <vector>
 
@@ -228,13 +229,21 @@ NrrdHeader parse_nrrd(const std::string& text, const std::string& header_path) {
   if (!dtype) throw Error(path + ": malformed NRRD header: no type");
   if (!have_sizes) throw Error(path + ": malformed NRRD header: no sizes");
   info.dtype = *dtype;
-  check_volume_size(info.dims, info.dtype, path + ": sizes");
   if (!have_endian && dtype_size(info.dtype) > 1) throw Error(path + ": malformed NRRD header: no endian");
   if (!detached) {
     if (data_start == std::string::npos) throw Error(path + ": malformed NRRD header: no data file and no attached data");
     header.data_path = header_path;
     header.byte_skip += data_start;
   }
+  // Sizes that no file holds would overflow the data's size, and with it the
+  // reader's check of the data file's length.
+  const std::string sizes = std::to_string(info.dims[2]) + " " + std::to_string(info.dims[1]) + " " +
+                            std::to_string(info.dims[0]) + " of " + std::string(dtype_name(info.dtype));
+  if (!fits_in_a_file(info.dims, info.dtype))
+    throw Error(path + ": malformed NRRD header: sizes " + sizes + " describe more bytes than a file holds");
+  if (header.byte_skip > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) - info.bytes())
+    throw Error(path + ": malformed NRRD header: byte skip " + std::to_string(header.byte_skip) + " and sizes " +
+                sizes + " end past the largest file size");
   return header;
 }
 

@@ -111,6 +111,15 @@ ByteOrder native_byte_order() {
 
 std::string_view byte_order_name(ByteOrder order) { return order == ByteOrder::little ? "little" : "big"; }
 
+bool fits_in_a_file(const Index3& dims, DType dtype) {
+  auto bytes = static_cast<std::int64_t>(dtype_size(dtype));
+  for (const std::int64_t n : dims) {
+    if (n < 0 || (n > 0 && bytes > std::numeric_limits<std::int64_t>::max() / n)) return false;
+    bytes *= n;
+  }
+  return true;
+}
+
 std::string to_string(const Extent& extent) {
   std::string text(1, '[');
   for (int a = 0; a < 3; ++a) {

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 """NetCDF bad input: one clear error line, a non-zero exit, nothing left behind."""
 import os
+import resource
+import struct
 import sys
 import unittest
 
@@ -92,6 +94,27 @@ class BadInput(Base):
                 self.assertNotEqual(tool(self, ["ncdump", "-h", self.path(name)], ok=False).returncode, 0)
                 self.expect_error(self.segment_args(name), re.escape(name))
 
+    def test_attribute_longer_than_the_file(self):
+        """The attribute 'field' claims 2^31 - 1 doubles (16 GiB) in a file
+        of a few hundred bytes. PnetCDF reads a header past the end of its
+        file as zeros, and allocated and filled what an attribute claims
+        before refusing the file (6.2 GiB and 21 s for a 790-byte file found
+        by fuzz_netcdf; this test took 3 min 47 s and failed). Now refused
+        before PnetCDF reads it, by segment and by info (which lists the
+        variables first)."""
+        for fmt, count in (("cdf2", ">I"), ("cdf5", ">Q")):
+            data = bytearray(self.source_bytes(fmt))
+            at = data.index(b"field\0\0\0") + 8  # after the name: nc_type, then nelems
+            data[at:at + 4] = struct.pack(">I", 6)  # NC_DOUBLE
+            data[at + 4:at + 4 + struct.calcsize(count)] = struct.pack(count, 0x7FFFFFFF)
+            name = self.write("long-attribute-%s.nc" % fmt, bytes(data))
+            pattern = re.escape(name) + ": damaged NetCDF header: attribute values at byte [0-9]+ run past the end"
+            self.expect_error(self.segment_args(name), pattern)
+            for n in (1, 2):
+                self.assert_clean_failure(e.run(["info", name], ranks=n, mpi=n > 1, cwd=self.work), pattern)
+        peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        self.assertLess(peak_kib, 1 << 20, "a run of volseg took %d KiB" % peak_kib)
+
     def flat_cdl(self):
         return """netcdf flat {
 dimensions: y = 3 ; x = 4 ;
@@ -153,6 +176,30 @@ data:
             self.expect_error(self.segment_args(name), "3 steps.*--time 0..2")
             self.expect_error(self.segment_args(name, "--time", "3"), "--time 3 is past the last step 2")
             self.expect_error(self.segment_args(name, "--time", "-1"), "time")
+
+    def test_record_count_past_any_file(self):
+        """A CDF-5 header whose record count (2^59 + 2 records of 112 bytes)
+        describes more bytes than a file holds. The end of the last record
+        overflowed (found by fuzz_netcdf): the file was accepted, and reading
+        a late record failed inside MPI-IO."""
+        text = """netcdf record {
+dimensions: time = UNLIMITED ; z = 2 ; y = 3 ; x = 4 ;
+variables:
+  ushort temp(time, z, y, x) ;
+  double pressure(z, y, x) ;
+data:
+  temp = %s ;
+}
+""" % ", ".join(str(v) for v in range(48))
+        with open(self.path("records.cdl"), "w") as f:
+            f.write(text)
+        tool(self, ["ncgen", "-b", *NCGEN_KIND["cdf5"], "-o", self.path("records.nc"), self.path("records.cdl")])
+        with open(self.path("records.nc"), "rb") as f:
+            data = bytearray(f.read())
+        data[4:12] = struct.pack(">Q", 2 ** 59 + 2)  # numrecs, after the magic number
+        name = self.write("many-records.nc", bytes(data))
+        pattern = re.escape(name) + ": variable temp has more bytes than a file holds"
+        self.expect_error(self.segment_args(name, "--var", "temp", "--time", "0"), pattern)
 
     def test_hdf5_netcdf_cannot_read(self):
         if h5py is None:

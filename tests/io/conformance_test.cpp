@@ -314,6 +314,26 @@ TEST_F(Conformance, AbandonedOutputLeavesNothingBehind) {
   EXPECT_FALSE(std::filesystem::exists(path("abandoned")));
 }
 
+// A reader that refuses a file after opening it closes it again: a
+// long-lived process (the GUI) that meets many bad files must not run out of
+// descriptors. NetCDF readers refuse a variable the file lacks, raw ones a
+// data file shorter than its header says.
+TEST_F(Conformance, RefusedInputIsClosed) {
+  auto open_descriptors = [] { return std::distance(std::filesystem::directory_iterator("/proc/self/fd"), {}); };
+  const std::string file = path("refused");
+  write_volume(file, DType::f32, ByteOrder::little);
+  Hints hints = backend_hints();
+  if (builtin_registry().get(backend_).list_variables) {
+    hints.set("var", "no_such_variable");
+  } else if (comm_.rank() == 0) {
+    std::filesystem::resize_file(data_path_for_header(file), 100);
+  }
+  comm_.barrier();
+  const auto before = open_descriptors();
+  for (int attempt = 0; attempt < 3; ++attempt) EXPECT_THROW(open_reader(backend_, file, comm_, hints), Error);
+  EXPECT_EQ(open_descriptors(), before);
+}
+
 TEST_F(Conformance, UnknownHintIsRefused) {
   Hints hints = Hints::parse({"no_such_hint=1"});
   EXPECT_THROW(open_reader(backend_, path("whatever"), comm_, hints), Error);

@@ -37,3 +37,17 @@ TEST(Hints, MalformedInputIsRefused) {
   EXPECT_THROW(hints.get_size("s", 0), Error);
   EXPECT_THROW(hints.get_bool("b", false), Error);
 }
+
+// Found by fuzz_hints: the scaled size overflowed (undefined behaviour).
+TEST(Hints, SizeTooLargeIsRefused) {
+  Hints hints = Hints::parse({"a=9223372036854GiB", "b=8589934591G", "c=8589934592G", "d=9223372036854775807"});
+  try {
+    hints.get_size("a", 0);
+    FAIL() << "an overflowing size was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "hint a=9223372036854GiB: too large (at most 2^63 - 1 bytes)");
+  }
+  EXPECT_EQ(hints.get_size("b", 0), 8589934591LL << 30);
+  EXPECT_THROW(hints.get_size("c", 0), Error);
+  EXPECT_EQ(hints.get_size("d", 0), 9223372036854775807LL);
+}

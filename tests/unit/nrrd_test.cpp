@@ -105,3 +105,26 @@ TEST(Nrrd, OriginAndSpaceDirections) {
                           "v.nhdr"),
                Error);
 }
+
+// Met while writing fuzz_nrrd's size invariant (UBSan stops the target on
+// the first input): sizes whose product overflowed 64 bits (undefined
+// behaviour), or wrapped the data's byte size around to a small number
+// that a short data file would then match.
+TEST(Nrrd, RefusesSizesNoFileHolds) {
+  auto header = [](const std::string& type, const std::string& sizes, const std::string& skip) {
+    return "NRRD0004\ntype: " + type + "\ndimension: 3\nsizes: " + sizes + "\nendian: little\nencoding: raw\n" + skip +
+           "data file: d.raw\n";
+  };
+  try {
+    parse_nrrd(header("double", "4294967296 4294967296 4294967296", ""), "x.nhdr");
+    FAIL() << "sizes of 2^96 values were accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "x.nhdr: malformed NRRD header: sizes 4294967296 4294967296 4294967296 of f64 describe more bytes than "
+              "a file holds");
+  }
+  EXPECT_THROW(parse_nrrd(header("double", "2048 2097152 1073741824", ""), "x.nhdr"), Error);  // 2^65 bytes
+  EXPECT_NO_THROW(parse_nrrd(header("uint8", "2048 2097152 1073741823", ""), "x.nhdr"));       // < 2^63 bytes
+  EXPECT_THROW(parse_nrrd(header("uint8", "2048 2097152 1073741823", "byte skip: 9223372036854775807\n"), "x.nhdr"),
+               Error);
+}

@@ -22,8 +22,8 @@ namespace volseg::io::raw {
 void for_each_run(const Index3& dims, const Extent& extent, std::size_t element_size, std::uint64_t base_offset,
                   const std::function<void(std::uint64_t, std::int64_t, std::int64_t)>& fn) {
   if (extent.empty()) return;
-  const auto [nz, ny, nx] = dims;
-  (void)nz;
+  // Not a structured binding: lambdas capture those only from clang 16 on.
+  const std::int64_t ny = dims[1], nx = dims[2];
   const auto& o = extent.offset;
   const auto& c = extent.count;
   auto file_offset = [&](std::int64_t z, std::int64_t y, std::int64_t x) {

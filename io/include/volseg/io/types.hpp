@@ -32,6 +32,11 @@ std::string_view byte_order_name(ByteOrder order);
 
 using Index3 = std::array<std::int64_t, 3>;  // [z, y, x]
 
+// Whether the values of a volume of dims in dtype fit in one file (at most
+// 2^63 - 1 bytes, so that voxels() and bytes() hold them): false for the
+// sizes of a damaged header.
+bool fits_in_a_file(const Index3& dims, DType dtype);
+
 // A box of voxels: offset and count per axis, in file order [z][y][x].
 struct Extent {
   Index3 offset{0, 0, 0};
