@@ -152,7 +152,7 @@ def cases():
              **nc))
     add(Case("pnetcdf", 2, "fsync:eio,rank=1,path={d}/.o.nc.volseg-partial", "error",
              r"fdatasync {d}/\.o\.nc\.volseg-partial: " + EIO, rank=1, **nc))
-    add(Case("pnetcdf", 1, "read:short@3,path={d}/in.nc", "mask", **nc))
+    add(Case("pnetcdf", 1, "read:short@4,path={d}/in.nc", "mask", **nc))  # after the three reads of the open (see docs)
     add(Case("pnetcdf", 4, "write:slow,ms=300,rank=3,path={d}/.o.nc.volseg-partial", "mask", **nc))
     add(Case("pnetcdf", 2, "close:eio,path={d}/.o.nc.volseg-partial", "hang", **nc))  # ROMIO's create: ADIOI_GEN_OpenColl
     nc4 = dict(source="nc4", output="nc4")
