@@ -103,6 +103,14 @@ class Resume(unittest.TestCase):
         proc.kill()
         self.fail("no brick journaled within 60 s")
 
+    def stop_with_signal(self, out, ranks, extra=("--backend", "posix"), faults="write:slow,ms=300"):
+        """A slowed job stopped by SIGUSR1 once it has journaled a brick
+        (mpirun forwards the signal to every rank); returns (status, stderr)."""
+        proc = self.start_slow(out, ranks, extra, faults)
+        proc.send_signal(signal.SIGUSR1)
+        _, stderr = proc.communicate(timeout=60)
+        return proc.returncode, stderr
+
     def assert_left_partial(self, out, data):
         """Nothing at the output's names; the partial file and a journal
         with some but not all bricks. Returns the journaled count."""
@@ -131,10 +139,8 @@ class Resume(unittest.TestCase):
         for first, second in ((2, 3), (3, 1)):
             with self.subTest(first=first, second=second):
                 out = "sig%d.nhdr" % first
-                proc = self.start_slow(out, first, ("--backend", "posix"))
-                proc.send_signal(signal.SIGUSR1)  # mpirun forwards it to every rank
-                _, stderr = proc.communicate(timeout=60)
-                self.assertEqual(proc.returncode, 75, stderr)
+                status, stderr = self.stop_with_signal(out, first)
+                self.assertEqual(status, 75, stderr)
                 lines = [l for l in stderr.splitlines() if l.startswith("volseg:")]
                 self.assertEqual(len(lines), 1, stderr)
                 self.assertRegex(lines[0], r"^volseg: interrupted by SIGUSR1 \(\d+ of 16 bricks done and kept in "
@@ -177,11 +183,9 @@ class Resume(unittest.TestCase):
         out = "c.nc"
         # Collective rounds of one brick each (the two-phase engine writes),
         # each read slowed, so the signal lands between rounds.
-        proc = self.start_slow(out, 2, ("--backend", "posix", "--out-backend", "twophase", "--batch-bytes", "1"),
-                               faults="read:slow,ms=300")
-        proc.send_signal(signal.SIGUSR1)
-        _, stderr = proc.communicate(timeout=60)
-        self.assertEqual(proc.returncode, 75, stderr)
+        status, stderr = self.stop_with_signal(out, 2, ("--backend", "posix", "--out-backend", "twophase",
+                                                        "--batch-bytes", "1"), faults="read:slow,ms=300")
+        self.assertEqual(status, 75, stderr)
         done = self.assert_left_partial(out, out)
         self.resume(out, 3, done, ("--backend", "mpiio", "--out-backend", "pnetcdf"))
         with netCDF4.Dataset(self.path(out)) as a, netCDF4.Dataset(self.path("ref.nc")) as b:
@@ -196,9 +200,7 @@ class Resume(unittest.TestCase):
 
     def test_journal_of_another_job_is_refused(self):
         out = "other.nhdr"
-        proc = self.start_slow(out, 2, ("--backend", "posix"))
-        proc.send_signal(signal.SIGUSR1)
-        proc.communicate(timeout=60)
+        self.stop_with_signal(out, 2)
         done = self.assert_left_partial(out, "other.raw")
         for flag, value, message in (("--lo", "3", r"its lo is 2, this job's is 3"),
                                      ("--brick", "16,48,40", r"its bricks is 16, this job's is 4")):
@@ -223,9 +225,7 @@ class Resume(unittest.TestCase):
 
     def test_torn_record_costs_only_its_brick(self):
         out = "torn.nhdr"
-        proc = self.start_slow(out, 2, ("--backend", "posix"))
-        proc.send_signal(signal.SIGUSR1)
-        proc.communicate(timeout=60)
+        self.stop_with_signal(out, 2)
         done = self.assert_left_partial(out, "torn.raw")
         journal = self.path(journal_path(out))
         slot = journal_slots(journal)[0]
@@ -280,9 +280,7 @@ class Resume(unittest.TestCase):
         for lost in ("partial", "journal"):
             with self.subTest(lost=lost):
                 out = "half%s.nhdr" % lost
-                proc = self.start_slow(out, 2, ("--backend", "posix"))
-                proc.send_signal(signal.SIGUSR1)
-                proc.communicate(timeout=60)
+                self.stop_with_signal(out, 2)
                 self.assert_left_partial(out, "half%s.raw" % lost)
                 os.remove(self.path(partial_path("half%s.raw" % lost) if lost == "partial" else journal_path(out)))
                 proc = self.segment(out, 3)
