@@ -12,6 +12,7 @@
 
 #include "volseg/datasets/generate.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/io/files.hpp"
 #include "volseg/io/format.hpp"
 #include "volseg/io/nrrd.hpp"
 #include "volseg/io/registry.hpp"
@@ -252,7 +253,7 @@ void Commands::run_generate() {
       if (fs::weakly_canonical(g.trace, ec) == fs::weakly_canonical(output, ec))
         throw Error("trace " + g.trace + " would overwrite the volume's " + output);
     if (fs::is_directory(g.trace)) throw Error("trace " + g.trace + " is a directory");
-    if (!g.force && fs::exists(g.trace)) throw Error(g.trace + " exists (use --force to replace it)");
+    if (!g.force && fs::exists(g.trace) && !io::is_stream(g.trace)) throw Error(g.trace + " exists (use --force to replace it)");
     io::trace::enable(comm_);
   }
   auto writer = io::create_writer(writing.backend, {g.path, info, g.force}, comm_, hints);

@@ -18,6 +18,7 @@
 #include <mutex>
 
 #include "volseg/io/error.hpp"
+#include "volseg/io/files.hpp"
 
 namespace volseg::io::trace {
 
@@ -62,38 +63,6 @@ void append_seconds(std::string& out, double seconds) {
   auto [end, ec] = std::to_chars(text, text + sizeof text, seconds, std::chars_format::fixed, 9);
   if (ec != std::errc()) throw Error("trace: cannot format the time " + std::to_string(seconds));
   out.append(text, end);
-}
-
-void write_file(const std::string& path, const std::string& text) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  std::string temp_name(1, '.');  // appended, not "." + ...: gcc 12 warns falsely (-Wrestrict) on that
-  temp_name.append(target.filename().string()).append(".volseg-tmp-").append(std::to_string(::getpid()));
-  const std::string temp = (target.parent_path() / temp_name).string();
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) throw_errno("create trace", path);
-  std::size_t done = 0;
-  while (done < text.size()) {
-    ssize_t put = ::write(fd, text.data() + done, text.size() - done);
-    if (put < 0) {
-      if (errno == EINTR) continue;
-      int saved = errno;
-      ::close(fd);
-      ::unlink(temp.c_str());
-      throw_errno("write trace", path, saved);
-    }
-    done += static_cast<std::size_t>(put);
-  }
-  if (::close(fd) != 0) {
-    int saved = errno;
-    ::unlink(temp.c_str());
-    throw_errno("close trace", path, saved);
-  }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    int saved = errno;
-    ::unlink(temp.c_str());
-    throw_errno("rename trace to", path, saved);
-  }
 }
 
 }  // namespace
@@ -192,7 +161,7 @@ void write_gathered(const Comm& comm, const std::string& path) {
     if (comm.rank() != 0) return;
     std::string text = format_csv(all);
     if (lost_total > 0) text += "# " + std::to_string(lost_total) + " records were lost (out of memory)\n";
-    write_file(path, text);
+    write_file_atomically(path, text);
   });
 }
 

@@ -5,11 +5,14 @@
 // per process: ctest runs each test in a process of its own (--gtest_filter).
 #include <gtest/gtest.h>
 #include <mpi.h>
+#include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../../app/insitu/src/governor.hpp"
@@ -122,8 +125,54 @@ TEST(InSitu, MaskAndStatisticsAreExactWithGhostLayers) {
   if (rank() == 0) std::filesystem::remove_all(dir);
 }
 
+// A device or a pipe given as --stats is written in place: replacing it by a
+// rename would leave a regular file where /dev/null was (as root, one that
+// fills memory with everything later written to "/dev/null").
+TEST(InSitu, StatsToAPipeAreWrittenInPlace) {
+  const std::string dir = shared_dir("stream");
+  const std::string fifo = dir + "/series.csv";
+  if (rank() == 0) ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  MPI_Barrier(MPI_COMM_WORLD);
+  std::string lines;
+  std::thread reader;
+  if (rank() == 0)
+    reader = std::thread([&] {
+      std::ifstream in(fifo);
+      lines.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    });
+  {
+    Hook hook(MPI_COMM_WORLD, parse_options("--lo 0 --hi 1 --stats " + fifo));
+    hook.publish(field_of(make_block(0), 0));
+    hook.publish(field_of(make_block(0), 0));
+    hook.finalize();
+  }
+  if (rank() == 0) {
+    reader.join();
+    struct stat st {};
+    ASSERT_EQ(::stat(fifo.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISFIFO(st.st_mode)) << fifo << " is no longer a FIFO";
+    EXPECT_EQ(std::count(lines.begin(), lines.end(), '\n'), 3) << lines;  // the header and two steps
+    EXPECT_FALSE(std::filesystem::exists(dir + "/series.csv.part"));
+    EXPECT_FALSE(std::filesystem::exists(dir + "/series.json")) << "no summary beside a pipe";
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank() == 0) std::filesystem::remove_all(dir);
+}
+
+TEST(InSitu, StatsToDevNullLeaveTheDevice) {  // one Catalyst per process: a test of its own
+  {
+    Hook hook(MPI_COMM_WORLD, parse_options("--lo 0 --hi 1 --stats /dev/null"));
+    hook.publish(field_of(make_block(0), 0));
+    hook.finalize();
+  }
+  struct stat st {};
+  ASSERT_EQ(::stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << "/dev/null is no longer a device";
+  EXPECT_FALSE(std::filesystem::exists("/dev/null.json"));
+}
+
 TEST(InSitu, BlocksThatDoNotTileTheGridAreRefusedOnEveryRank) {
-  Hook hook(MPI_COMM_WORLD, parse_options("--lo 0 --hi 1 --stats /dev/null --force"));
+  Hook hook(MPI_COMM_WORLD, parse_options("--lo 0 --hi 1 --stats /dev/null"));
   Block block = make_block(0);
   if (rank() == size() - 1) --block.box.count[0];  // a plane nobody owns
   expect_agreed_error(hook, field_of(block, 0), "do not tile");
@@ -131,7 +180,7 @@ TEST(InSitu, BlocksThatDoNotTileTheGridAreRefusedOnEveryRank) {
 
 TEST(InSitu, OverlappingBlocksAreRefusedOnEveryRank) {
   if (size() < 2) GTEST_SKIP() << "needs two ranks";
-  Hook hook(MPI_COMM_WORLD, parse_options("--lo 0 --hi 1 --stats /dev/null --force"));
+  Hook hook(MPI_COMM_WORLD, parse_options("--lo 0 --hi 1 --stats /dev/null"));
   Block block = make_block(1);
   if (rank() == 0) ++block.box.count[0];  // into rank 1's first plane (held in its ghost layer)
   expect_agreed_error(hook, field_of(block, 1), "overlap");
@@ -139,7 +188,7 @@ TEST(InSitu, OverlappingBlocksAreRefusedOnEveryRank) {
 
 TEST(InSitu, RanksDisagreeingOnDimsOrTypeAreRefused) {
   if (size() < 2) GTEST_SKIP() << "needs two ranks";
-  Hook hook(MPI_COMM_WORLD, parse_options("--lo 0 --hi 1 --stats /dev/null --force"));
+  Hook hook(MPI_COMM_WORLD, parse_options("--lo 0 --hi 1 --stats /dev/null"));
   const Block block = make_block(0);
   Field field = field_of(block, 0);
   if (rank() == 1) field.global_dims[0] += 1;
@@ -151,7 +200,7 @@ TEST(InSitu, RanksDisagreeingOnDimsOrTypeAreRefused) {
 
 TEST(InSitu, CApiReportsTheErrorOnEveryRankThenIsDisabled) {
   volseg_insitu* hook = nullptr;
-  ASSERT_EQ(volseg_insitu_create(MPI_COMM_WORLD, "--lo 0 --hi 1 --stats /dev/null --force", &hook), VOLSEG_INSITU_OK)
+  ASSERT_EQ(volseg_insitu_create(MPI_COMM_WORLD, "--lo 0 --hi 1 --stats /dev/null", &hook), VOLSEG_INSITU_OK)
       << volseg_insitu_last_error(hook);
   Block block = make_block(0);
   const std::int64_t global[3] = {dims[0], dims[1], dims[2]};

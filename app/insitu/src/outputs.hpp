@@ -34,6 +34,7 @@ class TimeSeries {
 
  private:
   std::string path_;
+  bool stream_ = false;  // a device or pipe: written in place, no summary beside it
   std::FILE* file_ = nullptr;
 };
 

@@ -9,8 +9,15 @@
 
 namespace volseg::io {
 
+// True when path names an existing character device, FIFO or socket
+// (/dev/null, /dev/stdout, a named pipe): an output there is written in
+// place, never replaced by a rename, which would put a regular file where
+// the device was (as root, a /dev/null that fills memory).
+bool is_stream(const std::string& path);
+
 // Writes size bytes to PATH.volseg-tmp-PID, then renames it to path; on any
 // failure removes the temporary and throws volseg::Error ("write PATH: ...").
+// A stream path (is_stream) is written in place.
 void write_file_atomically(const std::string& path, const void* data, std::size_t size);
 inline void write_file_atomically(const std::string& path, const std::string& text) {
   write_file_atomically(path, text.data(), text.size());
