@@ -113,6 +113,7 @@ class SchedulerSignals {
 void Commands::add_segment(CLI::App& app) {
   auto* sub = app.add_subcommand("segment", "Threshold a volume into a u8 {0,1} mask: lo <= v <= hi");
   auto& o = segment_;
+  o.histogram = false;  // the batch job bins only when asked (--histogram)
   sub->add_option("input", o.input, "Input volume: a raw volume's .nhdr header, or a NetCDF file")->required();
   sub->add_option("--lo", o.lo, "Lowest value in the mask")->required();
   sub->add_option("--hi", o.hi, "Highest value in the mask")->required();
@@ -144,6 +145,9 @@ void Commands::add_segment(CLI::App& app) {
   sub->add_flag("--journal-sync,!--no-journal-sync", o.journal_sync,
                 "Flush each brick's data, then its journal record (default); without, a journal survives a killed "
                 "job but not a crashed node");
+  sub->add_flag("--histogram", o.histogram,
+                "Also count the mask's voxels in 256 bins over [lo, hi] (the report's stats.histogram; costs about "
+                "as much as the threshold pass where much is in range)");
   sub->add_flag("--pyramid", segment_pyramid_, "Then build the mask's brick pyramid (reduction max; see 'volseg pyramid')");
   sub->add_option("--pyramid-dir", segment_pyramid_dir_, "Pyramid directory (default: beside the mask, NAME.pyramid)");
   sub->add_flag("--quiet", segment_quiet_, "No progress and no summary");

@@ -162,8 +162,8 @@ class MmapReader final : public VolumeReader {
 
 class MmapWriter final : public VolumeWriter {
  public:
-  MmapWriter(const CreateRequest& request, const Comm& comm, bool fsync, bool populate, std::string name)
-      : output_(request, comm, fsync), name_(std::move(name)), populate_(populate) {}
+  MmapWriter(const CreateRequest& request, const Comm& comm, bool fsync, bool populate, bool direct, std::string name)
+      : output_(request, comm, fsync, direct), name_(std::move(name)), populate_(populate) {}
   const VolumeInfo& info() const override { return output_.info(); }
   std::string backend_name() const override { return name_; }
 
@@ -177,8 +177,9 @@ class MmapWriter final : public VolumeWriter {
     return mapping;
   }
 
-  // Plain writes go through pwrite: creating fresh page-cache pages by
-  // write() measured cheaper than faulting them in through a mapping.
+  // Plain writes go through pwrite (O_DIRECT for whole planes, see
+  // RawOutput): creating fresh page-cache pages by write() measured cheaper
+  // than faulting them in through a mapping.
   void write(const Extent& extent, const void* buffer) override {
     output_.write(extent, buffer);
     bytes_written_ += static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info().dtype);
@@ -215,8 +216,9 @@ Backend make_mmap_backend(const std::string& name, bool advise) {
     if (advise) hints.get_int("advise_depth", 1);
     bool fsync = hints.get_bool("fsync", false);
     bool populate = hints.get_bool("populate", true);
+    bool direct = hints.get_bool("direct_write", true);
     hints.reject_unused(name);
-    return std::make_unique<MmapWriter>(request, comm, fsync, populate, name);
+    return std::make_unique<MmapWriter>(request, comm, fsync, populate, direct, name);
   };
   return backend;
 }

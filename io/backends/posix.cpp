@@ -42,8 +42,8 @@ class PosixReader final : public VolumeReader {
 
 class PosixWriter final : public VolumeWriter {
  public:
-  PosixWriter(const CreateRequest& request, const Comm& comm, bool fsync)
-      : output_(request, comm, fsync) {}
+  PosixWriter(const CreateRequest& request, const Comm& comm, bool fsync, bool direct)
+      : output_(request, comm, fsync, direct) {}
   const VolumeInfo& info() const override { return output_.info(); }
   std::string backend_name() const override { return "posix"; }
 
@@ -75,8 +75,9 @@ Backend make_posix_backend() {
   };
   backend.create = [](const CreateRequest& request, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeWriter> {
     bool fsync = hints.get_bool("fsync", false);
+    bool direct = hints.get_bool("direct_write", true);
     hints.reject_unused("posix");
-    return std::make_unique<PosixWriter>(request, comm, fsync);
+    return std::make_unique<PosixWriter>(request, comm, fsync, direct);
   };
   return backend;
 }

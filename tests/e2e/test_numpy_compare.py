@@ -304,6 +304,78 @@ class NumpyCompare(unittest.TestCase):
                     for spot in spots:
                         self.assertEqual(mask[spot], 0)
 
+    def test_direct_mask_writes(self):
+        """Bricks of whole planes whose mask planes are whole pages (64 x 64
+        bytes) are written with O_DIRECT: the same mask as numpy's and as
+        buffered writes (--out-hint direct_write=0) on every backend, both
+        byte orders and 1-3 ranks; and, where the file system takes O_DIRECT,
+        none of its pages in the page cache after the job (mincore), while the
+        buffered mask's are."""
+        dims = (45, 64, 64)
+        for endian in ENDIANS:
+            path = os.path.join(self.dir, "direct-%s.nhdr" % endian)
+            e.generate(self, path, "smooth", dims, "f32", endian)
+            _, values = e.read_volume(path)
+            for n, backend in enumerate(BACKENDS + ("ranged-uring",)):
+                ranks = 1 + n % 3
+                masks = {}
+                for direct in (1, 0):
+                    out = os.path.join(self.dir, "direct-mask-%d.nhdr" % direct)
+                    report = os.path.join(self.dir, "direct-report-%d.json" % direct)
+                    with self.subTest(endian=endian, backend=backend, direct=direct, ranks=ranks):
+                        e.check_ok(self, e.run(["segment", path, "--lo", "0.25", "--hi", "0.5", "--out", out,
+                                                "--report", report, "--backend", backend, "--brick", "4,64,64",
+                                                "--out-hint", "direct_write=%d" % direct, "--quiet", "--force"],
+                                               ranks=ranks))
+                        resident = resident_fraction(e.parse_nhdr(out)["data"])  # before reading it
+                        _, mask = e.read_volume(out)
+                        with open(report) as f:
+                            self.check(values, 0.25, 0.5, mask, json.load(f)["stats"])
+                        masks[direct] = (mask, resident)
+                with self.subTest(endian=endian, backend=backend):
+                    np.testing.assert_array_equal(masks[1][0], masks[0][0])
+                    if direct_io_works(self.dir):
+                        self.assertEqual(masks[1][1], 0.0, "direct writes left the mask in the page cache")
+                        self.assertGreater(masks[0][1], 0.0, "buffered writes left nothing in the page cache")
+
+
+def direct_io_works(folder):
+    """Whether the file system under folder takes O_DIRECT (tmpfs does not)."""
+    probe = os.path.join(folder, "direct-probe")
+    try:
+        fd = os.open(probe, os.O_CREAT | os.O_WRONLY | os.O_DIRECT, 0o644)
+    except OSError:
+        return False
+    os.close(fd)
+    os.remove(probe)
+    return True
+
+
+def resident_fraction(path):
+    """Share of the file's pages in the page cache (mmap + mincore)."""
+    import ctypes
+    import mmap
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    size = os.path.getsize(path)
+    pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        address = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        if address in (None, ctypes.c_void_p(-1).value):
+            raise OSError(ctypes.get_errno(), "mmap " + path)
+        vec = (ctypes.c_ubyte * pages)()
+        rc = libc.mincore(address, size, vec)
+        libc.munmap(address, size)
+        if rc != 0:
+            raise OSError(ctypes.get_errno(), "mincore " + path)
+        return sum(v & 1 for v in vec) / pages
+    finally:
+        os.close(fd)
+
 
 if __name__ == "__main__":
     unittest.main()

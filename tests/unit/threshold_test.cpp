@@ -180,3 +180,71 @@ TEST(Threshold, SixtyFourBitBoundsAreExactAtTheEndsOfTheType) {
   Stats s5;
   EXPECT_EQ(run<std::int8_t>(DType::i8, b, {-1, 200, {}, {}, {}}, s5), (std::vector<std::uint8_t>{0, 1, 1, 1}));
 }
+
+// The f32 loop written by hand for AVX2 (32 values a step, a scalar tail),
+// with and without a valid range, against a brute force over lengths around
+// its step and the kernel's chunk, with NaN and infinities among the values.
+TEST(Threshold, Float32VectorLoopMatchesABruteForceWithNaNAndInfinities) {
+  std::mt19937 generator(11);
+  std::uniform_real_distribution<float> uniform(-2.f, 2.f);
+  std::uniform_int_distribution<int> special(0, 40);
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (const std::size_t n : {0, 1, 31, 32, 33, 95, 4095, 4096, 4097, 12345}) {
+    std::vector<float> v(n);
+    for (auto& x : v) {
+      const int s = special(generator);
+      x = s == 0 ? nan : s == 1 ? inf : s == 2 ? -inf : uniform(generator);
+    }
+    for (const bool with_valid_range : {false, true}) {
+      Threshold threshold{-0.75, 1.5, {}, {}, {}};
+      if (with_valid_range) threshold.valid_range = std::array<double, 2>{-1.0, 1.0};
+      const double vmin = with_valid_range ? -1.0 : -INFINITY, vmax = with_valid_range ? 1.0 : INFINITY;
+      Stats stats;
+      const auto mask = run<float>(DType::f32, v, threshold, stats);
+      std::uint64_t valid = 0, inside = 0;
+      double lo = INFINITY, hi = -INFINITY;
+      for (std::size_t i = 0; i < n; ++i) {
+        const double x = v[i];
+        const bool ok = x >= vmin && x <= vmax;  // false for NaN
+        const bool in = ok && x >= -0.75 && x <= 1.5;
+        ASSERT_EQ(mask[i], in) << "n " << n << ", value " << v[i] << " at " << i;
+        valid += ok;
+        inside += in;
+        if (ok) lo = std::min(lo, x), hi = std::max(hi, x);
+      }
+      EXPECT_EQ(stats.voxels, n);
+      EXPECT_EQ(stats.valid, valid) << "n " << n;
+      EXPECT_EQ(stats.in_range, inside) << "n " << n;
+      if (valid > 0) {
+        EXPECT_EQ(stats.min, lo) << "n " << n;
+        EXPECT_EQ(stats.max, hi) << "n " << n;
+      }
+    }
+  }
+}
+
+// Binning is optional (segment --histogram): without it the mask and every
+// other statistic are the same and the histogram stays empty.
+TEST(Threshold, WithoutTheHistogramEverythingElseIsTheSame) {
+  std::mt19937 generator(3);
+  std::uniform_real_distribution<float> uniform(0.f, 1.f);
+  std::vector<float> v(100000);
+  for (auto& x : v) x = uniform(generator);
+  const Threshold threshold{0.25, 0.5, {}, {}, {}};
+  Stats binned, plain;
+  std::vector<std::uint8_t> with(v.size()), without(v.size());
+  ThresholdKernel(DType::f32, threshold, true)
+      .run(reinterpret_cast<const std::byte*>(v.data()), static_cast<std::int64_t>(v.size()), false, with.data(), binned);
+  ThresholdKernel(DType::f32, threshold, false)
+      .run(reinterpret_cast<const std::byte*>(v.data()), static_cast<std::int64_t>(v.size()), false, without.data(),
+           plain);
+  EXPECT_EQ(with, without);
+  EXPECT_EQ(plain.in_range, binned.in_range);
+  EXPECT_EQ(plain.valid, binned.valid);
+  EXPECT_EQ(plain.min, binned.min);
+  EXPECT_EQ(plain.max, binned.max);
+  std::uint64_t total = 0;
+  for (auto count : binned.histogram) total += count;
+  EXPECT_EQ(total, binned.in_range);
+  for (auto count : plain.histogram) EXPECT_EQ(count, 0u);
+}

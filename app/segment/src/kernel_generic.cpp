@@ -15,8 +15,8 @@ namespace {
 }  // namespace
 
 void run_kernel_generic(io::DType dtype, const std::byte* input, std::int64_t count, bool swapped, std::uint8_t* mask,
-                        const Threshold& threshold, Stats& stats) {
-  run_kernel(dtype, input, count, swapped, mask, threshold, stats);
+                        const Threshold& threshold, bool histogram, Stats& stats) {
+  run_kernel(dtype, input, count, swapped, mask, threshold, histogram, stats);
 }
 
 }  // namespace volseg::segment::detail

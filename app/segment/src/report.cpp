@@ -65,7 +65,8 @@ void write_report(const std::string& path, const SegmentOptions& options, const 
                      {"in_range", s.in_range},
                      {"min", s.min},
                      {"max", s.max},
-                     {"histogram", {{"lo", options.lo}, {"hi", options.hi}, {"counts", s.histogram}}}};
+                     {"histogram", options.histogram ? nlohmann::json{{"lo", options.lo}, {"hi", options.hi}, {"counts", s.histogram}}
+                                                     : nlohmann::json(nullptr)}};
   report["seconds"] = result.seconds;
   report["throughput_gb_s"] = result.seconds > 0 ? static_cast<double>(info.bytes()) / result.seconds / 1e9 : 0.0;
   nlohmann::json ranks = nlohmann::json::array();

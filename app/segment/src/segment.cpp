@@ -138,6 +138,7 @@ JournalIdentity job_identity(const SegmentOptions& options, const std::vector<st
           {"lo", exact(options.lo)},
           {"hi", exact(options.hi)},
           {"brick", std::to_string(brick[0]) + "," + std::to_string(brick[1]) + "," + std::to_string(brick[2])},
+          {"histogram", options.histogram ? "yes" : "no"},  // journaled statistics must cover every brick alike
           {"format", io::format_name(output_format)},
           {"output", ec ? options.output : output.string()}};
 }
@@ -317,7 +318,7 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   const auto [stored_lo, stored_hi] = packing.to_stored(options.lo, options.hi);
   Threshold threshold{stored_lo, stored_hi, result.input_info.fill_value, result.input_info.valid_range,
                       result.input_info.missing_value};
-  const ThresholdKernel kernel(result.input_info.dtype, threshold);
+  const ThresholdKernel kernel(result.input_info.dtype, threshold, options.histogram);
   const io::Index3 shape = options.brick_shape.value_or(
       BrickLayout::default_shape(result.input_info.dims, io::dtype_size(result.input_info.dtype)));
   const BrickLayout layout(result.input_info.dims, shape);
@@ -355,6 +356,8 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
                               mask_info(result.input_info, options.lo, options.hi, options.input,
                                         options.command_line.empty() ? "volseg segment" : options.command_line),
                               options.force, journal ? journal->partial() : io::Partial::none};
+    // Bricks of whole planes write whole planes (O_DIRECT masks, see RawOutput).
+    request.whole_planes = shape[1] == result.input_info.dims[1] && shape[2] == result.input_info.dims[2];
     writer = io::create_writer(result.output_backend, request, comm, io::Hints::parse(writer_hints));
     if (journal) journal->attach();
     times.open = since(open_start);

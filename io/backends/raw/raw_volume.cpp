@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <utility>
@@ -101,12 +102,14 @@ void read_fully(int fd, void* buffer, std::size_t length, std::uint64_t offset, 
   }
 }
 
-void write_fully(int fd, const void* buffer, std::size_t length, std::uint64_t offset, const std::string& path) {
+void write_fully(int fd, const void* buffer, std::size_t length, std::uint64_t offset, const std::string& path,
+                 std::size_t align) {
   const auto* in = static_cast<const char*>(buffer);
   while (length > 0) {
     trace::Span span(trace::Op::write, static_cast<std::int64_t>(offset));
     const auto fault = faults::at(faults::Call::write);
-    const std::size_t asked = fault.short_io ? std::max<std::size_t>(length / 2, 1) : length;
+    // An injected short write stays a whole number of blocks (O_DIRECT).
+    const std::size_t asked = fault.short_io ? std::max<std::size_t>(length / 2 / align * align, align) : length;
     ssize_t put = fault.error ? (errno = fault.error, -1) : ::pwrite(fd, in, asked, static_cast<off_t>(offset));
     if (put > 0) span.set_bytes(static_cast<std::uint64_t>(put));
     if (put < 0) {
@@ -192,7 +195,7 @@ void RawInput::close() {
   });
 }
 
-RawOutput::RawOutput(const CreateRequest& request, const Comm& comm, bool fsync_on_close)
+RawOutput::RawOutput(const CreateRequest& request, const Comm& comm, bool fsync_on_close, bool direct_writes)
     : comm_(comm.duplicate()),
       info_(request.info),
       header_path_(request.path),
@@ -261,12 +264,75 @@ RawOutput::RawOutput(const CreateRequest& request, const Comm& comm, bool fsync_
     fd_ = ::open(temp_data_path_.c_str(), O_RDWR | O_CLOEXEC);
     if (fd_ < 0) throw_errno("open", temp_data_path_);
   });
+  if (direct_writes && request.whole_planes) open_direct();
+}
+
+// Direct mask writes. A mask is written once and not read again by the
+// job, and creating its page-cache pages is what a warm segment spends most
+// on here: on a virtual machine every fresh page is a fault in the host as
+// well (docs/ranged.md, "Writing the mask"). O_DIRECT writes go from the
+// job's own (reused) buffers to the device without a copy. They are used
+// only when the job promised whole-plane writes (CreateRequest::whole_planes)
+// and a plane is a whole number of the file system's direct-I/O blocks
+// (statx STATX_DIOALIGN) and of pages: then every write covers whole blocks
+// that no other write touches and nothing is written through the page
+// cache, which the kernel cannot keep coherent with concurrent direct
+// writes to the same folio. A file system without O_DIRECT (tmpfs) leaves
+// every write buffered.
+void RawOutput::open_direct() {
+  const std::uint64_t plane = static_cast<std::uint64_t>(info_.dims[1] * info_.dims[2]) * dtype_size(info_.dtype);
+  struct statx st {};
+  std::size_t memory_align = 4096, offset_align = 4096;
+  if (::statx(fd_, "", AT_EMPTY_PATH, STATX_DIOALIGN, &st) == 0 && (st.stx_mask & STATX_DIOALIGN) != 0) {
+    if (st.stx_dio_offset_align == 0) return;  // the file system says: no direct I/O on this file
+    memory_align = std::max<std::size_t>(st.stx_dio_mem_align, alignof(std::max_align_t));
+    offset_align = st.stx_dio_offset_align;
+  }
+  if (plane == 0 || plane % offset_align != 0 || plane % static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) != 0) return;
+  const int fd = ::open(temp_data_path_.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
+  if (fd < 0) return;  // EINVAL: no O_DIRECT here; buffered writes it is
+  direct_fd_ = fd;
+  direct_memory_align_ = memory_align;
+  direct_offset_align_ = offset_align;
+}
+
+bool RawOutput::write_direct(const Extent& extent, const std::byte* source) {
+  if (direct_fd_ < 0 || extent.empty()) return false;
+  if (extent.count[1] != info_.dims[1] || extent.count[2] != info_.dims[2])
+    throw Error("write " + data_path_ + ": a part of a plane, from a job that said it writes whole planes only");
+  const std::size_t size = dtype_size(info_.dtype);
+  const std::size_t length = static_cast<std::size_t>(extent.voxels()) * size;
+  const std::uint64_t offset = static_cast<std::uint64_t>(extent.offset[0] * info_.dims[1] * info_.dims[2]) * size;
+  const bool aligned = reinterpret_cast<std::uintptr_t>(source) % direct_memory_align_ == 0;
+  if (needs_swap() || !aligned) {  // through an aligned staging buffer, a piece at a time
+    constexpr std::size_t kStaging = std::size_t{8} << 20;
+    const std::size_t piece_max = std::max(kStaging / direct_offset_align_, std::size_t{1}) * direct_offset_align_;
+    if (!staging_) {
+      staging_size_ = piece_max;
+      staging_ = static_cast<std::byte*>(std::aligned_alloc(direct_memory_align_,
+                                                            (staging_size_ + direct_memory_align_ - 1) /
+                                                                direct_memory_align_ * direct_memory_align_));
+      if (!staging_) throw Error("cannot allocate " + std::to_string(staging_size_) + " bytes to write " + data_path_);
+    }
+    for (std::size_t done = 0; done < length;) {
+      const std::size_t piece = std::min(staging_size_, length - done);
+      if (needs_swap()) copy_swapped(staging_, source + done, static_cast<std::int64_t>(piece / size), size);
+      else std::memcpy(staging_, source + done, piece);
+      write_fully(direct_fd_, staging_, piece, offset + done, data_path_, direct_offset_align_);
+      done += piece;
+    }
+  } else {
+    write_fully(direct_fd_, source, length, offset, data_path_, direct_offset_align_);
+  }
+  direct_bytes_ += length;
+  return true;
 }
 
 void RawOutput::write(const Extent& extent, const void* buffer) {
   check_inside(extent, info_.dims);
   const std::size_t size = dtype_size(info_.dtype);
   const auto* in = static_cast<const std::byte*>(buffer);
+  if (write_direct(extent, in)) return;
   for_each_run(info_.dims, extent, size, 0, [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
     const std::byte* source = in + index * static_cast<std::int64_t>(size);
     std::size_t length = static_cast<std::size_t>(count) * size;
@@ -281,6 +347,8 @@ void RawOutput::write(const Extent& extent, const void* buffer) {
 
 RawOutput::~RawOutput() {
   if (fd_ >= 0) ::close(fd_);
+  if (direct_fd_ >= 0) ::close(direct_fd_);
+  std::free(staging_);
   // A partial output stays for a rerun with --resume (its job decides).
   if (!committed_ && comm_.rank() == 0 && !temp_data_path_.empty() && partial_ == Partial::none)
     ::unlink(temp_data_path_.c_str());
@@ -319,6 +387,9 @@ bool replaceable(const std::string& path) {
 void RawOutput::close() {
   std::exception_ptr local;
   try {
+    // Direct writes are on the device already; its close is checked all the same.
+    if (const int direct = std::exchange(direct_fd_, -1); direct >= 0 && checked_close(direct) != 0)
+      throw_errno("close", data_path_);
     int fd = std::exchange(fd_, -1);
     if (fsync_on_close_) {
       trace::Span span(trace::Op::sync);

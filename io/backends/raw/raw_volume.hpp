@@ -47,7 +47,8 @@ void copy_out(const Mapping& window, void* buffer, std::size_t element_size);
 
 // pread/pwrite until done; throw naming the path on error or early end.
 void read_fully(int fd, void* buffer, std::size_t length, std::uint64_t offset, const std::string& path);
-void write_fully(int fd, const void* buffer, std::size_t length, std::uint64_t offset, const std::string& path);
+void write_fully(int fd, const void* buffer, std::size_t length, std::uint64_t offset, const std::string& path,
+                 std::size_t align = 1);
 
 // Collective. Rank 0 reads and checks the header and the data file's size;
 // every rank opens the data file read-only.
@@ -77,7 +78,10 @@ class RawInput {
 // Collective. Implements the output protocol above.
 class RawOutput {
  public:
-  RawOutput(const CreateRequest& request, const Comm& comm, bool fsync_on_close);
+  // direct_writes: write whole-plane extents with O_DIRECT where the file
+  // system allows it and a plane is a whole number of its blocks (see
+  // raw_volume.cpp); other extents, and every write elsewhere, are buffered.
+  RawOutput(const CreateRequest& request, const Comm& comm, bool fsync_on_close, bool direct_writes = false);
   RawOutput(const RawOutput&) = delete;
   RawOutput& operator=(const RawOutput&) = delete;
   ~RawOutput();  // removes the temporary files if close() did not finish
@@ -90,10 +94,14 @@ class RawOutput {
   // to file order where needed.
   void write(const Extent& extent, const void* buffer);
   bool needs_swap() const { return info_.byte_order != native_byte_order(); }
+  // Bytes written with O_DIRECT so far (the rest went through the page cache).
+  std::uint64_t direct_bytes() const { return direct_bytes_; }
   void close();  // collective
 
  private:
   void commit(const std::string& temp_header);  // rank 0: the renames (see raw_volume.cpp)
+  void open_direct();
+  bool write_direct(const Extent& extent, const std::byte* source);
 
   Comm comm_;
   VolumeInfo info_;
@@ -102,7 +110,12 @@ class RawOutput {
   bool fsync_on_close_ = false;
   bool committed_ = false;
   int fd_ = -1;
+  int direct_fd_ = -1;               // the same file opened O_DIRECT, when direct writes apply
+  std::size_t direct_memory_align_ = 0, direct_offset_align_ = 0;
+  std::uint64_t direct_bytes_ = 0;
   std::vector<std::byte> scratch_;  // swapped values on their way out
+  std::byte* staging_ = nullptr;    // aligned copy for direct writes from unaligned memory
+  std::size_t staging_size_ = 0;
 };
 
 // Reads a small text file (a header) on the calling rank, at most max_bytes.

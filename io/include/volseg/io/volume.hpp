@@ -165,6 +165,11 @@ struct CreateRequest {
   VolumeInfo info;         // dims, dtype, byte order, attributes
   bool overwrite = false;  // replace an existing output (--force)
   Partial partial = Partial::none;
+  // The caller's promise that every write of the job, on every rank, is of
+  // whole planes (z-slabs): raw writers may then write with O_DIRECT (hint
+  // direct_write, default on), which is safe only when no block of the file
+  // is written both directly and through the page cache.
+  bool whole_planes = false;
 };
 
 }  // namespace volseg::io

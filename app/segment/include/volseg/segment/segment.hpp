@@ -45,6 +45,11 @@ struct SegmentOptions {
   // Flush each brick's data, then its journal record (docs/reliability.md).
   // Off, a journal still survives a killed process, not a crashed node.
   bool journal_sync = true;
+  // Also bin the voxels in the mask into a 256-bin histogram over [lo, hi]
+  // (the report's stats.histogram). Binning costs about as much as the rest
+  // of the threshold pass where much is in range; `volseg segment` asks for
+  // it with --histogram, the GUI and the in-situ hook always.
+  bool histogram = true;
   ProgressMode progress = ProgressMode::automatic;
   std::string command_line;  // recorded in the mask's history attribute
   // Rank 0: a user's request to stop (the job then fails on every rank with

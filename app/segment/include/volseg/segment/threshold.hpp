@@ -37,8 +37,12 @@ struct Stats {
 // Prepared once per volume: thresholds converted to the data type.
 class ThresholdKernel {
  public:
-  ThresholdKernel(io::DType dtype, const Threshold& threshold);
+  // histogram: also count the voxels in the mask into Stats::histogram.
+  // Binning costs as much as the rest of the pass where much is in range
+  // (one increment a voxel), so a batch job asks for it only when wanted.
+  ThresholdKernel(io::DType dtype, const Threshold& threshold, bool histogram = true);
   io::DType dtype() const { return dtype_; }
+  bool histogram() const { return histogram_; }
 
   // Thresholds count values at input (file order if swapped) into mask
   // (0 or 1 per voxel) and adds to stats.
@@ -47,6 +51,7 @@ class ThresholdKernel {
  private:
   io::DType dtype_;
   Threshold threshold_;
+  bool histogram_ = true;
 };
 
 }  // namespace volseg::segment
