@@ -51,6 +51,11 @@ void write_report(const std::string& path, const SegmentOptions& options, const 
                      {"bytes", info.bytes()}};
   report["output"] = options.output;
   report["backend"] = result.backend;
+  if (!result.backend_reason.empty())
+    report["backend_choice"] = {{"backend", result.backend},
+                                {"reason", result.backend_reason},
+                                {"resident_fraction", result.input_resident >= 0 ? nlohmann::json(result.input_resident)
+                                                                                : nlohmann::json(nullptr)}};
   report["output_backend"] = result.output_backend;
   report["output_format"] = result.output_format;
   report["hints"] = options.hints;
@@ -98,8 +103,9 @@ std::string summary(const SegmentOptions& options, const SegmentResult& result) 
   out << "segmented " << options.input << " (" << info.dims[2] << "x" << info.dims[1] << "x" << info.dims[0] << " "
       << io::dtype_name(info.dtype) << ", " << static_cast<double>(info.bytes()) / 1e9 << " GB) with "
       << result.backend << " on " << result.comm_size << " rank(s), " << result.brick_count << " bricks of "
-      << result.brick_shape[2] << "x" << result.brick_shape[1] << "x" << result.brick_shape[0] << "\n"
-      << "  in range [" << options.lo << ", " << options.hi << "]: " << s.in_range << " of " << s.voxels
+      << result.brick_shape[2] << "x" << result.brick_shape[1] << "x" << result.brick_shape[0] << "\n";
+  if (!result.backend_reason.empty()) out << "  backend auto: " << result.backend << ", " << result.backend_reason << "\n";
+  out << "  in range [" << options.lo << ", " << options.hi << "]: " << s.in_range << " of " << s.voxels
       << " voxels (" << fraction << "%), valid " << s.valid << ", min " << s.min << ", max " << s.max << "\n"
       << "  time " << result.seconds << " s, " << static_cast<double>(info.bytes()) / result.seconds / 1e9
       << " GB/s; per rank fastest " << fastest << " s, slowest " << slowest << " s\n"

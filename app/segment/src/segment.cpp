@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "volseg/io/error.hpp"
+#include "volseg/io/auto_backend.hpp"
 #include "volseg/io/files.hpp"
 #include "volseg/io/format.hpp"
 #include "volseg/io/nrrd.hpp"
@@ -291,10 +292,20 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   TraceSession tracing(comm, !options.trace.empty());
   auto open_start = Clock::now();
   const io::FileFormat input_format = io::detect_format(comm, options.input);
-  result.backend = options.backend == "auto" ? io::reading_backend(input_format) : options.backend;
+  io::AutoChoice choice;
+  if (options.backend == "auto") {
+    choice = io::choose_backend(comm, input_format, options.input,
+                                joined(joined(options.hints, options.input_hints), options.output_hints));
+    result.backend_reason = choice.reason;
+    result.input_resident = choice.resident;
+  }
+  result.backend = options.backend == "auto" ? choice.backend : options.backend;
   const io::FileFormat output_format = choose_output_format(options, input_format);
   result.output_format = io::format_name(output_format);
   io::Writing writing = io::writing_backend(output_format, result.backend);
+  // auto's mask-write mode goes to a raw writer of the same family only.
+  if (output_format == io::FileFormat::raw && options.output_backend.empty())
+    writing.hints = joined(writing.hints, choice.writer_hints);
   if (!options.output_backend.empty()) writing.backend = options.output_backend;
   result.output_backend = writing.backend;
   const io::Hints input_hints = io::Hints::parse(joined(options.hints, options.input_hints));

@@ -79,6 +79,10 @@ struct RankTimes {
 struct SegmentResult {
   io::VolumeInfo input_info;
   std::string backend, output_backend, output_format;
+  // With --backend auto: why this backend (and mask-write mode), and the
+  // sampled share of a raw input's pages in the page cache (-1: not sampled).
+  std::string backend_reason;
+  double input_resident = -1;
   std::string pipeline;        // "mapped", "buffered" or "collective"
   std::string implementation;  // what did the reading ("OMPIO", "ROMIO", ...)
   io::Index3 brick_shape{}, brick_grid{};

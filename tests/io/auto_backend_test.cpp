@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+// `--backend auto`: the residency sample, and the rule on a warm and a cold
+// raw input, the same on every rank.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <mpi.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "support/temp_dir.hpp"
+#include "volseg/io/auto_backend.hpp"
+#include "volseg/io/comm.hpp"
+#include "volseg/io/error.hpp"
+
+using namespace volseg;
+using namespace volseg::io;
+
+namespace {
+
+int rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+// A raw f32 volume of nz planes of 256 x 256 (256 KiB a plane), in the page cache.
+std::string write_raw(const volseg::testing::SharedTempDir& dir, int nz) {
+  const std::string header = dir / "v.nhdr";
+  if (rank() == 0) {
+    std::ofstream h(header);
+    h << "NRRD0004\ntype: float\ndimension: 3\nsizes: 256 256 " << nz
+      << "\nendian: little\nencoding: raw\ndata file: v.raw\n";
+    std::vector<float> plane(256 * 256, 0.5f);
+    std::ofstream d(dir / "v.raw", std::ios::binary);
+    for (int z = 0; z < nz; ++z) d.write(reinterpret_cast<const char*>(plane.data()), plane.size() * sizeof(float));
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  return header;
+}
+
+// Evicts a file's pages; false where the file system keeps them (tmpfs).
+bool evict(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return false;
+  ::fdatasync(fd);
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
+  return sample_residency(path).fraction == 0.0;
+}
+
+}  // namespace
+
+TEST(AutoBackend, ResidencyFollowsThePageCache) {
+  volseg::testing::SharedTempDir dir(MPI_COMM_WORLD);
+  write_raw(dir, 64);  // 16 MiB: 4096 pages, sampled in windows
+  if (rank() != 0) return;
+  const std::string data = dir / "v.raw";
+  std::ifstream(data, std::ios::binary).ignore(1 << 30);  // read it all in
+  const Residency warm = sample_residency(data);
+  EXPECT_EQ(warm.fraction, 1.0);
+  EXPECT_GT(warm.pages_sampled, 0u);
+  EXPECT_LE(warm.pages_sampled, 256u * 16u);
+  if (!evict(data)) GTEST_SKIP() << "this file system keeps evicted pages (tmpfs)";
+  EXPECT_EQ(sample_residency(data).fraction, 0.0);
+  // All of it read back, then its second half evicted: about half of the sample.
+  std::ifstream(data, std::ios::binary).ignore(1 << 30);
+  const int fd = ::open(data.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  ::posix_fadvise(fd, 8 << 20, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
+  const double half = sample_residency(data).fraction;
+  EXPECT_GT(half, 0.3);
+  EXPECT_LT(half, 0.8);
+  EXPECT_THROW(sample_residency(dir / "missing.raw"), Error);
+}
+
+TEST(AutoBackend, WarmMapsColdQueuesReadaheadAndKeepsTheUsersHint) {
+  volseg::testing::SharedTempDir dir(MPI_COMM_WORLD);
+  const std::string header = write_raw(dir, 16);
+  const Comm comm(MPI_COMM_WORLD);
+  if (rank() == 0) std::ifstream(dir / "v.raw", std::ios::binary).ignore(1 << 30);
+  MPI_Barrier(MPI_COMM_WORLD);
+  const AutoChoice warm = choose_backend(comm, FileFormat::raw, header, {});
+  EXPECT_EQ(warm.backend, "mmap-advise");  // on every rank: rank 0 decides
+  EXPECT_EQ(warm.resident, 1.0);
+  EXPECT_TRUE(warm.writer_hints.empty());
+  EXPECT_NE(warm.reason.find("warm (100%"), std::string::npos) << warm.reason;
+
+  int evicted = rank() == 0 ? evict(dir / "v.raw") : 0;
+  MPI_Bcast(&evicted, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (!evicted) GTEST_SKIP() << "this file system keeps evicted pages (tmpfs)";
+  const AutoChoice cold = choose_backend(comm, FileFormat::raw, header, {});
+  EXPECT_EQ(cold.backend, "ranged-mmap");
+  EXPECT_EQ(cold.resident, 0.0);
+  // A 1 MiB mask is below any dirty-page threshold: written back after the job.
+  EXPECT_EQ(cold.writer_hints, std::vector<std::string>{"direct_write=0"});
+  EXPECT_NE(cold.reason.find("cold (0%"), std::string::npos) << cold.reason;
+  const AutoChoice told = choose_backend(comm, FileFormat::raw, header, {"direct_write=1"});
+  EXPECT_EQ(told.backend, "ranged-mmap");
+  EXPECT_TRUE(told.writer_hints.empty()) << "the user's direct_write is not overridden";
+
+  EXPECT_EQ(choose_backend(comm, FileFormat::cdf5, header, {}).backend, "pnetcdf");
+  EXPECT_THROW(choose_backend(comm, FileFormat::raw, dir / "missing.nhdr", {}), Error);
+}
