@@ -19,19 +19,15 @@ namespace volseg::io {
 namespace {
 
 constexpr std::uint64_t kWindowPages = 16;
+// A share cached above which mapping beats reading everything with
+// O_DIRECT: cold, ranged-uring took about 0.85 of mmap-advise's time, and a
+// cached brick costs mmap-advise about a quarter of an uncached one, so the
+// two cross near 0.2 (docs/ranged.md, "auto").
+constexpr double kWarm = 0.25;
 
-// MemAvailable and the kernel's threshold for background writeback of
-// dirty pages (vm.dirty_background_bytes, else _ratio of what is available).
 struct Memory {
-  std::uint64_t available = 0, dirty_background = 0;
+  std::uint64_t available = 0;  // MemAvailable
 };
-
-std::uint64_t read_number(const char* path) {
-  std::ifstream in(path);
-  std::uint64_t value = 0;
-  in >> value;
-  return in ? value : 0;
-}
 
 Memory memory() {
   Memory m;
@@ -42,12 +38,6 @@ Memory memory() {
   while (meminfo >> key >> kib) {
     std::getline(meminfo, unit);
     if (key == "MemAvailable:") m.available = kib * 1024;
-  }
-  if (const auto bytes = read_number("/proc/sys/vm/dirty_background_bytes"); bytes > 0) {
-    m.dirty_background = bytes;
-  } else {
-    const auto ratio = read_number("/proc/sys/vm/dirty_background_ratio");
-    m.dirty_background = m.available / 100 * (ratio > 0 ? ratio : 10);
   }
   return m;
 }
@@ -60,50 +50,33 @@ std::string percent(double share) {
   return text;
 }
 
-bool user_gave(const std::vector<std::string>& hints, const std::string& key) {
-  return std::any_of(hints.begin(), hints.end(), [&](const std::string& h) { return h.rfind(key + "=", 0) == 0; });
-}
-
-AutoChoice choose_raw(const std::string& header_path, const std::vector<std::string>& user_hints) {
+AutoChoice choose_raw(const std::string& header_path) {
   std::ifstream in(header_path, std::ios::binary);
   if (!in) throw_errno("open", header_path);
   std::ostringstream text;
   text << in.rdbuf();
   const NrrdHeader header = parse_nrrd(text.str(), header_path);
   const Residency residency = sample_residency(header.data_path);
-  const std::uint64_t mask_bytes = static_cast<std::uint64_t>(header.info.dims[0] * header.info.dims[1] * header.info.dims[2]);
   const Memory mem = memory();
 
   AutoChoice choice;
   choice.resident = residency.fraction;
-  const std::string seen = percent(residency.fraction) + " of the input's pages in the page cache";
-  if (residency.fraction >= 0.5) {
+  const std::string seen = percent(residency.fraction) + " of the input's " + mib(header.info.bytes()) +
+                           " in the page cache, " + mib(mem.available) + " available";
+  if (residency.fraction >= kWarm) {
     // Warm: every backend reads at memory speed; what differs is the copy
-    // (posix, ranged) and the probing (ranged-mmap) each brick costs, which
-    // mapping the resident pages avoids. The mask goes out with O_DIRECT
-    // (whole-plane bricks), creating no page-cache pages.
+    // (posix, ranged-uring) or the probing (ranged-mmap) a brick costs,
+    // which mapping the cached pages avoids. Masks of whole-plane bricks go
+    // out with O_DIRECT and create no page-cache pages.
     choice.backend = "mmap-advise";
-    choice.reason = "warm (" + seen + "): mmap-advise maps the cached pages without a copy; masks of whole-plane "
-                    "bricks are written with O_DIRECT";
+    choice.reason = "warm (" + seen + "): mmap-advise maps the cached pages without a copy";
     return choice;
   }
-  // Cold: the device is the limit. ranged-mmap asks for up to 128 MiB of
-  // bricks per rank ahead (WILLNEED) and takes whichever is resident first,
-  // so the device always has the readahead of several bricks queued;
-  // mmap-advise looks one brick ahead.
-  choice.backend = "ranged-mmap";
-  choice.reason = "cold (" + seen + "): ranged-mmap keeps the readahead of several bricks queued on the device";
-  if (user_gave(user_hints, "direct_write")) return choice;
-  if (mask_bytes <= mem.dirty_background) {
-    // A mask the page cache takes without starting writeback is written to
-    // the device after the job, not in the middle of its reads.
-    choice.writer_hints.push_back("direct_write=0");
-    choice.reason += "; the mask (" + mib(mask_bytes) + ") is below the dirty-page threshold (" +
-                     mib(mem.dirty_background) + "), so it is written back after the reads, not during them";
-  } else {
-    choice.reason += "; the mask (" + mib(mask_bytes) + ") is above the dirty-page threshold (" +
-                     mib(mem.dirty_background) + "), so it is written with O_DIRECT rather than through throttled writeback";
-  }
+  // Cold: the device is the limit. ranged-uring reads with O_DIRECT into
+  // huge-page buffers, so the device gets 4 MiB requests eight deep per
+  // rank and no page-cache pages are made for bytes read once.
+  choice.backend = "ranged-uring";
+  choice.reason = "cold (" + seen + "): ranged-uring reads 4 MiB O_DIRECT requests into its own buffers";
   return choice;
 }
 
@@ -150,13 +123,12 @@ Residency sample_residency(const std::string& path, int windows) {
   return result;
 }
 
-AutoChoice choose_backend(const Comm& comm, FileFormat format, const std::string& input_path,
-                          const std::vector<std::string>& user_hints) {
+AutoChoice choose_backend(const Comm& comm, FileFormat format, const std::string& input_path) {
   AutoChoice choice;
   collectively(comm, [&] {
     if (comm.rank() != 0) return;
     if (format == FileFormat::raw) {
-      choice = choose_raw(input_path, user_hints);
+      choice = choose_raw(input_path);
     } else {
       choice.backend = reading_backend(format);
       choice.reason = "a " + format_name(format) + " input is read by " + choice.backend;
@@ -164,12 +136,6 @@ AutoChoice choose_backend(const Comm& comm, FileFormat format, const std::string
   });
   choice.backend = comm.broadcast(choice.backend);
   choice.reason = comm.broadcast(choice.reason);
-  std::string hints;
-  for (const auto& h : choice.writer_hints) hints += h + "\n";
-  hints = comm.broadcast(hints);
-  choice.writer_hints.clear();
-  for (std::size_t at = 0, end; (end = hints.find('\n', at)) != std::string::npos; at = end + 1)
-    choice.writer_hints.push_back(hints.substr(at, end - at));
   char resident[32];
   std::snprintf(resident, sizeof resident, "%.17g", choice.resident);
   choice.resident = std::stod(comm.broadcast(resident));

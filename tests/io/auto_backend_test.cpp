@@ -77,31 +77,37 @@ TEST(AutoBackend, ResidencyFollowsThePageCache) {
   EXPECT_THROW(sample_residency(dir / "missing.raw"), Error);
 }
 
-TEST(AutoBackend, WarmMapsColdQueuesReadaheadAndKeepsTheUsersHint) {
+TEST(AutoBackend, WarmMapsColdReadsDirect) {
   volseg::testing::SharedTempDir dir(MPI_COMM_WORLD);
   const std::string header = write_raw(dir, 16);
   const Comm comm(MPI_COMM_WORLD);
   if (rank() == 0) std::ifstream(dir / "v.raw", std::ios::binary).ignore(1 << 30);
   MPI_Barrier(MPI_COMM_WORLD);
-  const AutoChoice warm = choose_backend(comm, FileFormat::raw, header, {});
+  const AutoChoice warm = choose_backend(comm, FileFormat::raw, header);
   EXPECT_EQ(warm.backend, "mmap-advise");  // on every rank: rank 0 decides
   EXPECT_EQ(warm.resident, 1.0);
-  EXPECT_TRUE(warm.writer_hints.empty());
   EXPECT_NE(warm.reason.find("warm (100%"), std::string::npos) << warm.reason;
 
   int evicted = rank() == 0 ? evict(dir / "v.raw") : 0;
   MPI_Bcast(&evicted, 1, MPI_INT, 0, MPI_COMM_WORLD);
   if (!evicted) GTEST_SKIP() << "this file system keeps evicted pages (tmpfs)";
-  const AutoChoice cold = choose_backend(comm, FileFormat::raw, header, {});
-  EXPECT_EQ(cold.backend, "ranged-mmap");
+  const AutoChoice cold = choose_backend(comm, FileFormat::raw, header);
+  EXPECT_EQ(cold.backend, "ranged-uring");
   EXPECT_EQ(cold.resident, 0.0);
-  // A 1 MiB mask is below any dirty-page threshold: written back after the job.
-  EXPECT_EQ(cold.writer_hints, std::vector<std::string>{"direct_write=0"});
   EXPECT_NE(cold.reason.find("cold (0%"), std::string::npos) << cold.reason;
-  const AutoChoice told = choose_backend(comm, FileFormat::raw, header, {"direct_write=1"});
-  EXPECT_EQ(told.backend, "ranged-mmap");
-  EXPECT_TRUE(told.writer_hints.empty()) << "the user's direct_write is not overridden";
+  // An eighth cached is still cold (the rule's line is a quarter).
+  if (rank() == 0) {
+    const int fd = ::open((dir / "v.raw").c_str(), O_RDONLY);
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);  // no readahead past what is read
+    std::vector<char> part(512 << 10);             // 0.5 of 4 MiB: under a quarter
+    ASSERT_EQ(::pread(fd, part.data(), part.size(), 0), static_cast<ssize_t>(part.size()));
+    ::close(fd);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  const AutoChoice partly = choose_backend(comm, FileFormat::raw, header);
+  EXPECT_LT(partly.resident, 0.25);
+  EXPECT_EQ(partly.backend, "ranged-uring");
 
-  EXPECT_EQ(choose_backend(comm, FileFormat::cdf5, header, {}).backend, "pnetcdf");
-  EXPECT_THROW(choose_backend(comm, FileFormat::raw, dir / "missing.nhdr", {}), Error);
+  EXPECT_EQ(choose_backend(comm, FileFormat::cdf5, header).backend, "pnetcdf");
+  EXPECT_THROW(choose_backend(comm, FileFormat::raw, dir / "missing.nhdr"), Error);
 }

@@ -294,8 +294,7 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   const io::FileFormat input_format = io::detect_format(comm, options.input);
   io::AutoChoice choice;
   if (options.backend == "auto") {
-    choice = io::choose_backend(comm, input_format, options.input,
-                                joined(joined(options.hints, options.input_hints), options.output_hints));
+    choice = io::choose_backend(comm, input_format, options.input);
     result.backend_reason = choice.reason;
     result.input_resident = choice.resident;
   }
@@ -303,9 +302,6 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   const io::FileFormat output_format = choose_output_format(options, input_format);
   result.output_format = io::format_name(output_format);
   io::Writing writing = io::writing_backend(output_format, result.backend);
-  // auto's mask-write mode goes to a raw writer of the same family only.
-  if (output_format == io::FileFormat::raw && options.output_backend.empty())
-    writing.hints = joined(writing.hints, choice.writer_hints);
   if (!options.output_backend.empty()) writing.backend = options.output_backend;
   result.output_backend = writing.backend;
   const io::Hints input_hints = io::Hints::parse(joined(options.hints, options.input_hints));

@@ -1,14 +1,12 @@
 // SPDX-License-Identifier: MIT
-// `--backend auto`: the backend and mask-write mode for this input, chosen
-// from what is cheap to know before the job: the format, how much of the
-// file is in the page cache (mincore on a sample of its pages), its size
-// against the memory the kernel may use for dirty pages, and the rank count.
-// The rule and the measurements behind it are in docs/ranged.md ("auto").
+// `--backend auto`: the backend for this input, chosen from what is cheap to
+// know before the job: the format and how much of the file is in the page
+// cache (mincore on a sample of its pages). The rule, and the measurements
+// behind it (the same on 1 and 2 ranks), are in docs/ranged.md ("auto").
 #pragma once
 
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "volseg/io/comm.hpp"
 #include "volseg/io/format.hpp"
@@ -28,14 +26,11 @@ Residency sample_residency(const std::string& path, int windows = 256);
 
 struct AutoChoice {
   std::string backend;
-  std::vector<std::string> writer_hints;  // e.g. direct_write=0
-  std::string reason;                     // one sentence for the summary and the report
-  double resident = -1;                   // sampled page-cache share of a raw input; -1: not sampled
+  std::string reason;    // one sentence for the summary and the report
+  double resident = -1;  // sampled page-cache share of a raw input; -1: not sampled
 };
 
-// Collective: rank 0 looks, every rank gets its choice. user_hints: the
-// job's --hint/--out-hint words (a hint the user gave is never overridden).
-AutoChoice choose_backend(const Comm& comm, FileFormat format, const std::string& input_path,
-                          const std::vector<std::string>& user_hints);
+// Collective: rank 0 looks, every rank gets its choice.
+AutoChoice choose_backend(const Comm& comm, FileFormat format, const std::string& input_path);
 
 }  // namespace volseg::io

@@ -59,8 +59,11 @@ struct View {
 };
 
 struct Options {
-  // uring: requests in flight at most (the submission queue's depth).
-  unsigned queue_depth = 32;
+  // uring: requests in flight at most (the submission queue's depth). 8 of
+  // 4 MiB (32 MiB a rank) keep a virtio disk at its bandwidth; 32 measured
+  // slower on 1 and 2 ranks (docs/ranged.md): deeper queues add latency, not
+  // bandwidth, and starve the mask's writes queued behind them.
+  unsigned queue_depth = 8;
   // uring: a piece is read or written in requests of at most this many bytes,
   // so one large block still keeps several requests in flight. 4 MiB: a
   // common largest transfer of a block device (max_sectors_kb); measured
