@@ -21,8 +21,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e_util as e  # noqa: E402
 
 LO, HI = "2", "5"
-BRICK = "4,48,40"  # sixteen bricks of the 64x48x40 volume
-BRICKS = 16
+BRICK = "1,48,40"  # 64 bricks of the 64x48x40 volume: more per rank than a rank's masks in flight
+BRICKS = 64
 RECORD = 8 * (8 + 256)  # bytes of a journal record (app/segment/src/journal.cpp)
 
 
@@ -143,7 +143,7 @@ class Resume(unittest.TestCase):
                 self.assertEqual(status, 75, stderr)
                 lines = [l for l in stderr.splitlines() if l.startswith("volseg:")]
                 self.assertEqual(len(lines), 1, stderr)
-                self.assertRegex(lines[0], r"^volseg: interrupted by SIGUSR1 \(\d+ of 16 bricks done and kept in "
+                self.assertRegex(lines[0], r"^volseg: interrupted by SIGUSR1 \(\d+ of 64 bricks done and kept in "
                                            r".*\.sig%d\.raw\.volseg-partial: rerun with --resume to finish\)" % first)
                 done = self.assert_left_partial(out, "sig%d.raw" % first)
                 self.resume(out, second, done)
@@ -164,7 +164,7 @@ class Resume(unittest.TestCase):
         proc = self.segment(out, 2)
         self.assertEqual(proc.returncode, 1)
         self.assertRegex(proc.stderr, r"volseg: error: kill\.nhdr: an unfinished job left .*\.kill\.raw\.volseg-partial "
-                                      r"\(\d+ of 16 bricks done\): use --resume to finish it, or --force to start over")
+                                      r"\(\d+ of 64 bricks done\): use --resume to finish it, or --force to start over")
         self.resume(out, 1, done, ("--backend", "mmap"))
         self.assert_same_raw("kill.raw")
 
@@ -173,7 +173,7 @@ class Resume(unittest.TestCase):
         proc = self.segment(out, 2, ("--backend", "posix"), faults="write:eio@3,rank=1")
         self.assertEqual(proc.returncode, 1, proc.stderr)
         self.assertRegex(proc.stderr.strip(), r"^volseg: error: write fault\.raw: Input/output error \(on rank 1\) "
-                                              r"\(\d+ of 16 bricks done and kept in .*: rerun with --resume to finish\)$")
+                                              r"\(\d+ of 64 bricks done and kept in .*: rerun with --resume to finish\)$")
         done = self.assert_left_partial(out, "fault.raw")
         self.resume(out, 4, done)
         self.assert_same_raw("fault.raw")
@@ -203,7 +203,7 @@ class Resume(unittest.TestCase):
         self.stop_with_signal(out, 2)
         done = self.assert_left_partial(out, "other.raw")
         for flag, value, message in (("--lo", "3", r"its lo is 2, this job's is 3"),
-                                     ("--brick", "16,48,40", r"its bricks is 16, this job's is 4")):
+                                     ("--brick", "16,48,40", r"its bricks is 64, this job's is 4")):
             argv = self.argv(out, 2, ("--resume",))
             argv[argv.index(flag) + 1] = value
             proc = subprocess.run(argv, cwd=self.dir, capture_output=True, text=True, timeout=120)

@@ -8,6 +8,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -292,24 +293,41 @@ void Journal::flush_data() {
   if (sync_ && data_fd_ >= 0 && ::fdatasync(data_fd_) != 0) throw_errno("fdatasync", partial_path_);
 }
 
+namespace {
+double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
 void Journal::record(const std::vector<std::int64_t>& bricks, const std::vector<Stats>& stats, bool data_flushed) {
   if (bricks.empty()) return;
-  if (!data_flushed) flush_data();
-  for (std::size_t k = 0; k < bricks.size(); ++k) {
+  if (pending_.empty()) pending_flushed_ = true;
+  for (std::size_t k = 0; k < bricks.size(); ++k) pending_.push_back({bricks[k], stats[k]});
+  pending_flushed_ = pending_flushed_ && data_flushed;
+  // The first brick at once: a job is resumable from its first brick on.
+  if (!sync_ || last_commit_ == 0 || steady_seconds() - last_commit_ >= kGroupCommit) commit();
+}
+
+void Journal::commit() {
+  if (pending_.empty()) return;
+  if (!pending_flushed_) flush_data();
+  for (const Pending& p : pending_) {
     Record r{};
-    r.brick = static_cast<std::uint64_t>(bricks[k]);
+    r.brick = static_cast<std::uint64_t>(p.brick);
     r.job = job_;
-    r.voxels = stats[k].voxels;
-    r.valid = stats[k].valid;
-    r.in_range = stats[k].in_range;
-    r.min = stats[k].min;
-    r.max = stats[k].max;
-    std::copy(stats[k].histogram.begin(), stats[k].histogram.end(), std::begin(r.histogram));
+    r.voxels = p.stats.voxels;
+    r.valid = p.stats.valid;
+    r.in_range = p.stats.in_range;
+    r.min = p.stats.min;
+    r.max = p.stats.max;
+    std::copy(p.stats.histogram.begin(), p.stats.histogram.end(), std::begin(r.histogram));
     r.check = record_check(r);
     write_exactly(fd_, &r, sizeof r, header_size_ + r.brick * sizeof(Record), path_);
   }
   if (sync_ && ::fdatasync(fd_) != 0) throw_errno("fdatasync", path_);
-  recorded_ += static_cast<std::int64_t>(bricks.size());
+  recorded_ += static_cast<std::int64_t>(pending_.size());
+  pending_.clear();
+  last_commit_ = steady_seconds();
 }
 
 void Journal::record(std::int64_t brick, const Stats& stats) { record(std::vector{brick}, std::vector{stats}); }
@@ -321,6 +339,11 @@ void Journal::complete() {
 }
 
 std::string Journal::abandon() {
+  try {
+    commit();  // what this rank finished, unless that fails too
+  } catch (const Error&) {
+    pending_.clear();
+  }
   long long mine = recorded_, recorded = 0;
   check_mpi(MPI_Allreduce(&mine, &recorded, 1, MPI_LONG_LONG, MPI_SUM, comm_.get()), "MPI_Allreduce");
   const std::int64_t kept = done_before_ + recorded;

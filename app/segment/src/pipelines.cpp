@@ -53,37 +53,6 @@ Stats threshold_window(Job& job, io::Mapping& window, std::uint8_t* out) {
   return brick;
 }
 
-// Two mask buffers: brick k's mask is computed into buffer(k) while an I/O
-// thread writes brick k-1's from the other (writing fresh pages through
-// write() is cheaper than faulting them in through a mapping).
-class MaskWriter {
- public:
-  explicit MaskWriter(Job& job) : job_(job) {
-    for (auto& mask : masks_) mask.resize(static_cast<std::size_t>(job.layout.largest_brick_voxels()));
-  }
-  std::uint8_t* buffer(std::size_t k) { return masks_[k % 2].data(); }
-  // Writes out as brick's mask once the previous write is done (its buffer
-  // is the next brick's), then journals it.
-  void write(std::int64_t brick, const std::uint8_t* out, const Stats& stats) {
-    finish();
-    pending_ = std::async(std::launch::async, [this, brick, out, stats] {
-      return timed([&] {
-        job_.writer.write(job_.layout.brick(brick), out);
-        if (job_.journal) job_.journal->record(brick, stats);
-      });
-    });
-  }
-  // Waits for the last write; its time counts as write, the wait as wait.
-  void finish() {
-    if (pending_.valid()) job_.times.wait += timed([&] { job_.times.write += pending_.get(); });
-  }
-
- private:
-  Job& job_;
-  std::vector<std::uint8_t> masks_[2];
-  std::future<double> pending_;
-};
-
 // Runs tasks one after another on one thread, in the order they were
 // submitted: the collective calls of every rank then happen in the same
 // order, as MPI requires, while the caller's thread computes.
@@ -134,6 +103,54 @@ class SerialWorker {
   std::thread thread_;
 };
 
+// Mask buffers in a ring: brick k's mask is computed into buffer(k) while
+// one I/O thread writes the masks before it, in order (so the journal sees
+// one thread). Up to four buffers, 64 MiB at most, two at least: with two,
+// one slow write stalled the kernel at once, and a warm job on one rank
+// spent as long waiting as computing.
+class MaskWriter {
+ public:
+  explicit MaskWriter(Job& job) : job_(job) {
+    const auto bytes = static_cast<std::size_t>(job.layout.largest_brick_voxels());
+    const std::size_t count = std::clamp<std::size_t>((std::size_t{64} << 20) / std::max<std::size_t>(bytes, 1), 2, 4);
+    masks_.resize(count, std::vector<std::uint8_t>(bytes));
+    pending_.resize(count);
+  }
+  ~MaskWriter() {
+    for (auto& p : pending_)  // an error path: let the writes end before the buffers go
+      if (p.valid()) p.wait();
+  }
+  // The buffer for the k-th brick of this rank, once the write that used it is done.
+  std::uint8_t* buffer(std::size_t k) {
+    collect(k % masks_.size());
+    return masks_[k % masks_.size()].data();
+  }
+  // Queues the write of the k-th brick's mask (in buffer(k)), then its journal record.
+  void write(std::size_t k, std::int64_t brick, const Stats& stats) {
+    const std::uint8_t* out = masks_[k % masks_.size()].data();
+    pending_[k % masks_.size()] = worker_.submit([this, brick, out, stats] {
+      job_.writer.write(job_.layout.brick(brick), out);
+      if (job_.journal) job_.journal->record(brick, stats);
+    });
+    written_ = k + 1;
+  }
+  // Waits for every write, oldest first; their time counts as write, the wait as wait.
+  void finish() {
+    for (std::size_t i = 0; i < pending_.size(); ++i) collect((written_ + i) % pending_.size());
+  }
+
+ private:
+  void collect(std::size_t slot) {
+    if (pending_[slot].valid()) job_.times.wait += timed([&] { job_.times.write += pending_[slot].get(); });
+  }
+
+  Job& job_;
+  std::vector<std::vector<std::uint8_t>> masks_;
+  std::vector<std::future<double>> pending_;
+  std::size_t written_ = 0;
+  SerialWorker worker_;  // last: joined first, before the buffers go
+};
+
 }  // namespace
 
 // Zero-copy input: the brick's window is mapped and the kernel reads it in
@@ -153,7 +170,7 @@ void run_mapped(Job& job) {
     io::Mapping input;
     job.times.read += timed([&] { input = job.reader.map(extent); });
     const Stats stats = threshold_window(job, input, masks.buffer(k));
-    masks.write(bricks[k], masks.buffer(k), stats);
+    masks.write(k, bricks[k], stats);
     brick_done(job, extent);
   }
   masks.finish();
@@ -176,7 +193,7 @@ void run_any_order(Job& job) {
     if (!arrival) throw Error("read_any handed out " + std::to_string(k) + " of " + std::to_string(bricks.size()) + " bricks");
     const io::Extent& extent = extents[arrival->index];
     const Stats stats = threshold_window(job, arrival->values, masks.buffer(k));
-    masks.write(bricks[arrival->index], masks.buffer(k), stats);
+    masks.write(k, bricks[arrival->index], stats);
     brick_done(job, extent);
   }
   masks.finish();
@@ -210,7 +227,7 @@ void run_buffered(Job& job) {
       job.kernel.run(input[k % 2].data(), extent.voxels(), false, masks.buffer(k), stats);
     });
     job.stats.merge(stats);
-    masks.write(bricks[k], masks.buffer(k), stats);
+    masks.write(k, bricks[k], stats);
     brick_done(job, extent);
   }
   masks.finish();
