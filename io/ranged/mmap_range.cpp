@@ -115,6 +115,18 @@ class MmapRange final : public detail::RangeBase {
     advised_bytes_ -= handed->second->second.bytes;
     advised_.erase(handed->second);
     handed_.erase(handed);
+    // Drop the block's page-table entries (the pages stay in the page
+    // cache; a read-only shared mapping loses nothing): otherwise every page
+    // a rank ever read stays mapped, counted in its resident set (2 GiB a
+    // rank on a 4 GiB input). A page shared with a block still to come is
+    // faulted back in from the cache.
+    const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    for (const auto& piece : view.pieces) {
+      if (piece.empty()) continue;
+      const auto begin = reinterpret_cast<std::uintptr_t>(piece.data()) / page * page;
+      const auto end = (reinterpret_cast<std::uintptr_t>(piece.data()) + piece.size() + page - 1) / page * page;
+      ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);  // advice: nothing to check
+    }
     view.pieces.clear();
     if (watch_) watch_->check(fd_);
   }
