@@ -19,7 +19,12 @@
 //   direct-sparse      O_DIRECT, zero pages skipped
 //   map-write          fallocate, MAP_SHARED, MADV_POPULATE_WRITE, memcpy
 //
-// Run: volseg-mask-write --dir /tmp/volseg-bench --from mask.raw --repeat 5
+// --pause S sleeps S seconds before each run: on a virtual machine, pages
+// freed by one run and reused at once by the next are still backed by the
+// host, while after a pause (the guest reports free pages back) fresh
+// page-cache pages cost a host fault each, as they do in a real job.
+//
+// Run: volseg-mask-write --dir /tmp/volseg-bench --from mask.raw --repeat 5 [--pause 4]
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -180,7 +185,7 @@ double median(std::vector<double> v) {
 int usage() {
   std::fprintf(stderr,
                "usage: volseg-mask-write --dir DIR [--from MASK | --size GiB --zero-share F] [--chunk BYTES]\n"
-               "                         [--repeat N] [--sync] [--only METHOD ...]\n");
+               "                         [--repeat N] [--pause S] [--sync] [--only METHOD ...]\n");
   return 2;
 }
 
@@ -191,6 +196,7 @@ int main(int argc, char** argv) try {
   double size_gib = 1, zero_share = 0.5;
   std::size_t chunk = 3 << 20;
   int repeat = 3;
+  double pause = 0;
   bool sync = false;
   std::vector<std::string> only;
   for (int i = 1; i < argc; ++i) {
@@ -206,6 +212,7 @@ int main(int argc, char** argv) try {
     else if (a == "--chunk") chunk = std::stoull(value());
     else if (a == "--repeat") repeat = std::stoi(value());
     else if (a == "--sync") sync = true;
+    else if (a == "--pause") pause = std::stod(value());
     else if (a == "--only") only.push_back(value());
     else return usage();
   }
@@ -253,15 +260,17 @@ int main(int argc, char** argv) try {
     std::shuffle(order.begin(), order.end(), shuffle);
     for (const auto& name : order) {
       ::unlink(job.path.c_str());
+      if (pause > 0) ::usleep(static_cast<useconds_t>(pause * 1e6));
       const auto start = std::chrono::steady_clock::now();
       methods[name]();
       seconds[name].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       if (::unlink(job.path.c_str()) != 0) fail("unlink " + job.path);
     }
   }
-  std::printf("# %zu bytes in %zu-byte chunks, %.1f%% of 4 KiB pages zero%s\n", mask.size(), chunk,
+  std::printf("# %zu bytes in %zu-byte chunks, %.1f%% of 4 KiB pages zero%s, %.1f s pause before each run\n",
+              mask.size(), chunk,
               100.0 * static_cast<double>(zero_pages) / static_cast<double>((mask.size() + kPage - 1) / kPage),
-              sync ? ", fdatasync before close" : "");
+              sync ? ", fdatasync before close" : "", pause);
   std::printf("method,median_s,min_s,max_s,gb_s\n");
   for (const auto& [name, times] : seconds)
     std::printf("%s,%.4f,%.4f,%.4f,%.3f\n", name.c_str(), median(times), *std::min_element(times.begin(), times.end()),
