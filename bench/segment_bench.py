@@ -16,6 +16,7 @@ import argparse
 import csv
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -24,6 +25,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # (label, backend, input format, extra arguments, extra environment)
 METHODS = [
+    ("auto", "auto", "raw", [], {}),
     ("posix", "posix", "raw", [], {}),
     ("mmap", "mmap", "raw", [], {}),
     ("mmap-advise", "mmap-advise", "raw", [], {}),
@@ -34,6 +36,8 @@ METHODS = [
     ("netcdf4 contiguous", "netcdf4", "netcdf4", [], {}),
     ("twophase", "twophase", "raw", [], {}),
     ("twophase aggregated", "twophase", "raw", ["--hint", "cb_read=enable", "--hint", "cb_write=enable"], {}),
+    ("ranged-mmap", "ranged-mmap", "raw", [], {}),
+    ("ranged-uring", "ranged-uring", "raw", [], {}),
 ]
 EXTENSIONS = {"raw": ".nhdr", "cdf2": ".nc", "cdf5": ".nc", "netcdf4": ".nc"}
 MPI_ENV = {
@@ -91,6 +95,12 @@ def segment_cmd(volseg, ranks, backend, src, out, report, wrapper=(), extra=()):
             "--out", out, "--backend", backend, "--force", "--quiet", "--report", report, *extra]
 
 
+def OUTPUTS(folder):
+    """Every output a benchmark run leaves, deleted before the next."""
+    return [os.path.join(folder, name) for name in
+            ("bench-mask.nhdr", "bench-mask.raw", "bench-mask.nc", "numpy-mask.raw", "bench-report.json")]
+
+
 def throughput(args, volseg):
     dims = (args.size, args.size, args.size)
     src = os.path.join(args.dir, f"smooth-{args.size}.nhdr")
@@ -102,27 +112,43 @@ def throughput(args, volseg):
     rows = []
 
     def measure(cases):
-        """Times every case `args.repeat` times, interleaved round by round so a
-        drift of this shared machine falls on every case alike. Each run starts
-        with no dirty pages left from the one before (os.sync), so no run pays
-        for the previous run's mask writeback."""
+        """Times every case `args.repeat` times, interleaved round by round in a
+        new random order, so a drift of this shared machine falls on every
+        case alike. Each run starts with its output deleted and no dirty
+        pages left from the one before (os.sync), so no run pays for the
+        previous run's mask writeback."""
         walls = {i: [] for i in range(len(cases))}
         jobs = {i: [] for i in range(len(cases))}
-        for _ in range(args.repeat):
-            for i, (name, ranks, cmd, report, extra_env, before) in enumerate(cases):
+        choices = {i: [] for i in range(len(cases))}
+        order = random.Random(2026)
+        for round_ in range(args.repeat):
+            shuffled = list(enumerate(cases))
+            order.shuffle(shuffled)
+            for i, (name, ranks, cmd, report, extra_env, before) in shuffled:
+                for path in OUTPUTS(args.dir):
+                    if os.path.exists(path):
+                        os.remove(path)
                 if before:
                     before()
                 os.sync()
                 wall, _ = timed(cmd, extra_env)
                 walls[i].append(wall)
+                note = ""
                 if report:
                     with open(report) as f:
-                        jobs[i].append(json.load(f)["seconds"])
+                        rep = json.load(f)
+                    jobs[i].append(rep["seconds"])
+                    if rep.get("backend_choice"):
+                        choices[i].append(rep["backend_choice"]["backend"])
+                        note = f"  (auto chose {choices[i][-1]})"
+                print(f"  round {round_ + 1}: {name:<32} {ranks} rank(s) "
+                      f"{jobs[i][-1] if report else wall:7.3f} s{note}", flush=True)
         for i, (name, ranks, *_rest) in enumerate(cases):
             wall = statistics.median(walls[i])
             job = statistics.median(jobs[i]) if jobs[i] else wall
-            rows.append({"method": name, "ranks": ranks, "wall_s": wall, "job_s": job, "gb_s": nbytes / job / 1e9})
-            print(f"  {name:<22} {ranks} rank(s): {job:7.3f} s  {nbytes / job / 1e9:6.2f} GB/s", flush=True)
+            rows.append({"method": name, "ranks": ranks, "wall_s": wall, "job_s": job, "gb_s": nbytes / job / 1e9,
+                         "min_s": min(jobs[i] or walls[i]), "max_s": max(jobs[i] or walls[i]),
+                         "auto_choice": "/".join(sorted(set(choices[i])))})
 
     print(f"input {raw}: {nbytes / 2**30:.1f} GiB, page cache warm, median of {args.repeat}, cases interleaved")
     # What any tool pays to create the mask (a quarter of the input) in the
@@ -135,20 +161,19 @@ def throughput(args, volseg):
         ("numpy memmap", 1, ["/usr/bin/python3", "-c", NUMPY_THRESHOLD, raw, os.path.join(args.dir, "numpy-mask.raw"),
                              *map(str, dims), str(LO), str(HI)], None, None, None),
     ]
-    measure(references)
     report = os.path.join(args.dir, "bench-report.json")
     methods = [m for m in METHODS if args.only is None or m[0] in args.only]
     for _, _, fmt, _, _ in methods:
         generate(volseg, input_path(args, f"smooth-{args.size}", fmt), dims, fmt)
     warm(raw)
+    cases = [(name, ranks, cmd, rep, env, lambda: warm(raw)) for name, ranks, cmd, rep, env, _ in references]
     for ranks in (1, 2):
-        cases = []
         for label, backend, fmt, extra, env in methods:
             src_fmt = input_path(args, f"smooth-{args.size}", fmt)
             out = os.path.join(args.dir, "bench-mask" + EXTENSIONS[fmt])
             cases.append((f"volseg {label}", ranks, segment_cmd(volseg, ranks, backend, src_fmt, out, report, extra=extra),
                           report, env, (lambda p=(src_fmt if fmt != "raw" else raw): warm(p))))
-        measure(cases)
+    measure(cases)
 
     dd = next(r for r in rows if r["method"] == "dd bs=16M")["gb_s"]
     floor_s = sum(r["job_s"] for r in rows if r["method"].startswith("dd"))
@@ -160,19 +185,25 @@ def throughput(args, volseg):
         r["vs_dd"], r["vs_numpy"], r["vs_floor"] = r["gb_s"] / dd, r["gb_s"] / npy, floor_s / r["job_s"]
         print(f"{r['method']:<22} {r['ranks']:>5} {r['job_s']:8.3f} {r['wall_s']:8.3f} {r['gb_s']:7.2f} "
               f"{r['vs_dd']:6.2f} {r['vs_numpy']:8.2f} {r['vs_floor']:8.2f}")
-    raw_labels = {f"volseg {m[0]}" for m in METHODS if m[1] in ("posix", "mmap", "mmap-advise")}
-    two = [r for r in rows if r["method"].startswith("volseg") and r["ranks"] == 2]
-    best = max((r for r in two if r["method"] in raw_labels), key=lambda r: r["gb_s"], default=None)
-    if best:
-        print(f"\nbest raw backend on 2 ranks: {best['method']} at {best['vs_dd']:.2f} x dd (bar 0.6) "
-              f"and {best['vs_numpy']:.2f} x numpy (bar 3)")
-        for r in two:
-            if r["method"] not in raw_labels:
-                print(f"  {r['method']:<32} {r['gb_s'] / best['gb_s']:.2f} x the best raw backend")
-    advise = next((r for r in two if r["method"] == "volseg mmap-advise"), None)
-    for r in two:
-        if advise and r["method"].startswith("volseg twophase"):
-            print(f"  {r['method']:<32} {advise['job_s'] / r['job_s']:.2f} x mmap-advise on 2 ranks (bar 0.8)")
+    bars = []
+    for ranks in (1, 2):
+        mine = [r for r in rows if r["method"].startswith("volseg") and r["ranks"] == ranks]
+        backends = [r for r in mine if r["method"] != "volseg auto"]
+        if not backends:
+            continue
+        best = max(backends, key=lambda r: r["gb_s"])
+        bars.append(f"- best backend on {ranks} rank(s): {best['method'][7:]} at {best['vs_numpy']:.2f} x numpy "
+                    f"(bar 5): {'PASS' if best['vs_numpy'] >= 5 else 'FAIL'}")
+        auto = next((r for r in mine if r["method"] == "volseg auto"), None)
+        if auto:
+            ratio = auto["gb_s"] / best["gb_s"]
+            bars.append(f"- auto on {ranks} rank(s) chose {auto['auto_choice']}; best was {best['method'][7:]}: "
+                        f"auto at {ratio:.2f} x the best (bar 0.95): {'PASS' if ratio >= 0.95 else 'FAIL'}")
+        advise = next((r for r in mine if r["method"] == "volseg mmap-advise"), None)
+        for r in mine:
+            if advise and ranks == 2 and r["method"].startswith("volseg twophase"):
+                bars.append(f"- {r['method'][7:]} at {advise['job_s'] / r['job_s']:.2f} x mmap-advise on 2 ranks")
+    print("\nBars (medians):\n" + "\n".join(bars))
     print("job s: volseg's own open-to-close time from its report (mpirun start-up excluded); "
           "wall s: the whole command")
     print(f"x floor: (dd read of the input + dd write of a mask-sized new file = {floor_s:.3f} s) / job s")
@@ -182,8 +213,18 @@ def throughput(args, volseg):
         writer = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
         writer.writeheader()
         writer.writerows(rows)
+    lines = ["| method | ranks | job s (median) | min-max s | GB/s | x dd | x numpy |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        method = r["method"] + (f" (chose {r['auto_choice']})" if r["auto_choice"] else "")
+        lines.append(f"| {method} | {r['ranks']} | {r['job_s']:.3f} | {r['min_s']:.2f}-{r['max_s']:.2f} | "
+                     f"{r['gb_s']:.2f} | {r['vs_dd']:.2f} | {r['vs_numpy']:.2f} |")
+    with open(os.path.join(args.out, "segment_throughput.md"), "w") as f:
+        f.write(f"Warm segmentation of {raw} ({nbytes / 2**30:.1f} GiB in the page cache), {args.repeat} interleaved "
+                f"rounds, `/usr/bin/python3 bench/segment_bench.py --repeat {args.repeat}`; job s is volseg's own "
+                f"open-to-close time, numpy's and dd's their whole run\n\n" + "\n".join(lines) + "\n\nBars:\n\n"
+                + "\n".join(bars) + "\n")
     plot(rows, os.path.join(args.out, "segment_throughput.png"), nbytes)
-    print(f"wrote {csv_path} and segment_throughput.png")
+    print(f"wrote {csv_path}, segment_throughput.md and segment_throughput.png")
 
 
 def plot(rows, path, nbytes):
@@ -210,27 +251,50 @@ def plot(rows, path, nbytes):
 
 
 def memory(args, volseg):
+    """Each rank's peak resident set on a 2*size x size^2 input (8 GiB by
+    default), against a job on a 16-plane slice of it: what the libraries
+    (MPI, PnetCDF, HDF5, VTK) hold whatever the size. The bar: a job adds at
+    most 64 MiB to that, whatever the volume's size."""
     dims = (2 * args.size, args.size, args.size)
     stem = f"smooth-{dims[0]}x{args.size}x{args.size}"
     report = os.path.join(args.dir, "bench-report.json")
     print(f"input {stem}: {dims[0] * args.size * args.size * 4 / 2**30:.1f} GiB f32, default bricks, 2 ranks")
-    for label, backend, fmt, extra, env in METHODS:
-        if args.only is not None and label not in args.only:
-            continue
-        src = input_path(args, stem, fmt)
-        generate(volseg, src, dims, fmt)
-        out = os.path.join(args.dir, "bench-mask" + EXTENSIONS[fmt])
-        # One file per rank: the ranks' stderr lines interleave.
+
+    def peak(backend, src, out, extra, env):
         prefix = os.path.join(args.dir, f"maxrss-{backend}")
         wrapper = ["bash", "-c", f'exec /usr/bin/time -f %M -o {prefix}.$OMPI_COMM_WORLD_RANK "$@"', "time"]
+        for path in OUTPUTS(args.dir):
+            if os.path.exists(path):
+                os.remove(path)
         timed(segment_cmd(volseg, 2, backend, src, out, report, wrapper, extra), env)
         rss = []
         for rank in range(2):
             with open(f"{prefix}.{rank}") as f:
                 rss.append(int(f.read().split()[-1]) / 1024)
             os.remove(f"{prefix}.{rank}")
-        print(f"  {label:<28} max resident set per rank: {', '.join(f'{m:.0f} MiB' for m in rss)} (bar 512 MiB)",
-              flush=True)
+        return rss
+
+    small = os.path.join(args.dir, "smooth-16-planes.nhdr")
+    generate(volseg, small, (16, args.size, args.size))
+    base = max(peak("posix", small, os.path.join(args.dir, "bench-mask.nhdr"), [], {}))
+    print(f"  baseline (a 16-plane job, posix): {base:.0f} MiB per rank")
+    lines = []
+    for label, backend, fmt, extra, env in METHODS:
+        if args.only is not None and label not in args.only:
+            continue
+        src = input_path(args, stem, fmt)
+        generate(volseg, src, dims, fmt)
+        out = os.path.join(args.dir, "bench-mask" + EXTENSIONS[fmt])
+        rss = peak(backend, src, out, extra, env)
+        grown = max(rss) - base
+        line = (f"  {label:<28} max resident set per rank: {', '.join(f'{m:.0f} MiB' for m in rss)}, "
+                f"{grown:+.0f} MiB over the baseline (bar 64): {'PASS' if grown <= 64 else 'FAIL'}")
+        print(line, flush=True)
+        lines.append(line)
+    with open(os.path.join(args.out, "segment_memory.md"), "w") as f:
+        f.write(f"Peak resident set per rank, 2 ranks, {stem} f32 "
+                f"(`/usr/bin/python3 bench/segment_bench.py --memory`); baseline {base:.0f} MiB\n\n```\n"
+                + "\n".join(lines) + "\n```\n")
 
 
 def main():
@@ -239,7 +303,7 @@ def main():
     parser.add_argument("--out", default=os.path.join(ROOT, "docs", "results"), help="CSV and PNG go here")
     parser.add_argument("--volseg", default=os.path.join(ROOT, "build", "app", "cli", "volseg"))
     parser.add_argument("--size", type=int, default=1024, help="edge of the cube (default 1024: 4 GiB)")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--memory", action="store_true", help="measure peak memory on a 2*size x size^2 input")
     parser.add_argument("--plot-only", action="store_true", help="redraw the PNG from the CSV in --out")
     parser.add_argument("--only", nargs="+", help="only these methods (labels as printed, e.g. 'mmap' 'pnetcdf CDF-2')")
