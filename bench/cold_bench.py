@@ -274,6 +274,39 @@ def main():
         print(f"\ntrace of one cold ranged-uring run on 2 ranks ({trace}):\n{result.stdout}")
         with open(os.path.join(args.out, "cold-trace-report.txt"), "w") as f:
             f.write(result.stdout)
+        plot_in_flight(trace, os.path.join(args.out, "cold-trace", "in_flight.png"))
+
+
+def plot_in_flight(trace, path):
+    """Bytes of reads in flight over time, per rank, from a volseg trace: each
+    io_uring read is recorded from its submission to its completion."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    events = {}
+    with open(trace) as f:
+        for r in csv.DictReader(line for line in f if not line.startswith("#")):
+            if r["op"] != "read":
+                continue
+            start, end, nbytes = float(r["start_s"]), float(r["start_s"]) + float(r["duration_s"]), int(r["bytes"])
+            events.setdefault(int(r["rank"]), []).extend([(start, nbytes), (end, -nbytes)])
+    fig, ax = plt.subplots(figsize=(9, 3.5))
+    for rank, ev in sorted(events.items()):
+        ev.sort()
+        t, level, xs, ys = 0.0, 0, [], []
+        for t, delta in ev:
+            xs.append(t)
+            ys.append(level / 2**20)
+            level += delta
+            xs.append(t)
+            ys.append(level / 2**20)
+        ax.plot(xs, ys, label=f"rank {rank}", linewidth=0.8)
+    ax.set_xlabel("seconds since the job's start")
+    ax.set_ylabel("MiB of reads in flight")
+    ax.set_title("ranged-uring, cold input, 2 ranks: bytes submitted and not yet completed", fontsize=10)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 def plot(rows, path, nbytes):

@@ -122,7 +122,9 @@ void Commands::add_segment(CLI::App& app) {
   sub->add_option("--time", segment_time_, "Step of a 4D variable's first (record/time) dimension");
   sub->add_option("--format", o.format,
                   "Mask format: raw | cdf2 | cdf5 | netcdf4 (default: the input's, or by the --out extension)");
-  sub->add_option("--backend", o.backend, "Backend that reads (auto: by format; see 'volseg backends')")
+  sub->add_option("--backend", o.backend,
+                  "Backend that reads (auto: by format and, for a raw volume, by how much of it is in the page "
+                  "cache: mmap-advise warm, ranged-uring cold; see 'volseg backends')")
       ->capture_default_str();
   sub->add_option("--out-backend", o.output_backend, "Backend that writes (default: by format)");
   sub->add_option("--hint", o.hints, "Backend hint key=value (repeatable); an unknown key is an error");

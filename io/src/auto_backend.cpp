@@ -67,9 +67,13 @@ AutoChoice choose_raw(const std::string& header_path) {
     // Warm: every backend reads at memory speed; what differs is the copy
     // (posix, ranged-uring) or the probing (ranged-mmap) a brick costs,
     // which mapping the cached pages avoids. Masks of whole-plane bricks go
-    // out with O_DIRECT and create no page-cache pages.
-    choice.backend = "mmap-advise";
-    choice.reason = "warm (" + seen + "): mmap-advise maps the cached pages without a copy";
+    // out with O_DIRECT and create no page-cache pages. With every sampled
+    // page cached there is nothing to read ahead: plain mmap spares the
+    // WILLNEED a brick.
+    const bool all = residency.fraction >= 1.0;
+    choice.backend = all ? "mmap" : "mmap-advise";
+    choice.reason = "warm (" + seen + "): " + choice.backend + " maps the cached pages without a copy" +
+                    (all ? "" : ", and reads ahead the rest");
     return choice;
   }
   // Cold: the device is the limit. ranged-uring reads with O_DIRECT into

@@ -84,7 +84,7 @@ TEST(AutoBackend, WarmMapsColdReadsDirect) {
   if (rank() == 0) std::ifstream(dir / "v.raw", std::ios::binary).ignore(1 << 30);
   MPI_Barrier(MPI_COMM_WORLD);
   const AutoChoice warm = choose_backend(comm, FileFormat::raw, header);
-  EXPECT_EQ(warm.backend, "mmap-advise");  // on every rank: rank 0 decides
+  EXPECT_EQ(warm.backend, "mmap");  // all cached; on every rank: rank 0 decides
   EXPECT_EQ(warm.resident, 1.0);
   EXPECT_NE(warm.reason.find("warm (100%"), std::string::npos) << warm.reason;
 
@@ -107,6 +107,19 @@ TEST(AutoBackend, WarmMapsColdReadsDirect) {
   const AutoChoice partly = choose_backend(comm, FileFormat::raw, header);
   EXPECT_LT(partly.resident, 0.25);
   EXPECT_EQ(partly.backend, "ranged-uring");
+  // Half cached: warm, and the rest read ahead.
+  if (rank() == 0) {
+    const int fd = ::open((dir / "v.raw").c_str(), O_RDONLY);
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);  // only what is read
+    std::vector<char> half(2 << 20);
+    ASSERT_EQ(::pread(fd, half.data(), half.size(), 0), static_cast<ssize_t>(half.size()));
+    ::close(fd);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  const AutoChoice half = choose_backend(comm, FileFormat::raw, header);
+  EXPECT_GE(half.resident, 0.25);
+  EXPECT_LT(half.resident, 1.0);
+  EXPECT_EQ(half.backend, "mmap-advise");
 
   EXPECT_EQ(choose_backend(comm, FileFormat::cdf5, header).backend, "pnetcdf");
   EXPECT_THROW(choose_backend(comm, FileFormat::raw, dir / "missing.nhdr"), Error);

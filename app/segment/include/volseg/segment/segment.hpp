@@ -22,7 +22,7 @@ struct SegmentOptions {
   std::string input, output;
   std::string report;  // JSON report path; empty: none
   std::string trace;   // I/O trace (CSV, docs/trace.md) path; empty: no tracing
-  std::string backend = "auto";  // auto: by the input's format (raw: mmap-advise)
+  std::string backend = "auto";  // auto: io::choose_backend (format; raw: page-cache residency)
   std::string output_backend;    // empty: by the output format
   std::string format;            // raw | cdf2 | cdf5 | netcdf4; empty: the input's (or the output's extension)
   std::vector<std::string> hints;         // to reader and writer
@@ -79,8 +79,8 @@ struct RankTimes {
 struct SegmentResult {
   io::VolumeInfo input_info;
   std::string backend, output_backend, output_format;
-  // With --backend auto: why this backend (and mask-write mode), and the
-  // sampled share of a raw input's pages in the page cache (-1: not sampled).
+  // With --backend auto: why this backend, and the sampled share of a raw
+  // input's pages in the page cache (-1: not sampled).
   std::string backend_reason;
   double input_resident = -1;
   std::string pipeline;        // "mapped", "buffered" or "collective"
