@@ -51,12 +51,22 @@ std::string percent(double share) {
 }
 
 AutoChoice choose_raw(const std::string& header_path) {
-  std::ifstream in(header_path, std::ios::binary);
-  if (!in) throw_errno("open", header_path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  const NrrdHeader header = parse_nrrd(text.str(), header_path);
-  const Residency residency = sample_residency(header.data_path);
+  NrrdHeader header;
+  Residency residency;
+  try {
+    std::ifstream in(header_path, std::ios::binary);
+    if (!in) throw_errno("open", header_path);
+    std::ostringstream text;
+    text << in.rdbuf();
+    header = parse_nrrd(text.str(), header_path);
+    residency = sample_residency(header.data_path);
+  } catch (const Error& e) {
+    // A damaged header or data file is the reader's to report, in its words.
+    AutoChoice fallback;
+    fallback.backend = reading_backend(FileFormat::raw);
+    fallback.reason = "the input could not be sampled (" + std::string(e.what()) + ")";
+    return fallback;
+  }
   const Memory mem = memory();
 
   AutoChoice choice;
@@ -94,6 +104,10 @@ Residency sample_residency(const std::string& path, int windows) {
     const int saved = errno;
     ::close(fd);
     throw_errno("stat", path, saved);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(path + " is not a regular file");
   }
   Residency result;
   const auto size = static_cast<std::uint64_t>(st.st_size);

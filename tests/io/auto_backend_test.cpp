@@ -122,5 +122,9 @@ TEST(AutoBackend, WarmMapsColdReadsDirect) {
   EXPECT_EQ(half.backend, "mmap-advise");
 
   EXPECT_EQ(choose_backend(comm, FileFormat::cdf5, header).backend, "pnetcdf");
-  EXPECT_THROW(choose_backend(comm, FileFormat::raw, dir / "missing.nhdr"), Error);
+  // An input it cannot sample is left to the reader to refuse, in its words.
+  const AutoChoice missing = choose_backend(comm, FileFormat::raw, dir / "missing.nhdr");
+  EXPECT_EQ(missing.backend, "mmap-advise");
+  EXPECT_NE(missing.reason.find("could not be sampled"), std::string::npos) << missing.reason;
+  EXPECT_THROW(sample_residency(dir.path().string()), Error);  // a directory
 }

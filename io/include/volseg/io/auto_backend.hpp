@@ -21,7 +21,7 @@ struct Residency {
 // Not collective. mincore on up to `windows` runs of 16 pages spread evenly
 // over the file (the whole file when it is smaller): a few hundred
 // microseconds whatever the file's size. Throws volseg::Error naming the
-// file when it cannot be opened or mapped.
+// file when it is not a regular file or cannot be opened or mapped.
 Residency sample_residency(const std::string& path, int windows = 256);
 
 struct AutoChoice {
@@ -30,7 +30,9 @@ struct AutoChoice {
   double resident = -1;  // sampled page-cache share of a raw input; -1: not sampled
 };
 
-// Collective: rank 0 looks, every rank gets its choice.
+// Collective: rank 0 looks, every rank gets its choice. An input that
+// cannot be sampled (a missing or damaged data file) gets the format's
+// default backend, whose open then reports the problem.
 AutoChoice choose_backend(const Comm& comm, FileFormat format, const std::string& input_path);
 
 }  // namespace volseg::io
