@@ -41,20 +41,33 @@ void timed(double& total, Fn&& fn) {
 }
 
 using detail::Piece;
-using detail::sieve_access;
 using detail::BufferPool;
 using detail::Cut;
 using detail::RoundCursor;
 using detail::cut_into_rounds;
 using detail::merge_runs;
 using detail::place_windows;
-using detail::IoGroup;
 using detail::RoundPlan;
 using detail::Slot;
 
 struct Request {
   std::uint64_t offset = 0, length = 0;
 };
+
+// Window starts per aggregator sent in the fixed-size exchange, plus the count.
+constexpr int kWindowHead = 8;
+
+// Contiguous single-owner pieces of the domains inside [begin, end): at
+// most this many domain boundaries can cut one rank's pieces.
+std::uint64_t domain_pieces(const FileDomains& domains, std::uint64_t begin, std::uint64_t end) {
+  std::uint64_t n = 0;
+  for (const auto& segment : domains.segments()) {
+    const std::uint64_t b = std::max(begin, segment.begin), e = std::min(end, segment.end);
+    if (b >= e) continue;
+    n += segment.members.size() == 1 ? 1 : (e - 1) / segment.block - b / segment.block + 1;
+  }
+  return n;
+}
 
 // Aggregators in the order ROMIO picks them by default: the first rank of
 // every node, then the second of every node, and so on.
@@ -191,25 +204,33 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
     // Every rank's extent [first byte, end), {max, 0} when it has none, and
     // whether its access is valid: a bad access on one rank fails the call on
     // every rank here, before any rank waits in a later collective.
-    std::array<std::uint64_t, 3> extent{std::numeric_limits<std::uint64_t>::max(), 0, 0};
+    // The piece count rides along (fourth value): with it every rank can
+    // tell whether any count could pass max_pieces, and skip the two
+    // agreements below when none can. Each collective is a point where every
+    // rank must be running at once; on a shared node (CPU load beside the
+    // job, oversubscribed ranks) each costs up to a scheduler tick.
+    std::array<std::uint64_t, 4> extent{std::numeric_limits<std::uint64_t>::max(), 0, 0, pieces.size()};
     for (const auto& piece : pieces) {
       if (piece.offset > std::numeric_limits<std::uint64_t>::max() - piece.length) {
-        extent = {std::numeric_limits<std::uint64_t>::max(), 0, 1};
+        extent = {std::numeric_limits<std::uint64_t>::max(), 0, 1, 0};
         break;
       }
       extent[0] = std::min(extent[0], piece.offset);
       extent[1] = std::max(extent[1], piece.offset + piece.length);
     }
-    std::vector<std::array<std::uint64_t, 3>> extents(static_cast<std::size_t>(size));
+    std::vector<std::array<std::uint64_t, 4>> extents(static_cast<std::size_t>(size));
     {
-      trace::Span span(trace::Op::exchange, -1, 3 * sizeof(std::uint64_t) * static_cast<std::uint64_t>(size));
-      check_mpi(MPI_Allgather(extent.data(), 3, MPI_UINT64_T, extents.data(), 3, MPI_UINT64_T, comm.get()),
+      trace::Span span(trace::Op::exchange, -1, 4 * sizeof(std::uint64_t) * static_cast<std::uint64_t>(size));
+      check_mpi(MPI_Allgather(extent.data(), 4, MPI_UINT64_T, extents.data(), 4, MPI_UINT64_T, comm.get()),
                 "MPI_Allgather");
     }
-    for (int r = 0; r < size; ++r)
+    std::uint64_t all_pieces = 0;
+    for (int r = 0; r < size; ++r) {
       if (extents[static_cast<std::size_t>(r)][2] != 0)
         throw Error(r == comm.rank() ? "twophase: an access past 2^64 bytes"
                                      : "twophase: rank " + std::to_string(r) + " asked for an access past 2^64 bytes");
+      all_pieces += extents[static_cast<std::size_t>(r)][3];
+    }
     std::erase_if(extents, [](const auto& e) { return e[1] == 0; });
     if (extents.empty()) {
       nothing = true;
@@ -228,6 +249,11 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
     // 2. File domains, and my pieces cut at their boundaries.
     domains = partitioner->partition(Region{region[0], region[1]}, direction, context);
     partition_used = partitioner->chosen();
+    // Cutting at domain boundaries splits at most one piece per rank at
+    // each: below this bound no rank sends, and no aggregator receives,
+    // more than max_pieces, and the agreements are skipped.
+    const std::uint64_t bound = all_pieces + static_cast<std::uint64_t>(size) * domain_pieces(domains, region[0], region[1]);
+    const bool may_exceed = bound > static_cast<std::uint64_t>(options.max_pieces);
     for (const auto& piece : pieces) {
       std::uint64_t at = piece.offset;
       const std::uint64_t end = piece.offset + piece.length;
@@ -252,11 +278,13 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
       for (const auto& list : per_rank) total += list.size();
       // Refused on every rank before the exchange: a rank that left alone
       // would leave the others waiting in MPI_Alltoall for ever.
-      std::exception_ptr too_many;
-      if (total / 2 > static_cast<std::size_t>(options.max_pieces))
-        too_many = std::make_exception_ptr(RankError("twophase: more than " + std::to_string(options.max_pieces) +
-                                                 " pieces in one collective call; split the call"));
-      agree(comm, too_many);
+      if (may_exceed) {
+        std::exception_ptr too_many;
+        if (total / 2 > static_cast<std::size_t>(options.max_pieces))
+          too_many = std::make_exception_ptr(RankError("twophase: more than " + std::to_string(options.max_pieces) +
+                                                   " pieces in one collective call; split the call"));
+        agree(comm, too_many);
+      }
       for (int r = 0; r < size; ++r) {
         const auto& list = per_rank[static_cast<std::size_t>(r)];
         send_displs[static_cast<std::size_t>(r)] = static_cast<int>(outgoing.size());
@@ -277,11 +305,13 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
     }
     // Only aggregators receive: the refusal must reach every rank before the
     // MPI_Alltoallv they would otherwise wait in.
-    std::exception_ptr too_many;
-    if (incoming_total / 2 > static_cast<std::size_t>(options.max_pieces))
-      too_many = std::make_exception_ptr(RankError("twophase: more than " + std::to_string(options.max_pieces) +
-                                               " pieces for one aggregator in one call; split the call"));
-    agree(comm, too_many);
+    if (may_exceed) {
+      std::exception_ptr too_many;
+      if (incoming_total / 2 > static_cast<std::size_t>(options.max_pieces))
+        too_many = std::make_exception_ptr(RankError("twophase: more than " + std::to_string(options.max_pieces) +
+                                                 " pieces for one aggregator in one call; split the call"));
+      agree(comm, too_many);
+    }
     std::vector<std::uint64_t> incoming(incoming_total);
     {
       trace::Span span(trace::Op::exchange, -1, (outgoing.size() + incoming_total) * sizeof(std::uint64_t));
@@ -309,22 +339,37 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
     client_starts.push_back(spans.size());
     merge_runs(spans, std::move(client_starts), std::less<>{});
     const std::vector<std::uint64_t> my_windows = place_windows(spans, window, round_bytes);
-    int my_count = static_cast<int>(my_windows.size());
-    std::vector<int> window_counts(static_cast<std::size_t>(size)), window_displs(static_cast<std::size_t>(size));
-    check_mpi(MPI_Allgather(&my_count, 1, MPI_INT, window_counts.data(), 1, MPI_INT, comm.get()), "MPI_Allgather");
-    int all_count = 0;
+    // Every rank learns every aggregator's windows: the count and the first
+    // kWindowHead - 1 starts in one MPI_Allgather (a call of few rounds needs
+    // no more), the rest in an MPI_Allgatherv only when some rank has them.
+    std::array<std::uint64_t, kWindowHead> head{};
+    head[0] = my_windows.size();
+    std::copy_n(my_windows.begin(), std::min<std::size_t>(my_windows.size(), kWindowHead - 1), head.begin() + 1);
+    std::vector<std::array<std::uint64_t, kWindowHead>> heads(static_cast<std::size_t>(size));
+    check_mpi(MPI_Allgather(head.data(), kWindowHead, MPI_UINT64_T, heads.data(), kWindowHead, MPI_UINT64_T, comm.get()),
+              "MPI_Allgather");
+    std::vector<int> tail_counts(static_cast<std::size_t>(size)), tail_displs(static_cast<std::size_t>(size));
+    std::uint64_t tail_total = 0;
     for (int r = 0; r < size; ++r) {
-      window_displs[static_cast<std::size_t>(r)] = all_count;
-      all_count += window_counts[static_cast<std::size_t>(r)];
+      const std::uint64_t n = heads[static_cast<std::size_t>(r)][0];
+      if (n > static_cast<std::uint64_t>(std::numeric_limits<int>::max()))
+        throw Error("twophase: more than 2^31 rounds in one call");
+      tail_counts[static_cast<std::size_t>(r)] = static_cast<int>(n > kWindowHead - 1 ? n - (kWindowHead - 1) : 0);
+      tail_displs[static_cast<std::size_t>(r)] = static_cast<int>(tail_total);
+      tail_total += static_cast<std::uint64_t>(tail_counts[static_cast<std::size_t>(r)]);
     }
-    std::vector<std::uint64_t> all_windows(static_cast<std::size_t>(all_count));
-    check_mpi(MPI_Allgatherv(my_windows.data(), my_count, MPI_UINT64_T, all_windows.data(), window_counts.data(),
-                             window_displs.data(), MPI_UINT64_T, comm.get()),
-              "MPI_Allgatherv");
+    std::vector<std::uint64_t> tails(tail_total);
+    if (tail_total > 0) {
+      const int mine = tail_counts[static_cast<std::size_t>(comm.rank())];
+      check_mpi(MPI_Allgatherv(my_windows.data() + (mine ? kWindowHead - 1 : 0), mine, MPI_UINT64_T, tails.data(),
+                               tail_counts.data(), tail_displs.data(), MPI_UINT64_T, comm.get()),
+                "MPI_Allgatherv");
+    }
     for (std::size_t a = 0; a < aggregators.size(); ++a) {
       const auto r = static_cast<std::size_t>(aggregators[a]);
-      windows[a].assign(all_windows.begin() + window_displs[r],
-                        all_windows.begin() + window_displs[r] + window_counts[r]);
+      const std::uint64_t n = heads[r][0];
+      windows[a].assign(heads[r].begin() + 1, heads[r].begin() + 1 + std::min<std::uint64_t>(n, kWindowHead - 1));
+      windows[a].insert(windows[a].end(), tails.begin() + tail_displs[r], tails.begin() + tail_displs[r] + tail_counts[r]);
       rounds = std::max<std::uint64_t>(rounds, windows[a].size());
     }
   });
@@ -380,27 +425,10 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
       // Coalesce (overlapping reads too) inside each domain piece.
       client_starts.push_back(all.size());
       merge_runs(all, std::move(client_starts), [](const Slot& a, const Slot& b) { return a.offset < b.offset; });
-      std::uint64_t key = 0;
-      for (const auto& slot : all) {
-        const std::uint64_t slot_key = domains.piece_key(slot.offset);
-        if (!p->io.empty() && slot_key == key) {
-          auto& runs = p->io.back().runs;
-          Slot& tail = runs.back();
-          if (slot.offset <= tail.offset + tail.length) {
-            tail.length = std::max(tail.length, slot.offset + slot.length - tail.offset);
-          } else {
-            runs.push_back(slot);
-          }
-          ++p->io.back().slots;
-          continue;
-        }
-        key = slot_key;
-        p->io.push_back(IoGroup{{slot}, false, 1, nullptr});
-      }
+      p->io = detail::coalesce(all, domains, options);
       const int self = comm.rank();
       p->self_direct.assign(p->theirs[static_cast<std::size_t>(self)].size(), 0);
       for (auto& group : p->io) {
-        group.sieve = sieve_access(group.begin(), group.end(), group.runs.size(), options);
         const Slot& only = group.runs.front();
         if (group.slots == 1 && only.source == self) {
           group.direct = const_cast<std::byte*>(p->mine[static_cast<std::size_t>(self)][only.index].first);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "round_exchange.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -30,6 +31,29 @@ MPI_Datatype Types::add(const std::vector<std::pair<const std::byte*, std::uint6
   check_mpi(MPI_Type_commit(&type), "MPI_Type_commit");
   types_.push_back(type);
   return type;
+}
+
+std::vector<IoGroup> coalesce(const std::vector<Slot>& sorted, const FileDomains& domains, const Options& options) {
+  std::vector<IoGroup> io;
+  std::uint64_t key = 0;
+  for (const auto& slot : sorted) {
+    const std::uint64_t slot_key = domains.piece_key(slot.offset);
+    if (!io.empty() && slot_key == key) {
+      auto& runs = io.back().runs;
+      Slot& tail = runs.back();
+      if (slot.offset <= tail.offset + tail.length) {
+        tail.length = std::max(tail.length, slot.offset + slot.length - tail.offset);
+      } else {
+        runs.push_back(slot);
+      }
+      ++io.back().slots;
+      continue;
+    }
+    key = slot_key;
+    io.push_back(IoGroup{{slot}, false, 1, nullptr});
+  }
+  for (auto& group : io) group.sieve = sieve_access(group.begin(), group.end(), group.runs.size(), options);
+  return io;
 }
 
 void read_groups(int fd, const std::string& path, RoundPlan& p, Timing& timing) {

@@ -73,6 +73,12 @@ struct RoundPlan {
   std::vector<MPI_Request> requests;
 };
 
+// The file accesses of one aggregator round: its slots, sorted by file
+// offset, coalesced (overlapping reads too) inside each domain piece, each
+// group sieved or not by sieve_access. The engine runs it on every round;
+// volseg-twophase-plan runs it without MPI or I/O to show the plans.
+std::vector<IoGroup> coalesce(const std::vector<Slot>& sorted, const FileDomains& domains, const Options& options);
+
 // The aggregator's file I/O of a round; each counts its calls and bytes in
 // timing. read_holes: data sieving on writes reads each sieved covering
 // range first, so the holes between runs are written back unchanged.
