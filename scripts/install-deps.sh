@@ -23,7 +23,7 @@ packages=(
   # libraries used by the code
   libcli11-dev nlohmann-json3-dev liburing-dev
   # measurement
-  time fio
+  time fio stress-ng
   # fuzzing (VOLSEG_FUZZ: libFuzzer targets built with clang)
   clang-14 libfuzzer-14-dev
 )
