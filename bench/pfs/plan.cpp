@@ -31,12 +31,14 @@
 #include <cmath>
 #include <cstdint>
 #include <fstream>
+#include <utility>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "../../io/twophase/file_io.hpp"
 #include "../../io/twophase/round_exchange.hpp"
 #include "../../io/twophase/rounds.hpp"
 #include "volseg/io/error.hpp"
@@ -55,7 +57,7 @@ struct Request {
 
 struct PatternSpec {
   std::string name = "ncio";
-  bool file_nc = true;
+  bool file_nc = true, memory_nc = true;
   std::uint64_t count = 4096, size = 8, spacing = 128;  // ncio
   std::uint64_t edge = 128;                             // coll_perf: n per rank
 };
@@ -83,11 +85,14 @@ template <class Emit>
 void pieces_of(const PatternSpec& s, int ranks, int r, Emit&& emit) {
   const auto P = static_cast<std::uint64_t>(ranks), R = static_cast<std::uint64_t>(r);
   if (s.name == "ncio") {
-    if (!s.file_nc) {
+    // As volseg-ncio hands them to the engine: one piece per region, merged
+    // only where neighbours are contiguous in both memory and file (c-c).
+    if (!s.file_nc && !s.memory_nc) {
       emit(R * s.count * s.size, s.count * s.size);
       return;
     }
-    for (std::uint64_t j = 0; j < s.count; ++j) emit((j * P + R) * (s.size + s.spacing), s.size);
+    for (std::uint64_t j = 0; j < s.count; ++j)
+      emit(s.file_nc ? (j * P + R) * (s.size + s.spacing) : (R * s.count + j) * s.size, s.size);
     return;
   }
   // coll_perf: rank r at block coordinates (x, y, z) of dims d, C order.
@@ -97,6 +102,79 @@ void pieces_of(const PatternSpec& s, int ranks, int r, Emit&& emit) {
   for (std::uint64_t i = 0; i < n; ++i)
     for (std::uint64_t j = 0; j < n; ++j)
       emit((((x * n + i) * Y) + (y * n + j)) * Z * element + z * n * element, n * element);
+}
+
+struct Sink {
+  std::ofstream file;
+  std::ostream* out = &std::cout;
+  explicit Sink(const std::string& path) {
+    if (path.empty()) return;
+    file.open(path);
+    if (!file) throw volseg::Error("cannot write " + path);
+    out = &file;
+  }
+  void finish() {
+    out->flush();
+    if (!*out) throw volseg::Error("writing the plan failed");
+  }
+};
+
+int independent_plan(const PatternSpec& spec, int ranks, tp::Direction direction, const tp::Options& options,
+                     bool interleaved, const std::string& out_path, const std::string& case_text, std::uint64_t lo,
+                     std::uint64_t hi, std::uint64_t bytes) {
+  Sink sink(out_path);
+  std::ostream& out = *sink.out;
+  const char* op = direction == tp::Direction::read ? "read" : "write";
+  out << "# pattern=" << spec.name << "\n# ranks=" << ranks << "\n# aggregators=0\n# mode=independent\n# direction="
+      << op << "\n# cb_buffer_size=" << options.cb_buffer_size << "\n# region=" << lo << "-" << hi
+      << "\n# bytes=" << bytes << "\n# case=" << case_text << "\n";
+  out << "aggregator,round,op,offset,length,pieces,clients\n";
+  std::uint64_t accesses = 0, max_chunks = 0;
+  const bool sieve_writes = !interleaved;
+  for (int r = 0; r < ranks; ++r) {
+    std::vector<Request> pieces;
+    pieces_of(spec, ranks, r, [&](std::uint64_t o, std::uint64_t n) { pieces.push_back(Request{o, n}); });
+    std::uint64_t chunk = 0;
+    for (std::size_t i = 0; i < pieces.size();) {
+      // One chunk: consecutive pieces whose file span fits the buffer; runs merged.
+      std::vector<std::pair<Request, std::size_t>> runs;  // run, pieces in it
+      const std::uint64_t begin = pieces[i].offset;
+      for (; i < pieces.size() && pieces[i].offset + pieces[i].length - begin <= options.cb_buffer_size; ++i) {
+        if (!runs.empty() && pieces[i].offset <= runs.back().first.offset + runs.back().first.length) {
+          auto& run = runs.back();
+          run.first.length = std::max(run.first.length, pieces[i].offset + pieces[i].length - run.first.offset);
+          ++run.second;
+        } else {
+          runs.push_back({pieces[i], 1});
+        }
+      }
+      if (runs.empty()) runs.push_back({pieces[i++], 1});  // one piece longer than the buffer
+      const std::uint64_t end = runs.back().first.offset + runs.back().first.length;
+      const bool sieve = (direction == tp::Direction::read || sieve_writes) &&
+                         detail::sieve_access(begin, end, runs.size(), options);
+      std::size_t n = 0;
+      for (const auto& run : runs) n += run.second;
+      if (sieve || runs.size() == 1) {
+        if (sieve && direction == tp::Direction::write) {
+          out << r << ',' << chunk << ",read," << begin << ',' << end - begin << ",0,0\n";
+          ++accesses;
+        }
+        out << r << ',' << chunk << ',' << op << ',' << begin << ',' << end - begin << ',' << n << ",1\n";
+        ++accesses;
+      } else {
+        for (const auto& run : runs) {
+          out << r << ',' << chunk << ',' << op << ',' << run.first.offset << ',' << run.first.length << ','
+              << run.second << ",1\n";
+          ++accesses;
+        }
+      }
+      ++chunk;
+    }
+    max_chunks = std::max(max_chunks, chunk);
+  }
+  out << "# accesses=" << accesses << "\n# rounds=" << max_chunks << "\n";
+  sink.finish();
+  return 0;
 }
 
 }  // namespace
@@ -113,7 +191,7 @@ int main(int argc, char** argv) {
   app.add_option("--aggregators", aggregators, "aggregators (cb_nodes); 0: ranks / ranks-per-node");
   app.add_option("--direction", direction_text, "read | write")->check(CLI::IsMember({"read", "write"}));
   app.add_option("--pattern", spec.name, "ncio | coll_perf")->check(CLI::IsMember({"ncio", "coll_perf"}));
-  app.add_option("--case", case_text, "ncio: c-c | nc-c | c-nc | nc-nc (only the file side matters here)");
+  app.add_option("--case", case_text, "ncio: c-c | nc-c | c-nc | nc-nc (memory-file; memory only decides which pieces merge)");
   app.add_option("--count", spec.count, "ncio: regions per rank")->check(CLI::PositiveNumber);
   app.add_option("--size", spec.size, "ncio: bytes per region")->check(CLI::PositiveNumber);
   app.add_option("--spacing", spec.spacing, "ncio: bytes between regions");
@@ -124,7 +202,8 @@ int main(int argc, char** argv) {
   try {
     if (case_text != "c-c" && case_text != "nc-c" && case_text != "c-nc" && case_text != "nc-nc")
       throw volseg::Error("--case " + case_text + " is not c-c, nc-c, c-nc or nc-nc");
-    spec.file_nc = case_text.rfind("-nc") == case_text.size() - 3;
+    spec.file_nc = case_text.size() > 3 && case_text.compare(case_text.size() - 3, 3, "-nc") == 0;
+    spec.memory_nc = case_text.rfind("nc-", 0) == 0;
     const auto hints = volseg::io::Hints::parse(hint_items);
     tp::Options options = tp::Options::from_hints(hints);
     hints.reject_unused("volseg-twophase-plan");
@@ -142,6 +221,27 @@ int main(int argc, char** argv) {
         hi = std::max(hi, o + n);
         bytes += n;
       });
+    // The engine's independent path (engine.cpp, independent.cpp): no two
+    // ranks' extents interleave and cb_read/cb_write is automatic, or
+    // aggregation is disabled. Every rank then accesses its own pieces in
+    // chunks of at most cb_buffer_size bytes of file, each sieved or done
+    // per run by the same rule (writes sieved only where not interleaved).
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> extents;
+    for (int r = 0; r < ranks; ++r) {
+      std::pair<std::uint64_t, std::uint64_t> e{UINT64_MAX, 0};
+      pieces_of(spec, ranks, r, [&](std::uint64_t o, std::uint64_t n) {
+        e.first = std::min(e.first, o);
+        e.second = std::max(e.second, o + n);
+      });
+      if (e.second > 0) extents.push_back(e);
+    }
+    std::sort(extents.begin(), extents.end());
+    bool interleaved = false;
+    for (std::size_t i = 1; i < extents.size(); ++i) interleaved = interleaved || extents[i].first < extents[i - 1].second;
+    const tp::Aggregation aggregation = direction == tp::Direction::read ? options.cb_read : options.cb_write;
+    if (aggregation == tp::Aggregation::disable || (aggregation == tp::Aggregation::automatic && !interleaved))
+      return independent_plan(spec, ranks, direction, options, interleaved, out_path, case_text, lo, hi, bytes);
+
     // 2. File domains, by the engine's partitioner.
     tp::PartitionContext context;
     context.aggregators = A;
@@ -165,13 +265,9 @@ int main(int argc, char** argv) {
         }
       });
 
-    std::ofstream file;
-    if (!out_path.empty()) {
-      file.open(out_path);
-      if (!file) throw volseg::Error("cannot write " + out_path);
-    }
-    std::ostream& out = out_path.empty() ? std::cout : file;
-    out << "# pattern=" << spec.name << "\n# ranks=" << ranks << "\n# aggregators=" << A << "\n# direction="
+    Sink sink(out_path);
+    std::ostream& out = *sink.out;
+    out << "# pattern=" << spec.name << "\n# ranks=" << ranks << "\n# aggregators=" << A << "\n# mode=collective\n# direction="
         << direction_text << "\n# partition=" << partitioner->chosen() << "\n# domains=" << domains.describe()
         << "\n# cb_buffer_size=" << window << "\n# lock_size=" << context.lock_size << "\n# region=" << lo << "-"
         << hi << "\n# bytes=" << bytes << "\n";
@@ -255,8 +351,7 @@ int main(int argc, char** argv) {
       clients = {};
     }
     out << "# accesses=" << accesses << "\n# rounds=" << max_rounds << "\n";
-    out.flush();
-    if (!out) throw volseg::Error("writing the plan failed");
+    sink.finish();
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "volseg-twophase-plan: " << e.what() << "\n";
