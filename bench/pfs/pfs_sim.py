@@ -63,10 +63,13 @@ class Profile:
     call_cpu: float = 5e-6          # s of client CPU per call
     call_rtt: float = 50e-6         # s of round trip per call (no CPU)
     cores: int = 4                  # CPUs per client node
+    free_past_eof: bool = True      # a read past the end of the file moves nothing (local: the engine's
+                                    # memset of the holes costs as much as a read, so False)
     lock: str = "lustre"            # lustre | gpfs | none
     lock_rtt: float = 100e-6        # s per lock RPC (request, callback or grant)
     lock_unit: int = 4096           # lustre: page granularity in object space; gpfs: the block
     piece_cpu: float = 0.1e-6       # two-phase: s of CPU per piece exchanged (pack, cut, coalesce)
+    pack_cpu: float = 0.02e-6       # two-phase's independent path: s of CPU per piece copied to a buffer
     exchange_bw: float = 1.5e9      # two-phase: bytes/s into an aggregator during the exchange
     collective: float = 20e-6       # two-phase: s per synchronizing collective step (x log2 ranks)
     collectives: int = 7            # synchronizing collectives per two-phase call
@@ -95,7 +98,7 @@ PROFILES = {
                    client_bw=1e9, call_cpu=2e-6, call_rtt=100e-6, lock="none"),
     # This machine: one page cache whose writes to one file serialize (the inode lock); fitted.
     "local": Profile("local", stripe_size=1 << 62, stripe_count=1, server_bw=2e9, server_latency=0.0, channels=1,
-                     client_bw=float("inf"), call_cpu=1.5e-6, call_rtt=0.0, cores=2, lock="none",
+                     client_bw=float("inf"), call_cpu=1.5e-6, call_rtt=0.0, cores=2, lock="none", free_past_eof=False,
                      piece_cpu=0.15e-6, exchange_bw=4e9, collective=30e-6, collectives=7,
                      sync_latency=1e-3, sync_bw=2e9),
 }
@@ -198,6 +201,7 @@ class Sim:
         self.manager_free = {}  # per lock manager (a Lustre server, the GPFS token manager)
         self.written_by = {}    # gpfs: block -> last client that wrote part of it
         self.allocated = {}     # local: 4 KiB block -> the client that wrote it last
+        self.file_size = 0      # a new (truncated) file, as NCIO's runs start
         self.stats = {"calls": 0, "lock_rpcs": 0, "revocations": 0, "rmw_reads": 0, "bytes": 0}
 
     def _cpu(self, client, t, seconds):
@@ -295,6 +299,10 @@ class Sim:
                     t = self._serve(p.server_of(lo), t + p.call_rtt, u, "read")
             for blk in range(offset // u, (offset + length - 1) // u + 1):
                 self.written_by[blk] = client
+        if kind == "read" and p.free_past_eof:  # past the end a read returns nothing (sieving a new file)
+            pieces = [(o, max(0, min(n, self.file_size - o))) for o, n in pieces]
+        else:
+            self.file_size = max(self.file_size, offset + length)
         node = self.node_of(client)
         link = self.link_free.get(node, 0.0)
         end = t
@@ -359,8 +367,8 @@ def simulate_plan(prof, facts, plan, ranks_per_node=1, sim=None, t_start=0.0):
         accesses = rounds[st["rounds"][k]]
         n_pieces = sum(x[3] for x in accesses)
         moved = sum(x[2] for x in accesses if x[3] > 0)  # the accesses that carry client data
-        if independent:  # copying the rank's own pieces into one buffer: bytes, not planning
-            return max(prev, buf) + moved / prof.exchange_bw * oversubscribed
+        if independent:  # copying the rank's own pieces into one buffer: no planning
+            return max(prev, buf) + (n_pieces * prof.pack_cpu + moved / prof.exchange_bw) * oversubscribed
         return max(prev, buf) + prof.collective + n_pieces * prof.piece_cpu + moved / prof.exchange_bw
 
     while heap:

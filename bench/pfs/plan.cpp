@@ -18,6 +18,11 @@
 //   coll_perf  ROMIO's coll_perf, as Liao & Choudhary ran it: a 3D array of
 //              4-byte integers block-partitioned along all three dimensions,
 //              n^3 elements per rank (the global array grows with the ranks).
+//   realms     Coloma et al.'s persistent-file-realm test: one collective
+//              write per time step, each rank an interleaved share of the
+//              elements of every data point (--step picks the call; a
+//              persistent partitioner is first asked for step 0, as the
+//              engine's first call of the file would).
 //
 // Output (CSV on stdout or --out): comment lines "# key=value" with the
 // plan's facts, then rows
@@ -60,6 +65,7 @@ struct PatternSpec {
   bool file_nc = true, memory_nc = true;
   std::uint64_t count = 4096, size = 8, spacing = 128;  // ncio
   std::uint64_t edge = 128;                             // coll_perf: n per rank
+  std::uint64_t points = 2048, elements = 100, element = 32, steps = 32, step = 0;  // realms
 };
 
 // Three factors of p, as balanced as MPI_Dims_create makes them, largest first.
@@ -93,6 +99,15 @@ void pieces_of(const PatternSpec& s, int ranks, int r, Emit&& emit) {
     }
     for (std::uint64_t j = 0; j < s.count; ++j)
       emit(s.file_nc ? (j * P + R) * (s.size + s.spacing) : (R * s.count + j) * s.size, s.size);
+    return;
+  }
+  if (s.name == "realms") {
+    // Coloma et al. §6.4: data points of `elements` elements, every time
+    // step of a point kept together; call `step` writes element e of every
+    // point from rank e mod ranks.
+    for (std::uint64_t d = 0; d < s.points; ++d)
+      for (std::uint64_t e = R; e < s.elements; e += P)
+        emit(((d * s.steps + s.step) * s.elements + e) * s.element, s.element);
     return;
   }
   // coll_perf: rank r at block coordinates (x, y, z) of dims d, C order.
@@ -190,12 +205,17 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--aggregators", aggregators, "aggregators (cb_nodes); 0: ranks / ranks-per-node");
   app.add_option("--direction", direction_text, "read | write")->check(CLI::IsMember({"read", "write"}));
-  app.add_option("--pattern", spec.name, "ncio | coll_perf")->check(CLI::IsMember({"ncio", "coll_perf"}));
+  app.add_option("--pattern", spec.name, "ncio | coll_perf | realms")->check(CLI::IsMember({"ncio", "coll_perf", "realms"}));
   app.add_option("--case", case_text, "ncio: c-c | nc-c | c-nc | nc-nc (memory-file; memory only decides which pieces merge)");
   app.add_option("--count", spec.count, "ncio: regions per rank")->check(CLI::PositiveNumber);
   app.add_option("--size", spec.size, "ncio: bytes per region")->check(CLI::PositiveNumber);
   app.add_option("--spacing", spec.spacing, "ncio: bytes between regions");
   app.add_option("--edge", spec.edge, "coll_perf: subarray edge per rank (n^3 ints)")->check(CLI::PositiveNumber);
+  app.add_option("--points", spec.points, "realms: data points")->check(CLI::PositiveNumber);
+  app.add_option("--elements", spec.elements, "realms: elements per data point")->check(CLI::PositiveNumber);
+  app.add_option("--element", spec.element, "realms: bytes per element")->check(CLI::PositiveNumber);
+  app.add_option("--steps", spec.steps, "realms: time steps in the file")->check(CLI::PositiveNumber);
+  app.add_option("--step", spec.step, "realms: the call (time step) to plan");
   app.add_option("--hint", hint_items, "two-phase hints: partition=, cb_buffer_size=, lock_size=, io_servers=, fs_profile=, ds=...");
   app.add_option("--out", out_path, "CSV file (default: standard output)");
   CLI11_PARSE(app, argc, argv);
@@ -251,6 +271,17 @@ int main(int argc, char** argv) {
     context.realm_size = options.realm_size;
     context.fs_profile = options.fs_profile;
     auto partitioner = tp::make_partitioner(options.partition);
+    if (spec.name == "realms" && spec.step > 0) {  // the file's first call, as the engine saw it
+      PatternSpec first = spec;
+      first.step = 0;
+      std::uint64_t flo = UINT64_MAX, fhi = 0;
+      for (int r = 0; r < ranks; ++r)
+        pieces_of(first, ranks, r, [&](std::uint64_t o, std::uint64_t n) {
+          flo = std::min(flo, o);
+          fhi = std::max(fhi, o + n);
+        });
+      partitioner->partition(tp::Region{flo, fhi}, direction, context);
+    }
     const tp::FileDomains domains = partitioner->partition(tp::Region{lo, hi}, direction, context);
 
     // 3. Each aggregator's requests, per client, in the client's file order.
@@ -274,6 +305,8 @@ int main(int argc, char** argv) {
     if (spec.name == "ncio")
       out << "# case=" << case_text << "\n# count=" << spec.count << "\n# size=" << spec.size
           << "\n# spacing=" << spec.spacing << "\n";
+    else if (spec.name == "realms")
+      out << "# step=" << spec.step << "\n# steps=" << spec.steps << "\n";
     else
       out << "# edge=" << spec.edge << "\n";
     out << "aggregator,round,op,offset,length,pieces,clients\n";

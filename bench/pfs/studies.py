@@ -89,13 +89,13 @@ NCIO_POINTS = [  # (case, count, size, spacing); 4 ranks, both methods at each
     ("nc-nc", 256, 8, 128), ("nc-nc", 1024, 8, 128), ("nc-nc", 4096, 8, 128), ("nc-nc", 16384, 8, 128),
     ("nc-nc", 65536, 8, 128), ("nc-nc", 4096, 64, 128), ("nc-nc", 4096, 512, 128), ("nc-nc", 4096, 4096, 128),
     ("nc-nc", 4096, 8, 8), ("nc-nc", 4096, 8, 2048), ("c-c", 4096, 8, 128), ("nc-c", 4096, 8, 128),
-    ("c-nc", 4096, 8, 128),
+    ("c-nc", 4096, 8, 128), ("nc-c", 16384, 8, 128),
 ]
 # Fitted on these; every other point is predicted.
 FIT = {("posix", "nc-nc", 256, 8, 128), ("posix", "nc-nc", 65536, 8, 128), ("posix", "nc-nc", 4096, 4096, 128),
        ("posix", "c-c", 4096, 8, 128), ("posix", "nc-c", 4096, 8, 128), ("twophase", "nc-nc", 256, 8, 128),
        ("twophase", "nc-nc", 65536, 8, 128), ("twophase", "nc-nc", 4096, 4096, 128),
-       ("twophase", "c-c", 4096, 8, 128), ("twophase", "nc-nc", 4096, 8, 2048)}
+       ("twophase", "c-c", 4096, 8, 128), ("twophase", "nc-nc", 4096, 8, 2048), ("twophase", "nc-c", 4096, 8, 128)}
 # The local profile's free parameters, each entering the model linearly: (name, how to set it from x).
 PARAMS = [
     ("server_latency", lambda x: {"server_latency": x}),
@@ -108,6 +108,7 @@ PARAMS = [
     ("alloc_partial", lambda x: {"alloc_partial": x}),
     ("alloc_full", lambda x: {"alloc_full": x}),
     ("bounce", lambda x: {"bounce": x}),
+    ("pack_cpu", lambda x: {"pack_cpu": x}),
 ]
 RANKS = 4
 
@@ -230,17 +231,17 @@ def segment_trace(args, backend, ranks, volume, tag, brick=None):
 
 
 def fit_calls(calls, op):
-    """Per-call latency and seconds per byte of one kind of call, by least squares over a traced run's
-    calls (absolute errors, so the fitted calls add up to the run's measured time)."""
-    import numpy as np
-    sel = [c for r in calls.values() for c in r if c[0] == op and c[4] > 0 and c[2] > 0]
+    """Per-call latency and seconds per byte of one kind of call in a traced run: the latency is the
+    median duration of its small calls (under 64 KiB), the rest of the measured total is per byte, so
+    the fitted calls add up to the run's measured time."""
+    import statistics
+    sel = [c for r in calls.values() for c in r if c[0] == op and c[4] > 0]
     if not sel:
         return 0.0, 0.0
-    A = np.array([[1.0, c[4]] for c in sel])
-    b = np.array([c[2] for c in sel])
-    scale = np.array([1.0, 1e-9])
-    lat, spb = nnls(A * scale, b) * scale
-    return lat, spb
+    small = [c[2] for c in sel if c[4] < 64 * 1024]
+    lat = statistics.median(small) if small else 0.0
+    total, nbytes = sum(c[2] for c in sel), sum(c[4] for c in sel)
+    return lat, max(0.0, total - lat * len(sel)) / nbytes
 
 
 def run_validate(args):
@@ -357,6 +358,243 @@ def write_validation_md(rows, params, path):
 
 
 # ---------------------------------------------------------------------------------------------------
+# partition: Liao & Choudhary
+
+PARTITIONS = ["even", "aligned", "static-cyclic", "group-cyclic"]
+PART_STYLE = {"even": ("#1f77b4", "o"), "aligned": ("#2ca02c", "s"), "static-cyclic": ("#ff7f0e", "^"),
+              "group-cyclic": ("#d62728", "v"), "persistent": ("#9467bd", "D")}
+
+
+def run_partition(args):
+    ranks_list = [r for r in (16, 32, 64, 128, 256, 512, 1024, 2048, 4096) if r <= args.max_ranks]
+    rows = []
+    for fs in ("lustre", "gpfs"):
+        prof = ps.profile(fs)
+        for edge in (128, 100):
+            for direction in ("write", "read"):
+                for ranks in ranks_list:
+                    for part in PARTITIONS:
+                        hints = ["partition=" + part, "lock_size=%d" % prof.stripe_size,
+                                 "io_servers=%d" % prof.stripe_count, "cb_buffer_size=4M"]
+                        facts, p = plan(ranks, "coll_perf", direction, hints, ranks_per_node=4, edge=edge)
+                        t, sim = ps.simulate_plan(prof, facts, p, ranks_per_node=4)
+                        nbytes = int(facts["bytes"])
+                        rows.append({"fs": fs, "edge": edge, "direction": direction, "ranks": ranks,
+                                     "aggregators": facts["aggregators"], "partition": part, "bytes": nbytes,
+                                     "seconds": "%.6g" % t, "bw_mbs": "%.1f" % (nbytes / t / 1e6),
+                                     "calls": sim.stats["calls"], "lock_rpcs": sim.stats["lock_rpcs"],
+                                     "revocations": sim.stats["revocations"], "rmw_reads": sim.stats["rmw_reads"]})
+                    best = max((r for r in rows[-len(PARTITIONS):]), key=lambda r: float(r["bw_mbs"]))
+                    print("  %-6s %3d^3 %-5s %5d ranks: best %-13s %s" % (
+                        fs, edge, direction, ranks, best["partition"],
+                        "  ".join("%s %s" % (r["partition"], r["bw_mbs"]) for r in rows[-len(PARTITIONS):])),
+                        file=sys.stderr, flush=True)
+    os.makedirs(args.out, exist_ok=True)
+    write_csv(os.path.join(args.out, "pfs-partition.csv"), rows)
+    plot_partition(rows, os.path.join(args.out, "pfs-partition.png"))
+    summarize_partition(rows)
+    return rows
+
+
+def best_of(rows, **sel):
+    group = [r for r in rows if all(str(r[k]) == str(v) for k, v in sel.items())]
+    return max(group, key=lambda r: float(r["bw_mbs"]))["partition"] if group else None
+
+
+def summarize_partition(rows):
+    print("\nLiao & Choudhary's claims against the model (best method per case):")
+    ranks_list = sorted({int(r["ranks"]) for r in rows})
+    for fs, direction in (("lustre", "write"), ("gpfs", "write"), ("lustre", "read"), ("gpfs", "read")):
+        for edge in (128, 100):
+            bests = [best_of(rows, fs=fs, direction=direction, ranks=n, edge=edge) for n in ranks_list]
+            print("  %-6s %-5s %3d^3: %s" % (fs, direction, edge,
+                                           " ".join("%d:%s" % (n, b) for n, b in zip(ranks_list, bests))))
+
+
+def plot_partition(rows, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    panels = [(fs, d, e) for d in ("write", "read") for fs in ("lustre", "gpfs") for e in (128, 100)]
+    fig, axes = plt.subplots(2, 4, figsize=(17, 7.6), sharex=True)
+    for ax, (fs, d, e) in zip(axes.flat, panels):
+        for part in PARTITIONS:
+            pts = sorted((int(r["ranks"]), float(r["bw_mbs"])) for r in rows
+                         if r["fs"] == fs and r["direction"] == d and int(r["edge"]) == e and r["partition"] == part)
+            if pts:
+                c, m = PART_STYLE[part]
+                ax.plot(*zip(*pts), marker=m, color=c, label=part)
+        ax.set_xscale("log", base=2)
+        ax.set_title("%s-like, %s, %d^3 ints per rank" % ("Lustre" if fs == "lustre" else "GPFS", d, e), fontsize=9)
+        ax.set_ylabel("MB/s (simulated)")
+        ax.grid(alpha=0.3)
+    for ax in axes[1]:
+        ax.set_xlabel("MPI ranks (4 per node, one aggregator per node)")
+    axes[0][0].legend(fontsize=8)
+    fig.suptitle("Liao & Choudhary's coll_perf on the simulated file systems (volseg's planner, bench/pfs; "
+                 "Lustre-like: 64 servers, GPFS-like: 54, 512 KiB stripes, cb_buffer_size 4 MiB)", fontsize=10)
+    savefig(fig, path)
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------------------------------------------
+# latency: Ching et al., two-phase against POSIX as the cost per call grows
+
+LATENCIES = [1e-6, 3e-6, 10e-6, 30e-6, 100e-6, 300e-6, 1e-3]
+
+
+def feynman(rtt):
+    """Ching et al.'s Feynman cluster, as a profile: PVFS2 (no locks) on 16 servers of 64 KiB strips,
+    Myrinet-2000 links, synced writes (their best synced rate: 389 MB/s over 16 servers)."""
+    return ps.profile("nfs", stripe_size=64 * ps.KiB, stripe_count=16, server_bw=389e6 / 16, server_latency=20e-6,
+                      client_bw=250e6, call_cpu=2e-6, call_rtt=rtt, lock="none", exchange_bw=250e6,
+                      collective=10e-6, piece_cpu=0.1e-6, cores=2, sync_latency=5e-3, sync_bw=389e6)
+
+
+def fitted_local(args):
+    """The local profile that `validate` fitted (pfs-local.json in --out)."""
+    path = os.path.join(args.out, "pfs-local.json")
+    if not os.path.exists(path):
+        sys.exit("volseg-bench pfs-sim: %s is missing: run `volseg-bench pfs-sim validate` first" % path)
+    params = json.load(open(path))
+    return local_profile([params[name] for name, _ in PARAMS])
+
+
+def run_latency(args):
+    """Two curves: this machine's fitted profile with a network cost per call added (what volseg's
+    own NCIO default would do on a networked file system: the bar), and a PVFS2-like profile of Ching
+    et al.'s 2004 cluster, whose synced storage makes the sieved extent's bytes count."""
+    rows = []
+    local = fitted_local(args)
+    cases = [("this machine + network", 4, 4, lambda rtt: dataclasses_replace(local, call_rtt=rtt)),
+             ("PVFS2-like (2004)", 4, 1, feynman), ("PVFS2-like (2004)", 64, 2, feynman)]
+    for label, ranks, per_node, make in cases:
+        facts, p = plan(ranks, "ncio", "write", ["lock_size=%d" % (4096 if per_node == ranks else 65536)],
+                        ranks_per_node=per_node, case="nc-nc", count=4096, size=8, spacing=128)
+        pieces_of = ps.ncio_pieces("nc-nc", 4096, 8, 128, ranks)
+        for rtt in LATENCIES:
+            prof = make(rtt)
+            tp, _ = ps.simulate_plan(prof, facts, p, ranks_per_node=per_node)
+            one_node = per_node == ranks
+            tpos, _ = simulate_posix_on(ps.Sim(prof, node_of=(lambda r: 0) if one_node else (lambda r: r // per_node)),
+                                        prof, ranks, pieces_of)
+            rows.append({"profile": label, "ranks": ranks, "call_latency_s": rtt, "twophase_s": "%.6g" % tp,
+                         "posix_s": "%.6g" % tpos, "ratio": "%.2f" % (tpos / tp), "aggregators": facts["aggregators"]})
+            print("  %-24s %2d ranks, %6.0f us per call: two-phase %.4f s, POSIX %.4f s, ratio %.1f" % (
+                label, ranks, rtt * 1e6, tp, tpos, tpos / tp), file=sys.stderr, flush=True)
+    os.makedirs(args.out, exist_ok=True)
+    write_csv(os.path.join(args.out, "pfs-latency.csv"), rows)
+    plot_latency(rows, os.path.join(args.out, "pfs-latency.png"))
+    for label in ("this machine + network", "PVFS2-like (2004)"):
+        at = [r for r in rows if r["profile"] == label and r["ranks"] == 4 and abs(r["call_latency_s"] - 100e-6) < 1e-9][0]
+        print("simulated two-phase / POSIX at 100 us per call, nc-nc default, 4 ranks, %s: %sx%s" % (
+            label, at["ratio"], " (bar 50x: %s)" % ("met" if float(at["ratio"]) >= 50 else "NOT met")
+            if label.startswith("this") else ""))
+    return rows
+
+
+def simulate_posix_on(sim, prof, ranks, pieces_of):
+    import heapq
+    heap = [(0.0, r, 0) for r in range(ranks)]
+    lists = {r: pieces_of(r) for r in range(ranks)}
+    end, written = 0.0, 0
+    while heap:
+        t, r, i = heapq.heappop(heap)
+        o, n = lists[r][i]
+        t = sim.call(r, "write", o, n, t)
+        written += n
+        end = max(end, t)
+        if i + 1 < len(lists[r]):
+            heapq.heappush(heap, (t, r, i + 1))
+    return end + ps.sync_time(prof, written), sim
+
+
+def plot_latency(rows, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7.4, 4.8))
+    styles = {("this machine + network", 4): ("#d62728", "o", "-"), ("PVFS2-like (2004)", 4): ("#1f77b4", "s", "--"),
+              ("PVFS2-like (2004)", 64): ("#1f77b4", "^", ":")}
+    for (label, ranks), (color, marker, ls) in styles.items():
+        pts = [(r["call_latency_s"] * 1e6, float(r["ratio"])) for r in rows
+               if r["profile"] == label and r["ranks"] == ranks]
+        if pts:
+            ax.plot(*zip(*pts), marker=marker, color=color, ls=ls, label="%s, %d ranks" % (label, ranks))
+    ax.axhline(50, color="k", ls=":", lw=1, label="bar: 50x at 100 us")
+    ax.axvline(100, color="k", ls=":", lw=0.6)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("file system cost per call added (us)")
+    ax.set_ylabel("two-phase speed / POSIX (one call per region)")
+    ax.set_title("Ching et al.'s nc-nc default (4096 regions of 8 B, 128 B apart, per rank), synced writes;\n"
+                 "simulated: this machine's fitted profile with a network in front, and a PVFS2-like 2004 cluster",
+                 fontsize=9)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    savefig(fig, path)
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------------------------------------------
+# realms: Coloma et al. §6.4
+
+def run_realms(args):
+    steps, points, elements, element = 32, 2048, 100, 32
+    prof = ps.profile("lustre", stripe_size=2 * ps.MiB, stripe_count=16)
+    rows = []
+    for ranks in (16, 32, 48, 64):
+        aggs = ranks // 2  # "half of the total clients were also used as aggregators"
+        extent = points * steps * elements * element
+        variants = {
+            "even": ["partition=even"],
+            "aligned": ["partition=aligned"],
+            "persistent (unaligned)": ["partition=persistent", "realm_size=%d" % -(-extent // aggs)],
+            "persistent + aligned": ["partition=persistent"],
+        }
+        for name, hints in variants.items():
+            sim, t = None, 0.0
+            for step in range(steps):
+                facts, p = plan(ranks, "realms", "write",
+                                hints + ["lock_size=%d" % prof.stripe_size, "ds=always"], aggregators=aggs,
+                                points=points, elements=elements, element=element, steps=steps, step=step)
+                t, sim = ps.simulate_plan(prof, facts, p, ranks_per_node=1, sim=sim, t_start=t)
+            nbytes = steps * points * elements * element
+            rows.append({"ranks": ranks, "aggregators": aggs, "realms": name, "seconds": "%.6g" % t,
+                         "bw_mbs": "%.2f" % (nbytes / t / 1e6), "lock_rpcs": sim.stats["lock_rpcs"],
+                         "revocations": sim.stats["revocations"]})
+            print("  %2d ranks %-24s %8.2f MB/s  lock RPCs %6d revocations %6d" % (
+                ranks, name, nbytes / t / 1e6, sim.stats["lock_rpcs"], sim.stats["revocations"]),
+                file=sys.stderr, flush=True)
+    os.makedirs(args.out, exist_ok=True)
+    write_csv(os.path.join(args.out, "pfs-realms.csv"), rows)
+    plot_realms(rows, os.path.join(args.out, "pfs-realms.png"))
+    return rows
+
+
+def plot_realms(rows, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    names = list(dict.fromkeys(r["realms"] for r in rows))
+    ranks = sorted({r["ranks"] for r in rows})
+    fig, ax = plt.subplots(figsize=(7.5, 4.4))
+    width = 0.8 / len(names)
+    for i, name in enumerate(names):
+        vals = [float([r for r in rows if r["ranks"] == n and r["realms"] == name][0]["bw_mbs"]) for n in ranks]
+        ax.bar([k + i * width for k in range(len(ranks))], vals, width, label=name)
+    ax.set_xticks([k + 0.4 - width / 2 for k in range(len(ranks))])
+    ax.set_xticklabels([str(n) for n in ranks])
+    ax.set_xlabel("MPI ranks (half of them aggregators)")
+    ax.set_ylabel("MB/s of useful data (simulated)")
+    ax.set_title("Coloma et al. §6.4: 32 collective writes (one per time step), data sieving on,\n"
+                 "simulated Lustre-like file system, 2 MiB stripes on 16 servers", fontsize=9)
+    ax.legend(fontsize=8)
+    savefig(fig, path)
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------------------------------------------
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="volseg-bench pfs-sim", description=__doc__,
@@ -369,7 +607,7 @@ def main(argv=None):
     parser.add_argument("--segment-dims", type=int, default=384, help="validate: the traced segment volume's edge")
     parser.add_argument("--max-ranks", type=int, default=1024, help="partition: the largest job (default 1024)")
     args = parser.parse_args(argv)
-    studies = {"validate": run_validate}
+    studies = {"validate": run_validate, "partition": run_partition, "latency": run_latency, "realms": run_realms}
     for name in (["validate", "partition", "latency", "realms"] if args.study == "all" else [args.study]):
         if name not in studies:
             sys.exit("volseg-bench pfs-sim: %s is not written yet" % name)
