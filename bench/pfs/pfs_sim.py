@@ -43,6 +43,7 @@ import heapq
 import math
 
 KiB, MiB, GiB = 1024, 1024 ** 2, 1024 ** 3
+DIRTY_UNIT = 4096  # a client cache's page
 
 
 @dataclasses.dataclass
@@ -63,6 +64,9 @@ class Profile:
     call_cpu: float = 5e-6          # s of client CPU per call
     call_rtt: float = 50e-6         # s of round trip per call (no CPU)
     cores: int = 4                  # CPUs per client node
+    write_back: bool = False        # clients cache writes (Lustre, GPFS pagepool) under their locks
+    cache_bw: float = 2e9           # bytes/s into a client's cache
+    seek: float = 0.0               # s a disk server pays for a request not following its last one
     free_past_eof: bool = True      # a read past the end of the file moves nothing (local: the engine's
                                     # memset of the holes costs as much as a read, so False)
     lock: str = "lustre"            # lustre | gpfs | none
@@ -161,6 +165,9 @@ class Locks:
             keep = None
         if keep and keep[0] < keep[1] and (keep[1] <= b or keep[0] >= e):
             self._insert([keep[0], keep[1], holder, lb, le, busy])
+        else:
+            keep = (begin, begin)
+        return [(x, y) for x, y in ((begin, keep[0]), (keep[1], end)) if x < y]  # what it gives up
 
     def grant(self, client, b, e, busy):
         """As large as possible: from the end of the lock below to the start of the lock above."""
@@ -202,6 +209,8 @@ class Sim:
         self.written_by = {}    # gpfs: block -> last client that wrote part of it
         self.allocated = {}     # local: 4 KiB block -> the client that wrote it last
         self.file_size = 0      # a new (truncated) file, as NCIO's runs start
+        self.head = {}          # disk servers: where the last request ended
+        self.dirty = {}         # write-back: (client, lock space) -> its dirty pages there
         self.stats = {"calls": 0, "lock_rpcs": 0, "revocations": 0, "rmw_reads": 0, "bytes": 0}
 
     def _cpu(self, client, t, seconds):
@@ -212,13 +221,17 @@ class Sim:
         free[k] = start + seconds
         return start + seconds
 
-    def _serve(self, server, t, nbytes, kind="write", pages=0.0):
+    def _serve(self, server, t, nbytes, kind="write", pages=0.0, offset=None):
         reading = kind == "read" and (self.p.read_channels or self.p.read_bw)
         q = self.read_free[server] if reading else self.server_free[server]
         k = min(range(len(q)), key=q.__getitem__)
         start = max(t, q[k])
         bw = (self.p.read_bw or self.p.server_bw) if kind == "read" else self.p.server_bw
         latency = self.p.read_latency if kind == "read" and self.p.read_latency >= 0 else self.p.server_latency
+        if self.p.seek and offset is not None:
+            if self.head.get(server) != offset:
+                latency += self.p.seek
+            self.head[server] = offset + nbytes
         q[k] = start + latency + nbytes / bw + pages
         return q[k]
 
@@ -259,10 +272,51 @@ class Sim:
         self.manager_free[manager] = start + self.p.lock_rtt / 2  # the manager's share of the RPC
         for it in locks.conflicts(client, b, e):
             self.stats["revocations"] += 1
+            holder = it[2]
             ready = max(ready, it[5] + self.p.lock_rtt, start + 2 * self.p.lock_rtt)  # callback after its I/O
-            locks.revoke(it, b, e)
+            given = locks.revoke(it, b, e)
+            if self.p.write_back:  # the holder writes back its dirty data under what it gives up first
+                ready = max(ready, self._flush(holder, space, given, start + self.p.lock_rtt))
         locks.grant(client, b, e, 0.0)
         return ready, locks
+
+    def _file_offset(self, space, ob):
+        """A lock space's coordinate back to the file's: Lustre objects hold every stripe_count-th stripe."""
+        if space == "file":
+            return ob
+        p, server = self.p, space[1]
+        return ((ob // p.stripe_size) * p.stripe_count + server) * p.stripe_size + ob % p.stripe_size
+
+    def _flush(self, client, space, ranges, t):
+        """client writes back its dirty blocks of `space` inside `ranges`; returns when they are on
+        the servers."""
+        dirty = self.dirty.get((client, space))
+        if not dirty:
+            return t
+        unit = DIRTY_UNIT
+        out = sorted(blk for blk in dirty if any(x <= blk * unit < y for x, y in ranges))
+        dirty.difference_update(out)
+        return self._write_through(client, [(self._file_offset(space, blk * unit), unit) for blk in out], t)
+
+    def _write_through(self, client, pieces, t):
+        node = self.node_of(client)
+        link = self.link_free.get(node, 0.0)
+        end = t
+        for o, n in pieces:
+            link = max(link, t) + n / self.p.client_bw
+            end = max(end, self._serve(self.p.server_of(o), link, n, "write", 0.0, o))
+        self.link_free[node] = link
+        self.stats["flushed"] = self.stats.get("flushed", 0) + sum(n for _, n in pieces)
+        return end
+
+    def flush_all(self, t):
+        """A sync: every client writes back all its dirty data; returns when all of it is on the servers."""
+        end = t
+        for (client, space), dirty in sorted(self.dirty.items(), key=lambda kv: str(kv[0])):
+            pieces = [(self._file_offset(space, blk * DIRTY_UNIT), DIRTY_UNIT) for blk in sorted(dirty)]
+            end = max(end, self._write_through(client, pieces, t))
+        self.dirty = {}
+        return end
 
     def call(self, client, kind, offset, length, t):
         """One read or write call of `client` ready at t; returns when it completes."""
@@ -303,6 +357,15 @@ class Sim:
             pieces = [(o, max(0, min(n, self.file_size - o))) for o, n in pieces]
         else:
             self.file_size = max(self.file_size, offset + length)
+        if kind == "write" and p.write_back:  # into the client's cache; written back on revocation or sync
+            for o, n in pieces:  # dirty 4 KiB pages, in the lock space's coordinates
+                key = (client, ("obj", p.server_of(o)) if p.lock == "lustre" else "file")
+                ob = p.object_offset(o) if p.lock == "lustre" else o
+                self.dirty.setdefault(key, set()).update(range(ob // DIRTY_UNIT, (ob + n - 1) // DIRTY_UNIT + 1))
+            end = t + length / p.cache_bw
+            for locks, b, e in held:
+                locks.touch(client, b, e, end)
+            return end
         node = self.node_of(client)
         link = self.link_free.get(node, 0.0)
         end = t
@@ -310,7 +373,7 @@ class Sim:
             link = max(link, t) + n / p.client_bw
             alloc = (self._allocate(client, o, n) if kind == "write" and (p.alloc_partial or p.alloc_full or p.bounce)
                      else 0.0)
-            end = max(end, self._serve(p.server_of(o), link, n, kind, alloc))
+            end = max(end, self._serve(p.server_of(o), link, n, kind, alloc, o))
         self.link_free[node] = link
         for locks, b, e in held:
             locks.touch(client, b, e, end)
@@ -339,10 +402,11 @@ def read_plan(path_or_lines):
     return facts, rows
 
 
-def simulate_plan(prof, facts, plan, ranks_per_node=1, sim=None, t_start=0.0):
+def simulate_plan(prof, facts, plan, ranks_per_node=1, sim=None, t_start=0.0, flush=True):
     """Seconds of one two-phase collective call: the synchronizing collectives and the clients' share
     of the planning, then every aggregator's rounds (round r+1's exchange overlapping round r's I/O,
-    two buffers), then a sync. Pass `sim` to carry lock state from call to call."""
+    two buffers), then a sync. Pass `sim` to carry lock state from call to call; flush=False leaves
+    cached writes in the clients (a call that is not the file's last before close)."""
     ranks = int(facts["ranks"])
     sim = sim or Sim(prof, node_of=lambda a: a)  # aggregators: one per node
     pieces = sum(x[3] for rounds in plan.values() for accesses in rounds.values() for x in accesses)
@@ -355,6 +419,8 @@ def simulate_plan(prof, facts, plan, ranks_per_node=1, sim=None, t_start=0.0):
         t0 = (t_start + prof.collectives * prof.collective * steps
               + pieces / ranks * prof.piece_cpu * oversubscribed)
     reading = facts.get("direction") == "read"
+    if reading and "region" in facts:  # a file read back exists: its bytes are all there
+        sim.file_size = max(sim.file_size, int(facts["region"].split("-")[1]))
     state = {a: {"rounds": sorted(rounds), "k": 0, "i": 0, "io_end": [], "ex_end": []} for a, rounds in plan.items()}
     heap = [(t0, a) for a in plan]
     heapq.heapify(heap)
@@ -394,6 +460,8 @@ def simulate_plan(prof, facts, plan, ranks_per_node=1, sim=None, t_start=0.0):
                 continue
         heapq.heappush(heap, (t, a))
     end = max(finish.values(), default=t0)
+    if prof.write_back and flush:  # the close (or sync) writes back what the clients cached
+        end = sim.flush_all(end)
     written = sum(x[2] for rounds in plan.values() for acc in rounds.values() for x in acc if x[0] == "write")
     return end + sync_time(prof, written), sim
 
@@ -468,3 +536,39 @@ def simulate_trace(prof, calls, ranks_per_node=None):
             gap = max(0.0, nxt[1] - (start + dur))
             heapq.heappush(heap, (end + gap, r, i + 1))
     return io_sim, io_meas
+
+
+def simulate_bricks(prof, ranks, volume, brick, compute_bw, advised, window=128 * KiB):
+    """Fogal & Krueger's reader: each rank thresholds its contiguous share of a cold volume brick by
+    brick. Raw (mmap): page faults read readahead windows one after another, each followed by its
+    compute. Advised: posix_fadvise(WILLNEED) on the next brick before computing this one, so the
+    disk reads a whole brick while the CPU works. One disk: requests that do not follow the last one
+    pay a seek. Returns seconds."""
+    sim = Sim(prof, node_of=lambda r: 0)
+    sim.file_size = volume
+    share = volume // ranks
+    heap = []
+    for r in range(ranks):
+        heap.append((0.0, r, 0, None))
+    heapq.heapify(heap)
+    end = 0.0
+    bricks = share // brick
+    while heap:
+        t, r, k, pending = heapq.heappop(heap)
+        if not advised:  # one readahead window, then its compute
+            done = sim.call(r, "read", r * share + k * window, window, t) + window / compute_bw
+            if k + 1 < share // window:
+                heapq.heappush(heap, (done, r, k + 1, None))
+            else:
+                end = max(end, done)
+            continue
+        base = r * share + k * brick
+        ready = pending if pending is not None else sim.call(r, "read", base, brick, t)
+        start = max(t, ready)
+        nxt_ready = sim.call(r, "read", base + brick, brick, start) if k + 1 < bricks else None
+        done = start + brick / compute_bw
+        if k + 1 < bricks:
+            heapq.heappush(heap, (done, r, k + 1, nxt_ready))
+        else:
+            end = max(end, done)
+    return end

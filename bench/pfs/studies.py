@@ -14,7 +14,11 @@
              per call goes from 1 us to 1 ms. Writes pfs-latency.csv/.png.
   realms     Coloma et al.: persistent file realms and realm alignment against even, over a run of
              collective writes whose aggregate access region moves from call to call, with lock
-             state carried from call to call. Writes pfs-realms.csv.
+             state carried from call to call. Writes pfs-realms.csv/.png.
+  access     Fogal & Krueger §2: T_access and R_trans of this machine's disk, fitted on O_DIRECT reads
+             of 4 KiB to 16 MiB at random offsets, and their constant G; then their Advised (mmap +
+             WILLNEED on the next brick) against Raw (mmap) on a desktop disk and on this one,
+             modelled. Writes access-time.csv/.json/.png and advise-model.csv.
   all        every study above.
 
 Every figure it prints comes from the model; `validate` says how far the model is from this machine.
@@ -541,7 +545,8 @@ def plot_latency(rows, path):
 
 def run_realms(args):
     steps, points, elements, element = 32, 2048, 100, 32
-    prof = ps.profile("lustre", stripe_size=2 * ps.MiB, stripe_count=16)
+    # Lustre with its client write-back cache: a revoked lock first writes back the dirty pages under it
+    prof = ps.profile("lustre", stripe_size=2 * ps.MiB, stripe_count=16, write_back=True)
     rows = []
     for ranks in (16, 32, 48, 64):
         aggs = ranks // 2  # "half of the total clients were also used as aggregators"
@@ -549,23 +554,24 @@ def run_realms(args):
         variants = {
             "even": ["partition=even"],
             "aligned": ["partition=aligned"],
-            "persistent (unaligned)": ["partition=persistent", "realm_size=%d" % -(-extent // aggs)],
-            "persistent + aligned": ["partition=persistent"],
+            "persistent (unaligned)": ["partition=persistent", "lock_size=1"],
+            "persistent + aligned": ["partition=persistent", "lock_size=%d" % prof.stripe_size],
         }
         for name, hints in variants.items():
             sim, t = None, 0.0
             for step in range(steps):
-                facts, p = plan(ranks, "realms", "write",
-                                hints + ["lock_size=%d" % prof.stripe_size, "ds=always"], aggregators=aggs,
+                lock = [] if any(h.startswith("lock_size=") for h in hints) else ["lock_size=%d" % prof.stripe_size]
+                facts, p = plan(ranks, "realms", "write", hints + lock + ["ds=always"], aggregators=aggs,
                                 points=points, elements=elements, element=element, steps=steps, step=step)
-                t, sim = ps.simulate_plan(prof, facts, p, ranks_per_node=1, sim=sim, t_start=t)
+                t, sim = ps.simulate_plan(prof, facts, p, ranks_per_node=1, sim=sim, t_start=t,
+                                          flush=step == steps - 1)
             nbytes = steps * points * elements * element
             rows.append({"ranks": ranks, "aggregators": aggs, "realms": name, "seconds": "%.6g" % t,
                          "bw_mbs": "%.2f" % (nbytes / t / 1e6), "lock_rpcs": sim.stats["lock_rpcs"],
-                         "revocations": sim.stats["revocations"]})
-            print("  %2d ranks %-24s %8.2f MB/s  lock RPCs %6d revocations %6d" % (
-                ranks, name, nbytes / t / 1e6, sim.stats["lock_rpcs"], sim.stats["revocations"]),
-                file=sys.stderr, flush=True)
+                         "revocations": sim.stats["revocations"], "flushed_mb": "%.1f" % (sim.stats.get("flushed", 0) / 1e6)})
+            print("  %2d ranks %-24s %8.2f MB/s  lock RPCs %6d revocations %6d, %8.1f MB written back" % (
+                ranks, name, nbytes / t / 1e6, sim.stats["lock_rpcs"], sim.stats["revocations"],
+                sim.stats.get("flushed", 0) / 1e6), file=sys.stderr, flush=True)
     os.makedirs(args.out, exist_ok=True)
     write_csv(os.path.join(args.out, "pfs-realms.csv"), rows)
     plot_realms(rows, os.path.join(args.out, "pfs-realms.png"))
@@ -595,20 +601,129 @@ def plot_realms(rows, path):
 
 
 # ---------------------------------------------------------------------------------------------------
+# access: Fogal & Krueger §2 on this disk, and their Advised against Raw
+
+ACCESS_SIZES = [4 * ps.KiB, 16 * ps.KiB, 64 * ps.KiB, 256 * ps.KiB, ps.MiB, 4 * ps.MiB, 16 * ps.MiB]
+
+
+def measure_access(path, size, samples):
+    """Median seconds of one O_DIRECT read of `size` bytes at a random aligned offset of a cold file,
+    queue depth one: T_access + size / R_trans, as Fogal & Krueger model a disk."""
+    import mmap
+    import statistics
+    import time
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    try:
+        length = os.fstat(fd).st_size
+        buf = mmap.mmap(-1, size)  # page-aligned, as O_DIRECT needs
+        times = []
+        rng = random.Random(size)
+        for _ in range(samples):
+            off = rng.randrange(0, (length - size) // 4096) * 4096
+            t = time.perf_counter()
+            if os.preadv(fd, [buf], off) != size:
+                sys.exit("volseg-bench pfs-sim: short read of %s" % path)
+            times.append(time.perf_counter() - t)
+        return statistics.median(times)
+    finally:
+        os.close(fd)
+
+
+def run_access(args):
+    import numpy as np
+    os.makedirs(args.dir, exist_ok=True)
+    path = os.path.join(args.dir, "access-test.bin")
+    want = args.access_mib * ps.MiB
+    if not os.path.exists(path) or os.path.getsize(path) != want:
+        block = os.urandom(4 * ps.MiB)
+        with open(path + ".part", "wb") as f:
+            for _ in range(want // len(block)):
+                f.write(block)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(path + ".part", path)
+    rows = []
+    for size in ACCESS_SIZES:
+        samples = max(8, min(200, int(256 * ps.MiB // size)))
+        t = measure_access(path, size, samples)
+        rows.append({"bytes": size, "samples": samples, "median_s": "%.6g" % t})
+        print("  O_DIRECT read of %8d B at a random offset: %.3f ms (median of %d)" % (size, t * 1e3, samples),
+              file=sys.stderr, flush=True)
+    A = np.array([[1.0, r["bytes"]] for r in rows])
+    b = np.array([float(r["median_s"]) for r in rows])
+    t_access, s_per_byte = nnls(A / b[:, None], np.ones(len(b)))  # relative errors: small reads count too
+    r_trans = 1 / s_per_byte / 1e6  # MB/s, as the paper writes it
+    g = t_access * 1e3 * r_trans / 10  # G = F/M * T_access[ms] * R_trans[MB/s] / 10
+    for r in rows:
+        r["model_s"] = "%.6g" % (t_access + r["bytes"] * s_per_byte)
+    print("\nFogal & Krueger §2 on this disk: T_access = %.3f ms, R_trans = %.0f MB/s, so G = F/M x %.1f "
+          "(their hypothetical desktop disk: 8 ms, 100 MB/s, G = F/M x 80)" % (t_access * 1e3, r_trans, g))
+    for label, m in (("10 MB blocks", 10.0), ("900 B blocks", 900 / 1e6)):
+        print("  a layout that saves a factor F=3 of the seeks gains %.1f%% with %s here (paper: %s)" % (
+            min(3 * g / m, 1e9), label, "2.6%" if m == 10.0 else "almost 3x"))
+    # Advised against Raw, modelled: the paper's desktop disk and this disk, 1 to 4 ranks.
+    volume, brick = 1 * ps.GiB, 8 * ps.MiB
+    adv_rows = []
+    for disk, t_acc, rate in (("desktop disk (8 ms, 100 MB/s)", 8e-3, 100e6),
+                              ("this disk (measured)", t_access, 1 / s_per_byte)):
+        prof = ps.profile("local", read_bw=rate, read_latency=0.0, server_bw=rate, seek=t_acc, read_channels=1,
+                          call_cpu=0.0, call_rtt=0.0, free_past_eof=True)
+        for ranks in (1, 2, 4):
+            for compute in (200e6, 2e9):
+                raw = ps.simulate_bricks(prof, ranks, volume, brick, compute, advised=False)
+                adv = ps.simulate_bricks(prof, ranks, volume, brick, compute, advised=True)
+                adv_rows.append({"disk": disk, "ranks": ranks, "compute_mbs": compute / 1e6, "raw_s": "%.4g" % raw,
+                                 "advised_s": "%.4g" % adv, "advised_speedup": "%.2f" % (raw / adv)})
+                print("  %-30s %d rank(s), threshold at %4.0f MB/s: Raw %.2f s, Advised %.2f s: %.2fx" % (
+                    disk, ranks, compute / 1e6, raw, adv, raw / adv))
+    os.makedirs(args.out, exist_ok=True)
+    write_csv(os.path.join(args.out, "access-time.csv"), rows)
+    write_csv(os.path.join(args.out, "advise-model.csv"), adv_rows)
+    with open(os.path.join(args.out, "access-time.json.part"), "w") as f:
+        json.dump({"t_access_ms": t_access * 1e3, "r_trans_mbs": r_trans, "g_constant": g}, f, indent=1)
+    os.replace(os.path.join(args.out, "access-time.json.part"), os.path.join(args.out, "access-time.json"))
+    plot_access(rows, t_access, s_per_byte, os.path.join(args.out, "access-time.png"))
+
+
+def plot_access(rows, t_access, s_per_byte, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6.6, 4.4))
+    x = [r["bytes"] for r in rows]
+    ax.plot(x, [float(r["median_s"]) * 1e3 for r in rows], "o", color="#d62728", label="measured (median)")
+    xs = [2 ** k for k in range(12, 25)]
+    ax.plot(xs, [(t_access + v * s_per_byte) * 1e3 for v in xs], "-", color="#1f77b4",
+            label="T_access + M / R_trans = %.3f ms + M / %.0f MB/s" % (t_access * 1e3, 1 / s_per_byte / 1e6))
+    ax.plot(xs, [(8e-3 + v / 100e6) * 1e3 for v in xs], "--", color="#888888", label="the paper's disk: 8 ms + M / 100 MB/s")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("bytes per read (O_DIRECT, random offset, one at a time)")
+    ax.set_ylabel("ms per read")
+    ax.set_title("Fogal & Krüger §2's access-time model on this machine's disk", fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, which="both")
+    savefig(fig, path)
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------------------------------------------
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="volseg-bench pfs-sim", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("study", choices=["validate", "partition", "latency", "realms", "all"])
+    parser.add_argument("study", choices=["validate", "partition", "latency", "realms", "access", "all"])
     parser.add_argument("--out", default=os.path.join(SOURCE_DIR, "docs", "results"), help="CSV, PNG, MD go here")
     parser.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "volseg-pfs"), help="scratch files")
     parser.add_argument("--reps", type=int, default=10, help="validate: NCIO repetitions per point (default 10)")
     parser.add_argument("--passes", type=int, default=2, help="validate: passes over the NCIO points, averaged")
     parser.add_argument("--segment-dims", type=int, default=384, help="validate: the traced segment volume's edge")
+    parser.add_argument("--access-mib", type=int, default=2048, help="access: the test file's size in MiB")
     parser.add_argument("--max-ranks", type=int, default=1024, help="partition: the largest job (default 1024)")
     args = parser.parse_args(argv)
-    studies = {"validate": run_validate, "partition": run_partition, "latency": run_latency, "realms": run_realms}
-    for name in (["validate", "partition", "latency", "realms"] if args.study == "all" else [args.study]):
+    studies = {"validate": run_validate, "partition": run_partition, "latency": run_latency, "realms": run_realms,
+               "access": run_access}
+    for name in (["validate", "partition", "latency", "realms", "access"] if args.study == "all" else [args.study]):
         if name not in studies:
             sys.exit("volseg-bench pfs-sim: %s is not written yet" % name)
         studies[name](args)
