@@ -94,8 +94,9 @@ def one_run(args, volseg, backend, path, data, ranks, cache):
     wall = time.perf_counter() - start
     row = {"backend": backend, "format": BACKENDS[backend], "cache": cache, "ranks": ranks, "wall_s": "%.4f" % wall}
     if result.returncode != 0 or not os.path.exists(report):
-        lines = [x for x in result.stderr.strip().splitlines() if x.strip()]
-        row["error"] = lines[-1] if lines else "exit %d" % result.returncode
+        # the last line that says something (mpirun frames its messages in lines of dashes)
+        lines = [x.strip() for x in result.stderr.splitlines() if x.strip().strip("-")]
+        row["error"] = ("exit %d: " % result.returncode) + (" / ".join(lines[-3:]) if lines else "no message")
         return row
     r = json.load(open(report))
     row.update({"job_s": "%.4f" % r["seconds"], "backend_used": r["backend"], "bytes_read": sum(
@@ -127,6 +128,7 @@ def main(argv=None):
     parser.add_argument("--volseg", help="the volseg executable (default: the build tree's)")
     parser.add_argument("--plot-only", action="store_true", help="redraw from <out>/scaling.csv")
     args = parser.parse_args(argv)
+    args.command = " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
     if "{n}" not in args.launcher:
         sys.exit("volseg-bench scaling: --launcher must contain {n}, the rank count")
     args.launch = lambda n: shlex.split(args.launcher.replace("{n}", str(n)))
@@ -216,8 +218,7 @@ def report(rows, args):
     lines = ["# Strong scaling of `volseg segment` (Fogal & Krüger, Figures 2-5)", "",
              "Command: `bench/volseg-bench scaling %s`; %d round(s), medians. This machine has %d cores: "
              "**runs with more than %d ranks are oversubscribed**, so their speedup measures contention, "
-             "not parallel hardware." % (" ".join(sys.argv[2:]) if sys.argv[1:2] == ["scaling"] else "", args.rounds,
-                                         cores, cores), ""]
+             "not parallel hardware." % (args.command, args.rounds, cores, cores), ""]
     for cache in caches:
         lines += ["## %s cache" % cache, "",
                   "| backend | " + " | ".join("%d rank%s s (speedup, efficiency)" % (n, "s" if n > 1 else "")

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 # Draws the figures of `volseg trace-report --plots DIR`: the request-size
-# histogram (Darshan's buckets) and the CDFs by count and by bytes (seed
-# 001, Fig. 2) from DIR/histogram.csv and DIR/cdf.csv, which volseg wrote,
+# histogram (Darshan's buckets) and the CDFs by count and by bytes (Smirni
+# et al., Fig. 2) from DIR/histogram.csv and DIR/cdf.csv, which volseg wrote,
 # and a per-rank timeline from the trace itself.
 # Usage: /usr/bin/python3 trace_plots.py DIR TRACE.csv
 import csv

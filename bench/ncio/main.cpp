@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: MIT
-// volseg-ncio: one configuration of the NCIO benchmark (seed 000, §4) on
+// volseg-ncio: one configuration of the NCIO benchmark (Ching et al., §4) on
 // every rank of MPI_COMM_WORLD. bench/volseg-bench drives the sweeps.
 //
 // Pattern (P ranks, rank r, `count` regions of `size` bytes, `spacing` bytes
-// between regions; seed 000 Fig. 3):
+// between regions; Ching et al. Fig. 3):
 //   memory c:   one buffer of count*size bytes, region j at j*size;
 //   memory nc:  one buffer, region j at j*(size+spacing) (gaps untouched);
 //   file c:     rank r writes count*size bytes at r*count*size;
 //   file nc:    region j of rank r at (j*P + r)*(size+spacing): the ranks'
 //               regions interleave and `spacing` bytes after each stay
 //               untouched.
-// Methods (every one syncs after its write, as seed 000 did):
+// Methods (every one syncs after its write, as Ching et al. did):
 //   posix            one pwrite per contiguous region, own fd per rank, fdatasync
 //   listio           pwritev over batches of --batch (64) regions: one call per
 //                    file-contiguous run inside a batch, fdatasync
@@ -33,7 +33,7 @@
 // and synced outside the timing; --cold also evicts it from the page cache): barrier, timer, [set_view], write, sync,
 // timer. Bandwidth = bytes of all ranks / the slowest rank's time; the
 // highest and lowest of the reps' bandwidths are dropped and the rest
-// averaged (seed 000). Each method's file is opened (untimed) before every
+// averaged (Ching et al.). Each method's file is opened (untimed) before every
 // timed run and closed after it; --keep-open opens it once for all runs.
 // Two-phase columns (tp_*): the first aggregator's requests / exchange / I/O
 // seconds (the engine's last_call()), and counters summed over ranks.
@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   int status = 0;
   try {
-    CLI::App app{"volseg-ncio: one NCIO configuration (seed 000) on every rank; see bench/ncio/main.cpp"};
+    CLI::App app{"volseg-ncio: one NCIO configuration (Ching et al.) on every rank; see bench/ncio/main.cpp"};
     std::string cases_text = "c-c,nc-c,c-nc,nc-nc", methods_text = "all", dir = "/tmp", csv_path;
     std::uint64_t count = 4096, size = 8, spacing = 128, batch = 64;
     int reps = 6, pause_ms = 20;
@@ -159,7 +159,7 @@ int main(int argc, char** argv) {
     app.add_option("--reps", reps, "timed repetitions per method (default 6; highest and lowest dropped)")
         ->check(CLI::PositiveNumber);
     app.add_option("--pause-ms", pause_ms, "pause after each run (default 20 ms)");
-    app.add_option("--batch", batch, "regions per list I/O batch (default 64, seed 000)")->check(CLI::PositiveNumber);
+    app.add_option("--batch", batch, "regions per list I/O batch (default 64, Ching et al.)")->check(CLI::PositiveNumber);
     app.add_option("--dir", dir, "where the test file goes (default /tmp)");
     app.add_option("--csv", csv_path, "append the rows to this file too");
     app.add_option("--hint", hint_items, "twophase option key=value (cb_nodes, cb_buffer_size, ds, ds_threshold, ...)");

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The write methods volseg-ncio times; each syncs after its write, as seed
-// 000 did.
+// The write methods volseg-ncio times; each syncs after its write, as Ching
+// et al. did.
 #include <fcntl.h>
 #include <liburing.h>
 #include <sys/uio.h>
@@ -108,7 +108,7 @@ void batched_runs(const Pattern& p, std::uint64_t batch, Emit&& emit_batch) {
   }
 }
 
-// Seed 000's list I/O with what Linux offers as a list: pwritev. It can only
+// Ching et al.'s list I/O with what Linux offers as a list: pwritev. It can only
 // describe one contiguous file range, so a batch of `batch` regions costs one
 // call per run of file-contiguous regions: one call per batch when the file
 // side is contiguous, one call per region when it is not.
@@ -221,7 +221,7 @@ class TwoPhase final : public Method {
   std::vector<tp::ConstAccess> accesses_;
 };
 
-// MPI-IO with derived datatypes (seed 000 §4: a contiguous type for a
+// MPI-IO with derived datatypes (Ching et al. §4: a contiguous type for a
 // contiguous side, one MPI vector type for a noncontiguous side).
 class MpiIo final : public Method {
  public:

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Backends "mmap" and "mmap-advise" (seed 004, §4.1): map only the window of
+// Backends "mmap" and "mmap-advise" (Fogal & Krüger, §4.1): map only the window of
 // the current extent, hand its runs out in place, unmap after. "mmap-advise"
 // adds the paper's one line, posix_fadvise(WILLNEED) on the next brick before
 // the current one is processed; hint advise_depth=k advises k bricks ahead.

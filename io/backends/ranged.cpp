@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Backends "ranged-mmap" and "ranged-uring": raw volumes read through seed
-// 004's ranged API (io/ranged). read_any() opens one range over the bytes of
+// Backends "ranged-mmap" and "ranged-uring": raw volumes read through Fogal
+// & Krüger's ranged API (io/ranged). read_any() opens one range over the bytes of
 // all the extents asked for, and hands extents out in the order readanyv
 // finds them complete; read() is read_any() of one extent, copied out.
 // Masks are written with pwrite, as "posix" does.
@@ -87,7 +87,7 @@ class RangedReader final : public VolumeReader {
   const VolumeInfo& info() const override { return input_.header().info; }
   std::string backend_name() const override { return std::string("ranged-") + ranged::engine_name(engine_); }
   std::string implementation() const override {
-    return backend_name() + " (seed 004 readanyv; queue depth " + std::to_string(options_.queue_depth) +
+    return backend_name() + " (Fogal & Krüger readanyv; queue depth " + std::to_string(options_.queue_depth) +
            ", requests of " + std::to_string(options_.request_bytes) + " B, at most " +
            std::to_string(options_.max_bytes) + " B held)";
   }
@@ -156,8 +156,8 @@ Backend make_ranged_backend(ranged::Engine engine) {
   backend.formats = "raw (NRRD .nhdr)";
   backend.extension = ".nhdr";
   backend.description = engine == ranged::Engine::mmap
-                            ? "seed 004's readanyv on a mapping: WILLNEED ahead, hands out a brick mincore finds resident"
-                            : "seed 004's readanyv on io_uring: bricks handed out as their reads complete";
+                            ? "Fogal & Krüger's readanyv on a mapping: WILLNEED ahead, hands out a brick mincore finds resident"
+                            : "Fogal & Krüger's readanyv on io_uring: bricks handed out as their reads complete";
   const std::string name = backend.name;
   backend.open = [name, engine](const std::string& path, const Comm& comm,
                                 const Hints& hints) -> std::unique_ptr<VolumeReader> {

@@ -27,7 +27,7 @@ void pread_exact(int fd, std::byte* to, std::uint64_t length, std::uint64_t offs
                  bool zero_past_end);
 void pwrite_exact(int fd, const std::byte* from, std::uint64_t length, std::uint64_t offset, const std::string& path);
 
-// Seed 002 §6.3's conditional data sieving: sieve an access of `runs`
+// Coloma et al. §6.3's conditional data sieving: sieve an access of `runs`
 // separate runs over [begin, end) when the extent per run (a run plus the
 // gap after it) is below ds_threshold, or as ds= forces.
 bool sieve_access(std::uint64_t begin, std::uint64_t end, std::size_t runs, const Options& options);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Seed 003 §III.A: the even split with every inner boundary moved to the
+// Liao & Choudhary §III.A: the even split with every inner boundary moved to the
 // nearest multiple of lock_size, so no lock unit is shared by two
 // aggregators (GPFS's token-based locking rewards this most).
 #include <algorithm>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Seed 003 §V ("no single method wins"): pick per file system and per
+// Liao & Choudhary §V ("no single method wins"): pick per file system and per
 // direction. Server-based locking (Lustre): group-cyclic for writes,
 // aligned for reads. Token-based locking (GPFS): aligned for both. A local
 // file system has no distributed locks to dodge, so the cheapest split,

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// ROMIO's default (seed 002 §5.2, seed 003 Fig. 2): the aggregate access
+// ROMIO's default (Coloma et al. §5.2, Liao & Choudhary Fig. 2): the aggregate access
 // region split evenly into one contiguous domain per aggregator. Nothing
 // carries over from one call to the next.
 #include "volseg/io/twophase/partitioner.hpp"

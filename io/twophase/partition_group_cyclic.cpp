@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Seed 003 §III.C: aggregators in groups of io_servers; the aggregate
+// Liao & Choudhary §III.C: aggregators in groups of io_servers; the aggregate
 // access region is split among the groups at lock (stripe) boundaries, and
 // inside a group the stripes are dealt static-cyclically. The first
 // aggregator is floor(start / stripe) mod n (the paper's formula (1)), and

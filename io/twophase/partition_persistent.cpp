@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Seed 002 §5.2 and §6.4, persistent file realms: the realms are set by the
+// Coloma et al. §5.2 and §6.4, persistent file realms: the realms are set by the
 // first collective call for the whole file, anchored at byte 0, and kept
 // until the file is closed, so every byte always goes through the same
 // aggregator (coherent client caches, I/O locality). Realm i is

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Seed 003 §III.B: the file cut into lock_size blocks from byte 0, block i
+// Liao & Choudhary §III.B: the file cut into lock_size blocks from byte 0, block i
 // going to aggregator i mod n, the same in every call; a call's domain is
 // the intersection with its aggregate access region.
 #include <algorithm>

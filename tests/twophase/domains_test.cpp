@@ -6,7 +6,7 @@
 // aggregator owns below a byte; owned() agrees. Then what each method
 // promises on top: even is ROMIO's ceil(len/n) split, aligned cuts at lock
 // multiples, static-cyclic deals by absolute block, group-cyclic follows
-// seed 003's formula (1) and keeps an aggregator on one server, persistent
+// Liao & Choudhary's formula (1) and keeps an aggregator on one server, persistent
 // answers the same for every call from byte 0, auto picks per file system
 // and direction. Bad names and hint values are refused with volseg::Error.
 //
@@ -306,7 +306,7 @@ TEST(TwoPhaseDomains, StaticCyclicDealsAbsoluteBlocksWhateverTheRegion) {
 }
 
 TEST(TwoPhaseDomains, GroupCyclicFollowsFormulaOneAndKeepsAnAggregatorOnOneServer) {
-  // Seed 003 Fig. 5: 8 aggregators, 4 I/O servers, the region starting at
+  // Liao & Choudhary Fig. 5: 8 aggregators, 4 I/O servers, the region starting at
   // stripe 7: the first aggregator is 7 mod 8 = 7, so group 0 is
   // {7, 0, 1, 2} and group 1 is {3, 4, 5, 6}.
   const std::uint64_t stripe = 64;
@@ -334,7 +334,7 @@ TEST(TwoPhaseDomains, GroupCyclicFollowsFormulaOneAndKeepsAnAggregatorOnOneServe
     // k = a (mod io_servers).
     ASSERT_EQ(x / stripe % 4, static_cast<std::uint64_t>(owner % 4)) << "byte " << x << ": " << domains.describe();
   }
-  check_invariants(domains, region, 8, "seed 003 Fig. 5");
+  check_invariants(domains, region, 8, "Liao & Choudhary Fig. 5");
 
   // At random, whenever the aggregators are a multiple of io_servers.
   std::mt19937_64 random(kSeed + 4);

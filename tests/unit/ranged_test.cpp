@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Seed 004 §5's ranged API, on both engines: what readanyv hands out is the
+// Fogal & Krüger §5's ranged API, on both engines: what readanyv hands out is the
 // file's bytes, every block exactly once; offsets are relative to the range;
 // reading past its end is end of file; misuse and use after finished() are
 // refused; a write range extends the file and close() makes it whole.

@@ -154,7 +154,7 @@ class MaskWriter {
 }  // namespace
 
 // Zero-copy input: the brick's window is mapped and the kernel reads it in
-// place, run by run (seed 004's raw method); mmap-advise announces the next
+// place, run by run (Fogal & Krüger's raw method); mmap-advise announces the next
 // bricks. The mask goes out through a MaskWriter.
 void run_mapped(Job& job) {
   const int depth = job.reader.prefetch_depth();
@@ -176,7 +176,7 @@ void run_mapped(Job& job) {
   masks.finish();
 }
 
-// Seed 004's readanyv: the reader is given all of this rank's bricks and
+// Fogal & Krüger's readanyv: the reader is given all of this rank's bricks and
 // hands them out in the order their data become available; the kernel reads
 // each in place, as run_mapped.
 void run_any_order(Job& job) {

@@ -11,7 +11,7 @@ namespace volseg::segment {
 namespace {
 
 // Totals of the engine's calls and, per call, [requests, exchange, io, total]
-// seconds (seed 003 reads the I/O phase's share).
+// seconds (Liao & Choudhary reads the I/O phase's share).
 nlohmann::json to_json(const std::vector<io::twophase::Timing>& calls) {
   io::twophase::Timing sum;
   nlohmann::json per_call = nlohmann::json::array();

@@ -66,7 +66,7 @@ void line(std::string& out, const char* format, Args... args) {
 }
 
 void format_ops(std::string& out, const Summary& s) {
-  out += "I/O time by operation (seed 001, Table 2)\n";
+  out += "I/O time by operation (Smirni et al., Table 2)\n";
   line(out, "  %-9s %10s %12s %12s %14s\n", "operation", "count", "time (s)", "% I/O time", "bytes");
   for (const auto& op : s.ops)
     line(out, "  %-9s %10llu %12.6f %12.2f %14s\n", std::string(io::trace::name(op.op)).c_str(),
@@ -86,7 +86,7 @@ void format_sizes(std::string& out, const Summary& s) {
   line(out, "  %-14s %10llu %10llu\n\n", "total", static_cast<unsigned long long>(s.reads.requests),
        static_cast<unsigned long long>(s.writes.requests));
 
-  out += "CDF of request sizes (seed 001, Fig. 2): the size at or below which a share of the requests\n"
+  out += "CDF of request sizes (Smirni et al., Fig. 2): the size at or below which a share of the requests\n"
          "(by count) or of the bytes they moved (by bytes) lies\n";
   line(out, "  %-6s %16s %16s %16s %16s\n", "share", "reads by count", "reads by bytes", "writes by count",
        "writes by bytes");

@@ -155,7 +155,7 @@ std::string read_header_text(const std::string& path, std::size_t max_bytes) {
 RawInput::RawInput(const std::string& header_path, const Comm& comm, bool open_data)
     : comm_(comm.duplicate()), header_path_(header_path) {
   // Rank 0 alone reads the header and checks the data file, then shares the
-  // header: one metadata request instead of one per rank (seed 004, §3).
+  // header: one metadata request instead of one per rank (Fogal & Krüger, §3).
   std::string text;
   collectively(comm_, [&] {
     if (comm_.rank() != 0) return;

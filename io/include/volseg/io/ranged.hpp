@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Seed 004 §5's ranged file API, which the paper proposes and no application
+// Fogal & Krüger §5's ranged file API, which the paper proposes and no application
 // had used:
 //
 //   open_range   open with an explicit range of accessible bytes

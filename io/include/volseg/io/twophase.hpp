@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// volseg's own collective two-phase I/O (seeds 002 and 003), on a plain
+// volseg's own collective two-phase I/O (Coloma et al. and Liao & Choudhary), on a plain
 // file. Each collective call:
 //   1. flattens every rank's accesses into sorted (file offset, length,
 //      memory) pieces and finds the aggregate access region (one allreduce);
@@ -15,7 +15,7 @@
 //   5. aggregator I/O per contiguous piece of its domain: one call when the
 //      round's data there is contiguous, otherwise data sieving (read the
 //      covering range, fill, write back) or one call per run, chosen by
-//      comparing the mean run extent with ds_threshold (seed 002 §6.3's
+//      comparing the mean run extent with ds_threshold (Coloma et al. §6.3's
 //      conditional data sieving), or forced with ds=always|never.
 // Before step 2, the ranks' access extents are compared (one allgather):
 // when no two interleave, gathering at aggregators would only add a copy
@@ -76,7 +76,7 @@ struct ConstAccess {
   const std::byte* memory = nullptr;
 };
 
-// Where the time of collective calls went, on this rank (seed 003 reads
+// Where the time of collective calls went, on this rank (Liao & Choudhary reads
 // the I/O phase's share to explain its results).
 struct Timing {
   double requests = 0;  // sorting, partitioning, the request exchange, round planning

@@ -61,7 +61,7 @@ struct Arrival {
   Mapping values;
 };
 
-// Extents handed out in the order their data become available (seed 004's
+// Extents handed out in the order their data become available (Fogal & Krüger's
 // readanyv), not in the order asked.
 class Arrivals {
  public:
@@ -112,7 +112,7 @@ class VolumeReader {
   // for backends that do not keep one.
   virtual const std::vector<twophase::Timing>* collective_calls() const { return nullptr; }
 
-  // Collective. Reports every error (seed 004: always check close).
+  // Collective. Reports every error (Fogal & Krüger: always check close).
   virtual void close() = 0;
 
   // Bytes moved from storage by this rank so far.

@@ -18,7 +18,7 @@ class BrickLayout {
 
   // A shape of about target_bytes: whole rows first, then whole planes, then
   // as many planes as fit, so a brick is as few contiguous runs as possible
-  // (seed 004 advises reads of 10 MB and more).
+  // (Fogal & Krüger advises reads of 10 MB and more).
   static io::Index3 default_shape(const io::Index3& dims, std::size_t element_size,
                                   std::size_t target_bytes = 12u << 20);
 

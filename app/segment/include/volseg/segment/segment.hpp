@@ -69,8 +69,8 @@ struct RankTimes {
   double open = 0, read = 0, compute = 0, write = 0, wait = 0, close = 0, total = 0;
   std::uint64_t bytes_read = 0, bytes_written = 0;
   std::int64_t bricks = 0;
-  // any-order pipeline: bricks handed out before one asked earlier (seed
-  // 004's readanyv reordering them; 0 when data arrive in the order asked).
+  // any-order pipeline: bricks handed out before one asked earlier (Fogal
+  // & Krüger's readanyv reordering them; 0 when data arrive in the order asked).
   std::int64_t out_of_order = 0;
   // The two-phase engine's breakdown of every collective call (twophase).
   std::vector<io::twophase::Timing> read_calls, write_calls;

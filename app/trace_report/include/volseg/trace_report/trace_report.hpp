@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // `volseg trace-report`: what a trace written by io::trace says, laid out
-// as seed 001 (Crandall et al., "Input/Output Characteristics of Scalable
-// Parallel Applications") presents its traces: the share of I/O time per
-// operation (its Table 2), the request sizes as a histogram in Darshan's ten
-// buckets and as CDFs by count and by bytes (its Fig. 2), and each rank's
+// as Smirni et al. ("I/O Requirements of Scientific Applications: An
+// Evolutionary View", docs/references.md) present their traces: the share of I/O time per
+// operation (their Table 2), the request sizes as a histogram in Darshan's ten
+// buckets and as CDFs by count and by bytes (their Fig. 2), and each rank's
 // I/O time and span.
 #pragma once
 

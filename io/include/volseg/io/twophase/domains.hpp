@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// File domains (seed 002's "file realms"): which aggregator owns each byte of
-// the file for one collective call. Every partitioning method of seed 003
+// File domains (Coloma et al.'s "file realms"): which aggregator owns each byte of
+// the file for one collective call. Every partitioning method of Liao & Choudhary
 // is expressed in one shape, so the engine does its arithmetic once:
 //
 //   a domain set is a sorted list of segments [begin, end); a segment cuts

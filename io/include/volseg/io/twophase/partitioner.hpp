@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The file-domain partitioning methods of seeds 002 and 003, one file each
+// The file-domain partitioning methods of Coloma et al. and Liao & Choudhary, one file each
 // under io/twophase/, behind this interface. A partitioner turns one
 // collective call's aggregate access region (the lowest and highest byte
 // any rank touches) into FileDomains. Every rank runs it with the same input
