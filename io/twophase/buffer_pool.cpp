@@ -2,6 +2,7 @@
 #include "buffer_pool.hpp"
 
 #include <algorithm>
+#include <new>
 
 namespace volseg::io::twophase::detail {
 
@@ -20,7 +21,10 @@ BufferPool::Buffer BufferPool::take(std::uint64_t size) {
       return found;
     }
   }
-  return Buffer{std::make_unique_for_overwrite<std::byte[]>(size), size};
+  constexpr std::uint64_t kPage = 4096;
+  auto* bytes = static_cast<std::byte*>(std::aligned_alloc(kPage, (std::max<std::uint64_t>(size, 1) + kPage - 1) / kPage * kPage));
+  if (!bytes) throw std::bad_alloc();
+  return Buffer{std::unique_ptr<std::byte[], Free>(bytes), size};
 }
 
 void BufferPool::give(Buffer buffer) {

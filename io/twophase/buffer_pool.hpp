@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -16,8 +17,12 @@ namespace volseg::io::twophase::detail {
 
 class BufferPool {
  public:
+  struct Free {
+    void operator()(std::byte* p) const { std::free(p); }
+  };
+  // Page-aligned, so whole blocks in it can be written with O_DIRECT.
   struct Buffer {
-    std::unique_ptr<std::byte[]> bytes;
+    std::unique_ptr<std::byte[], Free> bytes;
     std::uint64_t size = 0;
   };
   static BufferPool& instance();

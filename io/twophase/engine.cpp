@@ -120,6 +120,7 @@ struct File::Impl {
   int asked_aggregators = 0;
   int me = -1;  // my aggregator index
   int fd = -1;     // aggregators, and every rank where a call may go independent
+  detail::DirectFile direct;  // the same file with O_DIRECT, for writes of whole blocks
   bool dirty = false;  // written independently since the last sync
   PartitionContext context;
   std::unique_ptr<Partitioner> partitioner;
@@ -155,6 +156,7 @@ struct File::Impl {
       if (::fstat(fd, &st) != 0) throw_errno("stat", name);
       if (!S_ISREG(st.st_mode)) throw Error(name + " is not a regular file");
       facts = {static_cast<std::uint64_t>(st.st_blksize), static_cast<std::uint64_t>(st.st_size)};
+      if (mode == Mode::write && options.direct_write) direct.open(path);
     });
     check_mpi(MPI_Bcast(facts.data(), 2, MPI_UINT64_T, aggregators[0], comm.get()), "MPI_Bcast");
     context.aggregators = static_cast<int>(aggregators.size());
@@ -453,7 +455,9 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
   // Data sieving on writes reads the covering range first, so the holes
   // between runs are written back unchanged.
   auto read_holes = [&](RoundPlan& p) { guarded([&] { detail::read_holes(fd, name, p, timing); }); };
-  auto write_out = [&](RoundPlan& p) { guarded([&] { detail::write_groups(fd, name, p, timing); }); };
+  auto write_out = [&](RoundPlan& p) {
+    guarded([&] { detail::write_groups(fd, direct.is_open() ? &direct : nullptr, name, p, timing); });
+  };
   auto post = [&](RoundPlan& p) {
     timed(timing.exchange, [&] { detail::post_exchange(comm, options.exchange, direction, p); });
   };
@@ -507,7 +511,8 @@ void File::Impl::independent(const std::vector<Piece>& pieces, Direction directi
   std::exception_ptr failure;
   try {
     const detail::IndependentCall call{fd, name, options, !interleaved,
-                                       [this](std::uint64_t bytes) { return buffer(0, bytes); }};
+                                       [this](std::uint64_t bytes) { return buffer(0, bytes); },
+                                       direct.is_open() ? &direct : nullptr};
     if (direction == Direction::read) {
       detail::independent_read(call, pieces, timing);
     } else {
@@ -558,6 +563,7 @@ void File::close() {
   collectively(impl_->comm, [&] {
     const int fd = std::exchange(impl_->fd, -1);
     if (fd < 0) return;
+    impl_->direct.close(impl_->name);
     trace::Span span(trace::Op::close);
     const auto fault = faults::at(faults::Call::close);
     int closed = ::close(fd);
@@ -587,6 +593,8 @@ std::string File::describe() const {
     return a == Aggregation::automatic ? "automatic" : a == Aggregation::enable ? "enable" : "disable";
   };
   text += std::string(", cb_read ") + name(o.cb_read) + ", cb_write " + name(o.cb_write);
+  if (impl_->mode == Mode::write)
+    text += impl_->direct.is_open() ? ", direct writes of whole blocks" : ", buffered writes";
   return text;
 }
 

@@ -44,7 +44,7 @@ bool Options::is_hint(const std::string& key) {
   static const std::set<std::string> keys{"cb_nodes",   "cb_config",  "cb_buffer_size", "exchange",
                                           "partition",  "lock_size",  "io_servers",     "fs_profile",
                                           "ds",         "ds_threshold", "realm_size",     "cb_read",
-                                          "cb_write", "max_pieces"};
+                                          "cb_write", "max_pieces", "direct_write"};
   return keys.count(key) != 0;
 }
 
@@ -87,6 +87,7 @@ Options Options::from_hints(const Hints& hints) {
   options.realm_size = static_cast<std::uint64_t>(realm);
   options.cb_read = aggregation(hints, "cb_read");
   options.cb_write = aggregation(hints, "cb_write");
+  options.direct_write = hints.get_bool("direct_write", options.direct_write);
   return options;
 }
 

@@ -85,14 +85,15 @@ void read_holes(int fd, const std::string& path, RoundPlan& p, Timing& timing) {
   }
 }
 
-void write_groups(int fd, const std::string& path, RoundPlan& p, Timing& timing) {
+void write_groups(int fd, DirectFile* direct, const std::string& path, RoundPlan& p, Timing& timing) {
   for (const auto& group : p.io) {
     if (group.runs.size() == 1) ++timing.contiguous;
     else if (group.sieve) ++timing.sieved;
     else ++timing.naive;
     if (group.runs.size() == 1 || group.sieve) {
       const std::byte* out = group.direct ? group.direct : p.buffer + group.runs.front().position;
-      pwrite_exact(fd, out, group.end() - group.begin(), group.begin(), path);
+      if (!direct || !direct->write(out, group.end() - group.begin(), group.begin(), path))
+        pwrite_exact(fd, out, group.end() - group.begin(), group.begin(), path);
       ++timing.io_calls;
       timing.file_bytes += group.end() - group.begin();
       continue;

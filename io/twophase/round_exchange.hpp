@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "file_io.hpp"
 #include "volseg/io/comm.hpp"
 #include "volseg/io/twophase.hpp"
 #include "volseg/io/twophase/partitioner.hpp"
@@ -84,7 +85,7 @@ std::vector<IoGroup> coalesce(const std::vector<Slot>& sorted, const FileDomains
 // range first, so the holes between runs are written back unchanged.
 void read_groups(int fd, const std::string& path, RoundPlan& p, Timing& timing);
 void read_holes(int fd, const std::string& path, RoundPlan& p, Timing& timing);
-void write_groups(int fd, const std::string& path, RoundPlan& p, Timing& timing);
+void write_groups(int fd, DirectFile* direct, const std::string& path, RoundPlan& p, Timing& timing);
 
 // Posts the round's data exchange: clients to aggregators on writes,
 // aggregators to clients on reads; this rank's own traffic is a memcpy.

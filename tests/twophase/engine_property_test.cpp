@@ -26,6 +26,9 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <linux/magic.h>
+#include <sys/vfs.h>
+
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
@@ -748,6 +751,67 @@ TEST_F(TwoPhase, FileRefusesBadOptionsGivenInCode) {
   twophase::Options empty;
   empty.cb_buffer_size = 0;
   refused(empty, "cb_buffer_size");
+}
+
+// Direct writes (direct_write, on by default): accesses of whole 4 KiB
+// blocks go through O_DIRECT, the rest through the page cache, in the same
+// call. Aggregated (the ranks' blocks alternate) and independent (each rank
+// its own region, ds=never so the whole blocks are a run of their own), over
+// a file with old bytes in its holes: the file must hold exactly what a
+// plain write would, with direct_write on and off, and say which way it
+// wrote (buffered on a tmpfs, which has no O_DIRECT).
+TEST_F(TwoPhase, DirectWritesOfWholeBlocksMatchBufferedOnes) {
+  constexpr std::uint64_t kBlock = 4096;
+  const auto size = static_cast<std::uint64_t>(comm_.size()), rank = static_cast<std::uint64_t>(comm_.rank());
+  for (const bool direct : {true, false}) {
+    for (const bool interleaved : {true, false}) {
+      const std::string file = path(std::string("direct-") + (direct ? "on" : "off") + (interleaved ? "-il" : "-ind"));
+      const std::uint64_t total = 4 * kBlock * size + 1000;
+      prefill({file}, total, 11);
+      // Each rank: two whole blocks and a 1000-byte piece that covers no block.
+      auto pieces_of = [&](std::uint64_t r) {
+        std::vector<std::pair<std::uint64_t, std::uint64_t>> list;
+        if (interleaved) {
+          for (std::uint64_t k = 0; k < 2; ++k) list.emplace_back((k * size + r) * kBlock, kBlock);
+          list.emplace_back(2 * size * kBlock + 500 + r * 1000, 1000);
+        } else {
+          list.emplace_back(3 * r * kBlock, 2 * kBlock);
+          list.emplace_back((3 * r + 2) * kBlock + 500, 1000);
+        }
+        return list;
+      };
+      std::vector<std::byte> memory(3 * kBlock);
+      std::vector<twophase::ConstAccess> accesses;
+      std::uint64_t at = 0;
+      for (const auto& [offset, length] : pieces_of(rank)) {
+        for (std::uint64_t i = 0; i < length; ++i) memory[at + i] = pattern(99, offset + i);
+        accesses.push_back(twophase::ConstAccess{offset, length, memory.data() + at});
+        at += length;
+      }
+      twophase::Options options;
+      options.direct_write = direct;
+      options.cb_nodes = 1;
+      if (!interleaved) options.sieving = twophase::Sieving::never;
+      twophase::File writer(comm_, file, twophase::Mode::write, options);
+      writer.write_all(accesses);
+      EXPECT_EQ(writer.last_call().independent, interleaved && size > 1 ? 0u : 1u);
+      writer.sync();
+      if (rank == 0) {
+        struct statfs fs {};
+        const bool can = direct && ::statfs(file.c_str(), &fs) == 0 && fs.f_type != TMPFS_MAGIC;
+        EXPECT_NE(writer.describe().find(can ? "direct writes" : "buffered writes"), std::string::npos)
+            << writer.describe();
+      }
+      writer.close();
+      comm_.barrier();
+      std::vector<std::byte> expected(total);
+      for (std::uint64_t i = 0; i < total; ++i) expected[i] = pattern(11, i);
+      for (std::uint64_t r = 0; r < size; ++r)
+        for (const auto& [offset, length] : pieces_of(r))
+          for (std::uint64_t i = 0; i < length; ++i) expected[offset + i] = pattern(99, offset + i);
+      EXPECT_EQ(difference(slurp(file), expected), "") << "direct_write " << direct << ", interleaved " << interleaved;
+    }
+  }
 }
 
 }  // namespace
