@@ -19,6 +19,9 @@
              of 4 KiB to 16 MiB at random offsets, and their constant G; then their Advised (mmap +
              WILLNEED on the next brick) against Raw (mmap) on a desktop disk and on this one,
              modelled. Writes access-time.csv/.json/.png and advise-model.csv.
+  segment    traces of `volseg segment` with posix, mpiio and twophase on 2 and 4 ranks (measured
+             here), replayed on this machine's fitted profile and the Lustre- and GPFS-like ones:
+             where the two-phase backend stands against the independent ones. pfs-segment.csv.
   all        every study above.
 
 Every figure it prints comes from the model; `validate` says how far the model is from this machine.
@@ -601,6 +604,49 @@ def plot_realms(rows, path):
 
 
 # ---------------------------------------------------------------------------------------------------
+# segment: where the two-phase backend stands against the independent ones on a striped file system
+
+def run_segment(args):
+    """Traces of `volseg segment` with posix, mpiio and twophase (measured here, warm input), replayed
+    on this machine's fitted profile and on the Lustre- and GPFS-like profiles: the simulated I/O time
+    of the slowest rank, the measured gaps (compute, waiting) kept."""
+    os.makedirs(args.dir, exist_ok=True)
+    volume = os.path.join(args.dir, "seg-volume.nhdr")
+    gen = [exe("volseg", "app/cli"), "generate", volume, "--dims", str(args.segment_dims), "--force"]
+    if subprocess.run(gen, capture_output=True).returncode != 0:
+        sys.exit("volseg-bench pfs-sim: %s failed" % " ".join(gen))
+    local = fitted_local(args)
+    params = json.load(open(os.path.join(args.out, "pfs-local.json")))
+    local = dataclasses_replace(local, read_bw=1 / params["segment_read_s_per_byte"],
+                                read_latency=params["segment_read_latency"], read_channels=1)
+    profiles = {"this machine (fitted)": local,
+                "Lustre-like": ps.profile("lustre", stripe_size=4 * ps.MiB, stripe_count=64),
+                "GPFS-like": ps.profile("gpfs")}
+    rows = []
+    for ranks in (2, 4):
+        for backend in ("posix", "mpiio", "twophase"):
+            calls = ps.read_trace(segment_trace(args, backend, ranks, volume, "%s-np%d" % (backend, ranks)))
+            measured = max(sum(c[2] for c in v) for v in calls.values())
+            for name, prof in profiles.items():
+                sim, _ = ps.simulate_trace(prof, calls, ranks_per_node=ranks if name.startswith("this") else 1)
+                rows.append({"ranks": ranks, "backend": backend, "profile": name, "measured_io_s": "%.4f" % measured,
+                             "simulated_io_s": "%.4f" % max(sim.values()),
+                             "calls": sum(len(v) for v in calls.values())})
+                print("  %d ranks %-8s on %-22s simulated I/O %.4f s (measured here %.4f s)" % (
+                    ranks, backend, name, max(sim.values()), measured), file=sys.stderr, flush=True)
+    os.makedirs(args.out, exist_ok=True)
+    write_csv(os.path.join(args.out, "pfs-segment.csv"), rows)
+    print("\nslowest rank's I/O seconds, twophase / posix and twophase / mpiio per profile:")
+    for ranks in (2, 4):
+        for name in profiles:
+            get = lambda b: float([r for r in rows if r["ranks"] == ranks and r["backend"] == b
+                                   and r["profile"] == name][0]["simulated_io_s"])
+            print("  %d ranks, %-22s twophase %.4f s: %.2fx posix's time, %.2fx mpiio's" % (
+                ranks, name, get("twophase"), get("twophase") / get("posix"), get("twophase") / get("mpiio")))
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------------
 # access: Fogal & Krueger §2 on this disk, and their Advised against Raw
 
 ACCESS_SIZES = [4 * ps.KiB, 16 * ps.KiB, 64 * ps.KiB, 256 * ps.KiB, ps.MiB, 4 * ps.MiB, 16 * ps.MiB]
@@ -715,7 +761,7 @@ def plot_access(rows, t_access, s_per_byte, path):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="volseg-bench pfs-sim", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("study", choices=["validate", "partition", "latency", "realms", "access", "all"])
+    parser.add_argument("study", choices=["validate", "partition", "latency", "realms", "access", "segment", "all"])
     parser.add_argument("--out", default=os.path.join(SOURCE_DIR, "docs", "results"), help="CSV, PNG, MD go here")
     parser.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "volseg-pfs"), help="scratch files")
     parser.add_argument("--reps", type=int, default=10, help="validate: NCIO repetitions per point (default 10)")
@@ -725,8 +771,9 @@ def main(argv=None):
     parser.add_argument("--max-ranks", type=int, default=1024, help="partition: the largest job (default 1024)")
     args = parser.parse_args(argv)
     studies = {"validate": run_validate, "partition": run_partition, "latency": run_latency, "realms": run_realms,
-               "access": run_access}
-    for name in (["validate", "partition", "latency", "realms", "access"] if args.study == "all" else [args.study]):
+               "access": run_access, "segment": run_segment}
+    for name in (["validate", "partition", "latency", "realms", "access", "segment"] if args.study == "all"
+                 else [args.study]):
         if name not in studies:
             sys.exit("volseg-bench pfs-sim: %s is not written yet" % name)
         studies[name](args)
