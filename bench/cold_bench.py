@@ -18,7 +18,7 @@ drift falls on every case alike:
 and prints GB/s, x ceiling, x mmap (same ranks), x dd, what the device saw
 (/proc/diskstats: requests, merges, average request size, time a request,
 time busy), and the issue's bars: the best backend at least 0.9 x the
-ceiling on 2 ranks; the best ranged backend (Fogal and Krueger's readanyv)
+ceiling on 2 ranks; the best ranged backend (Fogal & Krüger's readanyv)
 at least 1.0 x mmap; auto at least 0.95 x the best backend. Writes CSV,
 Markdown and a PNG, then traces one ranged-uring run on 2 ranks and prints
 its trace report (`volseg segment --trace`, `volseg trace-report --plots`).
@@ -331,7 +331,7 @@ def plot(rows, path, nbytes):
         ax.axvline(ceiling, color="#888888", linestyle="--", linewidth=1)
     ax.set_title(f"Threshold segmentation of a {nbytes / 2**30:.3g} GiB float32 volume, cold page cache\n"
                  "grey: fio (dashed line: its ceiling) and dd of the cold file, red: auto,\n"
-                 "green: Fogal and Krueger's readanyv (ranged), blue: page-cache backends", fontsize=10)
+                 "green: Fogal & Krüger's readanyv (ranged), blue: page-cache backends", fontsize=10)
     for i, v in enumerate(values):  # right of the slowest-to-fastest bar
         ax.text(v + errors[1][i], i, f"  {v:.2f}", va="center", fontsize=8)
     ax.set_xlim(0, max(v + e for v, e in zip(values, errors[1])) * 1.12)

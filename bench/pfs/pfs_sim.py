@@ -539,7 +539,7 @@ def simulate_trace(prof, calls, ranks_per_node=None):
 
 
 def simulate_bricks(prof, ranks, volume, brick, compute_bw, advised, window=128 * KiB):
-    """Fogal & Krueger's reader: each rank thresholds its contiguous share of a cold volume brick by
+    """Fogal & Krüger's reader: each rank thresholds its contiguous share of a cold volume brick by
     brick. Raw (mmap): page faults read readahead windows one after another, each followed by its
     compute. Advised: posix_fadvise(WILLNEED) on the next brick before computing this one, so the
     disk reads a whole brick while the CPU works. One disk: requests that do not follow the last one

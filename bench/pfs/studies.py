@@ -15,7 +15,7 @@
   realms     Coloma et al.: persistent file realms and realm alignment against even, over a run of
              collective writes whose aggregate access region moves from call to call, with lock
              state carried from call to call. Writes pfs-realms.csv/.png.
-  access     Fogal & Krueger §2: T_access and R_trans of this machine's disk, fitted on O_DIRECT reads
+  access     Fogal & Krüger §2: T_access and R_trans of this machine's disk, fitted on O_DIRECT reads
              of 4 KiB to 16 MiB at random offsets, and their constant G; then their Advised (mmap +
              WILLNEED on the next brick) against Raw (mmap) on a desktop disk and on this one,
              modelled. Writes access-time.csv/.json/.png and advise-model.csv.
@@ -647,14 +647,14 @@ def run_segment(args):
 
 
 # ---------------------------------------------------------------------------------------------------
-# access: Fogal & Krueger §2 on this disk, and their Advised against Raw
+# access: Fogal & Krüger §2 on this disk, and their Advised against Raw
 
 ACCESS_SIZES = [4 * ps.KiB, 16 * ps.KiB, 64 * ps.KiB, 256 * ps.KiB, ps.MiB, 4 * ps.MiB, 16 * ps.MiB]
 
 
 def measure_access(path, size, samples):
     """Median seconds of one O_DIRECT read of `size` bytes at a random aligned offset of a cold file,
-    queue depth one: T_access + size / R_trans, as Fogal & Krueger model a disk."""
+    queue depth one: T_access + size / R_trans, as Fogal & Krüger model a disk."""
     import mmap
     import statistics
     import time
@@ -702,7 +702,7 @@ def run_access(args):
     g = t_access * 1e3 * r_trans / 10  # G = F/M * T_access[ms] * R_trans[MB/s] / 10
     for r in rows:
         r["model_s"] = "%.6g" % (t_access + r["bytes"] * s_per_byte)
-    print("\nFogal & Krueger §2 on this disk: T_access = %.3f ms, R_trans = %.0f MB/s, so G = F/M x %.1f "
+    print("\nFogal & Krüger §2 on this disk: T_access = %.3f ms, R_trans = %.0f MB/s, so G = F/M x %.1f "
           "(their hypothetical desktop disk: 8 ms, 100 MB/s, G = F/M x 80)" % (t_access * 1e3, r_trans, g))
     for label, m in (("10 MB blocks", 10 * 1e6), ("900 B blocks", 900)):
         def speedup(ta, rate):  # a layout that makes a third of the seeks (F = 3), one seek per block before
