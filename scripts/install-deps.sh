@@ -25,7 +25,7 @@ packages=(
   # measurement
   time fio stress-ng
   # fuzzing (VOLSEG_FUZZ: libFuzzer targets built with clang)
-  clang-14 libfuzzer-14-dev
+  clang-14 libfuzzer-14-dev libclang-rt-14-dev
 )
 
 missing=()
