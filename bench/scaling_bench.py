@@ -78,9 +78,8 @@ def generate(args, volseg, fmt):
 def one_run(args, volseg, backend, path, data, ranks, cache):
     out = os.path.join(args.dir, "mask-%s.%s" % (backend, "nc" if path.endswith(".nc") else "nhdr"))
     report = os.path.join(args.dir, "report-%s.json" % backend)
-    for stale in (report,):
-        if os.path.exists(stale):
-            os.unlink(stale)
+    if os.path.exists(report):
+        os.unlink(report)
     if cache == "cold":
         evict(data)
     else:  # warm: make sure the input is in the page cache (a read costs little when it already is)

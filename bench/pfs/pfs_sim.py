@@ -259,9 +259,9 @@ class Sim:
             offset = stop
         return out
 
-    def _lock(self, space, manager, client, b, e, t, in_flight):
-        """Time at which `client` holds [b, e) of `space` exclusively; in_flight: its write's end,
-        filled in later (the lock stays busy until then)."""
+    def _lock(self, space, manager, client, b, e, t):
+        """Time at which `client` holds [b, e) of `space` exclusively. The caller marks the lock busy
+        until its write ends (Locks.touch)."""
         locks = self.lock_spaces.setdefault(space, Locks())
         if locks.covered(client, b, e):
             locks.touch(client, b, e, 0.0)
@@ -338,12 +338,12 @@ class Sim:
             for s in sorted(by_server):  # in resource order, all held to the end (atomicity)
                 b, e = by_server[s]
                 b, e = b // p.lock_unit * p.lock_unit, -(-e // p.lock_unit) * p.lock_unit
-                t, locks = self._lock(("obj", s), ("srv", s), client, b, e, t, None)
+                t, locks = self._lock(("obj", s), ("srv", s), client, b, e, t)
                 held.append((locks, b, e))
         elif kind == "write" and p.lock == "gpfs":
             u = p.lock_unit
             b, e = offset // u * u, -(-(offset + length) // u) * u
-            t, locks = self._lock("file", "tm", client, b, e, t, None)
+            t, locks = self._lock("file", "tm", client, b, e, t)
             held.append((locks, b, e))
             for blk in {offset // u, (offset + length - 1) // u}:  # partial blocks at either end
                 lo, hi = blk * u, (blk + 1) * u
@@ -473,9 +473,10 @@ def sync_time(prof, dirty):
     return prof.sync_latency + dirty / prof.sync_bw
 
 
-def simulate_posix(prof, ranks, pieces_of, sync_bytes=None):
-    """Every rank one call per region (Ching et al.'s POSIX method), all ranks at once, then a sync."""
-    sim = Sim(prof, node_of=(lambda r: 0) if prof.stripe_count == 1 else (lambda r: r))
+def simulate_posix(prof, ranks, pieces_of, sync_bytes=None, sim=None):
+    """Every rank one call per region (Ching et al.'s POSIX method), all ranks at once, then a sync of
+    sync_bytes (default: the bytes written). Pass `sim` to place ranks on nodes your own way."""
+    sim = sim or Sim(prof, node_of=(lambda r: 0) if prof.stripe_count == 1 else (lambda r: r))
     heap = [(0.0, r, 0) for r in range(ranks)]
     lists = {r: pieces_of(r) for r in range(ranks)}
     end = 0.0

@@ -233,28 +233,26 @@ int main(int argc, char** argv) {
                                                                          : std::max(1, ranks / per_node));
     const std::uint64_t window = options.cb_buffer_size;
 
-    // 1. The aggregate access region.
+    // 1. Every rank's extent, and the aggregate access region.
     std::uint64_t lo = UINT64_MAX, hi = 0, bytes = 0;
-    for (int r = 0; r < ranks; ++r)
-      pieces_of(spec, ranks, r, [&](std::uint64_t o, std::uint64_t n) {
-        lo = std::min(lo, o);
-        hi = std::max(hi, o + n);
-        bytes += n;
-      });
-    // The engine's independent path (engine.cpp, independent.cpp): no two
-    // ranks' extents interleave and cb_read/cb_write is automatic, or
-    // aggregation is disabled. Every rank then accesses its own pieces in
-    // chunks of at most cb_buffer_size bytes of file, each sieved or done
-    // per run by the same rule (writes sieved only where not interleaved).
     std::vector<std::pair<std::uint64_t, std::uint64_t>> extents;
     for (int r = 0; r < ranks; ++r) {
       std::pair<std::uint64_t, std::uint64_t> e{UINT64_MAX, 0};
       pieces_of(spec, ranks, r, [&](std::uint64_t o, std::uint64_t n) {
         e.first = std::min(e.first, o);
         e.second = std::max(e.second, o + n);
+        bytes += n;
       });
-      if (e.second > 0) extents.push_back(e);
+      if (e.second == 0) continue;
+      extents.push_back(e);
+      lo = std::min(lo, e.first);
+      hi = std::max(hi, e.second);
     }
+    // The engine's independent path (engine.cpp, independent.cpp): no two
+    // ranks' extents interleave and cb_read/cb_write is automatic, or
+    // aggregation is disabled. Every rank then accesses its own pieces in
+    // chunks of at most cb_buffer_size bytes of file, each sieved or done
+    // per run by the same rule (writes sieved only where not interleaved).
     std::sort(extents.begin(), extents.end());
     bool interleaved = false;
     for (std::size_t i = 1; i < extents.size(); ++i) interleaved = interleaved || extents[i].first < extents[i - 1].second;

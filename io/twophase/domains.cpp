@@ -73,6 +73,16 @@ std::uint64_t FileDomains::piece_key(std::uint64_t x) const {
   return std::max(segment.begin, x / segment.block * segment.block);
 }
 
+std::uint64_t FileDomains::pieces(std::uint64_t begin, std::uint64_t end) const {
+  std::uint64_t n = 0;
+  for (const auto& segment : segments_) {
+    const std::uint64_t b = std::max(begin, segment.begin), e = std::min(end, segment.end);
+    if (b >= e) continue;
+    n += segment.members.size() == 1 ? 1 : (e - 1) / segment.block - b / segment.block + 1;
+  }
+  return n;
+}
+
 std::uint64_t FileDomains::coordinate(int a, std::uint64_t x) const {
   const int s = segment_of_aggregator_.at(static_cast<std::size_t>(a));
   if (s < 0) return 0;

@@ -57,18 +57,6 @@ struct Request {
 // Window starts per aggregator sent in the fixed-size exchange, plus the count.
 constexpr int kWindowHead = 8;
 
-// Contiguous single-owner pieces of the domains inside [begin, end): at
-// most this many domain boundaries can cut one rank's pieces.
-std::uint64_t domain_pieces(const FileDomains& domains, std::uint64_t begin, std::uint64_t end) {
-  std::uint64_t n = 0;
-  for (const auto& segment : domains.segments()) {
-    const std::uint64_t b = std::max(begin, segment.begin), e = std::min(end, segment.end);
-    if (b >= e) continue;
-    n += segment.members.size() == 1 ? 1 : (e - 1) / segment.block - b / segment.block + 1;
-  }
-  return n;
-}
-
 // Aggregators in the order ROMIO picks them by default: the first rank of
 // every node, then the second of every node, and so on.
 std::vector<int> choose_aggregators(const Comm& comm, const Options& options, int& asked) {
@@ -254,8 +242,17 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
     // Cutting at domain boundaries splits at most one piece per rank at
     // each: below this bound no rank sends, and no aggregator receives,
     // more than max_pieces, and the agreements are skipped.
-    const std::uint64_t bound = all_pieces + static_cast<std::uint64_t>(size) * domain_pieces(domains, region[0], region[1]);
+    const std::uint64_t bound = all_pieces + static_cast<std::uint64_t>(size) * domains.pieces(region[0], region[1]);
     const bool may_exceed = bound > static_cast<std::uint64_t>(options.max_pieces);
+    // One agreement: every rank learns whether any rank's count passed max_pieces.
+    auto refuse_past_max = [&](std::size_t count, const char* where) {
+      if (!may_exceed) return;
+      std::exception_ptr too_many;
+      if (count > static_cast<std::size_t>(options.max_pieces))
+        too_many = std::make_exception_ptr(RankError("twophase: more than " + std::to_string(options.max_pieces) +
+                                                     " pieces " + where + "; split the call"));
+      agree(comm, too_many);
+    };
     for (const auto& piece : pieces) {
       std::uint64_t at = piece.offset;
       const std::uint64_t end = piece.offset + piece.length;
@@ -280,13 +277,7 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
       for (const auto& list : per_rank) total += list.size();
       // Refused on every rank before the exchange: a rank that left alone
       // would leave the others waiting in MPI_Alltoall for ever.
-      if (may_exceed) {
-        std::exception_ptr too_many;
-        if (total / 2 > static_cast<std::size_t>(options.max_pieces))
-          too_many = std::make_exception_ptr(RankError("twophase: more than " + std::to_string(options.max_pieces) +
-                                                   " pieces in one collective call; split the call"));
-        agree(comm, too_many);
-      }
+      refuse_past_max(total / 2, "in one collective call");
       for (int r = 0; r < size; ++r) {
         const auto& list = per_rank[static_cast<std::size_t>(r)];
         send_displs[static_cast<std::size_t>(r)] = static_cast<int>(outgoing.size());
@@ -307,13 +298,7 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
     }
     // Only aggregators receive: the refusal must reach every rank before the
     // MPI_Alltoallv they would otherwise wait in.
-    if (may_exceed) {
-      std::exception_ptr too_many;
-      if (incoming_total / 2 > static_cast<std::size_t>(options.max_pieces))
-        too_many = std::make_exception_ptr(RankError("twophase: more than " + std::to_string(options.max_pieces) +
-                                                 " pieces for one aggregator in one call; split the call"));
-      agree(comm, too_many);
-    }
+    refuse_past_max(incoming_total / 2, "for one aggregator in one call");
     std::vector<std::uint64_t> incoming(incoming_total);
     {
       trace::Span span(trace::Op::exchange, -1, (outgoing.size() + incoming_total) * sizeof(std::uint64_t));

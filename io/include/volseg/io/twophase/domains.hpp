@@ -55,6 +55,10 @@ class FileDomains {
   // Total bytes aggregator a owns in [begin, end).
   std::uint64_t owned(int a, std::uint64_t begin, std::uint64_t end) const;
 
+  // Contiguous single-owner pieces inside [begin, end): one piece of any
+  // rank's access can be cut at most this many times, less one.
+  std::uint64_t pieces(std::uint64_t begin, std::uint64_t end) const;
+
   std::string describe() const;  // one line, for reports and errors
 
  private:
