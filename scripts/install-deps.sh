@@ -20,6 +20,8 @@ packages=(
   # headless display, checking tools, Python for plots and independent checks
   xvfb xauth netcdf-bin hdf5-tools
   python3-numpy python3-netcdf4 python3-h5py python3-matplotlib
+  # connected components: scipy.ndimage.label as the reference, the Colin27 MRI
+  python3-scipy mricron-data python3-venv
   # libraries used by the code
   libcli11-dev nlohmann-json3-dev liburing-dev
   # measurement

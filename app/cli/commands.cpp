@@ -28,6 +28,7 @@ void Commands::add_to(CLI::App& app) {
   add_segment(app);
   add_trace_report(app);
   add_pyramid(app);
+  add_label(app);
   render_.add_to(app, comm_, chosen_);
   app.footer("Dimensions and brick shapes are given in file order Z,Y,X (x fastest), as ncdump lists them.\n"
              "Run 'volseg SUBCOMMAND --help' for the options of each.");
@@ -150,6 +151,10 @@ void Commands::add_segment(CLI::App& app) {
   sub->add_flag("--histogram", o.histogram,
                 "Also count the mask's voxels in 256 bins over [lo, hi] (the report's stats.histogram; costs about "
                 "as much as the threshold pass where much is in range)");
+  sub->add_option("--label", segment_label_,
+                  "Then label the mask's connected components into this volume (as 'volseg label --mask-input')");
+  sub->add_option("--label-stats", segment_label_stats_, "With --label: the object table (CSV)");
+  sub->add_option("--connectivity", segment_connectivity_, "With --label: 6 | 18 | 26")->capture_default_str();
   sub->add_flag("--pyramid", segment_pyramid_, "Then build the mask's brick pyramid (reduction max; see 'volseg pyramid')");
   sub->add_option("--pyramid-dir", segment_pyramid_dir_, "Pyramid directory (default: beside the mask, NAME.pyramid)");
   sub->add_flag("--quiet", segment_quiet_, "No progress and no summary");
@@ -188,8 +193,7 @@ void Commands::add_pyramid(CLI::App& app) {
   sub->callback([this] { chosen_ = [this] { run_pyramid(); }; });
 }
 
-// --var/--time reach a backend as the reader hints var= and time=.
-static std::vector<std::string> selection_hints(const std::string& variable, const std::optional<std::int64_t>& time) {
+std::vector<std::string> selection_hints(const std::string& variable, const std::optional<std::int64_t>& time) {
   std::vector<std::string> hints;
   if (!variable.empty()) hints.push_back("var=" + variable);
   if (time) hints.push_back("time=" + std::to_string(*time));
@@ -292,6 +296,17 @@ void Commands::run_segment() {
   if (segment_pyramid_ && !segment_pyramid_dir_.empty() && std::filesystem::exists(segment_pyramid_dir_) &&
       !std::filesystem::is_directory(segment_pyramid_dir_))  // refused before the job, not after it
     throw Error("--pyramid-dir " + segment_pyramid_dir_ + " exists and is not a directory");
+  if (!segment_label_.empty()) {  // refused before the job, not after it
+    segment::check_connectivity(segment_connectivity_);
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (fs::weakly_canonical(segment_label_, ec) == fs::weakly_canonical(o.output, ec) ||
+        fs::weakly_canonical(segment_label_, ec) == fs::weakly_canonical(o.input, ec))
+      throw Error("--label " + segment_label_ + " is the mask or the input");
+    if (!o.force && fs::exists(segment_label_)) throw Error(segment_label_ + " exists (use --force to replace it)");
+  } else if (!segment_label_stats_.empty()) {
+    throw Error("--label-stats needs --label");
+  }
   SchedulerSignals signals;
   o.interrupt = &signals.received();
   auto result = segment::run_segment(comm_, o);
@@ -300,6 +315,7 @@ void Commands::run_segment() {
     if (!segment_report_.empty()) std::printf("  report: %s\n", segment_report_.c_str());
     std::fflush(stdout);
   }
+  if (!segment_label_.empty()) label_segment_mask();
   if (!segment_pyramid_) return;
   // The mask's pyramid, for coarse-first views of the result (max: a coarse
   // voxel is inside when any of its voxels is).

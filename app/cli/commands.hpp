@@ -10,6 +10,7 @@
 #include "volseg/io/comm.hpp"
 #include "render_command.hpp"
 #include "volseg/pyramid/pyramid.hpp"
+#include "volseg/segment/label.hpp"
 #include "volseg/segment/segment.hpp"
 
 namespace volseg::cli {
@@ -28,12 +29,16 @@ class Commands {
   void add_segment(CLI::App& app);
   void add_trace_report(CLI::App& app);
   void add_pyramid(CLI::App& app);
+  void add_label(CLI::App& app);  // label_command.cpp
   void run_info();
   void run_backends();
   void run_generate();
   void run_segment();
   void run_trace_report();
   void run_pyramid();
+  void run_label();
+  // segment --label: label the mask just written
+  void label_segment_mask();
 
   const Comm& comm_;
   std::string command_line_;  // recorded in outputs' history
@@ -64,10 +69,22 @@ class Commands {
   struct {
     std::string path, plots;
   } trace_report_;
+  segment::LabelOptions label_;
+  std::string label_brick_, label_assign_ = "block", label_variable_, label_values_variable_;
+  std::optional<std::int64_t> label_time_, label_values_time_;
+  std::optional<double> label_lo_, label_hi_;
+  bool label_quiet_ = false;
+  std::string label_progress_ = "auto";
+  // segment --label LABELS [--label-stats CSV] [--connectivity N]
+  std::string segment_label_, segment_label_stats_;
+  int segment_connectivity_ = 26;
   pyramid::BuildOptions pyramid_;
   std::string pyramid_variable_, pyramid_reduce_, pyramid_progress_ = "auto";
   std::optional<std::int64_t> pyramid_time_;
   bool pyramid_quiet_ = false;
 };
+
+// --var/--time reach a backend as the reader hints var= and time=.
+std::vector<std::string> selection_hints(const std::string& variable, const std::optional<std::int64_t>& time);
 
 }  // namespace volseg::cli

@@ -23,6 +23,7 @@
 #include "volseg/segment/journal.hpp"
 #include "volseg/segment/progress.hpp"
 
+#include "job_outputs.hpp"
 #include "pipelines.hpp"
 
 namespace volseg::segment {
@@ -31,75 +32,11 @@ namespace {
 using detail::Clock;
 using detail::since;
 using detail::timed;
-
-// The files an output path will create: a raw header names its data file too.
-std::vector<std::filesystem::path> output_files(const std::string& path) {
-  std::vector<std::filesystem::path> files{path};
-  if (std::filesystem::path(path).extension() == ".nhdr") files.emplace_back(io::data_path_for_header(path));
-  return files;
-}
-
-// Compared by identity (links, "..", symlinks), not by spelling.
-void refuse_output_over_input(const std::string& output, const std::vector<std::string>& input_files) {
-  namespace fs = std::filesystem;
-  auto same = [](const fs::path& a, const fs::path& b) {
-    std::error_code ec;
-    if (fs::exists(a, ec) && fs::exists(b, ec)) return fs::equivalent(a, b, ec);
-    return fs::weakly_canonical(a, ec) == fs::weakly_canonical(b, ec);
-  };
-  for (const auto& out : output_files(output))
-    for (const auto& in : input_files)
-      if (same(out, in)) throw Error("output " + out.string() + " is the input " + in);
-}
-
-// The report and the trace are outputs too: never over the input, the mask
-// or each other, never over an existing file without --force, and their
-// folder must be writable (checked before the job, not after it).
-void check_side_output(const std::string& path, const std::string& what, const SegmentOptions& options,
-                       std::vector<std::string> taken) {
-  namespace fs = std::filesystem;
-  if (path.empty()) return;
-  for (const auto& file : output_files(options.output)) taken.push_back(file.string());
-  try {
-    refuse_output_over_input(path, taken);
-  } catch (const Error&) {
-    throw Error(what + " " + path + " would overwrite the input, the mask or the report");
-  }
-  if (fs::is_directory(path)) throw Error(what + " " + path + " is a directory");  // before the job, not after
-  if (!options.force && fs::exists(path) && !io::is_stream(path)) throw Error(path + " exists (use --force to replace it)");
-  fs::path folder = fs::path(path).parent_path();
-  if (folder.empty()) folder = ".";
-  if (::access(folder.c_str(), W_OK) != 0) throw_errno("cannot write the " + what + " in", folder.string());
-}
-
-// Tracing is on for this job only, also when it fails.
-struct TraceSession {
-  explicit TraceSession(const Comm& comm, bool on) : on_(on) {
-    if (on_) io::trace::enable(comm);
-  }
-  ~TraceSession() {
-    if (on_) io::trace::disable();
-  }
-  TraceSession(const TraceSession&) = delete;
-  TraceSession& operator=(const TraceSession&) = delete;
-
- private:
-  bool on_;
-};
-
-std::vector<std::string> joined(std::vector<std::string> a, const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
-// --format, else the output's extension, else the input's format.
-io::FileFormat choose_output_format(const SegmentOptions& options, io::FileFormat input) {
-  if (!options.format.empty()) return io::parse_format(options.format);
-  const auto extension = std::filesystem::path(options.output).extension();
-  if (extension == ".nhdr") return io::FileFormat::raw;
-  if (input == io::FileFormat::raw) return extension == ".nc" ? io::FileFormat::cdf5 : io::FileFormat::raw;
-  return input == io::FileFormat::cdf1 ? io::FileFormat::cdf2 : input;  // PnetCDF writes CDF-2 and CDF-5
-}
+using detail::check_side_output;
+using detail::joined;
+using detail::Packing;
+using detail::refuse_output_over_input;
+using detail::TraceSession;
 
 std::string exact(double value) {
   char text[64];
@@ -187,25 +124,6 @@ io::VolumeInfo mask_info(const io::VolumeInfo& input, double lo, double hi, cons
   mask.attributes["history"] = history;
   return mask;
 }
-
-namespace {
-
-// CF packing of stored values.
-struct Packing {
-  double scale = 1, offset = 0;
-  bool packed() const { return scale != 1 || offset != 0; }
-  // The stored-value range that unpacks into [lo, hi].
-  std::pair<double, double> to_stored(double lo, double hi) const {
-    double a = (lo - offset) / scale, b = (hi - offset) / scale;
-    return scale > 0 ? std::pair{a, b} : std::pair{b, a};
-  }
-  std::pair<double, double> to_values(double low, double high) const {
-    double a = low * scale + offset, b = high * scale + offset;
-    return scale > 0 ? std::pair{a, b} : std::pair{b, a};
-  }
-};
-
-}  // namespace
 
 void reduce_stats(const Comm& comm, const Stats& local, Stats& global) {
   std::uint64_t counts[3] = {local.voxels, local.valid, local.in_range};
@@ -299,7 +217,7 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
     result.input_resident = choice.resident;
   }
   result.backend = options.backend == "auto" ? choice.backend : options.backend;
-  const io::FileFormat output_format = choose_output_format(options, input_format);
+  const io::FileFormat output_format = detail::choose_output_format(options.format, options.output, input_format);
   result.output_format = io::format_name(output_format);
   io::Writing writing = io::writing_backend(output_format, result.backend);
   if (!options.output_backend.empty()) writing.backend = options.output_backend;
@@ -310,11 +228,11 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   std::unique_ptr<io::VolumeWriter> writer;
   reader = io::open_reader(result.backend, options.input, comm, input_hints);
   refuse_output_over_input(options.output, reader->files());
-  check_side_output(options.report, "report", options, reader->files());
+  check_side_output(options.report, "report", options.output, options.force, reader->files());
   {
     auto taken = reader->files();
     if (!options.report.empty()) taken.push_back(options.report);
-    check_side_output(options.trace, "trace", options, std::move(taken));
+    check_side_output(options.trace, "trace", options.output, options.force, std::move(taken));
   }
   result.input_info = reader->info();
   // Thresholds are in unpacked units (CF: value = stored * scale_factor +

@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: MIT
+// Connected components of a mask, brick by brick and across ranks, in memory
+// bounded by the bricks and the objects that touch their boundaries
+// (docs/label.md). Three layers:
+//   BrickLabeler  one brick's own voxels: runs along x joined by union-find
+//   Labeling      every rank's bricks: parts of objects, joins across every
+//                 face, edge and corner, the numbering in file order
+//   run_label     the job over files: `volseg label` (label_job.cpp)
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "volseg/io/comm.hpp"
+#include "volseg/io/types.hpp"
+#include "volseg/segment/brick_layout.hpp"
+#include "volseg/segment/cancel.hpp"
+#include "volseg/segment/progress.hpp"
+
+namespace volseg::segment {
+
+// 6: voxels sharing a face; 18: a face or an edge; 26: also a corner
+// (scipy.ndimage.generate_binary_structure(3, 1 | 2 | 3)). Throws on others.
+int check_connectivity(int connectivity);
+
+// What one brick holds of an object, or (merged) a whole object. Sums are
+// exact integers, so a table does not depend on how the volume was split.
+struct ObjectPart {
+  std::uint64_t first = 0;   // file-order index (x fastest) of its first voxel
+  std::uint64_t voxels = 0;
+  std::uint64_t sum[3] = {};           // of the voxels' z, y and x
+  std::int32_t lo[3] = {}, hi[3] = {};  // bounding box z,y,x, inclusive
+  std::uint32_t border = 0;            // 1: touches the volume's boundary
+  void merge(const ObjectPart& other);
+};
+
+// The values of a source scalar inside an object (--values).
+struct ObjectValues {
+  double min = 0, max = 0, sum = 0;
+  void merge(const ObjectValues& other);
+};
+
+// Labels the foreground (nonzero bytes) of one brick: 1..objects() in the
+// order of each object's first voxel (x fastest). Reused brick after brick;
+// memory is about 12 bytes per run of foreground along x.
+class BrickLabeler {
+ public:
+  explicit BrickLabeler(int connectivity);
+  // mask holds shape's voxels, packed x fastest.
+  void label(const std::uint8_t* mask, const io::Index3& shape);
+  std::uint32_t objects() const { return objects_; }
+  const io::Index3& shape() const { return shape_; }
+
+  // The brick's parts of objects (index = label - 1); extent places the
+  // brick in a volume of dims.
+  void measure(const io::Extent& extent, const io::Index3& dims, std::vector<ObjectPart>& parts) const;
+  // Folds the source values (the brick's voxels, native order, of dtype,
+  // unpacked as value * scale + offset) into values (index = label - 1).
+  void measure_values(const void* source, io::DType dtype, double scale, double offset,
+                      std::vector<ObjectValues>& values) const;
+  // The labels on one face of the brick: axis 0 (z), 1 (y) or 2 (x), its low
+  // or high side, packed over the other two axes in order.
+  std::vector<std::uint32_t> face(int axis, bool high) const;
+  // Writes ids[label] for every voxel (ids[0] for the background).
+  template <class T>
+  void paint(std::span<const std::uint64_t> ids, T* out) const;
+
+ private:
+  struct Run {
+    std::int32_t begin, end;
+  };
+  void find_runs(const std::uint8_t* mask);
+  void join_rows();
+  std::uint32_t find(std::uint32_t run);
+
+  int connectivity_;
+  io::Index3 shape_{};
+  std::vector<Run> runs_;
+  std::vector<std::uint32_t> row_start_;  // runs of row r: [row_start_[r], row_start_[r + 1])
+  std::vector<std::uint32_t> parent_;     // union-find over runs, then each run's label
+  std::uint32_t objects_ = 0;
+};
+
+// Where each brick of a volume is and which rank labels it: every rank
+// holds the same description.
+struct BrickMap {
+  io::Index3 dims{};
+  std::vector<io::Extent> bricks;  // disjoint, covering the volume
+  std::vector<int> owner;          // rank of each brick
+  // A regular grid of bricks (BrickLayout's numbering) finds neighbours by
+  // index; without one (grid 0) every pair of bricks is checked.
+  io::Index3 grid{}, shape{};
+  static BrickMap from_layout(const BrickLayout& layout, int comm_size, Assignment assignment, std::uint64_t seed);
+};
+
+// An object of the finished labeling: its parts merged.
+struct LabeledObject {
+  std::uint64_t id = 0;
+  ObjectPart part;
+  ObjectValues values;  // with values only
+};
+
+struct LabelSummary {
+  std::uint64_t objects = 0;        // kept (numbered), after min_voxels
+  std::uint64_t dropped = 0;        // smaller than min_voxels
+  std::uint64_t foreground = 0;     // voxels of kept objects
+  std::uint64_t boundary_parts = 0; // parts that touch another brick: the merge's size
+  std::uint64_t joins = 0;          // distinct pairs of parts joined across bricks
+  std::vector<LabeledObject> table; // rank 0, when asked for: in id order
+};
+
+// The distributed labeling of a BrickMap's bricks, whatever supplies their
+// masks (files: run_label; a simulation's blocks: the in-situ hook).
+// Collective where marked; every rank calls in the same order.
+class Labeling {
+ public:
+  Labeling(const Comm& comm, BrickMap map, int connectivity, bool with_values);
+  Labeling(const Labeling&) = delete;
+  Labeling& operator=(const Labeling&) = delete;
+  ~Labeling();
+
+  const BrickMap& map() const { return map_; }
+  // This rank's bricks, ascending.
+  const std::vector<std::int64_t>& mine() const { return mine_; }
+
+  // Pass 1, one of mine() in ascending order: labels its mask (and folds in
+  // its source values), joins it to the bricks this rank labelled before.
+  void add(std::int64_t brick, const std::uint8_t* mask, const void* source = nullptr,
+           io::DType source_dtype = io::DType::u8, double scale = 1, double offset = 0);
+  // Collective: joins across ranks, merges the parts on rank 0, numbers
+  // objects by their first voxel and drops those under min_voxels; returns
+  // the table on rank 0 when with_table.
+  LabelSummary finish(std::uint64_t min_voxels, bool with_table);
+  // Pass 2: ids[label] of a brick of mine() (ids[0] = 0), after finish().
+  std::span<const std::uint64_t> ids(std::int64_t brick) const;
+  // The labeler of the last brick add() saw (reused by the next add()).
+  const BrickLabeler& labeler() const { return labeler_; }
+  // Bytes held now for faces waiting for a neighbour (docs/label.md's bound).
+  std::uint64_t face_bytes() const;
+
+ private:
+  struct State;
+  const Comm& comm_;
+  BrickMap map_;
+  int connectivity_;
+  bool with_values_;
+  std::vector<std::int64_t> mine_;
+  BrickLabeler labeler_;
+  State* state_;
+};
+
+// --- The job over files -----------------------------------------------------
+
+struct LabelOptions {
+  std::string input, output;
+  bool mask_input = false;            // input is a 0/1 mask; else threshold with lo/hi
+  double lo = 0, hi = 0;
+  int connectivity = 26;
+  std::string type = "auto";          // auto | u8 | u16 | u32 | u64
+  std::string stats;                  // CSV object table; empty: none
+  std::string report;                 // JSON report; empty: none
+  std::uint64_t min_voxels = 0;
+  std::string values;                 // source scalar for the table; empty: none
+  std::vector<std::string> values_hints;  // var=, time= of the source
+  std::string backend = "auto", output_backend, format;
+  std::vector<std::string> hints, input_hints, output_hints;
+  std::optional<io::Index3> brick_shape;
+  Assignment assignment = Assignment::block;
+  std::uint64_t seed = 0;
+  bool force = false;
+  ProgressMode progress = ProgressMode::automatic;
+  std::string command_line;
+};
+
+struct LabelResult {
+  io::VolumeInfo input_info;
+  std::string backend, output_backend, output_format, label_type;
+  io::Index3 brick_shape{}, brick_grid{};
+  std::int64_t brick_count = 0;
+  LabelSummary summary;
+  // Per rank (rank 0 holds all): seconds of pass 1 (read and label), the
+  // merge, pass 2 (relabel and write) and the peak resident set in bytes.
+  struct Times {
+    double label = 0, merge = 0, write = 0, total = 0;
+    std::uint64_t max_rss = 0;
+  };
+  std::vector<Times> ranks;
+  double seconds = 0;
+  int comm_size = 1;
+};
+
+// Collective. Throws volseg::Error on every rank when any fails, leaving no
+// labels, table or report behind.
+LabelResult run_label(const Comm& comm, const LabelOptions& options);
+std::string label_summary(const LabelOptions& options, const LabelResult& result);
+
+// The label volume's description: type, dims, spacing and origin of input.
+io::VolumeInfo labels_info(const io::VolumeInfo& input, io::DType type, std::uint64_t objects, int connectivity,
+                           const std::string& source, const std::string& history);
+
+}  // namespace volseg::segment

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: MIT
+#include "job_outputs.hpp"
+
+#include <unistd.h>
+
+#include "volseg/io/error.hpp"
+#include "volseg/io/files.hpp"
+#include "volseg/io/nrrd.hpp"
+#include "volseg/io/trace.hpp"
+
+namespace volseg::segment::detail {
+
+std::vector<std::filesystem::path> output_files(const std::string& path) {
+  std::vector<std::filesystem::path> files{path};
+  if (std::filesystem::path(path).extension() == ".nhdr") files.emplace_back(io::data_path_for_header(path));
+  return files;
+}
+
+void refuse_output_over_input(const std::string& output, const std::vector<std::string>& input_files) {
+  namespace fs = std::filesystem;
+  auto same = [](const fs::path& a, const fs::path& b) {
+    std::error_code ec;
+    if (fs::exists(a, ec) && fs::exists(b, ec)) return fs::equivalent(a, b, ec);
+    return fs::weakly_canonical(a, ec) == fs::weakly_canonical(b, ec);
+  };
+  for (const auto& out : output_files(output))
+    for (const auto& in : input_files)
+      if (same(out, in)) throw Error("output " + out.string() + " is the input " + in);
+}
+
+void check_side_output(const std::string& path, const std::string& what, const std::string& output, bool force,
+                       std::vector<std::string> taken, const std::string& output_noun) {
+  namespace fs = std::filesystem;
+  if (path.empty()) return;
+  for (const auto& file : output_files(output)) taken.push_back(file.string());
+  try {
+    refuse_output_over_input(path, taken);
+  } catch (const Error&) {
+    throw Error(what + " " + path + " would overwrite the input, the " + output_noun + " or the report");
+  }
+  if (fs::is_directory(path)) throw Error(what + " " + path + " is a directory");  // before the job, not after
+  if (!force && fs::exists(path) && !io::is_stream(path)) throw Error(path + " exists (use --force to replace it)");
+  fs::path folder = fs::path(path).parent_path();
+  if (folder.empty()) folder = ".";
+  if (::access(folder.c_str(), W_OK) != 0) throw_errno("cannot write the " + what + " in", folder.string());
+}
+
+io::FileFormat choose_output_format(const std::string& format, const std::string& output, io::FileFormat input,
+                                    bool wide_types) {
+  if (!format.empty()) return io::parse_format(format);
+  const auto extension = std::filesystem::path(output).extension();
+  if (extension == ".nhdr") return io::FileFormat::raw;
+  if (input == io::FileFormat::raw) return extension == ".nc" ? io::FileFormat::cdf5 : io::FileFormat::raw;
+  if (input == io::FileFormat::cdf1 || input == io::FileFormat::cdf2)  // PnetCDF writes CDF-2 and CDF-5
+    return wide_types ? io::FileFormat::cdf5 : io::FileFormat::cdf2;
+  return input;
+}
+
+std::vector<std::string> joined(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+TraceSession::TraceSession(const Comm& comm, bool on) : on_(on) {
+  if (on_) io::trace::enable(comm);
+}
+
+TraceSession::~TraceSession() {
+  if (on_) io::trace::disable();
+}
+
+}  // namespace volseg::segment::detail

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: MIT
+// What the segment and label jobs share about their files (private to the
+// segment library): outputs never over inputs, side outputs (report, trace,
+// table) checked before the job, the output format, CF packing, tracing.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "volseg/io/comm.hpp"
+#include "volseg/io/format.hpp"
+
+namespace volseg::segment::detail {
+
+// The files an output path will create: a raw header names its data file too.
+std::vector<std::filesystem::path> output_files(const std::string& path);
+
+// Compared by identity (links, "..", symlinks), not by spelling.
+void refuse_output_over_input(const std::string& output, const std::vector<std::string>& input_files);
+
+// A report, trace or table: never over the inputs (taken), the output or
+// each other, never over an existing file without force (streams such as
+// /dev/null excepted), and its folder must be writable.
+void check_side_output(const std::string& path, const std::string& what, const std::string& output, bool force,
+                       std::vector<std::string> taken, const std::string& output_noun = "mask");
+
+// --format, else the output's extension, else the input's format (CDF-1
+// becomes CDF-2, or CDF-5 when wide_types: CDF-2 has no u32 or 64-bit types).
+io::FileFormat choose_output_format(const std::string& format, const std::string& output, io::FileFormat input,
+                                    bool wide_types = false);
+
+std::vector<std::string> joined(std::vector<std::string> a, const std::vector<std::string>& b);
+
+// CF packing of stored values: value = stored * scale + offset.
+struct Packing {
+  double scale = 1, offset = 0;
+  bool packed() const { return scale != 1 || offset != 0; }
+  // The stored-value range that unpacks into [lo, hi].
+  std::pair<double, double> to_stored(double lo, double hi) const {
+    double a = (lo - offset) / scale, b = (hi - offset) / scale;
+    return scale > 0 ? std::pair{a, b} : std::pair{b, a};
+  }
+  std::pair<double, double> to_values(double low, double high) const {
+    double a = low * scale + offset, b = high * scale + offset;
+    return scale > 0 ? std::pair{a, b} : std::pair{b, a};
+  }
+};
+
+// Tracing is on for one job only, also when it fails.
+class TraceSession {
+ public:
+  TraceSession(const Comm& comm, bool on);
+  ~TraceSession();
+  TraceSession(const TraceSession&) = delete;
+  TraceSession& operator=(const TraceSession&) = delete;
+
+ private:
+  bool on_;
+};
+
+}  // namespace volseg::segment::detail

@@ -1,0 +1,496 @@
+// SPDX-License-Identifier: MIT
+// `volseg label`: two passes over the bricks. Pass 1 reads each brick of
+// this rank (a mask, or a scalar volume thresholded as segment does), labels
+// it and keeps only its parts of objects and the faces a neighbour still
+// needs; the merge numbers every object; pass 2 reads and labels each brick
+// again and writes its final ids. Reading twice costs the input's bytes
+// again, not the labels' (four or eight bytes a voxel): no brick's labels
+// are kept between the passes, so memory does not grow with the volume.
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "job_outputs.hpp"
+#include "volseg/io/auto_backend.hpp"
+#include "volseg/io/error.hpp"
+#include "volseg/io/files.hpp"
+#include "volseg/io/format.hpp"
+#include "volseg/io/nrrd.hpp"
+#include "volseg/io/registry.hpp"
+#include "volseg/segment/label.hpp"
+#include "volseg/segment/threshold.hpp"
+
+namespace volseg::segment {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+std::uint64_t max_rss_bytes() {
+  struct rusage usage {};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;
+}
+
+std::string exact(double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.17g", value);
+  return text;
+}
+
+io::DType label_type(const std::string& asked, std::uint64_t objects) {
+  const std::pair<const char*, io::DType> types[] = {
+      {"u8", io::DType::u8}, {"u16", io::DType::u16}, {"u32", io::DType::u32}, {"u64", io::DType::u64}};
+  if (asked == "auto") return objects <= std::numeric_limits<std::uint32_t>::max() ? io::DType::u32 : io::DType::u64;
+  for (const auto& [name, type] : types)
+    if (asked == name) {
+      const auto most = static_cast<std::uint64_t>(io::dtype_highest(type));
+      if (objects > most)
+        throw Error("--type " + asked + " holds at most " + std::to_string(most) + " labels, and the mask has " +
+                    std::to_string(objects) + " objects (use a wider type, or auto)");
+      return type;
+    }
+  throw Error("unknown label type '" + asked + "' (auto, u8, u16, u32 or u64)");
+}
+
+// The u8 {0,1} mask of one brick of the input.
+class MaskMaker {
+ public:
+  MaskMaker(const LabelOptions& options, const io::VolumeInfo& info) : options_(options), info_(info) {
+    if (!options.mask_input) {
+      const detail::Packing packing{info.scale_factor.value_or(1.0), info.add_offset.value_or(0.0)};
+      if (packing.scale == 0) throw Error(options.input + ": scale_factor is 0");
+      const auto [lo, hi] = packing.to_stored(options.lo, options.hi);
+      kernel_.emplace(info.dtype, Threshold{lo, hi, info.fill_value, info.valid_range, info.missing_value}, false);
+    }
+  }
+
+  // input: the brick's values (native order); returns its mask.
+  const std::uint8_t* make(const std::byte* input, const io::Extent& extent) {
+    const std::int64_t n = extent.voxels();
+    if (kernel_) {
+      mask_.resize(static_cast<std::size_t>(n));
+      Stats stats;
+      kernel_->run(input, n, false, mask_.data(), stats);
+      return mask_.data();
+    }
+    if (info_.dtype == io::DType::u8 || info_.dtype == io::DType::i8) {
+      check(reinterpret_cast<const std::uint8_t*>(input), n, extent);
+      return reinterpret_cast<const std::uint8_t*>(input);
+    }
+    mask_.resize(static_cast<std::size_t>(n));
+    auto convert = [&](const auto* values) {
+      for (std::int64_t i = 0; i < n; ++i) mask_[static_cast<std::size_t>(i)] = values[i] == 0 ? 0 : values[i] == 1 ? 1 : 2;
+    };
+    switch (info_.dtype) {
+      case io::DType::i16: convert(reinterpret_cast<const std::int16_t*>(input)); break;
+      case io::DType::u16: convert(reinterpret_cast<const std::uint16_t*>(input)); break;
+      case io::DType::i32: convert(reinterpret_cast<const std::int32_t*>(input)); break;
+      case io::DType::u32: convert(reinterpret_cast<const std::uint32_t*>(input)); break;
+      case io::DType::i64: convert(reinterpret_cast<const std::int64_t*>(input)); break;
+      case io::DType::u64: convert(reinterpret_cast<const std::uint64_t*>(input)); break;
+      case io::DType::f32: convert(reinterpret_cast<const float*>(input)); break;
+      case io::DType::f64: convert(reinterpret_cast<const double*>(input)); break;
+      default: break;
+    }
+    check(mask_.data(), n, extent);
+    return mask_.data();
+  }
+
+ private:
+  void check(const std::uint8_t* mask, std::int64_t n, const io::Extent& extent) const {
+    std::uint8_t bad = 0;
+    for (std::int64_t i = 0; i < n; ++i) bad |= mask[i] & 0xFE;
+    if (!bad) return;
+    for (std::int64_t i = 0; i < n; ++i)
+      if (mask[i] > 1) {
+        const std::int64_t x = i % extent.count[2], y = i / extent.count[2] % extent.count[1],
+                           z = i / (extent.count[2] * extent.count[1]);
+        throw Error("--mask-input: " + options_.input + " is not a 0/1 mask: voxel (z,y,x) = (" +
+                    std::to_string(extent.offset[0] + z) + "," + std::to_string(extent.offset[1] + y) + "," +
+                    std::to_string(extent.offset[2] + x) + ") is neither 0 nor 1 (threshold it with --lo/--hi)");
+      }
+  }
+
+  const LabelOptions& options_;
+  const io::VolumeInfo& info_;
+  std::optional<ThresholdKernel> kernel_;
+  std::vector<std::uint8_t> mask_;
+};
+
+// Reads and writes this rank's bricks in order. Collective backends go in
+// rounds every rank joins (a rank with no brick left passes none); the
+// others read and write independently.
+class BrickIo {
+ public:
+  BrickIo(const Comm& comm, const BrickMap& map, const std::vector<std::int64_t>& mine, bool collective)
+      : map_(map), mine_(mine), collective_(collective) {
+    long long count = static_cast<long long>(mine.size()), most = 0;
+    check_mpi(MPI_Allreduce(&count, &most, 1, MPI_LONG_LONG, MPI_MAX, comm.get()), "MPI_Allreduce");
+    rounds_ = collective ? most : count;
+  }
+  long long rounds() const { return rounds_; }
+  // The brick of round i, or -1 (collective: this rank has none left).
+  std::int64_t brick(long long round) const {
+    return round < static_cast<long long>(mine_.size()) ? mine_[static_cast<std::size_t>(round)] : -1;
+  }
+  void read(io::VolumeReader& reader, std::int64_t brick, void* buffer) const {
+    if (!reader.collective()) {
+      if (brick >= 0) reader.read(map_.bricks[static_cast<std::size_t>(brick)], buffer);
+      return;
+    }
+    std::vector<io::Extent> extents;
+    std::vector<void*> buffers;
+    if (brick >= 0) extents.push_back(map_.bricks[static_cast<std::size_t>(brick)]), buffers.push_back(buffer);
+    reader.read_all(extents, buffers);
+  }
+  void write(io::VolumeWriter& writer, std::int64_t brick, const void* buffer) const {
+    if (!writer.collective()) {
+      if (brick >= 0) writer.write(map_.bricks[static_cast<std::size_t>(brick)], buffer);
+      return;
+    }
+    std::vector<io::Extent> extents;
+    std::vector<const void*> buffers;
+    if (brick >= 0) extents.push_back(map_.bricks[static_cast<std::size_t>(brick)]), buffers.push_back(buffer);
+    writer.write_all(extents, buffers);
+  }
+  bool collective() const { return collective_; }
+
+ private:
+  const BrickMap& map_;
+  const std::vector<std::int64_t>& mine_;
+  bool collective_;
+  long long rounds_ = 0;
+};
+
+void paint(const BrickLabeler& labeler, std::span<const std::uint64_t> ids, io::DType type, void* out) {
+  switch (type) {
+    case io::DType::u8: return labeler.paint(ids, static_cast<std::uint8_t*>(out));
+    case io::DType::u16: return labeler.paint(ids, static_cast<std::uint16_t*>(out));
+    case io::DType::u32: return labeler.paint(ids, static_cast<std::uint32_t*>(out));
+    default: return labeler.paint(ids, static_cast<std::uint64_t*>(out));
+  }
+}
+
+// Where an object sits: its centroid in voxels (z, y, x) and in the file's physical frame.
+struct Placement {
+  double centroid[3];
+  double position[3];
+  double volume;
+};
+
+Placement place(const ObjectPart& p, const io::VolumeInfo& info) {
+  Placement where{};
+  const double n = static_cast<double>(p.voxels);
+  for (int a = 0; a < 3; ++a) {
+    where.centroid[a] = static_cast<double>(p.sum[a]) / n;
+    where.position[a] = info.origin[2 - a] + info.spacing[2 - a] * where.centroid[a];  // spacing, origin: x,y,z
+  }
+  where.volume = n * info.spacing[0] * info.spacing[1] * info.spacing[2];
+  return where;
+}
+
+std::string object_table_csv(const LabelSummary& summary, const io::VolumeInfo& info, bool with_values) {
+  std::string csv =
+      "id,voxels,volume,z_min,y_min,x_min,z_max,y_max,x_max,centroid_z,centroid_y,centroid_x,"
+      "position_z,position_y,position_x,touches_boundary";
+  if (with_values) csv += ",value_min,value_mean,value_max";
+  csv += "\n";
+  char line[512];
+  for (const auto& object : summary.table) {
+    const auto& p = object.part;
+    const double n = static_cast<double>(p.voxels);
+    const Placement w = place(p, info);
+    int length = std::snprintf(line, sizeof line,
+                               "%llu,%llu,%.17g,%d,%d,%d,%d,%d,%d,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%u",
+                               static_cast<unsigned long long>(object.id), static_cast<unsigned long long>(p.voxels),
+                               w.volume, p.lo[0], p.lo[1], p.lo[2], p.hi[0], p.hi[1], p.hi[2], w.centroid[0],
+                               w.centroid[1], w.centroid[2], w.position[0], w.position[1], w.position[2],
+                               static_cast<unsigned>(p.border != 0));
+    csv.append(line, static_cast<std::size_t>(length));
+    if (with_values) {
+      length = std::snprintf(line, sizeof line, ",%.17g,%.17g,%.17g", object.values.min, object.values.sum / n,
+                             object.values.max);
+      csv.append(line, static_cast<std::size_t>(length));
+    }
+    csv += "\n";
+  }
+  return csv;
+}
+
+void write_label_report(const std::string& path, const LabelOptions& options, const LabelResult& result) {
+  const auto& info = result.input_info;
+  const auto& s = result.summary;
+  nlohmann::json report;
+  report["tool"] = "volseg label";
+  report["command"] = options.command_line;
+  report["input"] = {{"path", options.input},
+                     {"dims_zyx", info.dims},
+                     {"dtype", std::string(io::dtype_name(info.dtype))},
+                     {"mask_input", options.mask_input}};
+  if (!options.mask_input) report["input"]["threshold"] = {options.lo, options.hi};
+  report["output"] = {{"path", options.output},
+                      {"format", result.output_format},
+                      {"type", result.label_type},
+                      {"backend", result.output_backend}};
+  report["backend"] = result.backend;
+  report["connectivity"] = options.connectivity;
+  report["min_voxels"] = options.min_voxels;
+  report["bricks"] = {{"shape_zyx", result.brick_shape}, {"grid_zyx", result.brick_grid}, {"count", result.brick_count}};
+  report["objects"] = s.objects;
+  report["dropped"] = s.dropped;
+  report["foreground_voxels"] = s.foreground;
+  report["boundary_parts"] = s.boundary_parts;
+  report["joins"] = s.joins;
+  report["seconds"] = result.seconds;
+  nlohmann::json ranks = nlohmann::json::array();
+  for (std::size_t r = 0; r < result.ranks.size(); ++r) {
+    const auto& t = result.ranks[r];
+    ranks.push_back({{"rank", r}, {"label_s", t.label}, {"merge_s", t.merge}, {"write_s", t.write},
+                     {"total_s", t.total}, {"max_rss_bytes", t.max_rss}});
+  }
+  report["ranks"] = ranks;
+  nlohmann::json table = nlohmann::json::array();
+  const bool values = !options.values.empty();
+  for (const auto& object : s.table) {
+    const auto& p = object.part;
+    const double n = static_cast<double>(p.voxels);
+    const Placement w = place(p, info);
+    nlohmann::json row = {{"id", object.id},
+                          {"voxels", p.voxels},
+                          {"volume", w.volume},
+                          {"bbox_min_zyx", {p.lo[0], p.lo[1], p.lo[2]}},
+                          {"bbox_max_zyx", {p.hi[0], p.hi[1], p.hi[2]}},
+                          {"centroid_zyx", {w.centroid[0], w.centroid[1], w.centroid[2]}},
+                          {"position_zyx", {w.position[0], w.position[1], w.position[2]}},
+                          {"touches_boundary", p.border != 0}};
+    if (values) row["values"] = {{"min", object.values.min}, {"mean", object.values.sum / n}, {"max", object.values.max}};
+    table.push_back(std::move(row));
+  }
+  report["table"] = std::move(table);
+  io::write_file_atomically(path, report.dump(1) + "\n");
+}
+
+}  // namespace
+
+io::VolumeInfo labels_info(const io::VolumeInfo& input, io::DType type, std::uint64_t objects, int connectivity,
+                           const std::string& source, const std::string& history) {
+  io::VolumeInfo labels;
+  labels.dims = input.dims;
+  labels.dtype = type;
+  labels.byte_order = input.byte_order;
+  labels.variable = "labels";
+  labels.spacing = input.spacing;
+  labels.origin = input.origin;
+  for (int a = 0; a < 3; ++a)
+    if (auto it = input.attributes.find("dim" + std::to_string(a)); it != input.attributes.end())
+      labels.attributes[it->first] = it->second;
+  labels.attributes["long_name"] = "connected components (" + std::to_string(connectivity) + "-connected) of " +
+                                   (input.variable.empty() ? std::string("the mask") : input.variable);
+  labels.attributes["connectivity"] = std::to_string(connectivity);
+  labels.attributes["objects"] = std::to_string(objects);
+  labels.attributes["numbering"] = "0 background; object k is the k-th met in file order, x fastest";
+  labels.attributes["source_file"] = source;
+  labels.attributes["history"] = history;
+  return labels;
+}
+
+LabelResult run_label(const Comm& comm, const LabelOptions& options) {
+  const auto job_start = Clock::now();
+  LabelResult result;
+  result.comm_size = comm.size();
+  LabelResult::Times times;
+  check_connectivity(options.connectivity);
+  if (!options.mask_input) {
+    if (std::isnan(options.lo) || std::isnan(options.hi)) throw Error("thresholds must not be NaN");
+    if (options.lo > options.hi)
+      throw Error("lo > hi: --lo " + exact(options.lo) + " is above --hi " + exact(options.hi));
+  }
+  if (options.type != "auto") label_type(options.type, 0);  // a name it knows, before any work
+  const io::FileFormat input_format = io::detect_format(comm, options.input);
+  result.backend = options.backend == "auto" ? io::choose_backend(comm, input_format, options.input).backend
+                                             : options.backend;
+  const io::FileFormat output_format =
+      detail::choose_output_format(options.format, options.output, input_format, /*wide_types=*/true);
+  result.output_format = io::format_name(output_format);
+  io::Writing writing = io::writing_backend(output_format, result.backend);
+  if (!options.output_backend.empty()) writing.backend = options.output_backend;
+  result.output_backend = writing.backend;
+
+  auto reader = io::open_reader(result.backend, options.input, comm,
+                                io::Hints::parse(detail::joined(options.hints, options.input_hints)));
+  const io::VolumeInfo& info = reader->info();
+  result.input_info = info;
+  detail::refuse_output_over_input(options.output, reader->files());
+  std::unique_ptr<io::VolumeReader> values;
+  std::vector<std::string> taken = reader->files();
+  if (!options.values.empty()) {
+    const io::FileFormat values_format = io::detect_format(comm, options.values);
+    values = io::open_reader(options.values == options.input ? result.backend : io::reading_backend(values_format),
+                             options.values, comm, io::Hints::parse(options.values_hints));
+    if (values->info().dims != info.dims)
+      throw Error("--values " + options.values + " is " + std::to_string(values->info().dims[2]) + "x" +
+                  std::to_string(values->info().dims[1]) + "x" + std::to_string(values->info().dims[0]) +
+                  ", the input " + std::to_string(info.dims[2]) + "x" + std::to_string(info.dims[1]) + "x" +
+                  std::to_string(info.dims[0]) + ": they must match voxel for voxel");
+    detail::refuse_output_over_input(options.output, values->files());
+    for (const auto& file : values->files()) taken.push_back(file);
+  }
+  detail::check_side_output(options.stats, "object table", options.output, options.force, taken, "labels");
+  if (!options.stats.empty()) taken.push_back(options.stats);
+  detail::check_side_output(options.report, "report", options.output, options.force, taken, "labels");
+  if (!options.force && !io::is_stream(options.output))
+    for (const auto& file : detail::output_files(options.output))
+      if (std::filesystem::exists(file)) throw Error(file.string() + " exists (use --force to replace it)");
+
+  // Bricks of about 12 MiB of labels (u32): a brick's buffers are its input,
+  // its mask, its labels and ~12 bytes a run of foreground.
+  const io::Index3 shape = options.brick_shape.value_or(BrickLayout::default_shape(info.dims, 4));
+  const BrickLayout layout(info.dims, shape);
+  result.brick_shape = layout.shape();
+  result.brick_grid = layout.grid();
+  result.brick_count = layout.count();
+  Labeling labeling(comm, BrickMap::from_layout(layout, comm.size(), options.assignment, options.seed),
+                    options.connectivity, values != nullptr);
+  const auto& mine = labeling.mine();
+  MaskMaker masks(options, info);
+  const double scale = values ? values->info().scale_factor.value_or(1.0) : 1.0;
+  const double offset = values ? values->info().add_offset.value_or(0.0) : 0.0;
+  const auto brick_voxels = static_cast<std::size_t>(layout.largest_brick_voxels());
+  std::vector<std::byte> input(brick_voxels * io::dtype_size(info.dtype));
+  std::vector<std::byte> source(values ? brick_voxels * io::dtype_size(values->info().dtype) : 0);
+  Progress progress(comm, "label", 2 * layout.count(), options.progress);
+
+  std::exception_ptr error;
+  std::unique_ptr<io::VolumeWriter> writer;
+  try {
+    // Pass 1: label every brick, keep parts and faces.
+    const auto pass1 = Clock::now();
+    {
+      const BrickIo bricks(comm, labeling.map(), mine, reader->collective() || (values && values->collective()));
+      std::exception_ptr local;
+      for (long long round = 0; round < bricks.rounds(); ++round) {
+        const std::int64_t brick = bricks.brick(round);
+        try {
+          bricks.read(*reader, local ? -1 : brick, input.data());
+          if (values) bricks.read(*values, local ? -1 : brick, source.data());
+          if (brick < 0 || local) continue;
+          const io::Extent& extent = labeling.map().bricks[static_cast<std::size_t>(brick)];
+          labeling.add(brick, masks.make(input.data(), extent), values ? source.data() : nullptr,
+                       values ? values->info().dtype : io::DType::u8, scale, offset);
+          progress.advance(1, static_cast<std::uint64_t>(extent.voxels()) * io::dtype_size(info.dtype));
+        } catch (...) {
+          local = std::current_exception();
+          if (!bricks.collective()) break;
+        }
+      }
+      agree(comm, local);
+    }
+    times.label = since(pass1);
+    const auto merge = Clock::now();
+    result.summary = labeling.finish(options.min_voxels, !options.stats.empty() || !options.report.empty());
+    times.merge = since(merge);
+
+    // Pass 2: label again and write the ids.
+    const io::DType type = label_type(options.type, result.summary.objects);
+    result.label_type = io::dtype_name(type);
+    const auto pass2 = Clock::now();
+    io::CreateRequest request{options.output,
+                              labels_info(info, type, result.summary.objects, options.connectivity, options.input,
+                                          options.command_line.empty() ? "volseg label" : options.command_line),
+                              options.force, io::Partial::none};
+    request.whole_planes = shape[1] >= info.dims[1] && shape[2] >= info.dims[2];
+    auto writer_hints = detail::joined(detail::joined(options.hints, writing.hints), options.output_hints);
+    writer = io::create_writer(result.output_backend, request, comm, io::Hints::parse(writer_hints));
+    {
+      const BrickIo bricks(comm, labeling.map(), mine, reader->collective() || writer->collective());
+      std::vector<std::byte> out(brick_voxels * io::dtype_size(type));
+      BrickLabeler labeler(options.connectivity);
+      std::exception_ptr local;
+      for (long long round = 0; round < bricks.rounds(); ++round) {
+        const std::int64_t brick = bricks.brick(round);
+        try {
+          bricks.read(*reader, local ? -1 : brick, input.data());
+          if (brick >= 0 && !local) {
+            const io::Extent& extent = labeling.map().bricks[static_cast<std::size_t>(brick)];
+            labeler.label(masks.make(input.data(), extent), extent.count);
+            const auto ids = labeling.ids(brick);
+            if (ids.size() != labeler.objects() + 1u)
+              throw Error("internal error: brick " + std::to_string(brick) + " labelled differently in pass 2");
+            paint(labeler, ids, type, out.data());
+          }
+          bricks.write(*writer, local ? -1 : brick, out.data());
+          if (brick >= 0 && !local)
+            progress.advance(1, static_cast<std::uint64_t>(labeling.map().bricks[static_cast<std::size_t>(brick)].voxels()) *
+                                    io::dtype_size(type));
+        } catch (...) {
+          local = std::current_exception();
+          if (!bricks.collective()) break;
+        }
+      }
+      agree(comm, local);
+    }
+    writer->close();
+    reader->close();
+    if (values) values->close();
+    times.write = since(pass2);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  progress.finish();
+  if (error) {
+    writer.reset();  // removes its temporary file
+    std::rethrow_exception(error);
+  }
+  times.total = since(job_start);
+  times.max_rss = max_rss_bytes();
+  // Every rank's times, on rank 0.
+  double mine_times[5] = {times.label, times.merge, times.write, times.total, static_cast<double>(times.max_rss)};
+  std::vector<double> all(static_cast<std::size_t>(5 * comm.size()));
+  check_mpi(MPI_Gather(mine_times, 5, MPI_DOUBLE, all.data(), 5, MPI_DOUBLE, 0, comm.get()), "MPI_Gather");
+  for (int r = 0; comm.rank() == 0 && r < comm.size(); ++r) {
+    const double* v = &all[static_cast<std::size_t>(5 * r)];
+    result.ranks.push_back({v[0], v[1], v[2], v[3], static_cast<std::uint64_t>(v[4])});
+  }
+  check_mpi(MPI_Allreduce(&times.total, &result.seconds, 1, MPI_DOUBLE, MPI_MAX, comm.get()), "MPI_Allreduce");
+  collectively(comm, [&] {
+    if (comm.rank() != 0) return;
+    if (!options.stats.empty())
+      io::write_file_atomically(options.stats, object_table_csv(result.summary, info, !options.values.empty()));
+    if (!options.report.empty()) write_label_report(options.report, options, result);
+  });
+  return result;
+}
+
+std::string label_summary(const LabelOptions& options, const LabelResult& result) {
+  const auto& info = result.input_info;
+  const auto& s = result.summary;
+  double slowest = 0;
+  std::uint64_t rss = 0;
+  for (const auto& r : result.ranks) {
+    slowest = std::max(slowest, r.total);
+    rss = std::max(rss, r.max_rss);
+  }
+  std::ostringstream out;
+  out.precision(4);
+  out << "labelled " << options.input << " (" << info.dims[2] << "x" << info.dims[1] << "x" << info.dims[0] << " "
+      << io::dtype_name(info.dtype) << ") on " << result.comm_size << " rank(s), " << result.brick_count
+      << " bricks of " << result.brick_shape[2] << "x" << result.brick_shape[1] << "x" << result.brick_shape[0]
+      << ", " << options.connectivity << "-connected\n"
+      << "  " << s.objects << " objects, " << s.foreground << " voxels";
+  if (s.dropped > 0) out << "; " << s.dropped << " smaller than " << options.min_voxels << " voxels dropped";
+  out << "\n  " << s.boundary_parts << " parts joined across bricks by " << s.joins << " contacts\n"
+      << "  time " << result.seconds << " s, " << static_cast<double>(info.voxels()) / result.seconds / 1e6
+      << " Mvoxels/s; peak memory per rank " << static_cast<double>(rss) / (1 << 20) << " MiB\n"
+      << "  labels (" << result.label_type << ", " << result.output_format << "): " << options.output << "\n";
+  if (!options.stats.empty()) out << "  object table: " << options.stats << "\n";
+  return out.str();
+}
+
+}  // namespace volseg::segment

@@ -1,0 +1,488 @@
+// SPDX-License-Identifier: MIT
+// Joining bricks' labels into objects (docs/label.md).
+//
+// Each brick keeps the labels of the faces it shares with a neighbour that
+// is labelled later, or on another rank, until that neighbour has been
+// joined to it. Two bricks touch across a face, an edge or a corner: the
+// voxels that can be neighbours lie on one face of each (the first axis on
+// which they touch), so six face planes per brick serve all 26 neighbours.
+// A join compares the two faces voxel by voxel over the connectivity's
+// stencil and records each distinct pair of labels it finds.
+//
+// Joins between bricks of one rank happen as the later brick is labelled;
+// those across ranks after the last brick, by the rank of the later brick,
+// which receives the earlier brick's face. Rank 0 then merges every part of
+// every object by union-find over the recorded pairs, numbers the objects by
+// their first voxel in file order, and sends each rank the ids of its
+// bricks' labels.
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <numeric>
+#include <unordered_map>
+
+#include "volseg/io/error.hpp"
+#include "volseg/segment/label.hpp"
+
+namespace volseg::segment {
+
+BrickMap BrickMap::from_layout(const BrickLayout& layout, int comm_size, Assignment assignment, std::uint64_t seed) {
+  BrickMap map;
+  map.dims = layout.dims();
+  map.grid = layout.grid();
+  map.shape = layout.shape();
+  map.owner.assign(static_cast<std::size_t>(layout.count()), 0);
+  for (std::int64_t b = 0; b < layout.count(); ++b) map.bricks.push_back(layout.brick(b));
+  for (int rank = 0; rank < comm_size; ++rank)
+    for (auto b : assign_bricks(layout.count(), rank, comm_size, assignment, seed))
+      map.owner[static_cast<std::size_t>(b)] = rank;
+  return map;
+}
+
+namespace {
+
+// Offsets a neighbour may differ by in how many axes: 1, 2 or 3.
+int axes_allowed(int connectivity) { return connectivity == 6 ? 1 : connectivity == 18 ? 2 : 3; }
+
+// How brick b sits beside brick a on each axis: +1 b follows a, -1 b
+// precedes it, 0 they overlap; nullopt when the two do not touch.
+std::optional<std::array<int, 3>> contact(const io::Extent& a, const io::Extent& b, int connectivity) {
+  std::array<int, 3> side{};
+  int touching = 0;
+  for (int axis = 0; axis < 3; ++axis) {
+    const std::int64_t a0 = a.offset[axis], a1 = a0 + a.count[axis];
+    const std::int64_t b0 = b.offset[axis], b1 = b0 + b.count[axis];
+    if (b0 == a1) side[axis] = 1;
+    else if (b1 == a0) side[axis] = -1;
+    else if (b0 < a1 && a0 < b1) side[axis] = 0;
+    else return std::nullopt;
+    touching += side[axis] != 0;
+  }
+  // 6: faces only; 18: faces and edges; 26: corners too.
+  if (touching == 0 || touching > axes_allowed(connectivity)) return std::nullopt;
+  return side;
+}
+
+// The face of a brick that looks at a neighbour: (axis * 2 + high).
+int facing(const std::array<int, 3>& side) {
+  for (int axis = 0; axis < 3; ++axis)
+    if (side[axis] != 0) return axis * 2 + (side[axis] > 0);
+  return -1;
+}
+
+int opposite(int face) { return face ^ 1; }
+
+struct Pair {
+  std::uint32_t a, b;
+  auto operator<=>(const Pair&) const = default;
+};
+
+// The distinct pairs (label in a, label in b) of voxels that touch, from a's
+// face toward b and b's face toward a.
+std::vector<Pair> join_faces(const io::Extent& a, const std::vector<std::uint32_t>& a_face, const io::Extent& b,
+                             const std::vector<std::uint32_t>& b_face, const std::array<int, 3>& side,
+                             int connectivity) {
+  const int most = axes_allowed(connectivity);
+  const int face_axis = facing(side) / 2;
+  int touching = 0;
+  for (int s : side) touching += s != 0;
+  // Voxels of a within reach of b, per axis.
+  std::int64_t from[3], to[3];
+  for (int axis = 0; axis < 3; ++axis) {
+    const std::int64_t a0 = a.offset[axis], a1 = a0 + a.count[axis];
+    const std::int64_t b0 = b.offset[axis], b1 = b0 + b.count[axis];
+    if (side[axis] > 0) from[axis] = a1 - 1, to[axis] = a1;
+    else if (side[axis] < 0) from[axis] = a0, to[axis] = a0 + 1;
+    else from[axis] = std::max(a0, b0 - 1), to[axis] = std::min(a1, b1 + 1);
+  }
+  // The stencil: a step of exactly side on touching axes, -1..1 elsewhere.
+  std::vector<std::array<int, 3>> steps;
+  for (int dz = -1; dz <= 1; ++dz)
+    for (int dy = -1; dy <= 1; ++dy)
+      for (int dx = -1; dx <= 1; ++dx) {
+        const std::array<int, 3> d{dz, dy, dx};
+        bool fits = true;
+        int nonzero = touching;
+        for (int axis = 0; axis < 3; ++axis) {
+          if (side[axis] != 0) fits &= d[axis] == side[axis];
+          else nonzero += d[axis] != 0;
+        }
+        if (fits && nonzero <= most) steps.push_back(d);
+      }
+  const int u = face_axis == 0 ? 1 : 0, v = face_axis == 2 ? 1 : 2;  // the face's two axes
+  auto at = [&](const io::Extent& e, const std::vector<std::uint32_t>& face, const std::int64_t* p) {
+    return face[static_cast<std::size_t>((p[u] - e.offset[u]) * e.count[v] + (p[v] - e.offset[v]))];
+  };
+  std::vector<Pair> pairs;
+  std::int64_t p[3], q[3];
+  for (p[0] = from[0]; p[0] < to[0]; ++p[0])
+    for (p[1] = from[1]; p[1] < to[1]; ++p[1])
+      for (p[2] = from[2]; p[2] < to[2]; ++p[2]) {
+        const std::uint32_t la = at(a, a_face, p);
+        if (la == 0) continue;
+        for (const auto& d : steps) {
+          bool inside = true;
+          for (int axis = 0; axis < 3; ++axis) {
+            q[axis] = p[axis] + d[axis];
+            inside &= q[axis] >= b.offset[axis] && q[axis] < b.offset[axis] + b.count[axis];
+          }
+          if (!inside) continue;
+          const std::uint32_t lb = at(b, b_face, q);
+          if (lb != 0 && (pairs.empty() || pairs.back() != Pair{la, lb})) pairs.push_back({la, lb});
+        }
+      }
+  std::sort(pairs.begin(), pairs.end());
+  pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+  return pairs;
+}
+
+struct Edge {
+  std::int64_t brick_a;
+  std::uint32_t label_a;
+  std::int64_t brick_b;
+  std::uint32_t label_b;
+};
+
+struct KeptFace {
+  std::vector<std::uint32_t> plane;
+  int uses = 0;
+};
+
+template <class T>
+void check_fits_int(std::size_t count, const char* what) {
+  if (count > static_cast<std::size_t>(INT_MAX) / sizeof(T))
+    throw Error(std::string("labeling: too many ") + what + " for one MPI message; use fewer, larger bricks");
+}
+
+std::uint64_t find_root(std::vector<std::uint64_t>& parent, std::uint64_t x) {
+  while (parent[x] != x) {
+    parent[x] = parent[parent[x]];
+    x = parent[x];
+  }
+  return x;
+}
+
+}  // namespace
+
+struct Labeling::State {
+  std::unordered_map<std::int64_t, std::size_t> index;  // brick -> position in mine_
+  std::vector<ObjectPart> parts;                         // of mine_, in order
+  std::vector<ObjectValues> values;
+  std::vector<std::uint64_t> part_start;                 // per position in mine_, and the end
+  std::unordered_map<std::int64_t, KeptFace> faces;      // brick * 6 + face
+  std::vector<Edge> edges;
+  std::vector<std::uint64_t> ids;                        // per brick: 0, then its labels' ids
+  std::size_t added = 0;
+  bool finished = false;
+};
+
+Labeling::Labeling(const Comm& comm, BrickMap map, int connectivity, bool with_values)
+    : comm_(comm),
+      map_(std::move(map)),
+      connectivity_(check_connectivity(connectivity)),
+      with_values_(with_values),
+      labeler_(connectivity),
+      state_(new State) {
+  if (map_.owner.size() != map_.bricks.size()) throw Error("internal error: a brick map without owners");
+  for (std::size_t b = 0; b < map_.bricks.size(); ++b)
+    if (map_.owner[b] == comm_.rank()) {
+      state_->index[static_cast<std::int64_t>(b)] = mine_.size();
+      mine_.push_back(static_cast<std::int64_t>(b));
+    }
+  state_->part_start.push_back(0);
+}
+
+Labeling::~Labeling() { delete state_; }
+
+std::uint64_t Labeling::face_bytes() const {
+  std::uint64_t bytes = 0;
+  for (const auto& [key, face] : state_->faces) bytes += face.plane.size() * sizeof(std::uint32_t);
+  return bytes;
+}
+
+namespace {
+
+std::vector<std::int64_t> neighbours(const BrickMap& map, std::int64_t brick, int connectivity) {
+  std::vector<std::int64_t> found;
+  const io::Extent& here = map.bricks[static_cast<std::size_t>(brick)];
+  if (map.grid[0] > 0) {
+    const auto& g = map.grid;
+    const std::int64_t bz = brick / (g[1] * g[2]), by = brick / g[2] % g[1], bx = brick % g[2];
+    for (int dz = -1; dz <= 1; ++dz)
+      for (int dy = -1; dy <= 1; ++dy)
+        for (int dx = -1; dx <= 1; ++dx) {
+          const std::int64_t z = bz + dz, y = by + dy, x = bx + dx;
+          if ((dz | dy | dx) == 0 || z < 0 || y < 0 || x < 0 || z >= g[0] || y >= g[1] || x >= g[2]) continue;
+          const std::int64_t other = (z * g[1] + y) * g[2] + x;
+          if (contact(here, map.bricks[static_cast<std::size_t>(other)], connectivity)) found.push_back(other);
+        }
+  } else {
+    for (std::size_t other = 0; other < map.bricks.size(); ++other)
+      if (static_cast<std::int64_t>(other) != brick && contact(here, map.bricks[other], connectivity))
+        found.push_back(static_cast<std::int64_t>(other));
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+}  // namespace
+
+void Labeling::add(std::int64_t brick, const std::uint8_t* mask, const void* source, io::DType source_dtype,
+                   double scale, double offset) {
+  State& s = *state_;
+  if (s.added >= mine_.size() || mine_[s.added] != brick)
+    throw Error("internal error: bricks must be labelled in the order of mine()");
+  const io::Extent& extent = map_.bricks[static_cast<std::size_t>(brick)];
+  labeler_.label(mask, extent.count);
+  std::vector<ObjectPart> parts;
+  labeler_.measure(extent, map_.dims, parts);
+  s.parts.insert(s.parts.end(), parts.begin(), parts.end());
+  if (with_values_) {
+    if (source == nullptr) throw Error("internal error: a labeling with values needs each brick's source values");
+    std::vector<ObjectValues> values;
+    labeler_.measure_values(source, source_dtype, scale, offset, values);
+    s.values.insert(s.values.end(), values.begin(), values.end());
+  }
+  s.part_start.push_back(s.parts.size());
+  ++s.added;
+
+  std::unordered_map<int, std::vector<std::uint32_t>> own;  // this brick's faces, cut once
+  auto own_face = [&](int face) -> std::vector<std::uint32_t>& {
+    auto it = own.find(face);
+    if (it == own.end()) it = own.emplace(face, labeler_.face(face / 2, face % 2)).first;
+    return it->second;
+  };
+  for (std::int64_t other : neighbours(map_, brick, connectivity_)) {
+    const auto side = *contact(extent, map_.bricks[static_cast<std::size_t>(other)], connectivity_);
+    const int face = facing(side);
+    const bool same_rank = map_.owner[static_cast<std::size_t>(other)] == comm_.rank();
+    if (same_rank && other < brick) {  // labelled before: join now
+      auto& kept = s.faces.at(other * 6 + opposite(face));
+      const auto& earlier = map_.bricks[static_cast<std::size_t>(other)];
+      const auto back = *contact(earlier, extent, connectivity_);
+      for (const Pair& pair : join_faces(earlier, kept.plane, extent, own_face(face), back, connectivity_))
+        s.edges.push_back({other, pair.a, brick, pair.b});
+      if (--kept.uses == 0) s.faces.erase(other * 6 + opposite(face));
+    } else {  // a later brick of this rank, or another rank's: keep the face
+      auto& kept = s.faces[brick * 6 + face];
+      if (kept.uses++ == 0) kept.plane = own_face(face);
+    }
+  }
+}
+
+LabelSummary Labeling::finish(std::uint64_t min_voxels, bool with_table) {
+  State& s = *state_;
+  if (s.added != mine_.size()) throw Error("internal error: finish() before every brick was labelled");
+  const int ranks = comm_.size(), me = comm_.rank();
+  MPI_Comm comm = comm_.get();
+
+  // Faces across ranks: the earlier brick's face goes to the later brick's rank.
+  std::vector<std::vector<std::uint32_t>> outgoing(static_cast<std::size_t>(ranks));
+  for (std::int64_t brick : mine_) {
+    const io::Extent& extent = map_.bricks[static_cast<std::size_t>(brick)];
+    std::vector<std::pair<int, int>> sent;  // (rank, face)
+    for (std::int64_t other : neighbours(map_, brick, connectivity_)) {
+      const int rank = map_.owner[static_cast<std::size_t>(other)];
+      if (rank == me || other < brick) continue;
+      const int face = facing(*contact(extent, map_.bricks[static_cast<std::size_t>(other)], connectivity_));
+      if (std::find(sent.begin(), sent.end(), std::pair{rank, face}) != sent.end()) continue;
+      sent.emplace_back(rank, face);
+      const auto& plane = s.faces.at(brick * 6 + face).plane;
+      auto& out = outgoing[static_cast<std::size_t>(rank)];
+      out.insert(out.end(), {static_cast<std::uint32_t>(brick), static_cast<std::uint32_t>(brick >> 32),
+                             static_cast<std::uint32_t>(face), static_cast<std::uint32_t>(plane.size())});
+      out.insert(out.end(), plane.begin(), plane.end());
+    }
+  }
+  std::vector<int> send_counts(static_cast<std::size_t>(ranks)), recv_counts(static_cast<std::size_t>(ranks));
+  std::vector<int> send_displs(static_cast<std::size_t>(ranks)), recv_displs(static_cast<std::size_t>(ranks));
+  std::size_t send_total = 0;
+  for (int r = 0; r < ranks; ++r) {
+    send_displs[static_cast<std::size_t>(r)] = static_cast<int>(send_total);
+    send_counts[static_cast<std::size_t>(r)] = static_cast<int>(outgoing[static_cast<std::size_t>(r)].size());
+    send_total += outgoing[static_cast<std::size_t>(r)].size();
+    check_fits_int<std::uint32_t>(send_total, "faces");
+  }
+  check_mpi(MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm), "MPI_Alltoall");
+  std::size_t recv_total = 0;
+  for (int r = 0; r < ranks; ++r) {
+    recv_displs[static_cast<std::size_t>(r)] = static_cast<int>(recv_total);
+    recv_total += static_cast<std::size_t>(recv_counts[static_cast<std::size_t>(r)]);
+    check_fits_int<std::uint32_t>(recv_total, "faces");
+  }
+  {
+    std::vector<std::uint32_t> send_buffer;
+    send_buffer.reserve(send_total);
+    for (auto& out : outgoing) {
+      send_buffer.insert(send_buffer.end(), out.begin(), out.end());
+      std::vector<std::uint32_t>().swap(out);
+    }
+    std::vector<std::uint32_t> received(recv_total);
+    check_mpi(MPI_Alltoallv(send_buffer.data(), send_counts.data(), send_displs.data(), MPI_UINT32_T,
+                            received.data(), recv_counts.data(), recv_displs.data(), MPI_UINT32_T, comm),
+              "MPI_Alltoallv");
+    std::vector<std::uint32_t>().swap(send_buffer);
+    for (std::size_t at = 0; at < received.size();) {
+      const std::int64_t other = static_cast<std::int64_t>(received[at]) | static_cast<std::int64_t>(received[at + 1]) << 32;
+      const int face = static_cast<int>(received[at + 2]);
+      const std::size_t size = received[at + 3];
+      const std::vector<std::uint32_t> plane(received.begin() + static_cast<std::ptrdiff_t>(at + 4),
+                                             received.begin() + static_cast<std::ptrdiff_t>(at + 4 + size));
+      at += 4 + size;
+      const io::Extent& earlier = map_.bricks[static_cast<std::size_t>(other)];
+      for (std::int64_t brick : neighbours(map_, other, connectivity_)) {
+        if (map_.owner[static_cast<std::size_t>(brick)] != me || brick < other) continue;
+        const auto side = *contact(earlier, map_.bricks[static_cast<std::size_t>(brick)], connectivity_);
+        if (facing(side) != face) continue;
+        const auto& mine = s.faces.at(brick * 6 + opposite(face)).plane;
+        for (const Pair& pair :
+             join_faces(earlier, plane, map_.bricks[static_cast<std::size_t>(brick)], mine, side, connectivity_))
+          s.edges.push_back({other, pair.a, brick, pair.b});
+      }
+    }
+  }
+  s.faces.clear();
+
+  // Every brick's label count, so that (brick, label) names a node.
+  const std::size_t brick_count = map_.bricks.size();
+  std::vector<std::uint64_t> counts(brick_count, 0), base(brick_count + 1, 0);
+  for (std::size_t i = 0; i < mine_.size(); ++i)
+    counts[static_cast<std::size_t>(mine_[i])] = s.part_start[i + 1] - s.part_start[i];
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, counts.data(), static_cast<int>(brick_count), MPI_UINT64_T, MPI_SUM, comm),
+            "MPI_Allreduce");
+  for (std::size_t b = 0; b < brick_count; ++b) base[b + 1] = base[b] + counts[b];
+  const std::uint64_t nodes = base[brick_count];
+  std::vector<std::uint64_t> edge_nodes;
+  edge_nodes.reserve(s.edges.size() * 2);
+  for (const Edge& e : s.edges)
+    edge_nodes.insert(edge_nodes.end(), {base[static_cast<std::size_t>(e.brick_a)] + e.label_a - 1,
+                                         base[static_cast<std::size_t>(e.brick_b)] + e.label_b - 1});
+  std::vector<Edge>().swap(s.edges);
+
+  // Gather parts, values and joins on rank 0, in rank order.
+  auto gather = [&](const void* data, std::size_t bytes, std::vector<int>& sizes, std::vector<int>& starts) {
+    check_fits_int<char>(bytes, "objects");
+    int mine = static_cast<int>(bytes);
+    sizes.assign(static_cast<std::size_t>(ranks), 0);
+    starts.assign(static_cast<std::size_t>(ranks), 0);
+    check_mpi(MPI_Gather(&mine, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, comm), "MPI_Gather");
+    std::size_t total = 0;
+    for (int r = 0; r < ranks; ++r) {
+      starts[static_cast<std::size_t>(r)] = static_cast<int>(total);
+      total += static_cast<std::size_t>(sizes[static_cast<std::size_t>(r)]);
+      if (me == 0) check_fits_int<char>(total, "objects");
+    }
+    std::vector<char> all(me == 0 ? total : 0);
+    check_mpi(MPI_Gatherv(data, mine, MPI_BYTE, all.data(), sizes.data(), starts.data(), MPI_BYTE, 0, comm),
+              "MPI_Gatherv");
+    return all;
+  };
+  std::vector<int> sizes, starts;
+  const auto gathered_parts = gather(s.parts.data(), s.parts.size() * sizeof(ObjectPart), sizes, starts);
+  const auto gathered_values = gather(s.values.data(), s.values.size() * sizeof(ObjectValues), sizes, starts);
+  const auto gathered_edges = gather(edge_nodes.data(), edge_nodes.size() * sizeof(std::uint64_t), sizes, starts);
+  std::vector<std::uint64_t>().swap(edge_nodes);
+
+  LabelSummary summary;
+  std::vector<std::uint64_t> ids_out;  // rank 0: every node's id, in rank order of mine()
+  std::vector<int> id_counts(static_cast<std::size_t>(ranks)), id_starts(static_cast<std::size_t>(ranks));
+  if (me == 0) {
+    // Place each rank's parts at their nodes.
+    std::vector<ObjectPart> parts(nodes);
+    std::vector<ObjectValues> values(with_values_ ? nodes : 0);
+    std::vector<std::vector<std::int64_t>> owned(static_cast<std::size_t>(ranks));
+    for (std::size_t b = 0; b < brick_count; ++b) owned[static_cast<std::size_t>(map_.owner[b])].push_back(static_cast<std::int64_t>(b));
+    std::size_t p_at = 0, v_at = 0;
+    for (int r = 0; r < ranks; ++r)
+      for (std::int64_t b : owned[static_cast<std::size_t>(r)]) {
+        const auto n = counts[static_cast<std::size_t>(b)];
+        std::memcpy(parts.data() + base[static_cast<std::size_t>(b)], gathered_parts.data() + p_at, n * sizeof(ObjectPart));
+        p_at += n * sizeof(ObjectPart);
+        if (with_values_) {
+          std::memcpy(values.data() + base[static_cast<std::size_t>(b)], gathered_values.data() + v_at,
+                      n * sizeof(ObjectValues));
+          v_at += n * sizeof(ObjectValues);
+        }
+      }
+    // Union-find over nodes; the smaller node is the root.
+    std::vector<std::uint64_t> parent(nodes);
+    std::iota(parent.begin(), parent.end(), std::uint64_t{0});
+    std::vector<bool> joined(nodes, false);
+    const auto* edges = reinterpret_cast<const std::uint64_t*>(gathered_edges.data());
+    const std::size_t edge_count = gathered_edges.size() / (2 * sizeof(std::uint64_t));
+    summary.joins = edge_count;
+    for (std::size_t e = 0; e < edge_count; ++e) {
+      const std::uint64_t a = find_root(parent, edges[2 * e]), b = find_root(parent, edges[2 * e + 1]);
+      joined[edges[2 * e]] = joined[edges[2 * e + 1]] = true;
+      if (a < b) parent[b] = a;
+      else if (b < a) parent[a] = b;
+    }
+    summary.boundary_parts = static_cast<std::uint64_t>(std::count(joined.begin(), joined.end(), true));
+    std::vector<std::uint64_t> roots;
+    for (std::uint64_t n = 0; n < nodes; ++n) {
+      const std::uint64_t root = find_root(parent, n);
+      if (root == n) roots.push_back(n);
+      else {
+        parts[root].merge(parts[n]);
+        if (with_values_) values[root].merge(values[n]);
+      }
+    }
+    std::sort(roots.begin(), roots.end(), [&](auto a, auto b) { return parts[a].first < parts[b].first; });
+    std::vector<std::uint64_t> id_of_root(nodes, 0);  // indexed by root node
+    for (std::uint64_t root : roots) {
+      if (parts[root].voxels < min_voxels) {
+        ++summary.dropped;
+        continue;
+      }
+      id_of_root[root] = ++summary.objects;
+      summary.foreground += parts[root].voxels;
+      if (with_table)
+        summary.table.push_back({summary.objects, parts[root], with_values_ ? values[root] : ObjectValues{}});
+    }
+    std::size_t at = 0;
+    for (int r = 0; r < ranks; ++r) {
+      id_starts[static_cast<std::size_t>(r)] = static_cast<int>(at);
+      for (std::int64_t b : owned[static_cast<std::size_t>(r)])
+        for (std::uint64_t n = base[static_cast<std::size_t>(b)]; n < base[static_cast<std::size_t>(b) + 1]; ++n)
+          ids_out.push_back(id_of_root[find_root(parent, n)]);
+      id_counts[static_cast<std::size_t>(r)] = static_cast<int>(ids_out.size() - at);
+      at = ids_out.size();
+      check_fits_int<std::uint64_t>(at, "objects");
+    }
+  }
+  std::vector<std::uint64_t> my_ids(s.parts.size());
+  check_mpi(MPI_Scatterv(ids_out.data(), id_counts.data(), id_starts.data(), MPI_UINT64_T, my_ids.data(),
+                         static_cast<int>(my_ids.size()), MPI_UINT64_T, 0, comm),
+            "MPI_Scatterv");
+  std::uint64_t figures[5] = {summary.objects, summary.dropped, summary.foreground, summary.boundary_parts,
+                              summary.joins};
+  check_mpi(MPI_Bcast(figures, 5, MPI_UINT64_T, 0, comm), "MPI_Bcast");
+  summary.objects = figures[0];
+  summary.dropped = figures[1];
+  summary.foreground = figures[2];
+  summary.boundary_parts = figures[3];
+  summary.joins = figures[4];
+  // Per brick: 0 for the background, then its labels' ids.
+  s.ids.clear();
+  for (std::size_t i = 0; i < mine_.size(); ++i) {
+    s.ids.push_back(0);
+    s.ids.insert(s.ids.end(), my_ids.begin() + static_cast<std::ptrdiff_t>(s.part_start[i]),
+                 my_ids.begin() + static_cast<std::ptrdiff_t>(s.part_start[i + 1]));
+  }
+  std::vector<ObjectPart>().swap(s.parts);
+  std::vector<ObjectValues>().swap(s.values);
+  s.finished = true;
+  return summary;
+}
+
+std::span<const std::uint64_t> Labeling::ids(std::int64_t brick) const {
+  const State& s = *state_;
+  if (!s.finished) throw Error("internal error: ids() before finish()");
+  const std::size_t i = s.index.at(brick);
+  const std::size_t begin = s.part_start[i] + i, end = s.part_start[i + 1] + i + 1;
+  return {s.ids.data() + begin, end - begin};
+}
+
+}  // namespace volseg::segment
