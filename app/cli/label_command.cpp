@@ -30,6 +30,11 @@ void Commands::add_label(CLI::App& app) {
                                       "in physical units, touches_boundary, and with --values min/mean/max");
   sub->add_option("--min-voxels", o.min_voxels, "Drop objects smaller than this (they become 0; ids stay dense)")
       ->capture_default_str();
+  sub->add_option_function<std::uint64_t>(
+         "--cache", [&o](std::uint64_t mib) { o.cache_bytes = mib << 20; },
+         "MiB per rank that keep the first pass's labels for the second (4 bytes a run of foreground); "
+         "bricks past it are labelled twice [128]")
+      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 30));
   sub->add_option("--values", o.values, "Source scalar volume, voxel for voxel, for the table's min/mean/max");
   sub->add_option("--values-var", label_values_variable_, "NetCDF variable of --values");
   sub->add_option("--values-time", label_values_time_, "Step of --values' 4D variable");

@@ -8,9 +8,13 @@
 // whole volume would. Cost: one pass over the bytes (8 at a time) and one
 // over the runs per neighbouring row.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "volseg/io/error.hpp"
 #include "volseg/segment/label.hpp"
@@ -45,36 +49,57 @@ BrickLabeler::BrickLabeler(int connectivity) : connectivity_(check_connectivity(
 
 namespace {
 
-inline std::uint64_t load8(const std::uint8_t* p) {
-  std::uint64_t word;
-  std::memcpy(&word, p, 8);
-  return word;
-}
-
-// Nonzero when some byte of word is zero.
-inline std::uint64_t has_zero_byte(std::uint64_t word) {
-  return (word - 0x0101010101010101ull) & ~word & 0x8080808080808080ull;
+// Bit i set when byte i of the 64 at p is nonzero.
+inline std::uint64_t foreground64(const std::uint8_t* p) {
+#if defined(__SSE2__)
+  const __m128i zero = _mm_setzero_si128();
+  auto bits16 = [&](int at) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + at));
+    return static_cast<std::uint64_t>(static_cast<std::uint16_t>(~_mm_movemask_epi8(_mm_cmpeq_epi8(bytes, zero))));
+  };
+  return bits16(0) | bits16(16) << 16 | bits16(32) << 32 | bits16(48) << 48;
+#else
+  std::uint64_t bits = 0;
+  for (int i = 0; i < 64; ++i) bits |= static_cast<std::uint64_t>(p[i] != 0) << i;
+  return bits;
+#endif
 }
 
 }  // namespace
 
+// Runs come from the foreground bits 64 voxels at a time: a run starts where
+// a bit is set and the one before is not, and ends where the reverse holds;
+// the two alternate, so each costs one count-trailing-zeros.
 void BrickLabeler::find_runs(const std::uint8_t* mask) {
   const std::int64_t rows = shape_[0] * shape_[1], width = shape_[2];
   runs_.clear();
   row_start_.resize(static_cast<std::size_t>(rows) + 1);
+  alignas(16) std::uint8_t tail[64];
   for (std::int64_t r = 0; r < rows; ++r) {
     row_start_[static_cast<std::size_t>(r)] = static_cast<std::uint32_t>(runs_.size());
     const std::uint8_t* row = mask + r * width;
-    std::int64_t x = 0;
-    while (x < width) {
-      while (x + 8 <= width && load8(row + x) == 0) x += 8;
-      while (x < width && row[x] == 0) ++x;
-      if (x == width) break;
-      const std::int64_t begin = x;
-      while (x + 8 <= width && !has_zero_byte(load8(row + x))) x += 8;
-      while (x < width && row[x] != 0) ++x;
-      runs_.push_back({static_cast<std::int32_t>(begin), static_cast<std::int32_t>(x)});
+    std::uint64_t before = 0;  // 1: the voxel before this word is foreground
+    std::int32_t begin = 0;
+    for (std::int64_t x = 0; x < width; x += 64) {
+      std::uint64_t bits;
+      if (x + 64 <= width) {
+        bits = foreground64(row + x);
+      } else {  // the row's last, partial word: copy it rather than read past the brick
+        std::memset(tail, 0, sizeof tail);
+        std::memcpy(tail, row + x, static_cast<std::size_t>(width - x));
+        bits = foreground64(tail);
+      }
+      const std::uint64_t shifted = bits << 1 | before;
+      std::uint64_t edges = bits ^ shifted;  // starts (bit set, previous clear) and ends (the reverse)
+      before = bits >> 63;
+      while (edges != 0) {
+        const auto at = static_cast<std::int32_t>(x + std::countr_zero(edges));
+        if (bits >> (at - x) & 1) begin = at;
+        else runs_.push_back({begin, at});
+        edges &= edges - 1;
+      }
     }
+    if (before) runs_.push_back({begin, static_cast<std::int32_t>(width)});
   }
   row_start_[static_cast<std::size_t>(rows)] = static_cast<std::uint32_t>(runs_.size());
 }
@@ -94,27 +119,43 @@ void BrickLabeler::join_rows() {
   // Rows before (z, y) that can touch it, and how far a run reaches along x
   // into them (1: diagonally), by the neighbours the connectivity allows.
   struct Before {
-    int dz, dy, reach;
+    int dz, dy;
+    std::int32_t reach;
   };
   std::vector<Before> before{{0, -1, connectivity_ >= 18}, {-1, 0, connectivity_ >= 18}};
   if (connectivity_ >= 18) before.insert(before.end(), {{-1, -1, connectivity_ == 26}, {-1, 1, connectivity_ == 26}});
+  struct Cursor {
+    std::uint32_t at, end;
+    std::int32_t reach;
+  };
   for (std::int64_t z = 0; z < depth; ++z)
     for (std::int64_t y = 0; y < height; ++y) {
       const std::uint32_t begin = row_start_[static_cast<std::size_t>(z * height + y)];
       const std::uint32_t end = row_start_[static_cast<std::size_t>(z * height + y + 1)];
       if (begin == end) continue;
+      Cursor cursors[4];
+      int count = 0;
       for (const auto& b : before) {
         const std::int64_t nz = z + b.dz, ny = y + b.dy;
         if (nz < 0 || ny < 0 || ny >= height) continue;
-        std::uint32_t j = row_start_[static_cast<std::size_t>(nz * height + ny)];
-        const std::uint32_t other_end = row_start_[static_cast<std::size_t>(nz * height + ny + 1)];
-        for (std::uint32_t i = begin; i < end && j < other_end; ++i) {
-          const Run a = runs_[i];
-          while (j < other_end && runs_[j].end + b.reach <= a.begin) ++j;
-          for (std::uint32_t k = j; k < other_end && runs_[k].begin < a.end + b.reach; ++k) {
-            const std::uint32_t ri = find(i), rk = find(k);
-            if (ri < rk) parent_[rk] = ri;
-            else if (rk < ri) parent_[ri] = rk;
+        const auto row = static_cast<std::size_t>(nz * height + ny);
+        if (row_start_[row] != row_start_[row + 1]) cursors[count++] = {row_start_[row], row_start_[row + 1], b.reach};
+      }
+      if (count == 0) continue;
+      for (std::uint32_t i = begin; i < end; ++i) {
+        const Run run = runs_[i];
+        std::uint32_t root = i;  // always a root: the smaller of two roots wins
+        for (int c = 0; c < count; ++c) {
+          Cursor& cursor = cursors[c];
+          while (cursor.at < cursor.end && runs_[cursor.at].end + cursor.reach <= run.begin) ++cursor.at;
+          for (std::uint32_t k = cursor.at; k < cursor.end && runs_[k].begin < run.end + cursor.reach; ++k) {
+            const std::uint32_t other = find(k);
+            if (other < root) {
+              parent_[root] = other;
+              root = other;
+            } else if (root < other) {
+              parent_[other] = root;
+            }
           }
         }
       }
@@ -134,6 +175,17 @@ void BrickLabeler::label(const std::uint8_t* mask, const io::Index3& shape) {
   shape_ = shape;
   find_runs(mask);
   join_rows();
+}
+
+void BrickLabeler::relabel(const std::uint8_t* mask, const io::Index3& shape, std::span<const std::uint32_t> labels,
+                           std::uint32_t objects) {
+  shape_ = shape;
+  find_runs(mask);
+  if (runs_.size() != labels.size())
+    throw Error("internal error: a brick has " + std::to_string(runs_.size()) + " runs, its kept labels " +
+                std::to_string(labels.size()));
+  parent_.assign(labels.begin(), labels.end());
+  objects_ = objects;
 }
 
 void BrickLabeler::measure(const io::Extent& extent, const io::Index3& dims, std::vector<ObjectPart>& parts) const {

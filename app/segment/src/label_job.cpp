@@ -10,11 +10,13 @@
 
 #include <chrono>
 #include <cmath>
+#include <charconv>
 #include <cstdio>
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <unordered_map>
 
 #include "job_outputs.hpp"
 #include "volseg/io/auto_backend.hpp"
@@ -169,6 +171,35 @@ class BrickIo {
   long long rounds_ = 0;
 };
 
+// The first pass's run labels of as many bricks as the budget holds, so
+// that the second pass finds their runs again but not their joins.
+class KeptLabels {
+ public:
+  explicit KeptLabels(std::uint64_t budget) : budget_(budget) {}
+  void keep(std::int64_t brick, const BrickLabeler& labeler) {
+    const auto labels = labeler.run_labels();
+    const std::uint64_t bytes = labels.size() * sizeof(std::uint32_t);
+    if (used_ + bytes > budget_) return;
+    used_ += bytes;
+    kept_.emplace(brick, Kept{{labels.begin(), labels.end()}, labeler.objects()});
+  }
+  void label(std::int64_t brick, BrickLabeler& labeler, const std::uint8_t* mask, const io::Index3& shape) {
+    auto it = kept_.find(brick);
+    if (it == kept_.end()) return labeler.label(mask, shape);
+    labeler.relabel(mask, shape, it->second.labels, it->second.objects);
+    used_ -= it->second.labels.size() * sizeof(std::uint32_t);
+    kept_.erase(it);
+  }
+
+ private:
+  struct Kept {
+    std::vector<std::uint32_t> labels;
+    std::uint32_t objects;
+  };
+  std::uint64_t budget_, used_ = 0;
+  std::unordered_map<std::int64_t, Kept> kept_;
+};
+
 void paint(const BrickLabeler& labeler, std::span<const std::uint64_t> ids, io::DType type, void* out) {
   switch (type) {
     case io::DType::u8: return labeler.paint(ids, static_cast<std::uint8_t*>(out));
@@ -196,32 +227,69 @@ Placement place(const ObjectPart& p, const io::VolumeInfo& info) {
   return where;
 }
 
-std::string object_table_csv(const LabelSummary& summary, const io::VolumeInfo& info, bool with_values) {
-  std::string csv =
-      "id,voxels,volume,z_min,y_min,x_min,z_max,y_max,x_max,centroid_z,centroid_y,centroid_x,"
-      "position_z,position_y,position_x,touches_boundary";
-  if (with_values) csv += ",value_min,value_mean,value_max";
-  csv += "\n";
-  char line[512];
-  for (const auto& object : summary.table) {
-    const auto& p = object.part;
-    const double n = static_cast<double>(p.voxels);
-    const Placement w = place(p, info);
-    int length = std::snprintf(line, sizeof line,
-                               "%llu,%llu,%.17g,%d,%d,%d,%d,%d,%d,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g,%u",
-                               static_cast<unsigned long long>(object.id), static_cast<unsigned long long>(p.voxels),
-                               w.volume, p.lo[0], p.lo[1], p.lo[2], p.hi[0], p.hi[1], p.hi[2], w.centroid[0],
-                               w.centroid[1], w.centroid[2], w.position[0], w.position[1], w.position[2],
-                               static_cast<unsigned>(p.border != 0));
-    csv.append(line, static_cast<std::size_t>(length));
-    if (with_values) {
-      length = std::snprintf(line, sizeof line, ",%.17g,%.17g,%.17g", object.values.min, object.values.sum / n,
-                             object.values.max);
-      csv.append(line, static_cast<std::size_t>(length));
-    }
-    csv += "\n";
+// Rows of the object table go out in blocks of about a MiB, numbers in their
+// shortest round-trip form: a table of millions of objects is never held as
+// text.
+class BlockedWriter {
+ public:
+  explicit BlockedWriter(const std::string& path, bool json) : file_(path), json_(json) {
+    text_.reserve(block + 1024);
   }
-  return csv;
+  BlockedWriter& operator<<(std::string_view text) {
+    text_ += text;
+    if (text_.size() >= block) flush();
+    return *this;
+  }
+  BlockedWriter& operator<<(std::uint64_t value) { return put(value); }
+  BlockedWriter& operator<<(std::int32_t value) { return put(value); }
+  BlockedWriter& operator<<(double value) {
+    if (json_ && !std::isfinite(value)) return *this << "null";  // JSON has no NaN (a NaN in --values)
+    return put(value);
+  }
+  void commit() {
+    flush();
+    file_.commit();
+  }
+
+ private:
+  static constexpr std::size_t block = 1 << 20;
+  template <class T>
+  BlockedWriter& put(T value) {
+    char digits[32];
+    const auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
+    return *this << std::string_view(digits, static_cast<std::size_t>(end - digits));
+  }
+  void flush() {
+    file_.write(text_);
+    text_.clear();
+  }
+  io::AtomicFile file_;
+  bool json_;
+  std::string text_;
+};
+
+void write_object_table(const std::string& path, const LabelSummary& summary, const io::VolumeInfo& info,
+                        bool with_values) {
+  BlockedWriter out(path, false);
+  out << "id,voxels,volume,z_min,y_min,x_min,z_max,y_max,x_max,centroid_z,centroid_y,centroid_x,"
+         "position_z,position_y,position_x,touches_boundary"
+      << (with_values ? ",value_min,value_mean,value_max\n" : "\n");
+  for (std::size_t i = 0; i < summary.table.size(); ++i) {
+    const auto& p = summary.table[i];
+    const Placement w = place(p, info);
+    out << std::uint64_t{i + 1} << "," << p.voxels << "," << w.volume;
+    for (int a = 0; a < 3; ++a) out << "," << p.lo[a];
+    for (int a = 0; a < 3; ++a) out << "," << p.hi[a];
+    for (int a = 0; a < 3; ++a) out << "," << w.centroid[a];
+    for (int a = 0; a < 3; ++a) out << "," << w.position[a];
+    out << (p.border != 0 ? ",1" : ",0");
+    if (with_values) {
+      const auto& v = summary.table_values[i];
+      out << "," << v.min << "," << v.sum / static_cast<double>(p.voxels) << "," << v.max;
+    }
+    out << "\n";
+  }
+  out.commit();
 }
 
 void write_label_report(const std::string& path, const LabelOptions& options, const LabelResult& result) {
@@ -256,25 +324,34 @@ void write_label_report(const std::string& path, const LabelOptions& options, co
                      {"total_s", t.total}, {"max_rss_bytes", t.max_rss}});
   }
   report["ranks"] = ranks;
-  nlohmann::json table = nlohmann::json::array();
+  // The table streams after the rest: rows in the layout of the CSV's.
+  std::string head = report.dump(1);
+  head.pop_back();  // the closing brace
+  BlockedWriter out(path, true);
+  out << head << ",\n \"table\": [";
   const bool values = !options.values.empty();
-  for (const auto& object : s.table) {
-    const auto& p = object.part;
-    const double n = static_cast<double>(p.voxels);
+  auto triple = [&](const char* key, const auto& v) {
+    out << ", \"" << key << "\": [" << v[0] << ", " << v[1] << ", " << v[2] << "]";
+  };
+  for (std::size_t i = 0; i < s.table.size(); ++i) {
+    const auto& p = s.table[i];
     const Placement w = place(p, info);
-    nlohmann::json row = {{"id", object.id},
-                          {"voxels", p.voxels},
-                          {"volume", w.volume},
-                          {"bbox_min_zyx", {p.lo[0], p.lo[1], p.lo[2]}},
-                          {"bbox_max_zyx", {p.hi[0], p.hi[1], p.hi[2]}},
-                          {"centroid_zyx", {w.centroid[0], w.centroid[1], w.centroid[2]}},
-                          {"position_zyx", {w.position[0], w.position[1], w.position[2]}},
-                          {"touches_boundary", p.border != 0}};
-    if (values) row["values"] = {{"min", object.values.min}, {"mean", object.values.sum / n}, {"max", object.values.max}};
-    table.push_back(std::move(row));
+    out << (i == 0 ? "\n  {\"id\": " : ",\n  {\"id\": ") << std::uint64_t{i + 1} << ", \"voxels\": " << p.voxels
+        << ", \"volume\": " << w.volume;
+    triple("bbox_min_zyx", p.lo);
+    triple("bbox_max_zyx", p.hi);
+    triple("centroid_zyx", w.centroid);
+    triple("position_zyx", w.position);
+    out << ", \"touches_boundary\": " << (p.border != 0 ? "true" : "false");
+    if (values) {
+      const auto& v = s.table_values[i];
+      out << ", \"values\": {\"min\": " << v.min << ", \"mean\": " << v.sum / static_cast<double>(p.voxels)
+          << ", \"max\": " << v.max << "}";
+    }
+    out << "}";
   }
-  report["table"] = std::move(table);
-  io::write_file_atomically(path, report.dump(1) + "\n");
+  out << "\n ]\n}\n";
+  out.commit();
 }
 
 }  // namespace
@@ -367,6 +444,7 @@ LabelResult run_label(const Comm& comm, const LabelOptions& options) {
   std::vector<std::byte> source(values ? brick_voxels * io::dtype_size(values->info().dtype) : 0);
   Progress progress(comm, "label", 2 * layout.count(), options.progress);
 
+  KeptLabels kept(options.cache_bytes);
   std::exception_ptr error;
   std::unique_ptr<io::VolumeWriter> writer;
   try {
@@ -384,6 +462,7 @@ LabelResult run_label(const Comm& comm, const LabelOptions& options) {
           const io::Extent& extent = labeling.map().bricks[static_cast<std::size_t>(brick)];
           labeling.add(brick, masks.make(input.data(), extent), values ? source.data() : nullptr,
                        values ? values->info().dtype : io::DType::u8, scale, offset);
+          kept.keep(brick, labeling.labeler());
           progress.advance(1, static_cast<std::uint64_t>(extent.voxels()) * io::dtype_size(info.dtype));
         } catch (...) {
           local = std::current_exception();
@@ -419,7 +498,7 @@ LabelResult run_label(const Comm& comm, const LabelOptions& options) {
           bricks.read(*reader, local ? -1 : brick, input.data());
           if (brick >= 0 && !local) {
             const io::Extent& extent = labeling.map().bricks[static_cast<std::size_t>(brick)];
-            labeler.label(masks.make(input.data(), extent), extent.count);
+            kept.label(brick, labeler, masks.make(input.data(), extent), extent.count);
             const auto ids = labeling.ids(brick);
             if (ids.size() != labeler.objects() + 1u)
               throw Error("internal error: brick " + std::to_string(brick) + " labelled differently in pass 2");
@@ -462,7 +541,7 @@ LabelResult run_label(const Comm& comm, const LabelOptions& options) {
   collectively(comm, [&] {
     if (comm.rank() != 0) return;
     if (!options.stats.empty())
-      io::write_file_atomically(options.stats, object_table_csv(result.summary, info, !options.values.empty()));
+      write_object_table(options.stats, result.summary, info, !options.values.empty());
     if (!options.report.empty()) write_label_report(options.report, options, result);
   });
   return result;

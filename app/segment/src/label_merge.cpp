@@ -16,6 +16,9 @@
 // their first voxel in file order, and sends each rank the ids of its
 // bricks' labels.
 #include <mpi.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <algorithm>
 #include <climits>
@@ -156,6 +159,16 @@ void check_fits_int(std::size_t count, const char* what) {
     throw Error(std::string("labeling: too many ") + what + " for one MPI message; use fewer, larger bricks");
 }
 
+// Returns freed heap pages to the system. The bricks' parts are many
+// allocations of a few MiB, under glibc's mmap threshold: freed, they stay
+// in the process's heap, and copying them into one array would hold them
+// twice at its peak.
+void give_back_memory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
 std::uint64_t find_root(std::vector<std::uint64_t>& parent, std::uint64_t x) {
   while (parent[x] != x) {
     parent[x] = parent[parent[x]];
@@ -168,8 +181,8 @@ std::uint64_t find_root(std::vector<std::uint64_t>& parent, std::uint64_t x) {
 
 struct Labeling::State {
   std::unordered_map<std::int64_t, std::size_t> index;  // brick -> position in mine_
-  std::vector<ObjectPart> parts;                         // of mine_, in order
-  std::vector<ObjectValues> values;
+  std::vector<std::vector<ObjectPart>> parts;            // per position in mine_
+  std::vector<std::vector<ObjectValues>> values;
   std::vector<std::uint64_t> part_start;                 // per position in mine_, and the end
   std::unordered_map<std::int64_t, KeptFace> faces;      // brick * 6 + face
   std::vector<Edge> edges;
@@ -238,14 +251,14 @@ void Labeling::add(std::int64_t brick, const std::uint8_t* mask, const void* sou
   labeler_.label(mask, extent.count);
   std::vector<ObjectPart> parts;
   labeler_.measure(extent, map_.dims, parts);
-  s.parts.insert(s.parts.end(), parts.begin(), parts.end());
+  s.part_start.push_back(s.part_start.back() + parts.size());
+  s.parts.push_back(std::move(parts));
   if (with_values_) {
     if (source == nullptr) throw Error("internal error: a labeling with values needs each brick's source values");
     std::vector<ObjectValues> values;
     labeler_.measure_values(source, source_dtype, scale, offset, values);
-    s.values.insert(s.values.end(), values.begin(), values.end());
+    s.values.push_back(std::move(values));
   }
-  s.part_start.push_back(s.parts.size());
   ++s.added;
 
   std::unordered_map<int, std::vector<std::uint32_t>> own;  // this brick's faces, cut once
@@ -345,15 +358,28 @@ LabelSummary Labeling::finish(std::uint64_t min_voxels, bool with_table) {
   }
   s.faces.clear();
 
-  // Every brick's label count, so that (brick, label) names a node.
+  // Every brick's label count, so that (brick, label) names a node. Nodes
+  // go rank by rank, each rank's bricks in mine() order: the order rank 0
+  // gathers them in.
   const std::size_t brick_count = map_.bricks.size();
-  std::vector<std::uint64_t> counts(brick_count, 0), base(brick_count + 1, 0);
+  std::vector<std::uint64_t> counts(brick_count, 0), base(brick_count, 0), rank_base(static_cast<std::size_t>(ranks) + 1, 0);
   for (std::size_t i = 0; i < mine_.size(); ++i)
     counts[static_cast<std::size_t>(mine_[i])] = s.part_start[i + 1] - s.part_start[i];
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, counts.data(), static_cast<int>(brick_count), MPI_UINT64_T, MPI_SUM, comm),
             "MPI_Allreduce");
-  for (std::size_t b = 0; b < brick_count; ++b) base[b + 1] = base[b] + counts[b];
-  const std::uint64_t nodes = base[brick_count];
+  {
+    std::vector<std::uint64_t> per_rank(static_cast<std::size_t>(ranks), 0);
+    for (std::size_t b = 0; b < brick_count; ++b) per_rank[static_cast<std::size_t>(map_.owner[b])] += counts[b];
+    for (int r = 0; r < ranks; ++r)
+      rank_base[static_cast<std::size_t>(r) + 1] = rank_base[static_cast<std::size_t>(r)] + per_rank[static_cast<std::size_t>(r)];
+    std::vector<std::uint64_t> next(rank_base.begin(), rank_base.end() - 1);
+    for (std::size_t b = 0; b < brick_count; ++b) {  // ascending: each rank's bricks in mine() order
+      auto& at = next[static_cast<std::size_t>(map_.owner[b])];
+      base[b] = at;
+      at += counts[b];
+    }
+  }
+  const std::uint64_t nodes = rank_base[static_cast<std::size_t>(ranks)];
   std::vector<std::uint64_t> edge_nodes;
   edge_nodes.reserve(s.edges.size() * 2);
   for (const Edge& e : s.edges)
@@ -361,99 +387,138 @@ LabelSummary Labeling::finish(std::uint64_t min_voxels, bool with_table) {
                                          base[static_cast<std::size_t>(e.brick_b)] + e.label_b - 1});
   std::vector<Edge>().swap(s.edges);
 
-  // Gather parts, values and joins on rank 0, in rank order.
-  auto gather = [&](const void* data, std::size_t bytes, std::vector<int>& sizes, std::vector<int>& starts) {
-    check_fits_int<char>(bytes, "objects");
-    int mine = static_cast<int>(bytes);
-    sizes.assign(static_cast<std::size_t>(ranks), 0);
-    starts.assign(static_cast<std::size_t>(ranks), 0);
-    check_mpi(MPI_Gather(&mine, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, comm), "MPI_Gather");
+  // Gather parts, values and joins on rank 0, in rank order, straight into
+  // the node arrays: rank 0's own come first, moved in brick by brick, so
+  // that its parts are never held twice.
+  auto gather = [&](auto& chunks, auto& all) {
+    using T = typename std::decay_t<decltype(all)>::value_type;
+    std::size_t mine = 0;
+    for (const auto& chunk : chunks) mine += chunk.size();
+    check_fits_int<T>(mine, "objects");
+    int count = static_cast<int>(mine * sizeof(T));
+    std::vector<int> sizes(static_cast<std::size_t>(ranks), 0), starts(static_cast<std::size_t>(ranks), 0);
+    check_mpi(MPI_Gather(&count, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, comm), "MPI_Gather");
     std::size_t total = 0;
     for (int r = 0; r < ranks; ++r) {
       starts[static_cast<std::size_t>(r)] = static_cast<int>(total);
       total += static_cast<std::size_t>(sizes[static_cast<std::size_t>(r)]);
       if (me == 0) check_fits_int<char>(total, "objects");
     }
-    std::vector<char> all(me == 0 ? total : 0);
-    check_mpi(MPI_Gatherv(data, mine, MPI_BYTE, all.data(), sizes.data(), starts.data(), MPI_BYTE, 0, comm),
-              "MPI_Gatherv");
-    return all;
+    std::vector<T> flat;  // the sender's
+    auto& into = me == 0 ? all : flat;
+    into.reserve(me == 0 ? total / sizeof(T) : mine);
+    std::size_t freed = 0;
+    for (auto& chunk : chunks) {
+      into.insert(into.end(), chunk.begin(), chunk.end());
+      freed += chunk.size() * sizeof(T);
+      std::vector<typename std::decay_t<decltype(chunk)>::value_type>().swap(chunk);
+      if (freed > (std::size_t{16} << 20)) {  // hand the freed chunks back as they go
+        give_back_memory();
+        freed = 0;
+      }
+    }
+    chunks.clear();
+    give_back_memory();
+    if (me == 0) {
+      all.resize(total / sizeof(T));
+      check_mpi(MPI_Gatherv(MPI_IN_PLACE, count, MPI_BYTE, all.data(), sizes.data(), starts.data(), MPI_BYTE, 0, comm),
+                "MPI_Gatherv");
+    } else {
+      check_mpi(MPI_Gatherv(flat.data(), count, MPI_BYTE, nullptr, nullptr, nullptr, MPI_BYTE, 0, comm),
+                "MPI_Gatherv");
+    }
   };
-  std::vector<int> sizes, starts;
-  const auto gathered_parts = gather(s.parts.data(), s.parts.size() * sizeof(ObjectPart), sizes, starts);
-  const auto gathered_values = gather(s.values.data(), s.values.size() * sizeof(ObjectValues), sizes, starts);
-  const auto gathered_edges = gather(edge_nodes.data(), edge_nodes.size() * sizeof(std::uint64_t), sizes, starts);
-  std::vector<std::uint64_t>().swap(edge_nodes);
+  std::vector<ObjectPart> parts;
+  std::vector<ObjectValues> values;
+  std::vector<std::uint64_t> edges;
+  gather(s.parts, parts);
+  gather(s.values, values);
+  {
+    std::vector<std::vector<std::uint64_t>> chunks;
+    chunks.push_back(std::move(edge_nodes));
+    gather(chunks, edges);
+  }
 
   LabelSummary summary;
-  std::vector<std::uint64_t> ids_out;  // rank 0: every node's id, in rank order of mine()
+  std::vector<std::uint64_t> node_ids;  // rank 0: every node's id
   std::vector<int> id_counts(static_cast<std::size_t>(ranks)), id_starts(static_cast<std::size_t>(ranks));
   if (me == 0) {
-    // Place each rank's parts at their nodes.
-    std::vector<ObjectPart> parts(nodes);
-    std::vector<ObjectValues> values(with_values_ ? nodes : 0);
-    std::vector<std::vector<std::int64_t>> owned(static_cast<std::size_t>(ranks));
-    for (std::size_t b = 0; b < brick_count; ++b) owned[static_cast<std::size_t>(map_.owner[b])].push_back(static_cast<std::int64_t>(b));
-    std::size_t p_at = 0, v_at = 0;
-    for (int r = 0; r < ranks; ++r)
-      for (std::int64_t b : owned[static_cast<std::size_t>(r)]) {
-        const auto n = counts[static_cast<std::size_t>(b)];
-        std::memcpy(parts.data() + base[static_cast<std::size_t>(b)], gathered_parts.data() + p_at, n * sizeof(ObjectPart));
-        p_at += n * sizeof(ObjectPart);
-        if (with_values_) {
-          std::memcpy(values.data() + base[static_cast<std::size_t>(b)], gathered_values.data() + v_at,
-                      n * sizeof(ObjectValues));
-          v_at += n * sizeof(ObjectValues);
-        }
-      }
-    // Union-find over nodes; the smaller node is the root.
+    // Union-find over nodes; the smaller node is the root, so parent[n] <= n.
     std::vector<std::uint64_t> parent(nodes);
     std::iota(parent.begin(), parent.end(), std::uint64_t{0});
     std::vector<bool> joined(nodes, false);
-    const auto* edges = reinterpret_cast<const std::uint64_t*>(gathered_edges.data());
-    const std::size_t edge_count = gathered_edges.size() / (2 * sizeof(std::uint64_t));
-    summary.joins = edge_count;
-    for (std::size_t e = 0; e < edge_count; ++e) {
-      const std::uint64_t a = find_root(parent, edges[2 * e]), b = find_root(parent, edges[2 * e + 1]);
-      joined[edges[2 * e]] = joined[edges[2 * e + 1]] = true;
+    summary.joins = edges.size() / 2;
+    for (std::size_t e = 0; e < edges.size(); e += 2) {
+      const std::uint64_t a = find_root(parent, edges[e]), b = find_root(parent, edges[e + 1]);
+      joined[edges[e]] = joined[edges[e + 1]] = true;
       if (a < b) parent[b] = a;
       else if (b < a) parent[a] = b;
     }
+    std::vector<std::uint64_t>().swap(edges);
     summary.boundary_parts = static_cast<std::uint64_t>(std::count(joined.begin(), joined.end(), true));
-    std::vector<std::uint64_t> roots;
+    std::vector<bool>().swap(joined);
+    // parent[n] < n unless n is a root: ascending, each node's parent
+    // already points at its root.
+    // Merge every part into its root, then move the kept roots to the front
+    // (the k-th kept root to k <= its node: in place), sort them by first
+    // voxel and number them: the parts array becomes the table.
+    node_ids.assign(nodes, 0);  // kept roots: compact index + 1, then the id
+    std::uint64_t kept = 0;
     for (std::uint64_t n = 0; n < nodes; ++n) {
-      const std::uint64_t root = find_root(parent, n);
-      if (root == n) roots.push_back(n);
-      else {
-        parts[root].merge(parts[n]);
-        if (with_values_) values[root].merge(values[n]);
+      parent[n] = parent[parent[n]];
+      if (parent[n] != n) {
+        parts[parent[n]].merge(parts[n]);
+        if (with_values_) values[parent[n]].merge(values[n]);
       }
     }
-    std::sort(roots.begin(), roots.end(), [&](auto a, auto b) { return parts[a].first < parts[b].first; });
-    std::vector<std::uint64_t> id_of_root(nodes, 0);  // indexed by root node
-    for (std::uint64_t root : roots) {
-      if (parts[root].voxels < min_voxels) {
+    for (std::uint64_t n = 0; n < nodes; ++n) {
+      if (parent[n] != n) continue;
+      if (parts[n].voxels < min_voxels) {
         ++summary.dropped;
         continue;
       }
-      id_of_root[root] = ++summary.objects;
-      summary.foreground += parts[root].voxels;
-      if (with_table)
-        summary.table.push_back({summary.objects, parts[root], with_values_ ? values[root] : ObjectValues{}});
+      summary.foreground += parts[n].voxels;
+      parts[kept] = parts[n];
+      if (with_values_) values[kept] = values[n];
+      node_ids[n] = ++kept;
     }
-    std::size_t at = 0;
+    summary.objects = kept;
+    std::vector<std::uint64_t> order(kept);  // position in id order -> compact index
+    std::iota(order.begin(), order.end(), std::uint64_t{0});
+    std::sort(order.begin(), order.end(), [&](auto a, auto b) { return parts[a].first < parts[b].first; });
+    std::vector<std::uint64_t> id_of(kept);  // compact index -> id
+    for (std::uint64_t i = 0; i < kept; ++i) id_of[order[i]] = i + 1;
+    for (std::uint64_t n = 0; n < nodes; ++n)
+      if (parent[n] == n && node_ids[n] != 0) node_ids[n] = id_of[node_ids[n] - 1];
+    for (std::uint64_t n = 0; n < nodes; ++n) node_ids[n] = node_ids[parent[n]];  // roots: already ids
+    if (with_table) {
+      // Put each part at id - 1 by following the permutation's cycles.
+      for (std::uint64_t i = 0; i < kept; ++i) {
+        while (id_of[i] - 1 != i) {
+          const std::uint64_t to = id_of[i] - 1;
+          std::swap(parts[i], parts[to]);
+          if (with_values_) std::swap(values[i], values[to]);
+          std::swap(id_of[i], id_of[to]);
+        }
+      }
+      parts.resize(kept);
+      summary.table = std::move(parts);
+      if (with_values_) {
+        values.resize(kept);
+        summary.table_values = std::move(values);
+      }
+    }
+    std::vector<ObjectPart>().swap(parts);
+    std::vector<ObjectValues>().swap(values);
     for (int r = 0; r < ranks; ++r) {
-      id_starts[static_cast<std::size_t>(r)] = static_cast<int>(at);
-      for (std::int64_t b : owned[static_cast<std::size_t>(r)])
-        for (std::uint64_t n = base[static_cast<std::size_t>(b)]; n < base[static_cast<std::size_t>(b) + 1]; ++n)
-          ids_out.push_back(id_of_root[find_root(parent, n)]);
-      id_counts[static_cast<std::size_t>(r)] = static_cast<int>(ids_out.size() - at);
-      at = ids_out.size();
-      check_fits_int<std::uint64_t>(at, "objects");
+      id_starts[static_cast<std::size_t>(r)] = static_cast<int>(rank_base[static_cast<std::size_t>(r)]);
+      id_counts[static_cast<std::size_t>(r)] =
+          static_cast<int>(rank_base[static_cast<std::size_t>(r) + 1] - rank_base[static_cast<std::size_t>(r)]);
     }
+    check_fits_int<std::uint64_t>(nodes, "objects");
   }
-  std::vector<std::uint64_t> my_ids(s.parts.size());
-  check_mpi(MPI_Scatterv(ids_out.data(), id_counts.data(), id_starts.data(), MPI_UINT64_T, my_ids.data(),
+  std::vector<std::uint64_t> my_ids(s.part_start.back());
+  check_mpi(MPI_Scatterv(node_ids.data(), id_counts.data(), id_starts.data(), MPI_UINT64_T, my_ids.data(),
                          static_cast<int>(my_ids.size()), MPI_UINT64_T, 0, comm),
             "MPI_Scatterv");
   std::uint64_t figures[5] = {summary.objects, summary.dropped, summary.foreground, summary.boundary_parts,
@@ -471,8 +536,6 @@ LabelSummary Labeling::finish(std::uint64_t min_voxels, bool with_table) {
     s.ids.insert(s.ids.end(), my_ids.begin() + static_cast<std::ptrdiff_t>(s.part_start[i]),
                  my_ids.begin() + static_cast<std::ptrdiff_t>(s.part_start[i + 1]));
   }
-  std::vector<ObjectPart>().swap(s.parts);
-  std::vector<ObjectValues>().swap(s.values);
   s.finished = true;
   return summary;
 }

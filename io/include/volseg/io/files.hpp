@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace volseg::io {
 
@@ -14,6 +15,27 @@ namespace volseg::io {
 // place, never replaced by a rename, which would put a regular file where
 // the device was (as root, a /dev/null that fills memory).
 bool is_stream(const std::string& path);
+
+// A file written in pieces under PATH.volseg-tmp-PID and renamed to path by
+// commit(); destroyed uncommitted, it removes the temporary. Every write and
+// the close are checked (volseg::Error "write PATH: ..."). A stream path is
+// written in place.
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::string path);
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  ~AtomicFile();
+  void write(const void* data, std::size_t size);
+  void write(std::string_view text) { write(text.data(), text.size()); }
+  void commit();
+
+ private:
+  void discard();
+  std::string path_, temp_;
+  bool stream_;
+  int fd_ = -1;
+};
 
 // Writes size bytes to PATH.volseg-tmp-PID, then renames it to path; on any
 // failure removes the temporary and throws volseg::Error ("write PATH: ...").

@@ -53,6 +53,11 @@ class BrickLabeler {
   // mask holds shape's voxels, packed x fastest.
   void label(const std::uint8_t* mask, const io::Index3& shape);
   std::uint32_t objects() const { return objects_; }
+  // The label of every run of the brick last labelled, in run order: with
+  // relabel(), a second pass over the same mask skips the joins.
+  std::span<const std::uint32_t> run_labels() const { return parent_; }
+  void relabel(const std::uint8_t* mask, const io::Index3& shape, std::span<const std::uint32_t> labels,
+               std::uint32_t objects);
   const io::Index3& shape() const { return shape_; }
 
   // The brick's parts of objects (index = label - 1); extent places the
@@ -97,20 +102,16 @@ struct BrickMap {
   static BrickMap from_layout(const BrickLayout& layout, int comm_size, Assignment assignment, std::uint64_t seed);
 };
 
-// An object of the finished labeling: its parts merged.
-struct LabeledObject {
-  std::uint64_t id = 0;
-  ObjectPart part;
-  ObjectValues values;  // with values only
-};
-
 struct LabelSummary {
   std::uint64_t objects = 0;        // kept (numbered), after min_voxels
   std::uint64_t dropped = 0;        // smaller than min_voxels
   std::uint64_t foreground = 0;     // voxels of kept objects
   std::uint64_t boundary_parts = 0; // parts that touch another brick: the merge's size
   std::uint64_t joins = 0;          // distinct pairs of parts joined across bricks
-  std::vector<LabeledObject> table; // rank 0, when asked for: in id order
+  // Rank 0, when asked for: object id - 1's parts merged, and with values
+  // its values.
+  std::vector<ObjectPart> table;
+  std::vector<ObjectValues> table_values;
 };
 
 // The distributed labeling of a BrickMap's bricks, whatever supplies their
@@ -164,6 +165,9 @@ struct LabelOptions {
   std::string stats;                  // CSV object table; empty: none
   std::string report;                 // JSON report; empty: none
   std::uint64_t min_voxels = 0;
+  // Per rank, the runs' labels kept from the first pass for the second (4
+  // bytes a run); bricks past it are labelled again.
+  std::uint64_t cache_bytes = std::uint64_t{128} << 20;
   std::string values;                 // source scalar for the table; empty: none
   std::vector<std::string> values_hints;  // var=, time= of the source
   std::string backend = "auto", output_backend, format;
