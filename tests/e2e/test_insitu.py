@@ -67,6 +67,48 @@ class Base(unittest.TestCase):
         cls.tmp.cleanup()
 
 
+class InSituLabels(Base):
+    """--label: the objects the hook counts across the ranks' blocks (a 3D
+    decomposition on 4 ranks, a slab one on 2) equal 'volseg label' of the
+    step's dump, itself checked against scipy in test_label.py."""
+
+    def test_label_counts_match_batch(self):
+        most = 0
+        for ranks, connectivity in ((1, 26), (2, 6), (4, 26), (4, 18)):
+            with self.subTest(ranks=ranks, connectivity=connectivity):
+                work = os.path.join(self.dir, "label_np%d_c%d" % (ranks, connectivity))
+                os.makedirs(work)
+                proc = sim(["--dims", DIMS, "--steps", 4, "--ghost", 1, "--quiet", "--dump", "dumps/v_%04d.nhdr",
+                            "--dump-format", "raw", "--insitu", "--lo", "0.0001", "--hi", "0.001", "--every", 2,
+                            "--label", "--connectivity", connectivity, "--stats", "stats.csv"], ranks, work)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                with open(os.path.join(work, "stats.csv")) as f:
+                    rows = list(csv.DictReader(f))
+                self.assertEqual([r["step"] for r in rows], ["2", "4"])
+                for row in rows:
+                    step = int(row["step"])
+                    report = "label_%04d.json" % step
+                    batch = e.run(["label", "dumps/v_%04d.nhdr" % step, "--lo", "0.0001", "--hi", "0.001", "--out",
+                                   "labels_%04d.nhdr" % step, "--connectivity", connectivity, "--report", report,
+                                   "--quiet"], ranks=ranks, cwd=work)
+                    e.check_ok(self, batch)
+                    with open(os.path.join(work, report)) as f:
+                        want = json.load(f)
+                    self.assertGreater(want["objects"], 0)
+                    most = max(most, want["objects"])
+                    self.assertEqual(int(row["objects"]), want["objects"], "step %d" % step)
+                    self.assertEqual(int(row["largest"]), max(o["voxels"] for o in want["table"]), "step %d" % step)
+                with open(os.path.join(work, "stats.json")) as f:
+                    steps = json.load(f)["steps"]
+                self.assertEqual([s["labels"]["objects"] for s in steps], [int(r["objects"]) for r in rows])
+        self.assertGreater(most, 10, "masks of few objects test little")  # 6-connected: 18 and 32
+
+    def test_label_needs_a_range(self):
+        proc = sim(["--steps", 1, "--quiet", "--insitu", "--image", "i_%d.png", "--label"], 1, self.dir)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("--label needs the threshold range", proc.stderr)
+
+
 class InSituEqualsBatch(Base):
     def run_case(self, ranks, ghost, fmt):
         name = "np%d_g%d_%s" % (ranks, ghost, fmt)

@@ -115,6 +115,8 @@ void parse_into(Options& options, const std::vector<std::string>& args, int dept
     else if (option == "--catalyst-script") options.scripts.push_back(value());
     else if (option == "--budget") options.budget = parse_budget(value());
     else if (option == "--var") options.variable = value();
+    else if (option == "--label") options.label = true;
+    else if (option == "--connectivity") options.connectivity = parse_count(option, value(), 1);
     else if (option == "--force") options.force = true;
     else if (option == "--verbose") options.verbose = true;
     else if (option == "--config") {
@@ -123,7 +125,7 @@ void parse_into(Options& options, const std::vector<std::string>& args, int dept
     } else {
       throw Error("unknown in-situ option '" + option + "' (the options: --lo --hi --every --out --format --backend "
                   "--hint --series --stats --image --image-every --size --camera --catalyst-script --budget --var "
-                  "--force --verbose --config)");
+                  "--label --connectivity --force --verbose --config)");
     }
   }
 }
@@ -141,6 +143,11 @@ Options parse_options(const std::vector<std::string>& args) {
     throw Error("in-situ options: --lo " + args_number(options.lo) + " is above --hi " + args_number(options.hi));
   if (!options.out.empty() && !options.have_range)
     throw Error("in-situ options: --out needs the threshold range (--lo and --hi)");
+  if (options.label && !options.have_range)
+    throw Error("in-situ options: --label needs the threshold range (--lo and --hi)");
+  if (options.connectivity != 6 && options.connectivity != 18 && options.connectivity != 26)
+    throw Error("in-situ option --connectivity: " + std::to_string(options.connectivity) +
+                " is not 6, 18 or 26 (faces; and edges; and corners)");
   if (!options.have_range && options.image.empty() && options.scripts.empty())
     throw Error("in-situ options: nothing to do; give --lo and --hi (with --out or --stats), --image, or --catalyst-script");
   // --out without %d: one NetCDF file, a record appended per step (checked
@@ -170,6 +177,9 @@ std::string options_help() {
   --catalyst-script FILE a ParaView 5.11 Catalyst Python script (repeatable); its input is named 'input'
   --budget P%            keep the hook within P% of the simulation's time (skip or coarsen work)
   --var NAME             the field's name in files and in Catalyst (default field)
+  --label                count the mask's connected components across all ranks' blocks each step
+                         (--stats gains objects and largest; as volseg label)
+  --connectivity N       of --label: 6 (faces) | 18 (and edges) | 26 (and corners; default)
   --force                replace existing outputs
   --verbose              a line per in-situ step on rank 0
   --config FILE          more options from FILE

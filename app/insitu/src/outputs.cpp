@@ -44,6 +44,19 @@ std::string format_step(const std::string& pattern, std::int64_t step) {
   return out;
 }
 
+namespace {
+
+// objects,largest,label_s: empty without --label.
+std::string label_columns(const StepRecord& r) {
+  if (!r.objects) return ",,";
+  char text[96];
+  std::snprintf(text, sizeof text, "%llu,%llu,%.6f", static_cast<unsigned long long>(*r.objects),
+                static_cast<unsigned long long>(r.largest), r.label);
+  return text;
+}
+
+}  // namespace
+
 TimeSeries::TimeSeries(const std::string& path, bool force) : path_(path), stream_(io::is_stream(path)) {
   if (!stream_ && std::filesystem::exists(path) && !force)
     throw Error("in-situ time series " + path + " exists (--force replaces it)");
@@ -53,7 +66,7 @@ TimeSeries::TimeSeries(const std::string& path, bool force) : path_(path), strea
   file_ = std::fopen(part.c_str(), "w");
   if (!file_) throw_errno("create", part);
   if (std::fputs("step,time,action,voxels,valid,in_range,min,max,segment_s,reduce_s,write_s,render_s,scripts_s,"
-                 "total_s,simulation_s,share,script_errors,mask,image\n",
+                 "total_s,simulation_s,share,script_errors,mask,image,objects,largest,label_s\n",
                  file_) < 0)
     throw_errno("write", part);
 }
@@ -72,7 +85,7 @@ void TimeSeries::append(const StepRecord& r) {
                               static_cast<unsigned long long>(r.in_range), r.min, r.max, r.segment, r.reduce, r.write,
                               r.render, r.scripts, r.total, r.simulation, r.share, r.script_errors);
   const std::string part = stream_ ? path_ : path_ + ".part";
-  if (n < 0 || std::fputs(line, file_) < 0 || std::fputs((r.mask + "," + r.image + "\n").c_str(), file_) < 0 ||
+  if (n < 0 || std::fputs(line, file_) < 0 || std::fputs((r.mask + "," + r.image + "," + label_columns(r) + "\n").c_str(), file_) < 0 ||
       std::fflush(file_) != 0)
     throw_errno("write", part);
 }
@@ -97,7 +110,7 @@ void TimeSeries::finish(const std::vector<StepRecord>& records, double create_se
   if (options.budget) json["budget"] = *options.budget;
   json["histogram_bins"] = "256 bins over [lo, hi], counting the points in the mask";
   auto& steps = json["steps"] = nlohmann::json::array();
-  for (const auto& r : records)
+  for (const auto& r : records) {
     steps.push_back({{"step", r.step},         {"time", r.time},         {"action", r.action},
                      {"voxels", r.voxels},     {"valid", r.valid},       {"in_range", r.in_range},
                      {"min", r.min},           {"max", r.max},           {"histogram", r.histogram},
@@ -105,6 +118,10 @@ void TimeSeries::finish(const std::vector<StepRecord>& records, double create_se
                                   {"render", r.render}, {"scripts", r.scripts}, {"total", r.total}}},
                      {"simulation_seconds", r.simulation}, {"share", r.share}, {"script_errors", r.script_errors},
                      {"mask", r.mask},         {"image", r.image}});
+    if (r.objects)
+      steps.back()["labels"] = nlohmann::json{{"objects", *r.objects}, {"largest", r.largest}, {"seconds", r.label},
+                                              {"connectivity", options.connectivity}};
+  }
   std::filesystem::path json_path(path_);
   json_path.replace_extension(".json");
   io::write_file_atomically(json_path.string(), json.dump(1) + "\n");

@@ -44,6 +44,8 @@ struct Options {
   std::vector<std::string> scripts;  // ParaView Catalyst (5.11 "V2") Python scripts
   std::optional<double> budget;      // fraction of the simulation's time (0.1 = 10%)
   std::string variable = "field";    // the field's name in files and in Catalyst
+  bool label = false;                // count the mask's connected components per step
+  int connectivity = 26;             // of --label: 6 | 18 | 26
   bool force = false;                // replace existing outputs
   bool verbose = false;              // a line per in-situ step on rank 0
   std::string text;                  // the options as given (the masks' history)
@@ -87,6 +89,11 @@ struct StepRecord {
   std::uint64_t voxels = 0, valid = 0, in_range = 0;
   double min = 0, max = 0;
   std::array<std::uint64_t, 256> histogram{};
+  // With --label: the mask's objects across every rank's block, and the
+  // largest one's voxels.
+  std::optional<std::uint64_t> objects;
+  std::uint64_t largest = 0;
+  double label = 0;  // seconds, max over ranks
   double segment = 0, reduce = 0, write = 0, render = 0, scripts = 0, total = 0;  // seconds, max over ranks
   double simulation = 0;  // seconds the simulation ran since the previous call (max over ranks)
   double share = 0;       // hook time / simulation time, cumulative
