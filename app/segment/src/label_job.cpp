@@ -34,7 +34,19 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
+// This process's peak resident memory: VmHWM, which belongs to the address
+// space. (getrusage's ru_maxrss survives exec: a rank started by a big
+// parent, say a Python script that just wrote the input, reports the
+// parent's peak.)
 std::uint64_t max_rss_bytes() {
+  if (std::FILE* status = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    unsigned long long kib = 0;
+    bool found = false;
+    while (!found && std::fgets(line, sizeof line, status)) found = std::sscanf(line, "VmHWM: %llu kB", &kib) == 1;
+    std::fclose(status);
+    if (found) return kib * 1024;
+  }
   struct rusage usage {};
   ::getrusage(RUSAGE_SELF, &usage);
   return static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;
