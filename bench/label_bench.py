@@ -257,6 +257,16 @@ def plot(rows1, rows2, path):
     fig.savefig(path, dpi=110)
 
 
+def write_results(out, rows1, rows2, command):
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "label_bench.json"), "w") as f:
+        json.dump({"command": command, "part1": rows1, "part2": rows2}, f, indent=1)
+    with open(os.path.join(out, "label_bench.md"), "w") as f:
+        f.write(markdown(rows1, rows2, command.strip()))
+    plot(rows1, rows2, os.path.join(out, "label_bench.png"))
+    print(markdown(rows1, rows2, command.strip()))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--volseg", default=os.path.join(ROOT, "build", "app", "cli", "volseg"))
@@ -272,7 +282,20 @@ def main():
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--repeat2", type=int, default=1)
     parser.add_argument("--no-scipy", action="store_true")
+    parser.add_argument("--from-json", nargs="+", metavar="JSON",
+                        help="measure nothing: write the table and plot from these runs' JSON (parts 1 and 2 "
+                             "measured separately)")
     args = parser.parse_args()
+    if args.from_json:
+        rows1, rows2, commands = [], [], []
+        for path in args.from_json:
+            with open(path) as f:
+                saved = json.load(f)
+            rows1 += saved["part1"]
+            rows2 += saved["part2"]
+            commands.append(saved["command"].strip())
+        write_results(args.out, rows1, rows2, "; ".join(commands))
+        return
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     os.environ.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
@@ -280,14 +303,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     rows1 = part1(args, cc3d_python(args.venv), work) if args.part in (None, 1) else []
     rows2 = part2(args, work) if args.part in (None, 2) else []
-    os.makedirs(args.out, exist_ok=True)
-    command = "bench/label_bench.py " + " ".join(sys.argv[1:])
-    with open(os.path.join(args.out, "label_bench.json"), "w") as f:
-        json.dump({"command": command, "part1": rows1, "part2": rows2}, f, indent=1)
-    with open(os.path.join(args.out, "label_bench.md"), "w") as f:
-        f.write(markdown(rows1, rows2, command.strip()))
-    plot(rows1, rows2, os.path.join(args.out, "label_bench.png"))
-    print(markdown(rows1, rows2, command.strip()))
+    write_results(args.out, rows1, rows2, "bench/label_bench.py " + " ".join(sys.argv[1:]))
     if not all(all(r["checks"].values()) for r in rows1):
         sys.exit("label_bench: a tool's labels differ from volseg's")
 
