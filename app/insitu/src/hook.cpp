@@ -14,6 +14,7 @@
 
 #include "catalyst.hpp"
 #include "governor.hpp"
+#include "labels.hpp"
 #include "outputs.hpp"
 #include "volseg/io/comm.hpp"
 #include "volseg/io/error.hpp"
@@ -22,7 +23,6 @@
 #include "volseg/render/partition.hpp"
 #include "volseg/render/render.hpp"
 #include "volseg/segment/decode.hpp"
-#include "volseg/segment/label.hpp"
 #include "volseg/segment/segment.hpp"
 #include "volseg/segment/threshold.hpp"
 
@@ -200,7 +200,6 @@ struct Hook::Impl {
 
   StepRecord run_step(const Field& field, detail::Level level, double simulation);
   void write_mask(const Field& field, StepRecord& record);
-  void label_mask(const Field& field, StepRecord& record);
   void render_image(const Field& field, const io::Extent& stored, const segment::Stats& stats, bool small,
                     StepRecord& record);
 };
@@ -374,7 +373,7 @@ StepRecord Hook::Impl::run_step(const Field& field, detail::Level level, double 
     seconds[1] = since(t);
     if (options.label && run_segment) {
       t = Clock::now();
-      label_mask(field, record);
+      detail::count_objects(comm, field, mask, options.connectivity, record);
       record.label = since(t);
     }
     if (run_write) {
@@ -448,40 +447,6 @@ StepRecord Hook::Impl::run_step(const Field& field, detail::Level level, double 
               << (record.objects ? ", " + std::to_string(*record.objects) + " objects" : std::string()) << ", "
               << record.total << " s, share " << 100 * record.share << "%\n";
   return record;
-}
-
-// The mask's objects across the ranks' blocks, by segment's labeling with a
-// brick per rank (blocks need not form a grid: neighbours by contact).
-void Hook::Impl::label_mask(const Field& field, StepRecord& record) {
-  std::int64_t mine[6];
-  for (int a = 0; a < 3; ++a) mine[a] = field.box.offset[a], mine[3 + a] = field.box.count[a];
-  std::vector<std::int64_t> all(static_cast<std::size_t>(6 * comm.size()));
-  check_mpi(MPI_Allgather(mine, 6, MPI_INT64_T, all.data(), 6, MPI_INT64_T, comm.get()), "MPI_Allgather");
-  segment::BrickMap map;
-  map.dims = field.global_dims;
-  for (int r = 0; r < comm.size(); ++r) {
-    io::Extent box;
-    for (int a = 0; a < 3; ++a)
-      box.offset[a] = all[static_cast<std::size_t>(6 * r + a)], box.count[a] = all[static_cast<std::size_t>(6 * r + 3 + a)];
-    if (box.empty()) continue;
-    map.bricks.push_back(box);
-    map.owner.push_back(r);
-  }
-  std::exception_ptr error;
-  std::uint64_t figures[2] = {0, 0};
-  try {
-    segment::Labeling labeling(comm, std::move(map), options.connectivity, false);
-    if (!labeling.mine().empty()) labeling.add(labeling.mine().front(), mask.data());
-    const auto summary = labeling.finish(0, true);
-    figures[0] = summary.objects;
-    for (const auto& object : summary.table) figures[1] = std::max(figures[1], object.voxels);
-  } catch (...) {
-    error = std::current_exception();
-  }
-  agree(comm, error);
-  check_mpi(MPI_Bcast(figures, 2, MPI_UINT64_T, 0, comm.get()), "MPI_Bcast");
-  record.objects = figures[0];
-  record.largest = figures[1];
 }
 
 void Hook::Impl::write_mask(const Field& field, StepRecord& record) {

@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: MIT
+// The hook's --label step (docs/label.md).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "volseg/insitu/insitu.hpp"
+#include "volseg/io/comm.hpp"
+
+namespace volseg::insitu::detail {
+
+// Collective: the objects of the mask of the points each rank owns (packed
+// over field.box), counted across every rank's block with segment's
+// labelling (a brick per rank, neighbours by contact); sets record.objects
+// and record.largest on every rank.
+void count_objects(const Comm& comm, const Field& field, const std::vector<std::uint8_t>& mask, int connectivity,
+                   StepRecord& record);
+
+}  // namespace volseg::insitu::detail
