@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <exception>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -12,33 +13,22 @@
 
 #include "volseg/io/comm.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/io/rounds.hpp"
 #include "volseg/io/types.hpp"
 
 namespace volseg::io {
 
 // Collective. Calls fn(&extent, buffer) for each of this rank's extents in
-// rounds that every rank joins; a rank whose list is done joins with
-// fn(nullptr, {}), because the library's collective calls need everyone.
-// A rank whose call fails (an I/O error the library met on this rank only)
-// joins the remaining rounds with nothing too, and the outcome is agreed at
-// the end: leaving early would leave the others in the next round's call.
+// rounds that every rank joins (io::Rounds): a rank whose list is done, or
+// whose call failed, joins with fn(nullptr, {}), because the library's
+// collective calls need everyone; the outcome is agreed at the end.
 template <class Buffer, class Fn>
 void in_rounds(const Comm& comm, std::span<const Extent> extents, std::span<Buffer const> buffers, Fn&& fn) {
   if (extents.size() != buffers.size()) throw Error("extents and buffers differ in number");
-  long long mine = static_cast<long long>(extents.size()), rounds = 0;
-  check_mpi(MPI_Allreduce(&mine, &rounds, 1, MPI_LONG_LONG, MPI_MAX, comm.get()), "MPI_Allreduce");
-  std::exception_ptr failure;
-  for (long long r = 0; r < rounds; ++r) {
-    try {
-      if (r < mine && !failure)
-        fn(&extents[static_cast<std::size_t>(r)], buffers[static_cast<std::size_t>(r)]);
-      else
-        fn(nullptr, Buffer{});
-    } catch (...) {
-      if (!failure) failure = std::current_exception();
-    }
-  }
-  agree(comm, failure);
+  Rounds(comm, static_cast<std::int64_t>(extents.size()), true).run([&](std::optional<std::int64_t> item) {
+    if (item) fn(&extents[static_cast<std::size_t>(*item)], buffers[static_cast<std::size_t>(*item)]);
+    else fn(nullptr, Buffer{});
+  });
 }
 
 // An MPI_Info that frees itself; empty pairs give MPI_INFO_NULL.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "volseg/io/types.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <limits>
 
@@ -127,6 +128,29 @@ std::string to_string(const Extent& extent) {
     text.append(std::to_string(extent.offset[a])).append(1, ':').append(std::to_string(extent.offset[a] + extent.count[a]));
   }
   return text.append(1, ']');
+}
+
+Extent intersect(const Extent& a, const Extent& b) {
+  Extent r;
+  for (int i = 0; i < 3; ++i) {
+    const auto lo = std::max(a.offset[i], b.offset[i]);
+    const auto hi = std::min(a.offset[i] + a.count[i], b.offset[i] + b.count[i]);
+    r.offset[i] = lo;
+    r.count[i] = std::max<std::int64_t>(hi - lo, 0);
+  }
+  return r;
+}
+
+Extent with_ghost(const Extent& extent, const Index3& dims, int layers) {
+  if (extent.empty()) return extent;
+  Extent grown = extent;
+  for (int a = 0; a < 3; ++a) {
+    const std::int64_t lo = std::max<std::int64_t>(extent.offset[a] - layers, 0);
+    const std::int64_t hi = std::min<std::int64_t>(extent.offset[a] + extent.count[a] + layers, dims[a]);
+    grown.offset[a] = lo;
+    grown.count[a] = hi - lo;
+  }
+  return grown;
 }
 
 void check_inside(const Extent& extent, const Index3& dims) {

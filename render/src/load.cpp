@@ -9,6 +9,7 @@
 #include "volseg/io/error.hpp"
 #include "volseg/io/format.hpp"
 #include "volseg/io/registry.hpp"
+#include "volseg/io/rounds.hpp"
 #include "volseg/render/partition.hpp"
 #include "volseg/segment/decode.hpp"
 
@@ -60,43 +61,20 @@ void read_box(const Comm& comm, io::VolumeReader& reader, const io::Extent& box,
                                           : std::clamp<std::int64_t>(static_cast<std::int64_t>(staging_bytes / element) /
                                                                          std::max<std::int64_t>(plane, 1),
                                                                      1, box.count[0]);
-  std::int64_t chunks = planes ? (box.count[0] + planes - 1) / planes : 0;
+  const std::int64_t chunks = planes ? (box.count[0] + planes - 1) / planes : 0;
   out.resize(static_cast<std::size_t>(box.voxels()));
   std::vector<std::byte> staging(static_cast<std::size_t>(planes * plane) * element);
-  std::int64_t rounds = chunks;
-  if (reader.collective())
-    check_mpi(MPI_Allreduce(&chunks, &rounds, 1, MPI_INT64_T, MPI_MAX, comm.get()), "MPI_Allreduce");
-  // A failure on one rank (a short file, EIO) must not leave the others in
-  // a collective it has left: it keeps joining the rounds with nothing to
-  // read, and every rank agrees on the outcome at the end.
-  std::exception_ptr error;
-  for (std::int64_t c = 0; c < rounds; ++c) {
+  // Rounds every rank joins for a collective backend (io::Rounds): a rank
+  // that failed (a short file, EIO) joins the rest with nothing to read.
+  io::Rounds(comm, chunks, reader.collective()).run([&](std::optional<std::int64_t> c) {
     io::Extent chunk = box;
-    if (c < chunks && !error) {
-      chunk.offset[0] = box.offset[0] + c * planes;
+    if (c) {
+      chunk.offset[0] = box.offset[0] + *c * planes;
       chunk.count[0] = std::min(planes, box.offset[0] + box.count[0] - chunk.offset[0]);
-    } else {
-      chunk.count = {0, 0, 0};
     }
-    try {
-      if (reader.collective()) {
-        std::vector<io::Extent> extents;
-        std::vector<void*> buffers;
-        if (!chunk.empty()) {
-          extents.push_back(chunk);
-          buffers.push_back(staging.data());
-        }
-        reader.read_all(extents, buffers);
-      } else if (!chunk.empty()) {
-        reader.read(chunk, staging.data());
-      }
-      if (!chunk.empty())
-        convert(staging.data(), chunk.voxels(), out.data() + (chunk.offset[0] - box.offset[0]) * plane);
-    } catch (...) {
-      if (!error) error = std::current_exception();
-    }
-  }
-  agree(comm, error);
+    io::read_in_round(reader, c ? &chunk : nullptr, staging.data());
+    if (c) convert(staging.data(), chunk.voxels(), out.data() + (chunk.offset[0] - box.offset[0]) * plane);
+  });
 }
 
 // The owned box shrunk to the bricks that can draw something, in points.

@@ -29,18 +29,6 @@ std::vector<io::Extent> partition(const io::Index3& dims, int parts) {
   return result;
 }
 
-io::Extent with_ghost(const io::Extent& extent, const io::Index3& dims, int ghost) {
-  if (extent.empty()) return extent;
-  io::Extent grown = extent;
-  for (int a = 0; a < 3; ++a) {
-    const std::int64_t lo = std::max<std::int64_t>(extent.offset[a] - ghost, 0);
-    const std::int64_t hi = std::min<std::int64_t>(extent.offset[a] + extent.count[a] + ghost, dims[a]);
-    grown.offset[a] = lo;
-    grown.count[a] = hi - lo;
-  }
-  return grown;
-}
-
 namespace {
 
 bool empty_box(const Box& box) {

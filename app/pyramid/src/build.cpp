@@ -18,6 +18,7 @@
 #include "volseg/io/error.hpp"
 #include "volseg/io/format.hpp"
 #include "volseg/io/registry.hpp"
+#include "volseg/io/rounds.hpp"
 #include "volseg/pyramid/pyramid.hpp"
 #include "volseg/segment/brick_layout.hpp"
 #include "volseg/segment/decode.hpp"
@@ -141,50 +142,30 @@ io::VolumeInfo level_info(const io::VolumeInfo& source, const Plan& plan, int le
   return info;
 }
 
-// One round of reading: every rank reads at most one brick, in the same call
-// for collective backends (whose read_all every rank must join).
-void read_round(io::VolumeReader& reader, const std::optional<io::Extent>& extent, void* buffer) {
-  if (reader.collective()) {
-    std::vector<io::Extent> extents;
-    std::vector<void*> buffers;
-    if (extent) {
-      extents.push_back(*extent);
-      buffers.push_back(buffer);
-    }
-    reader.read_all(extents, buffers);
-  } else if (extent) {
-    reader.read(*extent, buffer);
-  }
-}
-
 struct Job {
   const Comm& comm;
   io::VolumeReader& reader;
   const segment::Decoder& decoder;
   const segment::BrickLayout& layout;
   const std::vector<std::int64_t>& bricks;  // this rank's
-  std::int64_t rounds = 0;                  // the most bricks any rank has
   std::vector<std::byte> raw;
   std::vector<double> values;
 
-  // Calls fn(index in bricks, extent) after reading and decoding each of this
-  // rank's bricks; every rank runs every round and agrees on its outcome.
+  // Collective. Calls fn(index in bricks, extent) after reading and decoding
+  // each of this rank's bricks, in rounds every rank joins (io::Rounds).
   template <class Fn>
   void for_each_brick(Fn&& fn) {
     const std::size_t element = io::dtype_size(reader.info().dtype);
-    for (std::int64_t round = 0; round < rounds; ++round) {
-      collectively(comm, [&] {
-        const bool mine = round < static_cast<std::int64_t>(bricks.size());
-        std::optional<io::Extent> extent;
-        if (mine) extent = layout.brick(bricks[static_cast<std::size_t>(round)]);
-        raw.resize(extent ? static_cast<std::size_t>(extent->voxels()) * element : 0);
-        read_round(reader, extent, raw.data());
-        if (!mine) return;
-        values.resize(static_cast<std::size_t>(extent->voxels()));
-        decoder.to_double(raw.data(), extent->voxels(), values.data());
-        fn(static_cast<std::size_t>(round), *extent);
-      });
-    }
+    io::Rounds(comm, static_cast<std::int64_t>(bricks.size()), true).run([&](std::optional<std::int64_t> round) {
+      std::optional<io::Extent> extent;
+      if (round) extent = layout.brick(bricks[static_cast<std::size_t>(*round)]);
+      raw.resize(extent ? static_cast<std::size_t>(extent->voxels()) * element : 0);
+      io::read_in_round(reader, extent ? &*extent : nullptr, raw.data());
+      if (!extent) return;
+      values.resize(static_cast<std::size_t>(extent->voxels()));
+      decoder.to_double(raw.data(), extent->voxels(), values.data());
+      fn(static_cast<std::size_t>(*round), *extent);
+    });
   }
 };
 
@@ -350,9 +331,7 @@ Pyramid build(const Comm& comm, const BuildOptions& options) {
   const segment::Decoder decoder(info);
   const segment::BrickLayout layout(info.dims, {plan.brick, plan.brick, plan.brick});
   const auto bricks = segment::assign_bricks(layout.count(), comm.rank(), comm.size(), segment::Assignment::block);
-  Job job{comm, *reader, decoder, layout, bricks, 0, {}, {}};
-  const auto mine = static_cast<std::int64_t>(bricks.size());
-  check_mpi(MPI_Allreduce(&mine, &job.rounds, 1, MPI_INT64_T, MPI_MAX, comm.get()), "MPI_Allreduce");
+  Job job{comm, *reader, decoder, layout, bricks, {}, {}};
 
   const bool created = prepare_directory(comm, directory, options.force, source_files);
   try {

@@ -25,6 +25,7 @@
 #include "volseg/io/format.hpp"
 #include "volseg/io/nrrd.hpp"
 #include "volseg/io/registry.hpp"
+#include "volseg/io/rounds.hpp"
 #include "volseg/segment/label.hpp"
 #include "volseg/segment/threshold.hpp"
 
@@ -136,51 +137,6 @@ class MaskMaker {
   const io::VolumeInfo& info_;
   std::optional<ThresholdKernel> kernel_;
   std::vector<std::uint8_t> mask_;
-};
-
-// Reads and writes this rank's bricks in order. Collective backends go in
-// rounds every rank joins (a rank with no brick left passes none); the
-// others read and write independently.
-class BrickIo {
- public:
-  BrickIo(const Comm& comm, const BrickMap& map, const std::vector<std::int64_t>& mine, bool collective)
-      : map_(map), mine_(mine), collective_(collective) {
-    long long count = static_cast<long long>(mine.size()), most = 0;
-    check_mpi(MPI_Allreduce(&count, &most, 1, MPI_LONG_LONG, MPI_MAX, comm.get()), "MPI_Allreduce");
-    rounds_ = collective ? most : count;
-  }
-  long long rounds() const { return rounds_; }
-  // The brick of round i, or -1 (collective: this rank has none left).
-  std::int64_t brick(long long round) const {
-    return round < static_cast<long long>(mine_.size()) ? mine_[static_cast<std::size_t>(round)] : -1;
-  }
-  void read(io::VolumeReader& reader, std::int64_t brick, void* buffer) const {
-    if (!reader.collective()) {
-      if (brick >= 0) reader.read(map_.bricks[static_cast<std::size_t>(brick)], buffer);
-      return;
-    }
-    std::vector<io::Extent> extents;
-    std::vector<void*> buffers;
-    if (brick >= 0) extents.push_back(map_.bricks[static_cast<std::size_t>(brick)]), buffers.push_back(buffer);
-    reader.read_all(extents, buffers);
-  }
-  void write(io::VolumeWriter& writer, std::int64_t brick, const void* buffer) const {
-    if (!writer.collective()) {
-      if (brick >= 0) writer.write(map_.bricks[static_cast<std::size_t>(brick)], buffer);
-      return;
-    }
-    std::vector<io::Extent> extents;
-    std::vector<const void*> buffers;
-    if (brick >= 0) extents.push_back(map_.bricks[static_cast<std::size_t>(brick)]), buffers.push_back(buffer);
-    writer.write_all(extents, buffers);
-  }
-  bool collective() const { return collective_; }
-
- private:
-  const BrickMap& map_;
-  const std::vector<std::int64_t>& mine_;
-  bool collective_;
-  long long rounds_ = 0;
 };
 
 // The first pass's run labels of as many bricks as the budget holds, so
@@ -463,25 +419,20 @@ LabelResult run_label(const Comm& comm, const LabelOptions& options) {
     // Pass 1: label every brick, keep parts and faces.
     const auto pass1 = Clock::now();
     {
-      const BrickIo bricks(comm, labeling.map(), mine, reader->collective() || (values && values->collective()));
-      std::exception_ptr local;
-      for (long long round = 0; round < bricks.rounds(); ++round) {
-        const std::int64_t brick = bricks.brick(round);
-        try {
-          bricks.read(*reader, local ? -1 : brick, input.data());
-          if (values) bricks.read(*values, local ? -1 : brick, source.data());
-          if (brick < 0 || local) continue;
-          const io::Extent& extent = labeling.map().bricks[static_cast<std::size_t>(brick)];
-          labeling.add(brick, masks.make(input.data(), extent), values ? source.data() : nullptr,
-                       values ? values->info().dtype : io::DType::u8, scale, offset);
-          kept.keep(brick, labeling.labeler());
-          progress.advance(1, static_cast<std::uint64_t>(extent.voxels()) * io::dtype_size(info.dtype));
-        } catch (...) {
-          local = std::current_exception();
-          if (!bricks.collective()) break;
-        }
-      }
-      agree(comm, local);
+      // Rounds every rank joins when a reader is collective (io::Rounds).
+      const io::Rounds rounds(comm, static_cast<std::int64_t>(mine.size()),
+                              reader->collective() || (values && values->collective()));
+      rounds.run([&](std::optional<std::int64_t> round) {
+        const std::int64_t brick = round ? mine[static_cast<std::size_t>(*round)] : -1;
+        const io::Extent* extent = round ? &labeling.map().bricks[static_cast<std::size_t>(brick)] : nullptr;
+        io::read_in_round(*reader, extent, input.data());
+        if (values) io::read_in_round(*values, extent, source.data());
+        if (!extent) return;
+        labeling.add(brick, masks.make(input.data(), *extent), values ? source.data() : nullptr,
+                     values ? values->info().dtype : io::DType::u8, scale, offset);
+        kept.keep(brick, labeling.labeler());
+        progress.advance(1, static_cast<std::uint64_t>(extent->voxels()) * io::dtype_size(info.dtype));
+      });
     }
     times.label = since(pass1);
     const auto merge = Clock::now();
@@ -500,32 +451,24 @@ LabelResult run_label(const Comm& comm, const LabelOptions& options) {
     auto writer_hints = detail::joined(detail::joined(options.hints, writing.hints), options.output_hints);
     writer = io::create_writer(result.output_backend, request, comm, io::Hints::parse(writer_hints));
     {
-      const BrickIo bricks(comm, labeling.map(), mine, reader->collective() || writer->collective());
+      const io::Rounds rounds(comm, static_cast<std::int64_t>(mine.size()),
+                              reader->collective() || writer->collective());
       std::vector<std::byte> out(brick_voxels * io::dtype_size(type));
       BrickLabeler labeler(options.connectivity);
-      std::exception_ptr local;
-      for (long long round = 0; round < bricks.rounds(); ++round) {
-        const std::int64_t brick = bricks.brick(round);
-        try {
-          bricks.read(*reader, local ? -1 : brick, input.data());
-          if (brick >= 0 && !local) {
-            const io::Extent& extent = labeling.map().bricks[static_cast<std::size_t>(brick)];
-            kept.label(brick, labeler, masks.make(input.data(), extent), extent.count);
-            const auto ids = labeling.ids(brick);
-            if (ids.size() != labeler.objects() + 1u)
-              throw Error("internal error: brick " + std::to_string(brick) + " labelled differently in pass 2");
-            paint(labeler, ids, type, out.data());
-          }
-          bricks.write(*writer, local ? -1 : brick, out.data());
-          if (brick >= 0 && !local)
-            progress.advance(1, static_cast<std::uint64_t>(labeling.map().bricks[static_cast<std::size_t>(brick)].voxels()) *
-                                    io::dtype_size(type));
-        } catch (...) {
-          local = std::current_exception();
-          if (!bricks.collective()) break;
+      rounds.run([&](std::optional<std::int64_t> round) {
+        const std::int64_t brick = round ? mine[static_cast<std::size_t>(*round)] : -1;
+        const io::Extent* extent = round ? &labeling.map().bricks[static_cast<std::size_t>(brick)] : nullptr;
+        io::read_in_round(*reader, extent, input.data());
+        if (extent) {
+          kept.label(brick, labeler, masks.make(input.data(), *extent), extent->count);
+          const auto ids = labeling.ids(brick);
+          if (ids.size() != labeler.objects() + 1u)
+            throw Error("internal error: brick " + std::to_string(brick) + " labelled differently in pass 2");
+          paint(labeler, ids, type, out.data());
         }
-      }
-      agree(comm, local);
+        io::write_in_round(*writer, extent, out.data());
+        if (extent) progress.advance(1, static_cast<std::uint64_t>(extent->voxels()) * io::dtype_size(type));
+      });
     }
     writer->close();
     reader->close();

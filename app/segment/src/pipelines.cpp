@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "volseg/io/error.hpp"
+#include "volseg/io/rounds.hpp"
 
 namespace volseg::segment::detail {
 namespace {
@@ -247,8 +248,10 @@ void run_collective(Job& job) {
   const std::size_t element = io::dtype_size(job.reader.info().dtype);
   const auto largest = static_cast<std::size_t>(job.layout.largest_brick_voxels());
   const std::size_t batch = std::max<std::size_t>(1, job.batch_bytes / (largest * element));
-  long long mine = static_cast<long long>((bricks.size() + batch - 1) / batch), rounds = 0;
-  check_mpi(MPI_Allreduce(&mine, &rounds, 1, MPI_LONG_LONG, MPI_MAX, job.comm.get()), "MPI_Allreduce");
+  // Rounds every rank joins (io::Rounds); the calls are pipelined below, so
+  // failures are agreed by the backends' collective calls and the job's end.
+  const long long rounds =
+      io::Rounds(job.comm, static_cast<std::int64_t>((bricks.size() + batch - 1) / batch), true).rounds();
   int threading = MPI_THREAD_SINGLE;
   MPI_Query_thread(&threading);
   const bool overlap = threading == MPI_THREAD_MULTIPLE;

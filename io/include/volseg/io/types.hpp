@@ -48,6 +48,10 @@ struct Extent {
 };
 
 std::string to_string(const Extent& extent);
+// The voxels in both (an empty extent when they do not meet).
+Extent intersect(const Extent& a, const Extent& b);
+// An extent grown by `layers` on every side, clipped to dims.
+Extent with_ghost(const Extent& extent, const Index3& dims, int layers);
 // Throws volseg::Error when the extent is not inside dims.
 void check_inside(const Extent& extent, const Index3& dims);
 // Throws volseg::Error ("WHAT: ...") unless every axis is positive and the

@@ -21,8 +21,7 @@ namespace volseg::render {
 // nothing gets an empty extent. Every rank computes the same list.
 std::vector<io::Extent> partition(const io::Index3& dims, int parts);
 
-// An extent grown by `ghost` layers on every side, clipped to dims.
-io::Extent with_ghost(const io::Extent& extent, const io::Index3& dims, int ghost);
+using io::with_ghost;  // an extent grown by ghost layers, clipped (io/types.hpp)
 
 // A box in world coordinates, x, y, z.
 struct Box {
