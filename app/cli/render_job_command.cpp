@@ -1,5 +1,11 @@
 // SPDX-License-Identifier: MIT
-#include "render_command.hpp"
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "command.hpp"
+#include "volseg/render/job.hpp"
 
 #include <cstdio>
 #include <sstream>
@@ -45,9 +51,23 @@ render::Rgb colour(const std::string& text, const std::string& what) {
   return {v[0], v[1], v[2]};
 }
 
-}  // namespace
+class RenderJobCommand final : public Command {
+ public:
+  CLI::App* add_to(CLI::App& app) override;
+  void run(const Context& context) override;
 
-void RenderCommand::add_to(CLI::App& app, const Comm& comm, std::function<void()>& chosen) {
+ private:
+  render::RenderOptions options_;
+  std::string variable_, size_ = "1024x1024", camera_, view_, colormap_ = "viridis", memory_ = "512MiB",
+              progress_ = "auto", mask_color_, background_, slice_at_;
+  std::optional<std::int64_t> time_;
+  std::vector<std::string> modes_, hints_;
+  std::vector<double> iso_;
+  std::optional<double> tf_lo_, tf_hi_, zoom_;
+  bool parallel_ = false, no_annotations_ = false, no_shade_ = false, no_cull_ = false, quiet_ = false;
+};
+
+CLI::App* RenderJobCommand::add_to(CLI::App& app) {
   auto* sub = app.add_subcommand("render", "Render a volume, its mask and surfaces on all ranks into PNG images");
   auto& o = options_;
   sub->add_option("input", o.input, "Volume: a raw volume's .nhdr header, or a NetCDF file")->required();
@@ -100,10 +120,11 @@ void RenderCommand::add_to(CLI::App& app, const Comm& comm, std::function<void()
   sub->footer(
       "Runs on every rank: mpirun -np N volseg render ... Needs an X display (OpenGL through GLX): on a node\n"
       "without one run it under 'xvfb-run -a'.");
-  sub->callback([this, &comm, &chosen] { chosen = [this, &comm] { run(comm); }; });
+  return sub;
 }
 
-void RenderCommand::run(const Comm& comm) {
+void RenderJobCommand::run(const Context& context) {
+  const Comm& comm = context.comm;
   auto& o = options_;
   auto& f = o.frame;
   std::tie(f.width, f.height) = parse_size(size_);
@@ -160,5 +181,10 @@ void RenderCommand::run(const Comm& comm) {
               result.comm_size, result.seconds, read, draw, composite);
   if (!o.report.empty()) std::printf("  report: %s\n", o.report.c_str());
 }
+
+}  // namespace
+
+// volseg-render's one command (render_program.cpp).
+std::unique_ptr<Command> make_render_job_command() { return std::make_unique<RenderJobCommand>(); }
 
 }  // namespace volseg::cli

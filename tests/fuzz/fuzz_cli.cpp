@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // libFuzzer target: the command line (app/cli). An input is an argument
 // vector, one argument per line, without the program name. It goes through
-// what main does before running a command: Commands::add_to, then
+// what main does before running a command: the same list of commands
+// (make_commands, and for render the command volseg-render parses), then
 // CLI::App::parse, and --help's text on a help request. The chosen command
 // is not run.
 #include <CLI/CLI.hpp>
@@ -11,9 +12,15 @@
 #include <string>
 #include <vector>
 
-#include "commands.hpp"
+#include "command.hpp"
 #include "fuzz_support.hpp"
 #include "volseg/io/error.hpp"
+
+#ifdef VOLSEG_FUZZ_RENDER
+namespace volseg::cli {
+std::unique_ptr<Command> make_render_job_command();
+}  // namespace volseg::cli
+#endif
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   (void)volseg::fuzz::world();
@@ -32,17 +39,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     start = end + 1;
   }
   std::vector<char*> argv;
-  std::string command_line;
-  for (auto& argument : arguments) {
-    argv.push_back(argument.data());
-    command_line += (command_line.empty() ? "" : " ") + argument;
-  }
+  for (auto& argument : arguments) argv.push_back(argument.data());
   argv.push_back(nullptr);
 
-  volseg::cli::Commands commands(volseg::fuzz::world(), command_line);
-  CLI::App app{"volseg: parallel out-of-core threshold segmentation of large volumes"};
-  app.require_subcommand(1);
-  commands.add_to(app);
+  auto commands = volseg::cli::make_commands();
+#ifdef VOLSEG_FUZZ_RENDER
+  // `volseg render` hands its arguments to volseg-render: parse them as it does.
+  if (arguments.size() > 1 && arguments[1] == "render") {
+    commands.clear();
+    commands.push_back(volseg::cli::make_render_job_command());
+  }
+#endif
+  CLI::App app{volseg::cli::app_description};
+  volseg::cli::add_commands(app, commands);
   std::ostringstream out;
   try {
     app.parse(static_cast<int>(arguments.size()), argv.data());

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: MIT
+// What every volseg program's main() does. Only here is MPI_COMM_WORLD named.
+//
+// The command line is parsed before MPI is initialised: `--help` and usage
+// errors then cost no MPI start-up (singleton initialisation alone is a large
+// share of a small job), and a command carried out by another program
+// (render, which loads VTK) can replace this process while it is still a
+// plain one: the launcher's environment passes through exec, and the new
+// program initialises MPI itself.
+#include <mpi.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "command.hpp"
+#include "volseg/io/comm.hpp"
+#include "volseg/io/error.hpp"
+#include "volseg/io/registry.hpp"
+#include "volseg/segment/cancel.hpp"
+
+namespace volseg::cli {
+namespace {
+
+// Before MPI_Init a process knows its rank only from its launcher's
+// environment (Open MPI, PMIx, MPICH's PMI, Slurm's srun); alone it is 0.
+int launcher_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"})
+    if (const char* value = std::getenv(name)) return std::atoi(value);
+  return 0;
+}
+
+std::string command_line_of(int argc, char** argv) {
+  std::string line = "volseg";
+  for (int i = 1; i < argc; ++i) line += std::string(" ") + argv[i];
+  return line;
+}
+
+// The program that carries out a command, beside this executable (the build
+// tree) or in ../libexec/volseg (an installed tree, as git keeps git-*).
+std::filesystem::path find_program(const std::string& name) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) throw Error("cannot find this program's own path (/proc/self/exe): " + ec.message());
+  const fs::path here = self.parent_path();
+  for (const fs::path& dir : {here, here / ".." / "libexec" / "volseg"})
+    if (::access((dir / name).c_str(), X_OK) == 0) return dir / name;
+  throw Error(name + " was not found beside " + self.string() + " nor in " +
+              (here / ".." / "libexec" / "volseg").lexically_normal().string() + ": reinstall volseg");
+}
+
+// Replaces this process with `program`, with the same arguments.
+[[noreturn]] void hand_over(const std::string& program, int argc, char** argv) {
+  const std::string path_text = find_program(program).string();
+  // argv[0] stays this program's, so usage lines read "volseg render ...".
+  std::vector<char*> arguments(argv, argv + argc);
+  arguments.push_back(nullptr);
+  ::execv(path_text.c_str(), arguments.data());
+  throw Error("cannot run " + path_text + ": " + std::strerror(errno));
+}
+
+// A failure before any command ran: rank 0 prints it. Through MPI_Init and
+// MPI_Finalize, because a process that leaves a launcher's job with a
+// non-zero status and no MPI_Finalize may be torn down before the launcher
+// forwards what it printed.
+int report_and_exit(const std::string& message, int code) {
+  MPI_Init(nullptr, nullptr);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank == 0) std::fprintf(stderr, "%s\n", message.c_str());
+  MPI_Finalize();
+  return code;
+}
+
+// Runs the parsed command on every rank; returns the exit status.
+int run_parsed(Command& command, const std::string& command_line) {
+  int code = 0;
+  int provided = 0;
+  // MULTIPLE lets collective I/O run on an I/O thread beside the compute
+  // (segment's collective pipeline); with less, that pipeline runs in turn.
+  prefer_checked_mpi_io();  // errors reported, not dropped (OMPIO drops them)
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  {
+    Comm world(MPI_COMM_WORLD);
+    try {
+      // DEPENDENCIES.md pitfall 2: refuse to run with the serial netCDF
+      // library answering (it would fail later, and less clearly).
+      io::check_parallel_netcdf();
+      command.run(Context{world, command_line});
+    } catch (const segment::Interrupted& e) {
+      // Not a failure of the job: its scheduler asked it to stop (75: EX_TEMPFAIL).
+      if (rank == 0) std::fprintf(stderr, "volseg: %s\n", e.what());
+      code = 75;
+    } catch (const std::exception& e) {
+      if (rank == 0) std::fprintf(stderr, "volseg: error: %s\n", e.what());
+      code = 1;
+    }
+  }
+  MPI_Finalize();
+  return code;
+}
+
+}  // namespace
+
+std::vector<CLI::App*> add_commands(CLI::App& app, const CommandList& commands) {
+  app.require_subcommand(1);
+  std::vector<CLI::App*> added;
+  for (const auto& command : commands) added.push_back(command->add_to(app));
+  app.footer("Dimensions and brick shapes are given in file order Z,Y,X (x fastest), as ncdump lists them.\n"
+             "Run 'volseg SUBCOMMAND --help' for the options of each.");
+  return added;
+}
+
+int run_main(int argc, char** argv, const CommandList& commands) {
+  // A file-size limit (ulimit -f) must give EFBIG and a clear error, not kill
+  // the job half-way through a write.
+  std::signal(SIGXFSZ, SIG_IGN);
+  const bool speaks = launcher_rank() == 0;
+  CLI::App app{app_description};
+  const auto subcommands = add_commands(app, commands);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return speaks ? app.exit(e) : 0;
+  } catch (const CLI::CallForAllHelp& e) {
+    return speaks ? app.exit(e) : 0;
+  } catch (const CLI::ParseError& e) {
+    // A usage error is bad input like any other: one line, status 2.
+    return report_and_exit(std::string("volseg: error: ") + e.what() + " (see 'volseg --help')", 2);
+  }
+  Command* chosen = nullptr;
+  for (std::size_t i = 0; i < commands.size(); ++i)
+    if (subcommands[i]->parsed()) chosen = commands[i].get();
+  if (!chosen) return 2;  // require_subcommand(1) makes this unreachable
+  if (const auto program = chosen->program(); !program.empty()) {
+    try {
+      hand_over(program, argc, argv);
+    } catch (const std::exception& e) {
+      return report_and_exit(std::string("volseg: error: ") + e.what(), 1);
+    }
+  }
+  return run_parsed(*chosen, command_line_of(argc, argv));
+}
+
+std::vector<std::string> selection_hints(const std::string& variable, const std::optional<std::int64_t>& time) {
+  std::vector<std::string> hints;
+  if (!variable.empty()) hints.push_back("var=" + variable);
+  if (time) hints.push_back("time=" + std::to_string(*time));
+  return hints;
+}
+
+}  // namespace volseg::cli

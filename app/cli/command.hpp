@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: MIT
+// A subcommand of `volseg`. Each is one file, NAME_command.cpp, defining
+// make_NAME_command(), and one word in VOLSEG_CLI_COMMANDS
+// (app/cli/CMakeLists.txt), the one list from which the CLI's and the
+// fuzzer's make_commands() is generated (explicit registration, STYLE.md 2).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "volseg/io/comm.hpp"
+
+namespace volseg::cli {
+
+// What every command's run() gets.
+struct Context {
+  const Comm& comm;
+  std::string command_line;  // recorded in outputs' history
+};
+
+class Command {
+ public:
+  virtual ~Command() = default;
+  // Adds the subcommand and its options; returns it.
+  virtual CLI::App* add_to(CLI::App& app) = 0;
+  // Runs it once the command line is parsed. Collective over context.comm.
+  virtual void run(const Context& context) = 0;
+  // A command that another program of volseg carries out (render, so that
+  // commands that draw nothing never load VTK): that program's file name,
+  // looked up beside this executable and in ../libexec/volseg. The program
+  // replaces this process before MPI is initialised. Empty: run() here.
+  virtual std::string program() const { return {}; }
+};
+
+using CommandList = std::vector<std::unique_ptr<Command>>;
+
+// volseg's subcommands, in VOLSEG_CLI_COMMANDS order (generated: command_list.cpp).
+CommandList make_commands();
+
+// The application every entry point (volseg, volseg-render, the fuzzer) parses with.
+// Returns each command's subcommand, in order.
+std::vector<CLI::App*> add_commands(CLI::App& app, const CommandList& commands);
+constexpr const char* app_description = "volseg: parallel out-of-core threshold segmentation of large volumes";
+
+// main() of a volseg program over `commands`: parses first (--help and usage
+// errors need no MPI), hands a command to its program, or initialises MPI and
+// runs it. Returns the exit status: 0, 1 (error), 2 (usage), 75 (interrupted).
+int run_main(int argc, char** argv, const CommandList& commands);
+
+// --var/--time reach a backend as the reader hints var= and time=.
+std::vector<std::string> selection_hints(const std::string& variable, const std::optional<std::int64_t>& time);
+
+}  // namespace volseg::cli

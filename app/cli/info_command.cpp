@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: MIT
+// `volseg info`: a volume's dimensions, type, byte order and attributes.
+#include <cstdio>
+
+#include "command.hpp"
+#include "volseg/io/format.hpp"
+#include "volseg/io/registry.hpp"
+
+namespace volseg::cli {
+namespace {
+
+class InfoCommand final : public Command {
+ public:
+  CLI::App* add_to(CLI::App& app) override {
+    auto* sub = app.add_subcommand("info", "Describe a volume: dimensions, type, byte order, attributes");
+    sub->add_option("file", path_, "Volume: a raw volume's .nhdr header, or a NetCDF file")->required();
+    sub->add_option("--backend", backend_, "Backend that opens it (auto: by format)")->capture_default_str();
+    sub->add_option("--var", variable_, "NetCDF variable (default: the only 3D one)");
+    sub->add_option("--time", time_, "Step of a 4D variable's first dimension");
+    return sub;
+  }
+
+  void run(const Context& context) override {
+    const Comm& comm = context.comm;
+    std::string backend = backend_;
+    const io::FileFormat format = io::detect_format(comm, path_);
+    if (backend == "auto") backend = io::reading_backend(format);
+    const auto& entry = io::builtin_registry().get(backend);
+    if (entry.list_variables) {
+      const auto variables = entry.list_variables(path_, comm);
+      if (comm.rank() == 0) {
+        std::printf("%s (%s): variables with 3 or more dimensions\n", path_.c_str(), io::format_name(format).c_str());
+        for (const auto& line : variables) std::printf("  %s\n", line.c_str());
+      }
+      if (variables.size() > 1 && variable_.empty()) {
+        if (comm.rank() == 0) std::printf("name one with --var to see its details\n");
+        return;
+      }
+    }
+    auto reader = io::open_reader(backend, path_, comm, io::Hints::parse(selection_hints(variable_, time_)));
+    const auto& info = reader->info();
+    if (comm.rank() == 0) std::fputs(io::describe(path_, format, backend, info).c_str(), stdout);
+    reader->close();
+  }
+
+ private:
+  std::string path_, backend_ = "auto", variable_;
+  std::optional<std::int64_t> time_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> make_info_command() { return std::make_unique<InfoCommand>(); }
+
+}  // namespace volseg::cli
