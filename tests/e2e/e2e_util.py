@@ -10,6 +10,9 @@ import numpy as np
 
 VOLSEG = os.environ.get("VOLSEG", "")
 MPIEXEC = os.environ.get("MPIEXEC", "mpirun")
+# A build with VOLSEG_WITH_PARAVIEW=OFF has no rendering, GUI or Catalyst:
+# the tests of those skip, and the tests of its refusals run instead.
+WITH_PARAVIEW = os.environ.get("VOLSEG_WITH_PARAVIEW", "ON").upper() in ("ON", "1", "TRUE", "YES")
 
 # NRRD type names (teem's list, restricted to what volseg claims to read).
 NRRD_TYPES = {

@@ -241,6 +241,7 @@ class Options(Base):
                           r"--reduce median: known reductions are mean and max")
 
 
+@unittest.skipUnless(e.WITH_PARAVIEW, "built without ParaView")
 class RenderOptions(Base):
     """Options render checks before it needs a display (no Xvfb here)."""
 
@@ -280,8 +281,14 @@ class Outputs(Base):
         self.write("t.csv", "precious\n")
         self.expect_error(self.segment("in.nhdr", "--trace", "t.csv"), r"t\.csv exists \(use --force to replace it\)")
 
+    @unittest.skipUnless(e.WITH_PARAVIEW, "built without ParaView")
     def test_render_output_not_png(self):
         self.expect_error(["render", "in.nhdr", "--out", "r.jpg", "--size", "64x64"], r"output r\.jpg is not a \.png file")
+
+    @unittest.skipIf(e.WITH_PARAVIEW, "built with ParaView")
+    def test_render_without_paraview(self):
+        self.expect_error(["render", "in.nhdr", "--out", "r.png"],
+                          r"render: this volseg was built without ParaView \(VOLSEG_WITH_PARAVIEW=OFF\)")
 
     def test_pyramid_dir_is_a_file(self):
         self.expect_error(["pyramid", "in.nhdr", "--pyramid-dir", "in.raw"], r"in\.raw exists and is not a directory")

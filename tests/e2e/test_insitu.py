@@ -228,6 +228,7 @@ with open(sys.argv[2], "w") as f:
 """
 
 
+@unittest.skipUnless(e.WITH_PARAVIEW, "built without ParaView")
 class CatalystScripts(Base):
     prefix = "volseg-e2e-catalyst-"
 
@@ -346,6 +347,7 @@ class BadInput(Base):
         self.assertEqual(proc.returncode, 2)
         self.one_line(proc, r"^volseg-sim: unknown in-situ option '--colour'")
 
+    @unittest.skipUnless(e.WITH_PARAVIEW, "built without ParaView")
     def test_missing_script_continue_and_stop(self):
         args = ["--dims", DIMS, "--steps", 2, "--quiet"]
         hook = ["--insitu", "--lo", LO, "--hi", HI, "--out", "m_%d.nhdr", "--catalyst-script", "missing.py"]
@@ -357,6 +359,7 @@ class BadInput(Base):
         self.assertEqual(proc.returncode, 1, proc.stderr)
         self.assertFalse([f for f in os.listdir(self.dir) if f.startswith("m_")])
 
+    @unittest.skipUnless(e.WITH_PARAVIEW, "built without ParaView")
     def test_no_display_refuses_rendering_not_the_simulation(self):
         env = {k: v for k, v in os.environ.items() if k != "DISPLAY"}
         argv = [e.MPIEXEC] + e.MPI_QUIET + ["-np", "2", SIM, "--dims", DIMS, "--steps", 2, "--quiet", "--insitu",
@@ -365,6 +368,17 @@ class BadInput(Base):
                               env=env)
         self.assertEqual(proc.returncode, 3, proc.stderr)
         self.one_line(proc, r"^volseg-sim: in situ not started: .*display")
+
+    @unittest.skipIf(e.WITH_PARAVIEW, "built with ParaView")
+    def test_without_paraview_images_and_scripts_are_refused(self):
+        args = ["--dims", DIMS, "--steps", 2, "--quiet", "--insitu-errors", "stop", "--insitu", "--lo", LO, "--hi", HI]
+        for option in (["--image", "img_%d.png"], ["--catalyst-script", "contour.py"]):
+            with self.subTest(option=option[0]):
+                proc = sim(args + option, 2, self.dir)
+                self.assertEqual(proc.returncode, 1, proc.stderr)
+                self.one_line(proc, r"^volseg-sim: .*in-situ option %s: this volseg_insitu was built without "
+                                    r"ParaView \(VOLSEG_WITH_PARAVIEW=OFF\)$" % option[0])
+                self.assertFalse([f for f in os.listdir(self.dir) if f.startswith("img_")])
 
     def test_existing_mask_is_not_replaced_without_force(self):
         work = os.path.join(self.dir, "existing")

@@ -8,7 +8,7 @@
 # must name the parallel netCDF itself and load it ahead of the serial one
 # (DEPENDENCIES.md pitfalls 1, 2, 9).
 # Environment (set by ctest): VOLSEG_BUILD, VOLSEG_EXAMPLE, VOLSEG_WORK,
-# VOLSEG_LIBDIR, CMAKE, CMAKE_GENERATOR, MPIEXEC.
+# VOLSEG_LIBDIR, CMAKE, CMAKE_GENERATOR, MPIEXEC, VOLSEG_WITH_PARAVIEW (ON/OFF).
 set -euo pipefail
 
 fail() { echo "test_install: $*" >&2; exit 1; }
@@ -26,7 +26,7 @@ for f in "$libdir/cmake/volseg/volsegConfig.cmake" "$libdir/cmake/volseg/volsegC
          "$libdir/cmake/volseg/volsegTargets.cmake" "$libdir/cmake/volseg/netcdf/netCDFConfig.cmake" \
          "$libdir/pkgconfig/volseg-insitu.pc" "$libdir/libvolseg_insitu.so" \
          "$prefix/include/volseg/insitu/volseg_insitu.h" "$prefix/include/volseg/insitu/insitu.hpp" \
-         "$prefix/include/volseg/io/types.hpp" "$prefix/bin/volseg"; do
+         "$prefix/include/volseg/io/types.hpp" "$prefix/bin/volseg" "$prefix/share/volseg/trace_plots.py"; do
   [[ -e $f ]] || fail "not installed: $f"
 done
 # The installed tree must not lean on the source or build folders.
@@ -36,6 +36,20 @@ if grep -rlF -e "$source_root" -e "$VOLSEG_BUILD" "$libdir/cmake/volseg" "$libdi
 fi
 runpath=$(readelf -d "$libdir/libvolseg_insitu.so" | grep -E 'RUNPATH|RPATH' || true)
 [[ $runpath != *"$VOLSEG_BUILD"* && $runpath != *"$source_root"* ]] || fail "build run path installed: $runpath"
+
+# The command line loads no rendering stack: VTK, Qt and ParaView are
+# volseg-render's alone, which `volseg render` hands over to from libexec.
+if ldd "$prefix/bin/volseg" | grep -iE 'vtk|qt5|paraview|icet'; then
+  fail "bin/volseg links a VTK, Qt or ParaView library (above)"
+fi
+if [[ ${VOLSEG_WITH_PARAVIEW:-ON} == ON ]]; then
+  [[ -x $prefix/libexec/volseg/volseg-render ]] || fail "not installed: $prefix/libexec/volseg/volseg-render"
+  "$prefix/bin/volseg" render --help > "$work/render-help.txt" 2>&1 || { cat "$work/render-help.txt"; fail "volseg render --help failed"; }
+  grep -q -- "--colormap" "$work/render-help.txt" || { cat "$work/render-help.txt"; fail "volseg render --help is not render's"; }
+else
+  if "$prefix/bin/volseg" render in.nhdr --out r.png > "$work/render.txt" 2>&1; then fail "volseg render ran without ParaView"; fi
+  grep -q "built without ParaView" "$work/render.txt" || { cat "$work/render.txt"; fail "volseg render: no clear refusal"; }
+fi
 
 # Pitfall 1 from the user's side: Debian's own netCDF config (serial headers)
 # must be refused with a message naming the wrapper, not accepted.
@@ -99,6 +113,9 @@ cat "$work/make.log"
 check_netcdf "$work/make-build/insitu-heat"
 run_example "$work/make-build/insitu-heat" "$work/out-make"
 
+others=(out-make)
+if [[ ${VOLSEG_WITH_PARAVIEW:-ON} == ON ]]; then
+others+=(out-catalyst)
 echo "== CMake: a program that links VTK's netCDF module beside volseg::insitu"
 env -u CMAKE_PREFIX_PATH "$CMAKE" -S "$here/catalyst-consumer" -B "$work/catalyst-build" -G "$CMAKE_GENERATOR" \
   -DCMAKE_BUILD_TYPE=Release -Dvolseg_DIR="$libdir/cmake/volseg" -DEXAMPLE_SOURCE="$VOLSEG_EXAMPLE/insitu_heat.c" \
@@ -108,6 +125,7 @@ env -u CMAKE_PREFIX_PATH "$CMAKE" -S "$here/catalyst-consumer" -B "$work/catalys
   { cat "$work/catalyst-build.log"; fail "building the VTK consumer failed"; }
 check_netcdf "$work/catalyst-build/insitu-heat-catalyst"
 run_example "$work/catalyst-build/insitu-heat-catalyst" "$work/out-catalyst"
+fi
 
 # Step 0 is the initial ball (u = 1 where dx^2+dy^2+dz^2 <= 8^2 around the
 # centre of the 32^3 grid, else 0): its mask, recomputed here, checks that
@@ -124,7 +142,7 @@ PY
 # Every build and rank count ran the same simulation: the same masks, byte
 # for byte (the ghost planes carried the neighbours' values).
 for f in "$work"/out-cmake/mask_*.raw; do
-  for other in out-make out-catalyst out-cmake-np1 out-cmake-np3; do
+  for other in "${others[@]}" out-cmake-np1 out-cmake-np3; do
     cmp -s "$f" "$work/$other/$(basename "$f")" || fail "$(basename "$f") differs between out-cmake and $other"
   done
 done

@@ -12,16 +12,17 @@
 #include <filesystem>
 #include <iostream>
 
+#include "block.hpp"
 #include "catalyst.hpp"
 #include "governor.hpp"
+#include "image.hpp"
 #include "labels.hpp"
 #include "outputs.hpp"
 #include "volseg/io/comm.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/format.hpp"
 #include "volseg/io/registry.hpp"
-#include "volseg/render/partition.hpp"
-#include "volseg/render/render.hpp"
+#include "volseg/io/rounds.hpp"
 #include "volseg/segment/decode.hpp"
 #include "volseg/segment/segment.hpp"
 #include "volseg/segment/threshold.hpp"
@@ -56,17 +57,6 @@ bool inside(const io::Extent& e, const io::Index3& dims) {
   return true;
 }
 
-io::Extent intersect(const io::Extent& a, const io::Extent& b) {
-  io::Extent r;
-  for (int i = 0; i < 3; ++i) {
-    const auto lo = std::max(a.offset[i], b.offset[i]);
-    const auto hi = std::min(a.offset[i] + a.count[i], b.offset[i] + b.count[i]);
-    r.offset[i] = lo;
-    r.count[i] = std::max<std::int64_t>(hi - lo, 0);
-  }
-  return r;
-}
-
 // Collective: the ranks' boxes tile the grid (inside it, no overlap, every
 // point owned once).
 void check_tiling(const Comm& comm, const Field& field) {
@@ -89,7 +79,7 @@ void check_tiling(const Comm& comm, const Field& field) {
     // Pairwise overlap: quadratic in ranks, cheap next to a step, and only
     // when the decomposition changes.
     for (std::size_t q = r + 1; q < boxes.size(); ++q)
-      if (!intersect(boxes[r], boxes[q]).empty())
+      if (!io::intersect(boxes[r], boxes[q]).empty())
         throw Error("in-situ publish: the blocks of ranks " + std::to_string(r) + " " + io::to_string(boxes[r]) +
                     " and " + std::to_string(q) + " " + io::to_string(boxes[q]) + " overlap");
   }
@@ -115,11 +105,6 @@ void check_field(const Field& field) {
                   std::to_string(field.ghost) + " ghost layers");
 }
 
-// Where global point (z, y, x) sits in an array over `stored` (x fastest).
-std::int64_t index_in(const io::Extent& stored, std::int64_t z, std::int64_t y, std::int64_t x) {
-  return ((z - stored.offset[0]) * stored.count[1] + (y - stored.offset[1])) * stored.count[2] + (x - stored.offset[2]);
-}
-
 // The mask of the points this rank owns (packed) and its statistics, row by
 // row through the ghost layers.
 void threshold_owned(const segment::ThresholdKernel& kernel, const Field& field, const io::Extent& stored,
@@ -138,7 +123,7 @@ void threshold_owned(const segment::ThresholdKernel& kernel, const Field& field,
   const std::int64_t runs_z = whole_planes ? 1 : b.count[0];
   for (std::int64_t z = 0; z < runs_z; ++z)
     for (std::int64_t y = 0; y < runs_y; ++y) {
-      const std::int64_t in = index_in(stored, b.offset[0] + z, b.offset[1] + y, b.offset[2]);
+      const std::int64_t in = detail::index_in(stored, b.offset[0] + z, b.offset[1] + y, b.offset[2]);
       kernel.run(base + in * size, run, false, mask.data() + (z * b.count[1] + y) * b.count[2], stats);
     }
 }
@@ -162,7 +147,7 @@ io::VolumeInfo volume_info(const Field& field, const std::string& variable) {
 
 io::Extent stored_extent(const Field& field) {
   if (field.box.empty()) return field.box;
-  return render::with_ghost(field.box, field.global_dims, field.ghost);
+  return io::with_ghost(field.box, field.global_dims, field.ghost);
 }
 
 struct Hook::Impl {
@@ -173,7 +158,7 @@ struct Hook::Impl {
   bool appending = false;     // --out names one file; a record per step
   std::int64_t records_written = 0;
   std::unique_ptr<detail::Catalyst> catalyst;
-  std::unique_ptr<render::Renderer> renderer;
+  std::unique_ptr<detail::ImageOutput> image;
   detail::Governor governor;
   std::unique_ptr<detail::TimeSeries> series;  // rank 0, with --stats
   std::vector<StepRecord> records;
@@ -200,8 +185,6 @@ struct Hook::Impl {
 
   StepRecord run_step(const Field& field, detail::Level level, double simulation);
   void write_mask(const Field& field, StepRecord& record);
-  void render_image(const Field& field, const io::Extent& stored, const segment::Stats& stats, bool small,
-                    StepRecord& record);
 };
 
 Hook::Hook(MPI_Comm comm, Options options) : impl_(std::make_unique<Impl>(comm, std::move(options))) {
@@ -231,12 +214,11 @@ Hook::Hook(MPI_Comm comm, Options options) : impl_(std::make_unique<Impl>(comm, 
         std::filesystem::remove(o.out);  // the run's records start afresh
       }
     }
-    if (!o.image.empty()) detail::format_step(o.image, 0);
-    if (!o.camera.empty()) render::parse_camera(o.camera);
+    detail::check_image_options(o);
   });
-  if (!o.image.empty() || !o.scripts.empty()) render::check_display(m.comm);  // before VTK could abort
+  detail::check_display_for(m.comm, o);
   m.catalyst = std::make_unique<detail::Catalyst>(m.comm, o.scripts, o.variable);
-  if (!o.image.empty()) m.renderer = std::make_unique<render::Renderer>(m.comm);
+  if (!o.image.empty()) m.image = std::make_unique<detail::ImageOutput>(m.comm, m.options);
   collectively(m.comm, [&] {
     if (m.comm.rank() == 0 && !o.stats.empty()) m.series = std::make_unique<detail::TimeSeries>(o.stats, o.force);
   });
@@ -295,7 +277,7 @@ const StepRecord& Hook::publish(const Field& field) {
   });
   if (agreed[10] != 0) {
     collectively(m.comm, [&] { check_tiling(m.comm, field); });
-    if (field.ghost == 0 && !m.warned_seams && m.comm.size() > 1 && (m.renderer || m.catalyst->has_scripts()) &&
+    if (field.ghost == 0 && !m.warned_seams && m.comm.size() > 1 && (m.image || m.catalyst->has_scripts()) &&
         m.comm.rank() == 0)
       std::cerr << "volseg_insitu: warning: no ghost layers: images and contours show a seam between ranks' blocks "
                    "(publish with ghost >= 1)\n";
@@ -307,7 +289,7 @@ const StepRecord& Hook::publish(const Field& field) {
   detail::Wants wants;
   wants.segment = m.options.have_range;
   wants.write = !m.options.out.empty();
-  wants.image = m.renderer && (field.step / m.options.every) % m.options.image_every == 0;
+  wants.image = m.image && (field.step / m.options.every) % m.options.image_every == 0;
   wants.scripts = m.catalyst->has_scripts();
   const auto level = m.governor.choose(wants, -agreed[11]);
 
@@ -341,7 +323,7 @@ StepRecord Hook::Impl::run_step(const Field& field, detail::Level level, double 
   const bool run_segment = level != detail::Level::skipped && options.have_range;
   const bool run_write = level <= detail::Level::no_scripts && !options.out.empty();
   const bool run_scripts = level <= detail::Level::no_image && catalyst->has_scripts();
-  const bool run_image = level <= detail::Level::small_image && renderer &&
+  const bool run_image = level <= detail::Level::small_image && image &&
                          (field.step / options.every) % options.image_every == 0;
   const io::Extent stored = stored_extent(field);
   segment::Stats stats;
@@ -383,7 +365,7 @@ StepRecord Hook::Impl::run_step(const Field& field, detail::Level level, double 
     }
     if (run_image) {
       t = Clock::now();
-      render_image(field, stored, stats, level == detail::Level::small_image, record);
+      record.image = image->render(field, stored, ghosted_mask, stats, level == detail::Level::small_image);
       seconds[3] = since(t);
     }
     return ghosted ? ghosted_mask.data() : nullptr;
@@ -470,75 +452,12 @@ void Hook::Impl::write_mask(const Field& field, StepRecord& record) {
     if (comm.rank() == 0 && !parent.empty()) std::filesystem::create_directories(parent);
   });
   auto writer = io::create_writer(backend, request, comm, io::Hints::parse(hints));
-  const io::Extent extents[1] = {field.box};
-  const void* buffers[1] = {mask.data()};
-  std::exception_ptr error;
-  try {
-    writer->write_all(extents, buffers);
-  } catch (...) {
-    error = std::current_exception();
-  }
-  agree(comm, error);
+  // One round, this rank's block: every rank agrees on the outcome.
+  io::Rounds(comm, 1, writer->collective()).run([&](std::optional<std::int64_t>) {
+    io::write_in_round(*writer, &field.box, mask.data());
+  });
   writer->close();
   record.mask = appending ? path + "[" + std::to_string(records_written++) + "]" : path;
-}
-
-void Hook::Impl::render_image(const Field& field, const io::Extent& stored, const segment::Stats& stats, bool small,
-                              StepRecord& record) {
-  render::Piece piece;
-  piece.dims = field.global_dims;
-  piece.spacing = piece.full_spacing = field.spacing;
-  piece.origin = field.origin;
-  // Neighbouring blocks draw up to a shared plane of points (else a seam):
-  // this rank's box grown by one on its upper faces, where the ghost layer
-  // has that plane.
-  piece.owned = field.box;
-  for (int a = 0; a < 3; ++a)
-    if (piece.owned.offset[a] + piece.owned.count[a] < stored.offset[a] + stored.count[a]) ++piece.owned.count[a];
-  piece.stored = intersect(render::with_ghost(piece.owned, field.global_dims, 1), stored);
-  piece.field_min = stats.valid ? stats.min : 0;
-  piece.field_max = stats.valid && stats.max > stats.min ? stats.max : piece.field_min + 1;
-  const render::Quantizer q = render::quantizer(piece);
-  const auto& p = piece.stored;
-  piece.field.resize(static_cast<std::size_t>(p.voxels()));
-  if (!ghosted_mask.empty() && options.have_range) piece.mask.resize(piece.field.size());
-  io::VolumeInfo info;
-  info.dtype = field.dtype;
-  const segment::Decoder decoder(info);
-  std::vector<float> row(static_cast<std::size_t>(p.count[2]));
-  const auto size = static_cast<std::int64_t>(io::dtype_size(field.dtype));
-  for (std::int64_t z = 0; z < p.count[0]; ++z)
-    for (std::int64_t y = 0; y < p.count[1]; ++y) {
-      const std::int64_t in = index_in(stored, p.offset[0] + z, p.offset[1] + y, p.offset[2]);
-      const std::int64_t out = (z * p.count[1] + y) * p.count[2];
-      decoder.to_float(static_cast<const std::byte*>(field.values) + in * size, p.count[2], row.data());
-      for (std::int64_t x = 0; x < p.count[2]; ++x) piece.field[static_cast<std::size_t>(out + x)] = q.quantize(row[static_cast<std::size_t>(x)]);
-      if (!piece.mask.empty())
-        std::memcpy(piece.mask.data() + out, ghosted_mask.data() + in, static_cast<std::size_t>(p.count[2]));
-    }
-  render::FrameSettings settings;
-  settings.width = small ? std::max(16, options.width / 2) : options.width;
-  settings.height = small ? std::max(16, options.height / 2) : options.height;
-  if (!options.camera.empty()) settings.camera = render::parse_camera(options.camera);
-  settings.modes.volume = true;
-  settings.modes.mask = !piece.mask.empty();
-  settings.transfer.opacity = render::parse_opacity("ramp", piece.field_min, piece.field_max);
-  char title[256];
-  std::snprintf(title, sizeof title, "%s, step %lld, t = %g: mask of [%g, %g]", options.variable.c_str(),
-                static_cast<long long>(field.step), field.time, options.lo, options.hi);
-  settings.title = options.have_range ? title : options.variable + " step " + std::to_string(field.step);
-  settings.scalar_name = options.variable;
-  renderer->set_piece(std::move(piece));
-  const render::Image image = renderer->render(settings);
-  const std::string path = detail::format_step(options.image, field.step);
-  collectively(comm, [&] {
-    if (comm.rank() != 0) return;
-    const auto parent = std::filesystem::path(path).parent_path();
-    if (!parent.empty()) std::filesystem::create_directories(parent);
-    if (std::filesystem::exists(path) && !options.force) throw Error("in-situ image " + path + " exists (--force replaces it)");
-    render::write_png(image, path);
-  });
-  record.image = path;
 }
 
 void Hook::finalize() {
@@ -551,7 +470,7 @@ void Hook::finalize() {
   } catch (...) {
     error = std::current_exception();
   }
-  m.renderer.reset();  // collective; before MPI_Finalize
+  m.image.reset();  // collective; before MPI_Finalize
   m.catalyst.reset();
   agree(m.comm, error);
   collectively(m.comm, [&] {
