@@ -55,6 +55,21 @@ void append_cdf(std::string& out, const char* kind, const SizeDistribution& d) {
   }
 }
 
+// The plot script: installed in ../share/volseg beside the program's bin/
+// (relocatable), or in the build tree's share/volseg, copied there by CMake.
+std::string plot_script() {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> candidates;
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) candidates.push_back(self.parent_path() / ".." / "share" / "volseg" / "trace_plots.py");
+  candidates.push_back(fs::path(VOLSEG_BUILD_DATADIR) / "trace_plots.py");
+  for (const auto& candidate : candidates)
+    if (fs::exists(candidate, ec)) return candidate.lexically_normal().string();
+  throw Error("plot script trace_plots.py is missing (looked in " + candidates.front().lexically_normal().string() +
+              " and " + candidates.back().string() + ")");
+}
+
 }  // namespace
 
 std::vector<std::string> write_plots(const Summary& summary, const std::string& trace_path, const std::string& dir) {
@@ -68,8 +83,7 @@ std::vector<std::string> write_plots(const Summary& summary, const std::string& 
   append_cdf(cdf, "write", summary.writes);
   write_text((fs::path(dir) / "cdf.csv").string(), cdf);
 
-  const std::string script = std::string(VOLSEG_SOURCE_DIR) + "/scripts/trace_plots.py";
-  if (!fs::exists(script)) throw Error("plot script " + script + " is missing");
+  const std::string script = plot_script();
   const std::string python = "/usr/bin/python3";  // DEPENDENCIES.md: the one with numpy and matplotlib
   std::vector<std::string> args{python, script, dir, trace_path};
   std::vector<char*> argv;
