@@ -7,6 +7,7 @@
 #include <numbers>
 #include <vector>
 
+#include "volseg/io/dtype_dispatch.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/segment/progress.hpp"
 
@@ -107,18 +108,8 @@ Field parse_field(const std::string& name) {
 
 void fill(const FieldSpec& spec, const io::VolumeInfo& info, const io::Extent& extent, void* values) {
   if (spec.shell_width < 1) throw Error("shell width must be at least 1");
-  switch (info.dtype) {
-    case io::DType::i8: return fill_typed(spec, info, extent, static_cast<std::int8_t*>(values));
-    case io::DType::u8: return fill_typed(spec, info, extent, static_cast<std::uint8_t*>(values));
-    case io::DType::i16: return fill_typed(spec, info, extent, static_cast<std::int16_t*>(values));
-    case io::DType::u16: return fill_typed(spec, info, extent, static_cast<std::uint16_t*>(values));
-    case io::DType::i32: return fill_typed(spec, info, extent, static_cast<std::int32_t*>(values));
-    case io::DType::u32: return fill_typed(spec, info, extent, static_cast<std::uint32_t*>(values));
-    case io::DType::i64: return fill_typed(spec, info, extent, static_cast<std::int64_t*>(values));
-    case io::DType::u64: return fill_typed(spec, info, extent, static_cast<std::uint64_t*>(values));
-    case io::DType::f32: return fill_typed(spec, info, extent, static_cast<float*>(values));
-    case io::DType::f64: return fill_typed(spec, info, extent, static_cast<double*>(values));
-  }
+  io::visit_dtype(info.dtype,
+                  [&]<class T>(std::type_identity<T>) { fill_typed(spec, info, extent, static_cast<T*>(values)); });
 }
 
 void generate(const Comm& comm, const FieldSpec& spec, io::VolumeWriter& writer, segment::ProgressMode progress_mode) {

@@ -27,46 +27,41 @@ std::vector<std::string> words(const std::string& text) {
   return result;
 }
 
+// Every NRRD type name (NRRD0004, "type:"). The first name of each type is
+// the one volseg writes; a reader accepts them all.
+struct NrrdType {
+  std::string_view name;
+  DType dtype;
+};
+constexpr NrrdType kNrrdTypes[] = {
+    {"int8", DType::i8},       {"signed char", DType::i8},    {"int8_t", DType::i8},
+    {"uint8", DType::u8},      {"uchar", DType::u8},          {"unsigned char", DType::u8},
+    {"uint8_t", DType::u8},
+    {"int16", DType::i16},     {"short", DType::i16},         {"short int", DType::i16},
+    {"signed short", DType::i16}, {"signed short int", DType::i16}, {"int16_t", DType::i16},
+    {"uint16", DType::u16},    {"ushort", DType::u16},        {"unsigned short", DType::u16},
+    {"unsigned short int", DType::u16}, {"uint16_t", DType::u16},
+    {"int32", DType::i32},     {"int", DType::i32},           {"signed int", DType::i32},
+    {"int32_t", DType::i32},
+    {"uint32", DType::u32},    {"uint", DType::u32},          {"unsigned int", DType::u32},
+    {"uint32_t", DType::u32},
+    {"int64", DType::i64},     {"longlong", DType::i64},      {"long long", DType::i64},
+    {"int64_t", DType::i64},
+    {"uint64", DType::u64},    {"ulonglong", DType::u64},     {"unsigned long long", DType::u64},
+    {"uint64_t", DType::u64},
+    {"float", DType::f32},
+    {"double", DType::f64},
+};
+
 std::optional<DType> nrrd_type(const std::string& name) {
-  static const std::pair<const char*, DType> types[] = {
-      {"signed char", DType::i8},    {"int8", DType::i8},
-      {"int8_t", DType::i8},         {"uint", DType::u32},
-      {"unsigned int", DType::u32},  {"uint32", DType::u32},
-      {"uint32_t", DType::u32},      {"longlong", DType::i64},
-      {"long long", DType::i64},     {"int64", DType::i64},
-      {"int64_t", DType::i64},       {"ulonglong", DType::u64},
-      {"unsigned long long", DType::u64}, {"uint64", DType::u64},
-      {"uint64_t", DType::u64},
-      {"uchar", DType::u8},          {"unsigned char", DType::u8},
-      {"uint8", DType::u8},          {"uint8_t", DType::u8},
-      {"short", DType::i16},         {"short int", DType::i16},
-      {"signed short", DType::i16},  {"signed short int", DType::i16},
-      {"int16", DType::i16},         {"int16_t", DType::i16},
-      {"ushort", DType::u16},        {"unsigned short", DType::u16},
-      {"unsigned short int", DType::u16}, {"uint16", DType::u16},
-      {"uint16_t", DType::u16},      {"int", DType::i32},
-      {"signed int", DType::i32},    {"int32", DType::i32},
-      {"int32_t", DType::i32},       {"float", DType::f32},
-      {"double", DType::f64},
-  };
-  for (const auto& [alias, dtype] : types)
-    if (name == alias) return dtype;
+  for (const auto& type : kNrrdTypes)
+    if (type.name == name) return type.dtype;
   return std::nullopt;
 }
 
-const char* nrrd_type_name(DType dtype) {
-  switch (dtype) {
-    case DType::i8: return "int8";
-    case DType::u8: return "uint8";
-    case DType::i16: return "int16";
-    case DType::u16: return "uint16";
-    case DType::i32: return "int32";
-    case DType::u32: return "uint32";
-    case DType::i64: return "int64";
-    case DType::u64: return "uint64";
-    case DType::f32: return "float";
-    case DType::f64: return "double";
-  }
+std::string_view nrrd_type_name(DType dtype) {
+  for (const auto& type : kNrrdTypes)
+    if (type.dtype == dtype) return type.name;
   return "?";
 }
 

@@ -4,106 +4,68 @@
 #include <algorithm>
 #include <bit>
 #include <limits>
+#include <string>
 
+#include "volseg/io/dtype_dispatch.hpp"
 #include "volseg/io/error.hpp"
 
 namespace volseg::io {
 
+namespace {
+
+// Every name a dtype is known by. The first name of each type is volseg's own
+// (dtype_name); the others are the usual aliases parse_dtype accepts too.
+struct DTypeName {
+  std::string_view name;
+  DType dtype;
+};
+constexpr DTypeName kNames[] = {
+    {"i8", DType::i8},   {"int8", DType::i8},    {"byte", DType::i8},
+    {"u8", DType::u8},   {"uint8", DType::u8},   {"uchar", DType::u8},
+    {"i16", DType::i16}, {"int16", DType::i16},  {"short", DType::i16},
+    {"u16", DType::u16}, {"uint16", DType::u16}, {"ushort", DType::u16},
+    {"i32", DType::i32}, {"int32", DType::i32},  {"int", DType::i32},
+    {"u32", DType::u32}, {"uint32", DType::u32}, {"uint", DType::u32},
+    {"i64", DType::i64}, {"int64", DType::i64},
+    {"u64", DType::u64}, {"uint64", DType::u64},
+    {"f32", DType::f32}, {"float32", DType::f32}, {"float", DType::f32},
+    {"f64", DType::f64}, {"float64", DType::f64}, {"double", DType::f64},
+};
+
+}  // namespace
+
+void throw_unknown_dtype(DType dtype) {
+  throw Error("unknown data type (DType value " + std::to_string(static_cast<int>(dtype)) + ")");
+}
+
 std::size_t dtype_size(DType dtype) {
-  switch (dtype) {
-    case DType::i8: return 1;
-    case DType::u8: return 1;
-    case DType::i16: return 2;
-    case DType::u16: return 2;
-    case DType::i32: return 4;
-    case DType::u32: return 4;
-    case DType::i64: return 8;
-    case DType::u64: return 8;
-    case DType::f32: return 4;
-    case DType::f64: return 8;
-  }
-  return 0;
+  return visit_dtype(dtype, []<class T>(std::type_identity<T>) { return sizeof(T); });
 }
 
 std::string_view dtype_name(DType dtype) {
-  switch (dtype) {
-    case DType::i8: return "i8";
-    case DType::u8: return "u8";
-    case DType::i16: return "i16";
-    case DType::u16: return "u16";
-    case DType::i32: return "i32";
-    case DType::u32: return "u32";
-    case DType::i64: return "i64";
-    case DType::u64: return "u64";
-    case DType::f32: return "f32";
-    case DType::f64: return "f64";
-  }
+  for (const auto& entry : kNames)
+    if (entry.dtype == dtype) return entry.name;
   return "?";
 }
 
 bool dtype_is_float(DType dtype) { return dtype == DType::f32 || dtype == DType::f64; }
 
 std::optional<DType> parse_dtype(std::string_view name) {
-  struct Alias {
-    std::string_view name;
-    DType dtype;
-  };
-  static constexpr Alias aliases[] = {
-      {"i8", DType::i8},      {"int8", DType::i8},      {"byte", DType::i8},
-      {"u8", DType::u8},      {"uint8", DType::u8},     {"uchar", DType::u8},
-      {"u32", DType::u32},    {"uint32", DType::u32},   {"uint", DType::u32},
-      {"i64", DType::i64},    {"int64", DType::i64},
-      {"u64", DType::u64},    {"uint64", DType::u64},
-      {"i16", DType::i16},    {"int16", DType::i16},    {"short", DType::i16},
-      {"u16", DType::u16},    {"uint16", DType::u16},   {"ushort", DType::u16},
-      {"i32", DType::i32},    {"int32", DType::i32},    {"int", DType::i32},
-      {"f32", DType::f32},    {"float32", DType::f32},  {"float", DType::f32},
-      {"f64", DType::f64},    {"float64", DType::f64},  {"double", DType::f64},
-  };
-  for (const auto& alias : aliases)
-    if (alias.name == name) return alias.dtype;
+  for (const auto& entry : kNames)
+    if (entry.name == name) return entry.dtype;
   return std::nullopt;
 }
 
-template <class T>
-static double lowest() {
-  return static_cast<double>(std::numeric_limits<T>::lowest());
-}
-template <class T>
-static double highest() {
-  return static_cast<double>(std::numeric_limits<T>::max());
-}
-
 double dtype_lowest(DType dtype) {
-  switch (dtype) {
-    case DType::i8: return lowest<std::int8_t>();
-    case DType::u8: return lowest<std::uint8_t>();
-    case DType::i16: return lowest<std::int16_t>();
-    case DType::u16: return lowest<std::uint16_t>();
-    case DType::i32: return lowest<std::int32_t>();
-    case DType::u32: return lowest<std::uint32_t>();
-    case DType::i64: return lowest<std::int64_t>();
-    case DType::u64: return lowest<std::uint64_t>();
-    case DType::f32: return lowest<float>();
-    case DType::f64: return lowest<double>();
-  }
-  return 0;
+  return visit_dtype(dtype, []<class T>(std::type_identity<T>) {
+    return static_cast<double>(std::numeric_limits<T>::lowest());
+  });
 }
 
 double dtype_highest(DType dtype) {
-  switch (dtype) {
-    case DType::i8: return highest<std::int8_t>();
-    case DType::u8: return highest<std::uint8_t>();
-    case DType::i16: return highest<std::int16_t>();
-    case DType::u16: return highest<std::uint16_t>();
-    case DType::i32: return highest<std::int32_t>();
-    case DType::u32: return highest<std::uint32_t>();
-    case DType::i64: return highest<std::int64_t>();
-    case DType::u64: return highest<std::uint64_t>();
-    case DType::f32: return highest<float>();
-    case DType::f64: return highest<double>();
-  }
-  return 0;
+  return visit_dtype(dtype, []<class T>(std::type_identity<T>) {
+    return static_cast<double>(std::numeric_limits<T>::max());
+  });
 }
 
 ByteOrder native_byte_order() {

@@ -29,6 +29,7 @@
 #include <vtkSmartPointer.h>
 #include <vtkUnsignedCharArray.h>
 
+#include "volseg/io/dtype_dispatch.hpp"
 #include "volseg/io/error.hpp"
 
 namespace volseg::insitu::detail {
@@ -143,28 +144,17 @@ class ScriptPipeline : public vtkCPPipeline {
 };
 vtkStandardNewMacro(ScriptPipeline);
 
-template <class T>
-vtkSmartPointer<vtkDataArray> wrap(const void* values, vtkIdType count) {
-  auto array = vtkSmartPointer<vtkAOSDataArrayTemplate<T>>::New();
-  // save = 1: the simulation owns the memory; VTK never frees or writes it.
-  array->SetArray(static_cast<T*>(const_cast<void*>(values)), count, 1);
-  return array;
-}
-
 vtkSmartPointer<vtkDataArray> wrap_field(io::DType dtype, const void* values, vtkIdType count) {
-  switch (dtype) {
-    case io::DType::i8: return wrap<signed char>(values, count);
-    case io::DType::u8: return wrap<unsigned char>(values, count);
-    case io::DType::i16: return wrap<short>(values, count);
-    case io::DType::u16: return wrap<unsigned short>(values, count);
-    case io::DType::i32: return wrap<int>(values, count);
-    case io::DType::u32: return wrap<unsigned int>(values, count);
-    case io::DType::i64: return wrap<long long>(values, count);
-    case io::DType::u64: return wrap<unsigned long long>(values, count);
-    case io::DType::f32: return wrap<float>(values, count);
-    case io::DType::f64: return wrap<double>(values, count);
-  }
-  throw Error("unknown data type");
+  return io::visit_dtype(dtype, [&]<class T>(std::type_identity<T>) -> vtkSmartPointer<vtkDataArray> {
+    // std::int64_t is long here; VTK's own 64-bit type is long long (vtkTypeInt64,
+    // VTK_LONG_LONG), the array type Catalyst scripts have always been given.
+    using Value = std::conditional_t<std::is_same_v<T, std::int64_t>, vtkTypeInt64,
+                                     std::conditional_t<std::is_same_v<T, std::uint64_t>, vtkTypeUInt64, T>>;
+    auto array = vtkSmartPointer<vtkAOSDataArrayTemplate<Value>>::New();
+    // save = 1: the simulation owns the memory; VTK never frees or writes it.
+    array->SetArray(static_cast<Value*>(const_cast<void*>(values)), count, 1);
+    return array;
+  });
 }
 
 // Points and cells outside the box this rank owns are marked duplicate, so

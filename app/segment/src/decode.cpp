@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "volseg/io/byteswap.hpp"
+#include "volseg/io/dtype_dispatch.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/segment/threshold.hpp"
 
@@ -68,18 +69,7 @@ void decode_typed(const io::VolumeInfo& info, const void* values, std::int64_t c
 template <class Out>
 void decode(const io::VolumeInfo& info, const void* values, std::int64_t count, Out* out) {
   if (count < 0) throw Error("decode: negative count " + std::to_string(count));
-  switch (info.dtype) {
-    case io::DType::i8: return decode_typed<std::int8_t>(info, values, count, out);
-    case io::DType::u8: return decode_typed<std::uint8_t>(info, values, count, out);
-    case io::DType::i16: return decode_typed<std::int16_t>(info, values, count, out);
-    case io::DType::u16: return decode_typed<std::uint16_t>(info, values, count, out);
-    case io::DType::i32: return decode_typed<std::int32_t>(info, values, count, out);
-    case io::DType::u32: return decode_typed<std::uint32_t>(info, values, count, out);
-    case io::DType::i64: return decode_typed<std::int64_t>(info, values, count, out);
-    case io::DType::u64: return decode_typed<std::uint64_t>(info, values, count, out);
-    case io::DType::f32: return decode_typed<float>(info, values, count, out);
-    case io::DType::f64: return decode_typed<double>(info, values, count, out);
-  }
+  io::visit_dtype(info.dtype, [&]<class T>(std::type_identity<T>) { decode_typed<T>(info, values, count, out); });
 }
 
 }  // namespace decode_detail

@@ -10,6 +10,7 @@
 
 #include "kernel_variants.hpp"
 #include "volseg/io/byteswap.hpp"
+#include "volseg/io/dtype_dispatch.hpp"
 
 namespace volseg::segment::detail {
 namespace {

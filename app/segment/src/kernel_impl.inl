@@ -2,7 +2,8 @@
 // The threshold kernel's loops, compiled once per instruction set
 // (kernel_generic.cpp, kernel_avx2.cpp); threshold.cpp picks one at run time.
 // Included only by those files and by decode.cpp (which shares make_bounds,
-// so the decoder's validity rules are the kernel's), inside their own namespace.
+// so the decoder's validity rules are the kernel's), inside their own namespace;
+// they include volseg/io/dtype_dispatch.hpp (run_kernel's visit_dtype) first.
 
 
 constexpr std::int64_t kChunk = 4096;
@@ -326,17 +327,8 @@ void run_dispatch(const std::byte* input, std::int64_t count, bool swapped, std:
 
 inline void run_kernel(io::DType dtype, const std::byte* input, std::int64_t count, bool swapped, std::uint8_t* mask,
                        const Threshold& threshold, bool binned, Stats& stats) {
-  switch (dtype) {
-    case io::DType::i8: return run_dispatch<std::int8_t>(input, count, false, mask, threshold, binned, stats);
-    case io::DType::u8: return run_dispatch<std::uint8_t>(input, count, false, mask, threshold, binned, stats);
-    case io::DType::i16: return run_dispatch<std::int16_t>(input, count, swapped, mask, threshold, binned, stats);
-    case io::DType::u16: return run_dispatch<std::uint16_t>(input, count, swapped, mask, threshold, binned, stats);
-    case io::DType::i32: return run_dispatch<std::int32_t>(input, count, swapped, mask, threshold, binned, stats);
-    case io::DType::u32: return run_dispatch<std::uint32_t>(input, count, swapped, mask, threshold, binned, stats);
-    case io::DType::i64: return run_dispatch<std::int64_t>(input, count, swapped, mask, threshold, binned, stats);
-    case io::DType::u64: return run_dispatch<std::uint64_t>(input, count, swapped, mask, threshold, binned, stats);
-    case io::DType::f32: return run_dispatch<float>(input, count, swapped, mask, threshold, binned, stats);
-    case io::DType::f64: return run_dispatch<double>(input, count, swapped, mask, threshold, binned, stats);
-  }
+  io::visit_dtype(dtype, [&]<class T>(std::type_identity<T>) {
+    // A one-byte value has no byte order to swap.
+    run_dispatch<T>(input, count, sizeof(T) > 1 && swapped, mask, threshold, binned, stats);
+  });
 }
-

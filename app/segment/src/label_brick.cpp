@@ -16,6 +16,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "volseg/io/dtype_dispatch.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/segment/label.hpp"
 
@@ -256,21 +257,9 @@ void BrickLabeler::measure_values(const void* source, io::DType dtype, double sc
                                   std::vector<ObjectValues>& values) const {
   values.assign(objects_, ObjectValues{});
   const std::int64_t rows = shape_[0] * shape_[1], width = shape_[2];
-  auto fold = [&](const auto* typed) {
-    fold_values(typed, parent_, row_start_, rows, width, runs_, scale, offset, values);
-  };
-  switch (dtype) {
-    case io::DType::i8: return fold(static_cast<const std::int8_t*>(source));
-    case io::DType::u8: return fold(static_cast<const std::uint8_t*>(source));
-    case io::DType::i16: return fold(static_cast<const std::int16_t*>(source));
-    case io::DType::u16: return fold(static_cast<const std::uint16_t*>(source));
-    case io::DType::i32: return fold(static_cast<const std::int32_t*>(source));
-    case io::DType::u32: return fold(static_cast<const std::uint32_t*>(source));
-    case io::DType::i64: return fold(static_cast<const std::int64_t*>(source));
-    case io::DType::u64: return fold(static_cast<const std::uint64_t*>(source));
-    case io::DType::f32: return fold(static_cast<const float*>(source));
-    case io::DType::f64: return fold(static_cast<const double*>(source));
-  }
+  io::visit_dtype(dtype, [&]<class T>(std::type_identity<T>) {
+    fold_values(static_cast<const T*>(source), parent_, row_start_, rows, width, runs_, scale, offset, values);
+  });
 }
 
 std::vector<std::uint32_t> BrickLabeler::face(int axis, bool high) const {

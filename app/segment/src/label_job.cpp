@@ -20,6 +20,7 @@
 
 #include "job_outputs.hpp"
 #include "volseg/io/auto_backend.hpp"
+#include "volseg/io/dtype_dispatch.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
 #include "volseg/io/format.hpp"
@@ -100,20 +101,10 @@ class MaskMaker {
       return reinterpret_cast<const std::uint8_t*>(input);
     }
     mask_.resize(static_cast<std::size_t>(n));
-    auto convert = [&](const auto* values) {
+    io::visit_dtype(info_.dtype, [&]<class T>(std::type_identity<T>) {
+      const auto* values = reinterpret_cast<const T*>(input);
       for (std::int64_t i = 0; i < n; ++i) mask_[static_cast<std::size_t>(i)] = values[i] == 0 ? 0 : values[i] == 1 ? 1 : 2;
-    };
-    switch (info_.dtype) {
-      case io::DType::i16: convert(reinterpret_cast<const std::int16_t*>(input)); break;
-      case io::DType::u16: convert(reinterpret_cast<const std::uint16_t*>(input)); break;
-      case io::DType::i32: convert(reinterpret_cast<const std::int32_t*>(input)); break;
-      case io::DType::u32: convert(reinterpret_cast<const std::uint32_t*>(input)); break;
-      case io::DType::i64: convert(reinterpret_cast<const std::int64_t*>(input)); break;
-      case io::DType::u64: convert(reinterpret_cast<const std::uint64_t*>(input)); break;
-      case io::DType::f32: convert(reinterpret_cast<const float*>(input)); break;
-      case io::DType::f64: convert(reinterpret_cast<const double*>(input)); break;
-      default: break;
-    }
+    });
     check(mask_.data(), n, extent);
     return mask_.data();
   }
@@ -169,12 +160,10 @@ class KeptLabels {
 };
 
 void paint(const BrickLabeler& labeler, std::span<const std::uint64_t> ids, io::DType type, void* out) {
-  switch (type) {
-    case io::DType::u8: return labeler.paint(ids, static_cast<std::uint8_t*>(out));
-    case io::DType::u16: return labeler.paint(ids, static_cast<std::uint16_t*>(out));
-    case io::DType::u32: return labeler.paint(ids, static_cast<std::uint32_t*>(out));
-    default: return labeler.paint(ids, static_cast<std::uint64_t*>(out));
-  }
+  io::visit_dtype(type, [&]<class T>(std::type_identity<T>) {
+    if constexpr (std::is_unsigned_v<T> && std::is_integral_v<T>) labeler.paint(ids, static_cast<T*>(out));
+    else throw Error("labels are written as u8, u16, u32 or u64, not " + std::string(io::dtype_name(type)));
+  });
 }
 
 // Where an object sits: its centroid in voxels (z, y, x) and in the file's physical frame.

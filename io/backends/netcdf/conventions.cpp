@@ -18,20 +18,26 @@ Selection read_selection(const Hints& hints) {
   return selection;
 }
 
+namespace {
+
+// One row per NetCDF numeric type, read and written alike.
+struct TypePair {
+  int nc_type;
+  DType dtype;
+};
+constexpr TypePair kTypes[] = {
+    {type::byte, DType::i8},      {type::ubyte, DType::u8},     {type::int16, DType::i16},
+    {type::uint16, DType::u16},   {type::int32, DType::i32},    {type::uint32, DType::u32},
+    {type::int64, DType::i64},    {type::uint64, DType::u64},   {type::float32, DType::f32},
+    {type::float64, DType::f64},
+};
+
+}  // namespace
+
 std::optional<DType> dtype_of(int nc_type) {
-  switch (nc_type) {
-    case type::byte: return DType::i8;
-    case type::ubyte: return DType::u8;
-    case type::int16: return DType::i16;
-    case type::uint16: return DType::u16;
-    case type::int32: return DType::i32;
-    case type::uint32: return DType::u32;
-    case type::int64: return DType::i64;
-    case type::uint64: return DType::u64;
-    case type::float32: return DType::f32;
-    case type::float64: return DType::f64;
-    default: return std::nullopt;
-  }
+  for (const auto& pair : kTypes)
+    if (pair.nc_type == nc_type) return pair.dtype;
+  return std::nullopt;
 }
 
 const char* type_name(int nc_type) {
@@ -41,18 +47,9 @@ const char* type_name(int nc_type) {
 }
 
 int nc_type_for(DType dtype, bool cdf2) {
-  switch (dtype) {
-    case DType::i8: return type::byte;
-    case DType::u8: return cdf2 ? type::byte : type::ubyte;
-    case DType::i16: return type::int16;
-    case DType::u16: return type::uint16;
-    case DType::i32: return type::int32;
-    case DType::u32: return type::uint32;
-    case DType::i64: return type::int64;
-    case DType::u64: return type::uint64;
-    case DType::f32: return type::float32;
-    case DType::f64: return type::float64;
-  }
+  if (dtype == DType::u8 && cdf2) return type::byte;  // CDF-2 has no ubyte (the _Unsigned convention)
+  for (const auto& pair : kTypes)
+    if (pair.dtype == dtype) return pair.nc_type;
   return type::byte;
 }
 
