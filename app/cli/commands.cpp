@@ -263,7 +263,7 @@ void Commands::run_generate() {
       if (fs::weakly_canonical(g.trace, ec) == fs::weakly_canonical(output, ec))
         throw Error("trace " + g.trace + " would overwrite the volume's " + output);
     if (fs::is_directory(g.trace)) throw Error("trace " + g.trace + " is a directory");
-    if (!g.force && fs::exists(g.trace) && !io::is_stream(g.trace)) throw Error(g.trace + " exists (use --force to replace it)");
+    io::refuse_existing(g.trace, g.force, io::Streams::written_in_place);
     io::trace::enable(comm_);
   }
   auto writer = io::create_writer(writing.backend, {g.path, info, g.force}, comm_, hints);
@@ -303,7 +303,7 @@ void Commands::run_segment() {
     if (fs::weakly_canonical(segment_label_, ec) == fs::weakly_canonical(o.output, ec) ||
         fs::weakly_canonical(segment_label_, ec) == fs::weakly_canonical(o.input, ec))
       throw Error("--label " + segment_label_ + " is the mask or the input");
-    if (!o.force && fs::exists(segment_label_)) throw Error(segment_label_ + " exists (use --force to replace it)");
+    io::refuse_existing(segment_label_, o.force);
   } else if (!segment_label_stats_.empty()) {
     throw Error("--label-stats needs --label");
   }

@@ -277,7 +277,7 @@ class Netcdf4Writer final : public VolumeWriter {
                           "killed is often unreadable, so it is never kept");
     collectively(comm_, [&] {
       if (comm_.rank() != 0) return;
-      if (!request.overwrite && fs::exists(path_)) throw Error(path_ + " exists (use --force to replace it)");
+      refuse_existing(path_, request.overwrite);
       commit_ = AtomicCommit(path_, temporary_path(path_));
       temp_path_ = commit_.temporary();
     });

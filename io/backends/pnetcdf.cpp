@@ -338,8 +338,7 @@ class PnetcdfWriter final : public VolumeWriter {
       if (comm_.rank() != 0) return;
       appending = options_.append && fs::exists(path_);
       if (appending) return;
-      if (!options_.append && !request.overwrite && fs::exists(path_))
-        throw Error(path_ + " exists (use --force to replace it)");
+      if (!options_.append) refuse_existing(path_, request.overwrite);
       if (!options_.append && fs::is_directory(path_))  // refused now, not at the commit after the job
         throw Error(path_ + " exists and is not a file: --force replaces files only");
       // A partial output stays for a rerun with --resume (its job decides).

@@ -21,6 +21,12 @@ bool is_stream(const std::string& path) {
   return S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
 }
 
+void refuse_existing(const std::string& path, bool force, Streams streams) {
+  if (force || !std::filesystem::exists(path)) return;
+  if (streams == Streams::written_in_place && is_stream(path)) return;
+  throw Error(path + " exists (use --force to replace it)");
+}
+
 std::string temporary_path(const std::string& path) {
   const std::filesystem::path target(path);
   return (target.parent_path() / ("." + target.filename().string() + ".volseg-tmp-" + std::to_string(::getpid())))

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// io's one commit protocol (files.hpp): the temporary's name, a commit that
-// renames and one that is discarded, and a two-file commit that replaces an
-// old output.
+// io's one commit protocol (files.hpp): the temporary's name, the refusal of
+// an existing output, a commit that renames and one that is discarded, and a
+// two-file commit that replaces an old output.
 #include <gtest/gtest.h>
 #include <mpi.h>
 #include <unistd.h>
@@ -31,6 +31,22 @@ std::string get(const std::string& path) {
 TEST(Files, TheTemporaryIsHiddenBesideTheOutputAndNamesTheProcess) {
   EXPECT_EQ(io::temporary_path("dir/o.nc"), "dir/.o.nc.volseg-tmp-" + std::to_string(::getpid()));
   EXPECT_EQ(io::temporary_path("o.raw"), ".o.raw.volseg-tmp-" + std::to_string(::getpid()));
+}
+
+TEST(Files, AnExistingOutputIsRefusedUnlessForced) {
+  volseg::testing::SharedTempDir dir(MPI_COMM_SELF);
+  const std::string path = dir / "o.json";
+  EXPECT_NO_THROW(io::refuse_existing(path, false));
+  put(path, "old");
+  try {
+    io::refuse_existing(path, false);
+    ADD_FAILURE() << "an existing output was not refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.what(), path + " exists (use --force to replace it)");
+  }
+  EXPECT_NO_THROW(io::refuse_existing(path, true));
+  EXPECT_THROW(io::refuse_existing("/dev/null", false), Error);
+  EXPECT_NO_THROW(io::refuse_existing("/dev/null", false, io::Streams::written_in_place));
 }
 
 TEST(Files, ACommitRenamesAndAnUncommittedTemporaryIsRemovedOrKept) {

@@ -208,7 +208,7 @@ RawOutput::RawOutput(const CreateRequest& request, const Comm& comm, bool fsync_
     if (fs::path(header_path_).extension() != ".nhdr")
       throw Error(header_path_ + ": a raw output is named by its header, NAME.nhdr (data goes to NAME.raw)");
     for (const auto& path : {header_path_, data_path_}) {
-      if (!request.overwrite && fs::exists(path)) throw Error(path + " exists (use --force to replace it)");
+      refuse_existing(path, request.overwrite);
       // Refused now, not at the commit after the whole job.
       std::error_code ec;
       const auto status = fs::symlink_status(path, ec);

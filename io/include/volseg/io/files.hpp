@@ -10,6 +10,7 @@
 //     is synced after the rename, so the new name itself survives a crash;
 //   - on failure the temporary is removed, unless it is a partial output
 //     kept for --resume.
+// An existing output is replaced only when the user asked (refuse_existing).
 #pragma once
 
 #include <cstddef>
@@ -24,6 +25,16 @@ namespace volseg::io {
 // place, never replaced by a rename, which would put a regular file where
 // the device was (as root, a /dev/null that fills memory).
 bool is_stream(const std::string& path);
+
+// What to do with a stream path when an output would replace what exists.
+enum class Streams {
+  refused,           // a device or pipe is refused like a file
+  written_in_place,  // the caller writes a stream in place (reports, traces)
+};
+
+// volseg::Error "PATH exists (use --force to replace it)" when path exists
+// and the user did not ask to replace it (force).
+void refuse_existing(const std::string& path, bool force, Streams streams = Streams::refused);
 
 // DIR/.NAME.volseg-tmp-PID for DIR/NAME: an output's name until it is whole.
 std::string temporary_path(const std::string& path);
