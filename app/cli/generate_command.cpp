@@ -100,7 +100,7 @@ class GenerateCommand final : public Command {
       if (fs::weakly_canonical(trace_, ec) == fs::weakly_canonical(output, ec))
         throw Error("trace " + trace_ + " would overwrite the volume's " + output);
     if (fs::is_directory(trace_)) throw Error("trace " + trace_ + " is a directory");
-    if (!force_ && fs::exists(trace_) && !io::is_stream(trace_)) throw Error(trace_ + " exists (use --force to replace it)");
+    io::refuse_existing(trace_, force_, io::Streams::written_in_place);
   }
 
   std::string path_, field_ = "shells", dtype_ = "f32", endian_ = "little", dims_ = "256", backend_, format_,

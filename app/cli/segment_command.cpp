@@ -7,6 +7,7 @@
 
 #include "command.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/io/files.hpp"
 #include "volseg/pyramid/pyramid.hpp"
 #include "volseg/segment/label.hpp"
 #include "volseg/segment/segment.hpp"
@@ -141,7 +142,7 @@ class SegmentCommand final : public Command {
       if (fs::weakly_canonical(label_, ec) == fs::weakly_canonical(o.output, ec) ||
           fs::weakly_canonical(label_, ec) == fs::weakly_canonical(o.input, ec))
         throw Error("--label " + label_ + " is the mask or the input");
-      if (!o.force && fs::exists(label_)) throw Error(label_ + " exists (use --force to replace it)");
+      io::refuse_existing(label_, o.force);
     } else if (!label_stats_.empty()) {
       throw Error("--label-stats needs --label");
     }

@@ -92,7 +92,7 @@ Reply Session::execute(const Json& request, const Hooks& hooks) {
     });
   } catch (const std::exception& e) {
     reply.error = e.what();
-    reply.cancelled = reply.error == segment::cancelled_message;
+    reply.cancelled = dynamic_cast<const Cancelled*>(&e) != nullptr;
     reply.image = {};
     reply.planes.reset();
   }

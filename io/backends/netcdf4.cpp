@@ -9,9 +9,9 @@
 // with the library's reason where parallel compressed writes are not
 // possible.
 //
-// Outputs follow the raw backends' protocol: the file is created under a
-// hidden temporary name and renamed by rank 0 after every rank's nc_close
-// succeeded.
+// Outputs follow io's protocol (files.hpp): the file is created under a
+// hidden temporary name and renamed by rank 0 (AtomicCommit) after every
+// rank's nc_close succeeded; with fsync=1 the folder is synced after.
 #include <dlfcn.h>
 #include <mpi.h>
 #include <netcdf.h>
@@ -30,6 +30,7 @@
 #include "netcdf/catalog.hpp"
 #include "netcdf/conventions.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/io/files.hpp"
 #include "volseg/io/registry.hpp"
 #include "volseg/io/trace.hpp"
 
@@ -276,30 +277,22 @@ class Netcdf4Writer final : public VolumeWriter {
                           "killed is often unreadable, so it is never kept");
     collectively(comm_, [&] {
       if (comm_.rank() != 0) return;
-      if (!request.overwrite && fs::exists(path_)) throw Error(path_ + " exists (use --force to replace it)");
-      fs::path target(path_);
-      std::string name(1, '.');
-      name.append(target.filename().string()).append(".volseg-tmp-").append(std::to_string(::getpid()));
-      temp_path_ = (target.parent_path() / name).string();
+      refuse_existing(path_, request.overwrite);
+      commit_ = AtomicCommit(path_, temporary_path(path_));
+      temp_path_ = commit_.temporary();
     });
     temp_path_ = comm_.broadcast(temp_path_);
     MpiInfo info(options_.library_hints);
-    try {
-      collectively(comm_, [&] {
-        trace::Span span(trace::Op::open);  // the create and the definitions
-        check_nc(nc_create_par(temp_path_.c_str(), NC_NETCDF4 | NC_CLOBBER, comm_.get(), info.get(), &ncid_),
-                 "create " + path_);
-        define();
-      });
-    } catch (...) {
-      if (comm_.rank() == 0) ::unlink(temp_path_.c_str());  // no destructor runs for a constructor that throws
-      throw;
-    }
+    collectively(comm_, [&] {
+      trace::Span span(trace::Op::open);  // the create and the definitions
+      check_nc(nc_create_par(temp_path_.c_str(), NC_NETCDF4 | NC_CLOBBER, comm_.get(), info.get(), &ncid_),
+               "create " + path_);
+      define();
+    });
   }
 
   ~Netcdf4Writer() override {
     if (ncid_ >= 0) nc_close(ncid_);
-    if (!committed_ && comm_.rank() == 0 && !temp_path_.empty()) ::unlink(temp_path_.c_str());
   }
 
   const VolumeInfo& info() const override { return info_; }
@@ -337,11 +330,7 @@ class Netcdf4Writer final : public VolumeWriter {
       trace::Span span(trace::Op::close);
       check_nc(nc_close(ncid), "close " + path_);
     });
-    collectively(comm_, [&] {
-      if (comm_.rank() != 0) return;
-      if (::rename(temp_path_.c_str(), path_.c_str()) != 0) throw_errno("rename to", path_);
-    });
-    committed_ = true;
+    collectively(comm_, [&] { commit_.commit(options_.fsync); });  // rank 0's
   }
   std::uint64_t bytes_written() const override { return bytes_written_; }
 
@@ -400,10 +389,10 @@ class Netcdf4Writer final : public VolumeWriter {
 
   Comm comm_;
   std::string path_, temp_path_;
+  AtomicCommit commit_;  // rank 0's: removes the temporary of a writer that did not commit
   VolumeInfo info_;
   Options options_;
   int ncid_ = -1, varid_ = -1;
-  bool committed_ = false;
   std::atomic<std::uint64_t> bytes_written_{0};
 };
 

@@ -7,9 +7,9 @@
 // (nc_header_align_size, nc_var_align_size, cb_buffer_size, ...) pass
 // through to the library as MPI_Info.
 //
-// Outputs follow the raw backends' protocol: the file is created under a
-// hidden temporary name and renamed by rank 0 after every rank's ncmpi_close
-// succeeded.
+// Outputs follow io's protocol (files.hpp): the file is created under a
+// hidden temporary name and renamed by rank 0 (AtomicCommit) after every
+// rank's ncmpi_close succeeded; with fsync=1 the folder is synced after.
 #include <mpi.h>
 #include <pnetcdf.h>
 #include <sys/stat.h>
@@ -337,22 +337,20 @@ class PnetcdfWriter final : public VolumeWriter {
     collectively(comm_, [&] {
       if (comm_.rank() != 0) return;
       appending = options_.append && fs::exists(path_);
-      if (!options_.append && !request.overwrite && fs::exists(path_))
-        throw Error(path_ + " exists (use --force to replace it)");
+      if (appending) return;
+      if (!options_.append) refuse_existing(path_, request.overwrite);
       if (!options_.append && fs::is_directory(path_))  // refused now, not at the commit after the job
         throw Error(path_ + " exists and is not a file: --force replaces files only");
-      fs::path target(path_);
-      temp_path_ = request.partial != Partial::none
-                       ? partial_path(path_)
-                       : (target.parent_path() / ("." + target.filename().string() + ".volseg-tmp-" +
-                                                  std::to_string(::getpid())))
-                             .string();
+      // A partial output stays for a rerun with --resume (its job decides).
+      commit_ = request.partial != Partial::none
+                    ? AtomicCommit(path_, partial_path(path_), AtomicCommit::Uncommitted::kept)
+                    : AtomicCommit(path_, temporary_path(path_));
+      temp_path_ = commit_.temporary();
     });
     check_mpi(MPI_Bcast(&appending, 1, MPI_INT, 0, comm_.get()), "MPI_Bcast");
     temp_path_ = comm_.broadcast(temp_path_);
     MpiInfo info(options_.library_hints);
     if (appending) {
-      temp_path_.clear();
       collectively(comm_, [&] {
         trace::Span span(trace::Op::open);
         check_nc(ncmpi_open(comm_.get(), path_.c_str(), NC_WRITE, info.get(), &ncid_), "open " + path_);
@@ -373,25 +371,15 @@ class PnetcdfWriter final : public VolumeWriter {
     // A partial output is never created over another job's (its journal decides).
     const int mode = (partial_ == Partial::none ? NC_CLOBBER : NC_NOCLOBBER) |
                      (options_.format == NC_FORMAT_CDF2 ? NC_64BIT_OFFSET : NC_64BIT_DATA);
-    try {
-      collectively(comm_, [&] {
-        trace::Span span(trace::Op::open);  // the create, the definitions and enddef's header write
-        check_nc(ncmpi_create(comm_.get(), temp_path_.c_str(), mode, info.get(), &ncid_), "create " + path_);
-        define();
-      });
-    } catch (...) {
-      // No destructor runs for a constructor that throws; a partial file is
-      // its job's journal's to remove.
-      if (comm_.rank() == 0 && partial_ == Partial::none) ::unlink(temp_path_.c_str());
-      throw;
-    }
+    collectively(comm_, [&] {
+      trace::Span span(trace::Op::open);  // the create, the definitions and enddef's header write
+      check_nc(ncmpi_create(comm_.get(), temp_path_.c_str(), mode, info.get(), &ncid_), "create " + path_);
+      define();
+    });
   }
 
   ~PnetcdfWriter() override {
     if (ncid_ >= 0) ncmpi_close(ncid_);
-    // A partial output stays for a rerun with --resume (its job decides).
-    if (!committed_ && comm_.rank() == 0 && !temp_path_.empty() && partial_ == Partial::none)
-      ::unlink(temp_path_.c_str());
   }
 
   const VolumeInfo& info() const override { return info_; }
@@ -449,12 +437,7 @@ class PnetcdfWriter final : public VolumeWriter {
       trace::Span span(trace::Op::close);
       check_nc(ncmpi_close(ncid), "close " + path_);
     });
-    collectively(comm_, [&] {
-      if (comm_.rank() != 0 || temp_path_.empty()) return;  // appended in place
-      if (::rename(temp_path_.c_str(), path_.c_str()) != 0) throw_errno("rename to", path_);
-      committed_ = true;
-    });
-    committed_ = true;
+    collectively(comm_, [&] { commit_.commit(options_.fsync); });  // rank 0's; appended in place: none
   }
   std::uint64_t bytes_written() const override { return bytes_written_; }
 
@@ -600,12 +583,12 @@ class PnetcdfWriter final : public VolumeWriter {
   Comm comm_;
   Partial partial_ = Partial::none;
   std::string path_, temp_path_;
+  AtomicCommit commit_;  // rank 0's: removes the temporary of a writer that did not commit
   VolumeInfo info_;
   Options options_;
   int ncid_ = -1, varid_ = -1, time_varid_ = -1;
   MPI_Offset record_ = 0;  // appending: the record written
   std::uint64_t data_offset_ = 0;
-  bool committed_ = false;
   std::atomic<std::uint64_t> bytes_written_{0};
 };
 

@@ -53,7 +53,6 @@ class RangeBase : public Range {
 
   const std::string& path() const { return path_; }
   std::uint64_t file_offset() const { return file_offset_; }
-  bool is_finished() const { return state_ == State::finished; }
 
  private:
   enum class State { open, finished, closed };

@@ -53,21 +53,37 @@ std::string Comm::broadcast(const std::string& value, int root) const {
   return result;
 }
 
+namespace {
+
+// What agree() broadcasts ahead of the message, so that every rank throws
+// the failing rank's type, not only its text.
+enum class Kind : char { error = 'E', rank_error = 'R', cancelled = 'C', interrupted = 'I' };
+
+Kind kind_of(std::exception_ptr error, std::string& message) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const Cancelled& e) {
+    message = e.what();
+    return Kind::cancelled;
+  } catch (const Interrupted& e) {
+    message = e.what();
+    return Kind::interrupted;
+  } catch (const RankError& e) {
+    message = e.what();
+    return Kind::rank_error;
+  } catch (const std::exception& e) {
+    message = e.what();
+  } catch (...) {
+    message = "unknown error";
+  }
+  return Kind::error;
+}
+
+}  // namespace
+
 void agree(const Comm& comm, std::exception_ptr local_error) {
   std::string message;
-  bool own = false;  // a RankError: this rank's own failure
-  if (local_error) {
-    try {
-      std::rethrow_exception(local_error);
-    } catch (const RankError& e) {
-      message = e.what();
-      own = true;
-    } catch (const std::exception& e) {
-      message = e.what();
-    } catch (...) {
-      message = "unknown error";
-    }
-  }
+  const Kind kind = local_error ? kind_of(local_error, message) : Kind::error;
   // One reduction: the lowest failing rank, whether any rank failed and
   // whether any succeeded.
   int mine[3] = {-(local_error ? comm.rank() : comm.size()), local_error ? 1 : 0, local_error ? 0 : 1};
@@ -75,13 +91,22 @@ void agree(const Comm& comm, std::exception_ptr local_error) {
   check_mpi(MPI_Allreduce(mine, all, 3, MPI_INT, MPI_MAX, comm.get()), "MPI_Allreduce");
   const int lowest = -all[0];
   if (lowest == comm.size()) return;
-  std::string shared = comm.broadcast((own ? "1" : "0") + message, lowest);
-  own = shared[0] == '1';
+  std::string shared = comm.broadcast(static_cast<char>(kind) + message, lowest);
+  const auto agreed = static_cast<Kind>(shared[0]);
   shared.erase(0, 1);
-  // A failure of some ranks only (a disk, a node) names where it happened;
-  // one that every rank met (bad input) needs no rank.
-  if (all[2] && own) throw RankError(shared + " (on rank " + std::to_string(lowest) + ")");
-  if (own) throw RankError(shared);
+  switch (agreed) {
+    case Kind::cancelled:
+      throw Cancelled();
+    case Kind::interrupted:
+      throw Interrupted(shared);
+    case Kind::rank_error:
+      // A failure of some ranks only (a disk, a node) names where it
+      // happened; one that every rank met (bad input) needs no rank.
+      if (all[2]) throw RankError(shared + " (on rank " + std::to_string(lowest) + ")");
+      throw RankError(shared);
+    case Kind::error:
+      break;
+  }
   throw Error(shared);
 }
 

@@ -3,8 +3,12 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string>
 
 namespace volseg {
+
+Interrupted::Interrupted(int signal)
+    : Error("interrupted by SIG" + std::string(sigabbrev_np(signal) ? sigabbrev_np(signal) : "NAL")) {}
 
 void throw_errno(std::string_view operation, std::string_view path, int errnum) {
   const char* reason = std::strerror(errnum);

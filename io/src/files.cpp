@@ -7,8 +7,11 @@
 
 #include <cerrno>
 #include <filesystem>
+#include <utility>
+#include <vector>
 
 #include "volseg/io/error.hpp"
+#include "volseg/io/faults.hpp"
 
 namespace volseg::io {
 
@@ -18,10 +21,140 @@ bool is_stream(const std::string& path) {
   return S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
 }
 
+void refuse_existing(const std::string& path, bool force, Streams streams) {
+  if (force || !std::filesystem::exists(path)) return;
+  if (streams == Streams::written_in_place && is_stream(path)) return;
+  throw Error(path + " exists (use --force to replace it)");
+}
+
+std::string temporary_path(const std::string& path) {
+  const std::filesystem::path target(path);
+  return (target.parent_path() / ("." + target.filename().string() + ".volseg-tmp-" + std::to_string(::getpid())))
+      .string();
+}
+
+int rename_file(const std::string& from, const std::string& to) {
+  const auto fault = faults::at(faults::Call::rename);
+  return fault.error ? (errno = fault.error, -1) : ::rename(from.c_str(), to.c_str());
+}
+
+void sync_folder_of(const std::string& path) {
+  std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  if (folder.empty()) folder = ".";
+  const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw_errno("open the folder of", path);
+  const int rc = ::fsync(fd);
+  const int saved = errno;
+  ::close(fd);
+  if (rc != 0 && saved != EINVAL) throw_errno("fsync the folder of", path, saved);
+}
+
+AtomicCommit::AtomicCommit(std::string path, std::string temporary, Uncommitted uncommitted)
+    : path_(std::move(path)), temporary_(std::move(temporary)), uncommitted_(uncommitted) {}
+
+AtomicCommit::AtomicCommit(AtomicCommit&& other) noexcept
+    : path_(std::move(other.path_)),
+      temporary_(std::exchange(other.temporary_, {})),
+      uncommitted_(other.uncommitted_) {}
+
+AtomicCommit& AtomicCommit::operator=(AtomicCommit&& other) noexcept {
+  if (this != &other) {
+    discard();
+    path_ = std::move(other.path_);
+    temporary_ = std::exchange(other.temporary_, {});
+    uncommitted_ = other.uncommitted_;
+  }
+  return *this;
+}
+
+AtomicCommit::~AtomicCommit() { discard(); }
+
+void AtomicCommit::discard() {
+  if (pending() && !kept()) ::unlink(temporary_.c_str());
+  temporary_.clear();
+}
+
+void AtomicCommit::commit(bool sync_folder) {
+  if (!pending()) return;
+  if (rename_file(temporary_, path_) != 0) {
+    const int saved = errno;
+    discard();
+    throw_errno("rename to", path_, saved);
+  }
+  temporary_.clear();
+  if (sync_folder) sync_folder_of(path_);
+}
+
+namespace {
+
+// An output to replace: true for a file, false when there is none; a
+// directory or device under the name is refused, never moved.
+bool replaceable(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return false;
+  if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
+    throw Error(path + " exists and is not a file: --force replaces files only");
+  return true;
+}
+
+// One file of commit_together: its old file moved aside, its temporary placed.
+struct Renames {
+  AtomicCommit* file;
+  std::string aside;
+  bool moved_aside = false, placed = false;
+};
+
+}  // namespace
+
+void commit_together(std::span<AtomicCommit* const> files, bool sync_folder) {
+  const std::string suffix = ".volseg-old-" + std::to_string(::getpid());
+  std::vector<Renames> renames;
+  for (AtomicCommit* file : files) {
+    const std::filesystem::path target(file->path());
+    renames.push_back({file, (target.parent_path() / ("." + target.filename().string() + suffix)).string()});
+  }
+  // Everything back as it was; a kept temporary (a partial output) goes back
+  // under its name for --resume, the others are removed.
+  auto roll_back = [&] {
+    for (auto it = renames.rbegin(); it != renames.rend(); ++it) {
+      if (it->placed && it->file->kept()) ::rename(it->file->path().c_str(), it->file->temporary().c_str());
+      else if (it->placed) ::unlink(it->file->path().c_str());
+      else it->file->discard();
+    }
+    for (auto& r : renames)
+      if (r.moved_aside) ::rename(r.aside.c_str(), r.file->path().c_str());
+  };
+  auto move = [&](const std::string& from, const std::string& to, bool& done) {
+    if (rename_file(from, to) != 0) {
+      const int saved = errno;
+      roll_back();
+      throw_errno("rename to", to, saved);
+    }
+    done = true;
+  };
+  std::vector<bool> exists;
+  try {
+    for (const auto& r : renames) exists.push_back(replaceable(r.file->path()));
+  } catch (...) {
+    for (auto& r : renames)
+      if (!r.file->kept()) r.file->discard();
+    throw;
+  }
+  for (std::size_t i = renames.size(); i-- > 0;)
+    if (exists[i]) move(renames[i].file->path(), renames[i].aside, renames[i].moved_aside);
+  for (auto& r : renames) move(r.file->temporary(), r.file->path(), r.placed);
+  for (auto& r : renames) {
+    r.file->release();
+    if (r.moved_aside) ::unlink(r.aside.c_str());
+  }
+  if (sync_folder && !renames.empty()) sync_folder_of(renames.back().file->path());
+}
+
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), stream_(is_stream(path_)) {
-  temp_ = stream_ ? path_ : path_ + ".volseg-tmp-" + std::to_string(::getpid());
-  fd_ = stream_ ? ::open(path_.c_str(), O_WRONLY | O_CLOEXEC)
-                : ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (!stream_) commit_ = AtomicCommit(path_, temporary_path(path_));
+  const std::string& target = stream_ ? path_ : commit_.temporary();
+  fd_ = stream_ ? ::open(target.c_str(), O_WRONLY | O_CLOEXEC)
+                : ::open(target.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd_ < 0) throw_errno(stream_ ? "open" : "create", path_);
 }
 
@@ -31,7 +164,7 @@ void AtomicFile::discard() {
   if (fd_ < 0) return;
   ::close(fd_);
   fd_ = -1;
-  if (!stream_) ::unlink(temp_.c_str());
+  commit_.discard();
 }
 
 void AtomicFile::write(const void* data, std::size_t size) {
@@ -56,15 +189,10 @@ void AtomicFile::commit() {
   fd_ = -1;
   if (::close(fd) != 0) {
     const int saved = errno;
-    if (!stream_) ::unlink(temp_.c_str());
+    commit_.discard();
     throw_errno("close", path_, saved);
   }
-  if (stream_) return;
-  if (::rename(temp_.c_str(), path_.c_str()) != 0) {
-    const int saved = errno;
-    ::unlink(temp_.c_str());
-    throw_errno("rename to", path_, saved);
-  }
+  commit_.commit(false);
 }
 
 void write_file_atomically(const std::string& path, const void* data, std::size_t size) {

@@ -42,8 +42,7 @@ void check_output(const RenderOptions& o) {
     if (report_folder.empty()) report_folder = ".";
     if (::access(report_folder.c_str(), W_OK) != 0) throw_errno("cannot write the report in", report_folder.string());
   }
-  if (!o.report.empty() && !o.force && fs::exists(o.report) && !io::is_stream(o.report))
-    throw Error(o.report + " exists (use --force to replace it)");
+  if (!o.report.empty()) io::refuse_existing(o.report, o.force, io::Streams::written_in_place);
 }
 
 std::string number(double value) {

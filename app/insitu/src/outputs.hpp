@@ -27,7 +27,6 @@ class TimeSeries {
   TimeSeries(const TimeSeries&) = delete;
   TimeSeries& operator=(const TimeSeries&) = delete;
 
-  bool active() const { return file_ != nullptr; }
   void append(const StepRecord& record);
   // Closes the CSV (checked) and renames it; writes the JSON beside it.
   void finish(const std::vector<StepRecord>& records, double create_seconds, const Options& options);

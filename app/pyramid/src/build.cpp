@@ -16,6 +16,7 @@
 #include "files.hpp"
 #include "reduce.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/io/files.hpp"
 #include "volseg/io/format.hpp"
 #include "volseg/io/registry.hpp"
 #include "volseg/io/rounds.hpp"
@@ -96,7 +97,7 @@ bool prepare_directory(const Comm& comm, const std::string& directory, bool forc
         throw Error(file + " is the input and lies in the pyramid directory " + directory +
                     ": choose another --pyramid-dir");
     }
-    if (!force) throw Error(directory + " exists (use --force to replace it)");
+    io::refuse_existing(directory, force);
     for (const auto& entry : fs::directory_iterator(directory))
       if (!files::is_pyramid_file(entry.path().filename().string()))
         throw Error(directory + " holds " + entry.path().filename().string() +

@@ -1,12 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "volseg/segment/cancel.hpp"
 
-#include <cstring>
-
 namespace volseg::segment {
-
-Interrupted::Interrupted(int signal)
-    : Error(interrupted_prefix + std::string(sigabbrev_np(signal) ? sigabbrev_np(signal) : "NAL")) {}
 
 Stop::Stop(const Comm& comm, const CancelFlag* flag) : async_(comm.duplicate()), sync_(comm.duplicate()), flag_(flag) {
   // The other ranks post their half of the broadcast now; rank 0 posts its

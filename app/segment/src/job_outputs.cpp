@@ -39,7 +39,7 @@ void check_side_output(const std::string& path, const std::string& what, const s
     throw Error(what + " " + path + " would overwrite the input, the " + output_noun + " or the report");
   }
   if (fs::is_directory(path)) throw Error(what + " " + path + " is a directory");  // before the job, not after
-  if (!force && fs::exists(path) && !io::is_stream(path)) throw Error(path + " exists (use --force to replace it)");
+  io::refuse_existing(path, force, io::Streams::written_in_place);
   fs::path folder = fs::path(path).parent_path();
   if (folder.empty()) folder = ".";
   if (::access(folder.c_str(), W_OK) != 0) throw_errno("cannot write the " + what + " in", folder.string());

@@ -17,6 +17,7 @@
 #include <map>
 
 #include "volseg/io/error.hpp"
+#include "volseg/io/files.hpp"
 
 namespace volseg::segment {
 namespace {
@@ -67,18 +68,6 @@ void write_exactly(int fd, const void* buffer, std::size_t length, std::uint64_t
     offset += static_cast<std::uint64_t>(put);
     length -= static_cast<std::size_t>(put);
   }
-}
-
-// The directory's entry for a new file survives a crash once it is synced.
-void sync_folder(const std::string& file) {
-  std::filesystem::path folder = std::filesystem::path(file).parent_path();
-  if (folder.empty()) folder = ".";
-  const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) throw_errno("open the folder of", file);
-  const int rc = ::fsync(fd);
-  const int saved = errno;
-  ::close(fd);
-  if (rc != 0 && saved != EINVAL) throw_errno("fsync the folder of", file, saved);
 }
 
 std::string header_text(const JournalIdentity& identity, std::int64_t bricks) {
@@ -252,7 +241,7 @@ Journal::Journal(const Comm& comm, const JournalRequest& request)
       if (::ftruncate(fd_, static_cast<off_t>(header_size_ + static_cast<std::uint64_t>(bricks_) * sizeof(Record))) != 0)
         throw_errno("size", path_);
       if (sync_ && ::fdatasync(fd_) != 0) throw_errno("fdatasync", path_);
-      if (sync_) sync_folder(path_);
+      if (sync_) io::sync_folder_of(path_);  // the new file's entry survives a crash
     } catch (...) {
       ::close(std::exchange(fd_, -1));
       ::unlink(path_.c_str());  // a journal that is not whole is no one's

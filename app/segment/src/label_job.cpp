@@ -379,9 +379,8 @@ LabelResult run_label(const Comm& comm, const LabelOptions& options) {
   detail::check_side_output(options.stats, "object table", options.output, options.force, taken, "labels");
   if (!options.stats.empty()) taken.push_back(options.stats);
   detail::check_side_output(options.report, "report", options.output, options.force, taken, "labels");
-  if (!options.force && !io::is_stream(options.output))
-    for (const auto& file : detail::output_files(options.output))
-      if (std::filesystem::exists(file)) throw Error(file.string() + " exists (use --force to replace it)");
+  if (!io::is_stream(options.output))
+    for (const auto& file : detail::output_files(options.output)) io::refuse_existing(file.string(), options.force);
 
   // Bricks of about 12 MiB of labels (u32): a brick's buffers are its input,
   // its mask, its labels and ~12 bytes a run of foreground.

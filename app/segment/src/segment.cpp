@@ -327,15 +327,14 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
       }
       reader->close();
     });
-  } catch (const Error& e) {
+  } catch (const Cancelled&) {
     // A user's Cancel wants no mask; anything else keeps what was done.
-    const bool cancelled = std::string(e.what()) == cancelled_message;
-    if (cancelled && journal) journal->discard();
-    if (cancelled) throw;
-    const std::string kept = journal ? journal->abandon() : std::string();
-    const std::string message = e.what() + kept;
-    if (message.rfind(interrupted_prefix, 0) == 0) throw Interrupted(message);
-    throw Error(message);
+    if (journal) journal->discard();
+    throw;
+  } catch (const Interrupted& e) {
+    throw Interrupted(e.what() + (journal ? journal->abandon() : std::string()));
+  } catch (const Error& e) {
+    throw Error(e.what() + (journal ? journal->abandon() : std::string()));
   }
   times.bytes_read = reader->bytes_read();
   times.bytes_written = writer->bytes_written();

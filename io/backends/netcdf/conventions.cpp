@@ -83,8 +83,6 @@ Layout plan_layout(const VolumeInfo& info) {
   return layout;
 }
 
-bool is_selection_hint(const std::string& key) { return key == "var" || key == "time"; }
-
 const VariableShape& choose_variable(const std::vector<VariableShape>& variables, const Selection& selection,
                                      const std::string& path) {
   std::string candidates;

@@ -78,7 +78,4 @@ struct Layout {
 };
 Layout plan_layout(const VolumeInfo& info);
 
-// Every CLI/engine option that reaches a NetCDF backend as a hint.
-bool is_selection_hint(const std::string& key);
-
 }  // namespace volseg::io::netcdf

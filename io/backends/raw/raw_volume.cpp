@@ -208,21 +208,16 @@ RawOutput::RawOutput(const CreateRequest& request, const Comm& comm, bool fsync_
     if (fs::path(header_path_).extension() != ".nhdr")
       throw Error(header_path_ + ": a raw output is named by its header, NAME.nhdr (data goes to NAME.raw)");
     for (const auto& path : {header_path_, data_path_}) {
-      if (!request.overwrite && fs::exists(path)) throw Error(path + " exists (use --force to replace it)");
+      refuse_existing(path, request.overwrite);
       // Refused now, not at the commit after the whole job.
       std::error_code ec;
       const auto status = fs::symlink_status(path, ec);
       if (!ec && fs::exists(status) && !fs::is_regular_file(status) && !fs::is_symlink(status))
         throw Error(path + " exists and is not a file: --force replaces files only");
     }
-    if (partial_ == Partial::none) {
-      fs::path data(data_path_);
-      std::string temp_name(1, '.');
-      temp_name.append(data.filename().string()).append(".volseg-tmp-").append(std::to_string(::getpid()));
-      temp_data_path_ = (data.parent_path() / temp_name).string();
-    } else {
-      temp_data_path_ = partial_path(data_path_);
-    }
+    temp_data_path_ = partial_ == Partial::none ? temporary_path(data_path_) : partial_path(data_path_);
+    const auto uncommitted =
+        partial_ == Partial::none ? AtomicCommit::Uncommitted::removed : AtomicCommit::Uncommitted::kept;
     if (partial_ == Partial::reopen) {
       // An earlier job's data, kept for this one: it must be this volume's size.
       trace::Span span(trace::Op::open);
@@ -233,6 +228,7 @@ RawOutput::RawOutput(const CreateRequest& request, const Comm& comm, bool fsync_
       if (static_cast<std::uint64_t>(st.st_size) != info_.bytes())
         throw Error(temp_data_path_ + " has " + std::to_string(st.st_size) + " bytes, not the " +
                     std::to_string(info_.bytes()) + " of this mask: it is not this job's partial output");
+      data_commit_ = AtomicCommit(data_path_, temp_data_path_, uncommitted);
       return;
     }
     // One open record for the create and its reservation.
@@ -256,6 +252,7 @@ RawOutput::RawOutput(const CreateRequest& request, const Comm& comm, bool fsync_
       temp_data_path_.clear();
       throw_errno("cannot reserve " + std::to_string(info_.bytes()) + " bytes for", data_path_, rc);
     }
+    data_commit_ = AtomicCommit(data_path_, temp_data_path_, uncommitted);
   });
   temp_data_path_ = comm_.broadcast(temp_data_path_);
   collectively(comm_, [&] {
@@ -349,9 +346,8 @@ RawOutput::~RawOutput() {
   if (fd_ >= 0) ::close(fd_);
   if (direct_fd_ >= 0) ::close(direct_fd_);
   std::free(staging_);
-  // A partial output stays for a rerun with --resume (its job decides).
-  if (!committed_ && comm_.rank() == 0 && !temp_data_path_.empty() && partial_ == Partial::none)
-    ::unlink(temp_data_path_.c_str());
+  // data_commit_ removes the temporary data file of a job that failed; a
+  // partial output stays for a rerun with --resume (its job decides).
 }
 
 namespace {
@@ -366,20 +362,6 @@ int checked_close(int fd) {
 int checked_fdatasync(int fd) {
   const auto fault = faults::at(faults::Call::fsync);
   return fault.error ? (errno = fault.error, -1) : ::fdatasync(fd);
-}
-int checked_rename(const std::string& from, const std::string& to) {
-  const auto fault = faults::at(faults::Call::rename);
-  return fault.error ? (errno = fault.error, -1) : ::rename(from.c_str(), to.c_str());
-}
-
-// An output to replace: true for a file, false when there is none; a
-// directory or device under the name is refused, never moved.
-bool replaceable(const std::string& path) {
-  struct stat st;
-  if (::lstat(path.c_str(), &st) != 0) return false;
-  if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
-    throw Error(path + " exists and is not a file: --force replaces files only");
-  return true;
 }
 
 }  // namespace
@@ -405,16 +387,23 @@ void RawOutput::close() {
   }
   agree(comm_, local);  // throws on every rank if any rank failed; ~RawOutput cleans up
 
+  // Rank 0 writes the header under a temporary name, then commits both
+  // files: an output being replaced (--force) is moved aside first, so the old
+  // output is never lost before the new one is complete (commit_together; a
+  // job killed in between leaves the old files under .volseg-old- names).
   collectively(comm_, [&] {
     if (comm_.rank() != 0) return;
-    std::string temp_header = temp_data_path_ + ".nhdr";
+    AtomicCommit header(header_path_, temporary_path(header_path_));
     std::string text = format_nrrd(info_, std::filesystem::path(data_path_).filename().string());
     int fd = -1;
     {
       trace::Span span(trace::Op::open);
-      fd = ::open(temp_header.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+      fd = ::open(header.temporary().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     }
-    if (fd < 0) throw_errno("create", header_path_);
+    if (fd < 0) {
+      header.release();  // not created
+      throw_errno("create", header_path_);
+    }
     try {
       write_fully(fd, text.data(), text.size(), 0, header_path_);
       if (fsync_on_close_) {
@@ -423,65 +412,12 @@ void RawOutput::close() {
       }
     } catch (...) {
       ::close(fd);
-      ::unlink(temp_header.c_str());
       throw;
     }
-    if (trace::Span span(trace::Op::close); checked_close(fd) != 0) {
-      int saved = errno;
-      ::unlink(temp_header.c_str());
-      throw_errno("close", header_path_, saved);
-    }
-    commit(temp_header);
+    if (trace::Span span(trace::Op::close); checked_close(fd) != 0) throw_errno("close", header_path_);
+    AtomicCommit* const files[] = {&data_commit_, &header};
+    commit_together(files, fsync_on_close_);
   });
-  committed_ = true;
-}
-
-// Two files cannot be renamed at once, so an output being replaced (--force)
-// is first moved aside under hidden names, header first (from then on the
-// old output no longer looks complete), and deleted only once the new data
-// and header both have their final names. If either rename fails, what was
-// placed is removed and the old files go back: the old output is never lost
-// before the new one is complete. A job killed in between leaves the old
-// files under their .volseg-old- names.
-void RawOutput::commit(const std::string& temp_header) {
-  const std::string suffix = ".volseg-old-" + std::to_string(::getpid());
-  auto aside = [&](const std::string& path) {
-    const std::filesystem::path p(path);
-    return (p.parent_path() / ("." + p.filename().string() + suffix)).string();
-  };
-  const std::string old_header = aside(header_path_), old_data = aside(data_path_);
-  bool moved_header = false, moved_data = false, placed_data = false;
-  auto roll_back = [&] {
-    ::unlink(temp_header.c_str());
-    if (placed_data && partial_ == Partial::none) ::unlink(data_path_.c_str());
-    if (placed_data && partial_ != Partial::none) ::rename(data_path_.c_str(), temp_data_path_.c_str());  // kept for --resume
-    if (moved_data) ::rename(old_data.c_str(), data_path_.c_str());
-    if (moved_header) ::rename(old_header.c_str(), header_path_.c_str());
-  };
-  auto move = [&](const std::string& from, const std::string& to, bool& done) {
-    if (checked_rename(from, to) != 0) {
-      const int saved = errno;
-      roll_back();
-      throw_errno("rename to", to, saved);
-    }
-    done = true;
-  };
-  bool old_header_exists = false, old_data_exists = false;
-  try {
-    old_header_exists = replaceable(header_path_);
-    old_data_exists = replaceable(data_path_);
-  } catch (...) {
-    ::unlink(temp_header.c_str());
-    throw;
-  }
-  if (old_header_exists) move(header_path_, old_header, moved_header);
-  if (old_data_exists) move(data_path_, old_data, moved_data);
-  move(temp_data_path_, data_path_, placed_data);
-  committed_ = true;  // the temporary data file is gone: nothing for ~RawOutput to remove
-  bool placed_header = false;
-  move(temp_header, header_path_, placed_header);
-  if (moved_data) ::unlink(old_data.c_str());
-  if (moved_header) ::unlink(old_header.c_str());
 }
 
 }  // namespace volseg::io::raw

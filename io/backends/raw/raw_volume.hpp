@@ -12,7 +12,8 @@
 //   3. ranks write their extents;
 //   4. close(): every rank flushes (fdatasync with hint fsync=1) and closes,
 //      checking both; if every rank succeeded, rank 0 writes the header under a
-//      temporary name and renames data, then header, to their final names;
+//      temporary name and renames data, then header, to their final names
+//      (io::commit_together; with fsync=1 the folder is synced after);
 //      otherwise rank 0 removes the temporary files and every rank throws.
 #pragma once
 
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "volseg/io/comm.hpp"
+#include "volseg/io/files.hpp"
 #include "volseg/io/hints.hpp"
 #include "volseg/io/nrrd.hpp"
 #include "volseg/io/volume.hpp"
@@ -99,16 +101,15 @@ class RawOutput {
   void close();  // collective
 
  private:
-  void commit(const std::string& temp_header);  // rank 0: the renames (see raw_volume.cpp)
   void open_direct();
   bool write_direct(const Extent& extent, const std::byte* source);
 
   Comm comm_;
   VolumeInfo info_;
   std::string header_path_, data_path_, temp_data_path_;
+  AtomicCommit data_commit_;  // rank 0's: the data file's temporary, until close() renames it
   Partial partial_ = Partial::none;
   bool fsync_on_close_ = false;
-  bool committed_ = false;
   int fd_ = -1;
   int direct_fd_ = -1;               // the same file opened O_DIRECT, when direct writes apply
   std::size_t direct_memory_align_ = 0, direct_offset_align_ = 0;

@@ -35,8 +35,10 @@ class Comm {
 };
 
 // Collective. Every rank passes what it met (nullptr if it succeeded); if any
-// rank failed, every rank throws volseg::Error with the message of the lowest
-// failing rank, so all ranks leave a collective operation together.
+// rank failed, every rank throws what the lowest failing rank met, so all
+// ranks leave a collective operation together: a Cancelled, an Interrupted
+// or a RankError as that type (error.hpp), anything else as a volseg::Error,
+// each with that rank's message.
 void agree(const Comm& comm, std::exception_ptr local_error);
 
 // Before MPI_Init, in a program's main: makes ROMIO Open MPI's MPI-IO unless

@@ -27,28 +27,19 @@ class CancelFlag {
   std::atomic<bool> requested_{false};
 };
 
-// What a cancelled job throws (every rank, after the agreement: an Error
-// with this message).
-inline constexpr const char* cancelled_message = "cancelled";
-class Cancelled : public Error {
- public:
-  Cancelled() : Error(cancelled_message) {}
-};
+// What a cancelled job throws (every rank, after the agreement): io's
+// Cancelled, whose message is "cancelled".
+using volseg::Cancelled;
+inline constexpr const char* cancelled_message = Cancelled::message;
 
 // A scheduler's warning that a job's time is nearly up (Slurm's
 // --signal=B:USR1@120, forwarded by mpirun to every rank): the caller's
 // signal handler stores the signal's number in an Interrupt, and the job,
 // on each rank, stops taking bricks, finishes those in flight, journals
-// them and fails with Interrupted, leaving its partial output for --resume.
+// them and fails with io's Interrupted ("interrupted by SIGUSR1"), leaving
+// its partial output for --resume.
 using Interrupt = std::atomic<int>;
-
-// Its message: "interrupted by SIGUSR1".
-inline constexpr const char* interrupted_prefix = "interrupted by SIG";
-class Interrupted : public Error {
- public:
-  explicit Interrupted(int signal);
-  using Error::Error;
-};
+using volseg::Interrupted;
 
 // One job's channel for rank 0's request. Two ways to ask, for two kinds of
 // pipeline:
