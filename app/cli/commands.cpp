@@ -246,9 +246,7 @@ void Commands::run_generate() {
   info.attributes["history"] = command_line_;
   if (spec.field == datasets::Field::shells) info.attributes["shell_width"] = std::to_string(g.shell_width);
   if (spec.field == datasets::Field::noise) info.attributes["seed"] = std::to_string(g.seed);
-  io::FileFormat format = !g.format.empty() ? io::parse_format(g.format)
-                         : std::filesystem::path(g.path).extension() == ".nc" ? io::FileFormat::cdf5
-                                                                               : io::FileFormat::raw;
+  io::FileFormat format = io::output_format(g.path, g.format, std::nullopt, false, "output");
   io::Writing writing = io::writing_backend(format, "posix");
   if (!g.backend.empty()) writing.backend = g.backend;
   auto hint_list = g.hints;

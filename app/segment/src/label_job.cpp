@@ -406,7 +406,7 @@ LabelResult run_label(const Comm& comm, const LabelOptions& options) {
   result.backend = options.backend == "auto" ? io::choose_backend(comm, input_format, options.input).backend
                                              : options.backend;
   const io::FileFormat output_format =
-      detail::choose_output_format(options.format, options.output, input_format, /*wide_types=*/true);
+      io::output_format(options.output, options.format, input_format, /*wide_types=*/true);
   result.output_format = io::format_name(output_format);
   io::Writing writing = io::writing_backend(output_format, result.backend);
   if (!options.output_backend.empty()) writing.backend = options.output_backend;
