@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "volseg/datasets/generate.hpp"
+#include "volseg/io/auto_backend.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
 #include "volseg/io/format.hpp"
@@ -203,7 +204,7 @@ std::vector<std::string> selection_hints(const std::string& variable, const std:
 void Commands::run_info() {
   std::string backend = info_.backend;
   const io::FileFormat format = io::detect_format(comm_, info_.path);
-  if (backend == "auto") backend = io::reading_backend(format);
+  if (backend == "auto") backend = io::choose_backend(comm_, format, info_.path, io::Access::stream).backend;
   const auto& entry = io::builtin_registry().get(backend);
   if (entry.list_variables) {
     const auto variables = entry.list_variables(info_.path, comm_);

@@ -212,7 +212,7 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   const io::FileFormat input_format = io::detect_format(comm, options.input);
   io::AutoChoice choice;
   if (options.backend == "auto") {
-    choice = io::choose_backend(comm, input_format, options.input);
+    choice = io::choose_backend(comm, input_format, options.input, io::Access::stream);
     result.backend_reason = choice.reason;
     result.input_resident = choice.resident;
   }

@@ -36,7 +36,9 @@ FileFormat output_format(const std::string& path, const std::string& named = {},
 // "\x89HDF"). Throws volseg::Error for a missing file or an unknown format.
 FileFormat detect_format(const Comm& comm, const std::string& path);
 
-// The backend that reads a format when the user names none.
+// The format's own reader. For a NetCDF or HDF5 input it is what
+// `--backend auto` gives; the whole rule is io::choose_backend
+// (auto_backend.hpp).
 std::string reading_backend(FileFormat format);
 
 // The backend and writer hints that write a format; a raw output keeps a raw
