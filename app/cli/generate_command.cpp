@@ -44,9 +44,7 @@ class GenerateCommand final : public Command {
     const Comm& comm = context.comm;
     const io::VolumeInfo info = planned_volume(context.command_line);
     const datasets::FieldSpec spec{datasets::parse_field(field_), shell_width_, seed_};
-    io::FileFormat format = !format_.empty() ? io::parse_format(format_)
-                           : std::filesystem::path(path_).extension() == ".nc" ? io::FileFormat::cdf5
-                                                                                 : io::FileFormat::raw;
+    const io::FileFormat format = io::output_format(path_, format_, std::nullopt, false, "output");
     io::Writing writing = io::writing_backend(format, "posix");
     if (!backend_.empty()) writing.backend = backend_;
     auto hint_list = hints_;

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "command.hpp"
+#include "volseg/io/auto_backend.hpp"
 #include "volseg/io/format.hpp"
 #include "volseg/io/registry.hpp"
 
@@ -24,7 +25,7 @@ class InfoCommand final : public Command {
     const Comm& comm = context.comm;
     std::string backend = backend_;
     const io::FileFormat format = io::detect_format(comm, path_);
-    if (backend == "auto") backend = io::reading_backend(format);
+    if (backend == "auto") backend = io::choose_backend(comm, format, path_, io::Access::stream).backend;
     const auto& entry = io::builtin_registry().get(backend);
     if (entry.list_variables) {
       const auto variables = entry.list_variables(path_, comm);

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "volseg/io/auto_backend.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/format.hpp"
 #include "volseg/io/registry.hpp"
@@ -55,16 +56,12 @@ Json trace_rows(const std::string& path, std::size_t limit = 20000) {
   return rows;
 }
 
-// A reader of one level for plane reads: raw volumes with pread (posix), not
-// mapped windows that a strided plane would fault in whole.
+// A reader of one level for plane reads, copied into the planes
+// (io::Access::copy: a raw volume with pread, not mapped windows that a
+// strided plane would fault in whole).
 std::unique_ptr<io::VolumeReader> open_plane_reader(const pyramid::Pyramid& pyramid, int level, const Comm& self,
                                                     const std::string& backend, const std::vector<std::string>& hints) {
-  auto reader = pyramid.open_level(level, self, level == 0 ? backend : "auto", hints);
-  if (level == 0 && backend == "auto" && reader->can_map()) {
-    reader->close();
-    reader = pyramid.open_level(level, self, "posix", hints);
-  }
-  return reader;
+  return pyramid.open_level(level, self, backend, hints);
 }
 
 }  // namespace
@@ -123,7 +120,9 @@ void Session::open(const Json& request, Reply& reply) {
   if (request.contains("time") && !request.at("time").is_null())
     selection.push_back("time=" + std::to_string(request.at("time").get<long long>()));
   const io::FileFormat format = io::detect_format(comm_, path);
-  const std::string reading = backend == "auto" ? io::reading_backend(format) : backend;
+  // What a job of this file reads it with (segment's, the pyramid build's).
+  const std::string reading =
+      backend == "auto" ? io::choose_backend(comm_, format, path, io::Access::stream).backend : backend;
   const auto& entry = io::builtin_registry().get(reading);
   Json variables = Json::array();
   if (entry.list_variables) {
@@ -205,7 +204,8 @@ void Session::check(const Json& request, Reply& reply) {
   std::vector<std::string> hints = selection_;
   for (const auto& h : strings(request, "hints")) hints.push_back(h);
   const std::string backend = text(request, "backend", "auto");
-  const std::string reading = backend == "auto" ? io::reading_backend(io::detect_format(comm_, path_)) : backend;
+  // The backend the segment job will use, so its hints are the ones checked.
+  const std::string reading = io::resolve_backend(comm_, backend, path_, io::Access::stream).backend;
   auto reader = io::open_reader(reading, path_, comm_, io::Hints::parse(hints));
   reader->close();
   reply.data["backend"] = reading;

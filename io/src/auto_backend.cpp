@@ -141,11 +141,15 @@ Residency sample_residency(const std::string& path, int windows) {
   return result;
 }
 
-AutoChoice choose_backend(const Comm& comm, FileFormat format, const std::string& input_path) {
+AutoChoice choose_backend(const Comm& comm, FileFormat format, const std::string& input_path, Access access) {
   AutoChoice choice;
   collectively(comm, [&] {
     if (comm.rank() != 0) return;
-    if (format == FileFormat::raw) {
+    if (format == FileFormat::raw && access == Access::copy) {
+      choice.backend = "posix";
+      choice.reason = "a raw input copied once into the reader's own buffers: posix preads it without mapping the "
+                      "file, whose pages would count in the rank's memory beside the copy";
+    } else if (format == FileFormat::raw) {
       choice = choose_raw(input_path);
     } else {
       choice.backend = reading_backend(format);
@@ -158,6 +162,12 @@ AutoChoice choose_backend(const Comm& comm, FileFormat format, const std::string
   std::snprintf(resident, sizeof resident, "%.17g", choice.resident);
   choice.resident = std::stod(comm.broadcast(resident));
   return choice;
+}
+
+AutoChoice resolve_backend(const Comm& comm, const std::string& asked, const std::string& input_path,
+                           Access access) {
+  if (asked != "auto") return {asked, {}, -1};
+  return choose_backend(comm, detect_format(comm, input_path), input_path, access);
 }
 
 }  // namespace volseg::io

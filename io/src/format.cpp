@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "volseg/io/error.hpp"
 #include "volseg/io/registry.hpp"
@@ -32,6 +33,24 @@ FileFormat parse_format(const std::string& name) {
   if (name == "cdf5") return FileFormat::cdf5;
   if (name == "netcdf4") return FileFormat::netcdf4;
   throw Error("unknown format '" + name + "' (known: raw, cdf2, cdf5, netcdf4)");
+}
+
+FileFormat output_format(const std::string& path, const std::string& named, std::optional<FileFormat> input,
+                         bool wide_types, const std::string& option) {
+  if (!named.empty()) return parse_format(named);
+  const std::string extension = std::filesystem::path(path).extension().string();
+  if (extension == ".nhdr") return FileFormat::raw;
+  if (extension == ".nc4" || extension == ".h5") return FileFormat::netcdf4;
+  if (extension == ".nc") {
+    // ".nc" names every NetCDF kind: a NetCDF input's own is what a user
+    // who keeps the extension expects; PnetCDF writes CDF-2 and CDF-5 only.
+    if (input == FileFormat::cdf1 || input == FileFormat::cdf2) return wide_types ? FileFormat::cdf5 : FileFormat::cdf2;
+    if (input == FileFormat::cdf5 || input == FileFormat::netcdf4) return *input;
+    return FileFormat::cdf5;
+  }
+  throw Error(option + " " + path + ": cannot tell the format from the extension '" + extension +
+              "' (.nhdr: raw, data in NAME.raw; .nc: NetCDF classic; .nc4 or .h5: NetCDF-4; or name one with --format "
+              "raw|cdf2|cdf5|netcdf4)");
 }
 
 static FileFormat detect_on_this_rank(const std::string& path) {

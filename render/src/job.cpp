@@ -11,6 +11,7 @@
 #include <future>
 #include <nlohmann/json.hpp>
 
+#include "volseg/io/auto_backend.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
 #include "volseg/pyramid/pyramid.hpp"
@@ -76,6 +77,8 @@ void write_report(const RenderOptions& o, const RenderResult& r) {
   nlohmann::json j;
   j["input"] = o.input;
   j["mask"] = o.mask;
+  j["backend"] = r.backend;  // of the input's full-resolution level; coarser ones are read with posix
+  if (!r.backend_reason.empty()) j["backend_choice"] = {{"backend", r.backend}, {"reason", r.backend_reason}};
   j["ranks"] = r.comm_size;
   j["seconds"] = r.seconds;
   j["dims"] = {r.dims[0], r.dims[1], r.dims[2]};
@@ -195,7 +198,8 @@ RenderResult run_render(const Comm& comm, const RenderOptions& o) {
     throw Error("image size " + std::to_string(frame.width) + "x" + std::to_string(frame.height) +
                 " is outside 1.." + std::to_string(renderer.max_size()) + " (this OpenGL's largest image side)");
 
-  Source field{o.input, o.backend, o.input_hints, find_pyramid(comm, o.input, o.pyramid_dir)};
+  const io::AutoChoice reading = io::resolve_backend(comm, o.backend, o.input, io::Access::copy);
+  Source field{o.input, reading.backend, o.input_hints, find_pyramid(comm, o.input, o.pyramid_dir)};
   std::optional<Source> mask;
   if (!o.mask.empty()) mask = Source{o.mask, "auto", {}, find_pyramid(comm, o.mask, o.mask_pyramid_dir)};
 
@@ -218,6 +222,8 @@ RenderResult run_render(const Comm& comm, const RenderOptions& o) {
 
   RenderResult result;
   result.comm_size = comm.size();
+  result.backend = reading.backend;
+  result.backend_reason = reading.reason;
   if (field.pyramid)
     for (const auto& l : field.pyramid->levels())
       result.level_bytes.push_back(estimated_bytes(l.dims, comm.size(), mask.has_value(), frame.width, frame.height));

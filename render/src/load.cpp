@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "volseg/io/auto_backend.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/format.hpp"
 #include "volseg/io/registry.hpp"
@@ -24,14 +25,8 @@ std::unique_ptr<io::VolumeReader> open_source(const Comm& comm, const Source& so
   if (level != 0 && !source.pyramid)
     throw Error(source.path + " has no pyramid, so only level 0 exists (build one with 'volseg pyramid " +
                 source.path + "')");
-  // A renderer reads each slab once into its own buffer: for raw volumes
-  // pread (posix) does that without mapping the file, whose mapped pages
-  // would count in the rank's resident memory beside the copy.
-  std::string backend = source.backend;
-  if (backend == "auto") {
-    const auto format = io::detect_format(comm, source.path);
-    backend = format == io::FileFormat::raw ? "posix" : io::reading_backend(format);
-  }
+  // A renderer reads each slab once into its own buffer (Access::copy).
+  const std::string backend = io::resolve_backend(comm, source.backend, source.path, io::Access::copy).backend;
   if (source.pyramid) return source.pyramid->open_level(level, comm, backend, source.hints);
   return io::open_reader(backend, source.path, comm, io::Hints::parse(source.hints));
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// `--backend auto`: the residency sample, and the rule on a warm and a cold
-// raw input, the same on every rank.
+// `--backend auto`: the residency sample, and the one rule on a warm and a
+// cold raw input for each access pattern and on NetCDF inputs, the same on
+// every rank.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -127,4 +128,66 @@ TEST(AutoBackend, WarmMapsColdReadsDirect) {
   EXPECT_EQ(missing.backend, "mmap-advise");
   EXPECT_NE(missing.reason.find("could not be sampled"), std::string::npos) << missing.reason;
   EXPECT_THROW(sample_residency(dir.path().string()), Error);  // a directory
+}
+
+// The one rule's second parameter: a reader that copies each piece once into
+// its own buffer (render loading, the GUI's planes) gets pread for a raw
+// volume whatever the page cache holds, and nothing is sampled.
+TEST(AutoBackend, CopiedPiecesOfRawAreReadWithPread) {
+  volseg::testing::SharedTempDir dir(MPI_COMM_WORLD);
+  const std::string header = write_raw(dir, 16);
+  const Comm comm(MPI_COMM_WORLD);
+  if (rank() == 0) std::ifstream(dir / "v.raw", std::ios::binary).ignore(1 << 30);
+  MPI_Barrier(MPI_COMM_WORLD);
+  ASSERT_EQ(choose_backend(comm, FileFormat::raw, header, Access::stream).backend, "mmap");  // warm, streamed
+  const AutoChoice copied = choose_backend(comm, FileFormat::raw, header, Access::copy);
+  EXPECT_EQ(copied.backend, "posix");
+  EXPECT_EQ(copied.resident, -1);  // not sampled
+  EXPECT_NE(copied.reason.find("posix"), std::string::npos) << copied.reason;
+  // Even a missing input: the reader's open reports it.
+  EXPECT_EQ(choose_backend(comm, FileFormat::raw, dir / "missing.nhdr", Access::copy).backend, "posix");
+}
+
+// NetCDF and HDF5 inputs have one reader each, however they are read: the
+// file is not looked at (these paths do not exist).
+TEST(AutoBackend, NetcdfGetsItsFormatsReaderForEveryAccess) {
+  const Comm comm(MPI_COMM_WORLD);
+  for (const Access access : {Access::stream, Access::copy}) {
+    for (const FileFormat format : {FileFormat::cdf1, FileFormat::cdf2, FileFormat::cdf5}) {
+      const AutoChoice choice = choose_backend(comm, format, "/nonexistent/v.nc", access);
+      EXPECT_EQ(choice.backend, "pnetcdf");
+      EXPECT_EQ(choice.resident, -1);
+      EXPECT_NE(choice.reason.find(format_name(format)), std::string::npos) << choice.reason;
+    }
+    EXPECT_EQ(choose_backend(comm, FileFormat::netcdf4, "/nonexistent/v.nc", access).backend, "netcdf4");
+  }
+}
+
+// resolve_backend: a named backend as it is, with no reason and no look at
+// the file; "auto" detects the format and applies the rule, the same on
+// every rank.
+TEST(AutoBackend, ResolveKeepsANamedBackendAndDecidesAuto) {
+  volseg::testing::SharedTempDir dir(MPI_COMM_WORLD);
+  const std::string header = write_raw(dir, 16);
+  const Comm comm(MPI_COMM_WORLD);
+  const AutoChoice named = resolve_backend(comm, "mpiio", dir / "missing.nhdr", Access::stream);
+  EXPECT_EQ(named.backend, "mpiio");
+  EXPECT_TRUE(named.reason.empty());
+  EXPECT_EQ(named.resident, -1);
+
+  if (rank() == 0) std::ifstream(dir / "v.raw", std::ios::binary).ignore(1 << 30);
+  MPI_Barrier(MPI_COMM_WORLD);
+  const AutoChoice streamed = resolve_backend(comm, "auto", header, Access::stream);
+  EXPECT_EQ(streamed.backend, "mmap");
+  EXPECT_EQ(streamed.resident, 1.0);
+  EXPECT_FALSE(streamed.reason.empty());
+  EXPECT_EQ(resolve_backend(comm, "auto", header, Access::copy).backend, "posix");
+  // Every rank has rank 0's choice, name and reason.
+  const std::string mine = streamed.backend + "|" + streamed.reason;
+  const std::string first = comm.broadcast(mine);
+  EXPECT_EQ(mine, first);
+  // "auto" on a file that is no volume: the format's own error, on every rank.
+  if (rank() == 0) std::ofstream(dir / "text.nhdr") << "not a header\n";
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_THROW(resolve_backend(comm, "auto", dir / "text.nhdr", Access::stream), Error);
 }

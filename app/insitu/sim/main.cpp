@@ -56,15 +56,6 @@ std::string step_path(const std::string& pattern, std::int64_t step) {
   return path;
 }
 
-io::FileFormat dump_format(const std::string& pattern, const std::string& named) {
-  if (!named.empty()) return io::parse_format(named);
-  const auto extension = std::filesystem::path(pattern).extension();
-  if (extension == ".nhdr") return io::FileFormat::raw;
-  if (extension == ".nc") return io::FileFormat::cdf5;
-  if (extension == ".nc4" || extension == ".h5") return io::FileFormat::netcdf4;
-  throw Error("--dump: cannot tell the format from '" + pattern + "' (.nhdr, .nc or .nc4)");
-}
-
 // Collective: the field of this step through volseg's I/O layer, the same
 // writers batch jobs read back.
 void dump_field(const Comm& comm, const sim::GrayScott& sim, const insitu::Field& field, const std::string& path,
@@ -159,7 +150,7 @@ SimOptions parse(int argc, char** argv) {
   if (insitu_help) throw insitu::Options{};  // caught in main: print the hook's help
   o.dims = parse_dims(dims);
   if (in_hook) o.insitu = insitu::parse_options(hook);
-  if (!o.dump.empty()) dump_format(o.dump, o.dump_format), step_path(o.dump, 0);
+  if (!o.dump.empty()) io::output_format(o.dump, o.dump_format, std::nullopt, false, "--dump"), step_path(o.dump, 0);
   if (o.dump_every == 0) o.dump_every = o.insitu ? o.insitu->every : 1;
   return o;
 }
@@ -228,7 +219,8 @@ int main(int argc, char** argv) {
         if (!o.dump.empty() && step % o.dump_every == 0) {
           t = Clock::now();
           field.source = step_path(o.dump, step);
-          dump_field(comm, sim, field, field.source, variable, dump_format(o.dump, o.dump_format));
+          dump_field(comm, sim, field, field.source, variable,
+                     io::output_format(o.dump, o.dump_format, std::nullopt, false, "--dump"));
           dump_seconds += since(t);
         }
         if (hook) {

@@ -33,16 +33,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-io::FileFormat output_format(const Options& options) {
-  if (!options.format.empty()) return io::parse_format(options.format);
-  const auto extension = std::filesystem::path(options.out).extension();
-  if (extension == ".nhdr") return io::FileFormat::raw;
-  if (extension == ".nc") return io::FileFormat::cdf5;
-  if (extension == ".h5" || extension == ".nc4") return io::FileFormat::netcdf4;
-  throw Error("in-situ option --out: cannot tell the format from '" + options.out +
-              "' (.nhdr, .nc or .nc4; or give --format raw|cdf2|cdf5|netcdf4)");
-}
-
 // The field as a file of `format` describes it once written (what batch
 // segmentation of a dump sees): a raw volume keeps no variable name.
 io::VolumeInfo as_written(const Field& field, const std::string& variable, io::FileFormat format) {
@@ -202,7 +192,7 @@ Hook::Hook(MPI_Comm comm, Options options) : impl_(std::make_unique<Impl>(comm, 
                   " (below MPI_THREAD_SERIALIZED) and this is not the main thread: create and publish from the main thread");
     io::check_parallel_netcdf();
     if (!o.out.empty()) {
-      m.format = output_format(o);
+      m.format = io::output_format(o.out, o.format, std::nullopt, false, "in-situ option --out");
       if (!o.backend.empty()) io::builtin_registry().get(o.backend);
       m.appending = o.out.find('%') == std::string::npos;
       if (!m.appending) detail::format_step(o.out, 0);

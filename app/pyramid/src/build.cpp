@@ -15,6 +15,7 @@
 
 #include "files.hpp"
 #include "reduce.hpp"
+#include "volseg/io/auto_backend.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
 #include "volseg/io/format.hpp"
@@ -322,8 +323,7 @@ Pyramid build(const Comm& comm, const BuildOptions& options) {
   check_brick(options.brick);
   if (options.bins < 1) throw Error("--bins " + std::to_string(options.bins) + ": a histogram needs at least one bin");
   const std::string directory = options.directory.empty() ? default_directory(options.input) : options.directory;
-  const std::string backend =
-      options.backend == "auto" ? io::reading_backend(io::detect_format(comm, options.input)) : options.backend;
+  const std::string backend = io::resolve_backend(comm, options.backend, options.input, io::Access::stream).backend;
   auto reader = io::open_reader(backend, options.input, comm, io::Hints::parse(options.input_hints));
   const io::VolumeInfo info = reader->info();
   const std::vector<std::string> source_files = reader->files();

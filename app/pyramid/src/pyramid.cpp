@@ -59,6 +59,7 @@
 #include <vector>
 
 #include "files.hpp"
+#include "volseg/io/auto_backend.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/format.hpp"
 #include "volseg/io/nrrd.hpp"
@@ -130,7 +131,7 @@ std::unique_ptr<io::VolumeReader> Pyramid::open_level(int level, const Comm& com
     throw Error(directory_ + ": no level " + std::to_string(level) + " (the pyramid has levels 0 to " +
                 std::to_string(levels_.size() - 1) + ")");
   if (level == 0) {
-    const std::string name = backend == "auto" ? io::reading_backend(io::detect_format(comm, source_)) : backend;
+    const std::string name = io::resolve_backend(comm, backend, source_, io::Access::copy).backend;
     return io::open_reader(name, source_, comm, io::Hints::parse(hints.empty() ? source_hints_ : hints));
   }
   return io::open_reader("posix", levels_[static_cast<std::size_t>(level)].header, comm);

@@ -45,17 +45,6 @@ void check_side_output(const std::string& path, const std::string& what, const s
   if (::access(folder.c_str(), W_OK) != 0) throw_errno("cannot write the " + what + " in", folder.string());
 }
 
-io::FileFormat choose_output_format(const std::string& format, const std::string& output, io::FileFormat input,
-                                    bool wide_types) {
-  if (!format.empty()) return io::parse_format(format);
-  const auto extension = std::filesystem::path(output).extension();
-  if (extension == ".nhdr") return io::FileFormat::raw;
-  if (input == io::FileFormat::raw) return extension == ".nc" ? io::FileFormat::cdf5 : io::FileFormat::raw;
-  if (input == io::FileFormat::cdf1 || input == io::FileFormat::cdf2)  // PnetCDF writes CDF-2 and CDF-5
-    return wide_types ? io::FileFormat::cdf5 : io::FileFormat::cdf2;
-  return input;
-}
-
 std::vector<std::string> joined(std::vector<std::string> a, const std::vector<std::string>& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;

@@ -26,11 +26,6 @@ void refuse_output_over_input(const std::string& output, const std::vector<std::
 void check_side_output(const std::string& path, const std::string& what, const std::string& output, bool force,
                        std::vector<std::string> taken, const std::string& output_noun = "mask");
 
-// --format, else the output's extension, else the input's format (CDF-1
-// becomes CDF-2, or CDF-5 when wide_types: CDF-2 has no u32 or 64-bit types).
-io::FileFormat choose_output_format(const std::string& format, const std::string& output, io::FileFormat input,
-                                    bool wide_types = false);
-
 std::vector<std::string> joined(std::vector<std::string> a, const std::vector<std::string>& b);
 
 // CF packing of stored values: value = stored * scale + offset.

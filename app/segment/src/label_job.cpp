@@ -265,6 +265,11 @@ void write_label_report(const std::string& path, const LabelOptions& options, co
                       {"type", result.label_type},
                       {"backend", result.output_backend}};
   report["backend"] = result.backend;
+  if (!result.backend_reason.empty())
+    report["backend_choice"] = {{"backend", result.backend},
+                                {"reason", result.backend_reason},
+                                {"resident_fraction", result.input_resident >= 0 ? nlohmann::json(result.input_resident)
+                                                                                : nlohmann::json(nullptr)}};
   report["connectivity"] = options.connectivity;
   report["min_voxels"] = options.min_voxels;
   report["bricks"] = {{"shape_zyx", result.brick_shape}, {"grid_zyx", result.brick_grid}, {"count", result.brick_count}};
@@ -348,10 +353,16 @@ LabelResult run_label(const Comm& comm, const LabelOptions& options) {
   }
   if (options.type != "auto") label_type(options.type, 0);  // a name it knows, before any work
   const io::FileFormat input_format = io::detect_format(comm, options.input);
-  result.backend = options.backend == "auto" ? io::choose_backend(comm, input_format, options.input).backend
-                                             : options.backend;
+  if (options.backend == "auto") {
+    const io::AutoChoice choice = io::choose_backend(comm, input_format, options.input, io::Access::stream);
+    result.backend = choice.backend;
+    result.backend_reason = choice.reason;
+    result.input_resident = choice.resident;
+  } else {
+    result.backend = options.backend;
+  }
   const io::FileFormat output_format =
-      detail::choose_output_format(options.format, options.output, input_format, /*wide_types=*/true);
+      io::output_format(options.output, options.format, input_format, /*wide_types=*/true);
   result.output_format = io::format_name(output_format);
   io::Writing writing = io::writing_backend(output_format, result.backend);
   if (!options.output_backend.empty()) writing.backend = options.output_backend;
@@ -366,7 +377,9 @@ LabelResult run_label(const Comm& comm, const LabelOptions& options) {
   std::vector<std::string> taken = reader->files();
   if (!options.values.empty()) {
     const io::FileFormat values_format = io::detect_format(comm, options.values);
-    values = io::open_reader(options.values == options.input ? result.backend : io::reading_backend(values_format),
+    values = io::open_reader(options.values == options.input
+                                 ? result.backend
+                                 : io::choose_backend(comm, values_format, options.values, io::Access::stream).backend,
                              options.values, comm, io::Hints::parse(options.values_hints));
     if (values->info().dims != info.dims)
       throw Error("--values " + options.values + " is " + std::to_string(values->info().dims[2]) + "x" +
@@ -504,8 +517,10 @@ std::string label_summary(const LabelOptions& options, const LabelResult& result
   out << "labelled " << options.input << " (" << info.dims[2] << "x" << info.dims[1] << "x" << info.dims[0] << " "
       << io::dtype_name(info.dtype) << ") on " << result.comm_size << " rank(s), " << result.brick_count
       << " bricks of " << result.brick_shape[2] << "x" << result.brick_shape[1] << "x" << result.brick_shape[0]
-      << ", " << options.connectivity << "-connected\n"
-      << "  " << s.objects << " objects, " << s.foreground << " voxels";
+      << ", " << options.connectivity << "-connected\n";
+  if (!result.backend_reason.empty())
+    out << "  backend auto: " << result.backend << ", " << result.backend_reason << "\n";
+  out << "  " << s.objects << " objects, " << s.foreground << " voxels";
   if (s.dropped > 0) out << "; " << s.dropped << " smaller than " << options.min_voxels << " voxels dropped";
   out << "\n  " << s.boundary_parts << " parts joined across bricks by " << s.joins << " contacts\n"
       << "  time " << result.seconds << " s, " << static_cast<double>(info.voxels()) / result.seconds / 1e6

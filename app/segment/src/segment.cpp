@@ -212,12 +212,12 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   const io::FileFormat input_format = io::detect_format(comm, options.input);
   io::AutoChoice choice;
   if (options.backend == "auto") {
-    choice = io::choose_backend(comm, input_format, options.input);
+    choice = io::choose_backend(comm, input_format, options.input, io::Access::stream);
     result.backend_reason = choice.reason;
     result.input_resident = choice.resident;
   }
   result.backend = options.backend == "auto" ? choice.backend : options.backend;
-  const io::FileFormat output_format = detail::choose_output_format(options.format, options.output, input_format);
+  const io::FileFormat output_format = io::output_format(options.output, options.format, input_format);
   result.output_format = io::format_name(output_format);
   io::Writing writing = io::writing_backend(output_format, result.backend);
   if (!options.output_backend.empty()) writing.backend = options.output_backend;

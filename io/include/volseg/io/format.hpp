@@ -3,6 +3,7 @@
 // or writes each by default.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "volseg/io/comm.hpp"
@@ -16,11 +17,28 @@ enum class FileFormat { raw, cdf1, cdf2, cdf5, netcdf4 };
 std::string format_name(FileFormat format);  // "raw", "cdf2", ...
 FileFormat parse_format(const std::string& name);  // raw | cdf2 | cdf5 | netcdf4
 
+// The format an output is written in, from the format named (`--format`;
+// it wins when not empty) or else from the path's extension, the one rule
+// for every command that writes a volume:
+//   .nhdr        raw (a NRRD header; the data go to NAME.raw)
+//   .nc4, .h5    netcdf4
+//   .nc          NetCDF classic, or the NetCDF `input`'s kind: CDF-1 and
+//                CDF-2 inputs give CDF-2 (CDF-5 with `wide_types`: CDF-2 has
+//                no unsigned nor 64-bit integers), CDF-5 and NetCDF-4 inputs
+//                their own; without a NetCDF input, CDF-5
+// Any other extension throws volseg::Error naming `option`, the path and the
+// extensions above.
+FileFormat output_format(const std::string& path, const std::string& named = {},
+                         std::optional<FileFormat> input = std::nullopt, bool wide_types = false,
+                         const std::string& option = "--out");
+
 // Collective: rank 0 reads the magic bytes ("NRRD", "CDF\1|\2|\5",
 // "\x89HDF"). Throws volseg::Error for a missing file or an unknown format.
 FileFormat detect_format(const Comm& comm, const std::string& path);
 
-// The backend that reads a format when the user names none.
+// The format's own reader. For a NetCDF or HDF5 input it is what
+// `--backend auto` gives; the whole rule is io::choose_backend
+// (auto_backend.hpp).
 std::string reading_backend(FileFormat format);
 
 // The backend and writer hints that write a format; a raw output keeps a raw

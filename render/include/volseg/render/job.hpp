@@ -51,6 +51,7 @@ struct RenderResult {
   CameraState camera;                  // of the last frame
   io::Index3 dims{};                   // of the last level drawn
   std::vector<std::uint64_t> level_bytes;  // estimated bytes per rank of each level (estimated_bytes)
+  std::string backend, backend_reason;  // the input's reader; why --backend auto chose it (empty: named)
   double seconds = 0;
   int comm_size = 1;
 };

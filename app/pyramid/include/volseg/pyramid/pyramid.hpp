@@ -64,7 +64,8 @@ class Pyramid {
   segment::Histogram histogram() const;
 
   // Opens a level for reading (collective over comm). Level 0 opens the
-  // source with `backend` ("auto": by its format) and the hints given
+  // source with `backend` ("auto": io::resolve_backend for a reader that
+  // copies pieces, Access::copy) and the hints given
   // (var=, time=); levels >= 1 are raw volumes read with the posix backend.
   std::unique_ptr<io::VolumeReader> open_level(int level, const Comm& comm, const std::string& backend = "auto",
                                                const std::vector<std::string>& hints = {}) const;

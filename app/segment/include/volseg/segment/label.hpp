@@ -183,6 +183,8 @@ struct LabelOptions {
 struct LabelResult {
   io::VolumeInfo input_info;
   std::string backend, output_backend, output_format, label_type;
+  std::string backend_reason;  // why --backend auto chose backend; empty when named
+  double input_resident = -1;  // page-cache share auto sampled; -1: not sampled
   io::Index3 brick_shape{}, brick_grid{};
   std::int64_t brick_count = 0;
   LabelSummary summary;
