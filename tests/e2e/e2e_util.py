@@ -187,3 +187,25 @@ def assert_clean_failure(test, proc, pattern=None):
     test.assertTrue(lines[0].startswith("volseg: error: "), where)
     if pattern:
         test.assertRegex(lines[0], pattern, where)
+
+
+# ctest's SKIP_RETURN_CODE for every e2e script (tests/e2e/CMakeLists.txt).
+SKIPPED_FOR_A_MISSING_TOOL = 77
+
+
+def main(**kwargs):
+    """unittest.main for an e2e script: exit 1 on a failure; 77 when all
+    passed but a test was skipped because a tool that checks it is missing
+    (its skip reason starts with "missing "), so ctest reports the script as
+    skipped rather than passed; else 0. Other skips (running as root, a
+    build without ParaView) are what the configuration asks for."""
+    import unittest
+    program = unittest.main(exit=False, **kwargs)
+    result = program.result
+    if not result.wasSuccessful():
+        sys.exit(1)
+    missing = [reason for _, reason in result.skipped if reason.startswith("missing ")]
+    if missing:
+        print("e2e: skipped for want of a validator: " + "; ".join(sorted(set(missing))), file=sys.stderr)
+        sys.exit(SKIPPED_FOR_A_MISSING_TOOL)
+    sys.exit(0)

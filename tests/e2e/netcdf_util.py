@@ -50,7 +50,7 @@ TOOLS = ("ncdump", "ncgen", "nccopy", "ncvalidator", "h5dump")
 
 def require_tools(test):
     if netCDF4 is None:
-        test.skipTest("python3-netcdf4 is not installed")
+        test.skipTest("missing python3-netcdf4")
     missing = [tool for tool in TOOLS if shutil.which(tool) is None]
     if missing:
         test.skipTest("missing NetCDF tools: " + " ".join(missing))

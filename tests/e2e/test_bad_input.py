@@ -366,4 +366,4 @@ class FullDisk(Base):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    e.main()

@@ -184,7 +184,7 @@ class NetcdfVariables(Base):
 
     def ncgen(self, name, cdl, kind):
         if shutil.which("ncgen") is None:
-            self.skipTest("ncgen (netcdf-bin) is not installed")
+            self.skipTest("missing ncgen (netcdf-bin)")
         self.write(name + ".cdl", cdl)
         proc = subprocess.run(["ncgen", "-b", *kind, "-o", self.path(name), self.path(name + ".cdl")],
                               capture_output=True, text=True, timeout=120)
@@ -355,4 +355,4 @@ class FaultSpecification(Base):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    e.main(verbosity=2)

@@ -323,4 +323,4 @@ class FaultMatrix(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    e.main(verbosity=2)

@@ -96,4 +96,4 @@ if __name__ == "__main__":
     if not GUI or not os.access(GUI, os.X_OK):
         sys.exit("e2e: set VOLSEG_GUI to the volseg-gui binary")
     u.require_binary()
-    unittest.main(verbosity=2)
+    u.main(verbosity=2)

@@ -170,7 +170,7 @@ class InSituEqualsBatch(Base):
         """--out without %d: one CDF-2/CDF-5 file, a record appended per step
         along an unlimited time; each record is the batch mask of that step."""
         if netCDF4 is None:
-            self.skipTest("python3-netcdf4 is not installed")
+            self.skipTest("missing python3-netcdf4")
         for fmt, ranks in (("cdf5", 2), ("cdf2", 3)):
             with self.subTest(fmt=fmt, ranks=ranks):
                 work = os.path.join(self.dir, "append_" + fmt)
@@ -201,7 +201,7 @@ class InSituEqualsBatch(Base):
 
     def test_every_format_ranks_and_ghosts(self):
         if netCDF4 is None:
-            self.skipTest("python3-netcdf4 is not installed")
+            self.skipTest("missing python3-netcdf4")
         for fmt in ("raw", "cdf2", "cdf5", "netcdf4"):
             for ranks in (1, 2, 3, 4):
                 for ghost in (1, 2):
@@ -234,9 +234,9 @@ class CatalystScripts(Base):
 
     def test_contour_and_extract_scripts(self):
         if netCDF4 is None:
-            self.skipTest("python3-netcdf4 is not installed")
+            self.skipTest("missing python3-netcdf4")
         if not os.access(PVPYTHON, os.X_OK):
-            self.skipTest("no pvpython")
+            self.skipTest("missing pvpython")
         work = os.path.join(self.dir, "scripts")
         os.makedirs(work)
         env = dict(os.environ, VOLSEG_EXTRACT_EVERY="2", VOLSEG_CATALYST_OUTPUT="catalyst", VOLSEG_CONTOUR="0.2")
@@ -279,7 +279,7 @@ class CatalystScripts(Base):
         """ParaView opens both kinds of mask series as time series: a file per
         step through its .series index, and one file with a record per step."""
         if not os.access(PVPYTHON, os.X_OK):
-            self.skipTest("no pvpython")
+            self.skipTest("missing pvpython")
         work = os.path.join(self.dir, "series")
         os.makedirs(work)
         for out in ("per_step/mask_%04d.nc", "one/masks.nc"):
@@ -394,4 +394,4 @@ class BadInput(Base):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    e.main(verbosity=2)

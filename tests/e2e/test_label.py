@@ -221,7 +221,7 @@ class LabelTest(unittest.TestCase):
         self.assertEqual([int(r["voxels"]) for r in rows], [int(s) for s in sizes[keep]])
         self.assertEqual([int(r["id"]) for r in rows], list(range(1, int(keep.sum()) + 1)))
 
-    @unittest.skipIf(netCDF4 is None, "python3-netcdf4 missing")
+    @unittest.skipIf(netCDF4 is None, "missing python3-netcdf4")
     def test_netcdf(self):
         # A NetCDF scalar field thresholded on the fly; labels in CDF-5 and NetCDF-4.
         source = self.path("f.nc")
@@ -250,7 +250,7 @@ class LabelTest(unittest.TestCase):
                 self.assertEqual(int(labels.getncattr("objects")), count)
                 np.testing.assert_array_equal(np.asarray(labels[:]), expected)
 
-    @unittest.skipUnless(os.path.exists(COLIN27), "mricron-data missing")
+    @unittest.skipUnless(os.path.exists(COLIN27), "missing mricron-data (the Colin27 MRI)")
     def test_colin27(self):
         # The Colin27 MRI (NIfTI-1, gzip), converted here to raw NRRD.
         with gzip.open(COLIN27) as f:
@@ -333,4 +333,4 @@ class LabelTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    e.main(verbosity=2)

@@ -3,10 +3,10 @@
 and one field in every format segmented by every reader."""
 import os
 import sys
-import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from netcdf_util import *  # noqa: E402,F401,F403  (helpers, constants and the Base test case)
+from e2e_util import main  # noqa: E402
 
 
 class Outputs(Base):
@@ -154,4 +154,4 @@ class CrossFormat(Base):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    main()

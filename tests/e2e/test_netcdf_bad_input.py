@@ -8,6 +8,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from netcdf_util import *  # noqa: E402,F401,F403  (helpers, constants and the Base test case)
+from e2e_util import main  # noqa: E402
 
 
 class BadInput(Base):
@@ -232,4 +233,4 @@ data:
 
 
 if __name__ == "__main__":
-    unittest.main()
+    main()

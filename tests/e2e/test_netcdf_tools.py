@@ -3,10 +3,10 @@
 variables, packing, fill/missing/valid attributes, every integer type."""
 import os
 import sys
-import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from netcdf_util import *  # noqa: E402,F401,F403  (helpers, constants and the Base test case)
+from e2e_util import main  # noqa: E402
 
 
 class OtherTools(Base):
@@ -333,4 +333,4 @@ data:
 
 
 if __name__ == "__main__":
-    unittest.main()
+    main()

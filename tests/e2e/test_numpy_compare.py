@@ -378,4 +378,4 @@ def resident_fraction(path):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    e.main()

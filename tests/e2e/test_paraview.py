@@ -46,7 +46,7 @@ for n, path in enumerate(sys.argv[2:]):
 '''
 
 
-@unittest.skipUnless(os.access(PVPYTHON, os.X_OK), "no pvpython at " + PVPYTHON)
+@unittest.skipUnless(os.access(PVPYTHON, os.X_OK), "missing pvpython at " + PVPYTHON)
 class ParaViewReads(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -131,4 +131,4 @@ class ParaViewReads(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    e.main()

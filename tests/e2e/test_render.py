@@ -310,4 +310,4 @@ class BadInput(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    e.main(verbosity=2)

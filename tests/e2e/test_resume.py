@@ -299,4 +299,4 @@ class Resume(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    e.main(verbosity=2)
