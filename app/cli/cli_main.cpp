@@ -149,6 +149,16 @@ int run_main(int argc, char** argv, const CommandList& commands) {
   return run_parsed(*chosen, command_line_of(argc, argv));
 }
 
+void Verbosity::add_to(CLI::App& sub) {
+  sub.add_flag("--quiet", quiet, "No progress and no summary");
+  sub.add_option("--progress", progress, "auto | bar | lines | none (under mpirun auto means lines)")
+      ->capture_default_str();
+}
+
+segment::ProgressMode Verbosity::mode() const {
+  return quiet ? segment::ProgressMode::none : segment::parse_progress_mode(progress);
+}
+
 std::vector<std::string> selection_hints(const std::string& variable, const std::optional<std::int64_t>& time) {
   std::vector<std::string> hints;
   if (!variable.empty()) hints.push_back("var=" + variable);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "volseg/io/comm.hpp"
+#include "volseg/segment/progress.hpp"
 
 namespace volseg::cli {
 
@@ -50,6 +51,14 @@ constexpr const char* app_description = "volseg: parallel out-of-core threshold 
 // errors need no MPI), hands a command to its program, or initialises MPI and
 // runs it. Returns the exit status: 0, 1 (error), 2 (usage), 75 (interrupted).
 int run_main(int argc, char** argv, const CommandList& commands);
+
+// --quiet and --progress, as every job has them.
+struct Verbosity {
+  bool quiet = false;
+  std::string progress = "auto";
+  void add_to(CLI::App& sub);
+  segment::ProgressMode mode() const;  // throws on an unknown --progress
+};
 
 // --var/--time reach a backend as the reader hints var= and time=.
 std::vector<std::string> selection_hints(const std::string& variable, const std::optional<std::int64_t>& time);

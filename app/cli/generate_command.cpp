@@ -34,9 +34,7 @@ class GenerateCommand final : public Command {
     sub->add_option("--hint", hints_, "Backend hint key=value (repeatable)");
     sub->add_option("--trace", trace_, "Record every I/O call into this CSV file (docs/trace.md)");
     sub->add_flag("--force", force_, "Replace an existing output");
-    sub->add_flag("--quiet", quiet_, "No progress and no summary");
-    sub->add_option("--progress", progress_, "auto | bar | lines | none (under mpirun auto means lines)")
-        ->capture_default_str();
+    verbosity_.add_to(*sub);
     return sub;
   }
 
@@ -55,14 +53,14 @@ class GenerateCommand final : public Command {
       io::trace::enable(comm);
     }
     auto writer = io::create_writer(writing.backend, {path_, info, force_}, comm, hints);
-    auto progress = quiet_ ? segment::ProgressMode::none : segment::parse_progress_mode(progress_);
+    auto progress = verbosity_.mode();
     datasets::generate(comm, spec, *writer, progress);
     writer->close();
     if (!trace_.empty()) {
       io::trace::disable();
       io::trace::write_gathered(comm, trace_);
     }
-    if (comm.rank() == 0 && !quiet_)
+    if (comm.rank() == 0 && !verbosity_.quiet)
       std::printf("wrote %s (%lld x %lld x %lld %s, %.3f GB)\n", path_.c_str(), static_cast<long long>(info.dims[2]),
                   static_cast<long long>(info.dims[1]), static_cast<long long>(info.dims[0]),
                   std::string(io::dtype_name(info.dtype)).c_str(), static_cast<double>(info.bytes()) / 1e9);
@@ -106,8 +104,8 @@ class GenerateCommand final : public Command {
   std::int64_t shell_width_ = 8;
   std::uint64_t seed_ = 1;
   std::vector<std::string> hints_;
-  bool force_ = false, quiet_ = false;
-  std::string progress_ = "auto";
+  bool force_ = false;
+  Verbosity verbosity_;
 };
 
 }  // namespace

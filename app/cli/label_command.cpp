@@ -57,16 +57,14 @@ class LabelCommand final : public Command {
     sub->add_option("--seed", o.seed, "Seed of --assign random")->capture_default_str();
     sub->add_option("--report", o.report, "JSON report: counts, per-rank times and peak memory, the object table");
     sub->add_flag("--force", o.force, "Replace existing labels, table and report");
-    sub->add_flag("--quiet", quiet_, "No progress and no summary");
-    sub->add_option("--progress", progress_, "auto | bar | lines | none (under mpirun auto means lines)")
-        ->capture_default_str();
+    verbosity_.add_to(*sub);
     return sub;
   }
 
   void run(const Context& context) override {
     plan(context.command_line);
     const auto result = segment::run_label(context.comm, options_);
-    if (context.comm.rank() == 0 && !quiet_) {
+    if (context.comm.rank() == 0 && !verbosity_.quiet) {
       std::fputs(segment::label_summary(options_, result).c_str(), stdout);
       if (!options_.report.empty()) std::printf("  report: %s\n", options_.report.c_str());
       std::fflush(stdout);
@@ -83,7 +81,7 @@ class LabelCommand final : public Command {
     }
     if (!brick_.empty()) o.brick_shape = segment::parse_shape(brick_);
     o.assignment = segment::parse_assignment(assign_);
-    o.progress = quiet_ ? segment::ProgressMode::none : segment::parse_progress_mode(progress_);
+    o.progress = verbosity_.mode();
     o.command_line = command_line;
     auto selection = selection_hints(variable_, time_);
     o.input_hints.insert(o.input_hints.begin(), selection.begin(), selection.end());
@@ -96,8 +94,7 @@ class LabelCommand final : public Command {
   std::string brick_, assign_ = "block", variable_, values_variable_;
   std::optional<std::int64_t> time_, values_time_;
   std::optional<double> lo_, hi_;
-  bool quiet_ = false;
-  std::string progress_ = "auto";
+  Verbosity verbosity_;
 };
 
 }  // namespace

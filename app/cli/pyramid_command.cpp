@@ -28,9 +28,7 @@ class PyramidCommand final : public Command {
     sub->add_option("--bins", o.bins, "Histogram bins")->capture_default_str();
     sub->add_option("--reduce", reduce_, "mean | max (default: max for a mask, else mean)");
     sub->add_flag("--force", o.force, "Replace an existing pyramid");
-    sub->add_flag("--quiet", quiet_, "No progress and no summary");
-    sub->add_option("--progress", progress_, "auto | bar | lines | none (under mpirun auto means lines)")
-        ->capture_default_str();
+    verbosity_.add_to(*sub);
     return sub;
   }
 
@@ -42,10 +40,10 @@ class PyramidCommand final : public Command {
     }
     auto selection = selection_hints(variable_, time_);
     o.input_hints.insert(o.input_hints.begin(), selection.begin(), selection.end());
-    o.progress = quiet_ ? segment::ProgressMode::none : segment::parse_progress_mode(progress_);
+    o.progress = verbosity_.mode();
     o.command_line = context.command_line;
     const auto p = pyramid::build(context.comm, o);
-    if (context.comm.rank() == 0 && !quiet_) print_summary(p);
+    if (context.comm.rank() == 0 && !verbosity_.quiet) print_summary(p);
   }
 
  private:
@@ -64,9 +62,9 @@ class PyramidCommand final : public Command {
   }
 
   pyramid::BuildOptions options_;
-  std::string variable_, reduce_, progress_ = "auto";
+  std::string variable_, reduce_;
   std::optional<std::int64_t> time_;
-  bool quiet_ = false;
+  Verbosity verbosity_;
 };
 
 }  // namespace

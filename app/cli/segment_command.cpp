@@ -97,9 +97,7 @@ class SegmentCommand final : public Command {
     sub->add_option("--connectivity", connectivity_, "With --label: 6 | 18 | 26")->capture_default_str();
     sub->add_flag("--pyramid", pyramid_, "Then build the mask's brick pyramid (reduction max; see 'volseg pyramid')");
     sub->add_option("--pyramid-dir", pyramid_dir_, "Pyramid directory (default: beside the mask, NAME.pyramid)");
-    sub->add_flag("--quiet", quiet_, "No progress and no summary");
-    sub->add_option("--progress", progress_, "auto | bar | lines | none (under mpirun auto means lines)")
-        ->capture_default_str();
+    verbosity_.add_to(*sub);
     return sub;
   }
 
@@ -108,7 +106,7 @@ class SegmentCommand final : public Command {
     SchedulerSignals signals;
     options_.interrupt = &signals.received();
     auto result = segment::run_segment(context.comm, options_);
-    if (context.comm.rank() == 0 && !quiet_) {
+    if (context.comm.rank() == 0 && !verbosity_.quiet) {
       std::fputs(segment::summary(options_, result).c_str(), stdout);
       if (!report_.empty()) std::printf("  report: %s\n", report_.c_str());
       std::fflush(stdout);
@@ -124,7 +122,7 @@ class SegmentCommand final : public Command {
     auto& o = options_;
     if (!brick_.empty()) o.brick_shape = segment::parse_shape(brick_);
     o.assignment = segment::parse_assignment(assign_);
-    o.progress = quiet_ ? segment::ProgressMode::none : segment::parse_progress_mode(progress_);
+    o.progress = verbosity_.mode();
     // A resumed job's mask records the command that made it, less --resume,
     // so an interrupted and resumed job's header is an uninterrupted one's.
     o.command_line = command_line;
@@ -163,7 +161,7 @@ class SegmentCommand final : public Command {
     o.progress = options_.progress;
     o.command_line = context.command_line;
     const auto result = segment::run_label(context.comm, o);
-    if (context.comm.rank() == 0 && !quiet_) {
+    if (context.comm.rank() == 0 && !verbosity_.quiet) {
       std::fputs(segment::label_summary(o, result).c_str(), stdout);
       std::fflush(stdout);
     }
@@ -180,7 +178,7 @@ class SegmentCommand final : public Command {
     options.progress = options_.progress;
     options.command_line = context.command_line;
     const auto built = pyramid::build(context.comm, options);
-    if (context.comm.rank() == 0 && !quiet_)
+    if (context.comm.rank() == 0 && !verbosity_.quiet)
       std::printf("  pyramid: %s (%zu levels)\n", built.directory().c_str(), built.levels().size());
   }
 
@@ -188,8 +186,7 @@ class SegmentCommand final : public Command {
   std::string brick_, assign_ = "block", report_, variable_;
   std::optional<std::int64_t> time_;
   std::vector<std::string> input_hints_;
-  bool quiet_ = false;
-  std::string progress_ = "auto";
+  Verbosity verbosity_;
   bool pyramid_ = false;     // --pyramid: build the mask's pyramid after a successful job
   std::string pyramid_dir_;  // --pyramid-dir
   // --label LABELS [--label-stats CSV] [--connectivity N]
