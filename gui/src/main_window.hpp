@@ -99,7 +99,16 @@ class MainWindow : public QMainWindow {
   void request_slices();
 
  private:
+  // The window's widgets, one function per panel (main_window_layout.cpp).
   void build_ui();
+  void build_views(QWidget* parent);
+  QWidget* build_threshold_panel(QWidget* parent);
+  void connect_threshold_panel(QPushButton* mode, QPushButton* otsu_button);
+  QWidget* build_volume_tab();
+  QWidget* build_segment_tab();
+  void connect_segment_tab();
+  QWidget* build_report_tab();
+  QWidget* build_view_tab();
   void build_menus();
   void on_opened(const Reply& reply);
   void on_segmented(const Reply& reply);

@@ -55,8 +55,32 @@ namespace volseg::gui {
 
 void MainWindow::build_ui() {
   auto* splitter = new QSplitter(Qt::Horizontal, this);
-  // Views: 3D and the three slices.
-  auto* views = new QWidget(splitter);
+  build_views(splitter);
+  auto* side = new QWidget(splitter);
+  auto* column = new QVBoxLayout(side);
+  column->addWidget(build_threshold_panel(side));
+  tabs_ = new QTabWidget(side);
+  column->addWidget(tabs_, 1);
+  tabs_->addTab(build_volume_tab(), tr("Volume"));
+  tabs_->addTab(build_segment_tab(), tr("Segment"));
+  tabs_->addTab(build_report_tab(), tr("Report"));
+  tabs_->addTab(build_view_tab(), tr("View && command"));
+
+  splitter->setStretchFactor(0, 3);
+  splitter->setStretchFactor(1, 2);
+  setCentralWidget(splitter);
+  frame_status_ = new QLabel(this);
+  statusBar()->addPermanentWidget(frame_status_);
+  refine_timer_ = new QTimer(this);
+  refine_timer_->setSingleShot(true);
+  refine_timer_->setInterval(250);
+  connect(refine_timer_, &QTimer::timeout, this, [this] { request_frame(false); });
+  resize(1400, 900);
+}
+
+// Views: 3D and the three slices.
+void MainWindow::build_views(QWidget* parent) {
+  auto* views = new QWidget(parent);
   auto* grid = new QGridLayout(views);
   grid->setContentsMargins(2, 2, 2, 2);
   view_ = new View3D(views);
@@ -89,11 +113,11 @@ void MainWindow::build_ui() {
       request_slices();
       if (show_slices_->isChecked()) refine_timer_->start();
     });
+}
 
-  // Panels.
-  auto* side = new QWidget(splitter);
-  auto* column = new QVBoxLayout(side);
-  auto* threshold = new QGroupBox(tr("Threshold"), side);
+// The histogram, lo and hi, the presets and the count.
+QWidget* MainWindow::build_threshold_panel(QWidget* parent) {
+  auto* threshold = new QGroupBox(tr("Threshold"), parent);
   auto* tl = new QVBoxLayout(threshold);
   histogram_ = new HistogramView(threshold);
   tl->addWidget(histogram_);
@@ -122,7 +146,11 @@ void MainWindow::build_ui() {
   count_ = new QLabel(tr("no volume open"), threshold);
   count_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   tl->addWidget(count_);
-  column->addWidget(threshold);
+  connect_threshold_panel(mode, otsu_button);
+  return threshold;
+}
+
+void MainWindow::connect_threshold_panel(QPushButton* mode, QPushButton* otsu_button) {
   connect(log_, &QCheckBox::toggled, histogram_, &HistogramView::set_log);
   connect(histogram_, &HistogramView::range_dragged, this, [this](double lo, double hi) {
     lo_ = lo;
@@ -150,10 +178,10 @@ void MainWindow::build_ui() {
                                                                 ? histogram_data_.edges().hi - 0.5
                                                                 : histogram_data_.edges().hi);
   });
+}
 
-  tabs_ = new QTabWidget(side);
-  column->addWidget(tabs_, 1);
-  // Volume
+// The file, its variable and time step, and what it holds.
+QWidget* MainWindow::build_volume_tab() {
   auto* volume = new QWidget;
   auto* vf = new QFormLayout(volume);
   path_ = new QLineEdit(volume);
@@ -175,8 +203,12 @@ void MainWindow::build_ui() {
   };
   connect(variable_, qOverload<int>(&QComboBox::activated), this, reopen);
   connect(time_, &QSpinBox::editingFinished, this, reopen);
-  tabs_->addTab(volume, tr("Volume"));
-  // Segment
+  return volume;
+}
+
+// Backend, hints, the mask file and its format, Segment and Cancel, and a
+// progress bar per rank.
+QWidget* MainWindow::build_segment_tab() {
   auto* seg = new QWidget;
   auto* sf = new QFormLayout(seg);
   backend_ = new QComboBox(seg);
@@ -213,6 +245,11 @@ void MainWindow::build_ui() {
     rank_bars_.push_back(bar);
   }
   sf->addRow(tr("Progress"), bars);
+  connect_segment_tab();
+  return seg;
+}
+
+void MainWindow::connect_segment_tab() {
   connect(segment_button_, &QPushButton::clicked, this, &MainWindow::start_segment);
   connect(cancel_button_, &QPushButton::clicked, this, &MainWindow::cancel);
   hint_timer_ = new QTimer(this);
@@ -229,8 +266,10 @@ void MainWindow::build_ui() {
   });
   connect(output_, &QLineEdit::textChanged, this, &MainWindow::update_command);
   connect(format_, &QComboBox::currentTextChanged, this, &MainWindow::update_command);
-  tabs_->addTab(seg, tr("Segment"));
-  // Report
+}
+
+// The last job's summary and its report.
+QWidget* MainWindow::build_report_tab() {
   auto* rep = new QWidget;
   auto* rl = new QVBoxLayout(rep);
   summary_ = new QPlainTextEdit(rep);
@@ -240,8 +279,11 @@ void MainWindow::build_ui() {
   report_ = new ReportView(rep);
   rl->addWidget(summary_);
   rl->addWidget(report_, 1);
-  tabs_->addTab(rep, tr("Report"));
-  // View options and the command
+  return rep;
+}
+
+// What the 3D view shows, and the same job as a batch command.
+QWidget* MainWindow::build_view_tab() {
   auto* cmd = new QWidget;
   auto* cl = new QVBoxLayout(cmd);
   show_volume_ = new QCheckBox(tr("Volume"), cmd);
@@ -264,18 +306,7 @@ void MainWindow::build_ui() {
   auto* copy = new QPushButton(tr("Copy"), cmd);
   connect(copy, &QPushButton::clicked, this, [this] { QApplication::clipboard()->setText(command_->toPlainText()); });
   cl->addWidget(copy);
-  tabs_->addTab(cmd, tr("View && command"));
-
-  splitter->setStretchFactor(0, 3);
-  splitter->setStretchFactor(1, 2);
-  setCentralWidget(splitter);
-  frame_status_ = new QLabel(this);
-  statusBar()->addPermanentWidget(frame_status_);
-  refine_timer_ = new QTimer(this);
-  refine_timer_->setSingleShot(true);
-  refine_timer_->setInterval(250);
-  connect(refine_timer_, &QTimer::timeout, this, [this] { request_frame(false); });
-  resize(1400, 900);
+  return cmd;
 }
 
 void MainWindow::build_menus() {

@@ -64,6 +64,57 @@ std::unique_ptr<io::VolumeReader> open_plane_reader(const pyramid::Pyramid& pyra
   return pyramid.open_level(level, self, backend, hints);
 }
 
+// The volume's pyramid: the one found (in pyramid_dir, or beside the file),
+// or one built now; pyramid_dir becomes where it is. A pyramid of another
+// variable or step of the same file is not this one's.
+std::optional<pyramid::Pyramid> find_or_build_pyramid(const Comm& comm, const std::string& path,
+                                                      const std::string& backend,
+                                                      const std::vector<std::string>& selection,
+                                                      std::string& pyramid_dir, Reply& reply) {
+  auto found = render::find_pyramid(comm, path, pyramid_dir);
+  if (found && !selection.empty()) found.reset();
+  if (found) return found;
+  pyramid::BuildOptions build;
+  build.input = path;
+  build.backend = backend;
+  build.input_hints = selection;
+  build.force = true;
+  build.progress = segment::ProgressMode::none;
+  build.command_line = "volseg-gui";
+  if (!selection.empty() && pyramid_dir.empty()) {
+    // One pyramid per variable and step, beside the file.
+    std::string name = pyramid::default_directory(path);
+    name = name.substr(0, name.size() - std::string(".pyramid").size());
+    for (const auto& s : selection) name += "-" + s.substr(s.find('=') + 1);
+    pyramid_dir = name + ".pyramid";
+  }
+  build.directory = pyramid_dir;
+  found = pyramid::build(comm, build);
+  reply.data["pyramid_built"] = true;
+  return found;
+}
+
+// What the window shows of a pyramid: its levels, range, exact histogram
+// and counts.
+void describe_pyramid(const pyramid::Pyramid& pyramid, const std::array<double, 2>& range, Json& d) {
+  d["pyramid"] = pyramid.directory();
+  Json levels = Json::array();
+  for (const auto& l : pyramid.levels()) levels.push_back({l.dims[0], l.dims[1], l.dims[2]});
+  d["levels"] = levels;
+  d["range"] = {range[0], range[1]};
+  const segment::Histogram histogram = pyramid.histogram();
+  const auto& e = histogram.edges();
+  d["histogram"] = {{"lo", e.lo}, {"hi", e.hi}, {"bins", e.bins}, {"integers", e.integers},
+                    {"counts", histogram.counts()}, {"below", histogram.below()}, {"above", histogram.above()}};
+  std::uint64_t voxels = 0, valid = 0;
+  for (std::int64_t b = 0; b < pyramid.brick_count(); ++b) {
+    voxels += pyramid.stats(b).voxels;
+    valid += pyramid.stats(b).valid;
+  }
+  d["voxels"] = voxels;
+  d["valid"] = valid;
+}
+
 }  // namespace
 
 Session::Session(const Comm& comm) : comm_(comm.duplicate()) {}
@@ -138,28 +189,7 @@ void Session::open(const Json& request, Reply& reply) {
   reader->close();
 
   std::string pyramid_dir = text(request, "pyramid_dir");
-  auto found = render::find_pyramid(comm_, path, pyramid_dir);
-  // A pyramid of another variable or step of the same file is not this one's.
-  if (found && !selection.empty()) found.reset();
-  if (!found) {
-    pyramid::BuildOptions build;
-    build.input = path;
-    build.backend = backend;
-    build.input_hints = selection;
-    build.force = true;
-    build.progress = segment::ProgressMode::none;
-    build.command_line = "volseg-gui";
-    if (!selection.empty() && pyramid_dir.empty()) {
-      // One pyramid per variable and step, beside the file.
-      std::string name = pyramid::default_directory(path);
-      name = name.substr(0, name.size() - std::string(".pyramid").size());
-      for (const auto& s : selection) name += "-" + s.substr(s.find('=') + 1);
-      pyramid_dir = name + ".pyramid";
-    }
-    build.directory = pyramid_dir;
-    found = pyramid::build(comm_, build);
-    reply.data["pyramid_built"] = true;
-  }
+  auto found = find_or_build_pyramid(comm_, path, backend, selection, pyramid_dir, reply);
   path_ = path;
   backend_ = backend;
   pyramid_dir_ = pyramid_dir;
@@ -179,22 +209,7 @@ void Session::open(const Json& request, Reply& reply) {
   d["dims"] = {info.dims[0], info.dims[1], info.dims[2]};
   d["dtype"] = std::string(io::dtype_name(info.dtype));
   d["spacing"] = {info.spacing[0], info.spacing[1], info.spacing[2]};
-  d["pyramid"] = pyramid_->directory();
-  Json levels = Json::array();
-  for (const auto& l : pyramid_->levels()) levels.push_back({l.dims[0], l.dims[1], l.dims[2]});
-  d["levels"] = levels;
-  d["range"] = {range_[0], range_[1]};
-  const segment::Histogram histogram = pyramid_->histogram();
-  const auto& e = histogram.edges();
-  d["histogram"] = {{"lo", e.lo}, {"hi", e.hi}, {"bins", e.bins}, {"integers", e.integers},
-                    {"counts", histogram.counts()}, {"below", histogram.below()}, {"above", histogram.above()}};
-  std::uint64_t voxels = 0, valid = 0;
-  for (std::int64_t b = 0; b < pyramid_->brick_count(); ++b) {
-    voxels += pyramid_->stats(b).voxels;
-    valid += pyramid_->stats(b).valid;
-  }
-  d["voxels"] = voxels;
-  d["valid"] = valid;
+  describe_pyramid(*pyramid_, range_, d);
 }
 
 // Opens the input with a backend and its hints (every rank), as a job would:

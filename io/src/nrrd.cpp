@@ -103,6 +103,141 @@ bool harmless_field(const std::string& field) {
   return false;
 }
 
+// What the header's fields have said so far, to check that it is complete.
+struct FieldsSeen {
+  std::optional<DType> dtype;
+  bool have_sizes = false, have_endian = false, detached = false;
+};
+
+// A "key:= value" line: _FillValue and valid_range are the volume's, any
+// other key an attribute.
+void parse_key_value(const std::string& key, const std::string& value, VolumeInfo& info, const std::string& path) {
+  if (key == "_FillValue") {
+    // An integer is read exactly (64-bit fills need more than a double);
+    // a decimal as the double it was written from, so it equals the
+    // float or double values it marks.
+    const bool integer = !value.empty() && value.find_first_not_of("+-0123456789") == std::string::npos;
+    try {
+      std::size_t used = 0;
+      info.fill_value = integer ? std::stold(value, &used) : static_cast<long double>(std::stod(value, &used));
+      if (used != value.size()) throw std::invalid_argument(value);
+    } catch (const std::exception&) {
+      throw Error(path + ": malformed NRRD header: _FillValue '" + value + "' is not a number");
+    }
+  } else if (key == "valid_range") {
+    auto parts = words(value);
+    if (parts.size() != 2) throw Error(path + ": malformed NRRD header: valid_range needs two numbers");
+    info.valid_range = std::array<double, 2>{parse_number(parts[0], "valid_range", path),
+                                             parse_number(parts[1], "valid_range", path)};
+  } else {
+    info.attributes[key] = value;
+  }
+}
+
+// The fields that place the volume in space: spacings, origin, directions.
+// Returns false for a field that is none of them.
+bool parse_geometry(const std::string& field, const std::string& value, VolumeInfo& info, const std::string& path) {
+  if (field == "spacings") {
+    auto parts = words(value);
+    if (parts.size() != 3) throw Error(path + ": malformed NRRD header: spacings needs 3 numbers");
+    for (std::size_t a = 0; a < 3; ++a) {
+      double spacing = parts[a] == "nan" ? 1.0 : parse_number(parts[a], "spacing", path);
+      info.spacing[a] = std::isfinite(spacing) && spacing > 0 ? spacing : 1.0;
+    }
+  } else if (field == "space origin" || field == "axis mins" || field == "axismins") {
+    // "space origin: (x,y,z)" or "axis mins: x y z": the position of voxel 0.
+    auto parts = words(vector_numbers(value));
+    if (parts.size() != 3) throw Error(path + ": malformed NRRD header: " + field + " needs 3 numbers");
+    for (std::size_t a = 0; a < 3; ++a) info.origin[a] = parts[a] == "nan" ? 0.0 : parse_number(parts[a], field, path);
+  } else if (field == "space directions") {
+    // Axis-aligned grids only: each axis's step is the length of its vector.
+    auto parts = words(vector_numbers(value));
+    if (parts.size() != 9) throw Error(path + ": malformed NRRD header: space directions needs 3 vectors of 3");
+    for (std::size_t a = 0; a < 3; ++a) {
+      double length = 0;
+      for (std::size_t c = 0; c < 3; ++c) {
+        const double v = parse_number(parts[3 * a + c], "space directions", path);
+        length += v * v;
+      }
+      length = std::sqrt(length);
+      info.spacing[a] = std::isfinite(length) && length > 0 ? length : 1.0;
+    }
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// A "field: value" line of the layout of the data: type, dimension,
+// sizes, endian, encoding, data file, skips; then the geometry's.
+void parse_field(const std::string& field, const std::string& value, NrrdHeader& header, FieldsSeen& seen,
+                 const std::string& path) {
+  VolumeInfo& info = header.info;
+  if (field == "type") {
+    seen.dtype = nrrd_type(value);
+    if (!seen.dtype)
+      throw Error(path + ": unsupported dtype '" + value +
+                  "' (volseg reads int8, uint8, int16, uint16, int32, uint32, int64, uint64, float, double)");
+  } else if (field == "dimension") {
+    if (parse_integer(value, "dimension", path) != 3)
+      throw Error(path + ": unsupported NRRD dimension " + value + " (volseg reads 3D volumes)");
+  } else if (field == "sizes") {
+    auto parts = words(value);
+    if (parts.size() != 3) throw Error(path + ": malformed NRRD header: sizes needs 3 numbers");
+    for (int a = 0; a < 3; ++a) {
+      std::int64_t n = parse_integer(parts[static_cast<std::size_t>(a)], "size", path);
+      if (n <= 0) throw Error(path + ": malformed NRRD header: size " + parts[static_cast<std::size_t>(a)] + " is not positive");
+      info.dims[static_cast<std::size_t>(2 - a)] = n;  // NRRD lists the fastest axis first
+    }
+    seen.have_sizes = true;
+  } else if (field == "endian") {
+    if (value == "little") info.byte_order = ByteOrder::little;
+    else if (value == "big") info.byte_order = ByteOrder::big;
+    else throw Error(path + ": malformed NRRD header: endian '" + value + "'");
+    seen.have_endian = true;
+  } else if (field == "encoding") {
+    if (value != "raw") throw Error(path + ": unsupported NRRD encoding '" + value + "' (volseg reads raw)");
+  } else if (field == "data file" || field == "datafile") {
+    if (value.rfind("LIST", 0) == 0 || words(value).size() > 1)
+      throw Error(path + ": unsupported NRRD data file list (volseg reads one data file)");
+    seen.detached = true;
+    std::filesystem::path data(value);
+    if (data.is_relative()) data = std::filesystem::path(path).parent_path() / data;
+    header.data_path = data.string();
+  } else if (field == "byte skip" || field == "byteskip") {
+    std::int64_t skip = parse_integer(value, "byte skip", path);
+    if (skip < 0) throw Error(path + ": unsupported NRRD byte skip " + value);
+    header.byte_skip = static_cast<std::uint64_t>(skip);
+  } else if (field == "line skip" || field == "lineskip") {
+    if (parse_integer(value, "line skip", path) != 0) throw Error(path + ": unsupported NRRD line skip " + value);
+  } else if (!parse_geometry(field, value, info, path) && !harmless_field(field)) {
+    throw Error(path + ": unsupported NRRD field '" + field + "'");
+  }
+}
+
+// The fields every header needs, the data's place, and sizes a file can hold.
+void check_complete(NrrdHeader& header, const FieldsSeen& seen, std::size_t data_start, const std::string& path) {
+  VolumeInfo& info = header.info;
+  if (!seen.dtype) throw Error(path + ": malformed NRRD header: no type");
+  if (!seen.have_sizes) throw Error(path + ": malformed NRRD header: no sizes");
+  info.dtype = *seen.dtype;
+  if (!seen.have_endian && dtype_size(info.dtype) > 1) throw Error(path + ": malformed NRRD header: no endian");
+  if (!seen.detached) {
+    if (data_start == std::string::npos) throw Error(path + ": malformed NRRD header: no data file and no attached data");
+    header.data_path = path;
+    header.byte_skip += data_start;
+  }
+  // Sizes that no file holds would overflow the data's size, and with it the
+  // reader's check of the data file's length.
+  const std::string sizes = std::to_string(info.dims[2]) + " " + std::to_string(info.dims[1]) + " " +
+                            std::to_string(info.dims[0]) + " of " + std::string(dtype_name(info.dtype));
+  if (!fits_in_a_file(info.dims, info.dtype))
+    throw Error(path + ": malformed NRRD header: sizes " + sizes + " describe more bytes than a file holds");
+  if (header.byte_skip > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) - info.bytes())
+    throw Error(path + ": malformed NRRD header: byte skip " + std::to_string(header.byte_skip) + " and sizes " +
+                sizes + " end past the largest file size");
+}
+
 }  // namespace
 
 NrrdHeader parse_nrrd(const std::string& text, const std::string& header_path) {
@@ -110,10 +245,7 @@ NrrdHeader parse_nrrd(const std::string& text, const std::string& header_path) {
   if (text.rfind("NRRD000", 0) != 0) throw Error(path + ": not a NRRD header (no NRRD000x magic line)");
 
   NrrdHeader header;
-  VolumeInfo& info = header.info;
-  std::optional<DType> dtype;
-  bool have_sizes = false, have_endian = false, detached = false;
-  std::int64_t line_skip = 0;
+  FieldsSeen seen;
   std::size_t position = text.find('\n');
   std::size_t data_start = std::string::npos;
   while (position != std::string::npos && position + 1 <= text.size()) {
@@ -127,118 +259,14 @@ NrrdHeader parse_nrrd(const std::string& text, const std::string& header_path) {
     }
     if (line[0] == '#') continue;
     if (auto kv = line.find(":="); kv != std::string::npos) {
-      std::string key = trim(line.substr(0, kv)), value = trim(line.substr(kv + 2));
-      if (key == "_FillValue") {
-        // An integer is read exactly (64-bit fills need more than a double);
-        // a decimal as the double it was written from, so it equals the
-        // float or double values it marks.
-        const bool integer = !value.empty() && value.find_first_not_of("+-0123456789") == std::string::npos;
-        try {
-          std::size_t used = 0;
-          info.fill_value = integer ? std::stold(value, &used) : static_cast<long double>(std::stod(value, &used));
-          if (used != value.size()) throw std::invalid_argument(value);
-        } catch (const std::exception&) {
-          throw Error(path + ": malformed NRRD header: _FillValue '" + value + "' is not a number");
-        }
-      } else if (key == "valid_range") {
-        auto parts = words(value);
-        if (parts.size() != 2) throw Error(path + ": malformed NRRD header: valid_range needs two numbers");
-        info.valid_range = std::array<double, 2>{parse_number(parts[0], "valid_range", path),
-                                                 parse_number(parts[1], "valid_range", path)};
-      } else {
-        info.attributes[key] = value;
-      }
+      parse_key_value(trim(line.substr(0, kv)), trim(line.substr(kv + 2)), header.info, path);
       continue;
     }
     auto colon = line.find(": ");
     if (colon == std::string::npos) throw Error(path + ": malformed NRRD header line '" + line + "'");
-    std::string field = trim(line.substr(0, colon)), value = trim(line.substr(colon + 2));
-    if (field == "type") {
-      dtype = nrrd_type(value);
-      if (!dtype)
-        throw Error(path + ": unsupported dtype '" + value +
-                    "' (volseg reads int8, uint8, int16, uint16, int32, uint32, int64, uint64, float, double)");
-    } else if (field == "dimension") {
-      if (parse_integer(value, "dimension", path) != 3)
-        throw Error(path + ": unsupported NRRD dimension " + value + " (volseg reads 3D volumes)");
-    } else if (field == "sizes") {
-      auto parts = words(value);
-      if (parts.size() != 3) throw Error(path + ": malformed NRRD header: sizes needs 3 numbers");
-      for (int a = 0; a < 3; ++a) {
-        std::int64_t n = parse_integer(parts[static_cast<std::size_t>(a)], "size", path);
-        if (n <= 0) throw Error(path + ": malformed NRRD header: size " + parts[static_cast<std::size_t>(a)] + " is not positive");
-        info.dims[static_cast<std::size_t>(2 - a)] = n;  // NRRD lists the fastest axis first
-      }
-      have_sizes = true;
-    } else if (field == "endian") {
-      if (value == "little") info.byte_order = ByteOrder::little;
-      else if (value == "big") info.byte_order = ByteOrder::big;
-      else throw Error(path + ": malformed NRRD header: endian '" + value + "'");
-      have_endian = true;
-    } else if (field == "encoding") {
-      if (value != "raw") throw Error(path + ": unsupported NRRD encoding '" + value + "' (volseg reads raw)");
-    } else if (field == "data file" || field == "datafile") {
-      if (value.rfind("LIST", 0) == 0 || words(value).size() > 1)
-        throw Error(path + ": unsupported NRRD data file list (volseg reads one data file)");
-      detached = true;
-      std::filesystem::path data(value);
-      if (data.is_relative()) data = std::filesystem::path(header_path).parent_path() / data;
-      header.data_path = data.string();
-    } else if (field == "byte skip" || field == "byteskip") {
-      std::int64_t skip = parse_integer(value, "byte skip", path);
-      if (skip < 0) throw Error(path + ": unsupported NRRD byte skip " + value);
-      header.byte_skip = static_cast<std::uint64_t>(skip);
-    } else if (field == "line skip" || field == "lineskip") {
-      line_skip = parse_integer(value, "line skip", path);
-      if (line_skip != 0) throw Error(path + ": unsupported NRRD line skip " + value);
-    } else if (field == "spacings") {
-      auto parts = words(value);
-      if (parts.size() != 3) throw Error(path + ": malformed NRRD header: spacings needs 3 numbers");
-      for (std::size_t a = 0; a < 3; ++a) {
-        double spacing = parts[a] == "nan" ? 1.0 : parse_number(parts[a], "spacing", path);
-        info.spacing[a] = std::isfinite(spacing) && spacing > 0 ? spacing : 1.0;
-      }
-    } else if (field == "space origin" || field == "axis mins" || field == "axismins") {
-      // "space origin: (x,y,z)" or "axis mins: x y z": the position of voxel 0.
-      auto parts = words(vector_numbers(value));
-      if (parts.size() != 3) throw Error(path + ": malformed NRRD header: " + field + " needs 3 numbers");
-      for (std::size_t a = 0; a < 3; ++a)
-        info.origin[a] = parts[a] == "nan" ? 0.0 : parse_number(parts[a], field, path);
-    } else if (field == "space directions") {
-      // Axis-aligned grids only: each axis's step is the length of its vector.
-      auto parts = words(vector_numbers(value));
-      if (parts.size() != 9) throw Error(path + ": malformed NRRD header: space directions needs 3 vectors of 3");
-      for (std::size_t a = 0; a < 3; ++a) {
-        double length = 0;
-        for (std::size_t c = 0; c < 3; ++c) {
-          const double v = parse_number(parts[3 * a + c], "space directions", path);
-          length += v * v;
-        }
-        length = std::sqrt(length);
-        info.spacing[a] = std::isfinite(length) && length > 0 ? length : 1.0;
-      }
-    } else if (!harmless_field(field)) {
-      throw Error(path + ": unsupported NRRD field '" + field + "'");
-    }
+    parse_field(trim(line.substr(0, colon)), trim(line.substr(colon + 2)), header, seen, path);
   }
-  if (!dtype) throw Error(path + ": malformed NRRD header: no type");
-  if (!have_sizes) throw Error(path + ": malformed NRRD header: no sizes");
-  info.dtype = *dtype;
-  if (!have_endian && dtype_size(info.dtype) > 1) throw Error(path + ": malformed NRRD header: no endian");
-  if (!detached) {
-    if (data_start == std::string::npos) throw Error(path + ": malformed NRRD header: no data file and no attached data");
-    header.data_path = header_path;
-    header.byte_skip += data_start;
-  }
-  // Sizes that no file holds would overflow the data's size, and with it the
-  // reader's check of the data file's length.
-  const std::string sizes = std::to_string(info.dims[2]) + " " + std::to_string(info.dims[1]) + " " +
-                            std::to_string(info.dims[0]) + " of " + std::string(dtype_name(info.dtype));
-  if (!fits_in_a_file(info.dims, info.dtype))
-    throw Error(path + ": malformed NRRD header: sizes " + sizes + " describe more bytes than a file holds");
-  if (header.byte_skip > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) - info.bytes())
-    throw Error(path + ": malformed NRRD header: byte skip " + std::to_string(header.byte_skip) + " and sizes " +
-                sizes + " end past the largest file size");
+  check_complete(header, seen, data_start, path);
   return header;
 }
 

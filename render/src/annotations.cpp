@@ -17,6 +17,90 @@
 
 namespace volseg::render {
 
+namespace {
+
+// The colour bar of the scalar's transfer function, at the right.
+void add_scale_bar(vtkRenderer& overlay, const FrameSettings& s, const Piece& piece) {
+  const auto range = colour_range(s, piece);
+  vtkNew<vtkScalarBarActor> bar;
+  bar->SetLookupTable(make_lookup_table(s.transfer, range[0], range[1]));
+  bar->SetTitle(s.scalar_name.c_str());
+  bar->SetNumberOfLabels(5);
+  bar->SetPosition(0.88, 0.1);
+  bar->SetWidth(0.1);
+  bar->SetHeight(0.8);
+  bar->SetMaximumWidthInPixels(90);
+  bar->UnconstrainedFontSizeOn();
+  bar->GetTitleTextProperty()->SetFontSize(std::max(10, s.height / 40));
+  bar->GetLabelTextProperty()->SetFontSize(std::max(9, s.height / 48));
+  overlay.AddViewProp(bar);
+}
+
+// The title, at the top left.
+void add_title(vtkRenderer& overlay, const FrameSettings& s) {
+  vtkNew<vtkTextActor> title;
+  title->SetInput(s.title.c_str());
+  title->GetTextProperty()->SetFontSize(std::max(10, s.height / 42));
+  title->GetTextProperty()->SetColor(0.95, 0.95, 0.95);
+  title->GetTextProperty()->SetVerticalJustificationToTop();
+  title->SetDisplayPosition(8, s.height - 8);
+  overlay.AddViewProp(title);
+}
+
+// The orientation triad, turned as the main camera is.
+void add_triad(vtkRenderer& axes_renderer, const FrameSettings& s, vtkCamera& camera) {
+  vtkNew<vtkAxesActor> axes;
+  axes->SetTotalLength(1, 1, 1);
+  axes->SetShaftTypeToCylinder();
+  for (auto* caption :
+       {axes->GetXAxisCaptionActor2D(), axes->GetYAxisCaptionActor2D(), axes->GetZAxisCaptionActor2D()}) {
+    caption->GetCaptionTextProperty()->SetFontSize(std::max(10, s.height / 50));
+    caption->GetCaptionTextProperty()->ShadowOff();
+  }
+  axes_renderer.AddViewProp(axes);
+  vtkCamera* triad = axes_renderer.GetActiveCamera();
+  double direction[3], up[3];
+  camera.GetDirectionOfProjection(direction);
+  camera.GetViewUp(up);
+  triad->SetFocalPoint(0, 0, 0);
+  triad->SetPosition(-direction[0] * 5, -direction[1] * 5, -direction[2] * 5);
+  triad->SetViewUp(up);
+  triad->SetParallelProjection(0);
+  axes_renderer.ResetCamera();
+}
+
+// The scene over the background, the overlay over the scene (both
+// premultiplied), flipped to rows from the top.
+Image compose(std::span<const std::uint8_t> blended, const std::vector<std::uint8_t>& overlay,
+              const FrameSettings& s) {
+  Image image;
+  image.width = s.width;
+  image.height = s.height;
+  image.rgba.resize(static_cast<std::size_t>(s.width) * static_cast<std::size_t>(s.height) * 4);
+  const float background[3] = {static_cast<float>(s.background.r), static_cast<float>(s.background.g),
+                               static_cast<float>(s.background.b)};
+  for (int y = 0; y < s.height; ++y) {
+    const std::size_t from = static_cast<std::size_t>(y) * static_cast<std::size_t>(s.width) * 4;
+    const std::size_t to = static_cast<std::size_t>(s.height - 1 - y) * static_cast<std::size_t>(s.width) * 4;
+    for (int x = 0; x < s.width; ++x) {
+      const std::uint8_t* c8 = &blended[from + 4 * static_cast<std::size_t>(x)];
+      const float c[4] = {c8[0] / 255.0f, c8[1] / 255.0f, c8[2] / 255.0f, c8[3] / 255.0f};
+      const std::uint8_t* o8 = &overlay[from + 4 * static_cast<std::size_t>(x)];
+      const float o[4] = {o8[0] / 255.0f, o8[1] / 255.0f, o8[2] / 255.0f, o8[3] / 255.0f};
+      std::uint8_t* out = &image.rgba[to + 4 * static_cast<std::size_t>(x)];
+      for (int k = 0; k < 3; ++k) {
+        const float scene = c[k] + (1 - c[3]) * background[k];  // premultiplied "over"
+        const float value = o[k] + (1 - o[3]) * scene;
+        out[k] = static_cast<std::uint8_t>(std::lround(255 * std::clamp(value, 0.0f, 1.0f)));
+      }
+      out[3] = 255;
+    }
+  }
+  return image;
+}
+
+}  // namespace
+
 Image Annotations::finish(std::span<const std::uint8_t> blended, const FrameSettings& s, const Piece& piece,
                           vtkCamera& camera) {
   const std::size_t pixels = static_cast<std::size_t>(s.width) * static_cast<std::size_t>(s.height);
@@ -27,48 +111,9 @@ Image Annotations::finish(std::span<const std::uint8_t> blended, const FrameSett
     overlay_->RemoveAllViewProps();
     axes_->RemoveAllViewProps();
     const bool coloured = s.modes.volume || s.modes.slices || !s.modes.iso.empty();
-    if (coloured) {
-      const auto range = colour_range(s, piece);
-      vtkNew<vtkScalarBarActor> bar;
-      bar->SetLookupTable(make_lookup_table(s.transfer, range[0], range[1]));
-      bar->SetTitle(s.scalar_name.c_str());
-      bar->SetNumberOfLabels(5);
-      bar->SetPosition(0.88, 0.1);
-      bar->SetWidth(0.1);
-      bar->SetHeight(0.8);
-      bar->SetMaximumWidthInPixels(90);
-      bar->UnconstrainedFontSizeOn();
-      bar->GetTitleTextProperty()->SetFontSize(std::max(10, s.height / 40));
-      bar->GetLabelTextProperty()->SetFontSize(std::max(9, s.height / 48));
-      overlay_->AddViewProp(bar);
-    }
-    if (!s.title.empty()) {
-      vtkNew<vtkTextActor> title;
-      title->SetInput(s.title.c_str());
-      title->GetTextProperty()->SetFontSize(std::max(10, s.height / 42));
-      title->GetTextProperty()->SetColor(0.95, 0.95, 0.95);
-      title->GetTextProperty()->SetVerticalJustificationToTop();
-      title->SetDisplayPosition(8, s.height - 8);
-      overlay_->AddViewProp(title);
-    }
-    vtkNew<vtkAxesActor> axes;  // the orientation triad, turned as the main camera is
-    axes->SetTotalLength(1, 1, 1);
-    axes->SetShaftTypeToCylinder();
-    for (auto* caption : {axes->GetXAxisCaptionActor2D(), axes->GetYAxisCaptionActor2D(),
-                          axes->GetZAxisCaptionActor2D()}) {
-      caption->GetCaptionTextProperty()->SetFontSize(std::max(10, s.height / 50));
-      caption->GetCaptionTextProperty()->ShadowOff();
-    }
-    axes_->AddViewProp(axes);
-    vtkCamera* triad = axes_->GetActiveCamera();
-    double direction[3], up[3];
-    camera.GetDirectionOfProjection(direction);
-    camera.GetViewUp(up);
-    triad->SetFocalPoint(0, 0, 0);
-    triad->SetPosition(-direction[0] * 5, -direction[1] * 5, -direction[2] * 5);
-    triad->SetViewUp(up);
-    triad->SetParallelProjection(0);
-    axes_->ResetCamera();
+    if (coloured) add_scale_bar(*overlay_, s, piece);
+    if (!s.title.empty()) add_title(*overlay_, s);
+    add_triad(*axes_, s, camera);
     // The scene's renderers step aside while the annotations draw alone.
     std::vector<vtkSmartPointer<vtkRenderer>> scene;
     auto* renderers = window_->GetRenderers();
@@ -90,30 +135,7 @@ Image Annotations::finish(std::span<const std::uint8_t> blended, const FrameSett
     window_->RemoveRenderer(axes_);
     for (auto& r : scene) window_->AddRenderer(r);
   }
-  Image image;
-  image.width = s.width;
-  image.height = s.height;
-  image.rgba.resize(pixels * 4);
-  const float background[3] = {static_cast<float>(s.background.r), static_cast<float>(s.background.g),
-                               static_cast<float>(s.background.b)};
-  for (int y = 0; y < s.height; ++y) {
-    const std::size_t from = static_cast<std::size_t>(y) * static_cast<std::size_t>(s.width) * 4;
-    const std::size_t to = static_cast<std::size_t>(s.height - 1 - y) * static_cast<std::size_t>(s.width) * 4;
-    for (int x = 0; x < s.width; ++x) {
-      const std::uint8_t* c8 = &blended[from + 4 * static_cast<std::size_t>(x)];
-      const float c[4] = {c8[0] / 255.0f, c8[1] / 255.0f, c8[2] / 255.0f, c8[3] / 255.0f};
-      const std::uint8_t* o8 = &overlay[from + 4 * static_cast<std::size_t>(x)];
-      const float o[4] = {o8[0] / 255.0f, o8[1] / 255.0f, o8[2] / 255.0f, o8[3] / 255.0f};
-      std::uint8_t* out = &image.rgba[to + 4 * static_cast<std::size_t>(x)];
-      for (int k = 0; k < 3; ++k) {
-        const float scene = c[k] + (1 - c[3]) * background[k];  // premultiplied "over"
-        const float value = o[k] + (1 - o[3]) * scene;
-        out[k] = static_cast<std::uint8_t>(std::lround(255 * std::clamp(value, 0.0f, 1.0f)));
-      }
-      out[3] = 255;
-    }
-  }
-  return image;
+  return compose(blended, overlay, s);
 }
 
 }  // namespace volseg::render

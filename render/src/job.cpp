@@ -184,136 +184,188 @@ int pick_level(const Comm& comm, const RenderOptions& o, const Source& field, co
   return level;
 }
 
+// The window's limits decide what is bad input before any reading.
+void check_image_size(const FrameSettings& frame, const Renderer& renderer) {
+  if (frame.width > renderer.max_size() || frame.height > renderer.max_size())
+    throw Error("image size " + std::to_string(frame.width) + "x" + std::to_string(frame.height) +
+                " is outside 1.." + std::to_string(renderer.max_size()) + " (this OpenGL's largest image side)");
+}
+
+// What run_render decides before it reads a brick: the sources and their
+// backend, the level and the levels drawn, and what decides culling.
+struct RenderPlan {
+  io::AutoChoice reading;
+  Source field;
+  std::optional<Source> mask;
+  int level = 0;
+  std::vector<int> levels;  // drawn in this order: with --progressive two coarser ones first
+  int frames_per_level = 1;
+  Culling culling;
+};
+
+RenderPlan plan_render(const Comm& comm, const RenderOptions& o) {
+  RenderPlan plan;
+  plan.reading = io::resolve_backend(comm, o.backend, o.input, io::Access::copy);
+  plan.field = Source{o.input, plan.reading.backend, o.input_hints, find_pyramid(comm, o.input, o.pyramid_dir)};
+  const Source& field = plan.field;
+  auto& mask = plan.mask;
+  if (!o.mask.empty()) mask = Source{o.mask, "auto", {}, find_pyramid(comm, o.mask, o.mask_pyramid_dir)};
+
+  const int level = plan.level = pick_level(comm, o, field, mask);
+  const int levels = field.pyramid ? static_cast<int>(field.pyramid->levels().size()) : 1;
+  if (o.progressive)
+    for (int l = std::min(level + 2, levels - 1); l > level; --l)
+      if (!mask || (mask->pyramid && static_cast<int>(mask->pyramid->levels().size()) > l)) plan.levels.push_back(l);
+  plan.levels.push_back(level);
+  plan.frames_per_level = std::max(o.orbit, 1);
+
+  Culling& culling = plan.culling;
+  culling.enabled = o.cull;
+  culling.modes = o.frame.modes;
+  if (o.lo && o.hi) culling.threshold = std::array<double, 2>{*o.lo, *o.hi};
+  culling.slice_at = o.frame.slice_at;
+  return plan;
+}
+
+// Reads a level's piece on every rank and hands it to the renderer. The
+// colour range must be known before culling judges the bricks: from the
+// pyramid's statistics, or else from the piece read.
+void load_level(const Comm& comm, const RenderOptions& o, RenderPlan& plan, int l, FrameSettings& frame,
+                Renderer& renderer, RenderResult& result, RankRenderTimes& times) {
+  const Source& field = plan.field;
+  if (field.pyramid) {
+    const auto range = value_range(*field.pyramid);
+    frame.transfer.lo = o.frame.transfer.lo.value_or(range[0]);
+    frame.transfer.hi = o.frame.transfer.hi.value_or(range[1]);
+    frame.transfer.opacity = parse_opacity(o.opacity, *frame.transfer.lo, *frame.transfer.hi);
+    plan.culling.transfer = frame.transfer;
+  } else {
+    plan.culling.enabled = false;
+  }
+  LoadStats load;
+  Piece piece = load_piece(comm, field, plan.mask, l, plan.culling, load);
+  if (!field.pyramid) {
+    frame.transfer.lo = o.frame.transfer.lo.value_or(piece.field_min);
+    frame.transfer.hi = o.frame.transfer.hi.value_or(piece.field_max);
+    frame.transfer.opacity = parse_opacity(o.opacity, *frame.transfer.lo, *frame.transfer.hi);
+  }
+  times.read += load.seconds;
+  times.bytes_read += load.bytes_read;
+  times.bricks += load.bricks;
+  times.bricks_skipped += load.bricks_skipped;
+  result.dims = piece.dims;
+  renderer.set_piece(std::move(piece));
+}
+
+// The title a frame gets when none is asked for: file, variable, step,
+// thresholds, level and ranks.
+std::string default_title(const RenderOptions& o, int l, int ranks) {
+  std::string title = std::filesystem::path(o.input).filename().string();
+  if (auto v = hint_value(o.input_hints, "var"); !v.empty()) title += " " + v;
+  if (auto t = hint_value(o.input_hints, "time"); !t.empty()) title += " step " + t;
+  if (o.lo && o.hi) title += "  [" + number(*o.lo) + ", " + number(*o.hi) + "]";
+  title += "  level " + std::to_string(l) + "  " + std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks");
+  return title;
+}
+
+// NAME.png, NAME-003.png for an orbit's frames, -levelL for a coarser level.
+std::string frame_path(const RenderOptions& o, int f, int l, int level) {
+  std::string path = o.output;
+  if (o.orbit > 0) {
+    char index[16];
+    std::snprintf(index, sizeof index, "%03d", f);
+    path = with_suffix(path, index);
+  }
+  if (l != level) path = with_suffix(path, "level" + std::to_string(l));
+  return path;
+}
+
+// Draws frame f of level l; rank 0 encodes and writes its PNG on a thread
+// while the ranks draw the next frame; a failed write stops the job at the
+// next frame (or at the end), on every rank.
+void draw_frame(const Comm& comm, const RenderOptions& o, const RenderPlan& plan, int l, int f,
+                const FrameSettings& frame, Renderer& renderer, FrameWriter& writer, RenderResult& result,
+                RankRenderTimes& times) {
+  FrameSettings s = frame;
+  if (o.orbit > 0) s.camera.orbit = 360.0 * f / o.orbit;
+  if (s.title.empty()) s.title = default_title(o, l, comm.size());
+  Image image = renderer.render(s);
+  const auto& t = renderer.last_times();
+  times.scene += t.scene;
+  times.render += t.render;
+  times.composite += t.composite;
+  times.annotate += t.annotate;
+  std::string path = frame_path(o, f, l, plan.level);
+  result.frames.push_back({path, l, 0});
+  collectively(comm, [&] {
+    if (comm.rank() != 0) return;
+    writer.wait();
+    writer.start(std::move(image), path, result.frames.size() - 1);
+  });
+}
+
+// Every level of the plan, every frame of each. A job that fails leaves
+// none of its images: a partial orbit or progressive series would look like
+// a finished one.
+void draw_levels(const Comm& comm, const RenderOptions& o, RenderPlan& plan, Renderer& renderer,
+                 FrameWriter& writer, RenderResult& result, RankRenderTimes& times) {
+  FrameSettings frame = o.frame;
+  segment::Progress progress(comm, "render", static_cast<std::int64_t>(plan.levels.size()) * plan.frames_per_level,
+                             o.progress, "frames");
+  std::exception_ptr error;
+  try {
+    for (int l : plan.levels) {
+      load_level(comm, o, plan, l, frame, renderer, result, times);
+      for (int f = 0; f < plan.frames_per_level; ++f) {
+        draw_frame(comm, o, plan, l, f, frame, renderer, writer, result, times);
+        if (comm.rank() == 0) progress.advance(1, 0);
+      }
+    }
+    collectively(comm, [&] { writer.wait(); });
+  } catch (...) {
+    error = std::current_exception();
+  }
+  try {
+    writer.wait();  // never leave a thread behind, even on an error
+  } catch (...) {
+    if (!error) error = std::current_exception();
+  }
+  progress.finish();
+  try {
+    agree(comm, error);
+  } catch (...) {
+    if (comm.rank() == 0)
+      for (const auto& f : result.frames) ::unlink(f.path.c_str());
+    throw;
+  }
+}
+
 }  // namespace
 
+// A job is planned (options, output, display and image size checked; the
+// backend, sources, levels and culling decided), then executed (every
+// level's frames), then reported.
 RenderResult run_render(const Comm& comm, const RenderOptions& o) {
   const auto start = Clock::now();
-  FrameSettings frame = o.frame;
   check_options(o);
   collectively(comm, [&] { check_output(o); });
   check_display(comm);
   // The window first: its limits decide what is bad input before any reading.
   Renderer renderer(comm);
-  if (frame.width > renderer.max_size() || frame.height > renderer.max_size())
-    throw Error("image size " + std::to_string(frame.width) + "x" + std::to_string(frame.height) +
-                " is outside 1.." + std::to_string(renderer.max_size()) + " (this OpenGL's largest image side)");
-
-  const io::AutoChoice reading = io::resolve_backend(comm, o.backend, o.input, io::Access::copy);
-  Source field{o.input, reading.backend, o.input_hints, find_pyramid(comm, o.input, o.pyramid_dir)};
-  std::optional<Source> mask;
-  if (!o.mask.empty()) mask = Source{o.mask, "auto", {}, find_pyramid(comm, o.mask, o.mask_pyramid_dir)};
-
-  const int level = pick_level(comm, o, field, mask);
-  const int levels = field.pyramid ? static_cast<int>(field.pyramid->levels().size()) : 1;
-
-  // Levels drawn: with --progressive two coarser ones first.
-  std::vector<int> plan;
-  if (o.progressive)
-    for (int l = std::min(level + 2, levels - 1); l > level; --l)
-      if (!mask || (mask->pyramid && static_cast<int>(mask->pyramid->levels().size()) > l)) plan.push_back(l);
-  plan.push_back(level);
-  const int frames_per_level = std::max(o.orbit, 1);
-
-  Culling culling;
-  culling.enabled = o.cull;
-  culling.modes = frame.modes;
-  if (o.lo && o.hi) culling.threshold = std::array<double, 2>{*o.lo, *o.hi};
-  culling.slice_at = frame.slice_at;
+  check_image_size(o.frame, renderer);
+  RenderPlan plan = plan_render(comm, o);
 
   RenderResult result;
   result.comm_size = comm.size();
-  result.backend = reading.backend;
-  result.backend_reason = reading.reason;
-  if (field.pyramid)
-    for (const auto& l : field.pyramid->levels())
-      result.level_bytes.push_back(estimated_bytes(l.dims, comm.size(), mask.has_value(), frame.width, frame.height));
+  result.backend = plan.reading.backend;
+  result.backend_reason = plan.reading.reason;
+  if (plan.field.pyramid)
+    for (const auto& l : plan.field.pyramid->levels())
+      result.level_bytes.push_back(
+          estimated_bytes(l.dims, comm.size(), plan.mask.has_value(), o.frame.width, o.frame.height));
   RankRenderTimes times;
   FrameWriter writer{start, result.frames};
-  {
-    segment::Progress progress(comm, "render", static_cast<std::int64_t>(plan.size()) * frames_per_level,
-                               o.progress, "frames");
-    std::exception_ptr error;
-    try {
-      for (int l : plan) {
-        // The colour range must be known before culling judges the bricks.
-        if (field.pyramid) {
-          const auto range = value_range(*field.pyramid);
-          frame.transfer.lo = o.frame.transfer.lo.value_or(range[0]);
-          frame.transfer.hi = o.frame.transfer.hi.value_or(range[1]);
-          frame.transfer.opacity = parse_opacity(o.opacity, *frame.transfer.lo, *frame.transfer.hi);
-          culling.transfer = frame.transfer;
-        } else {
-          culling.enabled = false;
-        }
-        LoadStats load;
-        Piece piece = load_piece(comm, field, mask, l, culling, load);
-        if (!field.pyramid) {
-          frame.transfer.lo = o.frame.transfer.lo.value_or(piece.field_min);
-          frame.transfer.hi = o.frame.transfer.hi.value_or(piece.field_max);
-          frame.transfer.opacity = parse_opacity(o.opacity, *frame.transfer.lo, *frame.transfer.hi);
-        }
-        times.read += load.seconds;
-        times.bytes_read += load.bytes_read;
-        times.bricks += load.bricks;
-        times.bricks_skipped += load.bricks_skipped;
-        result.dims = piece.dims;
-        renderer.set_piece(std::move(piece));
-        for (int f = 0; f < frames_per_level; ++f) {
-          FrameSettings s = frame;
-          if (o.orbit > 0) s.camera.orbit = 360.0 * f / o.orbit;
-          if (s.title.empty()) {
-            s.title = std::filesystem::path(o.input).filename().string();
-            if (auto v = hint_value(o.input_hints, "var"); !v.empty()) s.title += " " + v;
-            if (auto t = hint_value(o.input_hints, "time"); !t.empty()) s.title += " step " + t;
-            if (o.lo && o.hi) s.title += "  [" + number(*o.lo) + ", " + number(*o.hi) + "]";
-            s.title += "  level " + std::to_string(l) + "  " + std::to_string(comm.size()) +
-                       (comm.size() == 1 ? " rank" : " ranks");
-          }
-          Image image = renderer.render(s);
-          const auto& t = renderer.last_times();
-          times.scene += t.scene;
-          times.render += t.render;
-          times.composite += t.composite;
-          times.annotate += t.annotate;
-          std::string path = o.output;
-          if (o.orbit > 0) {
-            char index[16];
-            std::snprintf(index, sizeof index, "%03d", f);
-            path = with_suffix(path, index);
-          }
-          if (l != level) path = with_suffix(path, "level" + std::to_string(l));
-          result.frames.push_back({path, l, 0});
-          // Rank 0 encodes and writes each PNG on a thread while the ranks
-          // draw the next frame; a failed write stops the job at the next
-          // frame (or at the end), on every rank.
-          collectively(comm, [&] {
-            if (comm.rank() != 0) return;
-            writer.wait();
-            writer.start(std::move(image), path, result.frames.size() - 1);
-          });
-          if (comm.rank() == 0) progress.advance(1, 0);
-        }
-      }
-      collectively(comm, [&] { writer.wait(); });
-    } catch (...) {
-      error = std::current_exception();
-    }
-    try {
-      writer.wait();  // never leave a thread behind, even on an error
-    } catch (...) {
-      if (!error) error = std::current_exception();
-    }
-    progress.finish();
-    try {
-      agree(comm, error);
-    } catch (...) {
-      // A job that fails leaves none of its images: a partial orbit or
-      // progressive series would look like a finished one.
-      if (comm.rank() == 0)
-        for (const auto& f : result.frames) ::unlink(f.path.c_str());
-      throw;
-    }
-  }
+  draw_levels(comm, o, plan, renderer, writer, result, times);
   times.write = writer.seconds;
   result.camera = renderer.last_camera();
   result.ranks = gather(comm, times);

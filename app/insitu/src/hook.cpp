@@ -173,8 +173,18 @@ struct Hook::Impl {
 
   Impl(MPI_Comm parent, Options o) : comm(parent), options(std::move(o)), governor(options.budget) {}
 
+  // What a step runs, by the governor's level.
+  struct StepParts {
+    bool segment, write, scripts, image;
+  };
   StepRecord run_step(const Field& field, detail::Level level, double simulation);
+  const std::uint8_t* run_volseg(const Field& field, const io::Extent& stored, detail::Level level,
+                                 const StepParts& parts, segment::Stats& stats, double (&seconds)[5],
+                                 StepRecord& record);
   void write_mask(const Field& field, StepRecord& record);
+  void record_slowest(const double (&seconds)[5], double total, double simulation, int script_errors,
+                      detail::Level level, StepRecord& record);
+  void report_script_error(const Field& field, const detail::ScriptsOutcome& scripts);
 };
 
 Hook::Hook(MPI_Comm comm, Options options) : impl_(std::make_unique<Impl>(comm, std::move(options))) {
@@ -310,11 +320,12 @@ StepRecord Hook::Impl::run_step(const Field& field, detail::Level level, double 
   record.step = field.step;
   record.time = field.time;
   record.action = detail::level_name(level);
-  const bool run_segment = level != detail::Level::skipped && options.have_range;
-  const bool run_write = level <= detail::Level::no_scripts && !options.out.empty();
-  const bool run_scripts = level <= detail::Level::no_image && catalyst->has_scripts();
-  const bool run_image = level <= detail::Level::small_image && image &&
-                         (field.step / options.every) % options.image_every == 0;
+  const StepParts parts{level != detail::Level::skipped && options.have_range,
+                        level <= detail::Level::no_scripts && !options.out.empty(),
+                        level <= detail::Level::no_image && catalyst->has_scripts(),
+                        level <= detail::Level::small_image && image &&
+                            (field.step / options.every) % options.image_every == 0};
+  const bool run_segment = parts.segment, run_scripts = parts.scripts;
   const io::Extent stored = stored_extent(field);
   segment::Stats stats;
   double seconds[5] = {0, 0, 0, 0, 0};  // segment, reduce, write, render, scripts
@@ -322,43 +333,10 @@ StepRecord Hook::Impl::run_step(const Field& field, detail::Level level, double 
   detail::CatalystStep step;
   step.field = &field;
   step.stored = stored;
-  step.run_volseg = run_segment || run_image;
+  step.run_volseg = parts.segment || parts.image;
   step.run_scripts = run_scripts;
   step.volseg = [&]() -> const std::uint8_t* {
-    auto t = Clock::now();
-    segment::Threshold threshold;
-    if (options.have_range) threshold = {options.lo, options.hi, std::nullopt, std::nullopt, std::nullopt};
-    else threshold = {io::dtype_lowest(field.dtype), io::dtype_highest(field.dtype), std::nullopt, std::nullopt, std::nullopt};
-    const segment::ThresholdKernel kernel(field.dtype, threshold);
-    segment::Stats local;
-    threshold_owned(kernel, field, stored, mask, local);
-    // The scripts and the image see the mask on the ghost layers too.
-    const bool ghosted = options.have_range && (run_scripts || run_image);
-    if (ghosted) {
-      segment::Stats unused;
-      ghosted_mask.resize(static_cast<std::size_t>(stored.voxels()));
-      kernel.run(static_cast<const std::byte*>(field.values), stored.voxels(), false, ghosted_mask.data(), unused);
-    }
-    seconds[0] = since(t);
-    t = Clock::now();
-    segment::reduce_stats(comm, local, stats);
-    seconds[1] = since(t);
-    if (options.label && run_segment) {
-      t = Clock::now();
-      detail::count_objects(comm, field, mask, options.connectivity, record);
-      record.label = since(t);
-    }
-    if (run_write) {
-      t = Clock::now();
-      write_mask(field, record);
-      seconds[2] = since(t);
-    }
-    if (run_image) {
-      t = Clock::now();
-      record.image = image->render(field, stored, ghosted_mask, stats, level == detail::Level::small_image);
-      seconds[3] = since(t);
-    }
-    return ghosted ? ghosted_mask.data() : nullptr;
+    return run_volseg(field, stored, level, parts, stats, seconds, record);
   };
 
   detail::ScriptsOutcome scripts;
@@ -383,9 +361,70 @@ StepRecord Hook::Impl::run_step(const Field& field, detail::Level level, double 
     record.histogram = stats.histogram;
   }
 
-  // Every rank records the slowest rank's times (what the simulation waited for).
-  double local[9] = {seconds[0], seconds[1], seconds[2], seconds[3], seconds[4], since(start), simulation,
-                     double(scripts.errors), record.label};
+  record_slowest(seconds, since(start), simulation, scripts.errors, level, record);
+  if (scripts.errors > 0 || record.script_errors > 0) report_script_error(field, scripts);
+  const double hook_so_far = hook_seconds + since(start);
+  record.share = simulation_seconds > 0 ? hook_so_far / simulation_seconds : 0;
+  collectively(comm, [&] {
+    if (series) series->append(record);
+  });
+  if (options.verbose && comm.rank() == 0)
+    std::cerr << "volseg_insitu: step " << record.step << " " << record.action << ": " << record.in_range
+              << " points in [" << options.lo << ", " << options.hi << "]"
+              << (record.objects ? ", " + std::to_string(*record.objects) + " objects" : std::string()) << ", "
+              << record.total << " s, share " << 100 * record.share << "%\n";
+  return record;
+}
+
+// volseg's part of a step, when Catalyst calls for it: threshold the owned
+// points (and the ghost layers when scripts or the image look at them),
+// reduce the statistics, count objects, write the mask, draw the image.
+// Returns the ghosted mask, or null.
+const std::uint8_t* Hook::Impl::run_volseg(const Field& field, const io::Extent& stored, detail::Level level,
+                                           const StepParts& parts, segment::Stats& stats, double (&seconds)[5],
+                                           StepRecord& record) {
+  auto t = Clock::now();
+  segment::Threshold threshold;
+  if (options.have_range) threshold = {options.lo, options.hi, std::nullopt, std::nullopt, std::nullopt};
+  else threshold = {io::dtype_lowest(field.dtype), io::dtype_highest(field.dtype), std::nullopt, std::nullopt, std::nullopt};
+  const segment::ThresholdKernel kernel(field.dtype, threshold);
+  segment::Stats local;
+  threshold_owned(kernel, field, stored, mask, local);
+  // The scripts and the image see the mask on the ghost layers too.
+  const bool ghosted = options.have_range && (parts.scripts || parts.image);
+  if (ghosted) {
+    segment::Stats unused;
+    ghosted_mask.resize(static_cast<std::size_t>(stored.voxels()));
+    kernel.run(static_cast<const std::byte*>(field.values), stored.voxels(), false, ghosted_mask.data(), unused);
+  }
+  seconds[0] = since(t);
+  t = Clock::now();
+  segment::reduce_stats(comm, local, stats);
+  seconds[1] = since(t);
+  if (options.label && parts.segment) {
+    t = Clock::now();
+    detail::count_objects(comm, field, mask, options.connectivity, record);
+    record.label = since(t);
+  }
+  if (parts.write) {
+    t = Clock::now();
+    write_mask(field, record);
+    seconds[2] = since(t);
+  }
+  if (parts.image) {
+    t = Clock::now();
+    record.image = image->render(field, stored, ghosted_mask, stats, level == detail::Level::small_image);
+    seconds[3] = since(t);
+  }
+  return ghosted ? ghosted_mask.data() : nullptr;
+}
+
+// Every rank records the slowest rank's times (what the simulation waited
+// for), and the governor learns what each part of the step cost.
+void Hook::Impl::record_slowest(const double (&seconds)[5], double total, double simulation, int script_errors,
+                                detail::Level level, StepRecord& record) {
+  double local[9] = {seconds[0], seconds[1], seconds[2], seconds[3], seconds[4], total, simulation,
+                     double(script_errors), record.label};
   double slowest[9];
   check_mpi(MPI_Allreduce(local, slowest, 9, MPI_DOUBLE, MPI_MAX, comm.get()), "MPI_Allreduce");
   record.label = slowest[8];
@@ -399,26 +438,16 @@ StepRecord Hook::Impl::run_step(const Field& field, detail::Level level, double 
   record.script_errors = static_cast<int>(slowest[7]);
   detail::PartCosts costs{slowest[0] + slowest[1] + slowest[8], slowest[2], slowest[3], slowest[4]};
   governor.learn(level, costs);
-  if (scripts.errors > 0 || record.script_errors > 0) {
-    // The failing rank's line, to every rank, once per step.
-    const std::string line = scripts.first_error;
-    int has = line.empty() ? comm.size() : comm.rank(), first = 0;
-    check_mpi(MPI_Allreduce(&has, &first, 1, MPI_INT, MPI_MIN, comm.get()), "MPI_Allreduce");
-    const std::string text = comm.broadcast(line, first < comm.size() ? first : 0);
-    if (comm.rank() == 0)
-      std::cerr << "volseg_insitu: step " << field.step << ": a Catalyst script failed: " << text << "\n";
-  }
-  const double hook_so_far = hook_seconds + since(start);
-  record.share = simulation_seconds > 0 ? hook_so_far / simulation_seconds : 0;
-  collectively(comm, [&] {
-    if (series) series->append(record);
-  });
-  if (options.verbose && comm.rank() == 0)
-    std::cerr << "volseg_insitu: step " << record.step << " " << record.action << ": " << record.in_range
-              << " points in [" << options.lo << ", " << options.hi << "]"
-              << (record.objects ? ", " + std::to_string(*record.objects) + " objects" : std::string()) << ", "
-              << record.total << " s, share " << 100 * record.share << "%\n";
-  return record;
+}
+
+// Collective: the failing rank's line, to every rank, once per step.
+void Hook::Impl::report_script_error(const Field& field, const detail::ScriptsOutcome& scripts) {
+  const std::string line = scripts.first_error;
+  int has = line.empty() ? comm.size() : comm.rank(), first = 0;
+  check_mpi(MPI_Allreduce(&has, &first, 1, MPI_INT, MPI_MIN, comm.get()), "MPI_Allreduce");
+  const std::string text = comm.broadcast(line, first < comm.size() ? first : 0);
+  if (comm.rank() == 0)
+    std::cerr << "volseg_insitu: step " << field.step << ": a Catalyst script failed: " << text << "\n";
 }
 
 void Hook::Impl::write_mask(const Field& field, StepRecord& record) {

@@ -165,6 +165,37 @@ std::string bricks_done(std::int64_t done, std::int64_t bricks) {
   return std::to_string(done) + " of " + std::to_string(bricks) + " bricks done";
 }
 
+// How an earlier journal's header differs from this job's: the first
+// difference, in the order of the identity.
+std::string first_difference(const Header& header, const JournalRequest& request) {
+  JournalIdentity wanted{{"bricks", std::to_string(request.bricks)}};
+  wanted.insert(wanted.end(), request.identity.begin(), request.identity.end());
+  for (const auto& [key, value] : wanted) {
+    const auto it = header.values.find(key);
+    const std::string theirs = it == header.values.end() ? "(none)" : it->second;
+    if (theirs != value) return "its " + key + " is " + theirs + ", this job's is " + value;
+  }
+  return "its header differs";
+}
+
+// A new journal: its header, then room for every brick's record. Returns
+// its descriptor; a journal that is not whole is removed.
+int create_journal(const std::string& path, const std::string& text, std::uint64_t size, bool sync) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0) throw_errno("create", path);
+  try {
+    write_exactly(fd, text.data(), text.size(), 0, path);
+    if (::ftruncate(fd, static_cast<off_t>(size)) != 0) throw_errno("size", path);
+    if (sync && ::fdatasync(fd) != 0) throw_errno("fdatasync", path);
+    if (sync) io::sync_folder_of(path);  // the new file's entry survives a crash
+  } catch (...) {
+    ::close(fd);
+    ::unlink(path.c_str());  // a journal that is not whole is no one's
+    throw;
+  }
+  return fd;
+}
+
 }  // namespace
 
 std::string Journal::path_for(const std::string& output) {
@@ -194,22 +225,10 @@ Journal::Journal(const Comm& comm, const JournalRequest& request)
       std::string mismatch;
       try {
         const Header header = read_header(fd_, path_);
-        if (header.text + std::string(header.size - header.text.size(), '\0') != text) {
-          // Name the first difference, in the order of the identity.
-          JournalIdentity wanted{{"bricks", std::to_string(request.bricks)}};
-          wanted.insert(wanted.end(), request.identity.begin(), request.identity.end());
-          for (const auto& [key, value] : wanted) {
-            const auto it = header.values.find(key);
-            const std::string theirs = it == header.values.end() ? "(none)" : it->second;
-            if (theirs != value) {
-              mismatch = "its " + key + " is " + theirs + ", this job's is " + value;
-              break;
-            }
-          }
-          if (mismatch.empty()) mismatch = "its header differs";
-        } else {
+        if (header.text + std::string(header.size - header.text.size(), '\0') != text)
+          mismatch = first_difference(header, request);
+        else
           done_before_ = read_records(fd_, path_, header_size_, job_, bricks_, done_, stats_before_);
-        }
       } catch (const Error& e) {
         if (!request.force) throw;
         mismatch = e.what();
@@ -234,19 +253,7 @@ Journal::Journal(const Comm& comm, const JournalRequest& request)
     // between its commit and removing its journal.
     remove_file(partial_path_);
     remove_file(path_);
-    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd_ < 0) throw_errno("create", path_);
-    try {
-      write_exactly(fd_, text.data(), text.size(), 0, path_);
-      if (::ftruncate(fd_, static_cast<off_t>(header_size_ + static_cast<std::uint64_t>(bricks_) * sizeof(Record))) != 0)
-        throw_errno("size", path_);
-      if (sync_ && ::fdatasync(fd_) != 0) throw_errno("fdatasync", path_);
-      if (sync_) io::sync_folder_of(path_);  // the new file's entry survives a crash
-    } catch (...) {
-      ::close(std::exchange(fd_, -1));
-      ::unlink(path_.c_str());  // a journal that is not whole is no one's
-      throw;
-    }
+    fd_ = create_journal(path_, text, header_size_ + static_cast<std::uint64_t>(bricks_) * sizeof(Record), sync_);
   });
   check_mpi(MPI_Bcast(&reopen, 1, MPI_INT, 0, comm_.get()), "MPI_Bcast");
   reopen_ = reopen != 0;

@@ -340,11 +340,10 @@ io::VolumeInfo labels_info(const io::VolumeInfo& input, io::DType type, std::uin
   return labels;
 }
 
-LabelResult run_label(const Comm& comm, const LabelOptions& options) {
-  const auto job_start = Clock::now();
-  LabelResult result;
-  result.comm_size = comm.size();
-  LabelResult::Times times;
+namespace {
+
+// The options that need no file, checked before any work.
+void check_label_options(const LabelOptions& options) {
   check_connectivity(options.connectivity);
   if (!options.mask_input) {
     if (std::isnan(options.lo) || std::isnan(options.hi)) throw Error("thresholds must not be NaN");
@@ -352,6 +351,11 @@ LabelResult run_label(const Comm& comm, const LabelOptions& options) {
       throw Error("lo > hi: --lo " + exact(options.lo) + " is above --hi " + exact(options.hi));
   }
   if (options.type != "auto") label_type(options.type, 0);  // a name it knows, before any work
+}
+
+// The input's format and reading backend (auto: by access pattern and the
+// page cache), the output's format (wide label types) and writing backend.
+io::Writing choose_io(const Comm& comm, const LabelOptions& options, LabelResult& result) {
   const io::FileFormat input_format = io::detect_format(comm, options.input);
   if (options.backend == "auto") {
     const io::AutoChoice choice = io::choose_backend(comm, input_format, options.input, io::Access::stream);
@@ -367,34 +371,61 @@ LabelResult run_label(const Comm& comm, const LabelOptions& options) {
   io::Writing writing = io::writing_backend(output_format, result.backend);
   if (!options.output_backend.empty()) writing.backend = options.output_backend;
   result.output_backend = writing.backend;
+  return writing;
+}
 
-  auto reader = io::open_reader(result.backend, options.input, comm,
-                                io::Hints::parse(detail::joined(options.hints, options.input_hints)));
-  const io::VolumeInfo& info = reader->info();
-  result.input_info = info;
-  detail::refuse_output_over_input(options.output, reader->files());
-  std::unique_ptr<io::VolumeReader> values;
-  std::vector<std::string> taken = reader->files();
-  if (!options.values.empty()) {
-    const io::FileFormat values_format = io::detect_format(comm, options.values);
-    values = io::open_reader(options.values == options.input
-                                 ? result.backend
-                                 : io::choose_backend(comm, values_format, options.values, io::Access::stream).backend,
-                             options.values, comm, io::Hints::parse(options.values_hints));
-    if (values->info().dims != info.dims)
-      throw Error("--values " + options.values + " is " + std::to_string(values->info().dims[2]) + "x" +
-                  std::to_string(values->info().dims[1]) + "x" + std::to_string(values->info().dims[0]) +
-                  ", the input " + std::to_string(info.dims[2]) + "x" + std::to_string(info.dims[1]) + "x" +
-                  std::to_string(info.dims[0]) + ": they must match voxel for voxel");
-    detail::refuse_output_over_input(options.output, values->files());
-    for (const auto& file : values->files()) taken.push_back(file);
-  }
+// --values: the source scalar of the table, voxel for voxel the input's;
+// null without it.
+std::unique_ptr<io::VolumeReader> open_values(const Comm& comm, const LabelOptions& options,
+                                              const std::string& input_backend, const io::VolumeInfo& info) {
+  if (options.values.empty()) return nullptr;
+  const io::FileFormat values_format = io::detect_format(comm, options.values);
+  auto values = io::open_reader(options.values == options.input
+                                    ? input_backend
+                                    : io::choose_backend(comm, values_format, options.values, io::Access::stream).backend,
+                                options.values, comm, io::Hints::parse(options.values_hints));
+  if (values->info().dims != info.dims)
+    throw Error("--values " + options.values + " is " + std::to_string(values->info().dims[2]) + "x" +
+                std::to_string(values->info().dims[1]) + "x" + std::to_string(values->info().dims[0]) +
+                ", the input " + std::to_string(info.dims[2]) + "x" + std::to_string(info.dims[1]) + "x" +
+                std::to_string(info.dims[0]) + ": they must match voxel for voxel");
+  detail::refuse_output_over_input(options.output, values->files());
+  return values;
+}
+
+// Table and report over no input, the labels or each other; the labels'
+// files not over existing ones without --force.
+void check_label_outputs(const LabelOptions& options, std::vector<std::string> taken) {
   detail::check_side_output(options.stats, "object table", options.output, options.force, taken, "labels");
   if (!options.stats.empty()) taken.push_back(options.stats);
   detail::check_side_output(options.report, "report", options.output, options.force, taken, "labels");
   if (!io::is_stream(options.output))
     for (const auto& file : detail::output_files(options.output)) io::refuse_existing(file.string(), options.force);
+}
 
+// What run_label decides before its first pass: the input (and --values)
+// open with their backends, the labels' format, backend and hints, every
+// output checked, the bricks.
+struct LabelPlan {
+  std::unique_ptr<io::VolumeReader> reader;
+  std::unique_ptr<io::VolumeReader> values;  // --values; null without it
+  io::Writing writing;
+  BrickLayout layout;
+};
+
+LabelPlan plan_label(const Comm& comm, const LabelOptions& options, LabelResult& result) {
+  check_label_options(options);
+  io::Writing writing = choose_io(comm, options, result);
+  auto reader = io::open_reader(result.backend, options.input, comm,
+                                io::Hints::parse(detail::joined(options.hints, options.input_hints)));
+  const io::VolumeInfo& info = reader->info();
+  result.input_info = info;
+  detail::refuse_output_over_input(options.output, reader->files());
+  auto values = open_values(comm, options, result.backend, info);
+  std::vector<std::string> taken = reader->files();
+  if (values)
+    for (const auto& file : values->files()) taken.push_back(file);
+  check_label_outputs(options, std::move(taken));
   // Bricks of about 12 MiB of labels (u32): a brick's buffers are its input,
   // its mask, its labels and ~12 bytes a run of foreground.
   const io::Index3 shape = options.brick_shape.value_or(BrickLayout::default_shape(info.dims, 4));
@@ -402,90 +433,132 @@ LabelResult run_label(const Comm& comm, const LabelOptions& options) {
   result.brick_shape = layout.shape();
   result.brick_grid = layout.grid();
   result.brick_count = layout.count();
-  Labeling labeling(comm, BrickMap::from_layout(layout, comm.size(), options.assignment, options.seed),
-                    options.connectivity, values != nullptr);
-  const auto& mine = labeling.mine();
-  MaskMaker masks(options, info);
-  const double scale = values ? values->info().scale_factor.value_or(1.0) : 1.0;
-  const double offset = values ? values->info().add_offset.value_or(0.0) : 0.0;
-  const auto brick_voxels = static_cast<std::size_t>(layout.largest_brick_voxels());
-  std::vector<std::byte> input(brick_voxels * io::dtype_size(info.dtype));
-  std::vector<std::byte> source(values ? brick_voxels * io::dtype_size(values->info().dtype) : 0);
-  Progress progress(comm, "label", 2 * layout.count(), options.progress);
+  return LabelPlan{std::move(reader), std::move(values), std::move(writing), layout};
+}
 
-  KeptLabels kept(options.cache_bytes);
+// The two passes over this rank's bricks, and what they share: the
+// labeling, the masks, one brick's buffers, the labels kept between them.
+struct LabelPasses {
+  const Comm& comm;
+  const LabelOptions& options;
+  LabelPlan& plan;
+  const io::VolumeInfo& info;
+  Labeling labeling;
+  MaskMaker masks;
+  double scale, offset;  // of --values
+  std::size_t brick_voxels;
+  std::vector<std::byte> input, source;
+  Progress progress;
+  KeptLabels kept;
+
+  LabelPasses(const Comm& c, const LabelOptions& o, LabelPlan& p)
+      : comm(c),
+        options(o),
+        plan(p),
+        info(p.reader->info()),
+        labeling(c, BrickMap::from_layout(p.layout, c.size(), o.assignment, o.seed), o.connectivity, p.values != nullptr),
+        masks(o, info),
+        scale(p.values ? p.values->info().scale_factor.value_or(1.0) : 1.0),
+        offset(p.values ? p.values->info().add_offset.value_or(0.0) : 0.0),
+        brick_voxels(static_cast<std::size_t>(p.layout.largest_brick_voxels())),
+        input(brick_voxels * io::dtype_size(info.dtype)),
+        source(p.values ? brick_voxels * io::dtype_size(p.values->info().dtype) : 0),
+        progress(c, "label", 2 * p.layout.count(), o.progress),
+        kept(o.cache_bytes) {}
+
+  // Pass 1: label every brick, keep parts and faces.
+  void label_bricks() {
+    const auto& mine = labeling.mine();
+    auto& reader = *plan.reader;
+    auto* values = plan.values.get();
+    // Rounds every rank joins when a reader is collective (io::Rounds).
+    const io::Rounds rounds(comm, static_cast<std::int64_t>(mine.size()),
+                            reader.collective() || (values && values->collective()));
+    rounds.run([&](std::optional<std::int64_t> round) {
+      const std::int64_t brick = round ? mine[static_cast<std::size_t>(*round)] : -1;
+      const io::Extent* extent = round ? &labeling.map().bricks[static_cast<std::size_t>(brick)] : nullptr;
+      io::read_in_round(reader, extent, input.data());
+      if (values) io::read_in_round(*values, extent, source.data());
+      if (!extent) return;
+      labeling.add(brick, masks.make(input.data(), *extent), values ? source.data() : nullptr,
+                   values ? values->info().dtype : io::DType::u8, scale, offset);
+      kept.keep(brick, labeling.labeler());
+      progress.advance(1, static_cast<std::uint64_t>(extent->voxels()) * io::dtype_size(info.dtype));
+    });
+  }
+
+  // Pass 2: label again and write the ids.
+  void write_labels(io::VolumeWriter& writer, io::DType type) {
+    const auto& mine = labeling.mine();
+    auto& reader = *plan.reader;
+    const io::Rounds rounds(comm, static_cast<std::int64_t>(mine.size()), reader.collective() || writer.collective());
+    std::vector<std::byte> out(brick_voxels * io::dtype_size(type));
+    BrickLabeler labeler(options.connectivity);
+    rounds.run([&](std::optional<std::int64_t> round) {
+      const std::int64_t brick = round ? mine[static_cast<std::size_t>(*round)] : -1;
+      const io::Extent* extent = round ? &labeling.map().bricks[static_cast<std::size_t>(brick)] : nullptr;
+      io::read_in_round(reader, extent, input.data());
+      if (extent) {
+        kept.label(brick, labeler, masks.make(input.data(), *extent), extent->count);
+        const auto ids = labeling.ids(brick);
+        if (ids.size() != labeler.objects() + 1u)
+          throw Error("internal error: brick " + std::to_string(brick) + " labelled differently in pass 2");
+        paint(labeler, ids, type, out.data());
+      }
+      io::write_in_round(writer, extent, out.data());
+      if (extent) progress.advance(1, static_cast<std::uint64_t>(extent->voxels()) * io::dtype_size(type));
+    });
+  }
+};
+
+std::unique_ptr<io::VolumeWriter> create_labels(const Comm& comm, const LabelOptions& options,
+                                                const LabelPlan& plan, const LabelResult& result, io::DType type) {
+  const io::VolumeInfo& info = result.input_info;
+  io::CreateRequest request{options.output,
+                            labels_info(info, type, result.summary.objects, options.connectivity, options.input,
+                                        options.command_line.empty() ? "volseg label" : options.command_line),
+                            options.force, io::Partial::none};
+  const auto& shape = plan.layout.shape();
+  request.whole_planes = shape[1] >= info.dims[1] && shape[2] >= info.dims[2];
+  auto writer_hints = detail::joined(detail::joined(options.hints, plan.writing.hints), options.output_hints);
+  return io::create_writer(result.output_backend, request, comm, io::Hints::parse(writer_hints));
+}
+
+// Pass 1, the merge, pass 2. On an error no labels are left behind.
+void execute_label(const Comm& comm, const LabelOptions& options, LabelPlan& plan, LabelResult& result,
+                   LabelResult::Times& times) {
+  LabelPasses passes(comm, options, plan);
   std::exception_ptr error;
   std::unique_ptr<io::VolumeWriter> writer;
   try {
-    // Pass 1: label every brick, keep parts and faces.
     const auto pass1 = Clock::now();
-    {
-      // Rounds every rank joins when a reader is collective (io::Rounds).
-      const io::Rounds rounds(comm, static_cast<std::int64_t>(mine.size()),
-                              reader->collective() || (values && values->collective()));
-      rounds.run([&](std::optional<std::int64_t> round) {
-        const std::int64_t brick = round ? mine[static_cast<std::size_t>(*round)] : -1;
-        const io::Extent* extent = round ? &labeling.map().bricks[static_cast<std::size_t>(brick)] : nullptr;
-        io::read_in_round(*reader, extent, input.data());
-        if (values) io::read_in_round(*values, extent, source.data());
-        if (!extent) return;
-        labeling.add(brick, masks.make(input.data(), *extent), values ? source.data() : nullptr,
-                     values ? values->info().dtype : io::DType::u8, scale, offset);
-        kept.keep(brick, labeling.labeler());
-        progress.advance(1, static_cast<std::uint64_t>(extent->voxels()) * io::dtype_size(info.dtype));
-      });
-    }
+    passes.label_bricks();
     times.label = since(pass1);
     const auto merge = Clock::now();
-    result.summary = labeling.finish(options.min_voxels, !options.stats.empty() || !options.report.empty());
+    result.summary = passes.labeling.finish(options.min_voxels, !options.stats.empty() || !options.report.empty());
     times.merge = since(merge);
 
-    // Pass 2: label again and write the ids.
     const io::DType type = label_type(options.type, result.summary.objects);
     result.label_type = io::dtype_name(type);
     const auto pass2 = Clock::now();
-    io::CreateRequest request{options.output,
-                              labels_info(info, type, result.summary.objects, options.connectivity, options.input,
-                                          options.command_line.empty() ? "volseg label" : options.command_line),
-                              options.force, io::Partial::none};
-    request.whole_planes = shape[1] >= info.dims[1] && shape[2] >= info.dims[2];
-    auto writer_hints = detail::joined(detail::joined(options.hints, writing.hints), options.output_hints);
-    writer = io::create_writer(result.output_backend, request, comm, io::Hints::parse(writer_hints));
-    {
-      const io::Rounds rounds(comm, static_cast<std::int64_t>(mine.size()),
-                              reader->collective() || writer->collective());
-      std::vector<std::byte> out(brick_voxels * io::dtype_size(type));
-      BrickLabeler labeler(options.connectivity);
-      rounds.run([&](std::optional<std::int64_t> round) {
-        const std::int64_t brick = round ? mine[static_cast<std::size_t>(*round)] : -1;
-        const io::Extent* extent = round ? &labeling.map().bricks[static_cast<std::size_t>(brick)] : nullptr;
-        io::read_in_round(*reader, extent, input.data());
-        if (extent) {
-          kept.label(brick, labeler, masks.make(input.data(), *extent), extent->count);
-          const auto ids = labeling.ids(brick);
-          if (ids.size() != labeler.objects() + 1u)
-            throw Error("internal error: brick " + std::to_string(brick) + " labelled differently in pass 2");
-          paint(labeler, ids, type, out.data());
-        }
-        io::write_in_round(*writer, extent, out.data());
-        if (extent) progress.advance(1, static_cast<std::uint64_t>(extent->voxels()) * io::dtype_size(type));
-      });
-    }
+    writer = create_labels(comm, options, plan, result, type);
+    passes.write_labels(*writer, type);
     writer->close();
-    reader->close();
-    if (values) values->close();
+    plan.reader->close();
+    if (plan.values) plan.values->close();
     times.write = since(pass2);
   } catch (...) {
     error = std::current_exception();
   }
-  progress.finish();
+  passes.progress.finish();
   if (error) {
     writer.reset();  // removes its temporary file
     std::rethrow_exception(error);
   }
-  times.total = since(job_start);
-  times.max_rss = max_rss_bytes();
-  // Every rank's times, on rank 0.
+}
+
+// Every rank's times, on rank 0; the job's seconds on every rank.
+void gather_label_times(const Comm& comm, const LabelResult::Times& times, LabelResult& result) {
   double mine_times[5] = {times.label, times.merge, times.write, times.total, static_cast<double>(times.max_rss)};
   std::vector<double> all(static_cast<std::size_t>(5 * comm.size()));
   check_mpi(MPI_Gather(mine_times, 5, MPI_DOUBLE, all.data(), 5, MPI_DOUBLE, 0, comm.get()), "MPI_Gather");
@@ -494,10 +567,26 @@ LabelResult run_label(const Comm& comm, const LabelOptions& options) {
     result.ranks.push_back({v[0], v[1], v[2], v[3], static_cast<std::uint64_t>(v[4])});
   }
   check_mpi(MPI_Allreduce(&times.total, &result.seconds, 1, MPI_DOUBLE, MPI_MAX, comm.get()), "MPI_Allreduce");
+}
+
+}  // namespace
+
+// A job is planned (inputs checked, backends, formats and outputs decided),
+// then executed (two passes and the merge), then reported.
+LabelResult run_label(const Comm& comm, const LabelOptions& options) {
+  const auto job_start = Clock::now();
+  LabelResult result;
+  result.comm_size = comm.size();
+  LabelResult::Times times;
+  LabelPlan plan = plan_label(comm, options, result);
+  execute_label(comm, options, plan, result, times);
+  times.total = since(job_start);
+  times.max_rss = max_rss_bytes();
+  gather_label_times(comm, times, result);
   collectively(comm, [&] {
     if (comm.rank() != 0) return;
     if (!options.stats.empty())
-      write_object_table(options.stats, result.summary, info, !options.values.empty());
+      write_object_table(options.stats, result.summary, result.input_info, !options.values.empty());
     if (!options.report.empty()) write_label_report(options.report, options, result);
   });
   return result;

@@ -285,30 +285,38 @@ void Labeling::add(std::int64_t brick, const std::uint8_t* mask, const void* sou
   }
 }
 
-LabelSummary Labeling::finish(std::uint64_t min_voxels, bool with_table) {
-  State& s = *state_;
-  if (s.added != mine_.size()) throw Error("internal error: finish() before every brick was labelled");
-  const int ranks = comm_.size(), me = comm_.rank();
-  MPI_Comm comm = comm_.get();
+namespace {
 
-  // Faces across ranks: the earlier brick's face goes to the later brick's rank.
+// The faces of this rank's bricks that a later brick on another rank
+// needs, packed per rank: (brick low, brick high, face, size, plane...).
+std::vector<std::vector<std::uint32_t>> faces_to_send(const BrickMap& map, const std::vector<std::int64_t>& mine,
+                                                      int connectivity,
+                                                      const std::unordered_map<std::int64_t, KeptFace>& faces,
+                                                      int me, int ranks) {
   std::vector<std::vector<std::uint32_t>> outgoing(static_cast<std::size_t>(ranks));
-  for (std::int64_t brick : mine_) {
-    const io::Extent& extent = map_.bricks[static_cast<std::size_t>(brick)];
+  for (std::int64_t brick : mine) {
+    const io::Extent& extent = map.bricks[static_cast<std::size_t>(brick)];
     std::vector<std::pair<int, int>> sent;  // (rank, face)
-    for (std::int64_t other : neighbours(map_, brick, connectivity_)) {
-      const int rank = map_.owner[static_cast<std::size_t>(other)];
+    for (std::int64_t other : neighbours(map, brick, connectivity)) {
+      const int rank = map.owner[static_cast<std::size_t>(other)];
       if (rank == me || other < brick) continue;
-      const int face = facing(*contact(extent, map_.bricks[static_cast<std::size_t>(other)], connectivity_));
+      const int face = facing(*contact(extent, map.bricks[static_cast<std::size_t>(other)], connectivity));
       if (std::find(sent.begin(), sent.end(), std::pair{rank, face}) != sent.end()) continue;
       sent.emplace_back(rank, face);
-      const auto& plane = s.faces.at(brick * 6 + face).plane;
+      const auto& plane = faces.at(brick * 6 + face).plane;
       auto& out = outgoing[static_cast<std::size_t>(rank)];
       out.insert(out.end(), {static_cast<std::uint32_t>(brick), static_cast<std::uint32_t>(brick >> 32),
                              static_cast<std::uint32_t>(face), static_cast<std::uint32_t>(plane.size())});
       out.insert(out.end(), plane.begin(), plane.end());
     }
   }
+  return outgoing;
+}
+
+// Collective: every rank's outgoing faces to their ranks (alltoallv);
+// returns what this rank received. outgoing is freed on the way.
+std::vector<std::uint32_t> exchange_faces(MPI_Comm comm, std::vector<std::vector<std::uint32_t>>& outgoing) {
+  const int ranks = static_cast<int>(outgoing.size());
   std::vector<int> send_counts(static_cast<std::size_t>(ranks)), recv_counts(static_cast<std::size_t>(ranks));
   std::vector<int> send_displs(static_cast<std::size_t>(ranks)), recv_displs(static_cast<std::size_t>(ranks));
   std::size_t send_total = 0;
@@ -325,202 +333,257 @@ LabelSummary Labeling::finish(std::uint64_t min_voxels, bool with_table) {
     recv_total += static_cast<std::size_t>(recv_counts[static_cast<std::size_t>(r)]);
     check_fits_int<std::uint32_t>(recv_total, "faces");
   }
-  {
-    std::vector<std::uint32_t> send_buffer;
-    send_buffer.reserve(send_total);
-    for (auto& out : outgoing) {
-      send_buffer.insert(send_buffer.end(), out.begin(), out.end());
-      std::vector<std::uint32_t>().swap(out);
-    }
-    std::vector<std::uint32_t> received(recv_total);
-    check_mpi(MPI_Alltoallv(send_buffer.data(), send_counts.data(), send_displs.data(), MPI_UINT32_T,
-                            received.data(), recv_counts.data(), recv_displs.data(), MPI_UINT32_T, comm),
-              "MPI_Alltoallv");
-    std::vector<std::uint32_t>().swap(send_buffer);
-    for (std::size_t at = 0; at < received.size();) {
-      const std::int64_t other = static_cast<std::int64_t>(received[at]) | static_cast<std::int64_t>(received[at + 1]) << 32;
-      const int face = static_cast<int>(received[at + 2]);
-      const std::size_t size = received[at + 3];
-      const std::vector<std::uint32_t> plane(received.begin() + static_cast<std::ptrdiff_t>(at + 4),
-                                             received.begin() + static_cast<std::ptrdiff_t>(at + 4 + size));
-      at += 4 + size;
-      const io::Extent& earlier = map_.bricks[static_cast<std::size_t>(other)];
-      for (std::int64_t brick : neighbours(map_, other, connectivity_)) {
-        if (map_.owner[static_cast<std::size_t>(brick)] != me || brick < other) continue;
-        const auto side = *contact(earlier, map_.bricks[static_cast<std::size_t>(brick)], connectivity_);
-        if (facing(side) != face) continue;
-        const auto& mine = s.faces.at(brick * 6 + opposite(face)).plane;
-        for (const Pair& pair :
-             join_faces(earlier, plane, map_.bricks[static_cast<std::size_t>(brick)], mine, side, connectivity_))
-          s.edges.push_back({other, pair.a, brick, pair.b});
-      }
+  std::vector<std::uint32_t> send_buffer;
+  send_buffer.reserve(send_total);
+  for (auto& out : outgoing) {
+    send_buffer.insert(send_buffer.end(), out.begin(), out.end());
+    std::vector<std::uint32_t>().swap(out);
+  }
+  std::vector<std::uint32_t> received(recv_total);
+  check_mpi(MPI_Alltoallv(send_buffer.data(), send_counts.data(), send_displs.data(), MPI_UINT32_T, received.data(),
+                          recv_counts.data(), recv_displs.data(), MPI_UINT32_T, comm),
+            "MPI_Alltoallv");
+  return received;
+}
+
+// Joins each received face to the bricks of this rank that face it.
+void join_received_faces(const std::vector<std::uint32_t>& received, const BrickMap& map, int connectivity, int me,
+                         const std::unordered_map<std::int64_t, KeptFace>& faces, std::vector<Edge>& edges) {
+  for (std::size_t at = 0; at < received.size();) {
+    const std::int64_t other = static_cast<std::int64_t>(received[at]) | static_cast<std::int64_t>(received[at + 1]) << 32;
+    const int face = static_cast<int>(received[at + 2]);
+    const std::size_t size = received[at + 3];
+    const std::vector<std::uint32_t> plane(received.begin() + static_cast<std::ptrdiff_t>(at + 4),
+                                           received.begin() + static_cast<std::ptrdiff_t>(at + 4 + size));
+    at += 4 + size;
+    const io::Extent& earlier = map.bricks[static_cast<std::size_t>(other)];
+    for (std::int64_t brick : neighbours(map, other, connectivity)) {
+      if (map.owner[static_cast<std::size_t>(brick)] != me || brick < other) continue;
+      const auto side = *contact(earlier, map.bricks[static_cast<std::size_t>(brick)], connectivity);
+      if (facing(side) != face) continue;
+      const auto& mine = faces.at(brick * 6 + opposite(face)).plane;
+      for (const Pair& pair :
+           join_faces(earlier, plane, map.bricks[static_cast<std::size_t>(brick)], mine, side, connectivity))
+        edges.push_back({other, pair.a, brick, pair.b});
     }
   }
-  s.faces.clear();
+}
 
-  // Every brick's label count, so that (brick, label) names a node. Nodes
-  // go rank by rank, each rank's bricks in mine() order: the order rank 0
-  // gathers them in.
-  const std::size_t brick_count = map_.bricks.size();
-  std::vector<std::uint64_t> counts(brick_count, 0), base(brick_count, 0), rank_base(static_cast<std::size_t>(ranks) + 1, 0);
-  for (std::size_t i = 0; i < mine_.size(); ++i)
-    counts[static_cast<std::size_t>(mine_[i])] = s.part_start[i + 1] - s.part_start[i];
+// (brick, label) names node base[brick] + label - 1. Nodes go rank by rank,
+// each rank's bricks in mine() order: the order rank 0 gathers them in.
+struct Nodes {
+  std::vector<std::uint64_t> base;       // per brick
+  std::vector<std::uint64_t> rank_base;  // per rank, and the end
+  std::uint64_t count() const { return rank_base.back(); }
+};
+
+// Collective: every brick's label count, so that (brick, label) names a node.
+Nodes number_nodes(MPI_Comm comm, int ranks, const BrickMap& map, const std::vector<std::int64_t>& mine,
+                   const std::vector<std::uint64_t>& part_start) {
+  const std::size_t brick_count = map.bricks.size();
+  std::vector<std::uint64_t> counts(brick_count, 0);
+  Nodes nodes{std::vector<std::uint64_t>(brick_count, 0), std::vector<std::uint64_t>(static_cast<std::size_t>(ranks) + 1, 0)};
+  for (std::size_t i = 0; i < mine.size(); ++i)
+    counts[static_cast<std::size_t>(mine[i])] = part_start[i + 1] - part_start[i];
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, counts.data(), static_cast<int>(brick_count), MPI_UINT64_T, MPI_SUM, comm),
             "MPI_Allreduce");
-  {
-    std::vector<std::uint64_t> per_rank(static_cast<std::size_t>(ranks), 0);
-    for (std::size_t b = 0; b < brick_count; ++b) per_rank[static_cast<std::size_t>(map_.owner[b])] += counts[b];
-    for (int r = 0; r < ranks; ++r)
-      rank_base[static_cast<std::size_t>(r) + 1] = rank_base[static_cast<std::size_t>(r)] + per_rank[static_cast<std::size_t>(r)];
-    std::vector<std::uint64_t> next(rank_base.begin(), rank_base.end() - 1);
-    for (std::size_t b = 0; b < brick_count; ++b) {  // ascending: each rank's bricks in mine() order
-      auto& at = next[static_cast<std::size_t>(map_.owner[b])];
-      base[b] = at;
-      at += counts[b];
+  auto& rank_base = nodes.rank_base;
+  std::vector<std::uint64_t> per_rank(static_cast<std::size_t>(ranks), 0);
+  for (std::size_t b = 0; b < brick_count; ++b) per_rank[static_cast<std::size_t>(map.owner[b])] += counts[b];
+  for (int r = 0; r < ranks; ++r)
+    rank_base[static_cast<std::size_t>(r) + 1] = rank_base[static_cast<std::size_t>(r)] + per_rank[static_cast<std::size_t>(r)];
+  std::vector<std::uint64_t> next(rank_base.begin(), rank_base.end() - 1);
+  for (std::size_t b = 0; b < brick_count; ++b) {  // ascending: each rank's bricks in mine() order
+    auto& at = next[static_cast<std::size_t>(map.owner[b])];
+    nodes.base[b] = at;
+    at += counts[b];
+  }
+  return nodes;
+}
+
+// The joins as pairs of nodes; edges is freed.
+std::vector<std::uint64_t> edge_nodes(std::vector<Edge>& edges, const Nodes& nodes) {
+  std::vector<std::uint64_t> pairs;
+  pairs.reserve(edges.size() * 2);
+  for (const Edge& e : edges)
+    pairs.insert(pairs.end(), {nodes.base[static_cast<std::size_t>(e.brick_a)] + e.label_a - 1,
+                               nodes.base[static_cast<std::size_t>(e.brick_b)] + e.label_b - 1});
+  std::vector<Edge>().swap(edges);
+  return pairs;
+}
+
+// Collective: chunks of every rank on rank 0, in rank order, straight into
+// all: rank 0's own come first, moved in chunk by chunk, so that its parts
+// are never held twice. chunks is emptied.
+template <class Chunks, class T>
+void gather_on_root(MPI_Comm comm, int ranks, int me, Chunks& chunks, std::vector<T>& all) {
+  std::size_t mine = 0;
+  for (const auto& chunk : chunks) mine += chunk.size();
+  check_fits_int<T>(mine, "objects");
+  int count = static_cast<int>(mine * sizeof(T));
+  std::vector<int> sizes(static_cast<std::size_t>(ranks), 0), starts(static_cast<std::size_t>(ranks), 0);
+  check_mpi(MPI_Gather(&count, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, comm), "MPI_Gather");
+  std::size_t total = 0;
+  for (int r = 0; r < ranks; ++r) {
+    starts[static_cast<std::size_t>(r)] = static_cast<int>(total);
+    total += static_cast<std::size_t>(sizes[static_cast<std::size_t>(r)]);
+    if (me == 0) check_fits_int<char>(total, "objects");
+  }
+  std::vector<T> flat;  // the sender's
+  auto& into = me == 0 ? all : flat;
+  into.reserve(me == 0 ? total / sizeof(T) : mine);
+  std::size_t freed = 0;
+  for (auto& chunk : chunks) {
+    into.insert(into.end(), chunk.begin(), chunk.end());
+    freed += chunk.size() * sizeof(T);
+    std::vector<typename std::decay_t<decltype(chunk)>::value_type>().swap(chunk);
+    if (freed > (std::size_t{16} << 20)) {  // hand the freed chunks back as they go
+      give_back_memory();
+      freed = 0;
     }
   }
-  const std::uint64_t nodes = rank_base[static_cast<std::size_t>(ranks)];
-  std::vector<std::uint64_t> edge_nodes;
-  edge_nodes.reserve(s.edges.size() * 2);
-  for (const Edge& e : s.edges)
-    edge_nodes.insert(edge_nodes.end(), {base[static_cast<std::size_t>(e.brick_a)] + e.label_a - 1,
-                                         base[static_cast<std::size_t>(e.brick_b)] + e.label_b - 1});
-  std::vector<Edge>().swap(s.edges);
+  chunks.clear();
+  give_back_memory();
+  if (me == 0) {
+    all.resize(total / sizeof(T));
+    check_mpi(MPI_Gatherv(MPI_IN_PLACE, count, MPI_BYTE, all.data(), sizes.data(), starts.data(), MPI_BYTE, 0, comm),
+              "MPI_Gatherv");
+  } else {
+    check_mpi(MPI_Gatherv(flat.data(), count, MPI_BYTE, nullptr, nullptr, nullptr, MPI_BYTE, 0, comm), "MPI_Gatherv");
+  }
+}
 
-  // Gather parts, values and joins on rank 0, in rank order, straight into
-  // the node arrays: rank 0's own come first, moved in brick by brick, so
-  // that its parts are never held twice.
-  auto gather = [&](auto& chunks, auto& all) {
-    using T = typename std::decay_t<decltype(all)>::value_type;
-    std::size_t mine = 0;
-    for (const auto& chunk : chunks) mine += chunk.size();
-    check_fits_int<T>(mine, "objects");
-    int count = static_cast<int>(mine * sizeof(T));
-    std::vector<int> sizes(static_cast<std::size_t>(ranks), 0), starts(static_cast<std::size_t>(ranks), 0);
-    check_mpi(MPI_Gather(&count, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, comm), "MPI_Gather");
-    std::size_t total = 0;
-    for (int r = 0; r < ranks; ++r) {
-      starts[static_cast<std::size_t>(r)] = static_cast<int>(total);
-      total += static_cast<std::size_t>(sizes[static_cast<std::size_t>(r)]);
-      if (me == 0) check_fits_int<char>(total, "objects");
-    }
-    std::vector<T> flat;  // the sender's
-    auto& into = me == 0 ? all : flat;
-    into.reserve(me == 0 ? total / sizeof(T) : mine);
-    std::size_t freed = 0;
-    for (auto& chunk : chunks) {
-      into.insert(into.end(), chunk.begin(), chunk.end());
-      freed += chunk.size() * sizeof(T);
-      std::vector<typename std::decay_t<decltype(chunk)>::value_type>().swap(chunk);
-      if (freed > (std::size_t{16} << 20)) {  // hand the freed chunks back as they go
-        give_back_memory();
-        freed = 0;
-      }
-    }
-    chunks.clear();
-    give_back_memory();
-    if (me == 0) {
-      all.resize(total / sizeof(T));
-      check_mpi(MPI_Gatherv(MPI_IN_PLACE, count, MPI_BYTE, all.data(), sizes.data(), starts.data(), MPI_BYTE, 0, comm),
-                "MPI_Gatherv");
-    } else {
-      check_mpi(MPI_Gatherv(flat.data(), count, MPI_BYTE, nullptr, nullptr, nullptr, MPI_BYTE, 0, comm),
-                "MPI_Gatherv");
-    }
-  };
+// Everything rank 0 merges: every node's part (and values), every join.
+struct Gathered {
   std::vector<ObjectPart> parts;
   std::vector<ObjectValues> values;
-  std::vector<std::uint64_t> edges;
-  gather(s.parts, parts);
-  gather(s.values, values);
-  {
-    std::vector<std::vector<std::uint64_t>> chunks;
-    chunks.push_back(std::move(edge_nodes));
-    gather(chunks, edges);
-  }
+  std::vector<std::uint64_t> edges;  // pairs of nodes
+};
 
-  LabelSummary summary;
-  std::vector<std::uint64_t> node_ids;  // rank 0: every node's id
+// Rank 0: union-find over nodes; the smaller node is the root, so
+// parent[n] <= n. Counts the joins and the parts joined; frees edges.
+std::vector<std::uint64_t> union_nodes(std::uint64_t nodes, std::vector<std::uint64_t>& edges, LabelSummary& summary) {
+  std::vector<std::uint64_t> parent(nodes);
+  std::iota(parent.begin(), parent.end(), std::uint64_t{0});
+  std::vector<bool> joined(nodes, false);
+  summary.joins = edges.size() / 2;
+  for (std::size_t e = 0; e < edges.size(); e += 2) {
+    const std::uint64_t a = find_root(parent, edges[e]), b = find_root(parent, edges[e + 1]);
+    joined[edges[e]] = joined[edges[e + 1]] = true;
+    if (a < b) parent[b] = a;
+    else if (b < a) parent[a] = b;
+  }
+  std::vector<std::uint64_t>().swap(edges);
+  summary.boundary_parts = static_cast<std::uint64_t>(std::count(joined.begin(), joined.end(), true));
+  return parent;
+}
+
+// Rank 0: merges every part into its root, then moves the roots kept (not
+// under min_voxels) to the front: the k-th kept root to k <= its node, in
+// place. Returns per node: its compact index + 1 for kept roots, else 0.
+std::vector<std::uint64_t> merge_into_roots(std::vector<std::uint64_t>& parent, Gathered& all, bool with_values,
+                                            std::uint64_t min_voxels, LabelSummary& summary) {
+  const std::uint64_t nodes = parent.size();
+  auto& parts = all.parts;
+  auto& values = all.values;
+  // parent[n] < n unless n is a root: ascending, each node's parent
+  // already points at its root.
+  std::vector<std::uint64_t> node_ids(nodes, 0);
+  std::uint64_t kept = 0;
+  for (std::uint64_t n = 0; n < nodes; ++n) {
+    parent[n] = parent[parent[n]];
+    if (parent[n] != n) {
+      parts[parent[n]].merge(parts[n]);
+      if (with_values) values[parent[n]].merge(values[n]);
+    }
+  }
+  for (std::uint64_t n = 0; n < nodes; ++n) {
+    if (parent[n] != n) continue;
+    if (parts[n].voxels < min_voxels) {
+      ++summary.dropped;
+      continue;
+    }
+    summary.foreground += parts[n].voxels;
+    parts[kept] = parts[n];
+    if (with_values) values[kept] = values[n];
+    node_ids[n] = ++kept;
+  }
+  summary.objects = kept;
+  return node_ids;
+}
+
+// Rank 0: numbers the kept roots by their first voxel and gives every node
+// its root's id (node_ids: from merge_into_roots, then the ids). Returns
+// compact index -> id.
+std::vector<std::uint64_t> number_by_first_voxel(const std::vector<std::uint64_t>& parent,
+                                                 const std::vector<ObjectPart>& parts, std::uint64_t kept,
+                                                 std::vector<std::uint64_t>& node_ids) {
+  const std::uint64_t nodes = parent.size();
+  std::vector<std::uint64_t> order(kept);  // position in id order -> compact index
+  std::iota(order.begin(), order.end(), std::uint64_t{0});
+  std::sort(order.begin(), order.end(), [&](auto a, auto b) { return parts[a].first < parts[b].first; });
+  std::vector<std::uint64_t> id_of(kept);  // compact index -> id
+  for (std::uint64_t i = 0; i < kept; ++i) id_of[order[i]] = i + 1;
+  for (std::uint64_t n = 0; n < nodes; ++n)
+    if (parent[n] == n && node_ids[n] != 0) node_ids[n] = id_of[node_ids[n] - 1];
+  for (std::uint64_t n = 0; n < nodes; ++n) node_ids[n] = node_ids[parent[n]];  // roots: already ids
+  return id_of;
+}
+
+// Rank 0: the kept parts become the table, each at id - 1, by following
+// the permutation's cycles.
+void make_table(std::vector<std::uint64_t> id_of, Gathered& all, bool with_values, LabelSummary& summary) {
+  const std::uint64_t kept = id_of.size();
+  for (std::uint64_t i = 0; i < kept; ++i) {
+    while (id_of[i] - 1 != i) {
+      const std::uint64_t to = id_of[i] - 1;
+      std::swap(all.parts[i], all.parts[to]);
+      if (with_values) std::swap(all.values[i], all.values[to]);
+      std::swap(id_of[i], id_of[to]);
+    }
+  }
+  all.parts.resize(kept);
+  summary.table = std::move(all.parts);
+  if (with_values) {
+    all.values.resize(kept);
+    summary.table_values = std::move(all.values);
+  }
+}
+
+// Rank 0: every object from its parts; returns every node's id.
+std::vector<std::uint64_t> merge_objects(std::uint64_t nodes, Gathered& all, bool with_values,
+                                         std::uint64_t min_voxels, bool with_table, LabelSummary& summary) {
+  std::vector<std::uint64_t> parent = union_nodes(nodes, all.edges, summary);
+  std::vector<std::uint64_t> node_ids = merge_into_roots(parent, all, with_values, min_voxels, summary);
+  auto id_of = number_by_first_voxel(parent, all.parts, summary.objects, node_ids);
+  if (with_table) make_table(std::move(id_of), all, with_values, summary);
+  std::vector<ObjectPart>().swap(all.parts);
+  std::vector<ObjectValues>().swap(all.values);
+  return node_ids;
+}
+
+// Collective: each rank's share of node_ids (rank 0's), rank by rank.
+std::vector<std::uint64_t> scatter_ids(MPI_Comm comm, int ranks, int me, const std::vector<std::uint64_t>& node_ids,
+                                       const Nodes& nodes, std::uint64_t mine) {
   std::vector<int> id_counts(static_cast<std::size_t>(ranks)), id_starts(static_cast<std::size_t>(ranks));
   if (me == 0) {
-    // Union-find over nodes; the smaller node is the root, so parent[n] <= n.
-    std::vector<std::uint64_t> parent(nodes);
-    std::iota(parent.begin(), parent.end(), std::uint64_t{0});
-    std::vector<bool> joined(nodes, false);
-    summary.joins = edges.size() / 2;
-    for (std::size_t e = 0; e < edges.size(); e += 2) {
-      const std::uint64_t a = find_root(parent, edges[e]), b = find_root(parent, edges[e + 1]);
-      joined[edges[e]] = joined[edges[e + 1]] = true;
-      if (a < b) parent[b] = a;
-      else if (b < a) parent[a] = b;
-    }
-    std::vector<std::uint64_t>().swap(edges);
-    summary.boundary_parts = static_cast<std::uint64_t>(std::count(joined.begin(), joined.end(), true));
-    std::vector<bool>().swap(joined);
-    // parent[n] < n unless n is a root: ascending, each node's parent
-    // already points at its root.
-    // Merge every part into its root, then move the kept roots to the front
-    // (the k-th kept root to k <= its node: in place), sort them by first
-    // voxel and number them: the parts array becomes the table.
-    node_ids.assign(nodes, 0);  // kept roots: compact index + 1, then the id
-    std::uint64_t kept = 0;
-    for (std::uint64_t n = 0; n < nodes; ++n) {
-      parent[n] = parent[parent[n]];
-      if (parent[n] != n) {
-        parts[parent[n]].merge(parts[n]);
-        if (with_values_) values[parent[n]].merge(values[n]);
-      }
-    }
-    for (std::uint64_t n = 0; n < nodes; ++n) {
-      if (parent[n] != n) continue;
-      if (parts[n].voxels < min_voxels) {
-        ++summary.dropped;
-        continue;
-      }
-      summary.foreground += parts[n].voxels;
-      parts[kept] = parts[n];
-      if (with_values_) values[kept] = values[n];
-      node_ids[n] = ++kept;
-    }
-    summary.objects = kept;
-    std::vector<std::uint64_t> order(kept);  // position in id order -> compact index
-    std::iota(order.begin(), order.end(), std::uint64_t{0});
-    std::sort(order.begin(), order.end(), [&](auto a, auto b) { return parts[a].first < parts[b].first; });
-    std::vector<std::uint64_t> id_of(kept);  // compact index -> id
-    for (std::uint64_t i = 0; i < kept; ++i) id_of[order[i]] = i + 1;
-    for (std::uint64_t n = 0; n < nodes; ++n)
-      if (parent[n] == n && node_ids[n] != 0) node_ids[n] = id_of[node_ids[n] - 1];
-    for (std::uint64_t n = 0; n < nodes; ++n) node_ids[n] = node_ids[parent[n]];  // roots: already ids
-    if (with_table) {
-      // Put each part at id - 1 by following the permutation's cycles.
-      for (std::uint64_t i = 0; i < kept; ++i) {
-        while (id_of[i] - 1 != i) {
-          const std::uint64_t to = id_of[i] - 1;
-          std::swap(parts[i], parts[to]);
-          if (with_values_) std::swap(values[i], values[to]);
-          std::swap(id_of[i], id_of[to]);
-        }
-      }
-      parts.resize(kept);
-      summary.table = std::move(parts);
-      if (with_values_) {
-        values.resize(kept);
-        summary.table_values = std::move(values);
-      }
-    }
-    std::vector<ObjectPart>().swap(parts);
-    std::vector<ObjectValues>().swap(values);
+    const auto& rank_base = nodes.rank_base;
     for (int r = 0; r < ranks; ++r) {
       id_starts[static_cast<std::size_t>(r)] = static_cast<int>(rank_base[static_cast<std::size_t>(r)]);
       id_counts[static_cast<std::size_t>(r)] =
           static_cast<int>(rank_base[static_cast<std::size_t>(r) + 1] - rank_base[static_cast<std::size_t>(r)]);
     }
-    check_fits_int<std::uint64_t>(nodes, "objects");
+    check_fits_int<std::uint64_t>(nodes.count(), "objects");
   }
-  std::vector<std::uint64_t> my_ids(s.part_start.back());
+  std::vector<std::uint64_t> my_ids(mine);
   check_mpi(MPI_Scatterv(node_ids.data(), id_counts.data(), id_starts.data(), MPI_UINT64_T, my_ids.data(),
                          static_cast<int>(my_ids.size()), MPI_UINT64_T, 0, comm),
             "MPI_Scatterv");
+  return my_ids;
+}
+
+// Collective: rank 0's figures (not its table) to every rank.
+void broadcast_figures(MPI_Comm comm, LabelSummary& summary) {
   std::uint64_t figures[5] = {summary.objects, summary.dropped, summary.foreground, summary.boundary_parts,
                               summary.joins};
   check_mpi(MPI_Bcast(figures, 5, MPI_UINT64_T, 0, comm), "MPI_Bcast");
@@ -529,6 +592,42 @@ LabelSummary Labeling::finish(std::uint64_t min_voxels, bool with_table) {
   summary.foreground = figures[2];
   summary.boundary_parts = figures[3];
   summary.joins = figures[4];
+}
+
+}  // namespace
+
+// The steps: faces across ranks are joined; nodes are numbered; parts,
+// values and joins are gathered on rank 0, which merges them into objects;
+// each rank gets its labels' ids.
+LabelSummary Labeling::finish(std::uint64_t min_voxels, bool with_table) {
+  State& s = *state_;
+  if (s.added != mine_.size()) throw Error("internal error: finish() before every brick was labelled");
+  const int ranks = comm_.size(), me = comm_.rank();
+  MPI_Comm comm = comm_.get();
+
+  // Faces across ranks: the earlier brick's face goes to the later brick's rank.
+  {
+    auto outgoing = faces_to_send(map_, mine_, connectivity_, s.faces, me, ranks);
+    const auto received = exchange_faces(comm, outgoing);
+    join_received_faces(received, map_, connectivity_, me, s.faces, s.edges);
+  }
+  s.faces.clear();
+
+  const Nodes nodes = number_nodes(comm, ranks, map_, mine_, s.part_start);
+  Gathered all;
+  {
+    std::vector<std::vector<std::uint64_t>> edges;
+    edges.push_back(edge_nodes(s.edges, nodes));
+    gather_on_root(comm, ranks, me, s.parts, all.parts);
+    gather_on_root(comm, ranks, me, s.values, all.values);
+    gather_on_root(comm, ranks, me, edges, all.edges);
+  }
+
+  LabelSummary summary;
+  std::vector<std::uint64_t> node_ids;  // rank 0: every node's id
+  if (me == 0) node_ids = merge_objects(nodes.count(), all, with_values_, min_voxels, with_table, summary);
+  const auto my_ids = scatter_ids(comm, ranks, me, node_ids, nodes, s.part_start.back());
+  broadcast_figures(comm, summary);
   // Per brick: 0 for the background, then its labels' ids.
   s.ids.clear();
   for (std::size_t i = 0; i < mine_.size(); ++i) {

@@ -197,18 +197,20 @@ std::vector<RankTimes> gather_times(const Comm& comm, const RankTimes& mine) {
   return result;
 }
 
-}  // namespace
-
-SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
-  const auto job_start = Clock::now();
-  SegmentResult result;
-  result.comm_size = comm.size();
-  RankTimes times;
+void check_thresholds(const SegmentOptions& options) {
   if (std::isnan(options.lo) || std::isnan(options.hi)) throw Error("thresholds must not be NaN");
   if (options.lo > options.hi)
     throw Error("lo > hi: --lo " + std::to_string(options.lo) + " is above --hi " + std::to_string(options.hi));
-  TraceSession tracing(comm, !options.trace.empty());
-  auto open_start = Clock::now();
+}
+
+// The input's format and reading backend (auto: by access pattern and the
+// page cache), the output's format and writing backend.
+struct IoChoice {
+  io::FileFormat input_format, output_format;
+  io::Writing writing;
+};
+
+IoChoice choose_io(const Comm& comm, const SegmentOptions& options, SegmentResult& result) {
   const io::FileFormat input_format = io::detect_format(comm, options.input);
   io::AutoChoice choice;
   if (options.backend == "auto") {
@@ -222,71 +224,125 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   io::Writing writing = io::writing_backend(output_format, result.backend);
   if (!options.output_backend.empty()) writing.backend = options.output_backend;
   result.output_backend = writing.backend;
-  const io::Hints input_hints = io::Hints::parse(joined(options.hints, options.input_hints));
+  return {input_format, output_format, std::move(writing)};
+}
 
-  std::unique_ptr<io::VolumeReader> reader;
-  std::unique_ptr<io::VolumeWriter> writer;
-  reader = io::open_reader(result.backend, options.input, comm, input_hints);
-  refuse_output_over_input(options.output, reader->files());
-  check_side_output(options.report, "report", options.output, options.force, reader->files());
-  {
-    auto taken = reader->files();
-    if (!options.report.empty()) taken.push_back(options.report);
-    check_side_output(options.trace, "trace", options.output, options.force, std::move(taken));
-  }
-  result.input_info = reader->info();
-  // Thresholds are in unpacked units (CF: value = stored * scale_factor +
-  // add_offset); the kernel compares stored values, so convert once. Fill,
-  // missing and valid range are in stored units already (CF).
-  const Packing packing{result.input_info.scale_factor.value_or(1.0), result.input_info.add_offset.value_or(0.0)};
-  if (packing.scale == 0) throw Error(options.input + ": scale_factor is 0");
-  const auto [stored_lo, stored_hi] = packing.to_stored(options.lo, options.hi);
-  Threshold threshold{stored_lo, stored_hi, result.input_info.fill_value, result.input_info.valid_range,
-                      result.input_info.missing_value};
-  const ThresholdKernel kernel(result.input_info.dtype, threshold, options.histogram);
-  const io::Index3 shape = options.brick_shape.value_or(
-      BrickLayout::default_shape(result.input_info.dims, io::dtype_size(result.input_info.dtype)));
-  const BrickLayout layout(result.input_info.dims, shape);
-  result.brick_shape = layout.shape();
-  result.brick_grid = layout.grid();
-  result.brick_count = layout.count();
-  // chunks=brick (netcdf4) means chunks of this job's brick shape.
-  auto writer_hints = joined(joined(options.hints, writing.hints), options.output_hints);
-  for (auto& hint : writer_hints)
+// The mask never over the input; report and trace over neither, nor each other.
+void check_outputs(const SegmentOptions& options, const std::vector<std::string>& input_files) {
+  refuse_output_over_input(options.output, input_files);
+  check_side_output(options.report, "report", options.output, options.force, input_files);
+  auto taken = input_files;
+  if (!options.report.empty()) taken.push_back(options.report);
+  check_side_output(options.trace, "trace", options.output, options.force, std::move(taken));
+}
+
+// chunks=brick (netcdf4) means chunks of this job's brick shape.
+std::vector<std::string> writer_hints(const SegmentOptions& options, const io::Writing& writing,
+                                      const io::Index3& shape) {
+  auto hints = joined(joined(options.hints, writing.hints), options.output_hints);
+  for (auto& hint : hints)
     if (hint == "chunks=brick")
       hint = "chunks=" + std::to_string(shape[0]) + "," + std::to_string(shape[1]) + "," + std::to_string(shape[2]);
-  // Raw and CDF masks are resumable: their data go to a partial file that is
-  // kept, with a journal of the finished bricks, when the job fails.
+  return hints;
+}
+
+// Raw and CDF masks are resumable: their data go to a partial file that is
+// kept, with a journal of the finished bricks, when the job fails. Null for
+// a NetCDF-4 mask.
+std::unique_ptr<Journal> open_journal(const Comm& comm, const SegmentOptions& options,
+                                      const std::vector<std::string>& input_files, const BrickLayout& layout,
+                                      io::FileFormat output_format, SegmentResult& result, Stats& resumed_stats) {
   const bool resumable = output_format != io::FileFormat::netcdf4;
   if (options.resume && !resumable)
     throw Error("--resume works for raw and CDF masks, not NetCDF-4: a NetCDF-4 file that HDF5 1.10 left when its "
                 "writer was killed is often unreadable, so none is kept to resume");
+  if (!resumable) return nullptr;
+  const std::string data_file =
+      output_format == io::FileFormat::raw ? io::data_path_for_header(options.output) : options.output;
+  auto journal = std::make_unique<Journal>(
+      comm, JournalRequest{options.output, io::partial_path(data_file),
+                           job_identity(options, input_files, result.input_info, layout.shape(), output_format),
+                           layout.count(), options.resume, options.force, options.journal_sync});
+  result.bricks_resumed = journal->done_before();
+  resumed_stats = journal->stats_before();
+  return journal;
+}
+
+// What run_segment decides before it creates the mask: the input open with
+// its backend, the output's format, backend and hints, the kernel in stored
+// units, the bricks, and the journal of a resumable output.
+struct SegmentPlan {
+  Clock::time_point open_start;
+  io::FileFormat output_format;
+  std::unique_ptr<io::VolumeReader> reader;
+  Packing packing;
+  ThresholdKernel kernel;
+  BrickLayout layout;
+  std::vector<std::string> writer_hints;
   std::unique_ptr<Journal> journal;
   Stats resumed_stats;  // rank 0: of the bricks an earlier job finished
-  if (resumable) {
-    const std::string data_file =
-        output_format == io::FileFormat::raw ? io::data_path_for_header(options.output) : options.output;
-    journal = std::make_unique<Journal>(
-        comm, JournalRequest{options.output, io::partial_path(data_file),
-                             job_identity(options, reader->files(), result.input_info, shape, output_format),
-                             layout.count(), options.resume, options.force, options.journal_sync});
-    result.bricks_resumed = journal->done_before();
-    resumed_stats = journal->stats_before();
-  }
-  Stats local;
-  // Every error from here to the commit is agreed, so every rank is in the
-  // handler together.
-  try {
-    io::CreateRequest request{options.output,
-                              mask_info(result.input_info, options.lo, options.hi, options.input,
-                                        options.command_line.empty() ? "volseg segment" : options.command_line),
-                              options.force, journal ? journal->partial() : io::Partial::none};
-    // Bricks of whole planes write whole planes (O_DIRECT masks, see RawOutput).
-    request.whole_planes = shape[1] == result.input_info.dims[1] && shape[2] == result.input_info.dims[2];
-    writer = io::create_writer(result.output_backend, request, comm, io::Hints::parse(writer_hints));
-    if (journal) journal->attach();
-    times.open = since(open_start);
+};
 
+SegmentPlan plan_segment(const Comm& comm, const SegmentOptions& options, SegmentResult& result) {
+  const auto open_start = Clock::now();
+  const IoChoice io = choose_io(comm, options, result);
+  const io::Hints input_hints = io::Hints::parse(joined(options.hints, options.input_hints));
+  auto reader = io::open_reader(result.backend, options.input, comm, input_hints);
+  check_outputs(options, reader->files());
+  result.input_info = reader->info();
+  const io::VolumeInfo& info = result.input_info;
+  // Thresholds are in unpacked units (CF: value = stored * scale_factor +
+  // add_offset); the kernel compares stored values, so convert once. Fill,
+  // missing and valid range are in stored units already (CF).
+  const Packing packing{info.scale_factor.value_or(1.0), info.add_offset.value_or(0.0)};
+  if (packing.scale == 0) throw Error(options.input + ": scale_factor is 0");
+  const auto [stored_lo, stored_hi] = packing.to_stored(options.lo, options.hi);
+  const ThresholdKernel kernel(info.dtype, Threshold{stored_lo, stored_hi, info.fill_value, info.valid_range,
+                                                     info.missing_value},
+                               options.histogram);
+  const io::Index3 shape =
+      options.brick_shape.value_or(BrickLayout::default_shape(info.dims, io::dtype_size(info.dtype)));
+  const BrickLayout layout(info.dims, shape);
+  result.brick_shape = layout.shape();
+  result.brick_grid = layout.grid();
+  result.brick_count = layout.count();
+  auto hints = writer_hints(options, io.writing, shape);
+  Stats resumed_stats;
+  auto journal = open_journal(comm, options, reader->files(), layout, io.output_format, result, resumed_stats);
+  return SegmentPlan{open_start, io.output_format, std::move(reader), packing,         kernel,
+                     layout,     std::move(hints),  std::move(journal), resumed_stats};
+}
+
+// What executing the plan leaves for the report.
+struct Execution {
+  std::unique_ptr<io::VolumeWriter> writer;
+  RankTimes times;
+  Stats local;
+};
+
+std::unique_ptr<io::VolumeWriter> create_mask(const Comm& comm, const SegmentOptions& options,
+                                              const SegmentPlan& plan, const SegmentResult& result) {
+  const io::VolumeInfo& info = result.input_info;
+  io::CreateRequest request{options.output,
+                            mask_info(info, options.lo, options.hi, options.input,
+                                      options.command_line.empty() ? "volseg segment" : options.command_line),
+                            options.force, plan.journal ? plan.journal->partial() : io::Partial::none};
+  // Bricks of whole planes write whole planes (O_DIRECT masks, see RawOutput).
+  const auto& shape = plan.layout.shape();
+  request.whole_planes = shape[1] == info.dims[1] && shape[2] == info.dims[2];
+  return io::create_writer(result.output_backend, request, comm, io::Hints::parse(plan.writer_hints));
+}
+
+// The pipeline the backends allow, over this rank's bricks left to do.
+void run_pipeline(const Comm& comm, const SegmentOptions& options, SegmentPlan& plan, Execution& run,
+                  SegmentResult& result) {
+  const auto& reader = plan.reader;
+  const auto& writer = run.writer;
+  const auto& journal = plan.journal;
+  const BrickLayout& layout = plan.layout;
+  const ThresholdKernel& kernel = plan.kernel;
+  Stats& local = run.local;
+  RankTimes& times = run.times;
     const auto bricks = bricks_to_do(layout, journal.get(), comm, options);
     const bool collective = reader->collective() || writer->collective();
     const bool any_order = !collective && reader->can_read_any();
@@ -312,23 +368,40 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
       stop.finish();
       agree(comm, error);
     }
-    // Never commit a mask with a brick missing.
-    long long mine = times.bricks, done = 0;
-    check_mpi(MPI_Allreduce(&mine, &done, 1, MPI_LONG_LONG, MPI_SUM, comm.get()), "MPI_Allreduce");
-    if (done + result.bricks_resumed != layout.count())
-      throw Error("internal error: " + std::to_string(done) + " bricks thresholded and " +
-                  std::to_string(result.bricks_resumed) + " resumed, of " + std::to_string(layout.count()));
+}
 
-    times.close = timed([&] {
-      writer->close();
+// Never commit a mask with a brick missing.
+void check_every_brick_done(const Comm& comm, std::int64_t mine_done, std::int64_t resumed, std::int64_t count) {
+  long long mine = mine_done, done = 0;
+  check_mpi(MPI_Allreduce(&mine, &done, 1, MPI_LONG_LONG, MPI_SUM, comm.get()), "MPI_Allreduce");
+  if (done + resumed != count)
+    throw Error("internal error: " + std::to_string(done) + " bricks thresholded and " + std::to_string(resumed) +
+                " resumed, of " + std::to_string(count));
+}
+
+// Creates the mask, thresholds the bricks left and commits the mask. Every
+// error from here to the commit is agreed, so every rank is in the handler
+// together: a user's Cancel leaves no mask, any other error keeps what was
+// done for --resume.
+Execution execute_segment(const Comm& comm, const SegmentOptions& options, SegmentPlan& plan,
+                          SegmentResult& result) {
+  Execution run;
+  auto& journal = plan.journal;
+  try {
+    run.writer = create_mask(comm, options, plan, result);
+    if (journal) journal->attach();
+    run.times.open = since(plan.open_start);
+    run_pipeline(comm, options, plan, run, result);
+    check_every_brick_done(comm, run.times.bricks, result.bricks_resumed, plan.layout.count());
+    run.times.close = timed([&] {
+      run.writer->close();
       if (journal) {
         journal->complete();
         journal.reset();  // the output is whole: nothing to resume
       }
-      reader->close();
+      plan.reader->close();
     });
   } catch (const Cancelled&) {
-    // A user's Cancel wants no mask; anything else keeps what was done.
     if (journal) journal->discard();
     throw;
   } catch (const Interrupted& e) {
@@ -336,14 +409,24 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   } catch (const Error& e) {
     throw Error(e.what() + (journal ? journal->abandon() : std::string()));
   }
+  return run;
+}
+
+// Every rank's figures: statistics reduced, times and collective calls on rank 0.
+void collect_figures(const Comm& comm, const SegmentPlan& plan, Execution& run, SegmentResult& result,
+                     Clock::time_point job_start) {
+  const auto& reader = plan.reader;
+  const auto& writer = run.writer;
+  RankTimes& times = run.times;
+  Stats& local = run.local;
   times.bytes_read = reader->bytes_read();
   times.bytes_written = writer->bytes_written();
   times.total = since(job_start);
   result.implementation = reader->implementation();  // metadata for the report, after the timed job
-  if (comm.rank() == 0 && result.bricks_resumed > 0) local.merge(resumed_stats);
+  if (comm.rank() == 0 && result.bricks_resumed > 0) local.merge(plan.resumed_stats);
   reduce_stats(comm, local, result.stats);
-  if (packing.packed()) {  // report min and max in the units of the thresholds
-    auto [low, high] = packing.to_values(result.stats.min, result.stats.max);
+  if (plan.packing.packed()) {  // report min and max in the units of the thresholds
+    auto [low, high] = plan.packing.to_values(result.stats.min, result.stats.max);
     result.stats.min = low;
     result.stats.max = high;
   }
@@ -363,6 +446,21 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   }
   double total = times.total;
   check_mpi(MPI_Allreduce(&total, &result.seconds, 1, MPI_DOUBLE, MPI_MAX, comm.get()), "MPI_Allreduce");
+}
+
+}  // namespace
+
+// A job is planned (inputs checked, backends, formats, outputs and
+// resumability decided), then executed, then reported.
+SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
+  const auto job_start = Clock::now();
+  SegmentResult result;
+  result.comm_size = comm.size();
+  check_thresholds(options);
+  TraceSession tracing(comm, !options.trace.empty());
+  SegmentPlan plan = plan_segment(comm, options, result);
+  Execution run = execute_segment(comm, options, plan, result);
+  collect_figures(comm, plan, run, result, job_start);
   if (!options.report.empty()) collectively(comm, [&] {
       if (comm.rank() == 0) write_report(options.report, options, result);
     });
