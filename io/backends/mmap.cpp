@@ -52,7 +52,6 @@ std::uint64_t page_size() {
 // effect on a mapping.
 Mapping map_extent(int fd, const VolumeInfo& info, std::uint64_t base_offset, const Extent& extent, bool writable,
                    bool needs_swap, bool populate, const std::string& path) {
-  check_inside(extent, info.dims);
   if (extent.empty()) return Mapping({}, needs_swap, {});
   const std::size_t size = dtype_size(info.dtype);
   std::uint64_t first = UINT64_MAX, last = 0;
@@ -121,21 +120,21 @@ class MmapReader final : public VolumeReader {
   std::string backend_name() const override { return advise_depth_ > 0 ? "mmap-advise" : "mmap"; }
 
   bool can_map() const override { return true; }
-  Mapping map(const Extent& extent) override {
+  Mapping do_map(const Extent& extent) override {
     Mapping mapping = map_extent(input_.fd(), info(), input_.header().byte_skip, extent, false, input_.needs_swap(),
                                  populate_, input_.header().data_path);
     bytes_read_ += static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info().dtype);
     return mapping;
   }
 
-  void read(const Extent& extent, void* buffer) override {
-    Mapping mapping = map(extent);
+  void do_read(const Extent& extent, void* buffer) override {
+    Mapping mapping = do_map(extent);
     raw::copy_out(mapping, buffer, dtype_size(info().dtype));
     mapping.release();
   }
 
   int prefetch_depth() const override { return advise_depth_; }
-  void will_need(const Extent& extent) override {
+  void do_will_need(const Extent& extent) override {
     if (advise_depth_ == 0 || extent.empty()) return;
     const std::size_t size = dtype_size(info().dtype);
     raw::for_each_run(info().dims, extent, size, input_.header().byte_skip,
@@ -149,7 +148,7 @@ class MmapReader final : public VolumeReader {
                       });
   }
 
-  void close() override { input_.close(); }
+  void do_close() override { input_.close(); }
   std::uint64_t bytes_read() const override { return bytes_read_; }
   std::vector<std::string> files() const override { return input_.files(); }
 
@@ -168,7 +167,7 @@ class MmapWriter final : public VolumeWriter {
   std::string backend_name() const override { return name_; }
 
   bool can_map() const override { return true; }
-  Mapping map(const Extent& extent) override {
+  Mapping do_map(const Extent& extent) override {
     // The output was reserved with fallocate at create, so stores into the
     // mapping cannot meet a full disk (which would be SIGBUS, not an error).
     Mapping mapping =
@@ -180,12 +179,12 @@ class MmapWriter final : public VolumeWriter {
   // Plain writes go through pwrite (O_DIRECT for whole planes, see
   // RawOutput): creating fresh page-cache pages by write() measured cheaper
   // than faulting them in through a mapping.
-  void write(const Extent& extent, const void* buffer) override {
+  void do_write(const Extent& extent, const void* buffer) override {
     output_.write(extent, buffer);
     bytes_written_ += static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info().dtype);
   }
 
-  void close() override { output_.close(); }
+  void do_close() override { output_.close(); }
   std::uint64_t bytes_written() const override { return bytes_written_; }
 
  private:

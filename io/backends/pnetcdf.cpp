@@ -148,8 +148,7 @@ class PnetcdfReader final : public VolumeReader {
 
   // Independent reads of a collective-mode file: every rank enters and
   // leaves independent mode together, so read() is meant for one-off use.
-  void read(const Extent& extent, void* buffer) override {
-    check_inside(extent, info_.dims);
+  void do_read(const Extent& extent, void* buffer) override {
     check_nc(ncmpi_begin_indep_data(ncid_), path_);
     auto [start, count] = corners(extent);
     int status = NC_NOERR;
@@ -162,8 +161,7 @@ class PnetcdfReader final : public VolumeReader {
     bytes_read_ += static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info_.dtype);
   }
 
-  void read_all(std::span<const Extent> extents, std::span<void* const> buffers) override {
-    for (const auto& extent : extents) check_inside(extent, info_.dims);
+  void do_read_all(std::span<const Extent> extents, std::span<void* const> buffers) override {
     if (options_.nonblocking) return read_all_nonblocking(extents, buffers);
     in_rounds(comm_, extents, buffers, [&](const Extent* extent, void* buffer) {
       if (!extent || extent->empty()) {  // join the round with nothing to read
@@ -182,7 +180,7 @@ class PnetcdfReader final : public VolumeReader {
     });
   }
 
-  void close() override {
+  void do_close() override {
     collectively(comm_, [&] {
       int ncid = std::exchange(ncid_, -1);
       trace::Span span(trace::Op::close);
@@ -386,8 +384,7 @@ class PnetcdfWriter final : public VolumeWriter {
   std::string backend_name() const override { return "pnetcdf"; }
   bool collective() const override { return true; }
 
-  void write(const Extent& extent, const void* buffer) override {
-    check_inside(extent, info_.dims);
+  void do_write(const Extent& extent, const void* buffer) override {
     check_nc(ncmpi_begin_indep_data(ncid_), path_);
     auto [start, count] = corners(extent);
     int status = NC_NOERR;
@@ -400,8 +397,7 @@ class PnetcdfWriter final : public VolumeWriter {
     bytes_written_ += static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info_.dtype);
   }
 
-  void write_all(std::span<const Extent> extents, std::span<const void* const> buffers) override {
-    for (const auto& extent : extents) check_inside(extent, info_.dims);
+  void do_write_all(std::span<const Extent> extents, std::span<const void* const> buffers) override {
     if (options_.nonblocking) return write_all_nonblocking(extents, buffers);
     in_rounds(comm_, extents, buffers, [&](const Extent* extent, const void* buffer) {
       if (!extent || extent->empty()) {  // join the round with nothing to write
@@ -420,7 +416,7 @@ class PnetcdfWriter final : public VolumeWriter {
     });
   }
 
-  void close() override {
+  void do_close() override {
     if (options_.append)  // the record's time; rank 0 writes it, the others join empty
       collectively(comm_, [&] {
         const MPI_Offset start = record_, count = comm_.rank() == 0 ? 1 : 0;

@@ -93,12 +93,11 @@ class RangedReader final : public VolumeReader {
   }
 
   bool can_read_any() const override { return true; }
-  std::unique_ptr<Arrivals> read_any(std::span<const Extent> extents) override {
+  std::unique_ptr<Arrivals> do_read_any(std::span<const Extent> extents) override {
     const std::size_t size = dtype_size(info().dtype);
     std::uint64_t first = UINT64_MAX, last = 0;
     std::vector<RangeArrivals::Brick> bricks(extents.size());
     for (std::size_t e = 0; e < extents.size(); ++e) {
-      check_inside(extents[e], info().dims);
       raw::for_each_run(info().dims, extents[e], size, input_.header().byte_skip,
                         [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
                           bricks[e].block.pieces.push_back(ranged::Piece{offset, static_cast<std::uint64_t>(count) * size});
@@ -115,7 +114,7 @@ class RangedReader final : public VolumeReader {
     return std::make_unique<RangeArrivals>(std::move(range), std::move(bricks), input_.needs_swap(), bytes_read_);
   }
 
-  void read(const Extent& extent, void* buffer) override {
+  void do_read(const Extent& extent, void* buffer) override {
     auto arrivals = read_any({&extent, 1});
     while (auto arrival = arrivals->next()) {
       raw::copy_out(arrival->values, buffer, dtype_size(info().dtype));
@@ -124,7 +123,7 @@ class RangedReader final : public VolumeReader {
     arrivals->close();
   }
 
-  void close() override { input_.close(); }
+  void do_close() override { input_.close(); }
   std::uint64_t bytes_read() const override { return bytes_read_; }
   std::vector<std::string> files() const override { return input_.files(); }
 

@@ -101,8 +101,7 @@ class TwoPhaseReader final : public VolumeReader {
   std::string implementation() const override { return file_->describe(); }
   const std::vector<twophase::Timing>* collective_calls() const override { return &calls_; }
 
-  void read(const Extent& extent, void* buffer) override {
-    check_inside(extent, info_.dims);
+  void do_read(const Extent& extent, void* buffer) override {
     const std::size_t size = dtype_size(info_.dtype);
     auto* out = static_cast<std::byte*>(buffer);
     raw::for_each_run(info_.dims, extent, size, base_, [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
@@ -112,16 +111,14 @@ class TwoPhaseReader final : public VolumeReader {
     finish(extent, buffer);
   }
 
-  void read_all(std::span<const Extent> extents, std::span<void* const> buffers) override {
-    if (extents.size() != buffers.size()) throw Error("extents and buffers differ in number");
-    for (const auto& extent : extents) check_inside(extent, info_.dims);
+  void do_read_all(std::span<const Extent> extents, std::span<void* const> buffers) override {
     const auto accesses = flatten<twophase::Access>(info_, base_, extents, buffers);
     file_->read_all(accesses);
     calls_.push_back(file_->last_call());
     for (std::size_t i = 0; i < extents.size(); ++i) finish(extents[i], buffers[i]);
   }
 
-  void close() override {
+  void do_close() override {
     file_->close();
     collectively(comm_, [&] { close_checked(own_fd_, data_path_); });
     if (raw_) raw_->close();
@@ -184,8 +181,7 @@ class TwoPhaseWriter final : public VolumeWriter {
   bool collective() const override { return true; }
   const std::vector<twophase::Timing>* collective_calls() const override { return &calls_; }
 
-  void write(const Extent& extent, const void* buffer) override {
-    check_inside(extent, info_.dims);
+  void do_write(const Extent& extent, const void* buffer) override {
     const std::size_t size = dtype_size(info_.dtype);
     const auto* source = static_cast<const std::byte*>(in_file_order(std::span(&extent, 1), std::span(&buffer, 1))[0]);
     raw::for_each_run(info_.dims, extent, size, base_,
@@ -196,9 +192,7 @@ class TwoPhaseWriter final : public VolumeWriter {
     bytes_written_ += static_cast<std::uint64_t>(extent.voxels()) * size;
   }
 
-  void write_all(std::span<const Extent> extents, std::span<const void* const> buffers) override {
-    if (extents.size() != buffers.size()) throw Error("extents and buffers differ in number");
-    for (const auto& extent : extents) check_inside(extent, info_.dims);
+  void do_write_all(std::span<const Extent> extents, std::span<const void* const> buffers) override {
     const auto sources = in_file_order(extents, buffers);
     const auto accesses = flatten<twophase::ConstAccess>(info_, base_, extents, std::span<const void* const>(sources));
     file_->write_all(accesses);
@@ -207,7 +201,7 @@ class TwoPhaseWriter final : public VolumeWriter {
       bytes_written_ += static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info_.dtype);
   }
 
-  void close() override {
+  void do_close() override {
     if (sync_data_) file_->sync();
     file_->close();
     collectively(comm_, [&] { close_checked(fd_, name_); });

@@ -75,6 +75,11 @@ class Arrivals {
   virtual std::uint64_t out_of_order() const = 0;
 };
 
+// The I/O method's engine, as ADIOS2's core::Engine: the public calls are not
+// virtual; each checks its arguments once (extents inside the volume, lists
+// of equal length, buffers given, nothing after close) and then calls the
+// backend's protected do_* function, so a backend never repeats a check and
+// every backend refuses a bad call with the same message.
 class VolumeReader {
  public:
   virtual ~VolumeReader() = default;
@@ -82,23 +87,23 @@ class VolumeReader {
   virtual std::string backend_name() const = 0;
 
   // Independent. Fills buffer with extent.voxels() values, packed, native order.
-  virtual void read(const Extent& extent, void* buffer) = 0;
+  void read(const Extent& extent, void* buffer);
   // Collective: every rank calls it, with its own (possibly empty) list.
-  virtual void read_all(std::span<const Extent> extents, std::span<void* const> buffers);
+  void read_all(std::span<const Extent> extents, std::span<void* const> buffers);
 
   // Prefetch hint for an extent needed soon; backends may ignore it.
-  virtual void will_need(const Extent& extent);
+  void will_need(const Extent& extent);
   // How many extents ahead the caller should announce with will_need().
   virtual int prefetch_depth() const { return 0; }
 
   // Zero-copy access where the backend can give it (mmap).
   virtual bool can_map() const { return false; }
-  virtual Mapping map(const Extent& extent);
+  Mapping map(const Extent& extent);
 
   // Independent. The extents in the order their data arrive (ranged
   // backends); for the others, can_read_any() is false and read_any throws.
   virtual bool can_read_any() const { return false; }
-  virtual std::unique_ptr<Arrivals> read_any(std::span<const Extent> extents);
+  std::unique_ptr<Arrivals> read_any(std::span<const Extent> extents);
 
   // True when the backend's I/O is MPI collective: callers must use
   // read_all in rounds that every rank joins, from the thread that
@@ -113,7 +118,8 @@ class VolumeReader {
   virtual const std::vector<twophase::Timing>* collective_calls() const { return nullptr; }
 
   // Collective. Reports every error (Fogal & Krüger: always check close).
-  virtual void close() = 0;
+  // Once: any call after it is refused.
+  void close();
 
   // Bytes moved from storage by this rank so far.
   virtual std::uint64_t bytes_read() const = 0;
@@ -121,6 +127,19 @@ class VolumeReader {
   // Every file the volume is stored in (a raw volume: header and data), so
   // callers can refuse to write over them.
   virtual std::vector<std::string> files() const = 0;
+
+ protected:
+  // Called with arguments already checked.
+  virtual void do_read(const Extent& extent, void* buffer) = 0;
+  virtual void do_read_all(std::span<const Extent> extents, std::span<void* const> buffers);  // do_read each
+  virtual void do_will_need(const Extent&) {}
+  virtual Mapping do_map(const Extent& extent);                                    // refuses
+  virtual std::unique_ptr<Arrivals> do_read_any(std::span<const Extent> extents);  // refuses
+  virtual void do_close() = 0;
+
+ private:
+  void check_open(const char* call) const;
+  bool closed_ = false;
 };
 
 class VolumeWriter {
@@ -130,13 +149,13 @@ class VolumeWriter {
   virtual std::string backend_name() const = 0;
 
   // Independent. buffer holds extent.voxels() packed values in native order.
-  virtual void write(const Extent& extent, const void* buffer) = 0;
+  void write(const Extent& extent, const void* buffer);
   // Collective.
-  virtual void write_all(std::span<const Extent> extents, std::span<const void* const> buffers);
+  void write_all(std::span<const Extent> extents, std::span<const void* const> buffers);
 
   virtual bool can_map() const { return false; }
   // A writable window; the caller fills it in file byte order.
-  virtual Mapping map(const Extent& extent);
+  Mapping map(const Extent& extent);
 
   // As VolumeReader::collective(), for write_all.
   virtual bool collective() const { return false; }
@@ -145,10 +164,22 @@ class VolumeWriter {
 
   // Collective: flushes and closes on every rank and, only if every rank
   // succeeded, renames the temporary output to its final name. Throws on any
-  // rank's failure, leaving no output behind.
-  virtual void close() = 0;
+  // rank's failure, leaving no output behind. Once: any call after it is
+  // refused.
+  void close();
 
   virtual std::uint64_t bytes_written() const = 0;
+
+ protected:
+  // Called with arguments already checked.
+  virtual void do_write(const Extent& extent, const void* buffer) = 0;
+  virtual void do_write_all(std::span<const Extent> extents, std::span<const void* const> buffers);  // do_write each
+  virtual Mapping do_map(const Extent& extent);  // refuses
+  virtual void do_close() = 0;
+
+ private:
+  void check_open(const char* call) const;
+  bool closed_ = false;
 };
 
 // How a writer names and keeps the temporary file its data go to until
