@@ -115,11 +115,10 @@ Mapping map_extent(int fd, const VolumeInfo& info, std::uint64_t base_offset, co
 class MmapReader final : public VolumeReader {
  public:
   MmapReader(const std::string& path, const Comm& comm, int advise_depth, bool populate)
-      : input_(path, comm), advise_depth_(advise_depth), populate_(populate) {}
+      : VolumeReader({.map = true}), input_(path, comm), advise_depth_(advise_depth), populate_(populate) {}
   const VolumeInfo& info() const override { return input_.header().info; }
   std::string backend_name() const override { return advise_depth_ > 0 ? "mmap-advise" : "mmap"; }
 
-  bool can_map() const override { return true; }
   Mapping do_map(const Extent& extent) override {
     Mapping mapping = map_extent(input_.fd(), info(), input_.header().byte_skip, extent, false, input_.needs_swap(),
                                  populate_, input_.header().data_path);
@@ -162,11 +161,10 @@ class MmapReader final : public VolumeReader {
 class MmapWriter final : public VolumeWriter {
  public:
   MmapWriter(const CreateRequest& request, const Comm& comm, bool fsync, bool populate, bool direct, std::string name)
-      : output_(request, comm, fsync, direct), name_(std::move(name)), populate_(populate) {}
+      : VolumeWriter({.map = true}), output_(request, comm, fsync, direct), name_(std::move(name)), populate_(populate) {}
   const VolumeInfo& info() const override { return output_.info(); }
   std::string backend_name() const override { return name_; }
 
-  bool can_map() const override { return true; }
   Mapping do_map(const Extent& extent) override {
     // The output was reserved with fallocate at create, so stores into the
     // mapping cannot meet a full disk (which would be SIGBUS, not an error).
@@ -201,18 +199,18 @@ Backend make_mmap_backend(const std::string& name, bool advise) {
   backend.extension = ".nhdr";
   backend.description = advise ? "mmap of the current brick + posix_fadvise(WILLNEED) on the next (\"Advised\")"
                                : "mmap of the current brick, processed in place";
+  backend.hints = {{"populate", HintFor::both}, {"fsync", HintFor::writers}, {"direct_write", HintFor::writers}};
+  if (advise) backend.hints.push_back({"advise_depth", HintFor::readers});
   backend.open = [name, advise](const std::string& path, const Comm& comm,
                                 const Hints& hints) -> std::unique_ptr<VolumeReader> {
     int depth = advise ? static_cast<int>(hints.get_int("advise_depth", 1)) : 0;
     if (advise && depth < 1) throw Error("hint advise_depth must be at least 1");
-    hints.get_bool("fsync", false);
     bool populate = hints.get_bool("populate", true);
     hints.reject_unused(name);
     return std::make_unique<MmapReader>(path, comm, depth, populate);
   };
-  backend.create = [name, advise](const CreateRequest& request, const Comm& comm,
+  backend.create = [name](const CreateRequest& request, const Comm& comm,
                                   const Hints& hints) -> std::unique_ptr<VolumeWriter> {
-    if (advise) hints.get_int("advise_depth", 1);
     bool fsync = hints.get_bool("fsync", false);
     bool populate = hints.get_bool("populate", true);
     bool direct = hints.get_bool("direct_write", true);

@@ -223,14 +223,14 @@ class MpiFiles {
 class MpiioReader final : public VolumeReader {
  public:
   MpiioReader(const std::string& path, const Comm& comm)
-      : input_(path, comm, /*open_data=*/false),
+      : VolumeReader({.collective = true}),
+        input_(path, comm, /*open_data=*/false),
         comm_(comm.duplicate()),
         files_(comm_, input_.header().data_path, MPI_MODE_RDONLY, input_.header().data_path),
         element_(element_type(dtype_size(input_.header().info.dtype))) {}
 
   const VolumeInfo& info() const override { return input_.header().info; }
   std::string backend_name() const override { return "mpiio"; }
-  bool collective() const override { return true; }
   std::string implementation() const override {
     static const std::string implementation = which_implementation();  // cannot change in a process
     return implementation;
@@ -302,14 +302,14 @@ class MpiioReader final : public VolumeReader {
 class MpiioWriter final : public VolumeWriter {
  public:
   MpiioWriter(const CreateRequest& request, const Comm& comm, bool fsync)
-      : output_(request, comm, fsync),
+      : VolumeWriter({.collective = true}),
+        output_(request, comm, fsync),
         comm_(comm.duplicate()),
         files_(comm_, output_.temp_data_path(), MPI_MODE_WRONLY, output_.data_path()),
         element_(element_type(dtype_size(request.info.dtype))) {}
 
   const VolumeInfo& info() const override { return output_.info(); }
   std::string backend_name() const override { return "mpiio"; }
-  bool collective() const override { return true; }
 
   void do_write(const Extent& extent, const void* buffer) override {
     const std::size_t size = dtype_size(info().dtype);
@@ -387,8 +387,8 @@ Backend make_mpiio_backend() {
   backend.formats = "raw (NRRD .nhdr)";
   backend.extension = ".nhdr";
   backend.description = "MPI_File_read_all/write_all with subarray views (the MPI library's OMPIO or ROMIO)";
+  backend.hints = {{"fsync", HintFor::writers}};
   backend.open = [](const std::string& path, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
-    hints.get_bool("fsync", false);
     hints.reject_unused("mpiio");
     return std::make_unique<MpiioReader>(path, comm);
   };

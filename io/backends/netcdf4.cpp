@@ -136,7 +136,7 @@ std::vector<std::size_t> parse_chunks(const std::string& text) {
 class Netcdf4Reader final : public VolumeReader {
  public:
   Netcdf4Reader(const std::string& path, const Comm& comm, Options options)
-      : comm_(comm.duplicate()), path_(path), options_(std::move(options)) {
+      : VolumeReader({.collective = !options.independent}), comm_(comm.duplicate()), path_(path), options_(std::move(options)) {
     check_parallel_netcdf();
     MpiInfo info(options_.library_hints);
     trace::Span span(trace::Op::open);  // the open and the metadata's inquiries
@@ -164,7 +164,6 @@ class Netcdf4Reader final : public VolumeReader {
 
   const VolumeInfo& info() const override { return info_; }
   std::string backend_name() const override { return "netcdf4"; }
-  bool collective() const override { return !options_.independent; }
   std::string implementation() const override {
     std::string version = nc_inq_libvers();
     return "netCDF-C " + version.substr(0, version.find(' ')) + (options_.independent ? ", independent" : ", collective");
@@ -267,7 +266,7 @@ class Netcdf4Reader final : public VolumeReader {
 class Netcdf4Writer final : public VolumeWriter {
  public:
   Netcdf4Writer(const CreateRequest& request, const Comm& comm, Options options)
-      : comm_(comm.duplicate()), path_(request.path), info_(request.info), options_(std::move(options)) {
+      : VolumeWriter({.collective = !options.independent}), comm_(comm.duplicate()), path_(request.path), info_(request.info), options_(std::move(options)) {
     namespace fs = std::filesystem;
     check_parallel_netcdf();
     if (request.partial != Partial::none)
@@ -295,7 +294,6 @@ class Netcdf4Writer final : public VolumeWriter {
 
   const VolumeInfo& info() const override { return info_; }
   std::string backend_name() const override { return "netcdf4"; }
-  bool collective() const override { return !options_.independent; }
 
   void do_write(const Extent& extent, const void* buffer) override {
     auto [start, count] = corners(extent);
@@ -416,6 +414,8 @@ Backend make_netcdf4_backend() {
   backend.extension = ".nc";
   backend.description = "parallel netCDF-C (nc_open_par/nc_create_par), collective access";
   backend.list_variables = list_variables;
+  backend.hints = {{"var", HintFor::readers},     {"time", HintFor::readers},    {"access", HintFor::both},
+                   {"chunks", HintFor::writers},  {"deflate", HintFor::writers}, {"fsync", HintFor::writers}};
   backend.open = [](const std::string& path, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
     return std::make_unique<Netcdf4Reader>(path, comm, read_options(hints));
   };

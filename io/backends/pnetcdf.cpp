@@ -116,7 +116,7 @@ Options read_options(const Hints& hints) {
 class PnetcdfReader final : public VolumeReader {
  public:
   PnetcdfReader(const std::string& path, const Comm& comm, Options options)
-      : comm_(comm.duplicate()), path_(path), options_(std::move(options)) {
+      : VolumeReader({.collective = true}), comm_(comm.duplicate()), path_(path), options_(std::move(options)) {
     MpiInfo info(options_.library_hints);
     trace::Span span(trace::Op::open);  // the open and the header's inquiries
     collectively(comm_, [&] {
@@ -139,7 +139,6 @@ class PnetcdfReader final : public VolumeReader {
 
   const VolumeInfo& info() const override { return info_; }
   std::string backend_name() const override { return "pnetcdf"; }
-  bool collective() const override { return true; }
   std::string implementation() const override {
     const std::string version = ncmpi_inq_libvers();
     return "PnetCDF " + version.substr(0, version.find(' ')) + " on " + kind_ +
@@ -322,7 +321,7 @@ class PnetcdfReader final : public VolumeReader {
 class PnetcdfWriter final : public VolumeWriter {
  public:
   PnetcdfWriter(const CreateRequest& request, const Comm& comm, Options options)
-      : comm_(comm.duplicate()), path_(request.path), info_(request.info), options_(std::move(options)) {
+      : VolumeWriter({.collective = true}), comm_(comm.duplicate()), path_(request.path), info_(request.info), options_(std::move(options)) {
     namespace fs = std::filesystem;
     if (options_.format == NC_FORMAT_CDF2 && (info_.dtype == DType::u16 || info_.dtype == DType::u32 ||
                                               info_.dtype == DType::i64 || info_.dtype == DType::u64))
@@ -382,7 +381,6 @@ class PnetcdfWriter final : public VolumeWriter {
 
   const VolumeInfo& info() const override { return info_; }
   std::string backend_name() const override { return "pnetcdf"; }
-  bool collective() const override { return true; }
 
   void do_write(const Extent& extent, const void* buffer) override {
     check_nc(ncmpi_begin_indep_data(ncid_), path_);
@@ -607,6 +605,12 @@ static std::vector<std::string> list_variables(const std::string& path, const Co
   return lines;
 }
 
+std::vector<KnownHint> cdf_hints() {
+  return {{"var", HintFor::readers},        {"time", HintFor::readers},      {"nonblocking", HintFor::both},
+          {"format", HintFor::writers},     {"append", HintFor::writers},    {"record_time", HintFor::writers},
+          {"fsync", HintFor::writers}};
+}
+
 std::unique_ptr<VolumeReader> open_cdf_placed(const std::string& path, const Comm& comm, const Hints& hints,
                                               CdfPlacement& placement) {
   auto reader = std::make_unique<PnetcdfReader>(path, comm, read_options(hints));
@@ -628,6 +632,7 @@ Backend make_pnetcdf_backend() {
   backend.extension = ".nc";
   backend.description = "PnetCDF collective get/put_vara_all, or iget/iput + wait_all (nonblocking=1)";
   backend.list_variables = list_variables;
+  backend.hints = cdf_hints();
   backend.open = [](const std::string& path, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
     return std::make_unique<PnetcdfReader>(path, comm, read_options(hints));
   };

@@ -67,8 +67,8 @@ Backend make_posix_backend() {
   backend.formats = "raw (NRRD .nhdr)";
   backend.extension = ".nhdr";
   backend.description = "pread/pwrite per contiguous run";
+  backend.hints = {{"fsync", HintFor::writers}, {"direct_write", HintFor::writers}};
   backend.open = [](const std::string& path, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
-    hints.get_bool("fsync", false);
     hints.reject_unused("posix");
     return std::make_unique<PosixReader>(path, comm);
   };

@@ -83,7 +83,7 @@ class RangeArrivals final : public Arrivals {
 class RangedReader final : public VolumeReader {
  public:
   RangedReader(const std::string& path, const Comm& comm, ranged::Engine engine, const ranged::Options& options)
-      : input_(path, comm), engine_(engine), options_(options) {}
+      : VolumeReader({.read_any = true}), input_(path, comm), engine_(engine), options_(options) {}
   const VolumeInfo& info() const override { return input_.header().info; }
   std::string backend_name() const override { return std::string("ranged-") + ranged::engine_name(engine_); }
   std::string implementation() const override {
@@ -92,7 +92,6 @@ class RangedReader final : public VolumeReader {
            std::to_string(options_.max_bytes) + " B held)";
   }
 
-  bool can_read_any() const override { return true; }
   std::unique_ptr<Arrivals> do_read_any(std::span<const Extent> extents) override {
     const std::size_t size = dtype_size(info().dtype);
     std::uint64_t first = UINT64_MAX, last = 0;
@@ -157,20 +156,18 @@ Backend make_ranged_backend(ranged::Engine engine) {
   backend.description = engine == ranged::Engine::mmap
                             ? "Fogal & Krüger's readanyv on a mapping: WILLNEED ahead, hands out a brick mincore finds resident"
                             : "Fogal & Krüger's readanyv on io_uring: bricks handed out as their reads complete";
+  backend.hints = {{"queue_depth", HintFor::readers},  {"request_size", HintFor::readers},
+                   {"max_memory", HintFor::readers},   {"direct", HintFor::readers},
+                   {"fsync", HintFor::writers},        {"direct_write", HintFor::writers}};
   const std::string name = backend.name;
   backend.open = [name, engine](const std::string& path, const Comm& comm,
                                 const Hints& hints) -> std::unique_ptr<VolumeReader> {
     auto options = options_from(hints);
-    hints.get_bool("fsync", false);
     hints.reject_unused(name);
     return std::make_unique<RangedReader>(path, comm, engine, options);
   };
   // Masks: pwrite, as posix (which reads fsync and checks the rest).
-  backend.create = [posix = make_posix_backend().create](const CreateRequest& request, const Comm& comm,
-                                                         const Hints& hints) -> std::unique_ptr<VolumeWriter> {
-    options_from(hints);
-    return posix(request, comm, hints);
-  };
+  backend.create = make_posix_backend().create;
   return backend;
 }
 

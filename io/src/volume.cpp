@@ -94,12 +94,14 @@ void VolumeReader::will_need(const Extent& extent) {
 
 Mapping VolumeReader::map(const Extent& extent) {
   check_open("map");
+  if (!capabilities_.map) return VolumeReader::do_map(extent);  // refuses
   check_extent("map", extent, info());
   return do_map(extent);
 }
 
 std::unique_ptr<Arrivals> VolumeReader::read_any(std::span<const Extent> extents) {
   check_open("read_any");
+  if (!capabilities_.read_any) return VolumeReader::do_read_any(extents);  // refuses
   for (const auto& extent : extents) check_extent("read_any", extent, info());
   return do_read_any(extents);
 }
@@ -139,6 +141,7 @@ void VolumeWriter::write_all(std::span<const Extent> extents, std::span<const vo
 
 Mapping VolumeWriter::map(const Extent& extent) {
   check_open("map");
+  if (!capabilities_.map) return VolumeWriter::do_map(extent);  // refuses
   check_extent("map", extent, info());
   return do_map(extent);
 }

@@ -369,7 +369,8 @@ LabelResult run_label(const Comm& comm, const LabelOptions& options) {
   result.output_backend = writing.backend;
 
   auto reader = io::open_reader(result.backend, options.input, comm,
-                                io::Hints::parse(detail::joined(options.hints, options.input_hints)));
+                                io::Hints::parse(detail::joined(
+                                    io::hints_for(result.backend, io::Role::reader, options.hints), options.input_hints)));
   const io::VolumeInfo& info = reader->info();
   result.input_info = info;
   detail::refuse_output_over_input(options.output, reader->files());
@@ -449,7 +450,9 @@ LabelResult run_label(const Comm& comm, const LabelOptions& options) {
                                           options.command_line.empty() ? "volseg label" : options.command_line),
                               options.force, io::Partial::none};
     request.whole_planes = shape[1] >= info.dims[1] && shape[2] >= info.dims[2];
-    auto writer_hints = detail::joined(detail::joined(options.hints, writing.hints), options.output_hints);
+    auto writer_hints = detail::joined(
+        detail::joined(io::hints_for(result.output_backend, io::Role::writer, options.hints), writing.hints),
+        options.output_hints);
     writer = io::create_writer(result.output_backend, request, comm, io::Hints::parse(writer_hints));
     {
       const io::Rounds rounds(comm, static_cast<std::int64_t>(mine.size()),

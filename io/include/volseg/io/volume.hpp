@@ -17,10 +17,6 @@
 
 namespace volseg::io {
 
-namespace twophase {
-struct Timing;
-}
-
 // A contiguous piece of a mapped extent: `count` values at `data`, which are
 // values [index, index + count) of the extent in packed x-fastest order.
 struct Run {
@@ -75,6 +71,37 @@ class Arrivals {
   virtual std::uint64_t out_of_order() const = 0;
 };
 
+// What an I/O method can do beyond read and write, fixed when it is opened.
+// Callers ask before they choose how to run (segment: collective, any-order,
+// mapped or buffered); a call the method cannot make is refused by the base
+// class, naming the backend.
+struct Capabilities {
+  // read_all/write_all are MPI collective: callers run them in rounds that
+  // every rank joins (io::Rounds), from the thread that initialised MPI.
+  // read()/write() still work, but may switch the library's data mode, which
+  // is itself collective: every rank must then call them equally often.
+  bool collective = false;
+  bool map = false;       // map() hands out zero-copy windows (mmap)
+  bool read_any = false;  // read_any() hands extents out as their data arrive (ranged)
+};
+
+// One named figure of a backend's own, for reports.
+struct Metric {
+  std::string name;  // as the report writes it: "io_s", "rounds"
+  double value = 0;
+  bool whole = false;  // a count (calls, bytes): reported as an integer
+};
+
+// A backend's own figures of its calls on this rank (the two-phase engine's
+// phase times of each collective call), so that reports can carry them
+// without a backend's type in this interface.
+struct Metrics {
+  std::string source;          // what kept them, the report's key ("twophase"); empty: none
+  std::vector<Metric> totals;  // over every call so far
+  std::string per_call_name;   // what each row of per_call holds, the report's key
+  std::vector<std::vector<double>> per_call;  // one row per call
+};
+
 // The I/O method's engine, as ADIOS2's core::Engine: the public calls are not
 // virtual; each checks its arguments once (extents inside the volume, lists
 // of equal length, buffers given, nothing after close) and then calls the
@@ -96,26 +123,20 @@ class VolumeReader {
   // How many extents ahead the caller should announce with will_need().
   virtual int prefetch_depth() const { return 0; }
 
-  // Zero-copy access where the backend can give it (mmap).
-  virtual bool can_map() const { return false; }
+  // Zero-copy access, where capabilities().map (mmap).
   Mapping map(const Extent& extent);
 
-  // Independent. The extents in the order their data arrive (ranged
-  // backends); for the others, can_read_any() is false and read_any throws.
-  virtual bool can_read_any() const { return false; }
+  // Independent, where capabilities().read_any: the extents in the order
+  // their data arrive (ranged backends).
   std::unique_ptr<Arrivals> read_any(std::span<const Extent> extents);
 
-  // True when the backend's I/O is MPI collective: callers must use
-  // read_all in rounds that every rank joins, from the thread that
-  // initialised MPI. read() still works, but may switch the library's data
-  // mode, which is itself collective: every rank must then call it equally
-  // often.
-  virtual bool collective() const { return false; }
+  const Capabilities& capabilities() const { return capabilities_; }
+  // capabilities().collective, which io::Rounds asks.
+  bool collective() const { return capabilities_.collective; }
   // What did the I/O ("OMPIO", "ROMIO", a library version), for reports.
   virtual std::string implementation() const { return backend_name(); }
-  // The two-phase engine's time breakdown of each read_all so far; null
-  // for backends that do not keep one.
-  virtual const std::vector<twophase::Timing>* collective_calls() const { return nullptr; }
+  // The backend's own figures of its calls so far (none by default).
+  virtual Metrics metrics() const { return {}; }
 
   // Collective. Reports every error (Fogal & Krüger: always check close).
   // Once: any call after it is refused.
@@ -129,6 +150,8 @@ class VolumeReader {
   virtual std::vector<std::string> files() const = 0;
 
  protected:
+  explicit VolumeReader(Capabilities capabilities = {}) : capabilities_(capabilities) {}
+
   // Called with arguments already checked.
   virtual void do_read(const Extent& extent, void* buffer) = 0;
   virtual void do_read_all(std::span<const Extent> extents, std::span<void* const> buffers);  // do_read each
@@ -139,6 +162,7 @@ class VolumeReader {
 
  private:
   void check_open(const char* call) const;
+  Capabilities capabilities_;
   bool closed_ = false;
 };
 
@@ -153,14 +177,14 @@ class VolumeWriter {
   // Collective.
   void write_all(std::span<const Extent> extents, std::span<const void* const> buffers);
 
-  virtual bool can_map() const { return false; }
-  // A writable window; the caller fills it in file byte order.
+  // A writable window, where capabilities().map; the caller fills it in
+  // file byte order.
   Mapping map(const Extent& extent);
 
-  // As VolumeReader::collective(), for write_all.
-  virtual bool collective() const { return false; }
-  // As VolumeReader::collective_calls(), for write_all.
-  virtual const std::vector<twophase::Timing>* collective_calls() const { return nullptr; }
+  // As VolumeReader's (read_any is a reader's only).
+  const Capabilities& capabilities() const { return capabilities_; }
+  bool collective() const { return capabilities_.collective; }
+  virtual Metrics metrics() const { return {}; }
 
   // Collective: flushes and closes on every rank and, only if every rank
   // succeeded, renames the temporary output to its final name. Throws on any
@@ -171,6 +195,8 @@ class VolumeWriter {
   virtual std::uint64_t bytes_written() const = 0;
 
  protected:
+  explicit VolumeWriter(Capabilities capabilities = {}) : capabilities_(capabilities) {}
+
   // Called with arguments already checked.
   virtual void do_write(const Extent& extent, const void* buffer) = 0;
   virtual void do_write_all(std::span<const Extent> extents, std::span<const void* const> buffers);  // do_write each
@@ -179,6 +205,7 @@ class VolumeWriter {
 
  private:
   void check_open(const char* call) const;
+  Capabilities capabilities_;
   bool closed_ = false;
 };
 
