@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "volseg/io/comm.hpp"
 #include "volseg/io/hints.hpp"
@@ -19,6 +20,9 @@ struct CdfPlacement {
   std::string data_path;  // a writer's temporary file until close() renames it
   std::uint64_t offset = 0;
 };
+
+// The hints PnetCDF's reader and writer read, with their roles.
+std::vector<KnownHint> cdf_hints();
 
 // Collective. The PnetCDF reader and writer, which keep the header (and, for
 // the writer, the temporary-name protocol and the final rename in close()).

@@ -52,7 +52,6 @@ std::uint64_t page_size() {
 // effect on a mapping.
 Mapping map_extent(int fd, const VolumeInfo& info, std::uint64_t base_offset, const Extent& extent, bool writable,
                    bool needs_swap, bool populate, const std::string& path) {
-  check_inside(extent, info.dims);
   if (extent.empty()) return Mapping({}, needs_swap, {});
   const std::size_t size = dtype_size(info.dtype);
   std::uint64_t first = UINT64_MAX, last = 0;
@@ -116,26 +115,25 @@ Mapping map_extent(int fd, const VolumeInfo& info, std::uint64_t base_offset, co
 class MmapReader final : public VolumeReader {
  public:
   MmapReader(const std::string& path, const Comm& comm, int advise_depth, bool populate)
-      : input_(path, comm), advise_depth_(advise_depth), populate_(populate) {}
+      : VolumeReader({.map = true}), input_(path, comm), advise_depth_(advise_depth), populate_(populate) {}
   const VolumeInfo& info() const override { return input_.header().info; }
   std::string backend_name() const override { return advise_depth_ > 0 ? "mmap-advise" : "mmap"; }
 
-  bool can_map() const override { return true; }
-  Mapping map(const Extent& extent) override {
+  Mapping do_map(const Extent& extent) override {
     Mapping mapping = map_extent(input_.fd(), info(), input_.header().byte_skip, extent, false, input_.needs_swap(),
                                  populate_, input_.header().data_path);
     bytes_read_ += static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info().dtype);
     return mapping;
   }
 
-  void read(const Extent& extent, void* buffer) override {
-    Mapping mapping = map(extent);
+  void do_read(const Extent& extent, void* buffer) override {
+    Mapping mapping = do_map(extent);
     raw::copy_out(mapping, buffer, dtype_size(info().dtype));
     mapping.release();
   }
 
   int prefetch_depth() const override { return advise_depth_; }
-  void will_need(const Extent& extent) override {
+  void do_will_need(const Extent& extent) override {
     if (advise_depth_ == 0 || extent.empty()) return;
     const std::size_t size = dtype_size(info().dtype);
     raw::for_each_run(info().dims, extent, size, input_.header().byte_skip,
@@ -149,7 +147,7 @@ class MmapReader final : public VolumeReader {
                       });
   }
 
-  void close() override { input_.close(); }
+  void do_close() override { input_.close(); }
   std::uint64_t bytes_read() const override { return bytes_read_; }
   std::vector<std::string> files() const override { return input_.files(); }
 
@@ -163,12 +161,11 @@ class MmapReader final : public VolumeReader {
 class MmapWriter final : public VolumeWriter {
  public:
   MmapWriter(const CreateRequest& request, const Comm& comm, bool fsync, bool populate, bool direct, std::string name)
-      : output_(request, comm, fsync, direct), name_(std::move(name)), populate_(populate) {}
+      : VolumeWriter({.map = true}), output_(request, comm, fsync, direct), name_(std::move(name)), populate_(populate) {}
   const VolumeInfo& info() const override { return output_.info(); }
   std::string backend_name() const override { return name_; }
 
-  bool can_map() const override { return true; }
-  Mapping map(const Extent& extent) override {
+  Mapping do_map(const Extent& extent) override {
     // The output was reserved with fallocate at create, so stores into the
     // mapping cannot meet a full disk (which would be SIGBUS, not an error).
     Mapping mapping =
@@ -180,12 +177,12 @@ class MmapWriter final : public VolumeWriter {
   // Plain writes go through pwrite (O_DIRECT for whole planes, see
   // RawOutput): creating fresh page-cache pages by write() measured cheaper
   // than faulting them in through a mapping.
-  void write(const Extent& extent, const void* buffer) override {
+  void do_write(const Extent& extent, const void* buffer) override {
     output_.write(extent, buffer);
     bytes_written_ += static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info().dtype);
   }
 
-  void close() override { output_.close(); }
+  void do_close() override { output_.close(); }
   std::uint64_t bytes_written() const override { return bytes_written_; }
 
  private:
@@ -202,18 +199,18 @@ Backend make_mmap_backend(const std::string& name, bool advise) {
   backend.extension = ".nhdr";
   backend.description = advise ? "mmap of the current brick + posix_fadvise(WILLNEED) on the next (\"Advised\")"
                                : "mmap of the current brick, processed in place";
+  backend.hints = {{"populate", HintFor::both}, {"fsync", HintFor::writers}, {"direct_write", HintFor::writers}};
+  if (advise) backend.hints.push_back({"advise_depth", HintFor::readers});
   backend.open = [name, advise](const std::string& path, const Comm& comm,
                                 const Hints& hints) -> std::unique_ptr<VolumeReader> {
     int depth = advise ? static_cast<int>(hints.get_int("advise_depth", 1)) : 0;
     if (advise && depth < 1) throw Error("hint advise_depth must be at least 1");
-    hints.get_bool("fsync", false);
     bool populate = hints.get_bool("populate", true);
     hints.reject_unused(name);
     return std::make_unique<MmapReader>(path, comm, depth, populate);
   };
-  backend.create = [name, advise](const CreateRequest& request, const Comm& comm,
+  backend.create = [name](const CreateRequest& request, const Comm& comm,
                                   const Hints& hints) -> std::unique_ptr<VolumeWriter> {
-    if (advise) hints.get_int("advise_depth", 1);
     bool fsync = hints.get_bool("fsync", false);
     bool populate = hints.get_bool("populate", true);
     bool direct = hints.get_bool("direct_write", true);

@@ -24,7 +24,6 @@ namespace volseg::io {
 // collective calls need everyone; the outcome is agreed at the end.
 template <class Buffer, class Fn>
 void in_rounds(const Comm& comm, std::span<const Extent> extents, std::span<Buffer const> buffers, Fn&& fn) {
-  if (extents.size() != buffers.size()) throw Error("extents and buffers differ in number");
   Rounds(comm, static_cast<std::int64_t>(extents.size()), true).run([&](std::optional<std::int64_t> item) {
     if (item) fn(&extents[static_cast<std::size_t>(*item)], buffers[static_cast<std::size_t>(*item)]);
     else fn(nullptr, Buffer{});

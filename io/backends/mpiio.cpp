@@ -223,21 +223,20 @@ class MpiFiles {
 class MpiioReader final : public VolumeReader {
  public:
   MpiioReader(const std::string& path, const Comm& comm)
-      : input_(path, comm, /*open_data=*/false),
+      : VolumeReader({.collective = true}),
+        input_(path, comm, /*open_data=*/false),
         comm_(comm.duplicate()),
         files_(comm_, input_.header().data_path, MPI_MODE_RDONLY, input_.header().data_path),
         element_(element_type(dtype_size(input_.header().info.dtype))) {}
 
   const VolumeInfo& info() const override { return input_.header().info; }
   std::string backend_name() const override { return "mpiio"; }
-  bool collective() const override { return true; }
   std::string implementation() const override {
     static const std::string implementation = which_implementation();  // cannot change in a process
     return implementation;
   }
 
-  void read(const Extent& extent, void* buffer) override {
-    check_inside(extent, info().dims);
+  void do_read(const Extent& extent, void* buffer) override {
     const std::size_t size = dtype_size(info().dtype);
     const Transfer transfer(files_.independent(), Transfer::Direction::read, path());
     raw::for_each_run(info().dims, extent, size, input_.header().byte_skip,
@@ -250,8 +249,7 @@ class MpiioReader final : public VolumeReader {
     finish(extent, buffer);
   }
 
-  void read_all(std::span<const Extent> extents, std::span<void* const> buffers) override {
-    for (const auto& extent : extents) check_inside(extent, info().dims);
+  void do_read_all(std::span<const Extent> extents, std::span<void* const> buffers) override {
     in_rounds(comm_, extents, buffers, [&](const Extent* joined, void* buffer) {
       const Extent extent = joined ? *joined : Extent{};
       MPI_File file = files_.collective();
@@ -283,7 +281,7 @@ class MpiioReader final : public VolumeReader {
     });
   }
 
-  void close() override { files_.close(comm_); }
+  void do_close() override { files_.close(comm_); }
   std::uint64_t bytes_read() const override { return bytes_read_; }
   std::vector<std::string> files() const override { return input_.files(); }
 
@@ -304,17 +302,16 @@ class MpiioReader final : public VolumeReader {
 class MpiioWriter final : public VolumeWriter {
  public:
   MpiioWriter(const CreateRequest& request, const Comm& comm, bool fsync)
-      : output_(request, comm, fsync),
+      : VolumeWriter({.collective = true}),
+        output_(request, comm, fsync),
         comm_(comm.duplicate()),
         files_(comm_, output_.temp_data_path(), MPI_MODE_WRONLY, output_.data_path()),
         element_(element_type(dtype_size(request.info.dtype))) {}
 
   const VolumeInfo& info() const override { return output_.info(); }
   std::string backend_name() const override { return "mpiio"; }
-  bool collective() const override { return true; }
 
-  void write(const Extent& extent, const void* buffer) override {
-    check_inside(extent, info().dims);
+  void do_write(const Extent& extent, const void* buffer) override {
     const std::size_t size = dtype_size(info().dtype);
     const void* source = swapped(extent, buffer);
     const Transfer transfer(files_.independent(), Transfer::Direction::write, output_.data_path());
@@ -328,8 +325,7 @@ class MpiioWriter final : public VolumeWriter {
     bytes_written_ += static_cast<std::uint64_t>(extent.voxels()) * size;
   }
 
-  void write_all(std::span<const Extent> extents, std::span<const void* const> buffers) override {
-    for (const auto& extent : extents) check_inside(extent, info().dims);
+  void do_write_all(std::span<const Extent> extents, std::span<const void* const> buffers) override {
     in_rounds(comm_, extents, buffers, [&](const Extent* joined, const void* buffer) {
       const Extent extent = joined ? *joined : Extent{};
       MPI_File file = files_.collective();
@@ -359,7 +355,7 @@ class MpiioWriter final : public VolumeWriter {
     });
   }
 
-  void close() override {
+  void do_close() override {
     files_.close(comm_);
     output_.close();
   }
@@ -391,8 +387,8 @@ Backend make_mpiio_backend() {
   backend.formats = "raw (NRRD .nhdr)";
   backend.extension = ".nhdr";
   backend.description = "MPI_File_read_all/write_all with subarray views (the MPI library's OMPIO or ROMIO)";
+  backend.hints = {{"fsync", HintFor::writers}};
   backend.open = [](const std::string& path, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
-    hints.get_bool("fsync", false);
     hints.reject_unused("mpiio");
     return std::make_unique<MpiioReader>(path, comm);
   };

@@ -136,7 +136,7 @@ std::vector<std::size_t> parse_chunks(const std::string& text) {
 class Netcdf4Reader final : public VolumeReader {
  public:
   Netcdf4Reader(const std::string& path, const Comm& comm, Options options)
-      : comm_(comm.duplicate()), path_(path), options_(std::move(options)) {
+      : VolumeReader({.collective = !options.independent}), comm_(comm.duplicate()), path_(path), options_(std::move(options)) {
     check_parallel_netcdf();
     MpiInfo info(options_.library_hints);
     trace::Span span(trace::Op::open);  // the open and the metadata's inquiries
@@ -164,14 +164,12 @@ class Netcdf4Reader final : public VolumeReader {
 
   const VolumeInfo& info() const override { return info_; }
   std::string backend_name() const override { return "netcdf4"; }
-  bool collective() const override { return !options_.independent; }
   std::string implementation() const override {
     std::string version = nc_inq_libvers();
     return "netCDF-C " + version.substr(0, version.find(' ')) + (options_.independent ? ", independent" : ", collective");
   }
 
-  void read(const Extent& extent, void* buffer) override {
-    check_inside(extent, info_.dims);
+  void do_read(const Extent& extent, void* buffer) override {
     auto [start, count] = corners(extent);
     // HDF5 places the data (chunks): no single file offset to give.
     trace::Span span(trace::Op::read, -1, static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info_.dtype));
@@ -179,11 +177,10 @@ class Netcdf4Reader final : public VolumeReader {
     bytes_read_ += static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info_.dtype);
   }
 
-  void read_all(std::span<const Extent> extents, std::span<void* const> buffers) override {
-    for (const auto& extent : extents) check_inside(extent, info_.dims);
-    if (options_.independent) return VolumeReader::read_all(extents, buffers);
+  void do_read_all(std::span<const Extent> extents, std::span<void* const> buffers) override {
+    if (options_.independent) return VolumeReader::do_read_all(extents, buffers);
     in_rounds(comm_, extents, buffers, [&](const Extent* extent, void* buffer) {
-      if (extent && !extent->empty()) return read(*extent, buffer);
+      if (extent && !extent->empty()) return do_read(*extent, buffer);
       auto [start, count] = corners(Extent{});  // join the round with nothing
       std::byte none{};
       trace::Span span(trace::Op::read);
@@ -191,7 +188,7 @@ class Netcdf4Reader final : public VolumeReader {
     });
   }
 
-  void close() override {
+  void do_close() override {
     collectively(comm_, [&] {
       int ncid = std::exchange(ncid_, -1);
       trace::Span span(trace::Op::close);
@@ -269,7 +266,7 @@ class Netcdf4Reader final : public VolumeReader {
 class Netcdf4Writer final : public VolumeWriter {
  public:
   Netcdf4Writer(const CreateRequest& request, const Comm& comm, Options options)
-      : comm_(comm.duplicate()), path_(request.path), info_(request.info), options_(std::move(options)) {
+      : VolumeWriter({.collective = !options.independent}), comm_(comm.duplicate()), path_(request.path), info_(request.info), options_(std::move(options)) {
     namespace fs = std::filesystem;
     check_parallel_netcdf();
     if (request.partial != Partial::none)
@@ -297,21 +294,18 @@ class Netcdf4Writer final : public VolumeWriter {
 
   const VolumeInfo& info() const override { return info_; }
   std::string backend_name() const override { return "netcdf4"; }
-  bool collective() const override { return !options_.independent; }
 
-  void write(const Extent& extent, const void* buffer) override {
-    check_inside(extent, info_.dims);
+  void do_write(const Extent& extent, const void* buffer) override {
     auto [start, count] = corners(extent);
     trace::Span span(trace::Op::write, -1, static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info_.dtype));
     check_nc(nc_put_vara(ncid_, varid_, start.data(), count.data(), buffer), "write " + path_);
     bytes_written_ += static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info_.dtype);
   }
 
-  void write_all(std::span<const Extent> extents, std::span<const void* const> buffers) override {
-    for (const auto& extent : extents) check_inside(extent, info_.dims);
-    if (options_.independent) return VolumeWriter::write_all(extents, buffers);
+  void do_write_all(std::span<const Extent> extents, std::span<const void* const> buffers) override {
+    if (options_.independent) return VolumeWriter::do_write_all(extents, buffers);
     in_rounds(comm_, extents, buffers, [&](const Extent* extent, const void* buffer) {
-      if (extent && !extent->empty()) return write(*extent, buffer);
+      if (extent && !extent->empty()) return do_write(*extent, buffer);
       auto [start, count] = corners(Extent{});
       std::byte none{};
       trace::Span span(trace::Op::write);
@@ -319,7 +313,7 @@ class Netcdf4Writer final : public VolumeWriter {
     });
   }
 
-  void close() override {
+  void do_close() override {
     if (options_.fsync)
       collectively(comm_, [&] {
         trace::Span span(trace::Op::sync);
@@ -420,6 +414,8 @@ Backend make_netcdf4_backend() {
   backend.extension = ".nc";
   backend.description = "parallel netCDF-C (nc_open_par/nc_create_par), collective access";
   backend.list_variables = list_variables;
+  backend.hints = {{"var", HintFor::readers},     {"time", HintFor::readers},    {"access", HintFor::both},
+                   {"chunks", HintFor::writers},  {"deflate", HintFor::writers}, {"fsync", HintFor::writers}};
   backend.open = [](const std::string& path, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
     return std::make_unique<Netcdf4Reader>(path, comm, read_options(hints));
   };

@@ -116,7 +116,7 @@ Options read_options(const Hints& hints) {
 class PnetcdfReader final : public VolumeReader {
  public:
   PnetcdfReader(const std::string& path, const Comm& comm, Options options)
-      : comm_(comm.duplicate()), path_(path), options_(std::move(options)) {
+      : VolumeReader({.collective = true}), comm_(comm.duplicate()), path_(path), options_(std::move(options)) {
     MpiInfo info(options_.library_hints);
     trace::Span span(trace::Op::open);  // the open and the header's inquiries
     collectively(comm_, [&] {
@@ -139,7 +139,6 @@ class PnetcdfReader final : public VolumeReader {
 
   const VolumeInfo& info() const override { return info_; }
   std::string backend_name() const override { return "pnetcdf"; }
-  bool collective() const override { return true; }
   std::string implementation() const override {
     const std::string version = ncmpi_inq_libvers();
     return "PnetCDF " + version.substr(0, version.find(' ')) + " on " + kind_ +
@@ -148,8 +147,7 @@ class PnetcdfReader final : public VolumeReader {
 
   // Independent reads of a collective-mode file: every rank enters and
   // leaves independent mode together, so read() is meant for one-off use.
-  void read(const Extent& extent, void* buffer) override {
-    check_inside(extent, info_.dims);
+  void do_read(const Extent& extent, void* buffer) override {
     check_nc(ncmpi_begin_indep_data(ncid_), path_);
     auto [start, count] = corners(extent);
     int status = NC_NOERR;
@@ -162,8 +160,7 @@ class PnetcdfReader final : public VolumeReader {
     bytes_read_ += static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info_.dtype);
   }
 
-  void read_all(std::span<const Extent> extents, std::span<void* const> buffers) override {
-    for (const auto& extent : extents) check_inside(extent, info_.dims);
+  void do_read_all(std::span<const Extent> extents, std::span<void* const> buffers) override {
     if (options_.nonblocking) return read_all_nonblocking(extents, buffers);
     in_rounds(comm_, extents, buffers, [&](const Extent* extent, void* buffer) {
       if (!extent || extent->empty()) {  // join the round with nothing to read
@@ -182,7 +179,7 @@ class PnetcdfReader final : public VolumeReader {
     });
   }
 
-  void close() override {
+  void do_close() override {
     collectively(comm_, [&] {
       int ncid = std::exchange(ncid_, -1);
       trace::Span span(trace::Op::close);
@@ -324,7 +321,7 @@ class PnetcdfReader final : public VolumeReader {
 class PnetcdfWriter final : public VolumeWriter {
  public:
   PnetcdfWriter(const CreateRequest& request, const Comm& comm, Options options)
-      : comm_(comm.duplicate()), path_(request.path), info_(request.info), options_(std::move(options)) {
+      : VolumeWriter({.collective = true}), comm_(comm.duplicate()), path_(request.path), info_(request.info), options_(std::move(options)) {
     namespace fs = std::filesystem;
     if (options_.format == NC_FORMAT_CDF2 && (info_.dtype == DType::u16 || info_.dtype == DType::u32 ||
                                               info_.dtype == DType::i64 || info_.dtype == DType::u64))
@@ -384,10 +381,8 @@ class PnetcdfWriter final : public VolumeWriter {
 
   const VolumeInfo& info() const override { return info_; }
   std::string backend_name() const override { return "pnetcdf"; }
-  bool collective() const override { return true; }
 
-  void write(const Extent& extent, const void* buffer) override {
-    check_inside(extent, info_.dims);
+  void do_write(const Extent& extent, const void* buffer) override {
     check_nc(ncmpi_begin_indep_data(ncid_), path_);
     auto [start, count] = corners(extent);
     int status = NC_NOERR;
@@ -400,8 +395,7 @@ class PnetcdfWriter final : public VolumeWriter {
     bytes_written_ += static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info_.dtype);
   }
 
-  void write_all(std::span<const Extent> extents, std::span<const void* const> buffers) override {
-    for (const auto& extent : extents) check_inside(extent, info_.dims);
+  void do_write_all(std::span<const Extent> extents, std::span<const void* const> buffers) override {
     if (options_.nonblocking) return write_all_nonblocking(extents, buffers);
     in_rounds(comm_, extents, buffers, [&](const Extent* extent, const void* buffer) {
       if (!extent || extent->empty()) {  // join the round with nothing to write
@@ -420,7 +414,7 @@ class PnetcdfWriter final : public VolumeWriter {
     });
   }
 
-  void close() override {
+  void do_close() override {
     if (options_.append)  // the record's time; rank 0 writes it, the others join empty
       collectively(comm_, [&] {
         const MPI_Offset start = record_, count = comm_.rank() == 0 ? 1 : 0;
@@ -611,6 +605,12 @@ static std::vector<std::string> list_variables(const std::string& path, const Co
   return lines;
 }
 
+std::vector<KnownHint> cdf_hints() {
+  return {{"var", HintFor::readers},        {"time", HintFor::readers},      {"nonblocking", HintFor::both},
+          {"format", HintFor::writers},     {"append", HintFor::writers},    {"record_time", HintFor::writers},
+          {"fsync", HintFor::writers}};
+}
+
 std::unique_ptr<VolumeReader> open_cdf_placed(const std::string& path, const Comm& comm, const Hints& hints,
                                               CdfPlacement& placement) {
   auto reader = std::make_unique<PnetcdfReader>(path, comm, read_options(hints));
@@ -632,6 +632,7 @@ Backend make_pnetcdf_backend() {
   backend.extension = ".nc";
   backend.description = "PnetCDF collective get/put_vara_all, or iget/iput + wait_all (nonblocking=1)";
   backend.list_variables = list_variables;
+  backend.hints = cdf_hints();
   backend.open = [](const std::string& path, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
     return std::make_unique<PnetcdfReader>(path, comm, read_options(hints));
   };

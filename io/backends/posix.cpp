@@ -16,9 +16,8 @@ class PosixReader final : public VolumeReader {
   const VolumeInfo& info() const override { return input_.header().info; }
   std::string backend_name() const override { return "posix"; }
 
-  void read(const Extent& extent, void* buffer) override {
+  void do_read(const Extent& extent, void* buffer) override {
     const auto& info = this->info();
-    check_inside(extent, info.dims);
     const std::size_t size = dtype_size(info.dtype);
     auto* out = static_cast<std::byte*>(buffer);
     raw::for_each_run(info.dims, extent, size, input_.header().byte_skip,
@@ -31,7 +30,7 @@ class PosixReader final : public VolumeReader {
     bytes_read_ += static_cast<std::uint64_t>(extent.voxels()) * size;
   }
 
-  void close() override { input_.close(); }
+  void do_close() override { input_.close(); }
   std::uint64_t bytes_read() const override { return bytes_read_; }
   std::vector<std::string> files() const override { return input_.files(); }
 
@@ -47,12 +46,12 @@ class PosixWriter final : public VolumeWriter {
   const VolumeInfo& info() const override { return output_.info(); }
   std::string backend_name() const override { return "posix"; }
 
-  void write(const Extent& extent, const void* buffer) override {
+  void do_write(const Extent& extent, const void* buffer) override {
     output_.write(extent, buffer);
     bytes_written_ += static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info().dtype);
   }
 
-  void close() override { output_.close(); }
+  void do_close() override { output_.close(); }
   std::uint64_t bytes_written() const override { return bytes_written_; }
 
  private:
@@ -68,8 +67,8 @@ Backend make_posix_backend() {
   backend.formats = "raw (NRRD .nhdr)";
   backend.extension = ".nhdr";
   backend.description = "pread/pwrite per contiguous run";
+  backend.hints = {{"fsync", HintFor::writers}, {"direct_write", HintFor::writers}};
   backend.open = [](const std::string& path, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
-    hints.get_bool("fsync", false);
     hints.reject_unused("posix");
     return std::make_unique<PosixReader>(path, comm);
   };

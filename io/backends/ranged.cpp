@@ -83,7 +83,7 @@ class RangeArrivals final : public Arrivals {
 class RangedReader final : public VolumeReader {
  public:
   RangedReader(const std::string& path, const Comm& comm, ranged::Engine engine, const ranged::Options& options)
-      : input_(path, comm), engine_(engine), options_(options) {}
+      : VolumeReader({.read_any = true}), input_(path, comm), engine_(engine), options_(options) {}
   const VolumeInfo& info() const override { return input_.header().info; }
   std::string backend_name() const override { return std::string("ranged-") + ranged::engine_name(engine_); }
   std::string implementation() const override {
@@ -92,13 +92,11 @@ class RangedReader final : public VolumeReader {
            std::to_string(options_.max_bytes) + " B held)";
   }
 
-  bool can_read_any() const override { return true; }
-  std::unique_ptr<Arrivals> read_any(std::span<const Extent> extents) override {
+  std::unique_ptr<Arrivals> do_read_any(std::span<const Extent> extents) override {
     const std::size_t size = dtype_size(info().dtype);
     std::uint64_t first = UINT64_MAX, last = 0;
     std::vector<RangeArrivals::Brick> bricks(extents.size());
     for (std::size_t e = 0; e < extents.size(); ++e) {
-      check_inside(extents[e], info().dims);
       raw::for_each_run(info().dims, extents[e], size, input_.header().byte_skip,
                         [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
                           bricks[e].block.pieces.push_back(ranged::Piece{offset, static_cast<std::uint64_t>(count) * size});
@@ -115,7 +113,7 @@ class RangedReader final : public VolumeReader {
     return std::make_unique<RangeArrivals>(std::move(range), std::move(bricks), input_.needs_swap(), bytes_read_);
   }
 
-  void read(const Extent& extent, void* buffer) override {
+  void do_read(const Extent& extent, void* buffer) override {
     auto arrivals = read_any({&extent, 1});
     while (auto arrival = arrivals->next()) {
       raw::copy_out(arrival->values, buffer, dtype_size(info().dtype));
@@ -124,7 +122,7 @@ class RangedReader final : public VolumeReader {
     arrivals->close();
   }
 
-  void close() override { input_.close(); }
+  void do_close() override { input_.close(); }
   std::uint64_t bytes_read() const override { return bytes_read_; }
   std::vector<std::string> files() const override { return input_.files(); }
 
@@ -158,20 +156,18 @@ Backend make_ranged_backend(ranged::Engine engine) {
   backend.description = engine == ranged::Engine::mmap
                             ? "Fogal & Krüger's readanyv on a mapping: WILLNEED ahead, hands out a brick mincore finds resident"
                             : "Fogal & Krüger's readanyv on io_uring: bricks handed out as their reads complete";
+  backend.hints = {{"queue_depth", HintFor::readers},  {"request_size", HintFor::readers},
+                   {"max_memory", HintFor::readers},   {"direct", HintFor::readers},
+                   {"fsync", HintFor::writers},        {"direct_write", HintFor::writers}};
   const std::string name = backend.name;
   backend.open = [name, engine](const std::string& path, const Comm& comm,
                                 const Hints& hints) -> std::unique_ptr<VolumeReader> {
     auto options = options_from(hints);
-    hints.get_bool("fsync", false);
     hints.reject_unused(name);
     return std::make_unique<RangedReader>(path, comm, engine, options);
   };
   // Masks: pwrite, as posix (which reads fsync and checks the rest).
-  backend.create = [posix = make_posix_backend().create](const CreateRequest& request, const Comm& comm,
-                                                         const Hints& hints) -> std::unique_ptr<VolumeWriter> {
-    options_from(hints);
-    return posix(request, comm, hints);
-  };
+  backend.create = make_posix_backend().create;
   return backend;
 }
 

@@ -97,6 +97,12 @@ void Hints::reject_unused(std::string_view backend) const {
   }
 }
 
+std::vector<std::string> Hints::keys() const {
+  std::vector<std::string> result;
+  for (const auto& [key, value] : values_) result.push_back(key);
+  return result;
+}
+
 std::vector<std::string> Hints::to_strings() const {
   std::vector<std::string> result;
   for (const auto& [key, value] : values_) result.push_back(key + "=" + value);

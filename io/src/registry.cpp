@@ -40,14 +40,49 @@ static const Backend& usable(const std::string& name) {
   return backend;
 }
 
+namespace {
+
+// The role a backend lists key for; nullptr when it does not list it.
+const HintFor* listed_role(const Backend& backend, const std::string& key) {
+  for (const auto& known : backend.hints)
+    if (known.key == key) return &known.role;
+  return nullptr;
+}
+
+bool for_other_role(const Backend& backend, Role role, const std::string& key) {
+  const HintFor* listed = listed_role(backend, key);
+  return listed && *listed == (role == Role::reader ? HintFor::writers : HintFor::readers);
+}
+
+void refuse_other_roles_hints(const Backend& backend, Role role, const Hints& hints) {
+  for (const auto& key : hints.keys())
+    if (for_other_role(backend, role, key))
+      throw Error("hint " + key + "= is for " + (role == Role::reader ? "writers" : "readers") + " (" + backend.name +
+                  ")");
+}
+
+}  // namespace
+
+std::vector<std::string> hints_for(const std::string& backend, Role role, const std::vector<std::string>& items) {
+  const Backend& known = builtin_registry().get(backend);
+  std::vector<std::string> result;
+  for (const auto& item : items)
+    if (!for_other_role(known, role, item.substr(0, item.find('=')))) result.push_back(item);
+  return result;
+}
+
 std::unique_ptr<VolumeReader> open_reader(const std::string& backend, const std::string& path, const Comm& comm,
                                           const Hints& hints) {
-  return usable(backend).open(path, comm, hints);
+  const Backend& chosen = usable(backend);
+  refuse_other_roles_hints(chosen, Role::reader, hints);
+  return chosen.open(path, comm, hints);
 }
 
 std::unique_ptr<VolumeWriter> create_writer(const std::string& backend, const CreateRequest& request,
                                             const Comm& comm, const Hints& hints) {
-  return usable(backend).create(request, comm, hints);
+  const Backend& chosen = usable(backend);
+  refuse_other_roles_hints(chosen, Role::writer, hints);
+  return chosen.create(request, comm, hints);
 }
 
 }  // namespace volseg::io

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "volseg/io/volume.hpp"
 
+#include <string>
 #include <utility>
 
 #include "volseg/io/error.hpp"
@@ -39,24 +40,122 @@ void Mapping::release() {
   if (auto releaser = std::exchange(releaser_, {})) releaser();
 }
 
-void VolumeReader::read_all(std::span<const Extent> extents, std::span<void* const> buffers) {
-  if (extents.size() != buffers.size()) throw Error("read_all: extents and buffers differ in number");
-  for (std::size_t i = 0; i < extents.size(); ++i) read(extents[i], buffers[i]);
+namespace {
+
+// The argument checks of the public calls, the same for every backend.
+void check_extent(const char* call, const Extent& extent, const VolumeInfo& info) {
+  try {
+    check_inside(extent, info.dims);
+  } catch (const Error& e) {
+    throw Error(std::string(call) + ": " + e.what());
+  }
 }
 
-void VolumeReader::will_need(const Extent&) {}
+void check_buffer(const char* call, const Extent& extent, const void* buffer) {
+  if (!buffer && !extent.empty()) throw Error(std::string(call) + ": no buffer for extent " + to_string(extent));
+}
 
-Mapping VolumeReader::map(const Extent&) { throw Error("backend " + backend_name() + " cannot map extents"); }
+template <class Buffer>
+void check_lists(const char* call, std::span<const Extent> extents, std::span<Buffer const> buffers,
+                 const VolumeInfo& info) {
+  if (extents.size() != buffers.size())
+    throw Error(std::string(call) + ": " + std::to_string(extents.size()) + " extents and " +
+                std::to_string(buffers.size()) + " buffers");
+  for (std::size_t i = 0; i < extents.size(); ++i) {
+    check_extent(call, extents[i], info);
+    check_buffer(call, extents[i], buffers[i]);
+  }
+}
 
-std::unique_ptr<Arrivals> VolumeReader::read_any(std::span<const Extent>) {
+}  // namespace
+
+void VolumeReader::check_open(const char* call) const {
+  if (closed_) throw Error(std::string(call) + " after close (backend " + backend_name() + ")");
+}
+
+void VolumeReader::read(const Extent& extent, void* buffer) {
+  check_open("read");
+  check_extent("read", extent, info());
+  check_buffer("read", extent, buffer);
+  do_read(extent, buffer);
+}
+
+void VolumeReader::read_all(std::span<const Extent> extents, std::span<void* const> buffers) {
+  check_open("read_all");
+  check_lists("read_all", extents, buffers, info());
+  do_read_all(extents, buffers);
+}
+
+void VolumeReader::will_need(const Extent& extent) {
+  check_open("will_need");
+  check_extent("will_need", extent, info());
+  do_will_need(extent);
+}
+
+Mapping VolumeReader::map(const Extent& extent) {
+  check_open("map");
+  if (!capabilities_.map) return VolumeReader::do_map(extent);  // refuses
+  check_extent("map", extent, info());
+  return do_map(extent);
+}
+
+std::unique_ptr<Arrivals> VolumeReader::read_any(std::span<const Extent> extents) {
+  check_open("read_any");
+  if (!capabilities_.read_any) return VolumeReader::do_read_any(extents);  // refuses
+  for (const auto& extent : extents) check_extent("read_any", extent, info());
+  return do_read_any(extents);
+}
+
+void VolumeReader::close() {
+  check_open("close");
+  closed_ = true;  // a failed close is not retried: the backend has let go of what it could
+  do_close();
+}
+
+void VolumeReader::do_read_all(std::span<const Extent> extents, std::span<void* const> buffers) {
+  for (std::size_t i = 0; i < extents.size(); ++i) do_read(extents[i], buffers[i]);
+}
+
+Mapping VolumeReader::do_map(const Extent&) { throw Error("backend " + backend_name() + " cannot map extents"); }
+
+std::unique_ptr<Arrivals> VolumeReader::do_read_any(std::span<const Extent>) {
   throw Error("backend " + backend_name() + " reads extents in order only (read_any: use ranged-mmap or ranged-uring)");
 }
 
-void VolumeWriter::write_all(std::span<const Extent> extents, std::span<const void* const> buffers) {
-  if (extents.size() != buffers.size()) throw Error("write_all: extents and buffers differ in number");
-  for (std::size_t i = 0; i < extents.size(); ++i) write(extents[i], buffers[i]);
+void VolumeWriter::check_open(const char* call) const {
+  if (closed_) throw Error(std::string(call) + " after close (backend " + backend_name() + ")");
 }
 
-Mapping VolumeWriter::map(const Extent&) { throw Error("backend " + backend_name() + " cannot map extents"); }
+void VolumeWriter::write(const Extent& extent, const void* buffer) {
+  check_open("write");
+  check_extent("write", extent, info());
+  check_buffer("write", extent, buffer);
+  do_write(extent, buffer);
+}
+
+void VolumeWriter::write_all(std::span<const Extent> extents, std::span<const void* const> buffers) {
+  check_open("write_all");
+  check_lists("write_all", extents, buffers, info());
+  do_write_all(extents, buffers);
+}
+
+Mapping VolumeWriter::map(const Extent& extent) {
+  check_open("map");
+  if (!capabilities_.map) return VolumeWriter::do_map(extent);  // refuses
+  check_extent("map", extent, info());
+  return do_map(extent);
+}
+
+void VolumeWriter::close() {
+  check_open("close");
+  closed_ = true;
+  do_close();
+}
+
+void VolumeWriter::do_write_all(std::span<const Extent> extents, std::span<const void* const> buffers) {
+  for (std::size_t i = 0; i < extents.size(); ++i) do_write(extents[i], buffers[i]);
+}
+
+Mapping VolumeWriter::do_map(const Extent&) { throw Error("backend " + backend_name() + " cannot map extents"); }
 
 }  // namespace volseg::io

@@ -65,16 +65,46 @@ void close_checked(int& fd, const std::string& name) {
   if (closed != 0) throw_errno("close", name);
 }
 
+// The engine's figures for reports: totals over this rank's calls and, per
+// call, [requests, exchange, io, total] seconds (Liao & Choudhary read the
+// I/O phase's share).
+Metrics report(const std::vector<twophase::Timing>& calls) {
+  twophase::Timing sum;
+  Metrics metrics;
+  metrics.source = "twophase";
+  metrics.per_call_name = "per_call_requests_exchange_io_total_s";
+  for (const auto& call : calls) {
+    sum.add(call);
+    metrics.per_call.push_back({call.requests, call.exchange, call.io, call.total});
+  }
+  const auto whole = [](const char* name, std::uint64_t value) { return Metric{name, static_cast<double>(value), true}; };
+  const auto seconds = [](const char* name, double value) { return Metric{name, value, false}; };
+  metrics.totals = {whole("calls", sum.calls),
+                    whole("rounds", sum.rounds),
+                    seconds("requests_s", sum.requests),
+                    seconds("exchange_s", sum.exchange),
+                    seconds("io_s", sum.io),
+                    seconds("total_s", sum.total),
+                    seconds("io_share", sum.total > 0 ? sum.io / sum.total : 0.0),
+                    whole("io_calls", sum.io_calls),
+                    whole("file_bytes", sum.file_bytes),
+                    whole("sieved", sum.sieved),
+                    whole("naive", sum.naive),
+                    whole("contiguous", sum.contiguous),
+                    whole("independent_calls", sum.independent)};
+  return metrics;
+}
+
 class TwoPhaseReader final : public VolumeReader {
  public:
-  TwoPhaseReader(const std::string& path, const Comm& comm, const Hints& hints) : comm_(comm.duplicate()) {
+  TwoPhaseReader(const std::string& path, const Comm& comm, const Hints& hints)
+      : VolumeReader({.collective = true}), comm_(comm.duplicate()) {
     const twophase::Options options = twophase::Options::from_hints(hints);
     const FileFormat format = detect_format(comm_, path);
     if (format == FileFormat::netcdf4)
       throw Error(path + " is NetCDF-4 (HDF5); twophase reads raw volumes and NetCDF classic (CDF-1/2/5) files: use "
                          "--backend netcdf4");
     if (format == FileFormat::raw) {
-      hints.get_bool("fsync", false);
       hints.reject_unused("twophase");
       raw_.emplace(path, comm_, /*open_data=*/true);
       info_ = raw_->header().info;
@@ -97,12 +127,10 @@ class TwoPhaseReader final : public VolumeReader {
 
   const VolumeInfo& info() const override { return info_; }
   std::string backend_name() const override { return "twophase"; }
-  bool collective() const override { return true; }
   std::string implementation() const override { return file_->describe(); }
-  const std::vector<twophase::Timing>* collective_calls() const override { return &calls_; }
+  Metrics metrics() const override { return report(calls_); }
 
-  void read(const Extent& extent, void* buffer) override {
-    check_inside(extent, info_.dims);
+  void do_read(const Extent& extent, void* buffer) override {
     const std::size_t size = dtype_size(info_.dtype);
     auto* out = static_cast<std::byte*>(buffer);
     raw::for_each_run(info_.dims, extent, size, base_, [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
@@ -112,16 +140,14 @@ class TwoPhaseReader final : public VolumeReader {
     finish(extent, buffer);
   }
 
-  void read_all(std::span<const Extent> extents, std::span<void* const> buffers) override {
-    if (extents.size() != buffers.size()) throw Error("extents and buffers differ in number");
-    for (const auto& extent : extents) check_inside(extent, info_.dims);
+  void do_read_all(std::span<const Extent> extents, std::span<void* const> buffers) override {
     const auto accesses = flatten<twophase::Access>(info_, base_, extents, buffers);
     file_->read_all(accesses);
     calls_.push_back(file_->last_call());
     for (std::size_t i = 0; i < extents.size(); ++i) finish(extents[i], buffers[i]);
   }
 
-  void close() override {
+  void do_close() override {
     file_->close();
     collectively(comm_, [&] { close_checked(own_fd_, data_path_); });
     if (raw_) raw_->close();
@@ -151,7 +177,8 @@ class TwoPhaseReader final : public VolumeReader {
 
 class TwoPhaseWriter final : public VolumeWriter {
  public:
-  TwoPhaseWriter(const CreateRequest& request, const Comm& comm, const Hints& hints) : comm_(comm.duplicate()) {
+  TwoPhaseWriter(const CreateRequest& request, const Comm& comm, const Hints& hints)
+      : VolumeWriter({.collective = true}), comm_(comm.duplicate()) {
     const twophase::Options options = twophase::Options::from_hints(hints);
     const std::string extension = std::filesystem::path(request.path).extension().string();
     if (extension == ".nc") {
@@ -181,11 +208,9 @@ class TwoPhaseWriter final : public VolumeWriter {
 
   const VolumeInfo& info() const override { return info_; }
   std::string backend_name() const override { return "twophase"; }
-  bool collective() const override { return true; }
-  const std::vector<twophase::Timing>* collective_calls() const override { return &calls_; }
+  Metrics metrics() const override { return report(calls_); }
 
-  void write(const Extent& extent, const void* buffer) override {
-    check_inside(extent, info_.dims);
+  void do_write(const Extent& extent, const void* buffer) override {
     const std::size_t size = dtype_size(info_.dtype);
     const auto* source = static_cast<const std::byte*>(in_file_order(std::span(&extent, 1), std::span(&buffer, 1))[0]);
     raw::for_each_run(info_.dims, extent, size, base_,
@@ -196,9 +221,7 @@ class TwoPhaseWriter final : public VolumeWriter {
     bytes_written_ += static_cast<std::uint64_t>(extent.voxels()) * size;
   }
 
-  void write_all(std::span<const Extent> extents, std::span<const void* const> buffers) override {
-    if (extents.size() != buffers.size()) throw Error("extents and buffers differ in number");
-    for (const auto& extent : extents) check_inside(extent, info_.dims);
+  void do_write_all(std::span<const Extent> extents, std::span<const void* const> buffers) override {
     const auto sources = in_file_order(extents, buffers);
     const auto accesses = flatten<twophase::ConstAccess>(info_, base_, extents, std::span<const void* const>(sources));
     file_->write_all(accesses);
@@ -207,7 +230,7 @@ class TwoPhaseWriter final : public VolumeWriter {
       bytes_written_ += static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info_.dtype);
   }
 
-  void close() override {
+  void do_close() override {
     if (sync_data_) file_->sync();
     file_->close();
     collectively(comm_, [&] { close_checked(fd_, name_); });
@@ -257,6 +280,12 @@ Backend make_twophase_backend() {
   backend.formats = "raw (NRRD .nhdr), NetCDF CDF-1/2/5 fixed-size variables (.nc)";
   backend.extension = ".nhdr";
   backend.description = "volseg's own two-phase collective I/O (partition=, cb_nodes=, cb_buffer_size=, exchange=, ds=)";
+  // The engine's own (twophase::Options), then those of CDF files' headers (PnetCDF's).
+  for (const char* key : {"cb_nodes", "cb_config", "cb_buffer_size", "max_pieces", "exchange", "partition", "lock_size",
+                          "io_servers", "fs_profile", "ds", "ds_threshold", "realm_size", "cb_read", "cb_write"})
+    backend.hints.push_back({key, HintFor::both});
+  backend.hints.push_back({"direct_write", HintFor::writers});
+  for (auto& known : cdf_hints()) backend.hints.push_back(std::move(known));  // fsync among them, for writers
   backend.open = [](const std::string& path, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
     return std::make_unique<TwoPhaseReader>(path, comm, hints);
   };

@@ -162,6 +162,13 @@ class Options(Base):
         self.expect_error(self.segment("in.nhdr", "out.nhdr", "--hint", "foo"), "hint")
         self.expect_error(self.segment("in.nhdr", "out.nhdr", "--hint", "fsync=maybe"), "fsync")
 
+    def test_hint_for_the_other_role(self):
+        # Each role refuses the other's hints by name; --hint gives each role its own.
+        self.expect_error(self.segment("in.nhdr", "out.nhdr", "--in-hint", "fsync=1"),
+                          r"hint fsync= is for writers \(")
+        self.expect_error(self.segment("in.nhdr", "out.nhdr", "--backend", "ranged-mmap", "--out-hint",
+                                       "queue_depth=4"), r"hint queue_depth= is for readers \(ranged-mmap\)")
+
     def test_bad_brick_and_assignment(self):
         self.expect_error(self.segment("in.nhdr", "out.nhdr", "--brick", "0,1,1"), "shape")
         self.expect_error(self.segment("in.nhdr", "out.nhdr", "--brick", "a,b"), "shape")

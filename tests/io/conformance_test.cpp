@@ -135,7 +135,7 @@ class Conformance : public ::testing::Test {
     for (auto b : bricks) {
       Extent e = layout.brick(b);
       auto values = expected_extent(dtype, e);
-      if (mapped && writer->can_map()) {
+      if (mapped && writer->capabilities().map) {
         Mapping m = writer->map(e);
         const std::size_t size = dtype_size(dtype);
         for (const io::Run& run : m.runs()) {
@@ -216,7 +216,7 @@ TEST_F(Conformance, MappedWritesAndReadsAgreeWithPlainOnes) {
     write_volume(file, DType::f32, order, /*mapped=*/true);
     expect_reads_back(file, DType::f32);
     auto reader = open_reader(backend_, file, comm_, backend_hints());
-    if (!reader->can_map()) {
+    if (!reader->capabilities().map) {
       EXPECT_THROW(reader->map(Extent{{0, 0, 0}, {1, 1, 1}}), Error);
       reader->close();
       continue;
@@ -272,6 +272,57 @@ TEST_F(Conformance, RefusesExtentsOutsideTheVolume) {
   EXPECT_THROW(reader->read({{-1, 0, 0}, {1, 1, 1}}, buffer.data()), Error);
   EXPECT_THROW(reader->read({{0, 0, kDims[2]}, {1, 1, 1}}, buffer.data()), Error);
   reader->close();
+}
+
+// The message a call throws ("" when it throws none).
+template <class Call>
+std::string error_of(Call&& call) {
+  try {
+    call();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// The public calls check their arguments in the base class, once, so every
+// backend refuses a bad call with the same words.
+TEST_F(Conformance, EveryBackendRefusesBadCallsWithOneMessage) {
+  const std::string file = path("checked");
+  write_volume(file, DType::u8, ByteOrder::little);
+  const Extent outside{{0, 0, kDims[2] - 1}, {1, 1, 2}};
+  const std::string beyond = "extent " + to_string(outside) + " is outside the volume 13x17x19";
+  std::vector<std::byte> buffer(64);
+  void* pointer = buffer.data();
+  auto reader = open_reader(backend_, file, comm_, backend_hints());
+  EXPECT_EQ(error_of([&] { reader->read(outside, buffer.data()); }), "read: " + beyond);
+  EXPECT_EQ(error_of([&] { reader->will_need(outside); }), "will_need: " + beyond);
+  EXPECT_EQ(error_of([&] { reader->read({{0, 0, 0}, {1, 1, 1}}, nullptr); }),
+            "read: no buffer for extent " + to_string(Extent{{0, 0, 0}, {1, 1, 1}}));
+  // Collective, but refused on every rank alike before any rank joins a call.
+  EXPECT_EQ(error_of([&] { reader->read_all({&outside, 1}, {&pointer, 1}); }), "read_all: " + beyond);
+  EXPECT_EQ(error_of([&] { reader->read_all({&outside, 1}, {}); }), "read_all: 1 extents and 0 buffers");
+  if (reader->capabilities().map) EXPECT_EQ(error_of([&] { reader->map(outside); }), "map: " + beyond);
+  else EXPECT_EQ(error_of([&] { reader->map(outside); }), "backend " + reader->backend_name() + " cannot map extents");
+  if (reader->capabilities().read_any)
+    EXPECT_EQ(error_of([&] { reader->read_any({&outside, 1}); }), "read_any: " + beyond);
+  else EXPECT_NE(error_of([&] { reader->read_any({&outside, 1}); }).find("reads extents in order only"), std::string::npos);
+  reader->close();
+  EXPECT_EQ(error_of([&] { reader->read({{0, 0, 0}, {1, 1, 1}}, buffer.data()); }),
+            "read after close (backend " + reader->backend_name() + ")");
+
+  VolumeInfo info;
+  info.dims = kDims;
+  info.dtype = DType::u8;
+  auto writer = create_writer(backend_, {path("checked_out"), info, false}, comm_, backend_hints());
+  const void* source = buffer.data();
+  EXPECT_EQ(error_of([&] { writer->write(outside, buffer.data()); }), "write: " + beyond);
+  EXPECT_EQ(error_of([&] { writer->write_all({&outside, 1}, {&source, 1}); }), "write_all: " + beyond);
+  write_from_rank0(*writer, info.whole(), std::vector<std::uint8_t>(static_cast<std::size_t>(info.voxels())).data());
+  writer->close();
+  EXPECT_EQ(error_of([&] { writer->write({{0, 0, 0}, {1, 1, 1}}, buffer.data()); }),
+            "write after close (backend " + writer->backend_name() + ")");
+  EXPECT_EQ(error_of([&] { writer->close(); }), "close after close (backend " + writer->backend_name() + ")");
 }
 
 TEST_F(Conformance, MissingInputFailsOnEveryRank) {

@@ -3,6 +3,7 @@
 
 #include "volseg/io/error.hpp"
 #include "volseg/io/hints.hpp"
+#include "volseg/io/registry.hpp"
 
 using volseg::Error;
 using volseg::io::Hints;
@@ -50,4 +51,41 @@ TEST(Hints, SizeTooLargeIsRefused) {
   EXPECT_EQ(hints.get_size("b", 0), 8589934591LL << 30);
   EXPECT_THROW(hints.get_size("c", 0), Error);
   EXPECT_EQ(hints.get_size("d", 0), 9223372036854775807LL);
+}
+
+// Hints are checked per role: a reader refuses a hint only writers read
+// (segment --in-hint append=1), naming the role and the backend, before it
+// opens anything; a writer refuses a reader's.
+TEST(Hints, EachRoleRefusesTheOtherRolesHints) {
+  const volseg::Comm comm(MPI_COMM_SELF);
+  auto refusal = [](auto&& call) -> std::string {
+    try {
+      call();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(refusal([&] { volseg::io::open_reader("pnetcdf", "absent.nc", comm, Hints::parse({"append=1"})); }),
+            "hint append= is for writers (pnetcdf)");
+  EXPECT_EQ(refusal([&] { volseg::io::open_reader("posix", "absent.nhdr", comm, Hints::parse({"fsync=1"})); }),
+            "hint fsync= is for writers (posix)");
+  EXPECT_EQ(refusal([&] {
+              volseg::io::create_writer("ranged-mmap", {"absent.nhdr", {}, false}, comm, Hints::parse({"queue_depth=4"}));
+            }),
+            "hint queue_depth= is for readers (ranged-mmap)");
+}
+
+// Hints given to both roles at once (segment --hint): each role keeps those
+// it knows and those nobody knows (refused later as unknown), and drops the
+// other role's.
+TEST(Hints, SharedHintsReachTheRoleThatKnowsThem) {
+  using volseg::io::hints_for;
+  using volseg::io::Role;
+  const std::vector<std::string> shared = {"append=1", "nonblocking=1", "cb_nodes=2", "typo=1"};
+  EXPECT_EQ(hints_for("pnetcdf", Role::reader, shared), (std::vector<std::string>{"nonblocking=1", "cb_nodes=2", "typo=1"}));
+  EXPECT_EQ(hints_for("pnetcdf", Role::writer, shared), shared);
+  EXPECT_EQ(hints_for("posix", Role::reader, {"fsync=1", "direct_write=0"}), std::vector<std::string>{});
+  EXPECT_EQ(hints_for("mmap-advise", Role::writer, {"advise_depth=2", "populate=0"}),
+            std::vector<std::string>{"populate=0"});
 }

@@ -417,7 +417,8 @@ LabelPlan plan_label(const Comm& comm, const LabelOptions& options, LabelResult&
   check_label_options(options);
   io::Writing writing = choose_io(comm, options, result);
   auto reader = io::open_reader(result.backend, options.input, comm,
-                                io::Hints::parse(detail::joined(options.hints, options.input_hints)));
+                                io::Hints::parse(detail::joined(
+                                    io::hints_for(result.backend, io::Role::reader, options.hints), options.input_hints)));
   const io::VolumeInfo& info = reader->info();
   result.input_info = info;
   detail::refuse_output_over_input(options.output, reader->files());
@@ -520,7 +521,9 @@ std::unique_ptr<io::VolumeWriter> create_labels(const Comm& comm, const LabelOpt
                             options.force, io::Partial::none};
   const auto& shape = plan.layout.shape();
   request.whole_planes = shape[1] >= info.dims[1] && shape[2] >= info.dims[2];
-  auto writer_hints = detail::joined(detail::joined(options.hints, plan.writing.hints), options.output_hints);
+  auto writer_hints = detail::joined(
+      detail::joined(io::hints_for(plan.writing.backend, io::Role::writer, options.hints), plan.writing.hints),
+      options.output_hints);
   return io::create_writer(result.output_backend, request, comm, io::Hints::parse(writer_hints));
 }
 

@@ -10,21 +10,23 @@
 namespace volseg::segment {
 namespace {
 
-// Totals of the engine's calls and, per call, [requests, exchange, io, total]
-// seconds (Liao & Choudhary reads the I/O phase's share).
-nlohmann::json to_json(const std::vector<io::twophase::Timing>& calls) {
-  io::twophase::Timing sum;
-  nlohmann::json per_call = nlohmann::json::array();
-  for (const auto& call : calls) {
-    sum.add(call);
-    per_call.push_back({call.requests, call.exchange, call.io, call.total});
-  }
-  return {{"calls", sum.calls},          {"rounds", sum.rounds},       {"requests_s", sum.requests},
-          {"exchange_s", sum.exchange},  {"io_s", sum.io},             {"total_s", sum.total},
-          {"io_share", sum.total > 0 ? sum.io / sum.total : 0.0},     {"io_calls", sum.io_calls},
-          {"file_bytes", sum.file_bytes}, {"sieved", sum.sieved},      {"naive", sum.naive},
-          {"contiguous", sum.contiguous}, {"independent_calls", sum.independent},
-          {"per_call_requests_exchange_io_total_s", per_call}};
+// A backend's own figures as the report writes them: its totals by name
+// (counts as integers) and its rows per call.
+nlohmann::json to_json(const io::Metrics& metrics) {
+  nlohmann::json json = nlohmann::json::object();
+  for (const auto& metric : metrics.totals)
+    json[metric.name] =
+        metric.whole ? nlohmann::json(static_cast<std::uint64_t>(metric.value)) : nlohmann::json(metric.value);
+  json[metrics.per_call_name] = metrics.per_call;
+  return json;
+}
+
+// What a role whose backend kept none of these figures reports: the same
+// names at zero, no calls.
+io::Metrics zeroed(io::Metrics metrics) {
+  for (auto& metric : metrics.totals) metric.value = 0;
+  metrics.per_call.clear();
+  return metrics;
 }
 
 nlohmann::json to_json(const RankTimes& t, int rank) {
@@ -33,8 +35,13 @@ nlohmann::json to_json(const RankTimes& t, int rank) {
                          {"wait_s", t.wait},      {"close_s", t.close},     {"total_s", t.total},
                          {"bytes_read", t.bytes_read}, {"bytes_written", t.bytes_written}};
   if (t.out_of_order > 0) json["bricks_out_of_order"] = t.out_of_order;
-  if (!t.read_calls.empty() || !t.write_calls.empty())
-    json["twophase"] = {{"read", to_json(t.read_calls)}, {"write", to_json(t.write_calls)}};
+  const io::Metrics &read = t.read_metrics, &write = t.write_metrics;
+  if (!read.per_call.empty() || !write.per_call.empty())
+    for (const io::Metrics* kept : {&read, &write}) {  // under each source's name ("twophase")
+      if (kept->source.empty() || json.contains(kept->source)) continue;
+      auto figures = [&](const io::Metrics& role) { return to_json(role.source == kept->source ? role : zeroed(*kept)); };
+      json[kept->source] = {{"read", figures(read)}, {"write", figures(write)}};
+    }
   return json;
 }
 

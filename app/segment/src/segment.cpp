@@ -145,17 +145,13 @@ void reduce_stats(const Comm& comm, const Stats& local, Stats& global) {
 
 namespace {
 
-// Every rank's list of two-phase call timings, on rank 0.
-std::vector<std::vector<io::twophase::Timing>> gather_calls(const Comm& comm,
-                                                             const std::vector<io::twophase::Timing>& mine) {
-  constexpr int fields = 12;
-  std::vector<double> flat;
-  for (const auto& t : mine)
-    flat.insert(flat.end(), {t.requests, t.exchange, t.io, t.total, static_cast<double>(t.calls),
-                             static_cast<double>(t.rounds), static_cast<double>(t.io_calls),
-                             static_cast<double>(t.file_bytes), static_cast<double>(t.sieved),
-                             static_cast<double>(t.naive), static_cast<double>(t.contiguous),
-                             static_cast<double>(t.independent)});
+// Every rank's figures of a backend's own (io::Metrics), on rank 0. Every
+// rank runs the same backend, so rank 0's names stand for every rank's.
+std::vector<io::Metrics> gather_metrics(const Comm& comm, const io::Metrics& mine) {
+  const std::size_t width = mine.per_call.empty() ? 0 : mine.per_call.front().size();
+  std::vector<double> flat = {static_cast<double>(mine.totals.size()), static_cast<double>(width)};
+  for (const auto& metric : mine.totals) flat.push_back(metric.value);
+  for (const auto& row : mine.per_call) flat.insert(flat.end(), row.begin(), row.end());
   int count = static_cast<int>(flat.size());
   std::vector<int> counts(static_cast<std::size_t>(comm.size())), displs(static_cast<std::size_t>(comm.size()));
   check_mpi(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm.get()), "MPI_Gather");
@@ -168,14 +164,20 @@ std::vector<std::vector<io::twophase::Timing>> gather_calls(const Comm& comm,
   check_mpi(MPI_Gatherv(flat.data(), count, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, 0,
                         comm.get()),
             "MPI_Gatherv");
-  std::vector<std::vector<io::twophase::Timing>> result(comm.rank() == 0 ? static_cast<std::size_t>(comm.size()) : 0);
-  for (std::size_t r = 0; r < result.size(); ++r)
-    for (int i = 0; i < counts[r]; i += fields) {
-      const double* v = &all[static_cast<std::size_t>(displs[r] + i)];
-      auto u = [](double x) { return static_cast<std::uint64_t>(x); };
-      result[r].push_back(io::twophase::Timing{v[0], v[1], v[2], v[3], u(v[4]), u(v[5]), u(v[6]), u(v[7]), u(v[8]),
-                                               u(v[9]), u(v[10]), u(v[11])});
-    }
+  std::vector<io::Metrics> result(comm.rank() == 0 ? static_cast<std::size_t>(comm.size()) : 0);
+  for (std::size_t r = 0; r < result.size(); ++r) {
+    const double* v = &all[static_cast<std::size_t>(displs[r])];
+    const double* end = v + counts[r];
+    const auto totals = static_cast<std::size_t>(v[0]), row = static_cast<std::size_t>(v[1]);
+    v += 2;
+    if (totals != mine.totals.size()) throw Error("internal error: ranks report different backend figures");
+    io::Metrics& metrics = result[r];
+    metrics.source = mine.source;
+    metrics.per_call_name = mine.per_call_name;
+    metrics.totals = mine.totals;
+    for (auto& metric : metrics.totals) metric.value = *v++;
+    for (; row > 0 && v < end; v += row) metrics.per_call.emplace_back(v, v + row);
+  }
   return result;
 }
 
@@ -239,7 +241,8 @@ void check_outputs(const SegmentOptions& options, const std::vector<std::string>
 // chunks=brick (netcdf4) means chunks of this job's brick shape.
 std::vector<std::string> writer_hints(const SegmentOptions& options, const io::Writing& writing,
                                       const io::Index3& shape) {
-  auto hints = joined(joined(options.hints, writing.hints), options.output_hints);
+  auto hints = joined(joined(io::hints_for(writing.backend, io::Role::writer, options.hints), writing.hints),
+                      options.output_hints);
   for (auto& hint : hints)
     if (hint == "chunks=brick")
       hint = "chunks=" + std::to_string(shape[0]) + "," + std::to_string(shape[1]) + "," + std::to_string(shape[2]);
@@ -286,7 +289,9 @@ struct SegmentPlan {
 SegmentPlan plan_segment(const Comm& comm, const SegmentOptions& options, SegmentResult& result) {
   const auto open_start = Clock::now();
   const IoChoice io = choose_io(comm, options, result);
-  const io::Hints input_hints = io::Hints::parse(joined(options.hints, options.input_hints));
+  // --hint goes to both roles, each taking the hints it knows (io::hints_for).
+  const io::Hints input_hints = io::Hints::parse(
+      joined(io::hints_for(result.backend, io::Role::reader, options.hints), options.input_hints));
   auto reader = io::open_reader(result.backend, options.input, comm, input_hints);
   check_outputs(options, reader->files());
   result.input_info = reader->info();
@@ -345,8 +350,8 @@ void run_pipeline(const Comm& comm, const SegmentOptions& options, SegmentPlan& 
   RankTimes& times = run.times;
     const auto bricks = bricks_to_do(layout, journal.get(), comm, options);
     const bool collective = reader->collective() || writer->collective();
-    const bool any_order = !collective && reader->can_read_any();
-    const bool mapped = !collective && !any_order && reader->can_map();
+    const bool any_order = !collective && reader->capabilities().read_any;
+    const bool mapped = !collective && !any_order && reader->capabilities().map;
     result.pipeline = collective ? "collective" : any_order ? "any-order" : mapped ? "mapped" : "buffered";
 
     {
@@ -430,18 +435,18 @@ void collect_figures(const Comm& comm, const SegmentPlan& plan, Execution& run, 
     result.stats.min = low;
     result.stats.max = high;
   }
-  if (const auto* calls = reader->collective_calls()) times.read_calls = *calls;
-  if (const auto* calls = writer->collective_calls()) times.write_calls = *calls;
+  times.read_metrics = reader->metrics();
+  times.write_metrics = writer->metrics();
   result.ranks = gather_times(comm, times);
-  const bool any_calls = !times.read_calls.empty() || !times.write_calls.empty();
+  const bool any_calls = !times.read_metrics.per_call.empty() || !times.write_metrics.per_call.empty();
   bool calls_anywhere = false;
   check_mpi(MPI_Allreduce(&any_calls, &calls_anywhere, 1, MPI_CXX_BOOL, MPI_LOR, comm.get()), "MPI_Allreduce");
   if (calls_anywhere) {
-    auto reads = gather_calls(comm, times.read_calls);
-    auto writes = gather_calls(comm, times.write_calls);
+    auto reads = gather_metrics(comm, times.read_metrics);
+    auto writes = gather_metrics(comm, times.write_metrics);
     for (std::size_t r = 0; r < result.ranks.size(); ++r) {
-      result.ranks[r].read_calls = std::move(reads[r]);
-      result.ranks[r].write_calls = std::move(writes[r]);
+      result.ranks[r].read_metrics = std::move(reads[r]);
+      result.ranks[r].write_metrics = std::move(writes[r]);
     }
   }
   double total = times.total;

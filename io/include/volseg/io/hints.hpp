@@ -12,6 +12,17 @@
 
 namespace volseg::io {
 
+// Which side of a job a hint is for: a reader, a writer, or both. Each
+// backend lists the keys it knows with their role (Backend::hints), so a
+// reader refuses a writer's hint by name and a hint given to both roles at
+// once (segment --hint) reaches only the role that knows it.
+enum class Role { reader, writer };
+enum class HintFor { readers, writers, both };
+struct KnownHint {
+  std::string key;
+  HintFor role = HintFor::both;
+};
+
 class Hints {
  public:
   Hints() = default;
@@ -35,6 +46,7 @@ class Hints {
   // Throws volseg::Error naming the first key nobody read.
   void reject_unused(std::string_view backend) const;
   std::vector<std::string> to_strings() const;
+  std::vector<std::string> keys() const;
 
  private:
   std::map<std::string, std::string> values_;

@@ -27,6 +27,10 @@ struct Backend {
   // variable of 3 or more dimensions (collective). Empty for raw backends.
   using ListFn = std::function<std::vector<std::string>(const std::string& path, const Comm& comm)>;
   ListFn list_variables;
+  // The keys open and create read, each with its role (keys passed through
+  // to a library, like cb_* to MPI_Info, need not be listed). A listed key
+  // given to the other role is refused: "hint append= is for writers (pnetcdf)".
+  std::vector<KnownHint> hints;
   OpenFn open;              // empty when not compiled in
   CreateFn create;
   std::string unavailable;  // why open/create are empty ("built without liburing")
@@ -53,8 +57,13 @@ void register_builtin(Registry& registry);
 // The process-wide registry with the built-in backends.
 const Registry& builtin_registry();
 
+// The hints among `items` ("key=value") that `role` of the named backend
+// may take: those its other role alone knows are dropped. For hints given to
+// both roles at once (segment --hint); unknown keys stay, to be refused.
+std::vector<std::string> hints_for(const std::string& backend, Role role, const std::vector<std::string>& items);
+
 // Collective over comm. Opens path with the named backend; every hint must be
-// known to the backend.
+// known to the backend's readers.
 std::unique_ptr<VolumeReader> open_reader(const std::string& backend, const std::string& path,
                                           const Comm& comm, const Hints& hints = {});
 std::unique_ptr<VolumeWriter> create_writer(const std::string& backend, const CreateRequest& request,

@@ -17,10 +17,6 @@
 
 namespace volseg::io {
 
-namespace twophase {
-struct Timing;
-}
-
 // A contiguous piece of a mapped extent: `count` values at `data`, which are
 // values [index, index + count) of the extent in packed x-fastest order.
 struct Run {
@@ -75,6 +71,42 @@ class Arrivals {
   virtual std::uint64_t out_of_order() const = 0;
 };
 
+// What an I/O method can do beyond read and write, fixed when it is opened.
+// Callers ask before they choose how to run (segment: collective, any-order,
+// mapped or buffered); a call the method cannot make is refused by the base
+// class, naming the backend.
+struct Capabilities {
+  // read_all/write_all are MPI collective: callers run them in rounds that
+  // every rank joins (io::Rounds), from the thread that initialised MPI.
+  // read()/write() still work, but may switch the library's data mode, which
+  // is itself collective: every rank must then call them equally often.
+  bool collective = false;
+  bool map = false;       // map() hands out zero-copy windows (mmap)
+  bool read_any = false;  // read_any() hands extents out as their data arrive (ranged)
+};
+
+// One named figure of a backend's own, for reports.
+struct Metric {
+  std::string name;  // as the report writes it: "io_s", "rounds"
+  double value = 0;
+  bool whole = false;  // a count (calls, bytes): reported as an integer
+};
+
+// A backend's own figures of its calls on this rank (the two-phase engine's
+// phase times of each collective call), so that reports can carry them
+// without a backend's type in this interface.
+struct Metrics {
+  std::string source;          // what kept them, the report's key ("twophase"); empty: none
+  std::vector<Metric> totals;  // over every call so far
+  std::string per_call_name;   // what each row of per_call holds, the report's key
+  std::vector<std::vector<double>> per_call;  // one row per call
+};
+
+// The I/O method's engine, as ADIOS2's core::Engine: the public calls are not
+// virtual; each checks its arguments once (extents inside the volume, lists
+// of equal length, buffers given, nothing after close) and then calls the
+// backend's protected do_* function, so a backend never repeats a check and
+// every backend refuses a bad call with the same message.
 class VolumeReader {
  public:
   virtual ~VolumeReader() = default;
@@ -82,38 +114,33 @@ class VolumeReader {
   virtual std::string backend_name() const = 0;
 
   // Independent. Fills buffer with extent.voxels() values, packed, native order.
-  virtual void read(const Extent& extent, void* buffer) = 0;
+  void read(const Extent& extent, void* buffer);
   // Collective: every rank calls it, with its own (possibly empty) list.
-  virtual void read_all(std::span<const Extent> extents, std::span<void* const> buffers);
+  void read_all(std::span<const Extent> extents, std::span<void* const> buffers);
 
   // Prefetch hint for an extent needed soon; backends may ignore it.
-  virtual void will_need(const Extent& extent);
+  void will_need(const Extent& extent);
   // How many extents ahead the caller should announce with will_need().
   virtual int prefetch_depth() const { return 0; }
 
-  // Zero-copy access where the backend can give it (mmap).
-  virtual bool can_map() const { return false; }
-  virtual Mapping map(const Extent& extent);
+  // Zero-copy access, where capabilities().map (mmap).
+  Mapping map(const Extent& extent);
 
-  // Independent. The extents in the order their data arrive (ranged
-  // backends); for the others, can_read_any() is false and read_any throws.
-  virtual bool can_read_any() const { return false; }
-  virtual std::unique_ptr<Arrivals> read_any(std::span<const Extent> extents);
+  // Independent, where capabilities().read_any: the extents in the order
+  // their data arrive (ranged backends).
+  std::unique_ptr<Arrivals> read_any(std::span<const Extent> extents);
 
-  // True when the backend's I/O is MPI collective: callers must use
-  // read_all in rounds that every rank joins, from the thread that
-  // initialised MPI. read() still works, but may switch the library's data
-  // mode, which is itself collective: every rank must then call it equally
-  // often.
-  virtual bool collective() const { return false; }
+  const Capabilities& capabilities() const { return capabilities_; }
+  // capabilities().collective, which io::Rounds asks.
+  bool collective() const { return capabilities_.collective; }
   // What did the I/O ("OMPIO", "ROMIO", a library version), for reports.
   virtual std::string implementation() const { return backend_name(); }
-  // The two-phase engine's time breakdown of each read_all so far; null
-  // for backends that do not keep one.
-  virtual const std::vector<twophase::Timing>* collective_calls() const { return nullptr; }
+  // The backend's own figures of its calls so far (none by default).
+  virtual Metrics metrics() const { return {}; }
 
   // Collective. Reports every error (Fogal & Krüger: always check close).
-  virtual void close() = 0;
+  // Once: any call after it is refused.
+  void close();
 
   // Bytes moved from storage by this rank so far.
   virtual std::uint64_t bytes_read() const = 0;
@@ -121,6 +148,22 @@ class VolumeReader {
   // Every file the volume is stored in (a raw volume: header and data), so
   // callers can refuse to write over them.
   virtual std::vector<std::string> files() const = 0;
+
+ protected:
+  explicit VolumeReader(Capabilities capabilities = {}) : capabilities_(capabilities) {}
+
+  // Called with arguments already checked.
+  virtual void do_read(const Extent& extent, void* buffer) = 0;
+  virtual void do_read_all(std::span<const Extent> extents, std::span<void* const> buffers);  // do_read each
+  virtual void do_will_need(const Extent&) {}
+  virtual Mapping do_map(const Extent& extent);                                    // refuses
+  virtual std::unique_ptr<Arrivals> do_read_any(std::span<const Extent> extents);  // refuses
+  virtual void do_close() = 0;
+
+ private:
+  void check_open(const char* call) const;
+  Capabilities capabilities_;
+  bool closed_ = false;
 };
 
 class VolumeWriter {
@@ -130,25 +173,40 @@ class VolumeWriter {
   virtual std::string backend_name() const = 0;
 
   // Independent. buffer holds extent.voxels() packed values in native order.
-  virtual void write(const Extent& extent, const void* buffer) = 0;
+  void write(const Extent& extent, const void* buffer);
   // Collective.
-  virtual void write_all(std::span<const Extent> extents, std::span<const void* const> buffers);
+  void write_all(std::span<const Extent> extents, std::span<const void* const> buffers);
 
-  virtual bool can_map() const { return false; }
-  // A writable window; the caller fills it in file byte order.
-  virtual Mapping map(const Extent& extent);
+  // A writable window, where capabilities().map; the caller fills it in
+  // file byte order.
+  Mapping map(const Extent& extent);
 
-  // As VolumeReader::collective(), for write_all.
-  virtual bool collective() const { return false; }
-  // As VolumeReader::collective_calls(), for write_all.
-  virtual const std::vector<twophase::Timing>* collective_calls() const { return nullptr; }
+  // As VolumeReader's (read_any is a reader's only).
+  const Capabilities& capabilities() const { return capabilities_; }
+  bool collective() const { return capabilities_.collective; }
+  virtual Metrics metrics() const { return {}; }
 
   // Collective: flushes and closes on every rank and, only if every rank
   // succeeded, renames the temporary output to its final name. Throws on any
-  // rank's failure, leaving no output behind.
-  virtual void close() = 0;
+  // rank's failure, leaving no output behind. Once: any call after it is
+  // refused.
+  void close();
 
   virtual std::uint64_t bytes_written() const = 0;
+
+ protected:
+  explicit VolumeWriter(Capabilities capabilities = {}) : capabilities_(capabilities) {}
+
+  // Called with arguments already checked.
+  virtual void do_write(const Extent& extent, const void* buffer) = 0;
+  virtual void do_write_all(std::span<const Extent> extents, std::span<const void* const> buffers);  // do_write each
+  virtual Mapping do_map(const Extent& extent);  // refuses
+  virtual void do_close() = 0;
+
+ private:
+  void check_open(const char* call) const;
+  Capabilities capabilities_;
+  bool closed_ = false;
 };
 
 // How a writer names and keeps the temporary file its data go to until

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "volseg/io/comm.hpp"
-#include "volseg/io/twophase.hpp"
 #include "volseg/io/types.hpp"
+#include "volseg/io/volume.hpp"
 #include "volseg/segment/brick_layout.hpp"
 #include "volseg/segment/cancel.hpp"
 #include "volseg/segment/progress.hpp"
@@ -72,8 +72,9 @@ struct RankTimes {
   // any-order pipeline: bricks handed out before one asked earlier (Fogal
   // & Krüger's readanyv reordering them; 0 when data arrive in the order asked).
   std::int64_t out_of_order = 0;
-  // The two-phase engine's breakdown of every collective call (twophase).
-  std::vector<io::twophase::Timing> read_calls, write_calls;
+  // The reader's and the writer's own figures of their calls (the two-phase
+  // engine's breakdown of every collective call); empty for most backends.
+  io::Metrics read_metrics, write_metrics;
 };
 
 struct SegmentResult {
