@@ -14,6 +14,7 @@ Backend make_netcdf4_backend();
 Backend make_twophase_backend();
 Backend make_ranged_mmap_backend();
 Backend make_ranged_uring_backend();
+Backend make_null_backend();
 
 void register_builtin(Registry& registry) {
   registry.add(make_posix_backend());
@@ -25,6 +26,7 @@ void register_builtin(Registry& registry) {
   registry.add(make_twophase_backend());
   registry.add(make_ranged_mmap_backend());
   registry.add(make_ranged_uring_backend());
+  registry.add(make_null_backend());
 }
 
 }  // namespace volseg::io
