@@ -116,6 +116,28 @@ class BadInput(Base):
         peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         self.assertLess(peak_kib, 1 << 20, "a run of volseg took %d KiB" % peak_kib)
 
+    def test_variable_count_past_the_file(self):
+        """The variable list claims 2^31 - 1 variables, and the first
+        variable's first attribute has a type no NetCDF file has, where the
+        header walk stops. PnetCDF allocated for every variable it was told
+        of: 6 s to refuse a 428-byte file found by fuzz_netcdf (17 s under
+        AddressSanitizer, past the fuzzer's limit). The count is now checked
+        against the bytes left before any variable is read."""
+        for fmt, count in (("cdf2", ">I"), ("cdf5", ">Q")):
+            n = struct.calcsize(count)
+            data = bytearray(self.source_bytes(fmt))
+            at = data.index(struct.pack(">I", 0x0B) + struct.pack(count, 1) + struct.pack(count, 6) + b"smooth")
+            data[at + 4:at + 4 + n] = struct.pack(count, 0x7FFFFFFF)
+            # name, ndims, 3 dimension ids, the attribute list's tag and count
+            first_attribute = at + 4 + n + n + 8 + n + 3 * n + 4 + n
+            (name_length,) = struct.unpack(count, data[first_attribute:first_attribute + n])
+            type_at = first_attribute + n + (name_length + 3) // 4 * 4
+            data[type_at:type_at + 4] = b"nnns"
+            name = self.write("many-variables-%s.nc" % fmt, bytes(data))
+            pattern = re.escape(name) + ": damaged NetCDF header: variables at byte [0-9]+ run past the end"
+            self.expect_error(self.segment_args(name), pattern)
+            self.assert_clean_failure(e.run(["info", name], ranks=1, mpi=False, cwd=self.work), pattern)
+
     def flat_cdl(self):
         return """netcdf flat {
 dimensions: y = 3 ; x = 4 ;

@@ -69,11 +69,16 @@ class HeaderCursor {
   // Moves past `count` items of `item_size` bytes (padded to 4 bytes),
   // which must end inside the file.
   void skip(std::uint64_t count, std::uint64_t item_size, const char* what) {
+    require(count, item_size, what);
+    offset_ += std::min(file_size_ - offset_, (count * item_size + 3) / 4 * 4);
+  }
+  // Throws unless `count` items of at least `item_size` bytes each fit in
+  // what is left of the file; does not move.
+  void require(std::uint64_t count, std::uint64_t item_size, const char* what) const {
     const std::uint64_t left = file_size_ - offset_;
     if (item_size != 0 && count > left / item_size)
       throw Error(path_ + ": damaged NetCDF header: " + what + " at byte " + std::to_string(offset_) +
                   " run past the end of the file (" + std::to_string(file_size_) + " bytes)");
-    offset_ += std::min(left, (count * item_size + 3) / 4 * 4);
   }
   // A big-endian field of 4 or 8 bytes.
   std::uint64_t number(int bytes) {
@@ -112,12 +117,12 @@ class HeaderWalk {
   void header() {
     cursor_.number(non_neg_);  // numrecs
     std::uint64_t count = 0;
-    if (!list(kDimensionTag, count)) return;
+    if (!list(kDimensionTag, count, "dimensions")) return;
     for (std::uint64_t d = 0; d < count; ++d) {
       if (!name()) return;
       cursor_.number(non_neg_);  // dim_length
     }
-    if (!attributes() || !list(kVariableTag, count)) return;
+    if (!attributes() || !list(kVariableTag, count, "variables")) return;
     for (std::uint64_t v = 0; v < count; ++v) {
       if (!name()) return;
       cursor_.skip(cursor_.number(non_neg_), static_cast<std::uint64_t>(non_neg_), "dimension ids");
@@ -128,10 +133,25 @@ class HeaderWalk {
   }
 
  private:
-  bool list(std::uint32_t tag, std::uint64_t& count) {
+  // A list's count is checked before its items are walked: PnetCDF
+  // allocates for every item it is told of (2^31 variables in a file of
+  // 428 bytes took it seconds), and the walk stops at the first item it
+  // does not understand.
+  bool list(std::uint32_t tag, std::uint64_t& count, const char* what) {
     const auto found = cursor_.number(4);
     count = cursor_.number(non_neg_);
-    return found == tag || (found == 0 && count == 0);
+    if (found != tag) return found == 0 && count == 0;
+    cursor_.require(count, smallest_item(tag), what);
+    return true;
+  }
+  // The fewest bytes one item of a list takes (its name's length counted,
+  // its name's characters not).
+  std::uint64_t smallest_item(std::uint32_t tag) const {
+    const auto n = static_cast<std::uint64_t>(non_neg_);
+    if (tag == kDimensionTag) return 2 * n;  // name, dim_length
+    if (tag == kAttributeTag) return 2 * n + 4;  // name, nc_type, nelems
+    // name, ndims, vatt_list (tag, nelems), nc_type, vsize, begin
+    return 4 * n + 8 + static_cast<std::uint64_t>(offset_size_);
   }
   bool name() {
     const std::uint64_t length = cursor_.number(non_neg_);
@@ -141,7 +161,7 @@ class HeaderWalk {
   }
   bool attributes() {
     std::uint64_t count = 0;
-    if (!list(kAttributeTag, count)) return false;
+    if (!list(kAttributeTag, count, "attributes")) return false;
     for (std::uint64_t a = 0; a < count; ++a) {
       if (!name()) return false;
       const std::uint64_t size = value_size(static_cast<std::uint32_t>(cursor_.number(4)));
