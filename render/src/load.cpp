@@ -10,8 +10,8 @@
 #include "volseg/io/error.hpp"
 #include "volseg/io/format.hpp"
 #include "volseg/io/registry.hpp"
-#include "volseg/io/rounds.hpp"
 #include "volseg/render/partition.hpp"
+#include "volseg/segment/brick_driver.hpp"
 #include "volseg/segment/decode.hpp"
 
 namespace volseg::render {
@@ -56,19 +56,23 @@ void read_box(const Comm& comm, io::VolumeReader& reader, const io::Extent& box,
                                           : std::clamp<std::int64_t>(static_cast<std::int64_t>(staging_bytes / element) /
                                                                          std::max<std::int64_t>(plane, 1),
                                                                      1, box.count[0]);
-  const std::int64_t chunks = planes ? (box.count[0] + planes - 1) / planes : 0;
   out.resize(static_cast<std::size_t>(box.voxels()));
+  std::vector<io::Extent> slabs;
+  for (std::int64_t z = 0; planes > 0 && z < box.count[0]; z += planes) {
+    io::Extent slab = box;
+    slab.offset[0] = box.offset[0] + z;
+    slab.count[0] = std::min(planes, box.count[0] - z);
+    slabs.push_back(slab);
+  }
   std::vector<std::byte> staging(static_cast<std::size_t>(planes * plane) * element);
-  // Rounds every rank joins for a collective backend (io::Rounds): a rank
-  // that failed (a short file, EIO) joins the rest with nothing to read.
-  io::Rounds(comm, chunks, reader.collective()).run([&](std::optional<std::int64_t> c) {
-    io::Extent chunk = box;
-    if (c) {
-      chunk.offset[0] = box.offset[0] + *c * planes;
-      chunk.count[0] = std::min(planes, box.offset[0] + box.count[0] - chunk.offset[0]);
-    }
-    io::read_in_round(reader, c ? &chunk : nullptr, staging.data());
-    if (c) convert(staging.data(), chunk.voxels(), out.data() + (chunk.offset[0] - box.offset[0]) * plane);
+  // The brick driver's rounds, which every rank joins for a collective
+  // backend: a rank that failed (a short file, EIO) joins the rest with
+  // nothing to read.
+  segment::BrickDriver driver(comm, std::move(slabs), {}, {});
+  driver.run(reader.collective(), [&](std::optional<std::size_t> k) {
+    const io::Extent* slab = k ? &driver.extent(*k) : nullptr;
+    io::read_in_round(reader, slab, staging.data());
+    if (slab) convert(staging.data(), slab->voxels(), out.data() + (slab->offset[0] - box.offset[0]) * plane);
   });
 }
 

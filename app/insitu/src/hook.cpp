@@ -23,6 +23,7 @@
 #include "volseg/io/format.hpp"
 #include "volseg/io/registry.hpp"
 #include "volseg/io/rounds.hpp"
+#include "volseg/segment/brick_driver.hpp"
 #include "volseg/segment/decode.hpp"
 #include "volseg/segment/segment.hpp"
 #include "volseg/segment/threshold.hpp"
@@ -471,9 +472,11 @@ void Hook::Impl::write_mask(const Field& field, StepRecord& record) {
     if (comm.rank() == 0 && !parent.empty()) std::filesystem::create_directories(parent);
   });
   auto writer = io::create_writer(backend, request, comm, io::Hints::parse(hints));
-  // One round, this rank's block: every rank agrees on the outcome.
-  io::Rounds(comm, 1, writer->collective()).run([&](std::optional<std::int64_t>) {
-    io::write_in_round(*writer, &field.box, mask.data());
+  // One brick, this rank's block, through the brick driver: every rank
+  // agrees on the outcome.
+  segment::BrickDriver driver(comm, {field.box}, {}, {});
+  driver.run(writer->collective(), [&](std::optional<std::size_t> k) {
+    io::write_in_round(*writer, k ? &driver.extent(*k) : nullptr, mask.data());
   });
   writer->close();
   record.mask = appending ? path + "[" + std::to_string(records_written++) + "]" : path;

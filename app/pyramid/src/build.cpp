@@ -20,8 +20,8 @@
 #include "volseg/io/files.hpp"
 #include "volseg/io/format.hpp"
 #include "volseg/io/registry.hpp"
-#include "volseg/io/rounds.hpp"
 #include "volseg/pyramid/pyramid.hpp"
+#include "volseg/segment/brick_driver.hpp"
 #include "volseg/segment/brick_layout.hpp"
 #include "volseg/segment/decode.hpp"
 
@@ -154,19 +154,20 @@ struct Job {
   std::vector<double> values;
 
   // Collective. Calls fn(index in bricks, extent) after reading and decoding
-  // each of this rank's bricks, in rounds every rank joins (io::Rounds).
+  // each of this rank's bricks, in rounds every rank joins (the brick
+  // driver), moving `progress` when given.
   template <class Fn>
-  void for_each_brick(Fn&& fn) {
+  void for_each_brick(segment::Progress* progress, Fn&& fn) {
     const std::size_t element = io::dtype_size(reader.info().dtype);
-    io::Rounds(comm, static_cast<std::int64_t>(bricks.size()), true).run([&](std::optional<std::int64_t> round) {
-      std::optional<io::Extent> extent;
-      if (round) extent = layout.brick(bricks[static_cast<std::size_t>(*round)]);
+    segment::BrickDriver driver(comm, layout, bricks, {.progress = progress, .bytes_per_voxel = element});
+    driver.run(true, [&](std::optional<std::size_t> k) {
+      const io::Extent* extent = k ? &driver.extent(*k) : nullptr;
       raw.resize(extent ? static_cast<std::size_t>(extent->voxels()) * element : 0);
-      io::read_in_round(reader, extent ? &*extent : nullptr, raw.data());
+      io::read_in_round(reader, extent, raw.data());
       if (!extent) return;
       values.resize(static_cast<std::size_t>(extent->voxels()));
       decoder.to_double(raw.data(), extent->voxels(), values.data());
-      fn(static_cast<std::size_t>(*round), *extent);
+      fn(*k, *extent);
     });
   }
 };
@@ -174,7 +175,7 @@ struct Job {
 // The range of the valid voxels of the whole volume (collective).
 std::pair<double, double> scan_range(Job& job) {
   double range[2] = {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};  // min, -max
-  job.for_each_brick([&](std::size_t, const io::Extent&) {
+  job.for_each_brick(nullptr, [&](std::size_t, const io::Extent&) {
     for (double v : job.values)
       if (!std::isnan(v)) {
         range[0] = std::min(range[0], v);
@@ -353,10 +354,9 @@ Pyramid build(const Comm& comm, const BuildOptions& options) {
     {
       segment::Progress progress(comm, "pyramid", layout.count(), options.progress);
       try {
-        job.for_each_brick([&](std::size_t i, const io::Extent& extent) {
+        job.for_each_brick(&progress, [&](std::size_t i, const io::Extent& extent) {
           summarise(job.values, edges, local.stats[i], &local.histograms[i * static_cast<std::size_t>(edges.bins)]);
           write_pieces(job.values, extent, plan, reduction, writers);
-          progress.advance(1, job.raw.size());
         });
       } catch (...) {
         progress.finish();

@@ -27,6 +27,7 @@
 #include "volseg/io/nrrd.hpp"
 #include "volseg/io/registry.hpp"
 #include "volseg/io/rounds.hpp"
+#include "volseg/segment/brick_driver.hpp"
 #include "volseg/segment/label.hpp"
 #include "volseg/segment/threshold.hpp"
 
@@ -467,39 +468,42 @@ struct LabelPasses {
         progress(c, "label", 2 * p.layout.count(), o.progress),
         kept(o.cache_bytes) {}
 
+  // This rank's bricks, driven with the progress bar; `bytes_per_voxel`
+  // of each brick counts as moved.
+  BrickDriver driver(std::size_t bytes_per_voxel) {
+    std::vector<io::Extent> extents;
+    for (const auto brick : labeling.mine()) extents.push_back(labeling.map().bricks[static_cast<std::size_t>(brick)]);
+    return {comm, std::move(extents), labeling.mine(), {.progress = &progress, .bytes_per_voxel = bytes_per_voxel}};
+  }
+
   // Pass 1: label every brick, keep parts and faces.
   void label_bricks() {
-    const auto& mine = labeling.mine();
     auto& reader = *plan.reader;
     auto* values = plan.values.get();
-    // Rounds every rank joins when a reader is collective (io::Rounds).
-    const io::Rounds rounds(comm, static_cast<std::int64_t>(mine.size()),
-                            reader.collective() || (values && values->collective()));
-    rounds.run([&](std::optional<std::int64_t> round) {
-      const std::int64_t brick = round ? mine[static_cast<std::size_t>(*round)] : -1;
-      const io::Extent* extent = round ? &labeling.map().bricks[static_cast<std::size_t>(brick)] : nullptr;
+    auto bricks = driver(io::dtype_size(info.dtype));
+    bricks.run(reader.collective() || (values && values->collective()), [&](std::optional<std::size_t> k) {
+      const io::Extent* extent = k ? &bricks.extent(*k) : nullptr;
       io::read_in_round(reader, extent, input.data());
       if (values) io::read_in_round(*values, extent, source.data());
       if (!extent) return;
+      const std::int64_t brick = bricks.id(*k);
       labeling.add(brick, masks.make(input.data(), *extent), values ? source.data() : nullptr,
                    values ? values->info().dtype : io::DType::u8, scale, offset);
       kept.keep(brick, labeling.labeler());
-      progress.advance(1, static_cast<std::uint64_t>(extent->voxels()) * io::dtype_size(info.dtype));
     });
   }
 
   // Pass 2: label again and write the ids.
   void write_labels(io::VolumeWriter& writer, io::DType type) {
-    const auto& mine = labeling.mine();
     auto& reader = *plan.reader;
-    const io::Rounds rounds(comm, static_cast<std::int64_t>(mine.size()), reader.collective() || writer.collective());
     std::vector<std::byte> out(brick_voxels * io::dtype_size(type));
     BrickLabeler labeler(options.connectivity);
-    rounds.run([&](std::optional<std::int64_t> round) {
-      const std::int64_t brick = round ? mine[static_cast<std::size_t>(*round)] : -1;
-      const io::Extent* extent = round ? &labeling.map().bricks[static_cast<std::size_t>(brick)] : nullptr;
+    auto bricks = driver(io::dtype_size(type));
+    bricks.run(reader.collective() || writer.collective(), [&](std::optional<std::size_t> k) {
+      const io::Extent* extent = k ? &bricks.extent(*k) : nullptr;
       io::read_in_round(reader, extent, input.data());
       if (extent) {
+        const std::int64_t brick = bricks.id(*k);
         kept.label(brick, labeler, masks.make(input.data(), *extent), extent->count);
         const auto ids = labeling.ids(brick);
         if (ids.size() != labeler.objects() + 1u)
@@ -507,7 +511,6 @@ struct LabelPasses {
         paint(labeler, ids, type, out.data());
       }
       io::write_in_round(writer, extent, out.data());
-      if (extent) progress.advance(1, static_cast<std::uint64_t>(extent->voxels()) * io::dtype_size(type));
     });
   }
 };

@@ -22,25 +22,6 @@
 namespace volseg::segment::detail {
 namespace {
 
-std::uint64_t input_bytes(const Job& job, const io::Extent& extent) {
-  return static_cast<std::uint64_t>(extent.voxels()) * io::dtype_size(job.reader.info().dtype);
-}
-
-// Counts a finished brick and moves the progress bar. Pipelines whose ranks
-// make no collective calls while they work stop here, at the next brick,
-// when the user has asked (collective rounds stop by agreement instead).
-// A scheduler's signal stops each rank at its next brick, without waiting
-// for the others (they have the signal too, or finish their bricks).
-void brick_done(Job& job, const io::Extent& extent, bool may_stop = true) {
-  ++job.times.bricks;
-  job.progress.advance(1, input_bytes(job, extent));
-  if (!may_stop) return;
-  // A rank whose last brick is done has nothing left to keep for later.
-  const bool last = static_cast<std::size_t>(job.times.bricks) == job.bricks.size();
-  if (const int signal = job.interrupt && !last ? job.interrupt->load() : 0) throw Interrupted(signal);
-  if (job.stop.requested()) throw Cancelled();
-}
-
 // Thresholds a window's runs in place into out, then releases the window.
 // The brick's own statistics (its journal record keeps them).
 Stats threshold_window(Job& job, io::Mapping& window, std::uint8_t* out) {
@@ -112,7 +93,9 @@ class SerialWorker {
 class MaskWriter {
  public:
   explicit MaskWriter(Job& job) : job_(job) {
-    const auto bytes = static_cast<std::size_t>(job.layout.largest_brick_voxels());
+    std::size_t bytes = 1;
+    for (std::size_t k = 0; k < job.driver.size(); ++k)
+      bytes = std::max(bytes, static_cast<std::size_t>(job.driver.extent(k).voxels()));
     const std::size_t count = std::clamp<std::size_t>((std::size_t{64} << 20) / std::max<std::size_t>(bytes, 1), 2, 4);
     masks_.resize(count, std::vector<std::uint8_t>(bytes));
     pending_.resize(count);
@@ -126,12 +109,13 @@ class MaskWriter {
     collect(k % masks_.size());
     return masks_[k % masks_.size()].data();
   }
-  // Queues the write of the k-th brick's mask (in buffer(k)), then its journal record.
-  void write(std::size_t k, std::int64_t brick, const Stats& stats) {
+  // Queues the write of the k-th brick's mask (in buffer(k)), then the
+  // journal's record of item `item` of the driver.
+  void write(std::size_t k, std::size_t item, const Stats& stats) {
     const std::uint8_t* out = masks_[k % masks_.size()].data();
-    pending_[k % masks_.size()] = worker_.submit([this, brick, out, stats] {
-      job_.writer.write(job_.layout.brick(brick), out);
-      if (job_.journal) job_.journal->record(brick, stats);
+    pending_[k % masks_.size()] = worker_.submit([this, item, out, stats] {
+      job_.writer.write(job_.driver.extent(item), out);
+      job_.driver.record(item, stats);
     });
     written_ = k + 1;
   }
@@ -158,21 +142,20 @@ class MaskWriter {
 // place, run by run (Fogal & Krüger's raw method); mmap-advise announces the next
 // bricks. The mask goes out through a MaskWriter.
 void run_mapped(Job& job) {
+  auto& driver = job.driver;
   const int depth = job.reader.prefetch_depth();
-  const auto& bricks = job.bricks;
   auto advise = [&](std::size_t k) {
-    if (k < bricks.size()) job.reader.will_need(job.layout.brick(bricks[k]));
+    if (k < driver.size()) job.reader.will_need(driver.extent(k));
   };
   MaskWriter masks(job);
   for (std::size_t k = 1; k <= static_cast<std::size_t>(depth); ++k) advise(k);
-  for (std::size_t k = 0; k < bricks.size(); ++k) {
-    const io::Extent extent = job.layout.brick(bricks[k]);
+  for (std::size_t k = 0; k < driver.size(); ++k) {
     if (k > 0) job.times.read += timed([&] { advise(k + static_cast<std::size_t>(depth)); });
     io::Mapping input;
-    job.times.read += timed([&] { input = job.reader.map(extent); });
+    job.times.read += timed([&] { input = job.reader.map(driver.extent(k)); });
     const Stats stats = threshold_window(job, input, masks.buffer(k));
-    masks.write(k, bricks[k], stats);
-    brick_done(job, extent);
+    masks.write(k, k, stats);
+    driver.item_done(k);
   }
   masks.finish();
 }
@@ -181,21 +164,21 @@ void run_mapped(Job& job) {
 // hands them out in the order their data become available; the kernel reads
 // each in place, as run_mapped.
 void run_any_order(Job& job) {
-  const auto& bricks = job.bricks;
+  auto& driver = job.driver;
   std::vector<io::Extent> extents;
-  extents.reserve(bricks.size());
-  for (auto brick : bricks) extents.push_back(job.layout.brick(brick));
+  extents.reserve(driver.size());
+  for (std::size_t k = 0; k < driver.size(); ++k) extents.push_back(driver.extent(k));
   std::unique_ptr<io::Arrivals> arrivals;
   job.times.read += timed([&] { arrivals = job.reader.read_any(extents); });
   MaskWriter masks(job);
-  for (std::size_t k = 0; k < bricks.size(); ++k) {
+  for (std::size_t k = 0; k < driver.size(); ++k) {
     std::optional<io::Arrival> arrival;
     job.times.read += timed([&] { arrival = arrivals->next(); });
-    if (!arrival) throw Error("read_any handed out " + std::to_string(k) + " of " + std::to_string(bricks.size()) + " bricks");
-    const io::Extent& extent = extents[arrival->index];
+    if (!arrival)
+      throw Error("read_any handed out " + std::to_string(k) + " of " + std::to_string(driver.size()) + " bricks");
     const Stats stats = threshold_window(job, arrival->values, masks.buffer(k));
-    masks.write(k, bricks[arrival->index], stats);
-    brick_done(job, extent);
+    masks.write(k, arrival->index, stats);
+    driver.item_done(arrival->index);
   }
   masks.finish();
   job.times.read += timed([&] { arrivals->close(); });
@@ -206,30 +189,31 @@ void run_any_order(Job& job) {
 // of brick k-1 while this thread thresholds brick k. Memory: two input
 // bricks and two mask bricks, whatever the volume size.
 void run_buffered(Job& job) {
-  const auto& bricks = job.bricks;
-  if (bricks.empty()) return;
+  auto& driver = job.driver;
+  if (driver.size() == 0) return;
   const std::size_t element = io::dtype_size(job.reader.info().dtype);
-  const auto largest = static_cast<std::size_t>(job.layout.largest_brick_voxels());
+  std::size_t largest = 0;
+  for (std::size_t k = 0; k < driver.size(); ++k)
+    largest = std::max(largest, static_cast<std::size_t>(driver.extent(k).voxels()));
   std::vector<std::byte> input[2] = {std::vector<std::byte>(largest * element),
                                      std::vector<std::byte>(largest * element)};
   auto read_brick = [&](std::size_t k) {
-    return std::async(std::launch::async, [&job, &input, &bricks, k] {
-      return timed([&] { job.reader.read(job.layout.brick(bricks[k]), input[k % 2].data()); });
+    return std::async(std::launch::async, [&job, &input, &driver, k] {
+      return timed([&] { job.reader.read(driver.extent(k), input[k % 2].data()); });
     });
   };
   MaskWriter masks(job);
   std::future<double> pending_read = read_brick(0);
-  for (std::size_t k = 0; k < bricks.size(); ++k) {
-    const io::Extent extent = job.layout.brick(bricks[k]);
+  for (std::size_t k = 0; k < driver.size(); ++k) {
     job.times.wait += timed([&] { job.times.read += pending_read.get(); });
-    if (k + 1 < bricks.size()) pending_read = read_brick(k + 1);
+    if (k + 1 < driver.size()) pending_read = read_brick(k + 1);
     Stats stats;
     job.times.compute += timed([&] {
-      job.kernel.run(input[k % 2].data(), extent.voxels(), false, masks.buffer(k), stats);
+      job.kernel.run(input[k % 2].data(), driver.extent(k).voxels(), false, masks.buffer(k), stats);
     });
     job.stats.merge(stats);
-    masks.write(k, bricks[k], stats);
-    brick_done(job, extent);
+    masks.write(k, k, stats);
+    driver.item_done(k);
   }
   masks.finish();
 }
@@ -244,14 +228,15 @@ void run_buffered(Job& job) {
 // SegmentOptions::collective_batch_bytes of input per rank), so a job makes
 // few such points. Ranks with fewer rounds join the others' with nothing.
 void run_collective(Job& job) {
-  const auto& bricks = job.bricks;
+  auto& driver = job.driver;
   const std::size_t element = io::dtype_size(job.reader.info().dtype);
-  const auto largest = static_cast<std::size_t>(job.layout.largest_brick_voxels());
-  const std::size_t batch = std::max<std::size_t>(1, job.batch_bytes / (largest * element));
-  // Rounds every rank joins (io::Rounds); the calls are pipelined below, so
-  // failures are agreed by the backends' collective calls and the job's end.
-  const long long rounds =
-      io::Rounds(job.comm, static_cast<std::int64_t>((bricks.size() + batch - 1) / batch), true).rounds();
+  std::size_t largest = 1;
+  for (std::size_t k = 0; k < driver.size(); ++k)
+    largest = std::max(largest, static_cast<std::size_t>(driver.extent(k).voxels()));
+  const std::size_t batch = driver.items_per_round(largest * element);
+  // The calls are pipelined below, so failures are agreed by the backends'
+  // collective calls and the job's end.
+  const long long rounds = driver.rounds(batch);
   int threading = MPI_THREAD_SINGLE;
   MPI_Query_thread(&threading);
   const bool overlap = threading == MPI_THREAD_MULTIPLE;
@@ -259,12 +244,15 @@ void run_collective(Job& job) {
   std::vector<std::vector<std::byte>> input(static_cast<std::size_t>(depth),
                                             std::vector<std::byte>(batch * largest * element));
   std::vector<std::vector<std::uint8_t>> mask(static_cast<std::size_t>(depth), std::vector<std::uint8_t>(batch * largest));
-  // The bricks of a round, in order, each at slot k * largest of the round's buffers.
+  // The bricks of a round: [first, first + count) of the driver's, each at
+  // slot k * largest of the round's buffers.
+  auto first_of = [&](long long round) { return static_cast<std::size_t>(round) * batch; };
+  auto count_of = [&](long long round) {
+    return std::min(batch, driver.size() - std::min(driver.size(), first_of(round)));
+  };
   auto extents_of = [&](long long round) {
     std::vector<io::Extent> extents;
-    const std::size_t first = static_cast<std::size_t>(round) * batch;
-    for (std::size_t b = first; b < std::min(first + batch, bricks.size()); ++b)
-      extents.push_back(job.layout.brick(bricks[b]));
+    for (std::size_t k = first_of(round); k < first_of(round) + count_of(round); ++k) extents.push_back(driver.extent(k));
     return extents;
   };
   auto slots = [&](auto* base, std::size_t count, std::size_t stride) {
@@ -275,22 +263,11 @@ void run_collective(Job& job) {
   // Each round's bricks' statistics, for the journal.
   std::vector<std::vector<Stats>> round_stats(static_cast<std::size_t>(depth), std::vector<Stats>(batch));
   // A user's request to stop, and a scheduler's signal on any rank, are
-  // agreed on before each round's read, on the thread that makes the
-  // collective calls, so every rank skips the same rounds' reads and writes.
-  std::atomic<bool> stopped{false};
-  std::atomic<int> interrupted{0};
-  auto agreed_signal = [&] {
-    int here = job.interrupt ? job.interrupt->load() : 0, any = 0;
-    check_mpi(MPI_Allreduce(&here, &any, 1, MPI_INT, MPI_MAX, job.comm.get()), "MPI_Allreduce");
-    return any;
-  };
+  // agreed on before each round's read (driver.agree_stop), on the thread
+  // that makes the collective calls, so every rank skips the same rounds'
+  // reads and writes.
   auto read = [&](long long round) {
-    if (stopped) return;
-    if (const int signal = agreed_signal()) interrupted = signal;
-    if (interrupted || job.stop.agreed()) {
-      stopped = true;
-      return;
-    }
+    if (driver.agree_stop()) return;
     auto extents = extents_of(round);
     auto pointers = slots(input[static_cast<std::size_t>(round % depth)].data(), extents.size(), largest * element);
     std::vector<void*> memory(pointers.begin(), pointers.end());
@@ -305,37 +282,23 @@ void run_collective(Job& job) {
     auto pointers = slots(mask[static_cast<std::size_t>(round % depth)].data(), extents.size(), largest);
     std::vector<const void*> memory(pointers.begin(), pointers.end());
     job.writer.write_all(extents, {memory.data(), memory.size()});
-    if (!job.journal) return;
-    // An aggregator on another rank may have written this rank's bricks:
-    // every rank flushes what its node wrote, and all have, before any
-    // records a brick.
-    std::exception_ptr unflushed;
-    try {
-      job.journal->flush_data();
-    } catch (...) {
-      unflushed = std::current_exception();
-    }
-    agree(job.comm, unflushed);  // and a barrier: every rank has flushed
-    const std::size_t first = static_cast<std::size_t>(round) * batch;
-    std::vector<std::int64_t> done(bricks.begin() + static_cast<std::ptrdiff_t>(first),
-                                   bricks.begin() + static_cast<std::ptrdiff_t>(first + extents.size()));
-    auto& stats = round_stats[static_cast<std::size_t>(round % depth)];
-    job.journal->record(done, std::vector<Stats>(stats.begin(), stats.begin() + static_cast<std::ptrdiff_t>(extents.size())),
-                        true);
+    const auto& stats = round_stats[static_cast<std::size_t>(round % depth)];
+    driver.record_collective(first_of(round),
+                             std::vector<Stats>(stats.begin(), stats.begin() + static_cast<std::ptrdiff_t>(extents.size())));
   };
   auto compute = [&](long long round) {
-    if (stopped) return;
-    const auto extents = extents_of(round);
-    for (std::size_t k = 0; k < extents.size(); ++k) {
+    if (driver.stopped()) return;
+    const std::size_t first = first_of(round), count = count_of(round);
+    for (std::size_t k = 0; k < count; ++k) {
       Stats& stats = round_stats[static_cast<std::size_t>(round % depth)][k];
       stats = Stats{};
       job.times.compute += timed([&] {
         job.kernel.run(input[static_cast<std::size_t>(round % depth)].data() + k * largest * element,
-                       extents[k].voxels(), false, mask[static_cast<std::size_t>(round % depth)].data() + k * largest,
-                       stats);
+                       driver.extent(first + k).voxels(), false,
+                       mask[static_cast<std::size_t>(round % depth)].data() + k * largest, stats);
       });
       job.stats.merge(stats);
-      brick_done(job, extents[k], false);
+      driver.item_done(first + k, false);
     }
     computed[static_cast<std::size_t>(round)] = 1;
   };
@@ -345,8 +308,7 @@ void run_collective(Job& job) {
       compute(round);
       job.times.write += timed([&] { write(round); });
     }
-    if (interrupted) throw Interrupted(interrupted);
-    if (stopped) throw Cancelled();
+    driver.throw_if_stopped();
     return;
   }
   SerialWorker worker;
@@ -377,8 +339,7 @@ void run_collective(Job& job) {
   }
   for (auto& pending : writes) wait(pending, job.times.write);
   if (failure) std::rethrow_exception(failure);
-  if (interrupted) throw Interrupted(interrupted);
-  if (stopped) throw Cancelled();
+  driver.throw_if_stopped();
 }
 
 }  // namespace volseg::segment::detail

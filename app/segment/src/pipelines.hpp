@@ -5,7 +5,7 @@
 //   run_buffered    double-buffered reads on an I/O thread (posix, ...)
 //   run_collective  rounds of read_all/write_all every rank joins (mpiio,
 //                   pnetcdf, netcdf4, twophase)
-// Each thresholds every brick of job.bricks and writes its mask.
+// Each thresholds every brick of job.driver and writes its mask.
 #pragma once
 
 #include <chrono>
@@ -14,10 +14,7 @@
 
 #include "volseg/io/comm.hpp"
 #include "volseg/io/volume.hpp"
-#include "volseg/segment/brick_layout.hpp"
-#include "volseg/segment/cancel.hpp"
-#include "volseg/segment/journal.hpp"
-#include "volseg/segment/progress.hpp"
+#include "volseg/segment/brick_driver.hpp"
 #include "volseg/segment/segment.hpp"
 #include "volseg/segment/threshold.hpp"
 
@@ -38,16 +35,10 @@ struct Job {
   const Comm& comm;
   io::VolumeReader& reader;
   io::VolumeWriter& writer;
-  const BrickLayout& layout;
-  const std::vector<std::int64_t>& bricks;
   const ThresholdKernel& kernel;
-  Progress& progress;
-  Stop& stop;  // a user's request to stop (pipelines.cpp says where each pipeline looks)
+  BrickDriver& driver;  // this rank's bricks, progress, stopping, journal, round size
   Stats& stats;
   RankTimes& times;
-  std::size_t batch_bytes;  // collective pipeline: input per call
-  Journal* journal = nullptr;             // resumable output: record each brick once written
-  const Interrupt* interrupt = nullptr;   // a scheduler's signal, on this rank
 };
 
 void run_mapped(Job& job);

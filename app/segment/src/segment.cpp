@@ -358,8 +358,14 @@ void run_pipeline(const Comm& comm, const SegmentOptions& options, SegmentPlan& 
       Progress progress(comm, "segment", layout.count() - result.bricks_resumed, options.progress);
       if (options.on_progress) progress.observe(options.on_progress);
       Stop stop(comm, options.cancel);
-      detail::Job job{comm,  *reader, *writer, layout, bricks, kernel, progress, stop,
-                      local, times,   options.collective_batch_bytes, journal.get(), options.interrupt};
+      BrickDriver driver(comm, layout, bricks,
+                         {.progress = &progress,
+                          .stop = &stop,
+                          .interrupt = options.interrupt,
+                          .journal = journal.get(),
+                          .round_bytes = options.collective_batch_bytes,
+                          .bytes_per_voxel = io::dtype_size(reader->info().dtype)});
+      detail::Job job{comm, *reader, *writer, kernel, driver, local, times};
       std::exception_ptr error;
       try {
         if (collective) detail::run_collective(job);
@@ -369,6 +375,7 @@ void run_pipeline(const Comm& comm, const SegmentOptions& options, SegmentPlan& 
       } catch (...) {
         error = std::current_exception();
       }
+      times.bricks = driver.finished();
       progress.finish();
       stop.finish();
       agree(comm, error);

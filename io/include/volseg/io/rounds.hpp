@@ -10,13 +10,16 @@
 // Independent backends need none of this: a rank runs its own items and
 // stops at its first failure, and the ranks still agree at the end.
 //
-// segment (every pipeline), label, pyramid, render's loading and the MPI
-// backends' read_all/write_all all run through Rounds::run.
+// The MPI backends' read_all/write_all run through Rounds::run; every
+// bricked job (segment's pipelines, label, pyramid, render's loading, the
+// in-situ hook's output) runs through segment::BrickDriver, which adds a
+// job's policies to these rounds: progress, stopping, the journal, memory.
 #pragma once
 
 #include <cstdint>
 #include <exception>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "volseg/io/comm.hpp"
@@ -45,8 +48,17 @@ class Rounds {
   // a failure on any rank is thrown on every rank.
   template <class Step>
   void run(Step&& step) const {
+    run(std::forward<Step>(step), [] { return true; });
+  }
+
+  // As run(step), with keep_going() asked before each round, by every rank
+  // (collective rounds: a collective call is allowed, and every rank must
+  // get the same answer). false ends the rounds, and this rank's items.
+  template <class Step, class KeepGoing>
+  void run(Step&& step, KeepGoing&& keep_going) const {
     std::exception_ptr failure;
     for (std::int64_t round = 0; round < rounds_; ++round) {
+      if (!keep_going()) break;
       const bool mine = round < items_ && !failure;
       if (!mine && !collective_) break;
       try {
