@@ -31,9 +31,11 @@ BrickDriver::BrickDriver(const Comm& comm, std::vector<io::Extent> items, std::v
                 " bricks");
 }
 
+// bricks is copied, not moved: the order in which arguments are evaluated is
+// unspecified, and extents_of reads it.
 BrickDriver::BrickDriver(const Comm& comm, const BrickLayout& layout, std::vector<std::int64_t> bricks,
                          BrickControls controls)
-    : BrickDriver(comm, extents_of(layout, bricks), std::move(bricks), controls) {}
+    : BrickDriver(comm, extents_of(layout, bricks), bricks, controls) {}
 
 std::size_t BrickDriver::items_per_round(std::size_t item_bytes) const {
   return std::max<std::size_t>(1, controls_.round_bytes / std::max<std::size_t>(item_bytes, 1));
