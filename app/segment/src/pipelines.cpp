@@ -233,7 +233,9 @@ void run_collective(Job& job) {
   std::size_t largest = 1;
   for (std::size_t k = 0; k < driver.size(); ++k)
     largest = std::max(largest, static_cast<std::size_t>(driver.extent(k).voxels()));
-  const std::size_t batch = driver.items_per_round(largest * element);
+  // No more slots than this rank has bricks: a rank with none (or only
+  // small ones) must not size its buffers and statistics by round_bytes.
+  const std::size_t batch = std::min(driver.items_per_round(largest * element), std::max<std::size_t>(driver.size(), 1));
   // The calls are pipelined below, so failures are agreed by the backends'
   // collective calls and the job's end.
   const long long rounds = driver.rounds(batch);
