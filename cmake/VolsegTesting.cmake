@@ -7,7 +7,11 @@ set(VOLSEG_MPI_TEST_ENV
   OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   OMPI_MCA_rmaps_base_oversubscribe=1
   # Shared-memory single-copy (CMA/XPMEM) is often denied in containers.
-  OMPI_MCA_btl_vader_single_copy_mechanism=none)
+  OMPI_MCA_btl_vader_single_copy_mechanism=none
+  # Messages that grow with the data move in pieces of at most this many
+  # bytes (io/include/volseg/io/messages.hpp; 256 MiB by default): a few KiB
+  # here, so every test run takes the pieced path.
+  VOLSEG_MPI_MESSAGE_BYTES=4096)
 if(VOLSEG_SANITIZE)
   # ASan's memory errors and UBSan stop a test. Leak checking is off: Open
   # MPI unloads its components (dlclose) before LeakSanitizer runs, so their

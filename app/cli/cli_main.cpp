@@ -21,10 +21,14 @@
 #include "volseg/io/comm.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/registry.hpp"
+#include "volseg/io/watchdog.hpp"
 #include "volseg/segment/cancel.hpp"
 
 namespace volseg::cli {
 namespace {
+
+// --timeout of the command that runs (every job adds it with Verbosity).
+double command_line_timeout = 0;
 
 // Before MPI_Init a process knows its rank only from its launcher's
 // environment (Open MPI, PMIx, MPICH's PMI, Slurm's srun); alone it is 0.
@@ -77,8 +81,10 @@ int report_and_exit(const std::string& message, int code) {
   return code;
 }
 
-// Runs the parsed command on every rank; returns the exit status.
-int run_parsed(Command& command, const std::string& command_line) {
+// Runs the parsed command on every rank; returns the exit status. The
+// watchdog (--timeout, VOLSEG_TIMEOUT) watches it from MPI_Init to before
+// MPI_Finalize.
+int run_parsed(Command& command, const std::string& command_line, const std::string& name) {
   int code = 0;
   int provided = 0;
   // MULTIPLE lets collective I/O run on an I/O thread beside the compute
@@ -92,6 +98,9 @@ int run_parsed(Command& command, const std::string& command_line) {
     try {
       // DEPENDENCIES.md pitfall 2: refuse to run with the serial netCDF
       // library answering (it would fail later, and less clearly).
+      io::watchdog::start(command_line_timeout > 0 ? command_line_timeout : io::watchdog::timeout_from_environment(),
+                          rank);
+      const io::watchdog::Phase phase(name.c_str());
       io::check_parallel_netcdf();
       command.run(Context{world, command_line});
     } catch (const segment::Interrupted& e) {
@@ -103,6 +112,7 @@ int run_parsed(Command& command, const std::string& command_line) {
       code = 1;
     }
   }
+  io::watchdog::stop();
   MPI_Finalize();
   return code;
 }
@@ -136,8 +146,9 @@ int run_main(int argc, char** argv, const CommandList& commands) {
     return report_and_exit(std::string("volseg: error: ") + e.what() + " (see 'volseg --help')", 2);
   }
   Command* chosen = nullptr;
+  std::string name;
   for (std::size_t i = 0; i < commands.size(); ++i)
-    if (subcommands[i]->parsed()) chosen = commands[i].get();
+    if (subcommands[i]->parsed()) chosen = commands[i].get(), name = subcommands[i]->get_name();
   if (!chosen) return 2;  // require_subcommand(1) makes this unreachable
   if (const auto program = chosen->program(); !program.empty()) {
     try {
@@ -146,13 +157,17 @@ int run_main(int argc, char** argv, const CommandList& commands) {
       return report_and_exit(std::string("volseg: error: ") + e.what(), 1);
     }
   }
-  return run_parsed(*chosen, command_line_of(argc, argv));
+  return run_parsed(*chosen, command_line_of(argc, argv), name);
 }
 
 void Verbosity::add_to(CLI::App& sub) {
   sub.add_flag("--quiet", quiet, "No progress and no summary");
   sub.add_option("--progress", progress, "auto | bar | lines | none (under mpirun auto means lines)")
       ->capture_default_str();
+  sub.add_option("--timeout", command_line_timeout,
+                 "End the job, with a line naming the phase, when nothing moves on a rank for SECONDS "
+                 "(default: VOLSEG_TIMEOUT, else never)")
+      ->check(CLI::PositiveNumber);
 }
 
 segment::ProgressMode Verbosity::mode() const {

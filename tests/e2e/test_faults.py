@@ -103,6 +103,32 @@ class Faults(unittest.TestCase):
                             os.unlink(os.path.join(self.dir, f))
                     self.assertEqual(self.leftovers("o."), [], "an output or a temporary was left")
 
+    def test_a_rank_that_stops_moving_ends_the_job_with_the_phase_named(self):
+        """A read on rank 1 that takes 60 s stands for a library hung in a
+        call: with --timeout 2 (and with VOLSEG_TIMEOUT=2) the job ends in
+        seconds, status non-zero, with a line naming the rank and its phase;
+        the mask is not committed."""
+        for extra, env_timeout in ((["--timeout", "2"], None), ([], "2")):
+            with self.subTest(extra=extra, env_timeout=env_timeout):
+                if env_timeout:
+                    os.environ["VOLSEG_TIMEOUT"] = env_timeout
+                try:
+                    argv_extra = list(extra)
+                    proc = self.segment("hung.nhdr", 2, "read:slow,ms=60000,rank=1", extra=argv_extra)
+                finally:
+                    os.environ.pop("VOLSEG_TIMEOUT", None)
+                self.assertNotEqual(proc.returncode, 0, proc.stderr)
+                self.assertLess(proc.seconds, 30)
+                self.assertRegex(proc.stderr, r"volseg: error: rank 1: nothing moved for 2 s in segment, the bricks "
+                                              r"\(--timeout 2\); ending the job")
+                # Left as after a kill -9: nothing at the output's names; the
+                # resumable mask's partial file and journal, for --resume or --force.
+                self.assertFalse(os.path.exists(os.path.join(self.dir, "hung.nhdr")))
+                self.assertFalse(os.path.exists(os.path.join(self.dir, "hung.raw")))
+                for name in self.leftovers("hung."):
+                    self.assertIn(name, (".hung.nhdr.volseg-journal", ".hung.raw.volseg-partial"))
+                    os.unlink(os.path.join(self.dir, name))
+
     def test_short_io_and_a_slow_rank_give_the_right_mask(self):
         want = md5(os.path.join(self.dir, "ref.raw"))
         for ranks, faults in ((1, "read:short;write:short"), (3, "read:short,rank=1;write:short,rank=2"),

@@ -7,7 +7,6 @@
 // histograms and writes them, and the index last.
 #include <sys/stat.h>
 
-#include <climits>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -20,6 +19,7 @@
 #include "volseg/io/files.hpp"
 #include "volseg/io/format.hpp"
 #include "volseg/io/registry.hpp"
+#include "volseg/io/watchdog.hpp"
 #include "volseg/pyramid/pyramid.hpp"
 #include "volseg/segment/brick_driver.hpp"
 #include "volseg/segment/brick_layout.hpp"
@@ -223,56 +223,30 @@ void write_pieces(const std::vector<double>& values, const io::Extent& extent, c
   }
 }
 
-// Rank 0 gets every brick's statistics and histogram, in brick order.
-void gather(const Comm& comm, const std::vector<std::int64_t>& bricks, const Local& local, std::int64_t brick_count,
-            int bins, std::vector<std::byte>& records, std::vector<std::byte>& histograms) {
-  const auto n = static_cast<int>(bricks.size());
-  if (static_cast<std::int64_t>(bricks.size()) * bins > INT_MAX ||
-      static_cast<std::int64_t>(bricks.size()) * static_cast<std::int64_t>(files::brick_record_bytes) > INT_MAX)
-    throw Error("pyramid: too many bricks on one rank to gather (use a larger --brick or more ranks)");
-  std::vector<int> counts(static_cast<std::size_t>(comm.size())), displacements(counts.size());
-  check_mpi(MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm.get()), "MPI_Gather");
-  auto scaled = [&](int factor) {
-    std::vector<int> c(counts.size()), d(counts.size());
-    std::int64_t offset = 0;
-    for (std::size_t r = 0; r < counts.size(); ++r) {
-      c[r] = counts[r] * factor;
-      d[r] = static_cast<int>(offset);
-      offset += c[r];
+// Every brick's statistics and histogram go to their place in the two files,
+// written by the rank that summarised the brick: no rank holds every brick's
+// (a 1 TiB volume in 64^3 bricks has 4 million, 17 GB of histograms).
+// Rank 0 creates the files at their full size first.
+void write_tables(const Comm& comm, const std::string& directory, const std::vector<std::int64_t>& bricks,
+                  const Local& local, std::int64_t brick_count, int bins) {
+  const fs::path dir(directory);
+  const std::string records_path = (dir / files::bricks).string(), histograms_path = (dir / files::histograms).string();
+  const auto histogram_bytes = static_cast<std::size_t>(bins) * 4;
+  collectively(comm, [&] {
+    if (comm.rank() != 0) return;
+    files::create_sized(records_path, static_cast<std::uint64_t>(brick_count) * files::brick_record_bytes);
+    files::create_sized(histograms_path, static_cast<std::uint64_t>(brick_count) * histogram_bytes);
+  });
+  collectively(comm, [&] {
+    std::vector<std::byte> records(bricks.size() * files::brick_record_bytes), histograms(bricks.size() * histogram_bytes);
+    const auto nb = static_cast<std::size_t>(bins);
+    for (std::size_t i = 0; i < bricks.size(); ++i) {
+      files::put_brick(&records[i * files::brick_record_bytes], local.stats[i]);
+      for (std::size_t j = 0; j < nb; ++j) files::put_u32(&histograms[(i * nb + j) * 4], local.histograms[i * nb + j]);
     }
-    return std::pair{c, d};
-  };
-  std::vector<std::int64_t> all_bricks(comm.rank() == 0 ? static_cast<std::size_t>(brick_count) : 0);
-  auto [c1, d1] = scaled(1);
-  check_mpi(MPI_Gatherv(bricks.data(), n, MPI_INT64_T, all_bricks.data(), c1.data(), d1.data(), MPI_INT64_T, 0,
-                        comm.get()),
-            "MPI_Gatherv");
-  std::vector<double> stats_flat;
-  for (const auto& s : local.stats) {
-    stats_flat.insert(stats_flat.end(), {s.min, s.max, static_cast<double>(s.valid), static_cast<double>(s.voxels)});
-  }
-  std::vector<double> all_stats(comm.rank() == 0 ? static_cast<std::size_t>(brick_count) * 4 : 0);
-  auto [c4, d4] = scaled(4);
-  check_mpi(MPI_Gatherv(stats_flat.data(), n * 4, MPI_DOUBLE, all_stats.data(), c4.data(), d4.data(), MPI_DOUBLE, 0,
-                        comm.get()),
-            "MPI_Gatherv");
-  std::vector<std::uint32_t> all_histograms(comm.rank() == 0 ? static_cast<std::size_t>(brick_count * bins) : 0);
-  auto [cb, db] = scaled(bins);
-  check_mpi(MPI_Gatherv(local.histograms.data(), n * bins, MPI_UINT32_T, all_histograms.data(), cb.data(), db.data(),
-                        MPI_UINT32_T, 0, comm.get()),
-            "MPI_Gatherv");
-  if (comm.rank() != 0) return;
-  records.assign(static_cast<std::size_t>(brick_count) * files::brick_record_bytes, std::byte{0});
-  histograms.assign(static_cast<std::size_t>(brick_count * bins) * 4, std::byte{0});
-  const auto nb = static_cast<std::size_t>(bins);
-  for (std::size_t i = 0; i < all_bricks.size(); ++i) {
-    const auto b = static_cast<std::size_t>(all_bricks[i]);
-    // valid and voxels travel as doubles: exact, a brick has at most 2^30 voxels.
-    const BrickStats s{all_stats[4 * i], all_stats[4 * i + 1], static_cast<std::uint64_t>(all_stats[4 * i + 2]),
-                       static_cast<std::uint64_t>(all_stats[4 * i + 3])};
-    files::put_brick(&records[b * files::brick_record_bytes], s);
-    for (std::size_t j = 0; j < nb; ++j) files::put_u32(&histograms[(b * nb + j) * 4], all_histograms[i * nb + j]);
-  }
+    files::write_records(records_path, files::brick_record_bytes, bricks, records);
+    files::write_records(histograms_path, histogram_bytes, bricks, histograms);
+  });
 }
 
 nlohmann::json index_json(const BuildOptions& options, const std::string& directory, const io::VolumeInfo& info,
@@ -338,7 +312,10 @@ Pyramid build(const Comm& comm, const BuildOptions& options) {
   const bool created = prepare_directory(comm, directory, options.force, source_files);
   try {
     double lo = 0, hi = 0;
-    if (!decoder.declared_range(lo, hi) || !std::isfinite(lo) || !std::isfinite(hi)) std::tie(lo, hi) = scan_range(job);
+    if (!decoder.declared_range(lo, hi) || !std::isfinite(lo) || !std::isfinite(hi)) {
+      const io::watchdog::Phase phase("pyramid, the range scan");
+      std::tie(lo, hi) = scan_range(job);
+    }
     const bool packed = info.scale_factor || info.add_offset;
     const auto edges = segment::HistogramEdges::over(lo, hi, packed ? io::DType::f64 : info.dtype, options.bins);
 
@@ -352,6 +329,7 @@ Pyramid build(const Comm& comm, const BuildOptions& options) {
     local.stats.resize(bricks.size());
     local.histograms.assign(bricks.size() * static_cast<std::size_t>(edges.bins), 0);
     {
+      const io::watchdog::Phase phase("pyramid, the bricks");
       segment::Progress progress(comm, "pyramid", layout.count(), options.progress);
       try {
         job.for_each_brick(&progress, [&](std::size_t i, const io::Extent& extent) {
@@ -367,13 +345,13 @@ Pyramid build(const Comm& comm, const BuildOptions& options) {
     for (auto& writer : writers) writer->close();
     reader->close();
 
-    std::vector<std::byte> records, histograms;
-    gather(comm, bricks, local, layout.count(), edges.bins, records, histograms);
+    {
+      const io::watchdog::Phase phase("pyramid, the brick tables and index");
+      write_tables(comm, directory, bricks, local, layout.count(), edges.bins);
+    }
     collectively(comm, [&] {
       if (comm.rank() != 0) return;
       const fs::path dir(directory);
-      files::write_file((dir / files::bricks).string(), records.data(), records.size());
-      files::write_file((dir / files::histograms).string(), histograms.data(), histograms.size());
       const std::string text = index_json(options, directory, info, source_files, reduction, plan, layout, edges).dump(2) + "\n";
       const std::string temporary = (dir / files::index_temporary).string(), final_path = (dir / files::index).string();
       files::write_file(temporary, text.data(), text.size());

@@ -82,6 +82,48 @@ void write_file(const std::string& path, const void* data, std::size_t size) {
   if (::close(fd) != 0) throw_errno("close", path);
 }
 
+void create_sized(const std::string& path, std::uint64_t size) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) throw_errno("create", path);
+  if (::ftruncate(fd, static_cast<off_t>(size)) != 0) {
+    const int saved = errno;
+    ::close(fd);
+    throw_errno("size", path, saved);
+  }
+  if (::close(fd) != 0) throw_errno("close", path);
+}
+
+// Records of consecutive indices (a rank's bricks under block assignment)
+// go out in one pwrite.
+void write_records(const std::string& path, std::size_t record_size, const std::vector<std::int64_t>& places,
+                   const std::vector<std::byte>& records) {
+  if (places.empty()) return;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) throw_errno("open", path);
+  auto write_run = [&](std::size_t first, std::size_t count) {
+    const std::byte* data = records.data() + first * record_size;
+    const std::size_t size = count * record_size;
+    const auto offset = static_cast<off_t>(static_cast<std::uint64_t>(places[first]) * record_size);
+    for (std::size_t done = 0; done < size;) {
+      const ssize_t n = ::pwrite(fd, data + done, size - done, offset + static_cast<off_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        const int saved = n < 0 ? errno : EIO;
+        ::close(fd);
+        throw_errno("write", path, saved);
+      }
+      done += static_cast<std::size_t>(n);
+    }
+  };
+  std::size_t first = 0;
+  for (std::size_t i = 1; i <= places.size(); ++i)
+    if (i == places.size() || places[i] != places[i - 1] + 1) {
+      write_run(first, i - first);
+      first = i;
+    }
+  if (::close(fd) != 0) throw_errno("close", path);
+}
+
 std::string read_text(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw_errno("open", path);

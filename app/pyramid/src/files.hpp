@@ -33,6 +33,13 @@ void put_u32(std::byte* out, std::uint32_t value);
 
 // Writes a whole file (create or truncate), checking write and close.
 void write_file(const std::string& path, const void* data, std::size_t size);
+// Creates (or truncates) a file of `size` bytes of zeros.
+void create_sized(const std::string& path, std::uint64_t size);
+// Writes records of record_size bytes into an existing file, records[i] at
+// places[i] * record_size (each rank its own bricks': no rank holds every
+// brick's), checking every write and the close.
+void write_records(const std::string& path, std::size_t record_size, const std::vector<std::int64_t>& places,
+                   const std::vector<std::byte>& records);
 std::string read_text(const std::string& path);
 std::uint64_t file_size(const std::string& path);
 // pread of exactly size bytes at offset; an early end of file is an error.

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "volseg/io/error.hpp"
+#include "volseg/io/watchdog.hpp"
 
 namespace volseg::segment {
 namespace {
@@ -48,6 +49,7 @@ std::int64_t BrickDriver::rounds(std::size_t per_round) const {
 
 void BrickDriver::item_done(std::size_t k, bool may_stop) {
   ++finished_;
+  io::watchdog::beat();
   if (controls_.progress)
     controls_.progress->advance(1, static_cast<std::uint64_t>(items_[k].voxels()) * controls_.bytes_per_voxel);
   if (!may_stop) return;

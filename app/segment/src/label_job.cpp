@@ -27,6 +27,7 @@
 #include "volseg/io/nrrd.hpp"
 #include "volseg/io/registry.hpp"
 #include "volseg/io/rounds.hpp"
+#include "volseg/io/watchdog.hpp"
 #include "volseg/segment/brick_driver.hpp"
 #include "volseg/segment/label.hpp"
 #include "volseg/segment/threshold.hpp"
@@ -538,15 +539,22 @@ void execute_label(const Comm& comm, const LabelOptions& options, LabelPlan& pla
   std::unique_ptr<io::VolumeWriter> writer;
   try {
     const auto pass1 = Clock::now();
-    passes.label_bricks();
+    {
+      const io::watchdog::Phase phase("label, pass 1 (read and label the bricks)");
+      passes.label_bricks();
+    }
     times.label = since(pass1);
     const auto merge = Clock::now();
-    result.summary = passes.labeling.finish(options.min_voxels, !options.stats.empty() || !options.report.empty());
+    {
+      const io::watchdog::Phase phase("label, the merge across bricks and ranks");
+      result.summary = passes.labeling.finish(options.min_voxels, !options.stats.empty() || !options.report.empty());
+    }
     times.merge = since(merge);
 
     const io::DType type = label_type(options.type, result.summary.objects);
     result.label_type = io::dtype_name(type);
     const auto pass2 = Clock::now();
+    const io::watchdog::Phase phase("label, pass 2 (label again and write)");
     writer = create_labels(comm, options, plan, result, type);
     passes.write_labels(*writer, type);
     writer->close();

@@ -23,10 +23,14 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <exception>
 #include <numeric>
+#include <span>
 #include <unordered_map>
 
 #include "volseg/io/error.hpp"
+#include "volseg/io/messages.hpp"
+#include "volseg/io/watchdog.hpp"
 #include "volseg/segment/label.hpp"
 
 namespace volseg::segment {
@@ -152,12 +156,6 @@ struct KeptFace {
   std::vector<std::uint32_t> plane;
   int uses = 0;
 };
-
-template <class T>
-void check_fits_int(std::size_t count, const char* what) {
-  if (count > static_cast<std::size_t>(INT_MAX) / sizeof(T))
-    throw Error(std::string("labeling: too many ") + what + " for one MPI message; use fewer, larger bricks");
-}
 
 // Returns freed heap pages to the system. The bricks' parts are many
 // allocations of a few MiB, under glibc's mmap threshold: freed, they stay
@@ -313,36 +311,16 @@ std::vector<std::vector<std::uint32_t>> faces_to_send(const BrickMap& map, const
   return outgoing;
 }
 
-// Collective: every rank's outgoing faces to their ranks (alltoallv);
-// returns what this rank received. outgoing is freed on the way.
+// Collective: every rank's outgoing faces to their ranks; returns what this
+// rank received. outgoing is freed on the way. Faces grow with the volume:
+// they move in pieces (io::exchange_bytes).
 std::vector<std::uint32_t> exchange_faces(MPI_Comm comm, std::vector<std::vector<std::uint32_t>>& outgoing) {
-  const int ranks = static_cast<int>(outgoing.size());
-  std::vector<int> send_counts(static_cast<std::size_t>(ranks)), recv_counts(static_cast<std::size_t>(ranks));
-  std::vector<int> send_displs(static_cast<std::size_t>(ranks)), recv_displs(static_cast<std::size_t>(ranks));
-  std::size_t send_total = 0;
-  for (int r = 0; r < ranks; ++r) {
-    send_displs[static_cast<std::size_t>(r)] = static_cast<int>(send_total);
-    send_counts[static_cast<std::size_t>(r)] = static_cast<int>(outgoing[static_cast<std::size_t>(r)].size());
-    send_total += outgoing[static_cast<std::size_t>(r)].size();
-    check_fits_int<std::uint32_t>(send_total, "faces");
-  }
-  check_mpi(MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm), "MPI_Alltoall");
-  std::size_t recv_total = 0;
-  for (int r = 0; r < ranks; ++r) {
-    recv_displs[static_cast<std::size_t>(r)] = static_cast<int>(recv_total);
-    recv_total += static_cast<std::size_t>(recv_counts[static_cast<std::size_t>(r)]);
-    check_fits_int<std::uint32_t>(recv_total, "faces");
-  }
-  std::vector<std::uint32_t> send_buffer;
-  send_buffer.reserve(send_total);
-  for (auto& out : outgoing) {
-    send_buffer.insert(send_buffer.end(), out.begin(), out.end());
-    std::vector<std::uint32_t>().swap(out);
-  }
-  std::vector<std::uint32_t> received(recv_total);
-  check_mpi(MPI_Alltoallv(send_buffer.data(), send_counts.data(), send_displs.data(), MPI_UINT32_T, received.data(),
-                          recv_counts.data(), recv_displs.data(), MPI_UINT32_T, comm),
-            "MPI_Alltoallv");
+  std::vector<std::span<const std::byte>> spans;
+  for (const auto& out : outgoing) spans.push_back(std::as_bytes(std::span(out)));
+  const std::vector<std::byte> bytes = io::exchange_bytes(comm, spans);
+  for (auto& out : outgoing) std::vector<std::uint32_t>().swap(out);
+  std::vector<std::uint32_t> received(bytes.size() / sizeof(std::uint32_t));
+  if (!bytes.empty()) std::memcpy(received.data(), bytes.data(), bytes.size());
   return received;
 }
 
@@ -385,8 +363,7 @@ Nodes number_nodes(MPI_Comm comm, int ranks, const BrickMap& map, const std::vec
   Nodes nodes{std::vector<std::uint64_t>(brick_count, 0), std::vector<std::uint64_t>(static_cast<std::size_t>(ranks) + 1, 0)};
   for (std::size_t i = 0; i < mine.size(); ++i)
     counts[static_cast<std::size_t>(mine[i])] = part_start[i + 1] - part_start[i];
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, counts.data(), static_cast<int>(brick_count), MPI_UINT64_T, MPI_SUM, comm),
-            "MPI_Allreduce");
+  io::sum_in_place(comm, counts);
   auto& rank_base = nodes.rank_base;
   std::vector<std::uint64_t> per_rank(static_cast<std::size_t>(ranks), 0);
   for (std::size_t b = 0; b < brick_count; ++b) per_rank[static_cast<std::size_t>(map.owner[b])] += counts[b];
@@ -414,21 +391,15 @@ std::vector<std::uint64_t> edge_nodes(std::vector<Edge>& edges, const Nodes& nod
 
 // Collective: chunks of every rank on rank 0, in rank order, straight into
 // all: rank 0's own come first, moved in chunk by chunk, so that its parts
-// are never held twice. chunks is emptied.
+// are never held twice. chunks is emptied. Any size: the bytes move in
+// pieces (io::gather_bytes).
 template <class Chunks, class T>
-void gather_on_root(MPI_Comm comm, int ranks, int me, Chunks& chunks, std::vector<T>& all) {
+void gather_on_root(MPI_Comm comm, int me, Chunks& chunks, std::vector<T>& all) {
   std::size_t mine = 0;
   for (const auto& chunk : chunks) mine += chunk.size();
-  check_fits_int<T>(mine, "objects");
-  int count = static_cast<int>(mine * sizeof(T));
-  std::vector<int> sizes(static_cast<std::size_t>(ranks), 0), starts(static_cast<std::size_t>(ranks), 0);
-  check_mpi(MPI_Gather(&count, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, comm), "MPI_Gather");
-  std::size_t total = 0;
-  for (int r = 0; r < ranks; ++r) {
-    starts[static_cast<std::size_t>(r)] = static_cast<int>(total);
-    total += static_cast<std::size_t>(sizes[static_cast<std::size_t>(r)]);
-    if (me == 0) check_fits_int<char>(total, "objects");
-  }
+  const auto sizes = io::gather_sizes(comm, mine * sizeof(T), 0);
+  std::uint64_t total = 0;
+  for (const auto size : sizes) total += size;
   std::vector<T> flat;  // the sender's
   auto& into = me == 0 ? all : flat;
   into.reserve(me == 0 ? total / sizeof(T) : mine);
@@ -444,13 +415,9 @@ void gather_on_root(MPI_Comm comm, int ranks, int me, Chunks& chunks, std::vecto
   }
   chunks.clear();
   give_back_memory();
-  if (me == 0) {
-    all.resize(total / sizeof(T));
-    check_mpi(MPI_Gatherv(MPI_IN_PLACE, count, MPI_BYTE, all.data(), sizes.data(), starts.data(), MPI_BYTE, 0, comm),
-              "MPI_Gatherv");
-  } else {
-    check_mpi(MPI_Gatherv(flat.data(), count, MPI_BYTE, nullptr, nullptr, nullptr, MPI_BYTE, 0, comm), "MPI_Gatherv");
-  }
+  if (me == 0) all.resize(total / sizeof(T));
+  const T* own = me == 0 ? all.data() : flat.data();
+  io::gather_bytes(comm, std::as_bytes(std::span(own, mine)), reinterpret_cast<std::byte*>(all.data()), sizes, 0);
 }
 
 // Everything rank 0 merges: every node's part (and values), every join.
@@ -565,20 +532,14 @@ std::vector<std::uint64_t> merge_objects(std::uint64_t nodes, Gathered& all, boo
 // Collective: each rank's share of node_ids (rank 0's), rank by rank.
 std::vector<std::uint64_t> scatter_ids(MPI_Comm comm, int ranks, int me, const std::vector<std::uint64_t>& node_ids,
                                        const Nodes& nodes, std::uint64_t mine) {
-  std::vector<int> id_counts(static_cast<std::size_t>(ranks)), id_starts(static_cast<std::size_t>(ranks));
-  if (me == 0) {
-    const auto& rank_base = nodes.rank_base;
-    for (int r = 0; r < ranks; ++r) {
-      id_starts[static_cast<std::size_t>(r)] = static_cast<int>(rank_base[static_cast<std::size_t>(r)]);
-      id_counts[static_cast<std::size_t>(r)] =
-          static_cast<int>(rank_base[static_cast<std::size_t>(r) + 1] - rank_base[static_cast<std::size_t>(r)]);
-    }
-    check_fits_int<std::uint64_t>(nodes.count(), "objects");
-  }
+  std::vector<std::uint64_t> sizes;
+  if (me == 0)
+    for (int r = 0; r < ranks; ++r)
+      sizes.push_back((nodes.rank_base[static_cast<std::size_t>(r) + 1] - nodes.rank_base[static_cast<std::size_t>(r)]) *
+                      sizeof(std::uint64_t));
   std::vector<std::uint64_t> my_ids(mine);
-  check_mpi(MPI_Scatterv(node_ids.data(), id_counts.data(), id_starts.data(), MPI_UINT64_T, my_ids.data(),
-                         static_cast<int>(my_ids.size()), MPI_UINT64_T, 0, comm),
-            "MPI_Scatterv");
+  io::scatter_bytes(comm, reinterpret_cast<const std::byte*>(node_ids.data()), sizes, std::as_writable_bytes(std::span(my_ids)),
+                    0);
   return my_ids;
 }
 
@@ -607,6 +568,7 @@ LabelSummary Labeling::finish(std::uint64_t min_voxels, bool with_table) {
 
   // Faces across ranks: the earlier brick's face goes to the later brick's rank.
   {
+    const io::watchdog::Phase phase("label, the merge: faces across ranks");
     auto outgoing = faces_to_send(map_, mine_, connectivity_, s.faces, me, ranks);
     const auto received = exchange_faces(comm, outgoing);
     join_received_faces(received, map_, connectivity_, me, s.faces, s.edges);
@@ -616,16 +578,26 @@ LabelSummary Labeling::finish(std::uint64_t min_voxels, bool with_table) {
   const Nodes nodes = number_nodes(comm, ranks, map_, mine_, s.part_start);
   Gathered all;
   {
+    const io::watchdog::Phase phase("label, the merge: parts to rank 0");
     std::vector<std::vector<std::uint64_t>> edges;
     edges.push_back(edge_nodes(s.edges, nodes));
-    gather_on_root(comm, ranks, me, s.parts, all.parts);
-    gather_on_root(comm, ranks, me, s.values, all.values);
-    gather_on_root(comm, ranks, me, edges, all.edges);
+    gather_on_root(comm, me, s.parts, all.parts);
+    gather_on_root(comm, me, s.values, all.values);
+    gather_on_root(comm, me, edges, all.edges);
   }
 
   LabelSummary summary;
   std::vector<std::uint64_t> node_ids;  // rank 0: every node's id
-  if (me == 0) node_ids = merge_objects(nodes.count(), all, with_values_, min_voxels, with_table, summary);
+  // A failure of rank 0's merge (its memory) ends every rank, not only rank 0.
+  std::exception_ptr merge_failed;
+  try {
+    const io::watchdog::Phase phase("label, the merge: rank 0 joins the objects");
+    if (me == 0) node_ids = merge_objects(nodes.count(), all, with_values_, min_voxels, with_table, summary);
+  } catch (...) {
+    merge_failed = std::current_exception();
+  }
+  agree(comm_, merge_failed);
+  const io::watchdog::Phase phase("label, the merge: ids to every rank");
   const auto my_ids = scatter_ids(comm, ranks, me, node_ids, nodes, s.part_start.back());
   broadcast_figures(comm, summary);
   // Per brick: 0 for the background, then its labels' ids.

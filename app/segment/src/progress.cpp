@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "volseg/io/error.hpp"
+#include "volseg/io/watchdog.hpp"
 
 namespace volseg::segment {
 namespace {
@@ -44,6 +45,7 @@ Progress::~Progress() {
 }
 
 void Progress::advance(std::int64_t units, std::uint64_t bytes) {
+  io::watchdog::beat();
   local_units_ += units;
   local_bytes_ += bytes;
   if (comm_.rank() == 0) {

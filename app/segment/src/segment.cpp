@@ -19,6 +19,7 @@
 #include "volseg/io/format.hpp"
 #include "volseg/io/nrrd.hpp"
 #include "volseg/io/registry.hpp"
+#include "volseg/io/watchdog.hpp"
 #include "volseg/io/trace.hpp"
 #include "volseg/segment/journal.hpp"
 #include "volseg/segment/progress.hpp"
@@ -355,6 +356,7 @@ void run_pipeline(const Comm& comm, const SegmentOptions& options, SegmentPlan& 
     result.pipeline = collective ? "collective" : any_order ? "any-order" : mapped ? "mapped" : "buffered";
 
     {
+      const io::watchdog::Phase phase("segment, the bricks");
       Progress progress(comm, "segment", layout.count() - result.bricks_resumed, options.progress);
       if (options.on_progress) progress.observe(options.on_progress);
       Stop stop(comm, options.cancel);
@@ -406,6 +408,7 @@ Execution execute_segment(const Comm& comm, const SegmentOptions& options, Segme
     run_pipeline(comm, options, plan, run, result);
     check_every_brick_done(comm, run.times.bricks, result.bricks_resumed, plan.layout.count());
     run.times.close = timed([&] {
+      const io::watchdog::Phase phase("segment, closing and committing the mask");
       run.writer->close();
       if (journal) {
         journal->complete();

@@ -26,6 +26,7 @@
 #include "volseg/io/error.hpp"
 #include "volseg/io/types.hpp"
 #include "volseg/io/volume.hpp"
+#include "volseg/io/watchdog.hpp"
 
 namespace volseg::io {
 
@@ -59,6 +60,7 @@ class Rounds {
     std::exception_ptr failure;
     for (std::int64_t round = 0; round < rounds_; ++round) {
       if (!keep_going()) break;
+      watchdog::beat();
       const bool mine = round < items_ && !failure;
       if (!mine && !collective_) break;
       try {
