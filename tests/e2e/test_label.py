@@ -183,6 +183,11 @@ class LabelTest(unittest.TestCase):
         with open(self.path("r8.json")) as f:
             report = json.load(f)
         self.assertEqual(report["objects"], count)
+        # The report lists the first 100,000 rows and says it stops there.
+        self.assertEqual(report["table_rows"], 100000)
+        self.assertFalse(report["table_complete"])
+        self.assertEqual([row["id"] for row in report["table"][:3]], [1, 2, 3])
+        self.assertEqual(len(report["table"]), 100000)
 
     def test_what_breaks_chunked_tools(self):
         shape = (8, 8, 8)
@@ -229,6 +234,7 @@ class LabelTest(unittest.TestCase):
             self.assertEqual(report["objects"], count)
             self.assertEqual(report["foreground_voxels"], int(mask.sum()))
             self.assertEqual(len(report["table"]), count)
+            self.assertTrue(report["table_complete"])
             self.assertEqual(report["table"][-1]["voxels"], table[-1]["voxels"])
             self.assertEqual(report["table"][0]["position_zyx"], table[0]["position"])
             self.assertEqual(len(report["ranks"]), ranks)
