@@ -307,6 +307,95 @@ class FaultMatrix(unittest.TestCase):
             with self.subTest(case=case.name()):
                 self.check(case)
 
+    def run_job(self, args, ranks, faults="", shim=False):
+        """Runs `volseg ARGS` under the faults, as segment() does."""
+        faults = faults.replace("{d}", self.dir)
+        ranks_env = {"VOLSEG_FAULTS": "" if shim else faults, "VOLSEG_SHIM_FAULTS": faults if shim else "",
+                     "VOLSEG_SHIM_WATCHDOG_S": str(WATCHDOG_S), "LD_PRELOAD": SHIM,
+                     "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"}
+        argv = [e.MPIEXEC] + e.MPI_QUIET + ["--bind-to", "none"]
+        for name, value in ranks_env.items():
+            argv += ["-x", "%s=%s" % (name, value)]
+        argv += ["-np", str(ranks), e.VOLSEG, *args, "--progress", "none"]
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("VOLSEG_FAULTS", "VOLSEG_SHIM", "OMPI_MCA_io"))}
+        start = time.time()
+        proc = subprocess.run(argv, cwd=self.dir, capture_output=True, text=True, timeout=BOUND_S * 4, env=env)
+        proc.seconds = time.time() - start
+        return proc
+
+    def test_label_and_pyramid_meet_faults(self):
+        """label's two passes and merge, and the pyramid's pass and tables,
+        under the same faults: an error ends every rank with one line (naming
+        the rank when one failed) and leaves no output; a short read or a slow
+        rank gives the fault-free result byte for byte."""
+        source = os.path.join(self.dir, "in.nhdr")
+
+        def label(backend):
+            return ["label", source, "--lo", LO, "--hi", HI, "--out", os.path.join(self.dir, "o.nhdr"),
+                    "--backend", backend, "--brick", "8,48,40"]
+
+        def pyramid(backend):
+            return ["pyramid", source, "--pyramid-dir", os.path.join(self.dir, "o.pyramid"), "--brick", "8",
+                    "--backend", backend]
+
+        def result(job):
+            if job is label:
+                with open(os.path.join(self.dir, "o.raw"), "rb") as f:
+                    return f.read()
+            folder = os.path.join(self.dir, "o.pyramid")
+            return {n: md5(os.path.join(folder, n)) for n in sorted(os.listdir(folder)) if n != "index.json"}
+
+        def clean():
+            import shutil
+            shutil.rmtree(os.path.join(self.dir, "o.pyramid"), ignore_errors=True)
+            self.remove_outputs()
+
+        references = {}
+        for job in (label, pyramid):
+            proc = self.run_job(job("posix"), 2)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            references[job] = result(job)
+            clean()
+        mpi_io_error = "MPI_ERR_IO: input/output error"
+        rows = [  # job, backend, ranks, faults, expect (a regex of the line, or "same"), failing rank, shim
+            (label, "posix", 2, "read:eio@3,rank=1", r"read \S*in\.raw: " + EIO, 1, False),  # pass 1
+            (label, "posix", 2, "read:eio@6,rank=1", r"read \S*in\.raw: " + EIO, 1, False),  # pass 2 (4 bricks a rank)
+            (label, "posix", 3, "write:eio@1,rank=2", r"write \S*o\.raw: " + EIO, 2, False),
+            (label, "mmap", 4, "write:enospc@1,rank=0", r"write \S*o\.raw: " + ENOSPC, 0, False),
+            (label, "posix", 1, "close:eio", r"close \S*: " + EIO, None, False),
+            (label, "posix", 3, "read:short", "same", None, False),
+            (label, "mmap", 2, "write:slow,ms=300,rank=1", "same", None, False),
+            (label, "mpiio", 2, "read:eio,rank=1,path={d}/in.raw", r"MPI_File_read_all \S*in\.raw: " + mpi_io_error,
+             1, True),
+            (pyramid, "posix", 2, "read:eio@2,rank=1", r"read \S*in\.raw: " + EIO, 1, False),
+            (pyramid, "posix", 3, "write:eio@1,rank=2", r"write \S*: " + EIO, 2, False),
+            (pyramid, "posix", 4, "write:enospc@2,rank=0", r"write \S*: " + ENOSPC, 0, False),
+            (pyramid, "posix", 1, "close:eio", r"close \S*: " + EIO, None, False),
+            (pyramid, "posix", 2, "read:short", "same", None, False),
+            # One read held 2 s (each read slowed would keep the others past the shim watchdog's 8 s).
+            (pyramid, "posix", 3, "read:slow@5,ms=2000,rank=2", "same", None, False),
+        ]
+        for job, backend, ranks, faults, expect, rank, shim in rows:
+            with self.subTest(job=job.__name__, backend=backend, ranks=ranks, faults=faults):
+                try:
+                    proc = self.run_job(job(backend), ranks, faults, shim)
+                    lines = [line for line in proc.stderr.splitlines() if line.startswith("volseg: error:")]
+                    if expect == "same":
+                        self.assertEqual(proc.returncode, 0, proc.stderr)
+                        self.assertEqual(result(job), references[job], "the result differs from the fault-free one")
+                        continue
+                    self.assertNotEqual(proc.returncode, 0, proc.stderr)
+                    self.assertLess(proc.seconds, BOUND_S)
+                    self.assertEqual(len(lines), 1, proc.stderr)
+                    pattern = "^volseg: error: " + expect
+                    if rank is not None and ranks > 1:
+                        pattern += r".* \(on rank %d\)$" % rank
+                    self.assertRegex(lines[0], pattern)
+                    self.assertEqual(self.outputs(), [], "an output or a temporary was left")
+                    self.assertFalse(os.path.exists(os.path.join(self.dir, "o.pyramid")), "a partial pyramid was left")
+                finally:
+                    clean()
+
     @unittest.expectedFailure
     def test_ompio_drops_errors(self):
         """Open MPI 4.1's OMPIO (its default MPI-IO) prints a failed pwrite
