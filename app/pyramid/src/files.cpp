@@ -64,13 +64,13 @@ void put_u32(std::byte* out, std::uint32_t value) {
   std::memcpy(out, &value, 4);
 }
 
-void write_file(const std::string& path, const void* data, std::size_t size) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) throw_errno("create", path);
-  const auto* bytes = static_cast<const char*>(data);
-  std::size_t done = 0;
-  while (done < size) {
-    const ssize_t n = ::write(fd, bytes + done, size - done);
+namespace {
+
+// pwrite of exactly size bytes at offset, resuming short writes; closes fd
+// and throws on an error.
+void write_at(int fd, const std::string& path, const std::byte* data, std::size_t size, std::uint64_t offset) {
+  for (std::size_t done = 0; done < size;) {
+    const ssize_t n = ::pwrite(fd, data + done, size - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       const int saved = n < 0 ? errno : EIO;
@@ -79,6 +79,14 @@ void write_file(const std::string& path, const void* data, std::size_t size) {
     }
     done += static_cast<std::size_t>(n);
   }
+}
+
+}  // namespace
+
+void write_file(const std::string& path, const void* data, std::size_t size) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) throw_errno("create", path);
+  write_at(fd, path, static_cast<const std::byte*>(data), size, 0);
   if (::close(fd) != 0) throw_errno("close", path);
 }
 
@@ -93,32 +101,18 @@ void create_sized(const std::string& path, std::uint64_t size) {
   if (::close(fd) != 0) throw_errno("close", path);
 }
 
-// Records of consecutive indices (a rank's bricks under block assignment)
+// Records of consecutive places (a rank's bricks under block assignment)
 // go out in one pwrite.
 void write_records(const std::string& path, std::size_t record_size, const std::vector<std::int64_t>& places,
                    const std::vector<std::byte>& records) {
   if (places.empty()) return;
   const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) throw_errno("open", path);
-  auto write_run = [&](std::size_t first, std::size_t count) {
-    const std::byte* data = records.data() + first * record_size;
-    const std::size_t size = count * record_size;
-    const auto offset = static_cast<off_t>(static_cast<std::uint64_t>(places[first]) * record_size);
-    for (std::size_t done = 0; done < size;) {
-      const ssize_t n = ::pwrite(fd, data + done, size - done, offset + static_cast<off_t>(done));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        const int saved = n < 0 ? errno : EIO;
-        ::close(fd);
-        throw_errno("write", path, saved);
-      }
-      done += static_cast<std::size_t>(n);
-    }
-  };
   std::size_t first = 0;
   for (std::size_t i = 1; i <= places.size(); ++i)
     if (i == places.size() || places[i] != places[i - 1] + 1) {
-      write_run(first, i - first);
+      write_at(fd, path, records.data() + first * record_size, (i - first) * record_size,
+               static_cast<std::uint64_t>(places[first]) * record_size);
       first = i;
     }
   if (::close(fd) != 0) throw_errno("close", path);

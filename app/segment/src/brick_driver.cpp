@@ -38,6 +38,12 @@ BrickDriver::BrickDriver(const Comm& comm, const BrickLayout& layout, std::vecto
                          BrickControls controls)
     : BrickDriver(comm, extents_of(layout, bricks), bricks, controls) {}
 
+std::size_t BrickDriver::largest_voxels() const {
+  std::size_t largest = 0;
+  for (const auto& item : items_) largest = std::max(largest, static_cast<std::size_t>(item.voxels()));
+  return largest;
+}
+
 std::size_t BrickDriver::items_per_round(std::size_t item_bytes) const {
   return std::max<std::size_t>(1, controls_.round_bytes / std::max<std::size_t>(item_bytes, 1));
 }

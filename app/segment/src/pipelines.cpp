@@ -93,10 +93,8 @@ class SerialWorker {
 class MaskWriter {
  public:
   explicit MaskWriter(Job& job) : job_(job) {
-    std::size_t bytes = 1;
-    for (std::size_t k = 0; k < job.driver.size(); ++k)
-      bytes = std::max(bytes, static_cast<std::size_t>(job.driver.extent(k).voxels()));
-    const std::size_t count = std::clamp<std::size_t>((std::size_t{64} << 20) / std::max<std::size_t>(bytes, 1), 2, 4);
+    const std::size_t bytes = std::max<std::size_t>(job.driver.largest_voxels(), 1);
+    const std::size_t count = std::clamp<std::size_t>((std::size_t{64} << 20) / bytes, 2, 4);
     masks_.resize(count, std::vector<std::uint8_t>(bytes));
     pending_.resize(count);
   }
@@ -192,9 +190,7 @@ void run_buffered(Job& job) {
   auto& driver = job.driver;
   if (driver.size() == 0) return;
   const std::size_t element = io::dtype_size(job.reader.info().dtype);
-  std::size_t largest = 0;
-  for (std::size_t k = 0; k < driver.size(); ++k)
-    largest = std::max(largest, static_cast<std::size_t>(driver.extent(k).voxels()));
+  const std::size_t largest = driver.largest_voxels();
   std::vector<std::byte> input[2] = {std::vector<std::byte>(largest * element),
                                      std::vector<std::byte>(largest * element)};
   auto read_brick = [&](std::size_t k) {
@@ -230,9 +226,7 @@ void run_buffered(Job& job) {
 void run_collective(Job& job) {
   auto& driver = job.driver;
   const std::size_t element = io::dtype_size(job.reader.info().dtype);
-  std::size_t largest = 1;
-  for (std::size_t k = 0; k < driver.size(); ++k)
-    largest = std::max(largest, static_cast<std::size_t>(driver.extent(k).voxels()));
+  const std::size_t largest = std::max<std::size_t>(driver.largest_voxels(), 1);
   // No more slots than this rank has bricks: a rank with none (or only
   // small ones) must not size its buffers and statistics by round_bytes.
   const std::size_t batch = std::min(driver.items_per_round(largest * element), std::max<std::size_t>(driver.size(), 1));

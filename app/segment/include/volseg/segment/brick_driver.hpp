@@ -68,6 +68,7 @@ class BrickDriver {
   const std::vector<std::int64_t>& ids() const { return ids_; }
   const BrickControls& controls() const { return controls_; }
   std::int64_t finished() const { return finished_; }  // items done on this rank
+  std::size_t largest_voxels() const;                   // of this rank's items; 0 without any
 
   // Collective when `collective`. Calls step(std::optional<std::size_t> k)
   // once a round: this rank's items in order, then (collective) nullopt for
