@@ -130,36 +130,48 @@ void scatter_bytes(MPI_Comm comm, const std::byte* all, const std::vector<std::u
   }
 }
 
-std::vector<std::byte> exchange_bytes(MPI_Comm comm, const std::vector<std::span<const std::byte>>& outgoing,
-                                      std::vector<std::uint64_t>* received_sizes) {
-  int rank = 0, ranks = 1;
-  MPI_Comm_rank(comm, &rank);
+std::vector<std::uint64_t> exchange_sizes(MPI_Comm comm, const std::vector<std::span<const std::byte>>& outgoing) {
+  int ranks = 1;
   MPI_Comm_size(comm, &ranks);
   if (outgoing.size() != static_cast<std::size_t>(ranks))
-    throw Error("internal error: exchange_bytes needs one list per rank");
+    throw Error("internal error: an exchange needs one list per rank");
   std::vector<std::uint64_t> send_sizes(outgoing.size()), recv_sizes(outgoing.size());
   for (std::size_t r = 0; r < outgoing.size(); ++r) send_sizes[r] = outgoing[r].size();
   check_mpi(MPI_Alltoall(send_sizes.data(), 1, MPI_UINT64_T, recv_sizes.data(), 1, MPI_UINT64_T, comm), "MPI_Alltoall");
-  std::uint64_t total = 0;
-  for (const auto size : recv_sizes) total += size;
-  std::vector<std::byte> received(total);
+  return recv_sizes;
+}
+
+void exchange_into(MPI_Comm comm, const std::vector<std::span<const std::byte>>& outgoing,
+                   const std::vector<std::uint64_t>& sizes, std::byte* received, bool copy_own) {
+  int rank = 0, ranks = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &ranks);
   std::vector<MPI_Request> requests;
   std::uint64_t at = 0;
   for (int r = 0; r < ranks; ++r) {
     const auto i = static_cast<std::size_t>(r);
     if (r == rank) {
-      if (!outgoing[i].empty()) std::memcpy(received.data() + at, outgoing[i].data(), outgoing[i].size());
+      if (copy_own && !outgoing[i].empty()) std::memcpy(received + at, outgoing[i].data(), outgoing[i].size());
     } else {
-      post_pieces(comm, true, received.data() + at, recv_sizes[i], r, requests);
+      post_pieces(comm, true, received + at, sizes[i], r, requests);
     }
-    at += recv_sizes[i];
+    at += sizes[i];
   }
   for (int r = 0; r < ranks; ++r)
     if (r != rank)
       post_pieces(comm, false, const_cast<std::byte*>(outgoing[static_cast<std::size_t>(r)].data()),
                   outgoing[static_cast<std::size_t>(r)].size(), r, requests);
   wait_all(requests);
-  if (received_sizes) *received_sizes = std::move(recv_sizes);
+}
+
+std::vector<std::byte> exchange_bytes(MPI_Comm comm, const std::vector<std::span<const std::byte>>& outgoing,
+                                      std::vector<std::uint64_t>* received_sizes) {
+  auto sizes = exchange_sizes(comm, outgoing);
+  std::uint64_t total = 0;
+  for (const auto size : sizes) total += size;
+  std::vector<std::byte> received(total);
+  exchange_into(comm, outgoing, sizes, received.data(), true);
+  if (received_sizes) *received_sizes = std::move(sizes);
   return received;
 }
 

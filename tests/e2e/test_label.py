@@ -139,12 +139,19 @@ class LabelTest(unittest.TestCase):
         self.assert_table(self.path("t.csv"), expected_table(expected, count))
         with open(header["data"], "rb") as f:
             reference = f.read()
+        with open(self.path("t.csv"), "rb") as f:
+            reference_table = f.read()
         for case, (ranks, brick, assign) in enumerate(runs):
             out = self.path("%s-%d.nhdr" % (name, case))
+            table = self.path("%s-%d.csv" % (name, case))
             self.label(source, out, "--mask-input", "--connectivity", connectivity, "--brick", brick,
-                       "--assign", assign, "--seed", case, ranks=ranks)
+                       "--assign", assign, "--seed", case, "--stats", table, ranks=ranks)
             with open(e.parse_nhdr(out)["data"], "rb") as f:
                 self.assertTrue(f.read() == reference, "%d-connected, %d ranks, brick %s, %s: labels differ"
+                                % (connectivity, ranks, brick, assign))
+            # Each rank writes its slice of the table: the same file as 1 rank's.
+            with open(table, "rb") as f:
+                self.assertTrue(f.read() == reference_table, "%d-connected, %d ranks, brick %s, %s: tables differ"
                                 % (connectivity, ranks, brick, assign))
         return count
 
@@ -172,16 +179,28 @@ class LabelTest(unittest.TestCase):
         expected, count = scipy_label(mask, 6)
         self.assertGreater(count, 10 ** 6)
         first = self.path("million-1.nhdr")
-        self.label(source, first, "--mask-input", "--connectivity", "6", "--report", self.path("r1.json"))
+        self.label(source, first, "--mask-input", "--connectivity", "6", "--report", self.path("r1.json"),
+                   "--stats", self.path("t1.csv"))
         header, labels = e.read_volume(first)
         np.testing.assert_array_equal(labels, expected, "1 rank")
+        sizes = np.bincount(expected.ravel())[1:]
+        with open(self.path("t1.csv")) as f:
+            self.assertEqual(f.readline().split(",")[:2], ["id", "voxels"])
+            voxels = np.loadtxt(f, delimiter=",", usecols=1, dtype=np.int64)
+        np.testing.assert_array_equal(voxels, sizes, "1 rank: the table's voxels")
         out = self.path("million-8.nhdr")
         self.label(source, out, "--mask-input", "--connectivity", "6", "--brick", "8,30,30", "--assign", "random",
-                   "--report", self.path("r8.json"), ranks=8)
+                   "--report", self.path("r8.json"), "--stats", self.path("t8.csv"), ranks=8)
         with open(header["data"], "rb") as a, open(e.parse_nhdr(out)["data"], "rb") as b:
             self.assertTrue(a.read() == b.read(), "8 ranks, 2,600 bricks: labels differ from 1 rank's")
+        # Eight ranks write their slices of the table into one file: 1 rank's bytes.
+        with open(self.path("t1.csv"), "rb") as a, open(self.path("t8.csv"), "rb") as b:
+            self.assertTrue(a.read() == b.read(), "8 ranks: the object table differs from 1 rank's")
+        with open(self.path("r1.json")) as f:
+            one = json.load(f)
         with open(self.path("r8.json")) as f:
             report = json.load(f)
+        self.assertEqual(report["table"], one["table"])
         self.assertEqual(report["objects"], count)
         # The report lists the first 100,000 rows and says it stops there.
         self.assertEqual(report["table_rows"], 100000)
@@ -238,6 +257,11 @@ class LabelTest(unittest.TestCase):
             self.assertEqual(report["table"][-1]["voxels"], table[-1]["voxels"])
             self.assertEqual(report["table"][0]["position_zyx"], table[0]["position"])
             self.assertEqual(len(report["ranks"]), ranks)
+        # A stream (here rank 0's stdout, a pipe) takes every rank's rows through rank 0, in order.
+        proc = self.label(self.path("s.nhdr"), self.path("l2.nhdr"), "--lo", lo, "--hi", hi, "--connectivity", 18,
+                          "--values", self.path("s.nhdr"), "--stats", "/dev/stdout", "--brick", "6,9,17", ranks=3)
+        with open(self.path("t.csv")) as f:
+            self.assertEqual(proc.stdout, f.read())
         # --min-voxels: small objects become 0, the rest keep their order, ids dense.
         sizes = np.bincount(expected.ravel())[1:]
         keep = sizes >= 4

@@ -32,14 +32,13 @@ void count_objects(const Comm& comm, const Field& field, const std::vector<std::
   try {
     segment::Labeling labeling(comm, std::move(map), connectivity, false);
     if (!labeling.mine().empty()) labeling.add(labeling.mine().front(), mask.data());
-    const auto summary = labeling.finish(0, true);
+    const auto summary = labeling.finish(0, false);
     figures[0] = summary.objects;
-    for (const auto& object : summary.table) figures[1] = std::max(figures[1], object.voxels);
+    figures[1] = summary.largest;
   } catch (...) {
     error = std::current_exception();
   }
   agree(comm, error);
-  check_mpi(MPI_Bcast(figures, 2, MPI_UINT64_T, 0, comm.get()), "MPI_Bcast");
   record.objects = figures[0];
   record.largest = figures[1];
 }

@@ -449,12 +449,16 @@ LabelResult run_label(const Comm& comm, const LabelOptions& options) {
   times.total = since(job_start);
   times.max_rss = max_rss_bytes();
   gather_label_times(comm, times, result);
-  collectively(comm, [&] {
-    if (comm.rank() != 0) return;
-    if (!options.stats.empty())
-      write_object_table(options.stats, result.summary, result.input_info, !options.values.empty());
-    if (!options.report.empty()) write_label_report(options.report, options, result);
-  });
+  const bool with_values = !options.values.empty();
+  if (!options.stats.empty()) write_object_table(comm, options.stats, result.summary, result.input_info, with_values);
+  if (!options.report.empty()) {
+    std::vector<ObjectPart> rows;
+    std::vector<ObjectValues> values;
+    gather_report_rows(comm, result.summary, with_values, rows, values);
+    collectively(comm, [&] {
+      if (comm.rank() == 0) write_label_report(options.report, options, result, rows, values);
+    });
+  }
   return result;
 }
 

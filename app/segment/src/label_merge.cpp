@@ -11,10 +11,9 @@
 //
 // Joins between bricks of one rank happen as the later brick is labelled;
 // those across ranks after the last brick, by the rank of the later brick,
-// which receives the earlier brick's face. Rank 0 then merges every part of
-// every object by union-find over the recorded pairs, numbers the objects by
-// their first voxel in file order, and sends each rank the ids of its
-// bricks' labels.
+// which receives the earlier brick's face. The parts and joins then become
+// numbered objects with no rank holding more than its share
+// (label_objects.hpp), and each rank gets the ids of its bricks' labels.
 #include <mpi.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -32,6 +31,7 @@
 #include "volseg/io/messages.hpp"
 #include "volseg/io/watchdog.hpp"
 #include "volseg/segment/label.hpp"
+#include "label_objects.hpp"
 
 namespace volseg::segment {
 
@@ -156,24 +156,6 @@ struct KeptFace {
   std::vector<std::uint32_t> plane;
   int uses = 0;
 };
-
-// Returns freed heap pages to the system. The bricks' parts are many
-// allocations of a few MiB, under glibc's mmap threshold: freed, they stay
-// in the process's heap, and copying them into one array would hold them
-// twice at its peak.
-void give_back_memory() {
-#if defined(__GLIBC__)
-  malloc_trim(0);
-#endif
-}
-
-std::uint64_t find_root(std::vector<std::uint64_t>& parent, std::uint64_t x) {
-  while (parent[x] != x) {
-    parent[x] = parent[parent[x]];
-    x = parent[x];
-  }
-  return x;
-}
 
 }  // namespace
 
@@ -348,7 +330,7 @@ void join_received_faces(const std::vector<std::uint32_t>& received, const Brick
 }
 
 // (brick, label) names node base[brick] + label - 1. Nodes go rank by rank,
-// each rank's bricks in mine() order: the order rank 0 gathers them in.
+// each rank's bricks in mine() order.
 struct Nodes {
   std::vector<std::uint64_t> base;       // per brick
   std::vector<std::uint64_t> rank_base;  // per rank, and the end
@@ -378,188 +360,27 @@ Nodes number_nodes(MPI_Comm comm, int ranks, const BrickMap& map, const std::vec
   return nodes;
 }
 
-// The joins as pairs of nodes; edges is freed.
-std::vector<std::uint64_t> edge_nodes(std::vector<Edge>& edges, const Nodes& nodes) {
-  std::vector<std::uint64_t> pairs;
-  pairs.reserve(edges.size() * 2);
-  for (const Edge& e : edges)
-    pairs.insert(pairs.end(), {nodes.base[static_cast<std::size_t>(e.brick_a)] + e.label_a - 1,
-                               nodes.base[static_cast<std::size_t>(e.brick_b)] + e.label_b - 1});
-  std::vector<Edge>().swap(edges);
-  return pairs;
-}
-
-// Collective: chunks of every rank on rank 0, in rank order, straight into
-// all: rank 0's own come first, moved in chunk by chunk, so that its parts
-// are never held twice. chunks is emptied. Any size: the bytes move in
-// pieces (io::gather_bytes).
-template <class Chunks, class T>
-void gather_on_root(MPI_Comm comm, int me, Chunks& chunks, std::vector<T>& all) {
-  std::size_t mine = 0;
-  for (const auto& chunk : chunks) mine += chunk.size();
-  const auto sizes = io::gather_sizes(comm, mine * sizeof(T), 0);
-  std::uint64_t total = 0;
-  for (const auto size : sizes) total += size;
-  std::vector<T> flat;  // the sender's
-  auto& into = me == 0 ? all : flat;
-  into.reserve(me == 0 ? total / sizeof(T) : mine);
-  std::size_t freed = 0;
+// Moves chunks (one per brick) into one array, freeing each as it goes.
+template <class T>
+std::vector<T> flatten(std::vector<std::vector<T>>& chunks, std::uint64_t total) {
+  std::vector<T> all;
+  all.reserve(total);
   for (auto& chunk : chunks) {
-    into.insert(into.end(), chunk.begin(), chunk.end());
-    freed += chunk.size() * sizeof(T);
-    std::vector<typename std::decay_t<decltype(chunk)>::value_type>().swap(chunk);
-    if (freed > (std::size_t{16} << 20)) {  // hand the freed chunks back as they go
-      give_back_memory();
-      freed = 0;
-    }
+    all.insert(all.end(), chunk.begin(), chunk.end());
+    std::vector<T>().swap(chunk);
   }
   chunks.clear();
-  give_back_memory();
-  if (me == 0) all.resize(total / sizeof(T));
-  const T* own = me == 0 ? all.data() : flat.data();
-  io::gather_bytes(comm, std::as_bytes(std::span(own, mine)), reinterpret_cast<std::byte*>(all.data()), sizes, 0);
-}
-
-// Everything rank 0 merges: every node's part (and values), every join.
-struct Gathered {
-  std::vector<ObjectPart> parts;
-  std::vector<ObjectValues> values;
-  std::vector<std::uint64_t> edges;  // pairs of nodes
-};
-
-// Rank 0: union-find over nodes; the smaller node is the root, so
-// parent[n] <= n. Counts the joins and the parts joined; frees edges.
-std::vector<std::uint64_t> union_nodes(std::uint64_t nodes, std::vector<std::uint64_t>& edges, LabelSummary& summary) {
-  std::vector<std::uint64_t> parent(nodes);
-  std::iota(parent.begin(), parent.end(), std::uint64_t{0});
-  std::vector<bool> joined(nodes, false);
-  summary.joins = edges.size() / 2;
-  for (std::size_t e = 0; e < edges.size(); e += 2) {
-    const std::uint64_t a = find_root(parent, edges[e]), b = find_root(parent, edges[e + 1]);
-    joined[edges[e]] = joined[edges[e + 1]] = true;
-    if (a < b) parent[b] = a;
-    else if (b < a) parent[a] = b;
-  }
-  std::vector<std::uint64_t>().swap(edges);
-  summary.boundary_parts = static_cast<std::uint64_t>(std::count(joined.begin(), joined.end(), true));
-  return parent;
-}
-
-// Rank 0: merges every part into its root, then moves the roots kept (not
-// under min_voxels) to the front: the k-th kept root to k <= its node, in
-// place. Returns per node: its compact index + 1 for kept roots, else 0.
-std::vector<std::uint64_t> merge_into_roots(std::vector<std::uint64_t>& parent, Gathered& all, bool with_values,
-                                            std::uint64_t min_voxels, LabelSummary& summary) {
-  const std::uint64_t nodes = parent.size();
-  auto& parts = all.parts;
-  auto& values = all.values;
-  // parent[n] < n unless n is a root: ascending, each node's parent
-  // already points at its root.
-  std::vector<std::uint64_t> node_ids(nodes, 0);
-  std::uint64_t kept = 0;
-  for (std::uint64_t n = 0; n < nodes; ++n) {
-    parent[n] = parent[parent[n]];
-    if (parent[n] != n) {
-      parts[parent[n]].merge(parts[n]);
-      if (with_values) values[parent[n]].merge(values[n]);
-    }
-  }
-  for (std::uint64_t n = 0; n < nodes; ++n) {
-    if (parent[n] != n) continue;
-    if (parts[n].voxels < min_voxels) {
-      ++summary.dropped;
-      continue;
-    }
-    summary.foreground += parts[n].voxels;
-    parts[kept] = parts[n];
-    if (with_values) values[kept] = values[n];
-    node_ids[n] = ++kept;
-  }
-  summary.objects = kept;
-  return node_ids;
-}
-
-// Rank 0: numbers the kept roots by their first voxel and gives every node
-// its root's id (node_ids: from merge_into_roots, then the ids). Returns
-// compact index -> id.
-std::vector<std::uint64_t> number_by_first_voxel(const std::vector<std::uint64_t>& parent,
-                                                 const std::vector<ObjectPart>& parts, std::uint64_t kept,
-                                                 std::vector<std::uint64_t>& node_ids) {
-  const std::uint64_t nodes = parent.size();
-  std::vector<std::uint64_t> order(kept);  // position in id order -> compact index
-  std::iota(order.begin(), order.end(), std::uint64_t{0});
-  std::sort(order.begin(), order.end(), [&](auto a, auto b) { return parts[a].first < parts[b].first; });
-  std::vector<std::uint64_t> id_of(kept);  // compact index -> id
-  for (std::uint64_t i = 0; i < kept; ++i) id_of[order[i]] = i + 1;
-  for (std::uint64_t n = 0; n < nodes; ++n)
-    if (parent[n] == n && node_ids[n] != 0) node_ids[n] = id_of[node_ids[n] - 1];
-  for (std::uint64_t n = 0; n < nodes; ++n) node_ids[n] = node_ids[parent[n]];  // roots: already ids
-  return id_of;
-}
-
-// Rank 0: the kept parts become the table, each at id - 1, by following
-// the permutation's cycles.
-void make_table(std::vector<std::uint64_t> id_of, Gathered& all, bool with_values, LabelSummary& summary) {
-  const std::uint64_t kept = id_of.size();
-  for (std::uint64_t i = 0; i < kept; ++i) {
-    while (id_of[i] - 1 != i) {
-      const std::uint64_t to = id_of[i] - 1;
-      std::swap(all.parts[i], all.parts[to]);
-      if (with_values) std::swap(all.values[i], all.values[to]);
-      std::swap(id_of[i], id_of[to]);
-    }
-  }
-  all.parts.resize(kept);
-  summary.table = std::move(all.parts);
-  if (with_values) {
-    all.values.resize(kept);
-    summary.table_values = std::move(all.values);
-  }
-}
-
-// Rank 0: every object from its parts; returns every node's id.
-std::vector<std::uint64_t> merge_objects(std::uint64_t nodes, Gathered& all, bool with_values,
-                                         std::uint64_t min_voxels, bool with_table, LabelSummary& summary) {
-  std::vector<std::uint64_t> parent = union_nodes(nodes, all.edges, summary);
-  std::vector<std::uint64_t> node_ids = merge_into_roots(parent, all, with_values, min_voxels, summary);
-  auto id_of = number_by_first_voxel(parent, all.parts, summary.objects, node_ids);
-  if (with_table) make_table(std::move(id_of), all, with_values, summary);
-  std::vector<ObjectPart>().swap(all.parts);
-  std::vector<ObjectValues>().swap(all.values);
-  return node_ids;
-}
-
-// Collective: each rank's share of node_ids (rank 0's), rank by rank.
-std::vector<std::uint64_t> scatter_ids(MPI_Comm comm, int ranks, int me, const std::vector<std::uint64_t>& node_ids,
-                                       const Nodes& nodes, std::uint64_t mine) {
-  std::vector<std::uint64_t> sizes;
-  if (me == 0)
-    for (int r = 0; r < ranks; ++r)
-      sizes.push_back((nodes.rank_base[static_cast<std::size_t>(r) + 1] - nodes.rank_base[static_cast<std::size_t>(r)]) *
-                      sizeof(std::uint64_t));
-  std::vector<std::uint64_t> my_ids(mine);
-  io::scatter_bytes(comm, reinterpret_cast<const std::byte*>(node_ids.data()), sizes, std::as_writable_bytes(std::span(my_ids)),
-                    0);
-  return my_ids;
-}
-
-// Collective: rank 0's figures (not its table) to every rank.
-void broadcast_figures(MPI_Comm comm, LabelSummary& summary) {
-  std::uint64_t figures[5] = {summary.objects, summary.dropped, summary.foreground, summary.boundary_parts,
-                              summary.joins};
-  check_mpi(MPI_Bcast(figures, 5, MPI_UINT64_T, 0, comm), "MPI_Bcast");
-  summary.objects = figures[0];
-  summary.dropped = figures[1];
-  summary.foreground = figures[2];
-  summary.boundary_parts = figures[3];
-  summary.joins = figures[4];
+#if defined(__GLIBC__)
+  malloc_trim(0);  // the chunks were many allocations under glibc's mmap threshold
+#endif
+  return all;
 }
 
 }  // namespace
 
-// The steps: faces across ranks are joined; nodes are numbered; parts,
-// values and joins are gathered on rank 0, which merges them into objects;
-// each rank gets its labels' ids.
+// The steps: faces across ranks are joined; nodes are numbered; the parts
+// and joins become objects with no rank holding more than its share
+// (detail::merge_objects); each brick's labels get their ids.
 LabelSummary Labeling::finish(std::uint64_t min_voxels, bool with_table) {
   State& s = *state_;
   if (s.added != mine_.size()) throw Error("internal error: finish() before every brick was labelled");
@@ -576,36 +397,37 @@ LabelSummary Labeling::finish(std::uint64_t min_voxels, bool with_table) {
   s.faces.clear();
 
   const Nodes nodes = number_nodes(comm, ranks, map_, mine_, s.part_start);
-  Gathered all;
-  {
-    const io::watchdog::Phase phase("label, the merge: parts to rank 0");
-    std::vector<std::vector<std::uint64_t>> edges;
-    edges.push_back(edge_nodes(s.edges, nodes));
-    gather_on_root(comm, me, s.parts, all.parts);
-    gather_on_root(comm, me, s.values, all.values);
-    gather_on_root(comm, me, edges, all.edges);
-  }
+  const std::uint64_t count = s.part_start.back();
+  std::vector<ObjectPart> parts;
+  std::vector<ObjectValues> values;
+  std::vector<detail::LocalEdge> local;
+  std::vector<detail::CrossEdge> cross;
+  collectively(comm_, [&] {
+    parts = flatten(s.parts, count);
+    if (with_values_) values = flatten(s.values, count);
+    // (brick, label) is node base[brick] + label - 1; the later brick of a join is always this rank's.
+    const std::uint64_t base = nodes.rank_base[static_cast<std::size_t>(me)];
+    auto node = [&](std::int64_t brick, std::uint32_t label) {
+      return nodes.base[static_cast<std::size_t>(brick)] + label - 1;
+    };
+    for (const Edge& e : s.edges) {
+      const std::uint64_t b = node(e.brick_b, e.label_b) - base;
+      if (map_.owner[static_cast<std::size_t>(e.brick_a)] == me) local.push_back({node(e.brick_a, e.label_a) - base, b});
+      else cross.push_back({node(e.brick_a, e.label_a), b});
+    }
+    std::vector<Edge>().swap(s.edges);
+  });
 
   LabelSummary summary;
-  std::vector<std::uint64_t> node_ids;  // rank 0: every node's id
-  // A failure of rank 0's merge (its memory) ends every rank, not only rank 0.
-  std::exception_ptr merge_failed;
-  try {
-    const io::watchdog::Phase phase("label, the merge: rank 0 joins the objects");
-    if (me == 0) node_ids = merge_objects(nodes.count(), all, with_values_, min_voxels, with_table, summary);
-  } catch (...) {
-    merge_failed = std::current_exception();
-  }
-  agree(comm_, merge_failed);
-  const io::watchdog::Phase phase("label, the merge: ids to every rank");
-  const auto my_ids = scatter_ids(comm, ranks, me, node_ids, nodes, s.part_start.back());
-  broadcast_figures(comm, summary);
+  const auto merged = detail::merge_objects(comm_, detail::NodeRanges{nodes.rank_base}, map_.dims, parts, values,
+                                            with_values_, local, cross, min_voxels, with_table, summary);
   // Per brick: 0 for the background, then its labels' ids.
   s.ids.clear();
+  s.ids.reserve(count + mine_.size());
   for (std::size_t i = 0; i < mine_.size(); ++i) {
     s.ids.push_back(0);
-    s.ids.insert(s.ids.end(), my_ids.begin() + static_cast<std::ptrdiff_t>(s.part_start[i]),
-                 my_ids.begin() + static_cast<std::ptrdiff_t>(s.part_start[i + 1]));
+    s.ids.insert(s.ids.end(), merged.ids.begin() + static_cast<std::ptrdiff_t>(s.part_start[i]),
+                 merged.ids.begin() + static_cast<std::ptrdiff_t>(s.part_start[i + 1]));
   }
   s.finished = true;
   return summary;

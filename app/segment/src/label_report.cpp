@@ -1,19 +1,31 @@
 // SPDX-License-Identifier: MIT
-// What `volseg label` writes beside the labels: the object table (CSV) and
-// the JSON report.
+// What `volseg label` writes beside the labels: the object table (CSV),
+// written by every rank at once, and the JSON report.
 #include "label_report.hpp"
 
+#include <fcntl.h>
+#include <mpi.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
+#include "volseg/io/messages.hpp"
 
 namespace volseg::segment {
 namespace {
+
+// The most objects whose rows the JSON report lists (the CSV has them all).
+constexpr std::uint64_t kReportTableRows = 100000;
 
 // Where an object sits: its centroid in voxels (z, y, x) and in the file's physical frame.
 struct Placement {
@@ -33,24 +45,46 @@ Placement place(const ObjectPart& p, const io::VolumeInfo& info) {
   return where;
 }
 
-// Rows of the object table go out in blocks of about a MiB, numbers in their
-// shortest round-trip form: a table of millions of objects is never held as
-// text.
-class BlockedWriter {
+// Text with numbers in their shortest round-trip form.
+class Text {
  public:
-  explicit BlockedWriter(const std::string& path, bool json) : file_(path), json_(json) {
-    text_.reserve(block + 1024);
-  }
-  BlockedWriter& operator<<(std::string_view text) {
+  explicit Text(bool json) : json_(json) {}
+  Text& operator<<(std::string_view text) {
     text_ += text;
-    if (text_.size() >= block) flush();
     return *this;
   }
-  BlockedWriter& operator<<(std::uint64_t value) { return put(value); }
-  BlockedWriter& operator<<(std::int32_t value) { return put(value); }
-  BlockedWriter& operator<<(double value) {
+  Text& operator<<(std::uint64_t value) { return put(value); }
+  Text& operator<<(std::int32_t value) { return put(value); }
+  Text& operator<<(double value) {
     if (json_ && !std::isfinite(value)) return *this << "null";  // JSON has no NaN (a NaN in --values)
     return put(value);
+  }
+  std::string& str() { return text_; }
+
+ private:
+  template <class T>
+  Text& put(T value) {
+    char digits[32];
+    const auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
+    return *this << std::string_view(digits, static_cast<std::size_t>(end - digits));
+  }
+  bool json_;
+  std::string text_;
+};
+
+constexpr std::size_t kBlock = 1 << 20;
+
+// The report goes out in blocks of about a MiB.
+class BlockedWriter {
+ public:
+  explicit BlockedWriter(const std::string& path, bool json) : file_(path), text_(json) {
+    text_.str().reserve(kBlock + 1024);
+  }
+  template <class T>
+  BlockedWriter& operator<<(const T& value) {
+    text_ << value;
+    if (text_.str().size() >= kBlock) flush();
+    return *this;
   }
   void commit() {
     flush();
@@ -58,52 +92,176 @@ class BlockedWriter {
   }
 
  private:
-  static constexpr std::size_t block = 1 << 20;
-  template <class T>
-  BlockedWriter& put(T value) {
-    char digits[32];
-    const auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
-    return *this << std::string_view(digits, static_cast<std::size_t>(end - digits));
-  }
   void flush() {
-    file_.write(text_);
-    text_.clear();
+    file_.write(text_.str());
+    text_.str().clear();
   }
   io::AtomicFile file_;
-  bool json_;
-  std::string text_;
+  Text text_;
 };
+
+constexpr const char* kTableHeader =
+    "id,voxels,volume,z_min,y_min,x_min,z_max,y_max,x_max,centroid_z,centroid_y,centroid_x,"
+    "position_z,position_y,position_x,touches_boundary";
+
+void table_row(Text& out, std::uint64_t id, const ObjectPart& p, const ObjectValues* v, const io::VolumeInfo& info) {
+  const Placement w = place(p, info);
+  out << id << "," << p.voxels << "," << w.volume;
+  for (int a = 0; a < 3; ++a) out << "," << p.lo[a];
+  for (int a = 0; a < 3; ++a) out << "," << p.hi[a];
+  for (int a = 0; a < 3; ++a) out << "," << w.centroid[a];
+  for (int a = 0; a < 3; ++a) out << "," << w.position[a];
+  out << (p.border != 0 ? ",1" : ",0");
+  if (v != nullptr) out << "," << v->min << "," << v->sum / static_cast<double>(p.voxels) << "," << v->max;
+  out << "\n";
+}
+
+// This rank's rows as text, about a MiB at a time, to sink(text): a table
+// of millions of objects is never held as text.
+template <class Sink>
+void table_blocks(const LabelSummary& summary, const io::VolumeInfo& info, bool with_values, Sink&& sink) {
+  Text out(false);
+  out.str().reserve(kBlock + 1024);
+  for (std::size_t i = 0; i < summary.table.size(); ++i) {
+    table_row(out, summary.table_first + i, summary.table[i], with_values ? &summary.table_values[i] : nullptr, info);
+    if (out.str().size() >= kBlock) {
+      sink(out.str());
+      out.str().clear();
+    }
+  }
+  if (!out.str().empty()) sink(out.str());
+}
+
+void pwrite_all(int fd, const std::string& path, const std::string& text, std::uint64_t offset) {
+  for (std::size_t done = 0; done < text.size();) {
+    const ssize_t n = ::pwrite(fd, text.data() + done, text.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw_errno("write", path, n < 0 ? errno : EIO);
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+// A stream (stdout, a pipe) takes the rows in order through rank 0: each
+// rank's blocks in turn.
+void write_table_to_stream(const Comm& comm, const std::string& path, const std::string& header,
+                           const LabelSummary& summary, const io::VolumeInfo& info, bool with_values) {
+  constexpr int tag = 7301;
+  std::unique_ptr<io::AtomicFile> file;
+  std::exception_ptr error;
+  try {
+    if (comm.rank() == 0) {
+      file = std::make_unique<io::AtomicFile>(path);
+      file->write(header);
+      table_blocks(summary, info, with_values, [&](const std::string& text) { file->write(text); });
+    }
+  } catch (...) {
+    error = std::current_exception();
+  }
+  agree(comm, error);
+  for (int r = 1; r < comm.size(); ++r) {
+    if (comm.rank() == r) {
+      table_blocks(summary, info, with_values, [&](const std::string& text) {
+        check_mpi(MPI_Send(text.data(), static_cast<int>(text.size()), MPI_CHAR, 0, tag, comm.get()), "MPI_Send");
+      });
+      check_mpi(MPI_Send(nullptr, 0, MPI_CHAR, 0, tag, comm.get()), "MPI_Send");
+    } else if (comm.rank() == 0) {
+      std::string text;
+      for (;;) {
+        MPI_Status status;
+        check_mpi(MPI_Probe(r, tag, comm.get(), &status), "MPI_Probe");
+        int size = 0;
+        check_mpi(MPI_Get_count(&status, MPI_CHAR, &size), "MPI_Get_count");
+        text.resize(static_cast<std::size_t>(size));
+        check_mpi(MPI_Recv(text.data(), size, MPI_CHAR, r, tag, comm.get(), MPI_STATUS_IGNORE), "MPI_Recv");
+        if (size == 0) break;
+        try {
+          if (!error) file->write(text);
+        } catch (...) {
+          error = std::current_exception();  // goes on receiving: rank r is not left waiting
+        }
+      }
+    }
+  }
+  collectively(comm, [&] {
+    if (error) std::rethrow_exception(error);
+    if (file) file->commit();
+  });
+}
 
 }  // namespace
 
-void write_object_table(const std::string& path, const LabelSummary& summary, const io::VolumeInfo& info,
-                        bool with_values) {
-  BlockedWriter out(path, false);
-  out << "id,voxels,volume,z_min,y_min,x_min,z_max,y_max,x_max,centroid_z,centroid_y,centroid_x,"
-         "position_z,position_y,position_x,touches_boundary"
-      << (with_values ? ",value_min,value_mean,value_max\n" : "\n");
-  for (std::size_t i = 0; i < summary.table.size(); ++i) {
-    const auto& p = summary.table[i];
-    const Placement w = place(p, info);
-    out << std::uint64_t{i + 1} << "," << p.voxels << "," << w.volume;
-    for (int a = 0; a < 3; ++a) out << "," << p.lo[a];
-    for (int a = 0; a < 3; ++a) out << "," << p.hi[a];
-    for (int a = 0; a < 3; ++a) out << "," << w.centroid[a];
-    for (int a = 0; a < 3; ++a) out << "," << w.position[a];
-    out << (p.border != 0 ? ",1" : ",0");
-    if (with_values) {
-      const auto& v = summary.table_values[i];
-      out << "," << v.min << "," << v.sum / static_cast<double>(p.voxels) << "," << v.max;
+// Every rank writes its own rows at their place in the temporary file: rank
+// 0 knows its offset (after the header) and writes as it formats; the others
+// count their text first (a prefix sum gives each its offset), then write.
+void write_object_table(const Comm& comm, const std::string& path, const LabelSummary& summary,
+                        const io::VolumeInfo& info, bool with_values) {
+  const std::string header = std::string(kTableHeader) + (with_values ? ",value_min,value_mean,value_max\n" : "\n");
+  if (io::is_stream(path)) return write_table_to_stream(comm, path, header, summary, info, with_values);
+  io::AtomicCommit commit;
+  std::string temporary;
+  collectively(comm, [&] {
+    if (comm.rank() != 0) return;
+    temporary = io::temporary_path(path);
+    const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) throw_errno("create", temporary);
+    commit = io::AtomicCommit(path, temporary);
+    if (::close(fd) != 0) throw_errno("close", temporary);
+  });
+  std::uint64_t name_size = temporary.size();
+  check_mpi(MPI_Bcast(&name_size, 1, MPI_UINT64_T, 0, comm.get()), "MPI_Bcast");
+  temporary.resize(name_size);
+  check_mpi(MPI_Bcast(temporary.data(), static_cast<int>(name_size), MPI_CHAR, 0, comm.get()), "MPI_Bcast");
+
+  std::uint64_t length = 0, offset = 0;
+  int fd = -1;
+  std::exception_ptr error;
+  try {
+    fd = ::open(temporary.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) throw_errno("open", temporary);
+    if (comm.rank() == 0) {
+      pwrite_all(fd, path, header, 0);
+      length = header.size();
+      table_blocks(summary, info, with_values, [&](const std::string& text) {
+        pwrite_all(fd, path, text, length);
+        length += text.size();
+      });
+    } else {
+      table_blocks(summary, info, with_values, [&](const std::string& text) { length += text.size(); });
     }
-    out << "\n";
+  } catch (...) {
+    error = std::current_exception();
   }
-  out.commit();
+  check_mpi(MPI_Exscan(&length, &offset, 1, MPI_UINT64_T, MPI_SUM, comm.get()), "MPI_Exscan");
+  try {
+    if (!error && comm.rank() != 0)
+      table_blocks(summary, info, with_values, [&](const std::string& text) {
+        pwrite_all(fd, path, text, offset);
+        offset += text.size();
+      });
+  } catch (...) {
+    error = std::current_exception();
+  }
+  if (fd >= 0 && ::close(fd) != 0 && !error)
+    error = std::make_exception_ptr(Error("close " + path + ": " + std::strerror(errno)));
+  agree(comm, error);
+  collectively(comm, [&] {
+    if (comm.rank() == 0) commit.commit(false);
+  });
 }
 
-// The most objects whose rows the JSON report lists (the CSV has them all).
-constexpr std::size_t kReportTableRows = 100000;
+void gather_report_rows(const Comm& comm, const LabelSummary& summary, bool with_values,
+                        std::vector<ObjectPart>& rows, std::vector<ObjectValues>& values) {
+  // This rank's rows among the first kReportTableRows ids.
+  const std::uint64_t mine =
+      summary.table_first > kReportTableRows
+          ? 0
+          : std::min<std::uint64_t>(summary.table.size(), kReportTableRows - summary.table_first + 1);
+  rows = io::gather(comm.get(), std::span(summary.table.data(), mine));
+  if (with_values) values = io::gather(comm.get(), std::span(summary.table_values.data(), mine));
+}
 
-void write_label_report(const std::string& path, const LabelOptions& options, const LabelResult& result) {
+void write_label_report(const std::string& path, const LabelOptions& options, const LabelResult& result,
+                        const std::vector<ObjectPart>& table, const std::vector<ObjectValues>& table_values) {
   const auto& info = result.input_info;
   const auto& s = result.summary;
   nlohmann::json report;
@@ -143,9 +301,9 @@ void write_label_report(const std::string& path, const LabelOptions& options, co
   // The report is a summary that people and scripts open whole: its table
   // stops at the first kReportTableRows objects (26 million made a 5.6 GB
   // JSON); --stats writes every row.
-  const std::size_t rows = std::min<std::size_t>(s.table.size(), kReportTableRows);
+  const std::size_t rows = table.size();
   report["table_rows"] = rows;
-  report["table_complete"] = rows == s.table.size();
+  report["table_complete"] = rows == s.objects;
   // The table streams after the rest: rows in the layout of the CSV's.
   std::string head = report.dump(1);
   head.pop_back();  // the closing brace
@@ -156,7 +314,7 @@ void write_label_report(const std::string& path, const LabelOptions& options, co
     out << ", \"" << key << "\": [" << v[0] << ", " << v[1] << ", " << v[2] << "]";
   };
   for (std::size_t i = 0; i < rows; ++i) {
-    const auto& p = s.table[i];
+    const auto& p = table[i];
     const Placement w = place(p, info);
     out << (i == 0 ? "\n  {\"id\": " : ",\n  {\"id\": ") << std::uint64_t{i + 1} << ", \"voxels\": " << p.voxels
         << ", \"volume\": " << w.volume;
@@ -166,7 +324,7 @@ void write_label_report(const std::string& path, const LabelOptions& options, co
     triple("position_zyx", w.position);
     out << ", \"touches_boundary\": " << (p.border != 0 ? "true" : "false");
     if (values) {
-      const auto& v = s.table_values[i];
+      const auto& v = table_values[i];
       out << ", \"values\": {\"min\": " << v.min << ", \"mean\": " << v.sum / static_cast<double>(p.voxels)
           << ", \"max\": " << v.max << "}";
     }

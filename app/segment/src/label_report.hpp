@@ -1,19 +1,28 @@
 // SPDX-License-Identifier: MIT
 // What `volseg label` writes beside the labels (private to the segment
-// library): the object table and the JSON report, on rank 0.
+// library): the object table, by every rank, and the JSON report.
 #pragma once
 
 #include <string>
+#include <vector>
+
+#include "volseg/io/comm.hpp"
 
 #include "volseg/io/volume.hpp"
 #include "volseg/segment/label.hpp"
 
 namespace volseg::segment {
 
-// One CSV row per object, in id order (docs/label.md, "Object table").
-void write_object_table(const std::string& path, const LabelSummary& summary, const io::VolumeInfo& info,
-                        bool with_values);
-// The report: the job's figures and the first rows of the table.
-void write_label_report(const std::string& path, const LabelOptions& options, const LabelResult& result);
+// Collective. One CSV row per object, in id order (docs/label.md, "Object
+// table"): each rank writes its slice of the table (summary.table) at its
+// place in one file, committed when every rank has written.
+void write_object_table(const Comm& comm, const std::string& path, const LabelSummary& summary,
+                        const io::VolumeInfo& info, bool with_values);
+// Collective. The rows the report lists (the first 100,000 ids), on rank 0.
+void gather_report_rows(const Comm& comm, const LabelSummary& summary, bool with_values,
+                        std::vector<ObjectPart>& rows, std::vector<ObjectValues>& values);
+// Rank 0. The report: the job's figures and the first rows of the table.
+void write_label_report(const std::string& path, const LabelOptions& options, const LabelResult& result,
+                        const std::vector<ObjectPart>& table, const std::vector<ObjectValues>& table_values);
 
 }  // namespace volseg::segment

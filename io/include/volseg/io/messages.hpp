@@ -45,6 +45,45 @@ void scatter_bytes(MPI_Comm comm, const std::byte* all, const std::vector<std::u
 std::vector<std::byte> exchange_bytes(MPI_Comm comm, const std::vector<std::span<const std::byte>>& outgoing,
                                       std::vector<std::uint64_t>* received_sizes = nullptr);
 
+// Collective. How many bytes every rank sends this one (outgoing[r] goes
+// to rank r).
+std::vector<std::uint64_t> exchange_sizes(MPI_Comm comm, const std::vector<std::span<const std::byte>>& outgoing);
+
+// Collective, after exchange_sizes: what every rank sends this one, in rank
+// order, into received (the sum of sizes bytes). This rank's own list is
+// copied to its place unless copy_own is false (it is there already).
+void exchange_into(MPI_Comm comm, const std::vector<std::span<const std::byte>>& outgoing,
+                   const std::vector<std::uint64_t>& sizes, std::byte* received, bool copy_own);
+
+// Collective. exchange_bytes for lists of T: outgoing[r] goes to rank r and
+// is freed; returns what every rank sent this one, in rank order, and (when
+// given) how many elements came from each. A rank that only sends to itself
+// keeps its list without a copy.
+template <class T>
+std::vector<T> exchange(MPI_Comm comm, std::vector<std::vector<T>>& outgoing,
+                        std::vector<std::uint64_t>* counts = nullptr) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::vector<std::span<const std::byte>> spans;
+  for (const auto& out : outgoing) spans.push_back(std::as_bytes(std::span(out)));
+  const auto sizes = exchange_sizes(comm, spans);
+  std::uint64_t total = 0;
+  for (const auto size : sizes) total += size;
+  auto& own = outgoing[static_cast<std::size_t>(rank)];
+  std::vector<T> received;
+  const bool only_own = sizes[static_cast<std::size_t>(rank)] == total;
+  if (only_own) received = std::move(own);
+  else received.resize(total / sizeof(T));
+  exchange_into(comm, spans, sizes, reinterpret_cast<std::byte*>(received.data()), !only_own);
+  for (auto& out : outgoing) std::vector<T>().swap(out);
+  if (counts) {
+    counts->clear();
+    for (const auto size : sizes) counts->push_back(size / sizeof(T));
+  }
+  return received;
+}
+
 // Collective. An element-wise sum of `values` over the ranks, in place.
 void sum_in_place(MPI_Comm comm, std::span<std::uint64_t> values);
 

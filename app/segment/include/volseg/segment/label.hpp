@@ -108,8 +108,11 @@ struct LabelSummary {
   std::uint64_t foreground = 0;     // voxels of kept objects
   std::uint64_t boundary_parts = 0; // parts that touch another brick: the merge's size
   std::uint64_t joins = 0;          // distinct pairs of parts joined across bricks
-  // Rank 0, when asked for: object id - 1's parts merged, and with values
-  // its values.
+  std::uint64_t largest = 0;        // voxels of the largest kept object
+  // When asked for, this rank's slice of the table: the objects with ids
+  // table_first, table_first + 1, ... (every object once, the ranks' slices
+  // in rank order), and with values their values. No rank holds the whole.
+  std::uint64_t table_first = 1;
   std::vector<ObjectPart> table;
   std::vector<ObjectValues> table_values;
 };
@@ -132,9 +135,9 @@ class Labeling {
   // its source values), joins it to the bricks this rank labelled before.
   void add(std::int64_t brick, const std::uint8_t* mask, const void* source = nullptr,
            io::DType source_dtype = io::DType::u8, double scale = 1, double offset = 0);
-  // Collective: joins across ranks, merges the parts on rank 0, numbers
-  // objects by their first voxel and drops those under min_voxels; returns
-  // the table on rank 0 when with_table.
+  // Collective: joins across ranks, merges the parts into objects, numbers
+  // them by their first voxel and drops those under min_voxels; returns
+  // the figures, and with_table this rank's slice of the table.
   LabelSummary finish(std::uint64_t min_voxels, bool with_table);
   // Pass 2: ids[label] of a brick of mine() (ids[0] = 0), after finish().
   std::span<const std::uint64_t> ids(std::int64_t brick) const;
