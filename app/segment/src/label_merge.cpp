@@ -363,16 +363,27 @@ Nodes number_nodes(MPI_Comm comm, int ranks, const BrickMap& map, const std::vec
 // Moves chunks (one per brick) into one array, freeing each as it goes.
 template <class T>
 std::vector<T> flatten(std::vector<std::vector<T>>& chunks, std::uint64_t total) {
+  // The chunks are allocations under glibc's mmap threshold: freed, they
+  // stay in the heap unless handed back, and would be held twice at the peak.
+  auto give_back = [] {
+#if defined(__GLIBC__)
+    malloc_trim(0);
+#endif
+  };
   std::vector<T> all;
   all.reserve(total);
+  std::size_t freed = 0;
   for (auto& chunk : chunks) {
     all.insert(all.end(), chunk.begin(), chunk.end());
+    freed += chunk.size() * sizeof(T);
     std::vector<T>().swap(chunk);
+    if (freed > (std::size_t{16} << 20)) {
+      give_back();
+      freed = 0;
+    }
   }
   chunks.clear();
-#if defined(__GLIBC__)
-  malloc_trim(0);  // the chunks were many allocations under glibc's mmap threshold
-#endif
+  give_back();
   return all;
 }
 
@@ -419,15 +430,16 @@ LabelSummary Labeling::finish(std::uint64_t min_voxels, bool with_table) {
   });
 
   LabelSummary summary;
-  const auto merged = detail::merge_objects(comm_, detail::NodeRanges{nodes.rank_base}, map_.dims, parts, values,
-                                            with_values_, local, cross, min_voxels, with_table, summary);
-  // Per brick: 0 for the background, then its labels' ids.
-  s.ids.clear();
-  s.ids.reserve(count + mine_.size());
-  for (std::size_t i = 0; i < mine_.size(); ++i) {
-    s.ids.push_back(0);
-    s.ids.insert(s.ids.end(), merged.ids.begin() + static_cast<std::ptrdiff_t>(s.part_start[i]),
-                 merged.ids.begin() + static_cast<std::ptrdiff_t>(s.part_start[i + 1]));
+  auto merged = detail::merge_objects(comm_, detail::NodeRanges{nodes.rank_base}, map_.dims, parts, values,
+                                      with_values_, local, cross, min_voxels, with_table, summary);
+  // Per brick: 0 for the background, then its labels' ids; in place, the
+  // last brick first (brick i's ids move up by i + 1).
+  s.ids = std::move(merged.ids);
+  s.ids.resize(count + mine_.size());
+  for (std::size_t i = mine_.size(); i-- > 0;) {
+    const auto begin = static_cast<std::ptrdiff_t>(s.part_start[i]), end = static_cast<std::ptrdiff_t>(s.part_start[i + 1]);
+    std::copy_backward(s.ids.begin() + begin, s.ids.begin() + end, s.ids.begin() + end + static_cast<std::ptrdiff_t>(i) + 1);
+    s.ids[s.part_start[i] + i] = 0;
   }
   s.finished = true;
   return summary;

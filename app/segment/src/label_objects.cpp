@@ -131,10 +131,51 @@ struct Row {
   ObjectPart part;
   std::uint64_t node;
 };
-struct ValueRow {
-  std::uint64_t first;
-  ObjectValues values;
-};
+
+// The positions of parts in the order of their first voxels: counted into
+// z planes, then sorted within each (a plane's objects fit in cache).
+std::vector<std::uint64_t> order_by_first(const std::vector<ObjectPart>& parts, std::uint64_t plane) {
+  if (parts.empty()) return {};
+  std::uint64_t z0 = UINT64_MAX, z1 = 0;
+  for (const auto& p : parts) {
+    z0 = std::min(z0, p.first / plane);
+    z1 = std::max(z1, p.first / plane);
+  }
+  std::vector<std::uint64_t> start(z1 - z0 + 2, 0);
+  for (const auto& p : parts) ++start[p.first / plane - z0 + 1];
+  std::partial_sum(start.begin(), start.end(), start.begin());
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> keyed(parts.size());  // (first voxel, position)
+  {
+    auto next = start;
+    for (std::uint64_t i = 0; i < parts.size(); ++i) keyed[next[parts[i].first / plane - z0]++] = {parts[i].first, i};
+  }
+  for (std::size_t z = 0; z + 1 < start.size(); ++z)
+    std::sort(keyed.begin() + static_cast<std::ptrdiff_t>(start[z]), keyed.begin() + static_cast<std::ptrdiff_t>(start[z + 1]));
+  std::vector<std::uint64_t> order(parts.size());
+  for (std::size_t i = 0; i < keyed.size(); ++i) order[i] = keyed[i].second;
+  return order;
+}
+
+// parts[i] (and values[i]) becomes the old parts[order[i]], in place by
+// following the permutation's cycles; order is used up.
+void permute(std::vector<std::uint64_t>& order, std::vector<ObjectPart>& parts, std::vector<ObjectValues>* values) {
+  for (std::uint64_t i = 0; i < order.size(); ++i) {
+    if (order[i] == i) continue;
+    const ObjectPart part = parts[i];
+    const ObjectValues value = values ? (*values)[i] : ObjectValues{};
+    std::uint64_t j = i;
+    while (order[j] != i) {
+      const std::uint64_t from = order[j];
+      parts[j] = parts[from];
+      if (values) (*values)[j] = (*values)[from];
+      order[j] = j;
+      j = from;
+    }
+    parts[j] = part;
+    if (values) (*values)[j] = value;
+    order[j] = j;
+  }
+}
 
 template <class T>
 std::vector<std::vector<T>> per_rank(int ranks) {
@@ -298,6 +339,7 @@ MergedObjects merge_objects(const Comm& comm, const NodeRanges& nodes, const io:
   }
 
   // 5. Numbering by first voxel: each object to the rank of its z range.
+  // Those this rank numbers stay in parts, moved forward in place.
   auto is_object = [&](std::uint64_t n) {
     if (parent[n] != n) return false;
     const auto it = representative.find(n);
@@ -319,49 +361,71 @@ MergedObjects merge_objects(const Comm& comm, const NodeRanges& nodes, const io:
   free_vector(joined);
   const auto rank_of = plane_ranks(mpi, ranks, per_plane);
   free_vector(per_plane);
-  auto rows_out = per_rank<Row>(ranks);
-  auto values_out = per_rank<ValueRow>(ranks);
-  for (std::uint64_t n = 0; n < count; ++n) {
-    if (!is_object(n) || parts[n].voxels < min_voxels) continue;
-    const auto to = static_cast<std::size_t>(rank_of[static_cast<std::size_t>(parts[n].first / plane)]);
-    rows_out[to].push_back({parts[n], base + n});
-    if (with_values && with_table) values_out[to].push_back({parts[n].first, values[n]});
-  }
-  free_vector(parts);
-  free_vector(values);
-  auto rows = io::exchange(mpi, rows_out);
-  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.part.first < b.part.first; });
-  std::uint64_t held = rows.size(), first_id = 0;
-  check_mpi(MPI_Exscan(&held, &first_id, 1, MPI_UINT64_T, MPI_SUM, mpi), "MPI_Exscan");
-  if (me == 0) first_id = 0;
-  auto numbered = per_rank<Named>(ranks);
-  std::uint64_t largest = 0;
-  for (std::uint64_t i = 0; i < held; ++i) {
-    numbered[static_cast<std::size_t>(nodes.owner(rows[i].node))].push_back({rows[i].node, first_id + i + 1});
-    largest = std::max(largest, rows[i].part.voxels);
-  }
-  auto value_rows = io::exchange(mpi, values_out);
-  summary.table.clear();
-  summary.table_values.clear();
-  summary.table_first = first_id + 1;
-  if (with_table) {
-    summary.table.reserve(held);
-    for (const auto& row : rows) summary.table.push_back(row.part);
-    if (with_values) {
-      std::sort(value_rows.begin(), value_rows.end(), [](const ValueRow& a, const ValueRow& b) { return a.first < b.first; });
-      for (const auto& row : value_rows) summary.table_values.push_back(row.values);
+  const bool table_values = with_values && with_table;
+  std::vector<std::uint64_t> held;  // the node of each object in parts
+  {
+    auto rows_out = per_rank<Row>(ranks);
+    auto values_out = per_rank<ObjectValues>(ranks);
+    std::uint64_t kept = 0;
+    for (std::uint64_t n = 0; n < count; ++n) {
+      if (!is_object(n) || parts[n].voxels < min_voxels) continue;
+      const int to = rank_of[static_cast<std::size_t>(parts[n].first / plane)];
+      if (to == me) {
+        parts[kept] = parts[n];
+        if (table_values) values[kept] = values[n];
+        held.push_back(base + n);
+        ++kept;
+      } else {
+        rows_out[static_cast<std::size_t>(to)].push_back({parts[n], base + n});
+        if (table_values) values_out[static_cast<std::size_t>(to)].push_back(values[n]);
+      }
     }
+    parts.resize(kept);
+    values.resize(table_values ? kept : 0);
+    // Rows and their values travel in the same order: they line up again.
+    const auto rows = io::exchange(mpi, rows_out);
+    const auto row_values = io::exchange(mpi, values_out);
+    parts.reserve(kept + rows.size());
+    for (const auto& row : rows) {
+      parts.push_back(row.part);
+      held.push_back(row.node);
+    }
+    values.insert(values.end(), row_values.begin(), row_values.end());
   }
-  free_vector(rows);
-  free_vector(value_rows);
+  auto order = order_by_first(parts, plane);
+  std::uint64_t numbered_here = parts.size(), first_id = 0;
+  check_mpi(MPI_Exscan(&numbered_here, &first_id, 1, MPI_UINT64_T, MPI_SUM, mpi), "MPI_Exscan");
+  if (me == 0) first_id = 0;
 
   // The ids to the representatives, then to their members; every node
   // takes its root's.
   MergedObjects merged;
   merged.ids.assign(count, 0);
+  auto numbered = per_rank<Named>(ranks);
+  std::uint64_t largest = 0;
+  for (std::uint64_t i = 0; i < order.size(); ++i) {
+    const std::uint64_t node = held[order[i]], id = first_id + i + 1;
+    const int owner = nodes.owner(node);
+    if (owner == me) merged.ids[node - base] = id;
+    else numbered[static_cast<std::size_t>(owner)].push_back({node, id});
+    largest = std::max(largest, parts[order[i]].voxels);
+  }
+  free_vector(held);
+  summary.table_first = first_id + 1;
+  if (with_table) {
+    permute(order, parts, table_values ? &values : nullptr);
+    summary.table = std::move(parts);
+    summary.table_values = std::move(values);
+  }
+  free_vector(order);
+  free_vector(parts);
+  free_vector(values);
   for (const auto& named : io::exchange(mpi, numbered)) merged.ids[named.node - base] = named.value;
-  for (const auto& [rep, member] : absorbed)
-    numbered[static_cast<std::size_t>(nodes.owner(member))].push_back({member, merged.ids[rep]});
+  for (const auto& [rep, member] : absorbed) {
+    const int owner = nodes.owner(member);
+    if (owner == me) merged.ids[member - base] = merged.ids[rep];
+    else numbered[static_cast<std::size_t>(owner)].push_back({member, merged.ids[rep]});
+  }
   free_vector(absorbed);
   for (const auto& named : io::exchange(mpi, numbered)) merged.ids[named.node - base] = named.value;
   for (std::uint64_t n = 0; n < count; ++n) merged.ids[n] = merged.ids[parent[n]];
