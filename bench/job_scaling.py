@@ -20,6 +20,7 @@ speedup and efficiency against 1 rank, and the bar: label at 16 ranks >= 10x
 import argparse
 import csv
 import hashlib
+import json
 import os
 import shlex
 import subprocess
@@ -31,6 +32,9 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
            "OMPI_MCA_rmaps_base_oversubscribe": "1", "OMPI_MCA_btl_vader_single_copy_mechanism": "none"}
+
+
+FIELDS = ["job", "ranks", "round", "seconds", "same_as_first", "merge_s", "rss_rank0_mib", "rss_max_mib"]
 
 
 def digest(paths):
@@ -104,7 +108,18 @@ def main():
     parser.add_argument("--dir", default="/tmp/volseg-job-scaling")
     parser.add_argument("--out", default=os.path.join(ROOT, "docs", "results"))
     parser.add_argument("--volseg", default=os.path.join(ROOT, "build", "app", "cli", "volseg"))
+    parser.add_argument("--from-csv", help="write the table and plot from a study's job_scaling.csv, running nothing")
+    parser.add_argument("--cores", type=int, help="the study machine's cores, for the table (default: this one's)")
     args = parser.parse_args()
+    if args.from_csv:
+        with open(args.from_csv) as f:
+            rows = [dict(r, ranks=int(r["ranks"]), round=int(r["round"]), seconds=float(r["seconds"]),
+                         same_as_first=r["same_as_first"] == "True") for r in csv.DictReader(f)]
+        wanted = list(dict.fromkeys(r["job"] for r in rows))
+        ranks = sorted({r["ranks"] for r in rows})
+        ranks = [n for n in ranks if all(any(r["job"] == j and r["ranks"] == n for r in rows) for j in wanted)]
+        os.makedirs(args.out, exist_ok=True)
+        return summarise(args, rows, wanted, ranks)
     if "{n}" not in args.launcher:
         sys.exit("job_scaling: --launcher must contain {n}, the rank count")
     ranks = [int(n) for n in args.ranks.split(",")]
@@ -115,7 +130,8 @@ def main():
     volume = os.path.join(args.dir, "v.nhdr")
     if not os.path.exists(volume):
         print("generating %s (%d^3 f32, smooth) ..." % (volume, args.size), flush=True)
-        subprocess.run([args.volseg, "generate", volume, "--field", "smooth", "--dims", "%d,%d,%d" % ((args.size,) * 3),
+        subprocess.run(shlex.split(args.launcher.replace("{n}", str(max(ranks)))) +
+                       [args.volseg, "generate", volume, "--field", "smooth", "--dims", "%d,%d,%d" % ((args.size,) * 3),
                         "--quiet"], env=env, check=True)
     mask = os.path.join(args.dir, "mask.nhdr")
     if not os.path.exists(mask):
@@ -126,28 +142,46 @@ def main():
     if unknown:
         sys.exit("job_scaling: unknown job(s) %s; choose from %s" % (unknown, ", ".join(table)))
     rows, reference = [], {}
-    for round_ in range(args.rounds):
-        for job in wanted:
-            argv, outputs = table[job]
-            for n in ranks:
-                command = shlex.split(args.launcher.replace("{n}", str(n))) + [args.volseg] + argv + ["--quiet"]
-                start = time.perf_counter()
-                proc = subprocess.run(command, env=env, capture_output=True, text=True)
-                seconds = time.perf_counter() - start
-                if proc.returncode != 0:
-                    sys.exit("job_scaling: %s failed:\n%s" % (" ".join(command), proc.stderr))
-                got = digest(outputs)
-                same = reference.setdefault(job, got) == got
-                rows.append({"job": job, "ranks": n, "round": round_ + 1, "seconds": seconds, "same_as_first": same})
-                print("  round %d: %-9s %2d rank(s) %8.2f s%s" % (round_ + 1, job, n, seconds,
-                                                                 "" if same else "  OUTPUT DIFFERS"), flush=True)
+    report = os.path.join(args.dir, "label.json")
+    # Each run is appended as it ends: a study cut short keeps what it measured.
     with open(os.path.join(args.out, "job_scaling.csv"), "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer = csv.DictWriter(f, fieldnames=FIELDS)
         writer.writeheader()
-        writer.writerows(rows)
+        for round_ in range(args.rounds):
+            for job in wanted:
+                argv, outputs = table[job]
+                labelling = job.startswith("label")
+                for n in ranks:
+                    command = (shlex.split(args.launcher.replace("{n}", str(n))) + [args.volseg] + argv + ["--quiet"]
+                               + (["--report", report] if labelling else []))
+                    start = time.perf_counter()
+                    proc = subprocess.run(command, env=env, capture_output=True, text=True)
+                    seconds = time.perf_counter() - start
+                    if proc.returncode != 0:
+                        sys.exit("job_scaling: %s failed:\n%s" % (" ".join(command), proc.stderr))
+                    got = digest(outputs)
+                    same = reference.setdefault(job, got) == got
+                    row = {"job": job, "ranks": n, "round": round_ + 1, "seconds": seconds, "same_as_first": same,
+                           "merge_s": "", "rss_rank0_mib": "", "rss_max_mib": ""}
+                    if labelling:  # the merge's time and every rank's peak memory, from the job's report
+                        with open(report) as r:
+                            per_rank = json.load(r)["ranks"]
+                        row["merge_s"] = max(x["merge_s"] for x in per_rank)
+                        row["rss_rank0_mib"] = per_rank[0]["max_rss_bytes"] >> 20
+                        row["rss_max_mib"] = max(x["max_rss_bytes"] for x in per_rank) >> 20
+                    rows.append(row)
+                    writer.writerow(row)
+                    f.flush()
+                    print("  round %d: %-9s %2d rank(s) %8.2f s%s" % (round_ + 1, job, n, seconds,
+                                                                     "" if same else "  OUTPUT DIFFERS"), flush=True)
+    summarise(args, rows, wanted, ranks)
+
+
+def summarise(args, rows, wanted, ranks):
     lines = ["# volseg strong scaling, whole process (`bench/job_scaling.py`)", "",
-             "%d cores, best of %d; segment and pyramid on %d^3 f32, label on a %d^3 random mask (density %g)."
-             % (os.cpu_count(), args.rounds, args.size, args.label_size, args.density), "",
+             "%s cores, best of %d; segment and pyramid on %d^3 f32, label on a %d^3 random mask (density %g)."
+             % (args.cores or os.cpu_count(), max(r["round"] for r in rows), args.size, args.label_size, args.density),
+             "",
              "| job | " + " | ".join("%d" % n for n in ranks) + " | speedup at %d | efficiency |" % ranks[-1],
              "|---|" + "---|" * (len(ranks) + 2)]
     bars = []
@@ -159,11 +193,25 @@ def main():
         if job.startswith("label") and ranks[0] == 1 and ranks[-1] == 16:
             bars.append("- %s at 16 ranks: %.2fx 1 rank (bar >= 10x): %s" % (job, speedup,
                                                                              "PASS" if speedup >= 10 else "MISS"))
+    labels = [r for r in rows if r["job"].startswith("label") and r["rss_rank0_mib"] != ""]
+    if labels:
+        lines += ["", "Label: the merge's seconds and the peak memory per rank (MiB), best run:", "",
+                  "| job | ranks | merge | rank 0 | largest rank |", "|---|---|---|---|---|"]
+        for job in dict.fromkeys(r["job"] for r in labels):
+            for n in ranks:
+                runs = [r for r in labels if r["job"] == job and r["ranks"] == n]
+                if runs:
+                    best = min(runs, key=lambda r: r["seconds"])
+                    lines.append("| %s | %d | %.2f s | %d | %d |" % (job, n, float(best["merge_s"]),
+                                                                    int(best["rss_rank0_mib"]), int(best["rss_max_mib"])))
     lines += ["", *bars, "", "Every output equals the first run's: %s" % all(r["same_as_first"] for r in rows), ""]
     text = "\n".join(lines)
     with open(os.path.join(args.out, "job_scaling.md"), "w") as f:
         f.write(text)
-    plot(os.path.join(args.out, "job_scaling.png"), rows, ranks)
+    try:
+        plot(os.path.join(args.out, "job_scaling.png"), rows, ranks)
+    except ImportError:  # a compute node without matplotlib: --from-csv plots later
+        print("job_scaling: no matplotlib here; plot with --from-csv")
     print(text)
     if not all(r["same_as_first"] for r in rows):
         sys.exit("job_scaling: an output differs from the first run's")

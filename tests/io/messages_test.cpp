@@ -90,6 +90,47 @@ TEST(Messages, ExchangeDeliversWhatEveryRankSentThisOne) {
   EXPECT_EQ(at, received.size());
 }
 
+// Typed lists: records from every rank in rank order, each list freed; a
+// rank whose records all go to itself keeps them without a copy (here rank
+// 0 in the second round, when nobody sends it anything else).
+TEST(Messages, TypedExchangeDeliversRecordsInRankOrder) {
+  Comm comm(MPI_COMM_WORLD);
+  struct Record {
+    std::uint64_t from, to, index;
+    double weight;
+  };
+  for (int round = 0; round < 2; ++round) {
+    auto count = [&](int from, int to) -> std::uint64_t {
+      if (round == 1 && to == 0 && from != 0) return 0;
+      return 700 * static_cast<std::uint64_t>(from + 1) + 31 * static_cast<std::uint64_t>(to);
+    };
+    std::vector<std::vector<Record>> out(static_cast<std::size_t>(comm.size()));
+    for (int to = 0; to < comm.size(); ++to)
+      for (std::uint64_t i = 0; i < count(comm.rank(), to); ++i)
+        out[static_cast<std::size_t>(to)].push_back(
+            {static_cast<std::uint64_t>(comm.rank()), static_cast<std::uint64_t>(to), i, 0.5 * static_cast<double>(i)});
+    const Record* own = out[static_cast<std::size_t>(comm.rank())].data();
+    std::vector<std::uint64_t> counts;
+    const auto received = io::exchange(comm.get(), out, &counts);
+    for (const auto& list : out) EXPECT_TRUE(list.empty());
+    std::size_t at = 0;
+    for (int from = 0; from < comm.size(); ++from) {
+      ASSERT_EQ(counts[static_cast<std::size_t>(from)], count(from, comm.rank()));
+      for (std::uint64_t i = 0; i < count(from, comm.rank()); ++i, ++at) {
+        const Record& r = received[at];
+        ASSERT_EQ(r.from, static_cast<std::uint64_t>(from));
+        ASSERT_EQ(r.to, static_cast<std::uint64_t>(comm.rank()));
+        ASSERT_EQ(r.index, i);
+        ASSERT_EQ(r.weight, 0.5 * static_cast<double>(i));
+      }
+    }
+    EXPECT_EQ(at, received.size());
+    if (round == 1 && comm.rank() == 0) {
+      EXPECT_EQ(received.data(), own) << "rank 0's own records were copied";
+    }
+  }
+}
+
 TEST(Messages, SumInPlaceAddsEveryElementOverEveryPiece) {
   Comm comm(MPI_COMM_WORLD);
   std::vector<std::uint64_t> values(10001);

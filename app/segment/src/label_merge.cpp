@@ -15,9 +15,6 @@
 // numbered objects with no rank holding more than its share
 // (label_objects.hpp), and each rank gets the ids of its bricks' labels.
 #include <mpi.h>
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 
 #include <algorithm>
 #include <climits>
@@ -161,8 +158,10 @@ struct KeptFace {
 
 struct Labeling::State {
   std::unordered_map<std::int64_t, std::size_t> index;  // brick -> position in mine_
-  std::vector<std::vector<ObjectPart>> parts;            // per position in mine_
-  std::vector<std::vector<ObjectValues>> values;
+  Chunked<ObjectPart> parts;                             // every brick's, in mine_ order
+  Chunked<ObjectValues> values;
+  std::vector<ObjectPart> brick_parts;                   // one brick's, reused
+  std::vector<ObjectValues> brick_values;
   std::vector<std::uint64_t> part_start;                 // per position in mine_, and the end
   std::unordered_map<std::int64_t, KeptFace> faces;      // brick * 6 + face
   std::vector<Edge> edges;
@@ -229,15 +228,13 @@ void Labeling::add(std::int64_t brick, const std::uint8_t* mask, const void* sou
     throw Error("internal error: bricks must be labelled in the order of mine()");
   const io::Extent& extent = map_.bricks[static_cast<std::size_t>(brick)];
   labeler_.label(mask, extent.count);
-  std::vector<ObjectPart> parts;
-  labeler_.measure(extent, map_.dims, parts);
-  s.part_start.push_back(s.part_start.back() + parts.size());
-  s.parts.push_back(std::move(parts));
+  labeler_.measure(extent, map_.dims, s.brick_parts);
+  s.part_start.push_back(s.part_start.back() + s.brick_parts.size());
+  for (const auto& part : s.brick_parts) s.parts.push_back(part);
   if (with_values_) {
     if (source == nullptr) throw Error("internal error: a labeling with values needs each brick's source values");
-    std::vector<ObjectValues> values;
-    labeler_.measure_values(source, source_dtype, scale, offset, values);
-    s.values.push_back(std::move(values));
+    labeler_.measure_values(source, source_dtype, scale, offset, s.brick_values);
+    for (const auto& values : s.brick_values) s.values.push_back(values);
   }
   ++s.added;
 
@@ -360,33 +357,6 @@ Nodes number_nodes(MPI_Comm comm, int ranks, const BrickMap& map, const std::vec
   return nodes;
 }
 
-// Moves chunks (one per brick) into one array, freeing each as it goes.
-template <class T>
-std::vector<T> flatten(std::vector<std::vector<T>>& chunks, std::uint64_t total) {
-  // The chunks are allocations under glibc's mmap threshold: freed, they
-  // stay in the heap unless handed back, and would be held twice at the peak.
-  auto give_back = [] {
-#if defined(__GLIBC__)
-    malloc_trim(0);
-#endif
-  };
-  std::vector<T> all;
-  all.reserve(total);
-  std::size_t freed = 0;
-  for (auto& chunk : chunks) {
-    all.insert(all.end(), chunk.begin(), chunk.end());
-    freed += chunk.size() * sizeof(T);
-    std::vector<T>().swap(chunk);
-    if (freed > (std::size_t{16} << 20)) {
-      give_back();
-      freed = 0;
-    }
-  }
-  chunks.clear();
-  give_back();
-  return all;
-}
-
 }  // namespace
 
 // The steps: faces across ranks are joined; nodes are numbered; the parts
@@ -409,13 +379,11 @@ LabelSummary Labeling::finish(std::uint64_t min_voxels, bool with_table) {
 
   const Nodes nodes = number_nodes(comm, ranks, map_, mine_, s.part_start);
   const std::uint64_t count = s.part_start.back();
-  std::vector<ObjectPart> parts;
-  std::vector<ObjectValues> values;
   std::vector<detail::LocalEdge> local;
   std::vector<detail::CrossEdge> cross;
   collectively(comm_, [&] {
-    parts = flatten(s.parts, count);
-    if (with_values_) values = flatten(s.values, count);
+    std::vector<ObjectPart>().swap(s.brick_parts);
+    std::vector<ObjectValues>().swap(s.brick_values);
     // (brick, label) is node base[brick] + label - 1; the later brick of a join is always this rank's.
     const std::uint64_t base = nodes.rank_base[static_cast<std::size_t>(me)];
     auto node = [&](std::int64_t brick, std::uint32_t label) {
@@ -430,7 +398,7 @@ LabelSummary Labeling::finish(std::uint64_t min_voxels, bool with_table) {
   });
 
   LabelSummary summary;
-  auto merged = detail::merge_objects(comm_, detail::NodeRanges{nodes.rank_base}, map_.dims, parts, values,
+  auto merged = detail::merge_objects(comm_, detail::NodeRanges{nodes.rank_base}, map_.dims, s.parts, s.values,
                                       with_values_, local, cross, min_voxels, with_table, summary);
   // Per brick: 0 for the background, then its labels' ids; in place, the
   // last brick first (brick i's ids move up by i + 1).

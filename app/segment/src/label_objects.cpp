@@ -132,49 +132,32 @@ struct Row {
   std::uint64_t node;
 };
 
-// The positions of parts in the order of their first voxels: counted into
-// z planes, then sorted within each (a plane's objects fit in cache).
-std::vector<std::uint64_t> order_by_first(const std::vector<ObjectPart>& parts, std::uint64_t plane) {
-  if (parts.empty()) return {};
+// The positions of parts in the order of their first voxels, or none when
+// they are in that order already (one rank's slab of whole planes): counted
+// into z planes, then sorted within each (a plane's objects fit in cache).
+std::vector<std::uint64_t> order_by_first(const Chunked<ObjectPart>& parts, std::uint64_t plane) {
+  const std::size_t n = parts.size();
+  bool sorted = true;
+  for (std::size_t i = 1; i < n && sorted; ++i) sorted = parts[i - 1].first < parts[i].first;
+  if (sorted) return {};
   std::uint64_t z0 = UINT64_MAX, z1 = 0;
-  for (const auto& p : parts) {
-    z0 = std::min(z0, p.first / plane);
-    z1 = std::max(z1, p.first / plane);
+  for (std::size_t i = 0; i < n; ++i) {
+    z0 = std::min(z0, parts[i].first / plane);
+    z1 = std::max(z1, parts[i].first / plane);
   }
   std::vector<std::uint64_t> start(z1 - z0 + 2, 0);
-  for (const auto& p : parts) ++start[p.first / plane - z0 + 1];
+  for (std::size_t i = 0; i < n; ++i) ++start[parts[i].first / plane - z0 + 1];
   std::partial_sum(start.begin(), start.end(), start.begin());
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> keyed(parts.size());  // (first voxel, position)
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> keyed(n);  // (first voxel, position)
   {
     auto next = start;
-    for (std::uint64_t i = 0; i < parts.size(); ++i) keyed[next[parts[i].first / plane - z0]++] = {parts[i].first, i};
+    for (std::size_t i = 0; i < n; ++i) keyed[next[parts[i].first / plane - z0]++] = {parts[i].first, i};
   }
   for (std::size_t z = 0; z + 1 < start.size(); ++z)
     std::sort(keyed.begin() + static_cast<std::ptrdiff_t>(start[z]), keyed.begin() + static_cast<std::ptrdiff_t>(start[z + 1]));
-  std::vector<std::uint64_t> order(parts.size());
-  for (std::size_t i = 0; i < keyed.size(); ++i) order[i] = keyed[i].second;
+  std::vector<std::uint64_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = keyed[i].second;
   return order;
-}
-
-// parts[i] (and values[i]) becomes the old parts[order[i]], in place by
-// following the permutation's cycles; order is used up.
-void permute(std::vector<std::uint64_t>& order, std::vector<ObjectPart>& parts, std::vector<ObjectValues>* values) {
-  for (std::uint64_t i = 0; i < order.size(); ++i) {
-    if (order[i] == i) continue;
-    const ObjectPart part = parts[i];
-    const ObjectValues value = values ? (*values)[i] : ObjectValues{};
-    std::uint64_t j = i;
-    while (order[j] != i) {
-      const std::uint64_t from = order[j];
-      parts[j] = parts[from];
-      if (values) (*values)[j] = (*values)[from];
-      order[j] = j;
-      j = from;
-    }
-    parts[j] = part;
-    if (values) (*values)[j] = value;
-    order[j] = j;
-  }
 }
 
 template <class T>
@@ -185,6 +168,11 @@ std::vector<std::vector<T>> per_rank(int ranks) {
 template <class T>
 void free_vector(std::vector<T>& v) {
   std::vector<T>().swap(v);
+}
+
+template <class K, class V>
+void free_map(std::unordered_map<K, V>& map) {
+  std::unordered_map<K, V>().swap(map);
 }
 
 // Which rank numbers the objects whose first voxel lies in each z plane:
@@ -206,7 +194,7 @@ std::vector<int> plane_ranks(MPI_Comm comm, int ranks, std::vector<std::uint64_t
 }  // namespace
 
 MergedObjects merge_objects(const Comm& comm, const NodeRanges& nodes, const io::Index3& dims,
-                            std::vector<ObjectPart>& parts, std::vector<ObjectValues>& values, bool with_values,
+                            Chunked<ObjectPart>& parts, Chunked<ObjectValues>& values, bool with_values,
                             std::vector<LocalEdge>& local_edges, std::vector<CrossEdge>& cross_edges,
                             std::uint64_t min_voxels, bool with_table, LabelSummary& summary) {
   MPI_Comm mpi = comm.get();
@@ -340,15 +328,16 @@ MergedObjects merge_objects(const Comm& comm, const NodeRanges& nodes, const io:
 
   // 5. Numbering by first voxel: each object to the rank of its z range.
   // Those this rank numbers stay in parts, moved forward in place.
-  auto is_object = [&](std::uint64_t n) {
-    if (parent[n] != n) return false;
-    const auto it = representative.find(n);
-    return it == representative.end() || it->second == base + n;
+  std::vector<bool> absorbed_here(count, false);  // roots whose object another root represents
+  for (const auto& [root, rep] : representative) absorbed_here[root] = rep != base + root;
+  free_map(representative);
+  auto kept_object = [&](std::uint64_t n) {
+    return parent[n] == n && !absorbed_here[n] && parts[n].voxels >= min_voxels;
   };
   const std::uint64_t plane = static_cast<std::uint64_t>(dims[1]) * static_cast<std::uint64_t>(dims[2]);
   std::vector<std::uint64_t> per_plane(static_cast<std::size_t>(dims[0]), 0);
   for (std::uint64_t n = 0; n < count; ++n) {
-    if (!is_object(n)) continue;
+    if (parent[n] != n || absorbed_here[n]) continue;
     if (parts[n].voxels < min_voxels) {
       ++figures[1];
       continue;
@@ -368,7 +357,7 @@ MergedObjects merge_objects(const Comm& comm, const NodeRanges& nodes, const io:
     auto values_out = per_rank<ObjectValues>(ranks);
     std::uint64_t kept = 0;
     for (std::uint64_t n = 0; n < count; ++n) {
-      if (!is_object(n) || parts[n].voxels < min_voxels) continue;
+      if (!kept_object(n)) continue;
       const int to = rank_of[static_cast<std::size_t>(parts[n].first / plane)];
       if (to == me) {
         parts[kept] = parts[n];
@@ -380,19 +369,20 @@ MergedObjects merge_objects(const Comm& comm, const NodeRanges& nodes, const io:
         if (table_values) values_out[static_cast<std::size_t>(to)].push_back(values[n]);
       }
     }
-    parts.resize(kept);
-    values.resize(table_values ? kept : 0);
+    free_vector(absorbed_here);
+    parts.shrink(kept);
+    values.shrink(table_values ? kept : 0);
     // Rows and their values travel in the same order: they line up again.
     const auto rows = io::exchange(mpi, rows_out);
     const auto row_values = io::exchange(mpi, values_out);
-    parts.reserve(kept + rows.size());
     for (const auto& row : rows) {
       parts.push_back(row.part);
       held.push_back(row.node);
     }
-    values.insert(values.end(), row_values.begin(), row_values.end());
+    for (const auto& v : row_values) values.push_back(v);
   }
   auto order = order_by_first(parts, plane);
+  auto position = [&](std::uint64_t i) { return order.empty() ? i : order[i]; };
   std::uint64_t numbered_here = parts.size(), first_id = 0;
   check_mpi(MPI_Exscan(&numbered_here, &first_id, 1, MPI_UINT64_T, MPI_SUM, mpi), "MPI_Exscan");
   if (me == 0) first_id = 0;
@@ -403,23 +393,24 @@ MergedObjects merge_objects(const Comm& comm, const NodeRanges& nodes, const io:
   merged.ids.assign(count, 0);
   auto numbered = per_rank<Named>(ranks);
   std::uint64_t largest = 0;
-  for (std::uint64_t i = 0; i < order.size(); ++i) {
-    const std::uint64_t node = held[order[i]], id = first_id + i + 1;
+  for (std::uint64_t i = 0; i < numbered_here; ++i) {
+    const std::uint64_t at = position(i), node = held[at], id = first_id + i + 1;
     const int owner = nodes.owner(node);
     if (owner == me) merged.ids[node - base] = id;
     else numbered[static_cast<std::size_t>(owner)].push_back({node, id});
-    largest = std::max(largest, parts[order[i]].voxels);
+    largest = std::max(largest, parts[at].voxels);
   }
   free_vector(held);
-  summary.table_first = first_id + 1;
+  summary.table = ObjectTable{};
+  summary.table.first_id = first_id + 1;
   if (with_table) {
-    permute(order, parts, table_values ? &values : nullptr);
-    summary.table = std::move(parts);
-    summary.table_values = std::move(values);
+    summary.table.parts = std::move(parts);
+    summary.table.values = std::move(values);
+    summary.table.order = std::move(order);
   }
+  parts.clear();
+  values.clear();
   free_vector(order);
-  free_vector(parts);
-  free_vector(values);
   for (const auto& named : io::exchange(mpi, numbered)) merged.ids[named.node - base] = named.value;
   for (const auto& [rep, member] : absorbed) {
     const int owner = nodes.owner(member);

@@ -55,7 +55,7 @@ struct MergedObjects {
 //    rank its first id. The ids go back to the representatives, then to the
 //    members.
 MergedObjects merge_objects(const Comm& comm, const NodeRanges& nodes, const io::Index3& dims,
-                            std::vector<ObjectPart>& parts, std::vector<ObjectValues>& values, bool with_values,
+                            Chunked<ObjectPart>& parts, Chunked<ObjectValues>& values, bool with_values,
                             std::vector<LocalEdge>& local_edges, std::vector<CrossEdge>& cross_edges,
                             std::uint64_t min_voxels, bool with_table, LabelSummary& summary);
 

@@ -123,7 +123,8 @@ void table_blocks(const LabelSummary& summary, const io::VolumeInfo& info, bool 
   Text out(false);
   out.str().reserve(kBlock + 1024);
   for (std::size_t i = 0; i < summary.table.size(); ++i) {
-    table_row(out, summary.table_first + i, summary.table[i], with_values ? &summary.table_values[i] : nullptr, info);
+    const auto& table = summary.table;
+    table_row(out, table.first_id + i, table.part(i), with_values ? &table.values_of(i) : nullptr, info);
     if (out.str().size() >= kBlock) {
       sink(out.str());
       out.str().clear();
@@ -252,12 +253,17 @@ void write_object_table(const Comm& comm, const std::string& path, const LabelSu
 void gather_report_rows(const Comm& comm, const LabelSummary& summary, bool with_values,
                         std::vector<ObjectPart>& rows, std::vector<ObjectValues>& values) {
   // This rank's rows among the first kReportTableRows ids.
+  const auto& table = summary.table;
   const std::uint64_t mine =
-      summary.table_first > kReportTableRows
-          ? 0
-          : std::min<std::uint64_t>(summary.table.size(), kReportTableRows - summary.table_first + 1);
-  rows = io::gather(comm.get(), std::span(summary.table.data(), mine));
-  if (with_values) values = io::gather(comm.get(), std::span(summary.table_values.data(), mine));
+      table.first_id > kReportTableRows ? 0 : std::min<std::uint64_t>(table.size(), kReportTableRows - table.first_id + 1);
+  std::vector<ObjectPart> my_rows;
+  std::vector<ObjectValues> my_values;
+  for (std::uint64_t i = 0; i < mine; ++i) {
+    my_rows.push_back(table.part(i));
+    if (with_values) my_values.push_back(table.values_of(i));
+  }
+  rows = io::gather(comm.get(), std::span<const ObjectPart>(my_rows));
+  if (with_values) values = io::gather(comm.get(), std::span<const ObjectValues>(my_values));
 }
 
 void write_label_report(const std::string& path, const LabelOptions& options, const LabelResult& result,

@@ -8,11 +8,17 @@
 //   run_label     the job over files: `volseg label` (label_job.cpp)
 #pragma once
 
+#include <algorithm>
+#include <bit>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
+#include <memory>
+#include <new>
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "volseg/io/comm.hpp"
@@ -42,6 +48,48 @@ struct ObjectPart {
 struct ObjectValues {
   double min = 0, max = 0, sum = 0;
   void merge(const ObjectValues& other);
+};
+
+// A growing array of plain records in chunks of at least 32 MiB: appending
+// never moves what is there (no reallocation's double peak), each chunk is
+// its own mapping (glibc maps allocations this large), so freeing hands it
+// back to the system at once, and pages not yet written take no memory.
+template <class T>
+class Chunked {
+  static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>);
+
+ public:
+  static constexpr std::size_t bits = std::bit_width((std::size_t{33} << 20) / sizeof(T));
+  static constexpr std::size_t chunk = std::size_t{1} << bits;
+  Chunked() = default;
+  Chunked(Chunked&&) noexcept = default;
+  Chunked& operator=(Chunked&&) noexcept = default;
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  T& operator[](std::size_t i) { return chunks_[i >> bits].get()[i & (chunk - 1)]; }
+  const T& operator[](std::size_t i) const { return chunks_[i >> bits].get()[i & (chunk - 1)]; }
+  void push_back(const T& value) {
+    if ((size_ >> bits) == chunks_.size()) {
+      T* memory = static_cast<T*>(std::malloc(chunk * sizeof(T)));
+      if (memory == nullptr) throw std::bad_alloc();
+      chunks_.emplace_back(memory);
+    }
+    ::new (&(*this)[size_]) T(value);
+    ++size_;
+  }
+  // Keeps the first n (n <= size()), freeing the chunks past them.
+  void shrink(std::size_t n) {
+    size_ = std::min(n, size_);
+    chunks_.resize((size_ + chunk - 1) >> bits);
+  }
+  void clear() { shrink(0); }
+
+ private:
+  struct Free {
+    void operator()(T* p) const { std::free(p); }
+  };
+  std::vector<std::unique_ptr<T, Free>> chunks_;
+  std::size_t size_ = 0;
 };
 
 // Labels the foreground (nonzero bytes) of one brick: 1..objects() in the
@@ -102,6 +150,26 @@ struct BrickMap {
   static BrickMap from_layout(const BrickLayout& layout, int comm_size, Assignment assignment, std::uint64_t seed);
 };
 
+// One rank's slice of the object table: the objects with ids first_id,
+// first_id + 1, ..., in that order (the ranks' slices in rank order cover
+// every object once; no rank holds the whole).
+class ObjectTable {
+ public:
+  std::uint64_t first_id = 1;
+  std::size_t size() const { return parts.size(); }
+  const ObjectPart& part(std::size_t i) const { return parts[at(i)]; }
+  // With values only.
+  const ObjectValues& values_of(std::size_t i) const { return values[at(i)]; }
+
+  // Storage: records in any order and the order of ids (empty: as stored).
+  Chunked<ObjectPart> parts;
+  Chunked<ObjectValues> values;
+  std::vector<std::uint64_t> order;
+
+ private:
+  std::size_t at(std::size_t i) const { return order.empty() ? i : order[i]; }
+};
+
 struct LabelSummary {
   std::uint64_t objects = 0;        // kept (numbered), after min_voxels
   std::uint64_t dropped = 0;        // smaller than min_voxels
@@ -109,12 +177,9 @@ struct LabelSummary {
   std::uint64_t boundary_parts = 0; // parts that touch another brick: the merge's size
   std::uint64_t joins = 0;          // distinct pairs of parts joined across bricks
   std::uint64_t largest = 0;        // voxels of the largest kept object
-  // When asked for, this rank's slice of the table: the objects with ids
-  // table_first, table_first + 1, ... (every object once, the ranks' slices
-  // in rank order), and with values their values. No rank holds the whole.
-  std::uint64_t table_first = 1;
-  std::vector<ObjectPart> table;
-  std::vector<ObjectValues> table_values;
+  // When asked for, this rank's slice of the table (with values, their
+  // values too).
+  ObjectTable table;
 };
 
 // The distributed labeling of a BrickMap's bricks, whatever supplies their
