@@ -75,7 +75,7 @@ def jobs(args, work):
     }
 
 
-def plot(path, rows, ranks):
+def plot(path, rows, ranks, cores):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -89,7 +89,7 @@ def plot(path, rows, ranks):
     ax.set_xticks(ranks, [str(n) for n in ranks])
     ax.set_xlabel("MPI ranks")
     ax.set_ylabel("speedup over %d rank(s), whole process" % ranks[0])
-    ax.set_title("volseg strong scaling (%d cores here)" % os.cpu_count())
+    ax.set_title("volseg strong scaling, whole process (%d cores)" % cores)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     fig.tight_layout()
@@ -209,7 +209,7 @@ def summarise(args, rows, wanted, ranks):
     with open(os.path.join(args.out, "job_scaling.md"), "w") as f:
         f.write(text)
     try:
-        plot(os.path.join(args.out, "job_scaling.png"), rows, ranks)
+        plot(os.path.join(args.out, "job_scaling.png"), rows, ranks, args.cores or os.cpu_count())
     except ImportError:  # a compute node without matplotlib: --from-csv plots later
         print("job_scaling: no matplotlib here; plot with --from-csv")
     print(text)
