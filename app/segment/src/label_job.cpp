@@ -481,7 +481,7 @@ std::string label_summary(const LabelOptions& options, const LabelResult& result
     out << "  backend auto: " << result.backend << ", " << result.backend_reason << "\n";
   out << "  " << s.objects << " objects, " << s.foreground << " voxels";
   if (s.dropped > 0) out << "; " << s.dropped << " smaller than " << options.min_voxels << " voxels dropped";
-  out << "\n  " << s.boundary_parts << " parts joined across bricks by " << s.joins << " contacts\n"
+  out << "\n  " << s.boundary_parts << " parts joined across bricks by " << s.joins << " links\n"
       << "  time " << result.seconds << " s, " << static_cast<double>(info.voxels()) / result.seconds / 1e6
       << " Mvoxels/s; peak memory per rank " << static_cast<double>(rss) / (1 << 20) << " MiB\n"
       << "  labels (" << result.label_type << ", " << result.output_format << "): " << options.output << "\n";

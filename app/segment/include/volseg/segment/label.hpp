@@ -175,7 +175,7 @@ struct LabelSummary {
   std::uint64_t dropped = 0;        // smaller than min_voxels
   std::uint64_t foreground = 0;     // voxels of kept objects
   std::uint64_t boundary_parts = 0; // parts that touch another brick: the merge's size
-  std::uint64_t joins = 0;          // distinct pairs of parts joined across bricks
+  std::uint64_t joins = 0;          // links between parts of bricks that touch (a spanning forest of their contacts)
   std::uint64_t largest = 0;        // voxels of the largest kept object
   // When asked for, this rank's slice of the table (with values, their
   // values too).
