@@ -7,7 +7,8 @@
 // voxels that can be neighbours lie on one face of each (the first axis on
 // which they touch), so six face planes per brick serve all 26 neighbours.
 // A join compares the two faces voxel by voxel over the connectivity's
-// stencil and records each distinct pair of labels it finds.
+// stencil and records enough pairs of labels to join what touches (a
+// spanning forest of the contacts).
 //
 // Joins between bricks of one rank happen as the later brick is labelled;
 // those across ranks after the last brick, by the rank of the later brick,
