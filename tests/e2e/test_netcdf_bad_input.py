@@ -138,6 +138,26 @@ class BadInput(Base):
             self.expect_error(self.segment_args(name), pattern)
             self.assert_clean_failure(e.run(["info", name], ranks=1, mpi=False, cwd=self.work), pattern)
 
+    def test_a_tagged_empty_list_then_a_damaged_attribute(self):
+        """netCDF-C and PnetCDF take an empty list whatever its tag: ncdump
+        reads the fuzz seed record_count_overflow.nc, whose variable 'time'
+        has one. The header walk used to stop at such a list and leave the
+        rest to PnetCDF; fuzz_netcdf then found an 888-byte file whose next
+        attribute claims more values than the file holds, and PnetCDF took
+        24 s and 12.8 GB before failing. The walk now reads past empty lists
+        as netCDF-C does and refuses the attribute."""
+        corpus = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fuzz", "corpus",
+                              "fuzz_netcdf")
+        e.check_ok(self, e.run(["info", os.path.join(corpus, "record_count_overflow.nc")], ranks=1, mpi=False,
+                               cwd=self.work))
+        with open(os.path.join(corpus, "tagged_empty_list_then_huge_attribute.nc"), "rb") as f:
+            name = self.write("tagged-empty-list.nc", f.read())
+        pattern = re.escape(name) + ": damaged NetCDF header: attribute values at byte [0-9]+ run past the end"
+        self.expect_error(self.segment_args(name), pattern)
+        self.assert_clean_failure(e.run(["info", name], ranks=1, mpi=False, cwd=self.work), pattern)
+        peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        self.assertLess(peak_kib, 1 << 20, "a run of volseg took %d KiB" % peak_kib)
+
     def flat_cdl(self):
         return """netcdf flat {
 dimensions: y = 3 ; x = 4 ;

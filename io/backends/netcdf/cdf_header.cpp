@@ -80,6 +80,10 @@ class HeaderCursor {
       throw Error(path_ + ": damaged NetCDF header: " + what + " at byte " + std::to_string(offset_) +
                   " run past the end of the file (" + std::to_string(file_size_) + " bytes)");
   }
+  std::uint64_t offset() const { return offset_; }
+  [[noreturn]] void refuse(const std::string& what, std::uint64_t at) const {
+    throw Error(path_ + ": damaged NetCDF header: " + what + " at byte " + std::to_string(at));
+  }
   // A big-endian field of 4 or 8 bytes.
   std::uint64_t number(int bytes) {
     const std::uint64_t at = offset_;
@@ -107,7 +111,11 @@ class HeaderCursor {
   std::vector<unsigned char> window_;
 };
 
-// Each step returns false where the walk stops and leaves the file to PnetCDF.
+// Walks the whole header and refuses what the format does not allow and
+// netCDF-C refuses too: a list of items whose tag is wrong, a name longer
+// than NC_MAX_NAME, a type NetCDF does not have. Where the walk once stopped and left the rest to PnetCDF, PnetCDF
+// went on to allocate for whatever the damaged bytes claimed (a fuzzed
+// attribute took 24 s and 12.8 GB before PnetCDF's own error).
 class HeaderWalk {
  public:
   HeaderWalk(HeaderCursor& cursor, int version)
@@ -116,17 +124,18 @@ class HeaderWalk {
   // From numrecs, after the magic number.
   void header() {
     cursor_.number(non_neg_);  // numrecs
-    std::uint64_t count = 0;
-    if (!list(kDimensionTag, count, "dimensions")) return;
-    for (std::uint64_t d = 0; d < count; ++d) {
-      if (!name()) return;
+    const std::uint64_t dimensions = list(kDimensionTag, "dimensions");
+    for (std::uint64_t d = 0; d < dimensions; ++d) {
+      name();
       cursor_.number(non_neg_);  // dim_length
     }
-    if (!attributes() || !list(kVariableTag, count, "variables")) return;
-    for (std::uint64_t v = 0; v < count; ++v) {
-      if (!name()) return;
+    attributes();
+    const std::uint64_t variables = list(kVariableTag, "variables");
+    for (std::uint64_t v = 0; v < variables; ++v) {
+      name();
       cursor_.skip(cursor_.number(non_neg_), static_cast<std::uint64_t>(non_neg_), "dimension ids");
-      if (!attributes() || value_size(static_cast<std::uint32_t>(cursor_.number(4))) == 0) return;
+      attributes();
+      value_type("a variable");
       cursor_.number(non_neg_);      // vsize
       cursor_.number(offset_size_);  // begin
     }
@@ -135,14 +144,20 @@ class HeaderWalk {
  private:
   // A list's count is checked before its items are walked: PnetCDF
   // allocates for every item it is told of (2^31 variables in a file of
-  // 428 bytes took it seconds), and the walk stops at the first item it
-  // does not understand.
-  bool list(std::uint32_t tag, std::uint64_t& count, const char* what) {
-    const auto found = cursor_.number(4);
-    count = cursor_.number(non_neg_);
-    if (found != tag) return found == 0 && count == 0;
+  // 428 bytes took it seconds). Returns the count (0 for ABSENT).
+  std::uint64_t list(std::uint32_t tag, const char* what) {
+    const std::uint64_t at = cursor_.offset();
+    const auto found = static_cast<std::uint32_t>(cursor_.number(4));
+    const std::uint64_t count = cursor_.number(non_neg_);
+    // ABSENT is two zeros, but netCDF-C and PnetCDF take any empty list
+    // whatever its tag (ncdump reads such files), and so does this walk.
+    if (count == 0) return 0;
+    if (found != tag)
+      cursor_.refuse(std::string("the list of ") + what + " has tag " + std::to_string(found) + " (" +
+                         std::to_string(tag) + " expected)",
+                     at);
     cursor_.require(count, smallest_item(tag), what);
-    return true;
+    return count;
   }
   // The fewest bytes one item of a list takes (its name's length counted,
   // its name's characters not).
@@ -153,22 +168,29 @@ class HeaderWalk {
     // name, ndims, vatt_list (tag, nelems), nc_type, vsize, begin
     return 4 * n + 8 + static_cast<std::uint64_t>(offset_size_);
   }
-  bool name() {
+  void name() {
+    const std::uint64_t at = cursor_.offset();
     const std::uint64_t length = cursor_.number(non_neg_);
-    if (length > kMaxName) return false;
+    if (length > kMaxName)
+      cursor_.refuse("a name of " + std::to_string(length) + " bytes (NetCDF allows " + std::to_string(kMaxName) + ")",
+                     at);
     cursor_.skip(length, 1, "a name");
-    return true;
   }
-  bool attributes() {
-    std::uint64_t count = 0;
-    if (!list(kAttributeTag, count, "attributes")) return false;
+  // The size of the nc_type that follows.
+  std::uint64_t value_type(const char* whose) {
+    const std::uint64_t at = cursor_.offset();
+    const auto nc_type = static_cast<std::uint32_t>(cursor_.number(4));
+    const std::uint64_t size = value_size(nc_type);
+    if (size == 0) cursor_.refuse(std::string(whose) + " of type " + std::to_string(nc_type) + ", which NetCDF does not have", at);
+    return size;
+  }
+  void attributes() {
+    const std::uint64_t count = list(kAttributeTag, "attributes");
     for (std::uint64_t a = 0; a < count; ++a) {
-      if (!name()) return false;
-      const std::uint64_t size = value_size(static_cast<std::uint32_t>(cursor_.number(4)));
-      if (size == 0) return false;
+      name();
+      const std::uint64_t size = value_type("an attribute");
       cursor_.skip(cursor_.number(non_neg_), size, "attribute values");
     }
-    return true;
   }
 
   HeaderCursor& cursor_;
