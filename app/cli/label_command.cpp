@@ -38,7 +38,7 @@ class LabelCommand final : public Command {
     sub->add_option_function<std::uint64_t>(
            "--cache", [&o](std::uint64_t mib) { o.cache_bytes = mib << 20; },
            "MiB per rank that keep the first pass's labels for the second (4 bytes a run of foreground); "
-           "bricks past it are labelled twice [128]")
+           "bricks past it are labelled twice [256]")
         ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 30));
     sub->add_option("--values", o.values, "Source scalar volume, voxel for voxel, for the table's min/mean/max");
     sub->add_option("--values-var", values_variable_, "NetCDF variable of --values");

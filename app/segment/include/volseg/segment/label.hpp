@@ -235,7 +235,7 @@ struct LabelOptions {
   std::uint64_t min_voxels = 0;
   // Per rank, the runs' labels kept from the first pass for the second (4
   // bytes a run); bricks past it are labelled again.
-  std::uint64_t cache_bytes = std::uint64_t{128} << 20;
+  std::uint64_t cache_bytes = std::uint64_t{256} << 20;
   std::string values;                 // source scalar for the table; empty: none
   std::vector<std::string> values_hints;  // var=, time= of the source
   std::string backend = "auto", output_backend, format;
