@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
 #include "volseg/io/nrrd.hpp"
@@ -56,6 +58,14 @@ TraceSession::TraceSession(const Comm& comm, bool on) : on_(on) {
 
 TraceSession::~TraceSession() {
   if (on_) io::trace::disable();
+}
+
+void add_backend_choice(nlohmann::json& report, const std::string& backend, const std::string& reason,
+                        double resident) {
+  if (reason.empty()) return;
+  report["backend_choice"] = {{"backend", backend},
+                              {"reason", reason},
+                              {"resident_fraction", resident >= 0 ? nlohmann::json(resident) : nlohmann::json(nullptr)}};
 }
 
 }  // namespace volseg::segment::detail

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,6 +26,11 @@ void refuse_output_over_input(const std::string& output, const std::vector<std::
 // /dev/null excepted), and its folder must be writable.
 void check_side_output(const std::string& path, const std::string& what, const std::string& output, bool force,
                        std::vector<std::string> taken, const std::string& output_noun = "mask");
+
+// The report's "backend_choice" when --backend auto chose (reason not
+// empty): the backend, why, and the page-cache share it sampled (-1: none).
+void add_backend_choice(nlohmann::json& report, const std::string& backend, const std::string& reason,
+                        double resident);
 
 std::vector<std::string> joined(std::vector<std::string> a, const std::vector<std::string>& b);
 

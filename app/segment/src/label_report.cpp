@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "job_outputs.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
 #include "volseg/io/messages.hpp"
@@ -283,11 +284,7 @@ void write_label_report(const std::string& path, const LabelOptions& options, co
                       {"type", result.label_type},
                       {"backend", result.output_backend}};
   report["backend"] = result.backend;
-  if (!result.backend_reason.empty())
-    report["backend_choice"] = {{"backend", result.backend},
-                                {"reason", result.backend_reason},
-                                {"resident_fraction", result.input_resident >= 0 ? nlohmann::json(result.input_resident)
-                                                                                : nlohmann::json(nullptr)}};
+  detail::add_backend_choice(report, result.backend, result.backend_reason, result.input_resident);
   report["connectivity"] = options.connectivity;
   report["min_voxels"] = options.min_voxels;
   report["bricks"] = {{"shape_zyx", result.brick_shape}, {"grid_zyx", result.brick_grid}, {"count", result.brick_count}};

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "job_outputs.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
 #include "volseg/segment/segment.hpp"
@@ -58,11 +59,7 @@ void write_report(const std::string& path, const SegmentOptions& options, const 
                      {"bytes", info.bytes()}};
   report["output"] = options.output;
   report["backend"] = result.backend;
-  if (!result.backend_reason.empty())
-    report["backend_choice"] = {{"backend", result.backend},
-                                {"reason", result.backend_reason},
-                                {"resident_fraction", result.input_resident >= 0 ? nlohmann::json(result.input_resident)
-                                                                                : nlohmann::json(nullptr)}};
+  detail::add_backend_choice(report, result.backend, result.backend_reason, result.input_resident);
   report["output_backend"] = result.output_backend;
   report["output_format"] = result.output_format;
   report["hints"] = options.hints;
