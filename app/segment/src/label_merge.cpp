@@ -19,9 +19,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <climits>
-#include <cstring>
-#include <exception>
 #include <numeric>
 #include <span>
 #include <unordered_map>
@@ -82,7 +79,6 @@ int opposite(int face) { return face ^ 1; }
 
 struct Pair {
   std::uint32_t a, b;
-  auto operator<=>(const Pair&) const = default;
 };
 
 // Pairs (label in a, label in b) of voxels that touch, from a's face toward
@@ -325,19 +321,6 @@ std::vector<std::vector<std::uint32_t>> faces_to_send(const BrickMap& map, const
   return outgoing;
 }
 
-// Collective: every rank's outgoing faces to their ranks; returns what this
-// rank received. outgoing is freed on the way. Faces grow with the volume:
-// they move in pieces (io::exchange_bytes).
-std::vector<std::uint32_t> exchange_faces(MPI_Comm comm, std::vector<std::vector<std::uint32_t>>& outgoing) {
-  std::vector<std::span<const std::byte>> spans;
-  for (const auto& out : outgoing) spans.push_back(std::as_bytes(std::span(out)));
-  const std::vector<std::byte> bytes = io::exchange_bytes(comm, spans);
-  for (auto& out : outgoing) std::vector<std::uint32_t>().swap(out);
-  std::vector<std::uint32_t> received(bytes.size() / sizeof(std::uint32_t));
-  if (!bytes.empty()) std::memcpy(received.data(), bytes.data(), bytes.size());
-  return received;
-}
-
 // Joins each received face to the bricks of this rank that face it.
 void join_received_faces(const std::vector<std::uint32_t>& received, const BrickMap& map, int connectivity, int me,
                          const std::unordered_map<std::int64_t, KeptFace>& faces, std::vector<Edge>& edges) {
@@ -407,7 +390,8 @@ LabelSummary Labeling::finish(std::uint64_t min_voxels, bool with_table) {
   {
     const io::watchdog::Phase phase("label, the merge: faces across ranks");
     auto outgoing = faces_to_send(map_, mine_, connectivity_, s.faces, me, ranks);
-    const auto received = exchange_faces(comm, outgoing);
+    // Faces grow with the volume: they move in pieces; outgoing is freed.
+    const auto received = io::exchange(comm, outgoing);
     join_received_faces(received, map_, connectivity_, me, s.faces, s.edges);
   }
   s.faces.clear();
