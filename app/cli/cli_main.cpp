@@ -73,6 +73,7 @@ std::filesystem::path find_program(const std::string& name) {
 // non-zero status and no MPI_Finalize may be torn down before the launcher
 // forwards what it printed.
 int report_and_exit(const std::string& message, int code) {
+  prefer_lone_start();
   MPI_Init(nullptr, nullptr);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -90,6 +91,7 @@ int run_parsed(Command& command, const std::string& command_line, const std::str
   // MULTIPLE lets collective I/O run on an I/O thread beside the compute
   // (segment's collective pipeline); with less, that pipeline runs in turn.
   prefer_checked_mpi_io();  // errors reported, not dropped (OMPIO drops them)
+  prefer_lone_start();  // a singleton: no daemon, no fabric probes
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   // Rank 0 calls MPI from its worker thread only (not the one that
   // initialised MPI); segment's collective pipeline adds an I/O thread.
   volseg::prefer_checked_mpi_io();  // errors reported, not dropped (OMPIO drops them)
+  volseg::prefer_lone_start();  // a singleton: no daemon, no fabric probes
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   std::signal(SIGXFSZ, SIG_IGN);
   int rank = 0;

@@ -112,4 +112,13 @@ void agree(const Comm& comm, std::exception_ptr local_error) {
 
 void prefer_checked_mpi_io() { ::setenv("OMPI_MCA_io", "romio321", 0); }
 
+bool prefer_lone_start() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "SLURM_PROCID"})
+    if (std::getenv(name)) return false;
+  ::setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
+  ::setenv("OMPI_MCA_pml", "ob1", 0);
+  ::setenv("OMPI_MCA_btl", "self", 0);
+  return true;
+}
+
 }  // namespace volseg

@@ -160,6 +160,7 @@ SimOptions parse(int argc, char** argv) {
 int main(int argc, char** argv) {
   int provided = 0;
   volseg::prefer_checked_mpi_io();  // errors reported, not dropped (OMPIO drops them)
+  volseg::prefer_lone_start();  // a singleton: no daemon, no fabric probes
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
