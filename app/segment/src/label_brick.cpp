@@ -129,6 +129,7 @@ void BrickLabeler::join_rows() {
     std::uint32_t at, end;
     std::int32_t reach;
   };
+  std::uint32_t* const parent = parent_.data();
   for (std::int64_t z = 0; z < depth; ++z)
     for (std::int64_t y = 0; y < height; ++y) {
       const std::uint32_t begin = row_start_[static_cast<std::size_t>(z * height + y)];
@@ -150,12 +151,16 @@ void BrickLabeler::join_rows() {
           Cursor& cursor = cursors[c];
           while (cursor.at < cursor.end && runs_[cursor.at].end + cursor.reach <= run.begin) ++cursor.at;
           for (std::uint32_t k = cursor.at; k < cursor.end && runs_[k].begin < run.end + cursor.reach; ++k) {
-            const std::uint32_t other = find(k);
+            std::uint32_t other = k;  // find, inline: path halving
+            while (parent[other] != other) {
+              parent[other] = parent[parent[other]];
+              other = parent[other];
+            }
             if (other < root) {
-              parent_[root] = other;
+              parent[root] = other;
               root = other;
             } else if (root < other) {
-              parent_[other] = root;
+              parent[other] = root;
             }
           }
         }
@@ -189,40 +194,58 @@ void BrickLabeler::relabel(const std::uint8_t* mask, const io::Index3& shape, st
   objects_ = objects;
 }
 
-void BrickLabeler::measure(const io::Extent& extent, const io::Index3& dims, std::vector<ObjectPart>& parts) const {
-  parts.assign(objects_, ObjectPart{});
+// Labels are numbered in run order, so an object's first run is the first
+// with a label past those seen: its part is appended there, with nothing to
+// clear beforehand, and later runs only update it. Rows come in (z, y) order,
+// so the first run holds the lowest z and the latest the highest.
+void BrickLabeler::measure(const io::Extent& extent, const io::Index3& dims, Chunked<ObjectPart>& parts) const {
+  const std::size_t base = parts.size();
+  std::uint32_t seen = 0;
   const std::int64_t height = shape_[1];
   const auto width = static_cast<std::uint64_t>(dims[2]), plane = static_cast<std::uint64_t>(dims[1]) * width;
   for (std::int64_t z = 0; z < shape_[0]; ++z)
     for (std::int64_t y = 0; y < height; ++y) {
       const std::int64_t gz = extent.offset[0] + z, gy = extent.offset[1] + y;
       const bool row_border = gz == 0 || gz == dims[0] - 1 || gy == 0 || gy == dims[1] - 1;
+      const auto z32 = static_cast<std::int32_t>(gz), y32 = static_cast<std::int32_t>(gy);
       for (std::uint32_t i = row_start_[static_cast<std::size_t>(z * height + y)];
            i < row_start_[static_cast<std::size_t>(z * height + y + 1)]; ++i) {
-        ObjectPart& part = parts[parent_[i] - 1];
+        const std::uint32_t label = parent_[i];
         const std::int64_t x0 = extent.offset[2] + runs_[i].begin, x1 = extent.offset[2] + runs_[i].end;
         const auto length = static_cast<std::uint64_t>(x1 - x0);
-        if (part.voxels == 0) {  // its first run
+        const std::uint32_t border = row_border || x0 == 0 || x1 == dims[2];
+        if (label > seen) {  // its first run
+          seen = label;
+          ObjectPart part;
           part.first = static_cast<std::uint64_t>(gz) * plane + static_cast<std::uint64_t>(gy) * width +
                        static_cast<std::uint64_t>(x0);
-          part.lo[0] = part.hi[0] = static_cast<std::int32_t>(gz);
-          part.lo[1] = part.hi[1] = static_cast<std::int32_t>(gy);
+          part.voxels = length;
+          part.sum[0] = static_cast<std::uint64_t>(gz) * length;
+          part.sum[1] = static_cast<std::uint64_t>(gy) * length;
+          part.sum[2] = static_cast<std::uint64_t>(x0 + x1 - 1) * length / 2;  // x0 + ... + (x1 - 1)
+          part.lo[0] = part.hi[0] = z32;
+          part.lo[1] = part.hi[1] = y32;
           part.lo[2] = static_cast<std::int32_t>(x0);
           part.hi[2] = static_cast<std::int32_t>(x1 - 1);
+          part.border = border;
+          parts.push_back(part);
+          continue;
         }
+        ObjectPart& part = parts[base + label - 1];
         part.voxels += length;
         part.sum[0] += static_cast<std::uint64_t>(gz) * length;
         part.sum[1] += static_cast<std::uint64_t>(gy) * length;
-        part.sum[2] += static_cast<std::uint64_t>(x0 + x1 - 1) * length / 2;  // x0 + ... + (x1 - 1)
-        part.lo[0] = std::min<std::int32_t>(part.lo[0], static_cast<std::int32_t>(gz));
-        part.hi[0] = std::max<std::int32_t>(part.hi[0], static_cast<std::int32_t>(gz));
-        part.lo[1] = std::min<std::int32_t>(part.lo[1], static_cast<std::int32_t>(gy));
-        part.hi[1] = std::max<std::int32_t>(part.hi[1], static_cast<std::int32_t>(gy));
+        part.sum[2] += static_cast<std::uint64_t>(x0 + x1 - 1) * length / 2;
+        part.hi[0] = z32;
+        part.lo[1] = std::min(part.lo[1], y32);
+        part.hi[1] = std::max(part.hi[1], y32);
         part.lo[2] = std::min<std::int32_t>(part.lo[2], static_cast<std::int32_t>(x0));
         part.hi[2] = std::max<std::int32_t>(part.hi[2], static_cast<std::int32_t>(x1 - 1));
-        if (row_border || x0 == 0 || x1 == dims[2]) part.border = 1;
+        part.border |= border;
       }
     }
+  if (seen != objects_)
+    throw Error("internal error: a brick measured " + std::to_string(seen) + " objects of " + std::to_string(objects_));
 }
 
 namespace {

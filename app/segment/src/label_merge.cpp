@@ -191,7 +191,6 @@ struct Labeling::State {
   std::unordered_map<std::int64_t, std::size_t> index;  // brick -> position in mine_
   Chunked<ObjectPart> parts;                             // every brick's, in mine_ order
   Chunked<ObjectValues> values;
-  std::vector<ObjectPart> brick_parts;                   // one brick's, reused
   std::vector<ObjectValues> brick_values;
   std::vector<std::uint64_t> part_start;                 // per position in mine_, and the end
   std::unordered_map<std::int64_t, KeptFace> faces;      // brick * 6 + face
@@ -259,9 +258,8 @@ void Labeling::add(std::int64_t brick, const std::uint8_t* mask, const void* sou
     throw Error("internal error: bricks must be labelled in the order of mine()");
   const io::Extent& extent = map_.bricks[static_cast<std::size_t>(brick)];
   labeler_.label(mask, extent.count);
-  labeler_.measure(extent, map_.dims, s.brick_parts);
-  s.part_start.push_back(s.part_start.back() + s.brick_parts.size());
-  for (const auto& part : s.brick_parts) s.parts.push_back(part);
+  labeler_.measure(extent, map_.dims, s.parts);  // appends this brick's parts
+  s.part_start.push_back(s.parts.size());
   if (with_values_) {
     if (source == nullptr) throw Error("internal error: a labeling with values needs each brick's source values");
     labeler_.measure_values(source, source_dtype, scale, offset, s.brick_values);
@@ -401,7 +399,6 @@ LabelSummary Labeling::finish(std::uint64_t min_voxels, bool with_table) {
   std::vector<detail::LocalEdge> local;
   std::vector<detail::CrossEdge> cross;
   collectively(comm_, [&] {
-    std::vector<ObjectPart>().swap(s.brick_parts);
     std::vector<ObjectValues>().swap(s.brick_values);
     // (brick, label) is node base[brick] + label - 1; the later brick of a join is always this rank's.
     const std::uint64_t base = nodes.rank_base[static_cast<std::size_t>(me)];

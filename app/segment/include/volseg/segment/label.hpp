@@ -108,9 +108,9 @@ class BrickLabeler {
                std::uint32_t objects);
   const io::Index3& shape() const { return shape_; }
 
-  // The brick's parts of objects (index = label - 1); extent places the
-  // brick in a volume of dims.
-  void measure(const io::Extent& extent, const io::Index3& dims, std::vector<ObjectPart>& parts) const;
+  // Appends the brick's parts of objects to parts (label L at the size
+  // parts had plus L - 1); extent places the brick in a volume of dims.
+  void measure(const io::Extent& extent, const io::Index3& dims, Chunked<ObjectPart>& parts) const;
   // Folds the source values (the brick's voxels, native order, of dtype,
   // unpacked as value * scale + offset) into values (index = label - 1).
   void measure_values(const void* source, io::DType dtype, double scale, double offset,
