@@ -5,6 +5,7 @@
 
 #include "command.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/io/hints.hpp"
 #include "volseg/segment/label.hpp"
 #include "volseg/segment/segment.hpp"
 
@@ -40,6 +41,10 @@ class LabelCommand final : public Command {
            "MiB per rank that keep the first pass's labels for the second (4 bytes a run of foreground); "
            "bricks past it are labelled twice [256]")
         ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 30));
+    sub->add_option("--memory", memory_,
+                    "Memory per rank the job may use (512MiB, 4GiB; default: this node's available memory shared "
+                    "by its ranks). Refused before it starts when bricks and buffers do not fit; stopped in pass 1 "
+                    "when its objects outgrow it");
     sub->add_option("--values", o.values, "Source scalar volume, voxel for voxel, for the table's min/mean/max");
     sub->add_option("--values-var", values_variable_, "NetCDF variable of --values");
     sub->add_option("--values-time", values_time_, "Step of --values' 4D variable");
@@ -80,6 +85,13 @@ class LabelCommand final : public Command {
       o.hi = *hi_;
     }
     if (!brick_.empty()) o.brick_shape = segment::parse_shape(brick_);
+    if (!memory_.empty()) {
+      io::Hints parsed;
+      parsed.set("memory", memory_);
+      const std::int64_t bytes = parsed.get_size("memory", 0);
+      if (bytes <= 0) throw Error("--memory must be positive, not " + memory_);
+      o.memory_bytes = static_cast<std::uint64_t>(bytes);
+    }
     o.assignment = segment::parse_assignment(assign_);
     o.progress = verbosity_.mode();
     o.command_line = command_line;
@@ -91,7 +103,7 @@ class LabelCommand final : public Command {
   }
 
   segment::LabelOptions options_;
-  std::string brick_, assign_ = "block", variable_, values_variable_;
+  std::string brick_, assign_ = "block", variable_, values_variable_, memory_;
   std::optional<std::int64_t> time_, values_time_;
   std::optional<double> lo_, hi_;
   Verbosity verbosity_;

@@ -351,6 +351,30 @@ class LabelTest(unittest.TestCase):
         e.assert_clean_failure(self, proc, pattern)
         self.assertEqual(e.digest(self.work), before, "files changed by a failed run: " + " ".join(proc.args))
 
+    def test_a_job_past_its_memory_bound(self):
+        """--memory: refused before pass 1 when a brick's buffers do not fit, stopped in pass 1 when the
+        objects outgrow it (one line, nothing left), and within it on more ranks, which share the objects."""
+        board = (np.indices((128, 128, 128)).sum(axis=0) % 2 == 0).astype(np.uint8)  # 2^20 objects (6-conn.)
+        write_nrrd(self.path("board.nhdr"), board)
+        out = self.path("l.nhdr")
+        for ranks in (1, 2):
+            with self.subTest(ranks=ranks):
+                self.assert_refused(["label", self.path("board.nhdr"), "--mask-input", "--out", out, "--memory",
+                                     "4MiB"], r"before its first object.*bound of 4 MiB per rank \(--memory\)",
+                                    ranks)
+        # About 100 MiB of parts and merge state on 1 rank, past its bound; a quarter of that on 4 ranks.
+        args = ["--mask-input", "--connectivity", "6", "--brick", "8,128,128", "--memory", "100MiB"]
+        self.assert_refused(["label", self.path("board.nhdr"), "--out", out, *args],
+                            r"first \d+ of 16 bricks \(\d+ parts.*past its bound of 100 MiB per rank")
+        self.label(self.path("board.nhdr"), out, *args, "--report", self.path("r.json"), ranks=4)
+        with open(self.path("r.json")) as f:
+            report = json.load(f)
+        self.assertEqual(report["objects"], 128 ** 3 // 2)
+        self.assertEqual(report["memory"]["bound_bytes_per_rank"], 100 << 20)
+        self.assertEqual(report["memory"]["bound_from"], "--memory")
+        self.assertLessEqual(report["memory"]["run_label_cache_bytes"], 100 << 20)
+        self.assertLessEqual(max(r["max_rss_bytes"] for r in report["ranks"]), 100 << 20)
+
     def test_bad_input(self):
         rng = np.random.default_rng(3)
         mask = rng.random((9, 10, 11)) < 0.5

@@ -26,6 +26,7 @@
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
 #include "volseg/io/format.hpp"
+#include "volseg/io/memory.hpp"
 #include "volseg/io/nrrd.hpp"
 #include "volseg/io/registry.hpp"
 #include "volseg/io/rounds.hpp"
@@ -146,6 +147,7 @@ class KeptLabels {
     used_ += bytes;
     kept_.emplace(brick, Kept{{labels.begin(), labels.end()}, labeler.objects()});
   }
+  std::uint64_t used() const { return used_; }
   void label(std::int64_t brick, BrickLabeler& labeler, const std::uint8_t* mask, const io::Index3& shape) {
     auto it = kept_.find(brick);
     if (it == kept_.end()) return labeler.label(mask, shape);
@@ -265,7 +267,37 @@ struct LabelPlan {
   std::unique_ptr<io::VolumeReader> values;  // --values; null without it
   io::Writing writing;
   BrickLayout layout;
+  io::MemoryBound bound;   // per rank
+  std::uint64_t fixed = 0;  // what a rank holds before any object: the process, one brick's buffers
+  std::uint64_t cache = 0;  // the run-label cache, fitted into the bound
 };
+
+// A rank's memory before any object: the process as it is, and one brick's
+// buffers (input, mask, labels out, --values, and 12 bytes a run of
+// foreground, at most a run every 2 voxels). The run-label cache takes what
+// is left up to --cache; parts and joins grow in pass 1 (held_bytes).
+// Collective: a rank whose bound is too small ends every rank, before pass 1.
+void fit_memory(const Comm& comm, const LabelOptions& options, LabelPlan& plan) {
+  const auto voxels = static_cast<std::uint64_t>(plan.layout.largest_brick_voxels());
+  const std::uint64_t label_size = options.type == "u64" ? 8 : 4;
+  const std::uint64_t per_voxel = io::dtype_size(plan.reader->info().dtype) + 1 + label_size + 6 +
+                                  (plan.values ? io::dtype_size(plan.values->info().dtype) : 0);
+  const std::uint64_t buffers = voxels * per_voxel;
+  collectively(comm, [&] {
+    plan.bound = io::memory_per_rank(comm, options.memory_bytes);
+    const std::uint64_t process = io::resident_bytes();
+    plan.fixed = process + buffers;
+    if (plan.fixed > plan.bound.bytes) {
+      const auto& shape = plan.layout.shape();
+      throw Error("label needs " + io::mib_text(plan.fixed) + " per rank before its first object (this process " +
+                  io::mib_text(process) + ", buffers of bricks of " + std::to_string(shape[2]) + "x" +
+                  std::to_string(shape[1]) + "x" + std::to_string(shape[0]) + " " + io::mib_text(buffers) +
+                  "), more than its bound of " + io::mib_text(plan.bound.bytes) + " per rank (" + plan.bound.source +
+                  "): give a smaller --brick, more memory (--memory) or more nodes");
+    }
+    plan.cache = std::min(options.cache_bytes, plan.bound.bytes - plan.fixed);
+  });
+}
 
 LabelPlan plan_label(const Comm& comm, const LabelOptions& options, LabelResult& result) {
   check_label_options(options);
@@ -288,7 +320,12 @@ LabelPlan plan_label(const Comm& comm, const LabelOptions& options, LabelResult&
   result.brick_shape = layout.shape();
   result.brick_grid = layout.grid();
   result.brick_count = layout.count();
-  return LabelPlan{std::move(reader), std::move(values), std::move(writing), layout};
+  LabelPlan plan{std::move(reader), std::move(values), std::move(writing), layout, {}, 0, 0};
+  fit_memory(comm, options, plan);
+  result.memory_bound = plan.bound.bytes;
+  result.memory_source = plan.bound.source;
+  result.cache_bytes = plan.cache;
+  return plan;
 }
 
 // The two passes over this rank's bricks, and what they share: the
@@ -319,7 +356,7 @@ struct LabelPasses {
         input(brick_voxels * io::dtype_size(info.dtype)),
         source(p.values ? brick_voxels * io::dtype_size(p.values->info().dtype) : 0),
         progress(c, "label", 2 * p.layout.count(), o.progress),
-        kept(o.cache_bytes) {}
+        kept(p.cache) {}
 
   // This rank's bricks, driven with the progress bar; `bytes_per_voxel`
   // of each brick counts as moved.
@@ -343,7 +380,20 @@ struct LabelPasses {
       labeling.add(brick, masks.make(input.data(), *extent), values ? source.data() : nullptr,
                    values ? values->info().dtype : io::DType::u8, scale, offset);
       kept.keep(brick, labeling.labeler());
+      check_memory(*k + 1, bricks.size());
     });
+  }
+
+  // Stops pass 1 when this rank's objects outgrow its bound: better now,
+  // with a line naming it, than killed by the kernel in the merge.
+  void check_memory(std::size_t done, std::size_t bricks) const {
+    const std::uint64_t held = plan.fixed + kept.used() + labeling.held_bytes();
+    if (held <= plan.bound.bytes) return;
+    throw RankError("label: the objects of this rank's first " + std::to_string(done) + " of " +
+                    std::to_string(bricks) + " bricks (" + std::to_string(labeling.part_count()) +
+                    " parts, about 100 bytes each with the merge's share) need " + io::mib_text(held) +
+                    ", past its bound of " + io::mib_text(plan.bound.bytes) + " per rank (" + plan.bound.source +
+                    "): use more ranks (or nodes), or --memory where the node has more");
   }
 
   // Pass 2: label again and write the ids.

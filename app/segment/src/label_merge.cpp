@@ -224,6 +224,14 @@ std::uint64_t Labeling::face_bytes() const {
   return bytes;
 }
 
+std::uint64_t Labeling::part_count() const { return state_->parts.size(); }
+
+std::uint64_t Labeling::held_bytes() const {
+  const State& s = *state_;
+  return s.parts.size() * (sizeof(ObjectPart) + (with_values_ ? sizeof(ObjectValues) : 0) + 24) +
+         s.edges.size() * sizeof(Edge) + face_bytes();
+}
+
 namespace {
 
 std::vector<std::int64_t> neighbours(const BrickMap& map, std::int64_t brick, int connectivity) {

@@ -288,6 +288,9 @@ void write_label_report(const std::string& path, const LabelOptions& options, co
   report["connectivity"] = options.connectivity;
   report["min_voxels"] = options.min_voxels;
   report["bricks"] = {{"shape_zyx", result.brick_shape}, {"grid_zyx", result.brick_grid}, {"count", result.brick_count}};
+  report["memory"] = {{"bound_bytes_per_rank", result.memory_bound},
+                      {"bound_from", result.memory_source},
+                      {"run_label_cache_bytes", result.cache_bytes}};
   report["objects"] = s.objects;
   report["dropped"] = s.dropped;
   report["foreground_voxels"] = s.foreground;

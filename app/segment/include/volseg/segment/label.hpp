@@ -210,6 +210,11 @@ class Labeling {
   const BrickLabeler& labeler() const { return labeler_; }
   // Bytes held now for faces waiting for a neighbour (docs/label.md's bound).
   std::uint64_t face_bytes() const;
+  // What this labeling holds for the merge, and will add to it: its parts
+  // (with values), their joins and waiting faces, and per part the merge's
+  // root, id and order (24 bytes).
+  std::uint64_t held_bytes() const;
+  std::uint64_t part_count() const;
 
  private:
   struct State;
@@ -236,6 +241,9 @@ struct LabelOptions {
   // Per rank, the runs' labels kept from the first pass for the second (4
   // bytes a run); bricks past it are labelled again.
   std::uint64_t cache_bytes = std::uint64_t{256} << 20;
+  // Memory per rank (--memory); 0: this node's available memory shared by
+  // its ranks (io::memory_per_rank). The run-label cache shrinks to fit it.
+  std::uint64_t memory_bytes = 0;
   std::string values;                 // source scalar for the table; empty: none
   std::vector<std::string> values_hints;  // var=, time= of the source
   std::string backend = "auto", output_backend, format;
@@ -255,6 +263,9 @@ struct LabelResult {
   double input_resident = -1;  // page-cache share auto sampled; -1: not sampled
   io::Index3 brick_shape{}, brick_grid{};
   std::int64_t brick_count = 0;
+  std::uint64_t memory_bound = 0;  // per rank, the job held to it (rank 0's)
+  std::string memory_source;       // where it came from
+  std::uint64_t cache_bytes = 0;   // the run-label cache, after fitting it into the bound
   LabelSummary summary;
   // Per rank (rank 0 holds all): seconds of pass 1 (read and label), the
   // merge, pass 2 (relabel and write) and the peak resident set in bytes.

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: MIT
+#include "volseg/io/memory.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "volseg/io/error.hpp"
+
+namespace volseg::io {
+namespace {
+
+// A "Key: N kB" line of a /proc file, in bytes; nullopt-like 0 when absent.
+std::uint64_t proc_kib(const char* path, const char* key) {
+  std::FILE* file = std::fopen(path, "r");
+  if (!file) return 0;
+  char line[256];
+  unsigned long long kib = 0;
+  const std::string pattern = std::string(key) + " %llu kB";
+  bool found = false;
+  while (!found && std::fgets(line, sizeof line, file)) found = std::sscanf(line, pattern.c_str(), &kib) == 1;
+  std::fclose(file);
+  return found ? kib * 1024 : 0;
+}
+
+// A cgroup v2 file of this process's group holding one number ("max": none).
+std::uint64_t cgroup_value(const std::string& name) {
+  std::ifstream groups("/proc/self/cgroup");
+  std::string line, path;
+  while (std::getline(groups, line))
+    if (line.rfind("0::", 0) == 0) path = line.substr(3);
+  if (path.empty()) return 0;
+  std::ifstream value("/sys/fs/cgroup" + path + "/" + name);
+  std::string text;
+  if (!(value >> text) || text == "max") return 0;
+  try {
+    return std::stoull(text);
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+}  // namespace
+
+std::uint64_t resident_bytes() { return proc_kib("/proc/self/status", "VmRSS:"); }
+
+std::string mib_text(std::uint64_t bytes) { return std::to_string((bytes + (1 << 19)) >> 20) + " MiB"; }
+
+MemoryBound memory_per_rank(const Comm& comm, std::uint64_t requested) {
+  if (requested > 0) return {requested, "--memory"};
+  MPI_Comm node = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split_type(comm.get(), MPI_COMM_TYPE_SHARED, comm.rank(), MPI_INFO_NULL, &node),
+            "MPI_Comm_split_type");
+  int local = 1;
+  const int size_status = MPI_Comm_size(node, &local);
+  const int free_status = MPI_Comm_free(&node);
+  check_mpi(size_status, "MPI_Comm_size");
+  check_mpi(free_status, "MPI_Comm_free");
+
+  std::uint64_t spare = proc_kib("/proc/meminfo", "MemAvailable:");
+  bool known = spare > 0;
+  std::string where = "MemAvailable";
+  if (const std::uint64_t limit = cgroup_value("memory.max"); limit > 0) {
+    const std::uint64_t used = cgroup_value("memory.current");
+    const std::uint64_t left = limit > used ? limit - used : 0;
+    if (!known || left < spare) spare = left, where = "the job's cgroup limit";
+    known = true;
+  }
+  if (!known) return {std::numeric_limits<std::uint64_t>::max(), "no bound (this node's /proc says nothing)"};
+  const std::uint64_t bytes = resident_bytes() + spare / static_cast<std::uint64_t>(local);
+  std::ostringstream source;
+  source << "this node's " << where << " (" << mib_text(spare) << ") shared by its " << local << " rank(s)";
+  return {bytes, source.str()};
+}
+
+}  // namespace volseg::io
