@@ -29,6 +29,10 @@ find_package(CLI11 REQUIRED)
 
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(LIBURING REQUIRED IMPORTED_TARGET liburing)
+# Zarr's codecs (io/backends/zarr)
+pkg_check_modules(BLOSC REQUIRED IMPORTED_TARGET blosc)
+pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
+pkg_check_modules(ZLIB REQUIRED IMPORTED_TARGET zlib)
 
 if(VOLSEG_WITH_PARAVIEW)
   find_package(LibXml2 REQUIRED)

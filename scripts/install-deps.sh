@@ -24,6 +24,8 @@ packages=(
   python3-scipy mricron-data python3-venv
   # libraries used by the code
   libcli11-dev nlohmann-json3-dev liburing-dev
+  # Zarr's codecs, and zarr-python to write and read stores in tests
+  libblosc-dev libzstd-dev zlib1g-dev python3-zarr python3-numcodecs
   # measurement
   time fio stress-ng
   # fuzzing (VOLSEG_FUZZ: libFuzzer targets built with clang)

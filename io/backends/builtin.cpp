@@ -15,6 +15,7 @@ Backend make_twophase_backend();
 Backend make_ranged_mmap_backend();
 Backend make_ranged_uring_backend();
 Backend make_null_backend();
+Backend make_zarr_backend();
 
 void register_builtin(Registry& registry) {
   registry.add(make_posix_backend());
@@ -27,6 +28,7 @@ void register_builtin(Registry& registry) {
   registry.add(make_ranged_mmap_backend());
   registry.add(make_ranged_uring_backend());
   registry.add(make_null_backend());
+  registry.add(make_zarr_backend());
 }
 
 }  // namespace volseg::io

@@ -23,6 +23,7 @@ std::string format_name(FileFormat format) {
     case FileFormat::cdf2: return "cdf2";
     case FileFormat::cdf5: return "cdf5";
     case FileFormat::netcdf4: return "netcdf4";
+    case FileFormat::zarr: return "zarr";
   }
   return "?";
 }
@@ -32,7 +33,8 @@ FileFormat parse_format(const std::string& name) {
   if (name == "cdf2") return FileFormat::cdf2;
   if (name == "cdf5") return FileFormat::cdf5;
   if (name == "netcdf4") return FileFormat::netcdf4;
-  throw Error("unknown format '" + name + "' (known: raw, cdf2, cdf5, netcdf4)");
+  if (name == "zarr") return FileFormat::zarr;
+  throw Error("unknown format '" + name + "' (known: raw, cdf2, cdf5, netcdf4, zarr)");
 }
 
 FileFormat output_format(const std::string& path, const std::string& named, std::optional<FileFormat> input,
@@ -64,7 +66,11 @@ static FileFormat detect_on_this_rank(const std::string& path) {
   }
   if (S_ISDIR(st.st_mode)) {
     ::close(fd);
-    throw Error("open " + path + ": is a directory");
+    // A Zarr v2 array is a directory that holds its .zarray.
+    if (::access((path + "/.zarray").c_str(), F_OK) == 0) return FileFormat::zarr;
+    if (::access((path + "/.zgroup").c_str(), F_OK) == 0)
+      throw Error(path + ": a Zarr group, not an array: name one of its arrays (" + path + "/NAME)");
+    throw Error("open " + path + ": is a directory (and not a Zarr v2 array: no .zarray)");
   }
   // read() may return fewer bytes than asked before the end of the file.
   unsigned char magic[8] = {};
@@ -86,7 +92,7 @@ static FileFormat detect_on_this_rank(const std::string& path) {
     if (magic[3] == 5) return FileFormat::cdf5;
   }
   if (got == 8 && std::memcmp(magic, "\x89HDF\r\n\x1a\n", 8) == 0) return FileFormat::netcdf4;
-  throw Error(path + ": not a volume volseg reads (neither a NRRD header, a NetCDF classic file nor HDF5/NetCDF-4)");
+  throw Error(path + ": not a volume volseg reads (neither a NRRD header, a NetCDF classic file, HDF5/NetCDF-4 nor a Zarr v2 array)");
 }
 
 FileFormat detect_format(const Comm& comm, const std::string& path) {
@@ -105,6 +111,7 @@ std::string reading_backend(FileFormat format) {
     case FileFormat::cdf2:
     case FileFormat::cdf5: return "pnetcdf";
     case FileFormat::netcdf4: return "netcdf4";
+    case FileFormat::zarr: return "zarr";
   }
   return "posix";
 }
@@ -119,6 +126,7 @@ Writing writing_backend(FileFormat format, const std::string& input_backend) {
     case FileFormat::cdf2: return {input_backend == "twophase" ? "twophase" : "pnetcdf", {"format=cdf2"}};
     case FileFormat::cdf5: return {input_backend == "twophase" ? "twophase" : "pnetcdf", {"format=cdf5"}};
     case FileFormat::netcdf4: return {"netcdf4", {}};
+    case FileFormat::zarr: return {"zarr", {}};
   }
   return {"posix", {}};
 }

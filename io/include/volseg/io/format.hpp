@@ -12,7 +12,7 @@
 
 namespace volseg::io {
 
-enum class FileFormat { raw, cdf1, cdf2, cdf5, netcdf4 };
+enum class FileFormat { raw, cdf1, cdf2, cdf5, netcdf4, zarr };
 
 std::string format_name(FileFormat format);  // "raw", "cdf2", ...
 FileFormat parse_format(const std::string& name);  // raw | cdf2 | cdf5 | netcdf4

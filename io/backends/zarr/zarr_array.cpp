@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: MIT
+#include "zarr/zarr_array.hpp"
+
+#include <blosc.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "volseg/io/error.hpp"
+
+namespace volseg::io::zarr {
+namespace {
+
+using nlohmann::json;
+
+DType parse_dtype(const std::string& text, ByteOrder& order, const std::string& where) {
+  if (text.size() < 3 || (text[0] != '<' && text[0] != '>' && text[0] != '|'))
+    throw Error(where + ": dtype \"" + text + "\" is not a NumPy type string like \"<f4\"");
+  const std::string kind = text.substr(1);
+  static const std::pair<const char*, DType> types[] = {
+      {"u1", DType::u8},  {"i1", DType::i8},  {"b1", DType::u8},  {"u2", DType::u16}, {"i2", DType::i16},
+      {"u4", DType::u32}, {"i4", DType::i32}, {"u8", DType::u64}, {"i8", DType::i64}, {"f4", DType::f32},
+      {"f8", DType::f64}};
+  for (const auto& [name, dtype] : types)
+    if (kind == name) {
+      if (dtype_size(dtype) > 1 && text[0] == '|')
+        throw Error(where + ": dtype \"" + text + "\" has no byte order ('<' or '>')");
+      order = text[0] == '>' ? ByteOrder::big : ByteOrder::little;
+      return dtype;
+    }
+  throw Error(where + ": dtype \"" + text + "\" is not one volseg reads (u1, i1, b1, u2, i2, u4, i4, u8, i8, f4, f8)");
+}
+
+Index3 parse_index3(const json& value, const char* field, const std::string& where) {
+  if (!value.is_array() || value.size() != 3)
+    throw Error(where + ": \"" + field + "\" must list 3 dimensions (z, y, x)" +
+                (value.is_array() ? ", not " + std::to_string(value.size()) : ""));
+  Index3 out{};
+  for (int a = 0; a < 3; ++a) {
+    if (!value[static_cast<std::size_t>(a)].is_number_integer() || value[static_cast<std::size_t>(a)].get<std::int64_t>() <= 0)
+      throw Error(where + ": \"" + field + "\" must hold positive integers, not " + value.dump());
+    out[static_cast<std::size_t>(a)] = value[static_cast<std::size_t>(a)].get<std::int64_t>();
+  }
+  return out;
+}
+
+Compressor parse_compressor(const json& value, const std::string& where) {
+  Compressor c;
+  if (value.is_null()) return c;
+  if (!value.is_object() || !value.contains("id") || !value["id"].is_string())
+    throw Error(where + ": \"compressor\" must be null or an object with an \"id\"");
+  c.id = value["id"].get<std::string>();
+  auto integer = [&](const char* key, int fallback) {
+    if (!value.contains(key)) return fallback;
+    if (!value[key].is_number_integer()) throw Error(where + ": compressor " + c.id + "'s " + key + " is not an integer");
+    return value[key].get<int>();
+  };
+  if (c.id == "blosc") {
+    c.cname = value.value("cname", std::string("lz4"));
+    static const char* names[] = {"lz4", "lz4hc", "zstd", "zlib", "blosclz", "snappy"};
+    bool known = false;
+    for (const char* n : names) known = known || c.cname == n;
+    if (!known) throw Error(where + ": blosc compressor \"" + c.cname + "\" is unknown");
+    c.level = integer("clevel", 5);
+    c.shuffle = integer("shuffle", 1);
+    if (c.shuffle < -1 || c.shuffle > 2) throw Error(where + ": blosc shuffle " + std::to_string(c.shuffle) + " is unknown");
+  } else if (c.id == "zlib" || c.id == "gzip" || c.id == "zstd") {
+    c.level = integer("level", c.id == "zstd" ? 1 : 1);
+  } else {
+    throw Error(where + ": compressor \"" + c.id + "\" is not one volseg reads (blosc, zlib, gzip, zstd, or null)");
+  }
+  return c;
+}
+
+std::optional<long double> parse_fill(const json& value, DType dtype, bool& nan, const std::string& where) {
+  nan = false;
+  if (value.is_null()) return std::nullopt;
+  const bool floating = dtype == DType::f32 || dtype == DType::f64;
+  if (value.is_string()) {
+    const auto text = value.get<std::string>();
+    if (floating && text == "NaN") return nan = true, std::numeric_limits<long double>::quiet_NaN();
+    if (floating && text == "Infinity") return std::numeric_limits<long double>::infinity();
+    if (floating && text == "-Infinity") return -std::numeric_limits<long double>::infinity();
+    throw Error(where + ": fill_value \"" + text + "\" is not a value of " + std::string(dtype_name(dtype)));
+  }
+  if (value.is_boolean()) return value.get<bool>() ? 1 : 0;
+  if (value.is_number_unsigned()) return static_cast<long double>(value.get<std::uint64_t>());
+  if (value.is_number_integer()) return static_cast<long double>(value.get<std::int64_t>());
+  if (value.is_number_float()) return static_cast<long double>(value.get<double>());
+  throw Error(where + ": fill_value " + value.dump() + " is not a number");
+}
+
+}  // namespace
+
+Index3 ArrayMeta::grid() const {
+  Index3 g{};
+  for (int a = 0; a < 3; ++a) g[static_cast<std::size_t>(a)] = (shape[static_cast<std::size_t>(a)] + chunks[static_cast<std::size_t>(a)] - 1) / chunks[static_cast<std::size_t>(a)];
+  return g;
+}
+
+std::size_t ArrayMeta::chunk_bytes() const {
+  return static_cast<std::size_t>(chunks[0] * chunks[1] * chunks[2]) * dtype_size(dtype);
+}
+
+std::string ArrayMeta::chunk_key(const Index3& chunk) const {
+  return std::to_string(chunk[0]) + separator + std::to_string(chunk[1]) + separator + std::to_string(chunk[2]);
+}
+
+ArrayMeta parse_array(const std::string& text, const std::string& where) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::exception& e) {
+    throw Error(where + ": not JSON (" + std::string(e.what()) + ")");
+  }
+  if (!doc.is_object()) throw Error(where + ": not a JSON object");
+  for (const char* key : {"zarr_format", "shape", "chunks", "dtype", "compressor", "fill_value", "order"})
+    if (!doc.contains(key)) throw Error(where + ": no \"" + std::string(key) + "\"");
+  if (doc["zarr_format"] != 2) throw Error(where + ": zarr_format " + doc["zarr_format"].dump() + " (volseg reads 2)");
+  ArrayMeta m;
+  m.shape = parse_index3(doc["shape"], "shape", where);
+  m.chunks = parse_index3(doc["chunks"], "chunks", where);
+  if (!doc["dtype"].is_string()) throw Error(where + ": dtype " + doc["dtype"].dump() + " is not a type string (structured types are not read)");
+  m.dtype_text = doc["dtype"].get<std::string>();
+  m.dtype = parse_dtype(m.dtype_text, m.byte_order, where);
+  if (doc["order"] != "C") throw Error(where + ": order " + doc["order"].dump() + " (volseg reads \"C\" only)");
+  m.compressor = parse_compressor(doc["compressor"], where);
+  m.fill_value = parse_fill(doc["fill_value"], m.dtype, m.fill_nan, where);
+  if (doc.contains("filters") && !doc["filters"].is_null() && !(doc["filters"].is_array() && doc["filters"].empty())) {
+    std::string names;
+    if (doc["filters"].is_array())
+      for (const auto& f : doc["filters"]) names += (names.empty() ? "" : ", ") + (f.is_object() && f.contains("id") ? f["id"].dump() : f.dump());
+    throw Error(where + ": filters (" + (names.empty() ? doc["filters"].dump() : names) +
+                ") are not read by volseg; rewrite the array without them");
+  }
+  if (doc.contains("dimension_separator")) {
+    const auto& sep = doc["dimension_separator"];
+    if (sep != "." && sep != "/") throw Error(where + ": dimension_separator " + sep.dump() + " is neither \".\" nor \"/\"");
+    m.separator = sep.get<std::string>()[0];
+  }
+  const long double bytes = static_cast<long double>(m.chunks[0]) * m.chunks[1] * m.chunks[2] * dtype_size(m.dtype);
+  if (bytes > static_cast<long double>(std::int64_t{1} << 31))
+    throw Error(where + ": chunks of " + std::to_string(static_cast<std::uint64_t>(bytes)) +
+                " bytes are larger than volseg decodes (2 GiB)");
+  return m;
+}
+
+void decode_chunk(const ArrayMeta& meta, std::span<const std::byte> stored, std::span<std::byte> out,
+                  const std::string& where) {
+  const std::size_t want = out.size();
+  const auto& id = meta.compressor.id;
+  auto size_error = [&](std::size_t got) {
+    return Error(where + ": decodes to " + std::to_string(got) + " bytes, not the chunk's " + std::to_string(want));
+  };
+  if (id.empty()) {
+    if (stored.size() != want) throw size_error(stored.size());
+    std::memcpy(out.data(), stored.data(), want);
+  } else if (id == "blosc") {
+    std::size_t nbytes = 0, cbytes = 0, blocksize = 0;
+    if (stored.size() < BLOSC_MIN_HEADER_LENGTH) throw Error(where + ": too short for a blosc chunk (" + std::to_string(stored.size()) + " bytes)");
+    blosc_cbuffer_sizes(stored.data(), &nbytes, &cbytes, &blocksize);
+    if (cbytes != stored.size()) throw Error(where + ": blosc header says " + std::to_string(cbytes) + " bytes, the file has " + std::to_string(stored.size()));
+    if (nbytes != want) throw size_error(nbytes);
+    const int got = blosc_decompress_ctx(stored.data(), out.data(), want, 1);
+    if (got < 0 || static_cast<std::size_t>(got) != want)
+      throw Error(where + ": blosc failed to decompress it (" + std::to_string(got) + ")");
+  } else if (id == "zlib" || id == "gzip") {
+    z_stream z{};
+    if (inflateInit2(&z, id == "gzip" ? 16 + MAX_WBITS : MAX_WBITS) != Z_OK) throw Error(where + ": inflateInit2 failed");
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<std::byte*>(stored.data()));
+    z.avail_in = static_cast<uInt>(stored.size());
+    z.next_out = reinterpret_cast<Bytef*>(out.data());
+    z.avail_out = static_cast<uInt>(want);
+    const int status = inflate(&z, Z_FINISH);
+    const std::size_t got = want - z.avail_out;
+    const bool rest = z.avail_in != 0;
+    const std::string message = z.msg ? z.msg : std::to_string(status);
+    inflateEnd(&z);
+    if (status != Z_STREAM_END) {
+      if (status == Z_BUF_ERROR && z.avail_out == 0) throw Error(where + ": decodes to more than the chunk's " + std::to_string(want) + " bytes");
+      throw Error(where + ": " + id + " failed to decompress it (" + message + ")");
+    }
+    if (got != want) throw size_error(got);
+    if (rest) throw Error(where + ": " + std::to_string(z.avail_in) + " bytes after the " + id + " stream");
+  } else if (id == "zstd") {
+    const std::size_t got = ZSTD_decompress(out.data(), want, stored.data(), stored.size());
+    if (ZSTD_isError(got)) throw Error(where + ": zstd failed to decompress it (" + ZSTD_getErrorName(got) + ")");
+    if (got != want) throw size_error(got);
+  } else {
+    throw Error(where + ": compressor \"" + id + "\" is unknown");
+  }
+}
+
+}  // namespace volseg::io::zarr

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+// A Zarr v2 array: its metadata (.zarray, as the v2 specification defines
+// it) and its chunks' codecs. No C++ Zarr library is packaged in Debian 12,
+// and the format is small: JSON metadata and one compressed file per chunk.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "volseg/io/types.hpp"
+
+namespace volseg::io::zarr {
+
+struct Compressor {
+  std::string id;     // "" (none), blosc, zlib, gzip, zstd
+  std::string cname;  // blosc: lz4, lz4hc, zstd, zlib, blosclz
+  int level = 5;
+  int shuffle = 1;    // blosc: 0 none, 1 byte, 2 bit
+  std::int64_t blocksize = 0;
+};
+
+struct ArrayMeta {
+  Index3 shape{}, chunks{};  // z, y, x
+  DType dtype = DType::u8;
+  ByteOrder byte_order = ByteOrder::little;
+  std::optional<long double> fill_value;  // null: none
+  bool fill_nan = false;                  // "NaN": a float fill that compares equal to nothing
+  Compressor compressor;
+  char separator = '.';
+  std::string dtype_text;                 // as written: "<f4"
+
+  Index3 grid() const;                    // chunks along z, y, x
+  std::size_t chunk_bytes() const;        // a whole chunk, decoded (edge chunks are padded)
+  std::string chunk_key(const Index3& chunk) const;  // "1.0.3" or "1/0/3"
+};
+
+// Parses a .zarray; throws volseg::Error naming `where` and the field.
+ArrayMeta parse_array(const std::string& text, const std::string& where);
+
+// Decodes one chunk file into out (chunk_bytes() of it); throws naming `where`.
+void decode_chunk(const ArrayMeta& meta, std::span<const std::byte> stored, std::span<std::byte> out,
+                  const std::string& where);
+
+}  // namespace volseg::io::zarr

@@ -1,0 +1,191 @@
+# SPDX-License-Identifier: MIT
+"""Zarr v2 inputs written by zarr-python (Debian's python3-zarr), read by
+volseg: segment and label against numpy and scipy, on 1 and 3 ranks, with
+every compressor, both byte orders, both chunk-key separators, chunks that do
+not divide the volume, missing chunks (all fill_value), and bad stores: one
+line naming the problem or the chunk, nothing written."""
+import json
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+from scipy import ndimage
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e_util as e  # noqa: E402
+
+try:
+    import numcodecs
+    import zarr
+except ImportError:  # pragma: no cover - install-deps.sh installs both
+    zarr = None
+
+SHAPE = (23, 29, 31)  # no chunk shape below divides it
+
+
+def compressors():
+    Blosc = numcodecs.Blosc
+    return {
+        "blosc-lz4-shuffle": Blosc("lz4", 5, Blosc.SHUFFLE),
+        "blosc-lz4hc-noshuffle": Blosc("lz4hc", 3, Blosc.NOSHUFFLE),
+        "blosc-zstd-bitshuffle": Blosc("zstd", 3, Blosc.BITSHUFFLE),
+        "blosc-zlib": Blosc("zlib", 4, Blosc.SHUFFLE),
+        "blosc-blosclz": Blosc("blosclz", 5, Blosc.SHUFFLE),
+        "zlib": numcodecs.Zlib(3),
+        "gzip": numcodecs.GZip(6),
+        "zstd": numcodecs.Zstd(2),
+        "none": None,
+    }
+
+
+@unittest.skipIf(zarr is None, "missing python3-zarr")
+class ZarrInput(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        e.require_binary()
+        cls.dir = tempfile.mkdtemp(prefix="volseg-e2e-zarr-")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def setUp(self):
+        self.work = tempfile.mkdtemp(dir=self.dir)
+
+    def path(self, name):
+        return os.path.join(self.work, name)
+
+    def store(self, name, array, chunks, compressor, dtype=None, separator=".", fill_value=0):
+        z = zarr.open(self.path(name), mode="w", shape=array.shape, chunks=chunks, dtype=dtype or array.dtype,
+                      compressor=compressor, dimension_separator=separator, fill_value=fill_value)
+        z[:] = array
+        return self.path(name)
+
+    def segment(self, source, lo, hi, ranks, *extra):
+        out = self.path("mask%d.nhdr" % ranks)
+        proc = e.run(["segment", source, "--lo", repr(lo), "--hi", repr(hi), "--out", out, "--quiet", "--force",
+                      *extra], ranks=ranks, timeout=120)
+        e.check_ok(self, proc)
+        return np.fromfile(self.path("mask%d.raw" % ranks), dtype=np.uint8).reshape(SHAPE)
+
+    def test_every_compressor_dtype_and_separator(self):
+        rng = np.random.default_rng(5)
+        values = {
+            "<f4": rng.random(SHAPE, dtype=np.float32),
+            ">f8": rng.random(SHAPE),
+            "<u2": rng.integers(1, 60000, SHAPE).astype(np.uint16),
+            ">i2": rng.integers(-3000, 3000, SHAPE).astype(np.int16),
+            "|u1": rng.integers(1, 255, SHAPE).astype(np.uint8),
+            ">i4": rng.integers(-10 ** 6, 10 ** 6, SHAPE).astype(np.int32),
+        }
+        ranges = {"<f4": (0.2, 0.6), ">f8": (0.1, 0.3), "<u2": (1000, 30000), ">i2": (-100, 900),
+                  "|u1": (40, 90), ">i4": (0, 10 ** 5)}
+        cases = list(compressors().items())
+        for i, (codec, compressor) in enumerate(cases):
+            dtype = list(values)[i % len(values)]
+            chunks = [(7, 8, 9), (10, 29, 13), (23, 5, 31)][i % 3]
+            separator = "/" if i % 2 else "."
+            with self.subTest(codec=codec, dtype=dtype, chunks=chunks, separator=separator):
+                array = values[dtype]
+                source = self.store("%s.zarr" % codec, array.astype(dtype), chunks, compressor, dtype=dtype,
+                                    separator=separator)
+                lo, hi = ranges[dtype]
+                # fill_value 0: voxels equal to it are missing, never in the mask (as NetCDF's _FillValue)
+                expected = ((array >= lo) & (array <= hi) & (array != 0)).astype(np.uint8)
+                for ranks in (1, 3):
+                    got = self.segment(source, lo, hi, ranks)
+                    np.testing.assert_array_equal(got, expected, "%s on %d ranks" % (codec, ranks))
+
+    def test_missing_chunks_are_fill_and_not_in_the_mask(self):
+        z = zarr.open(self.path("sparse.zarr"), mode="w", shape=SHAPE, chunks=(8, 8, 8), dtype="<i2", fill_value=7,
+                      compressor=numcodecs.Zstd(1), write_empty_chunks=False)
+        block = np.arange(8 * 8 * 8, dtype=np.int16).reshape(8, 8, 8) % 13
+        z[8:16, 0:8, 8:16] = block
+        self.assertLess(len([n for n in os.listdir(self.path("sparse.zarr")) if not n.startswith(".")]), 2)
+        expected = np.zeros(SHAPE, np.uint8)
+        expected[8:16, 0:8, 8:16] = (block >= 5) & (block <= 9) & (block != 7)
+        for ranks in (1, 3):
+            np.testing.assert_array_equal(self.segment(self.path("sparse.zarr"), 5, 9, ranks), expected)
+        info = e.run(["info", self.path("sparse.zarr")], ranks=1)
+        e.check_ok(self, info)
+        for text in ("zarr_chunks: 8,8,8", "zarr_compressor: zstd", "_FillValue:    7", "dims (z,y,x):  23 29 31"):
+            self.assertIn(text, info.stdout)
+
+    def test_label_a_zarr_mask(self):
+        rng = np.random.default_rng(11)
+        mask = (rng.random(SHAPE) < 0.3).astype(np.uint8)
+        source = self.store("m.zarr", mask, (6, 10, 16), numcodecs.Blosc("lz4", 5, numcodecs.Blosc.BITSHUFFLE),
+                            fill_value=None)
+        expected, count = ndimage.label(mask, structure=ndimage.generate_binary_structure(3, 3))
+        for ranks in (1, 3):
+            out = self.path("l%d.nhdr" % ranks)
+            proc = e.run(["label", source, "--mask-input", "--out", out, "--quiet", "--force", "--brick", "5,29,31"],
+                         ranks=ranks, timeout=120)
+            e.check_ok(self, proc)
+            got = np.fromfile(self.path("l%d.raw" % ranks), dtype=np.uint32).reshape(SHAPE)
+            np.testing.assert_array_equal(got, expected)
+
+    def assert_refused(self, source, pattern, ranks=1):
+        before = e.digest(self.work)
+        out = self.path("never.nhdr")
+        proc = e.run(["segment", source, "--lo", "0", "--hi", "1", "--out", out, "--quiet"], ranks=ranks)
+        e.assert_clean_failure(self, proc, pattern)
+        self.assertEqual(e.digest(self.work), before, "files changed by a failed run")
+
+    def test_bad_stores(self):
+        array = np.random.default_rng(2).random(SHAPE, dtype=np.float32)
+        good = self.store("good.zarr", array, (8, 8, 8), numcodecs.Zlib(1))
+        meta = json.load(open(os.path.join(good, ".zarray")))
+
+        def variant(name, change=None, text=None):
+            path = self.path(name)
+            shutil.copytree(good, path)
+            with open(os.path.join(path, ".zarray"), "w") as f:
+                if text is not None:
+                    f.write(text)
+                else:
+                    m = json.loads(json.dumps(meta))
+                    change(m)
+                    json.dump(m, f)
+            return path
+
+        cases = [
+            (variant("notjson.zarr", text="{\"zarr_format\": 2, \"shape\": ["), r"\.zarray: not JSON"),
+            (variant("filters.zarr", lambda m: m.update(filters=[{"id": "delta", "dtype": "<f4"}])),
+             r"filters \(\"delta\"\) are not read"),
+            (variant("lzma.zarr", lambda m: m.update(compressor={"id": "lzma"})), r"compressor \"lzma\" is not one"),
+            (variant("v3.zarr", lambda m: m.update(zarr_format=3)), r"zarr_format 3"),
+            (variant("fortran.zarr", lambda m: m.update(order="F")), r"order \"F\""),
+            (variant("2d.zarr", lambda m: m.update(shape=[23, 29])), r"\"shape\" must list 3 dimensions"),
+            (variant("dtype.zarr", lambda m: m.update(dtype="<c8")), r"dtype \"<c8\" is not one volseg reads"),
+        ]
+        truncated = self.path("truncated.zarr")
+        shutil.copytree(good, truncated)
+        with open(os.path.join(truncated, "1.2.3"), "r+b") as f:
+            f.truncate(os.path.getsize(os.path.join(truncated, "1.2.3")) // 2)
+        cases.append((truncated, r"chunk 1\.2\.3: zlib failed to decompress"))
+        garbage = self.path("garbage.zarr")
+        shutil.copytree(good, garbage)
+        with open(os.path.join(garbage, "2.0.1"), "wb") as f:
+            f.write(b"not a zlib stream at all")
+        cases.append((garbage, r"chunk 2\.0\.1: zlib failed"))
+        wrong = self.path("wrong.zarr")
+        shutil.copytree(good, wrong)
+        import zlib
+        with open(os.path.join(wrong, "0.0.0"), "wb") as f:
+            f.write(zlib.compress(b"\0" * 100))
+        cases.append((wrong, r"chunk 0\.0\.0: decodes to 100 bytes, not the chunk's 2048"))
+        group = self.path("group.zarr")
+        zarr.open_group(group, mode="w").create_dataset("a", shape=SHAPE, dtype="<f4")
+        cases.append((group, r"a Zarr group, not an array"))
+        for source, pattern in cases:
+            for ranks in (1, 2):
+                with self.subTest(source=os.path.basename(source), ranks=ranks):
+                    self.assert_refused(source, pattern, ranks)
+
+
+if __name__ == "__main__":
+    e.main(verbosity=2)
