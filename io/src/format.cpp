@@ -43,6 +43,7 @@ FileFormat output_format(const std::string& path, const std::string& named, std:
   const std::string extension = std::filesystem::path(path).extension().string();
   if (extension == ".nhdr") return FileFormat::raw;
   if (extension == ".nc4" || extension == ".h5") return FileFormat::netcdf4;
+  if (extension == ".zarr") return FileFormat::zarr;
   if (extension == ".nc") {
     // ".nc" names every NetCDF kind: a NetCDF input's own is what a user
     // who keeps the extension expects; PnetCDF writes CDF-2 and CDF-5 only.
@@ -51,8 +52,8 @@ FileFormat output_format(const std::string& path, const std::string& named, std:
     return FileFormat::cdf5;
   }
   throw Error(option + " " + path + ": cannot tell the format from the extension '" + extension +
-              "' (.nhdr: raw, data in NAME.raw; .nc: NetCDF classic; .nc4 or .h5: NetCDF-4; or name one with --format "
-              "raw|cdf2|cdf5|netcdf4)");
+              "' (.nhdr: raw, data in NAME.raw; .nc: NetCDF classic; .nc4 or .h5: NetCDF-4; .zarr: Zarr v2; or name one with "
+              "--format raw|cdf2|cdf5|netcdf4|zarr)");
 }
 
 static FileFormat detect_on_this_rank(const std::string& path) {

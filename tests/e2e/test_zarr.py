@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: MIT
-"""Zarr v2 inputs written by zarr-python (Debian's python3-zarr), read by
-volseg: segment and label against numpy and scipy, on 1 and 3 ranks, with
-every compressor, both byte orders, both chunk-key separators, chunks that do
-not divide the volume, missing chunks (all fill_value), and bad stores: one
-line naming the problem or the chunk, nothing written."""
+"""Zarr v2 with zarr-python (Debian's python3-zarr) on the other side.
+Inputs it writes, read by volseg: segment and label against numpy and scipy,
+on 1 and 3 ranks, with every compressor, both byte orders, both chunk-key
+separators, chunks that do not divide the volume, missing chunks (all
+fill_value), and bad stores: one line naming the problem or the chunk,
+nothing written. Masks and labels volseg writes, read back by zarr-python."""
 import json
 import os
 import shutil
@@ -127,6 +128,69 @@ class ZarrInput(unittest.TestCase):
             e.check_ok(self, proc)
             got = np.fromfile(self.path("l%d.raw" % ranks), dtype=np.uint32).reshape(SHAPE)
             np.testing.assert_array_equal(got, expected)
+
+    def test_masks_and_labels_written_as_zarr(self):
+        """Outputs read back by zarr-python: every writer compressor, chunks = the bricks on 1-4 ranks, chunks
+        that divide the bricks, "/" keys, all-background chunks left out, --force, and misaligned chunks refused."""
+        rng = np.random.default_rng(8)
+        array = rng.random(SHAPE, dtype=np.float32)
+        array[:12] = 0.9  # a slab with no foreground: its chunks are all fill and not written
+        source = self.store("in.zarr", array, (8, 8, 8), numcodecs.Zstd(1))
+        expected = ((array >= 0.2) & (array <= 0.5)).astype(np.uint8)
+        spellings = {"blosc-lz4": ("blosc", "lz4"), "blosc-zstd": ("blosc", "zstd"), "blosc-lz4hc": ("blosc", "lz4hc"),
+                     "blosc-zlib": ("blosc", "zlib"), "blosc-blosclz": ("blosc", "blosclz"), "zlib": ("zlib", None),
+                     "gzip": ("gzip", None), "zstd": ("zstd", None), "none": (None, None)}
+        for i, (name, (codec, cname)) in enumerate(spellings.items()):
+            ranks = 1 + i % 4
+            hints = ["--hint", "compressor=" + name]
+            if i % 3 == 1:
+                hints += ["--hint", "chunks=3,29,31"]
+            if i % 2:
+                hints += ["--hint", "dimension_separator=/"]
+            with self.subTest(compressor=name, ranks=ranks, hints=hints):
+                out = self.path("%s.zarr" % name)
+                proc = e.run(["segment", source, "--lo", "0.2", "--hi", "0.5", "--out", out, "--brick", "6,29,31",
+                              "--quiet", *hints], ranks=ranks, timeout=120)
+                e.check_ok(self, proc)
+                z = zarr.open(out, mode="r")
+                np.testing.assert_array_equal(z[:], expected)
+                self.assertEqual(z.dtype, np.uint8)
+                self.assertEqual(z.fill_value, 0)
+                self.assertEqual(z.chunks, (3, 29, 31) if i % 3 == 1 else (6, 29, 31))
+                self.assertEqual(z.compressor.codec_id if z.compressor else None, codec)
+                if cname:
+                    self.assertEqual(z.compressor.cname, cname)
+                    self.assertEqual(z.compressor.shuffle, numcodecs.Blosc.BITSHUFFLE)  # u8 default
+                self.assertEqual(json.load(open(os.path.join(out, ".zarray")))["dimension_separator"],
+                                 "/" if i % 2 else ".")
+                self.assertFalse(os.path.exists(os.path.join(out, "0/0/0" if i % 2 else "0.0.0")),
+                                 "an all-background chunk was written")
+                self.assertEqual([n for n in os.listdir(self.work) if "volseg-tmp" in n], [])
+        # Labels, u32, 26-connected, back through zarr-python; --force replaces, its absence refuses.
+        out = self.path("labels.zarr")
+        for force in (False, True):
+            proc = e.run(["label", self.path("blosc-lz4.zarr"), "--mask-input", "--out", out, "--brick", "6,29,31",
+                          "--quiet"] + (["--force"] if force else []), ranks=3, timeout=120)
+            e.check_ok(self, proc)
+        labels, count = ndimage.label(expected, structure=ndimage.generate_binary_structure(3, 3))
+        z = zarr.open(out, mode="r")
+        self.assertEqual(z.dtype, np.uint32)
+        np.testing.assert_array_equal(z[:], labels)
+        self.assertEqual(z.attrs["volseg"]["objects"], str(count))
+        self.assert_refused_job(["label", self.path("blosc-lz4.zarr"), "--mask-input", "--out", out], r"exists")
+        # A chunk shared by two ranks' bricks is refused before anything is written.
+        self.assert_refused_job(["segment", source, "--lo", "0", "--hi", "1", "--out", self.path("x.zarr"), "--brick",
+                                 "6,29,31", "--hint", "chunks=4,29,31"], r"chunks 4,29,31 do not divide the job's "
+                                r"bricks 6,29,31", ranks=2)
+        self.assert_refused_job(["segment", source, "--lo", "0", "--hi", "1", "--out", self.path("x.zarr"), "--hint",
+                                 "compressor=lzma"], r"compressor=lzma is none of")
+
+    def assert_refused_job(self, args, pattern, ranks=1):
+        before = e.digest(self.work)
+        proc = e.run(args + ["--quiet"], ranks=ranks)
+        e.assert_clean_failure(self, proc, pattern)
+        self.assertEqual(e.digest(self.work), before, "files changed by a failed run")
+        self.assertEqual([n for n in os.listdir(self.work) if "volseg-tmp" in n], [])
 
     def assert_refused(self, source, pattern, ranks=1):
         before = e.digest(self.work)

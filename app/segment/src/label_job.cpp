@@ -427,6 +427,7 @@ std::unique_ptr<io::VolumeWriter> create_labels(const Comm& comm, const LabelOpt
                             options.force, io::Partial::none};
   const auto& shape = plan.layout.shape();
   request.whole_planes = shape[1] >= info.dims[1] && shape[2] >= info.dims[2];
+  request.bricks = shape;
   auto writer_hints = detail::joined(
       detail::joined(io::hints_for(plan.writing.backend, io::Role::writer, options.hints), plan.writing.hints),
       options.output_hints);

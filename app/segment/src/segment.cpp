@@ -256,10 +256,11 @@ std::vector<std::string> writer_hints(const SegmentOptions& options, const io::W
 std::unique_ptr<Journal> open_journal(const Comm& comm, const SegmentOptions& options,
                                       const std::vector<std::string>& input_files, const BrickLayout& layout,
                                       io::FileFormat output_format, SegmentResult& result, Stats& resumed_stats) {
-  const bool resumable = output_format != io::FileFormat::netcdf4;
-  if (options.resume && !resumable)
+  const bool resumable = output_format != io::FileFormat::netcdf4 && output_format != io::FileFormat::zarr;
+  if (options.resume && output_format == io::FileFormat::netcdf4)
     throw Error("--resume works for raw and CDF masks, not NetCDF-4: a NetCDF-4 file that HDF5 1.10 left when its "
                 "writer was killed is often unreadable, so none is kept to resume");
+  if (options.resume && !resumable) throw Error("--resume works for raw and CDF masks, not Zarr yet");
   if (!resumable) return nullptr;
   const std::string data_file =
       output_format == io::FileFormat::raw ? io::data_path_for_header(options.output) : options.output;
@@ -336,6 +337,7 @@ std::unique_ptr<io::VolumeWriter> create_mask(const Comm& comm, const SegmentOpt
   // Bricks of whole planes write whole planes (O_DIRECT masks, see RawOutput).
   const auto& shape = plan.layout.shape();
   request.whole_planes = shape[1] == info.dims[1] && shape[2] == info.dims[2];
+  request.bricks = shape;
   return io::create_writer(result.output_backend, request, comm, io::Hints::parse(plan.writer_hints));
 }
 

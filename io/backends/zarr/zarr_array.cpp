@@ -149,6 +149,104 @@ ArrayMeta parse_array(const std::string& text, const std::string& where) {
   return m;
 }
 
+std::string array_json(const ArrayMeta& meta) {
+  json doc;
+  doc["zarr_format"] = 2;
+  doc["shape"] = {meta.shape[0], meta.shape[1], meta.shape[2]};
+  doc["chunks"] = {meta.chunks[0], meta.chunks[1], meta.chunks[2]};
+  doc["dtype"] = meta.dtype_text;
+  doc["order"] = "C";
+  doc["filters"] = nullptr;
+  doc["dimension_separator"] = std::string(1, meta.separator);
+  const auto& c = meta.compressor;
+  if (c.id.empty()) doc["compressor"] = nullptr;
+  else if (c.id == "blosc")
+    doc["compressor"] = {{"id", "blosc"}, {"cname", c.cname}, {"clevel", c.level}, {"shuffle", c.shuffle},
+                         {"blocksize", c.blocksize}};
+  else
+    doc["compressor"] = {{"id", c.id}, {"level", c.level}};
+  if (!meta.fill_value) {
+    doc["fill_value"] = nullptr;
+  } else if (meta.dtype == DType::f32 || meta.dtype == DType::f64) {
+    const long double v = *meta.fill_value;
+    if (std::isnan(v)) doc["fill_value"] = "NaN";
+    else if (std::isinf(v)) doc["fill_value"] = v > 0 ? "Infinity" : "-Infinity";
+    else doc["fill_value"] = static_cast<double>(v);
+  } else if (meta.dtype == DType::u64) {
+    doc["fill_value"] = static_cast<std::uint64_t>(*meta.fill_value);
+  } else {
+    doc["fill_value"] = static_cast<std::int64_t>(*meta.fill_value);
+  }
+  return doc.dump(4) + "\n";
+}
+
+Compressor compressor_from(const std::string& name, int level, const std::string& shuffle, DType dtype) {
+  Compressor c;
+  if (name == "none") return c;
+  if (name == "zlib" || name == "gzip" || name == "zstd") {
+    c.id = name;
+    c.level = level >= 0 ? level : (name == "zstd" ? 3 : 5);
+    const int top = name == "zstd" ? ZSTD_maxCLevel() : 9;
+    if (c.level > top) throw Error("hint level=" + std::to_string(level) + " is past " + name + "'s " + std::to_string(top));
+    return c;
+  }
+  if (name.rfind("blosc-", 0) == 0) {
+    c.id = "blosc";
+    c.cname = name.substr(6);
+    static const char* names[] = {"lz4", "lz4hc", "zstd", "zlib", "blosclz"};
+    bool known = false;
+    for (const char* n : names) known = known || c.cname == n;
+    if (!known) throw Error("hint compressor=" + name + ": blosc's compressors are lz4, lz4hc, zstd, zlib, blosclz");
+    c.level = level >= 0 ? level : 5;
+    if (c.level > 9) throw Error("hint level=" + std::to_string(level) + " is past blosc's 9");
+    if (shuffle.empty()) c.shuffle = dtype_size(dtype) == 1 ? 2 : 1;
+    else if (shuffle == "none") c.shuffle = 0;
+    else if (shuffle == "byte") c.shuffle = 1;
+    else if (shuffle == "bit") c.shuffle = 2;
+    else throw Error("hint shuffle=" + shuffle + " is none of byte, bit, none");
+    return c;
+  }
+  throw Error("hint compressor=" + name +
+              " is none of blosc-lz4, blosc-lz4hc, blosc-zstd, blosc-zlib, blosc-blosclz, zstd, zlib, gzip, none");
+}
+
+std::vector<std::byte> encode_chunk(const ArrayMeta& meta, std::span<const std::byte> values) {
+  const auto& c = meta.compressor;
+  const std::size_t n = values.size();
+  std::vector<std::byte> out;
+  if (c.id.empty()) {
+    out.assign(values.begin(), values.end());
+  } else if (c.id == "blosc") {
+    out.resize(n + BLOSC_MAX_OVERHEAD);
+    const int got = blosc_compress_ctx(c.level, c.shuffle, dtype_size(meta.dtype), n, values.data(), out.data(),
+                                       out.size(), c.cname.c_str(), 0, 1);
+    if (got <= 0) throw Error("blosc failed to compress a chunk (" + std::to_string(got) + ")");
+    out.resize(static_cast<std::size_t>(got));
+  } else if (c.id == "zlib" || c.id == "gzip") {
+    z_stream z{};
+    if (deflateInit2(&z, c.level, Z_DEFLATED, c.id == "gzip" ? 16 + MAX_WBITS : MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+      throw Error("deflateInit2 failed");
+    out.resize(deflateBound(&z, static_cast<uLong>(n)) + 32);
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<std::byte*>(values.data()));
+    z.avail_in = static_cast<uInt>(n);
+    z.next_out = reinterpret_cast<Bytef*>(out.data());
+    z.avail_out = static_cast<uInt>(out.size());
+    const int status = deflate(&z, Z_FINISH);
+    const std::size_t got = out.size() - z.avail_out;
+    deflateEnd(&z);
+    if (status != Z_STREAM_END) throw Error(c.id + " failed to compress a chunk (" + std::to_string(status) + ")");
+    out.resize(got);
+  } else if (c.id == "zstd") {
+    out.resize(ZSTD_compressBound(n));
+    const std::size_t got = ZSTD_compress(out.data(), out.size(), values.data(), n, c.level);
+    if (ZSTD_isError(got)) throw Error(std::string("zstd failed to compress a chunk (") + ZSTD_getErrorName(got) + ")");
+    out.resize(got);
+  } else {
+    throw Error("compressor \"" + c.id + "\" is unknown");
+  }
+  return out;
+}
+
 void decode_chunk(const ArrayMeta& meta, std::span<const std::byte> stored, std::span<std::byte> out,
                   const std::string& where) {
   const std::size_t want = out.size();

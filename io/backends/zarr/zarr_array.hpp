@@ -41,6 +41,19 @@ struct ArrayMeta {
 // Parses a .zarray; throws volseg::Error naming `where` and the field.
 ArrayMeta parse_array(const std::string& text, const std::string& where);
 
+// The .zarray text of meta (zarr_format 2, C order, no filters).
+std::string array_json(const ArrayMeta& meta);
+
+// Encodes one chunk (chunk_bytes() of native values) as meta's compressor
+// stores it.
+std::vector<std::byte> encode_chunk(const ArrayMeta& meta, std::span<const std::byte> values);
+
+// Parses a compressor as hints name it: none, zlib, gzip, zstd, blosc-lz4,
+// blosc-lz4hc, blosc-zstd, blosc-zlib, blosc-blosclz; level (-1: the
+// codec's default) and shuffle (blosc: byte, bit, none, or "" for bit on
+// 1-byte types and byte otherwise).
+Compressor compressor_from(const std::string& name, int level, const std::string& shuffle, DType dtype);
+
 // Decodes one chunk file into out (chunk_bytes() of it); throws naming `where`.
 void decode_chunk(const ArrayMeta& meta, std::span<const std::byte> stored, std::span<std::byte> out,
                   const std::string& where);

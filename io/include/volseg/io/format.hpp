@@ -22,6 +22,7 @@ FileFormat parse_format(const std::string& name);  // raw | cdf2 | cdf5 | netcdf
 // for every command that writes a volume:
 //   .nhdr        raw (a NRRD header; the data go to NAME.raw)
 //   .nc4, .h5    netcdf4
+//   .zarr        zarr (a Zarr v2 array: a directory)
 //   .nc          NetCDF classic, or the NetCDF `input`'s kind: CDF-1 and
 //                CDF-2 inputs give CDF-2 (CDF-5 with `wide_types`: CDF-2 has
 //                no unsigned nor 64-bit integers), CDF-5 and NetCDF-4 inputs

@@ -228,6 +228,10 @@ struct CreateRequest {
   // direct_write, default on), which is safe only when no block of the file
   // is written both directly and through the page cache.
   bool whole_planes = false;
+  // The shape of the job's bricks, when every write of the job is one brick
+  // of that grid (z, y, x): chunked writers (zarr) align their chunks to it,
+  // so that each chunk has one writer.
+  std::optional<Index3> bricks = std::nullopt;
 };
 
 }  // namespace volseg::io
