@@ -19,10 +19,12 @@ class LabelCommand final : public Command {
         "label", "Label the connected components of a mask (or of lo <= v <= hi), across bricks and ranks, and "
                  "measure every object");
     auto& o = options_;
-    sub->add_option("input", o.input, "A 0/1 mask (--mask-input) or a scalar volume (--lo/--hi): .nhdr or NetCDF")
+    sub->add_option("input", o.input,
+                    "A 0/1 mask (--mask-input) or a scalar volume (--lo/--hi): .nhdr, NetCDF or Zarr v2")
         ->required();
-    sub->add_option("--out", o.output, "Labels: NAME.nhdr (raw) or NAME.nc; 0 is background, object k the k-th in "
-                                       "file order (x fastest)")
+    sub->add_option("--out", o.output,
+                    "Labels: NAME.nhdr (raw), NAME.nc, NAME.nc4 or NAME.zarr (Zarr v2); 0 is background, object k "
+                    "the k-th in file order (x fastest)")
         ->required();
     auto* mask = sub->add_flag("--mask-input", o.mask_input, "The input is a mask: every voxel 0 or 1");
     sub->add_option("--lo", lo_, "Lowest value of the foreground (with --hi)")->excludes(mask);
@@ -50,7 +52,7 @@ class LabelCommand final : public Command {
     sub->add_option("--values-time", values_time_, "Step of --values' 4D variable");
     sub->add_option("--var", variable_, "NetCDF variable of the input (default: the only 3D one)");
     sub->add_option("--time", time_, "Step of a 4D input variable's first dimension");
-    sub->add_option("--format", o.format, "Labels format: raw | cdf5 | netcdf4 (default: by --out, else the input's; "
+    sub->add_option("--format", o.format, "Labels format: raw | cdf5 | netcdf4 | zarr (default: by --out, else the input's; "
                                           "CDF-2 holds no u32, so a CDF-1/2 input gives CDF-5)");
     sub->add_option("--backend", o.backend, "Backend that reads (auto: as segment)")->capture_default_str();
     sub->add_option("--out-backend", o.output_backend, "Backend that writes (default: by format)");

@@ -55,14 +55,19 @@ class SegmentCommand final : public Command {
     auto* sub = app.add_subcommand("segment", "Threshold a volume into a u8 {0,1} mask: lo <= v <= hi");
     auto& o = options_;
     o.histogram = false;  // the batch job bins only when asked (--histogram)
-    sub->add_option("input", o.input, "Input volume: a raw volume's .nhdr header, or a NetCDF file")->required();
+    sub->add_option("input", o.input,
+                    "Input volume: a raw volume's .nhdr header, a NetCDF file or a Zarr v2 array (.zarr)")
+        ->required();
     sub->add_option("--lo", o.lo, "Lowest value in the mask")->required();
     sub->add_option("--hi", o.hi, "Highest value in the mask")->required();
-    sub->add_option("--out", o.output, "Output mask: NAME.nhdr (raw) or NAME.nc")->required();
+    sub->add_option("--out", o.output,
+                    "Output mask: NAME.nhdr (raw), NAME.nc, NAME.nc4 or NAME.zarr (Zarr v2, compressed: "
+                    "--hint compressor=)")
+        ->required();
     sub->add_option("--var", variable_, "NetCDF variable (default: the only 3D one; 'volseg info' lists them)");
     sub->add_option("--time", time_, "Step of a 4D variable's first (record/time) dimension");
     sub->add_option("--format", o.format,
-                    "Mask format: raw | cdf2 | cdf5 | netcdf4 (default: the input's, or by the --out extension)");
+                    "Mask format: raw | cdf2 | cdf5 | netcdf4 | zarr (default: the input's, or by the --out extension)");
     sub->add_option("--backend", o.backend,
                     "Backend that reads (auto: by format and, for a raw volume, by how much of it is in the page "
                     "cache: mmap-advise warm, ranged-uring cold; see 'volseg backends')")
