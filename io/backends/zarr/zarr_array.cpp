@@ -218,7 +218,8 @@ std::vector<std::byte> encode_chunk(const ArrayMeta& meta, std::span<const std::
     out.assign(values.begin(), values.end());
   } else if (c.id == "blosc") {
     out.resize(n + BLOSC_MAX_OVERHEAD);
-    const int got = blosc_compress_ctx(c.level, c.shuffle, dtype_size(meta.dtype), n, values.data(), out.data(),
+    const int shuffle = c.shuffle >= 0 ? c.shuffle : dtype_size(meta.dtype) == 1 ? 2 : 1;  // -1: numcodecs' auto
+    const int got = blosc_compress_ctx(c.level, shuffle, dtype_size(meta.dtype), n, values.data(), out.data(),
                                        out.size(), c.cname.c_str(), 0, 1);
     if (got <= 0) throw Error("blosc failed to compress a chunk (" + std::to_string(got) + ")");
     out.resize(static_cast<std::size_t>(got));
