@@ -88,7 +88,7 @@ def main():
     jobs = {
         "raw in, raw mask": (raw_in, raw_out, []),
         "raw in, Zarr mask": (raw_in, zarr_out, []),
-        "Zarr in, raw mask": (zarr_in, raw_out, ["--brick", "64,1024,1024"] if args.size == 1024 else []),
+        "Zarr in, raw mask": (zarr_in, raw_out, []),
     }
     times = {name: [] for name in jobs}
     sizes = {}

@@ -78,3 +78,22 @@ TEST(Assignment, RandomDependsOnSeedAndBlockIsContiguous) {
   EXPECT_THROW(parse_shape("1,0,3"), volseg::Error);
   EXPECT_THROW(parse_shape("1,2"), volseg::Error);
 }
+
+TEST(BrickLayout, ChunkAlignedShapesHoldWholeChunksUpToTheTarget) {
+  using volseg::segment::BrickLayout;
+  // 64^3 f32 chunks are 1 MiB: 12 along x fit 12 MiB, and the 16 of a whole row are within twice that.
+  EXPECT_EQ(BrickLayout::chunk_aligned_shape({1024, 1024, 1024}, 4, {64, 64, 64}), (volseg::io::Index3{64, 64, 1024}));
+  // 32^3 f32 chunks, 128 KiB: 96 along x fit, 64 make the row; then 1.5 rows of chunks fit, so one.
+  EXPECT_EQ(BrickLayout::chunk_aligned_shape({2048, 2048, 2048}, 4, {32, 32, 32}), (volseg::io::Index3{32, 32, 2048}));
+  // Whole planes of chunks fit (1 MiB for 16 planes): 12 of them fit, the whole 16 within twice the target.
+  EXPECT_EQ(BrickLayout::chunk_aligned_shape({256, 256, 256}, 1, {16, 16, 16}), (volseg::io::Index3{256, 256, 256}));
+  EXPECT_EQ(BrickLayout::chunk_aligned_shape({1024, 256, 256}, 1, {16, 16, 16}), (volseg::io::Index3{192, 256, 256}));
+  EXPECT_EQ(BrickLayout::chunk_aligned_shape({100, 50, 30}, 1, {8, 8, 8}), (volseg::io::Index3{100, 50, 30}));
+  // A chunk larger than the target is one brick; a chunk larger than the volume is clipped to it.
+  EXPECT_EQ(BrickLayout::chunk_aligned_shape({512, 512, 512}, 8, {128, 256, 256}), (volseg::io::Index3{128, 256, 256}));
+  EXPECT_EQ(BrickLayout::chunk_aligned_shape({10, 20, 30}, 4, {64, 64, 64}), (volseg::io::Index3{10, 20, 30}));
+  // Every shape is a multiple of the chunks wherever it is not the whole axis.
+  const volseg::io::Index3 dims{300, 200, 100}, chunks{7, 9, 11};
+  const auto shape = BrickLayout::chunk_aligned_shape(dims, 2, chunks, 1 << 16);
+  for (int a = 0; a < 3; ++a) EXPECT_TRUE(shape[a] == dims[a] || shape[a] % chunks[a] == 0) << a;
+}

@@ -27,6 +27,25 @@ io::Index3 BrickLayout::default_shape(const io::Index3& dims, std::size_t elemen
   return {std::clamp<std::int64_t>(target / (nx * ny), 1, nz), ny, nx};
 }
 
+io::Index3 BrickLayout::chunk_aligned_shape(const io::Index3& dims, std::size_t element_size, const io::Index3& chunks,
+                                             std::size_t target_bytes) {
+  io::Index3 shape{};
+  for (std::size_t a = 0; a < 3; ++a) shape[a] = std::clamp<std::int64_t>(chunks[a], 1, dims[a]);
+  const auto target = static_cast<std::int64_t>(std::max<std::size_t>(target_bytes / element_size, 1));
+  for (std::size_t a : {std::size_t{2}, std::size_t{1}, std::size_t{0}}) {
+    const std::int64_t others = shape[0] * shape[1] * shape[2] / shape[a];
+    std::int64_t fit = target / (others * shape[a]);  // chunks along a that fit
+    if (fit == 0) break;                              // one chunk is past the target already
+    const std::int64_t whole = (dims[a] + shape[a] - 1) / shape[a];
+    // A whole axis is worth up to twice the target: a brick of whole rows
+    // (planes) is one contiguous run per plane (per brick) of a raw output.
+    if (2 * fit >= whole) fit = whole;
+    shape[a] = std::min(dims[a], shape[a] * std::min(fit, whole));
+    if (fit < whole) break;  // the target is reached: the axes before a stay one chunk
+  }
+  return shape;
+}
+
 io::Extent BrickLayout::brick(std::int64_t index) const {
   if (index < 0 || index >= count()) throw Error("brick index " + std::to_string(index) + " out of range");
   io::Index3 position{index / (grid_[1] * grid_[2]), (index / grid_[2]) % grid_[1], index % grid_[2]};

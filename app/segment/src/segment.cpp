@@ -307,8 +307,10 @@ SegmentPlan plan_segment(const Comm& comm, const SegmentOptions& options, Segmen
   const ThresholdKernel kernel(info.dtype, Threshold{stored_lo, stored_hi, info.fill_value, info.valid_range,
                                                      info.missing_value},
                                options.histogram);
-  const io::Index3 shape =
-      options.brick_shape.value_or(BrickLayout::default_shape(info.dims, io::dtype_size(info.dtype)));
+  const auto chunks = reader->chunks();
+  const io::Index3 shape = options.brick_shape.value_or(
+      chunks ? BrickLayout::chunk_aligned_shape(info.dims, io::dtype_size(info.dtype), *chunks)
+             : BrickLayout::default_shape(info.dims, io::dtype_size(info.dtype)));
   const BrickLayout layout(info.dims, shape);
   result.brick_shape = layout.shape();
   result.brick_grid = layout.grid();

@@ -16,6 +16,7 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <span>
 
 #include "volseg/io/byteswap.hpp"
 #include "volseg/io/error.hpp"
@@ -27,25 +28,37 @@
 namespace volseg::io {
 namespace {
 
-// The whole of a small file; nullopt when it does not exist.
-std::optional<std::vector<std::byte>> read_file(const std::string& path) {
+// The whole of a file into `data` (sized by fstat, read until its end);
+// false when it does not exist.
+bool read_whole(const std::string& path, std::vector<std::byte>& data) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    if (errno == ENOENT) return std::nullopt;
+    if (errno == ENOENT) return false;
     throw_errno("open", path);
   }
-  std::vector<std::byte> data;
-  std::byte block[1 << 16];
-  int saved = 0;
-  for (;;) {
-    const ssize_t n = ::read(fd, block, sizeof block);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) saved = errno;
-    if (n <= 0) break;
-    data.insert(data.end(), block, block + n);
+  struct stat st {};
+  int saved = ::fstat(fd, &st) == 0 ? 0 : errno;
+  std::size_t got = 0;
+  if (saved == 0) {
+    data.resize(static_cast<std::size_t>(st.st_size) + 1);  // one more: a file that grew is read to its end
+    for (;;) {
+      if (got == data.size()) data.resize(data.size() * 2);
+      const ssize_t n = ::read(fd, data.data() + got, data.size() - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) saved = errno;
+      if (n <= 0) break;
+      got += static_cast<std::size_t>(n);
+    }
   }
   if (::close(fd) != 0 && saved == 0) saved = errno;
   if (saved != 0) throw_errno("read", path, saved);
+  data.resize(got);
+  return true;
+}
+
+std::optional<std::vector<std::byte>> read_file(const std::string& path) {
+  std::vector<std::byte> data;
+  if (!read_whole(path, data)) return std::nullopt;
   return data;
 }
 
@@ -123,6 +136,7 @@ class ZarrReader final : public VolumeReader {
 
   const VolumeInfo& info() const override { return info_; }
   std::string backend_name() const override { return "zarr"; }
+  std::optional<Index3> chunks() const override { return meta_.chunks; }
   std::uint64_t bytes_read() const override { return bytes_read_; }
   std::vector<std::string> files() const override { return {path_, path_ + "/.zarray"}; }
 
@@ -136,6 +150,10 @@ class ZarrReader final : public VolumeReader {
       last[a] = (extent.offset[a] + extent.count[a] - 1) / c[a];
     }
     auto* out = static_cast<std::byte*>(buffer);
+    if (first == last && extent.count == c && !cache_.count(meta_.chunk_key(first))) {
+      decode_into(first, out);  // the extent is one whole chunk: decoded in place, neither kept nor copied
+      return;
+    }
     for (std::int64_t cz = first[0]; cz <= last[0]; ++cz)
       for (std::int64_t cy = first[1]; cy <= last[1]; ++cy)
         for (std::int64_t cx = first[2]; cx <= last[2]; ++cx) {
@@ -157,7 +175,11 @@ class ZarrReader final : public VolumeReader {
             }
         }
   }
-  void do_close() override { cache_.clear(); }
+  void do_close() override {
+    cache_.clear();
+    order_.clear();
+    spare_.clear();
+  }
 
  private:
   // What volseg wrote in .zattrs ("volseg": its attributes, spacing_xyz,
@@ -176,38 +198,64 @@ class ZarrReader final : public VolumeReader {
     }
   }
 
+  // Reads and decodes a chunk into out (chunk_bytes()), native order; a
+  // missing chunk is fill. Returns whether the chunk was stored.
+  bool decode_into(const Index3& chunk, std::byte* out) {
+    const std::string key = meta_.chunk_key(chunk);
+    if (!read_whole(path_ + "/" + key, stored_)) {
+      std::memcpy(out, fill_chunk_.data(), fill_chunk_.size());
+      return false;
+    }
+    bytes_read_ += stored_.size();
+    const std::size_t bytes = meta_.chunk_bytes();
+    zarr::decode_chunk(meta_, stored_, {out, bytes}, path_ + ": chunk " + key);
+    if (meta_.byte_order == ByteOrder::big && dtype_size(meta_.dtype) > 1)
+      to_native(out, bytes / dtype_size(meta_.dtype), dtype_size(meta_.dtype));
+    return true;
+  }
+
   // A chunk's values, native order: from the cache, or read and decoded.
   const std::byte* decoded(const Index3& chunk) {
     const std::string key = meta_.chunk_key(chunk);
     if (auto it = cache_.find(key); it != cache_.end()) {
       order_.splice(order_.begin(), order_, it->second.at);
-      return it->second.data.data();
+      return it->second.data.get();
     }
-    const std::string file = path_ + "/" + key;
-    auto stored = read_file(file);
-    if (!stored) return fill_chunk_.data();
-    bytes_read_ += stored->size();
-    std::vector<std::byte> data(meta_.chunk_bytes());
-    zarr::decode_chunk(meta_, *stored, data, path_ + ": chunk " + key);
-    if (meta_.byte_order == ByteOrder::big && dtype_size(meta_.dtype) > 1)
-      to_native(data.data(), data.size() / dtype_size(meta_.dtype), dtype_size(meta_.dtype));
-    while (!order_.empty() && held_ + data.size() > cache_bytes_) {
-      held_ -= cache_.at(order_.back()).data.size();
-      cache_.erase(order_.back());
+    const std::size_t bytes = meta_.chunk_bytes();
+    // Evicted chunks' buffers are reused: a fresh one per chunk costs page
+    // faults and zeroing, more than decoding with lz4.
+    while (!order_.empty() && held_ + bytes > cache_bytes_) {
+      auto it = cache_.find(order_.back());
+      spare_.push_back(std::move(it->second.data));
+      held_ -= bytes;
+      cache_.erase(it);
       order_.pop_back();
     }
+    std::unique_ptr<std::byte[]> data;
+    if (spare_.empty()) {
+      data.reset(new std::byte[bytes]);  // not zeroed: the decoder fills it
+    } else {
+      data = std::move(spare_.back());
+      spare_.pop_back();
+    }
+    if (!decode_into(chunk, data.get())) {  // a missing chunk: all fill
+      spare_.push_back(std::move(data));
+      return fill_chunk_.data();
+    }
     order_.push_front(key);
-    held_ += data.size();
+    held_ += bytes;
     auto& entry = cache_[key];
     entry.data = std::move(data);
     entry.at = order_.begin();
-    return entry.data.data();
+    return entry.data.get();
   }
 
   struct Entry {
-    std::vector<std::byte> data;
+    std::unique_ptr<std::byte[]> data;
     std::list<std::string>::iterator at;
   };
+  std::vector<std::unique_ptr<std::byte[]>> spare_;
+  std::vector<std::byte> stored_;  // the chunk file being decoded
   std::string path_;
   zarr::ArrayMeta meta_;
   VolumeInfo info_;
@@ -240,6 +288,7 @@ class ZarrWriter final : public VolumeWriter {
     });
     temporary_ = comm.broadcast(temporary_);
     owner_ = comm.rank() == 0;
+    fill_ = fill_chunk();
   }
   ~ZarrWriter() override {
     if (owner_ && !temporary_.empty()) {
@@ -272,6 +321,10 @@ class ZarrWriter final : public VolumeWriter {
           const std::string key = meta_.chunk_key(chunk);
           auto it = pending_.find(key);
           if (it == pending_.end()) {
+            if (extent.offset == Index3{chunk[0] * c[0], chunk[1] * c[1], chunk[2] * c[2]} && extent.count == c) {
+              store(key, {in, meta_.chunk_bytes()});  // the write is this chunk: encoded from the caller's buffer
+              continue;
+            }
             if (covered == inside) {
               std::vector<std::byte> whole = fill_chunk();
               copy_into(whole.data(), chunk, extent, in, lo, hi, size);
@@ -348,8 +401,8 @@ class ZarrWriter final : public VolumeWriter {
   }
 
   // Encodes and writes a whole chunk, unless it is all fill.
-  void store(const std::string& key, const std::vector<std::byte>& values) {
-    if (meta_.fill_value && values == fill_chunk()) return;
+  void store(const std::string& key, std::span<const std::byte> values) {
+    if (meta_.fill_value && std::memcmp(values.data(), fill_.data(), fill_.size()) == 0) return;
     const auto encoded = zarr::encode_chunk(meta_, values);
     const std::string file = temporary_ + "/" + key;
     if (meta_.separator == '/') std::filesystem::create_directories(std::filesystem::path(file).parent_path());
@@ -401,6 +454,7 @@ class ZarrWriter final : public VolumeWriter {
   bool fsync_, overwrite_, owner_ = false;
   std::uint64_t bytes_written_ = 0;
   std::map<std::string, Pending> pending_;
+  std::vector<std::byte> fill_;  // a whole chunk of fill_value
 };
 
 // The array a request asks for, with the hints' chunks and compressor.

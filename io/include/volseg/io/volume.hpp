@@ -135,6 +135,9 @@ class VolumeReader {
   bool collective() const { return capabilities_.collective; }
   // What did the I/O ("OMPIO", "ROMIO", a library version), for reports.
   virtual std::string implementation() const { return backend_name(); }
+  // The shape (z, y, x) of the stored chunks, where the format has them
+  // (Zarr): bricks of whole chunks read each chunk once.
+  virtual std::optional<Index3> chunks() const { return std::nullopt; }
   // The backend's own figures of its calls so far (none by default).
   virtual Metrics metrics() const { return {}; }
 

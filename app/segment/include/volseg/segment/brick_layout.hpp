@@ -21,6 +21,12 @@ class BrickLayout {
   // (Fogal & Krüger advises reads of 10 MB and more).
   static io::Index3 default_shape(const io::Index3& dims, std::size_t element_size,
                                   std::size_t target_bytes = 12u << 20);
+  // For a chunked input (Zarr): whole chunks, as many along x, then y, then
+  // z as fit in target_bytes (at least one chunk; a whole axis up to twice
+  // it), so each brick reads each of its chunks whole and no chunk is
+  // decoded for two bricks.
+  static io::Index3 chunk_aligned_shape(const io::Index3& dims, std::size_t element_size, const io::Index3& chunks,
+                                        std::size_t target_bytes = 12u << 20);
 
   const io::Index3& dims() const { return dims_; }
   const io::Index3& shape() const { return shape_; }
