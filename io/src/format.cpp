@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "volseg/io/error.hpp"
 #include "volseg/io/registry.hpp"
@@ -24,6 +26,7 @@ std::string format_name(FileFormat format) {
     case FileFormat::cdf5: return "cdf5";
     case FileFormat::netcdf4: return "netcdf4";
     case FileFormat::zarr: return "zarr";
+    case FileFormat::ome_zarr: return "ome-zarr";
   }
   return "?";
 }
@@ -34,7 +37,8 @@ FileFormat parse_format(const std::string& name) {
   if (name == "cdf5") return FileFormat::cdf5;
   if (name == "netcdf4") return FileFormat::netcdf4;
   if (name == "zarr") return FileFormat::zarr;
-  throw Error("unknown format '" + name + "' (known: raw, cdf2, cdf5, netcdf4, zarr)");
+  if (name == "ome-zarr") return FileFormat::ome_zarr;
+  throw Error("unknown format '" + name + "' (known: raw, cdf2, cdf5, netcdf4, zarr, ome-zarr)");
 }
 
 FileFormat output_format(const std::string& path, const std::string& named, std::optional<FileFormat> input,
@@ -43,7 +47,8 @@ FileFormat output_format(const std::string& path, const std::string& named, std:
   const std::string extension = std::filesystem::path(path).extension().string();
   if (extension == ".nhdr") return FileFormat::raw;
   if (extension == ".nc4" || extension == ".h5") return FileFormat::netcdf4;
-  if (extension == ".zarr") return FileFormat::zarr;
+  if (extension == ".zarr")
+    return std::filesystem::path(path).stem().extension() == ".ome" ? FileFormat::ome_zarr : FileFormat::zarr;
   if (extension == ".nc") {
     // ".nc" names every NetCDF kind: a NetCDF input's own is what a user
     // who keeps the extension expects; PnetCDF writes CDF-2 and CDF-5 only.
@@ -52,8 +57,8 @@ FileFormat output_format(const std::string& path, const std::string& named, std:
     return FileFormat::cdf5;
   }
   throw Error(option + " " + path + ": cannot tell the format from the extension '" + extension +
-              "' (.nhdr: raw, data in NAME.raw; .nc: NetCDF classic; .nc4 or .h5: NetCDF-4; .zarr: Zarr v2; or name one with "
-              "--format raw|cdf2|cdf5|netcdf4|zarr)");
+              "' (.nhdr: raw, data in NAME.raw; .nc: NetCDF classic; .nc4 or .h5: NetCDF-4; .zarr: Zarr v2; .ome.zarr: "
+              "OME-Zarr; or name one with --format raw|cdf2|cdf5|netcdf4|zarr|ome-zarr)");
 }
 
 static FileFormat detect_on_this_rank(const std::string& path) {
@@ -67,10 +72,19 @@ static FileFormat detect_on_this_rank(const std::string& path) {
   }
   if (S_ISDIR(st.st_mode)) {
     ::close(fd);
-    // A Zarr v2 array is a directory that holds its .zarray.
+    // A Zarr v2 array is a directory that holds its .zarray; an OME-Zarr
+    // image, a group whose .zattrs has "multiscales" (the zarr backend reads
+    // its first dataset, the full resolution).
     if (::access((path + "/.zarray").c_str(), F_OK) == 0) return FileFormat::zarr;
+    if (::access((path + "/.zgroup").c_str(), F_OK) == 0) {
+      std::ifstream attributes(path + "/.zattrs");
+      std::ostringstream text;
+      text << attributes.rdbuf();
+      if (text.str().find("\"multiscales\"") != std::string::npos) return FileFormat::ome_zarr;
+    }
     if (::access((path + "/.zgroup").c_str(), F_OK) == 0)
-      throw Error(path + ": a Zarr group, not an array: name one of its arrays (" + path + "/NAME)");
+      throw Error(path + ": a Zarr group, not an array, and not an OME-Zarr image (no multiscales): name one of its "
+                  "arrays (" + path + "/NAME)");
     throw Error("open " + path + ": is a directory (and not a Zarr v2 array: no .zarray)");
   }
   // read() may return fewer bytes than asked before the end of the file.
@@ -112,7 +126,8 @@ std::string reading_backend(FileFormat format) {
     case FileFormat::cdf2:
     case FileFormat::cdf5: return "pnetcdf";
     case FileFormat::netcdf4: return "netcdf4";
-    case FileFormat::zarr: return "zarr";
+    case FileFormat::zarr:
+    case FileFormat::ome_zarr: return "zarr";
   }
   return "posix";
 }
@@ -128,6 +143,7 @@ Writing writing_backend(FileFormat format, const std::string& input_backend) {
     case FileFormat::cdf5: return {input_backend == "twophase" ? "twophase" : "pnetcdf", {"format=cdf5"}};
     case FileFormat::netcdf4: return {"netcdf4", {}};
     case FileFormat::zarr: return {"zarr", {}};
+    case FileFormat::ome_zarr: return {"zarr", {"ome=1"}};
   }
   return {"posix", {}};
 }

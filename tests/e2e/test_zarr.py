@@ -185,6 +185,53 @@ class ZarrInput(unittest.TestCase):
         self.assert_refused_job(["segment", source, "--lo", "0", "--hi", "1", "--out", self.path("x.zarr"), "--hint",
                                  "compressor=lzma"], r"compressor=lzma is none of")
 
+    def test_ome_zarr_label_images(self):
+        """--out NAME.ome.zarr: an OME-Zarr 0.4 image group (multiscales, one dataset "0" placed by the NRRD's
+        spacing and origin) that is a label image, checked field by field; read back by volseg and zarr-python."""
+        rng = np.random.default_rng(4)
+        array = rng.random(SHAPE, dtype=np.float32)
+        raw = self.path("in.raw")
+        array.astype("<f4").tofile(raw)
+        with open(self.path("in.nhdr"), "w") as f:
+            f.write("NRRD0004\ntype: float\ndimension: 3\nsizes: %d %d %d\nendian: little\nencoding: raw\n"
+                    "space dimension: 3\nspace origin: (10,20,30)\n"
+                    "space directions: (0.5,0,0) (0,0.75,0) (0,0,2)\ndata file: in.raw\n\n" % SHAPE[::-1])
+        expected = ((array >= 0.3) & (array <= 0.6)).astype(np.uint8)
+        out = self.path("mask.ome.zarr")
+        e.check_ok(self, e.run(["segment", self.path("in.nhdr"), "--lo", "0.3", "--hi", "0.6", "--out", out,
+                                "--quiet", "--brick", "8,29,31"], ranks=2))
+        self.assertEqual(json.load(open(os.path.join(out, ".zgroup"))), {"zarr_format": 2})
+        attrs = json.load(open(os.path.join(out, ".zattrs")))
+        self.assertEqual(len(attrs["multiscales"]), 1)
+        m = attrs["multiscales"][0]
+        self.assertEqual(m["version"], "0.4")
+        self.assertEqual(m["axes"], [{"name": a, "type": "space"} for a in "zyx"])
+        self.assertEqual(len(m["datasets"]), 1)
+        self.assertEqual(m["datasets"][0]["path"], "0")
+        self.assertEqual(m["datasets"][0]["coordinateTransformations"],
+                         [{"type": "scale", "scale": [2.0, 0.75, 0.5]},
+                          {"type": "translation", "translation": [30.0, 20.0, 10.0]}])
+        self.assertEqual(attrs["image-label"]["version"], "0.4")
+        self.assertEqual(attrs["image-label"]["colors"][0]["label-value"], 1)
+        group = zarr.open_group(out, mode="r")
+        np.testing.assert_array_equal(group["0"][:], expected)
+        # volseg reads the image (its first dataset) back, in its own coordinates.
+        info = e.run(["info", out], ranks=1)
+        e.check_ok(self, info)
+        self.assertIn("ome-zarr", info.stdout)
+        self.assertIn("spacing (x,y,z): 0.5 0.75 2", info.stdout)
+        labels = self.path("labels.ome.zarr")
+        e.check_ok(self, e.run(["label", out, "--mask-input", "--out", labels, "--quiet", "--connectivity", "6",
+                                "--brick", "8,29,31"], ranks=3))
+        want, count = ndimage.label(expected)
+        lattrs = json.load(open(os.path.join(labels, ".zattrs")))
+        self.assertEqual(lattrs["image-label"], {"version": "0.4"})
+        self.assertEqual(lattrs["multiscales"][0]["datasets"][0]["coordinateTransformations"][0]["scale"],
+                         [2.0, 0.75, 0.5])
+        got = zarr.open_group(labels, mode="r")["0"]
+        self.assertEqual(got.dtype, np.uint32)
+        np.testing.assert_array_equal(got[:], want)
+
     def assert_refused_job(self, args, pattern, ranks=1):
         before = e.digest(self.work)
         proc = e.run(args + ["--quiet"], ranks=ranks)

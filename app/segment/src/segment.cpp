@@ -256,7 +256,8 @@ std::vector<std::string> writer_hints(const SegmentOptions& options, const io::W
 std::unique_ptr<Journal> open_journal(const Comm& comm, const SegmentOptions& options,
                                       const std::vector<std::string>& input_files, const BrickLayout& layout,
                                       io::FileFormat output_format, SegmentResult& result, Stats& resumed_stats) {
-  const bool resumable = output_format != io::FileFormat::netcdf4 && output_format != io::FileFormat::zarr;
+  const bool resumable = output_format != io::FileFormat::netcdf4 && output_format != io::FileFormat::zarr &&
+                         output_format != io::FileFormat::ome_zarr;
   if (options.resume && output_format == io::FileFormat::netcdf4)
     throw Error("--resume works for raw and CDF masks, not NetCDF-4: a NetCDF-4 file that HDF5 1.10 left when its "
                 "writer was killed is often unreadable, so none is kept to resume");

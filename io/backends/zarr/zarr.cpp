@@ -101,21 +101,32 @@ void fill_values(const zarr::ArrayMeta& meta, std::byte* data) {
 class ZarrReader final : public VolumeReader {
  public:
   ZarrReader(const std::string& path, const Comm& comm, std::uint64_t cache_bytes)
-      : path_(path), cache_bytes_(cache_bytes) {
-    std::string text, attributes;
+      : path_(path), array_(path), cache_bytes_(cache_bytes) {
+    std::string text, attributes, group;
     collectively(comm, [&] {
       if (comm.rank() != 0) return;
       auto bytes = read_file(path + "/.zarray");
-      if (!bytes) throw Error(path + ": not a Zarr v2 array (no .zarray)");
+      if (!bytes) {
+        // An OME-Zarr image: its first dataset is the full resolution.
+        auto extra = read_file(path + "/.zattrs");
+        if (!extra || !read_file(path + "/.zgroup")) throw Error(path + ": not a Zarr v2 array (no .zarray)");
+        group.assign(reinterpret_cast<const char*>(extra->data()), extra->size());
+        array_ = path + "/" + first_dataset(group, path);
+        bytes = read_file(array_ + "/.zarray");
+        if (!bytes) throw Error(array_ + ": the OME-Zarr image's first dataset is not a Zarr v2 array (no .zarray)");
+      }
       text.assign(reinterpret_cast<const char*>(bytes->data()), bytes->size());
-      zarr::parse_array(text, path + "/.zarray");  // refused on every rank, before any broadcast
-      if (auto extra = read_file(path + "/.zattrs"))
+      zarr::parse_array(text, array_ + "/.zarray");  // refused on every rank, before any broadcast
+      if (auto extra = read_file(array_ + "/.zattrs"))
         attributes.assign(reinterpret_cast<const char*>(extra->data()), extra->size());
     });
     text = comm.broadcast(text);
     attributes = comm.broadcast(attributes);
-    meta_ = zarr::parse_array(text, path + "/.zarray");
+    group = comm.broadcast(group);
+    array_ = comm.broadcast(array_);
+    meta_ = zarr::parse_array(text, array_ + "/.zarray");
     read_attributes(attributes);
+    if (!group.empty()) read_ome(group);
     info_.dims = meta_.shape;
     info_.dtype = meta_.dtype;
     info_.byte_order = meta_.byte_order;
@@ -138,7 +149,7 @@ class ZarrReader final : public VolumeReader {
   std::string backend_name() const override { return "zarr"; }
   std::optional<Index3> chunks() const override { return meta_.chunks; }
   std::uint64_t bytes_read() const override { return bytes_read_; }
-  std::vector<std::string> files() const override { return {path_, path_ + "/.zarray"}; }
+  std::vector<std::string> files() const override { return {path_, array_ + "/.zarray"}; }
 
  protected:
   void do_read(const Extent& extent, void* buffer) override {
@@ -202,7 +213,7 @@ class ZarrReader final : public VolumeReader {
   // missing chunk is fill. Returns whether the chunk was stored.
   bool decode_into(const Index3& chunk, std::byte* out) {
     const std::string key = meta_.chunk_key(chunk);
-    if (!read_whole(path_ + "/" + key, stored_)) {
+    if (!read_whole(array_ + "/" + key, stored_)) {
       std::memcpy(out, fill_chunk_.data(), fill_chunk_.size());
       return false;
     }
@@ -212,6 +223,47 @@ class ZarrReader final : public VolumeReader {
     if (meta_.byte_order == ByteOrder::big && dtype_size(meta_.dtype) > 1)
       to_native(out, bytes / dtype_size(meta_.dtype), dtype_size(meta_.dtype));
     return true;
+  }
+
+  // The path of an OME-Zarr image's first dataset (its full resolution),
+  // checked: NGFF 0.4 multiscales with 3 spatial axes.
+  static std::string first_dataset(const std::string& text, const std::string& where) {
+    const auto doc = nlohmann::json::parse(text, nullptr, false);
+    const std::string at = where + "/.zattrs";
+    if (doc.is_discarded() || !doc.is_object()) throw Error(at + ": not JSON");
+    const auto& m = doc.value("multiscales", nlohmann::json());
+    if (!m.is_array() || m.empty() || !m[0].is_object())
+      throw Error(where + ": a Zarr group, not an array, and not an OME-Zarr image (no multiscales): name one of its "
+                  "arrays (" + where + "/NAME)");
+    const auto& axes = m[0].value("axes", nlohmann::json());
+    if (axes.is_array() && axes.size() != 3)
+      throw Error(at + ": an OME-Zarr image of " + std::to_string(axes.size()) +
+                  " axes; volseg reads 3 spatial axes (z, y, x)");
+    const auto& datasets = m[0].value("datasets", nlohmann::json());
+    if (!datasets.is_array() || datasets.empty() || !datasets[0].is_object() || !datasets[0].contains("path") ||
+        !datasets[0]["path"].is_string())
+      throw Error(at + ": multiscales has no dataset with a path");
+    const std::string path = datasets[0]["path"].get<std::string>();
+    if (path.empty() || path.find("..") != std::string::npos || path[0] == '/')
+      throw Error(at + ": dataset path \"" + path + "\" is not inside the image");
+    return path;
+  }
+
+  // Spacing and origin from the first dataset's scale and translation (z, y, x).
+  void read_ome(const std::string& text) {
+    const auto doc = nlohmann::json::parse(text, nullptr, false);
+    const auto& dataset = doc["multiscales"][0]["datasets"][0];
+    info_.attributes["ome_zarr_dataset"] = dataset["path"].get<std::string>();
+    if (doc.contains("image-label")) info_.attributes["ome_zarr_image_label"] = "yes";
+    for (const auto& t : dataset.value("coordinateTransformations", nlohmann::json::array())) {
+      const std::string type = t.value("type", std::string());
+      const char* key = type == "scale" ? "scale" : type == "translation" ? "translation" : nullptr;
+      if (!key || !t.contains(key) || !t[key].is_array() || t[key].size() != 3) continue;
+      if (!std::all_of(t[key].begin(), t[key].end(), [](const auto& v) { return v.is_number(); })) continue;
+      const std::array<double, 3> zyx = t[key].template get<std::array<double, 3>>();
+      auto& target = type == "scale" ? info_.spacing : info_.origin;
+      target = {zyx[2], zyx[1], zyx[0]};
+    }
   }
 
   // A chunk's values, native order: from the cache, or read and decoded.
@@ -256,7 +308,7 @@ class ZarrReader final : public VolumeReader {
   };
   std::vector<std::unique_ptr<std::byte[]>> spare_;
   std::vector<std::byte> stored_;  // the chunk file being decoded
-  std::string path_;
+  std::string path_, array_;  // what the user named; the array's folder (an OME-Zarr image's dataset)
   zarr::ArrayMeta meta_;
   VolumeInfo info_;
   std::uint64_t cache_bytes_, held_ = 0, bytes_read_ = 0;
@@ -276,15 +328,16 @@ class ZarrReader final : public VolumeReader {
 // writer, which the alignment of chunks to the job's bricks rules out.
 class ZarrWriter final : public VolumeWriter {
  public:
-  ZarrWriter(const CreateRequest& request, const Comm& comm, zarr::ArrayMeta meta, bool fsync)
+  ZarrWriter(const CreateRequest& request, const Comm& comm, zarr::ArrayMeta meta, bool fsync, bool ome)
       : comm_(comm), path_(request.path), info_(request.info), meta_(std::move(meta)), fsync_(fsync),
-        overwrite_(request.overwrite) {
+        overwrite_(request.overwrite), ome_(ome) {
     collectively(comm, [&] {
       if (comm.rank() != 0) return;
       temporary_ = temporary_path(path_);
       std::error_code ec;
       std::filesystem::remove_all(temporary_, ec);
       if (::mkdir(temporary_.c_str(), 0777) != 0) throw_errno("mkdir", temporary_);
+      if (ome_ && ::mkdir((temporary_ + "/0").c_str(), 0777) != 0) throw_errno("mkdir", temporary_ + "/0");
     });
     temporary_ = comm.broadcast(temporary_);
     owner_ = comm.rank() == 0;
@@ -355,9 +408,15 @@ class ZarrWriter final : public VolumeWriter {
     agree(comm_, error);
     collectively(comm_, [&] {
       if (comm_.rank() != 0) return;
-      write_text(temporary_ + "/.zattrs", attributes_json());
-      write_text(temporary_ + "/.zarray", zarr::array_json(meta_));  // last: the array is whole
-      if (fsync_) sync_folder_of(temporary_ + "/.zarray");
+      const std::string array = array_folder();
+      write_text(array + "/.zattrs", attributes_json());
+      write_text(array + "/.zarray", zarr::array_json(meta_));  // last: the array is whole
+      if (fsync_) sync_folder_of(array + "/.zarray");
+      if (ome_) {
+        write_text(temporary_ + "/.zgroup", "{\n    \"zarr_format\": 2\n}\n");
+        write_text(temporary_ + "/.zattrs", ome_json());
+        if (fsync_) sync_folder_of(temporary_ + "/.zattrs");
+      }
       std::string old;
       if (std::filesystem::exists(path_)) {
         if (!overwrite_) throw Error(path_ + " exists (use --force to replace it)");
@@ -404,7 +463,7 @@ class ZarrWriter final : public VolumeWriter {
   void store(const std::string& key, std::span<const std::byte> values) {
     if (meta_.fill_value && std::memcmp(values.data(), fill_.data(), fill_.size()) == 0) return;
     const auto encoded = zarr::encode_chunk(meta_, values);
-    const std::string file = temporary_ + "/" + key;
+    const std::string file = array_folder() + "/" + key;
     if (meta_.separator == '/') std::filesystem::create_directories(std::filesystem::path(file).parent_path());
     write_bytes(file, encoded.data(), encoded.size());
     bytes_written_ += encoded.size();
@@ -436,6 +495,38 @@ class ZarrWriter final : public VolumeWriter {
     write_bytes(file, reinterpret_cast<const std::byte*>(text.data()), text.size());
   }
 
+  // Where the array goes: the store itself, or an OME-Zarr image's dataset "0".
+  std::string array_folder() const { return ome_ ? temporary_ + "/0" : temporary_; }
+
+  // The OME-Zarr 0.4 (NGFF) image group's attributes: one multiscale of one
+  // dataset, "0", placed by its scale and translation (z, y, x) from the
+  // volume's spacing and origin; masks and labels are label images
+  // ("image-label"), as napari's and Neuroglancer's readers expect.
+  std::string ome_json() const {
+    using nlohmann::json;
+    const auto& sp = info_.spacing;
+    const auto& o = info_.origin;
+    json axes = json::array();
+    for (const char* name : {"z", "y", "x"}) axes.push_back({{"name", name}, {"type", "space"}});
+    json transforms = json::array({json{{"type", "scale"}, {"scale", {sp[2], sp[1], sp[0]}}}});
+    if (o[0] != 0 || o[1] != 0 || o[2] != 0)
+      transforms.push_back({{"type", "translation"}, {"translation", {o[2], o[1], o[0]}}});
+    const std::string name = std::filesystem::path(path_).filename().string();
+    json doc;
+    doc["multiscales"] = json::array({json{{"version", "0.4"},
+                                           {"name", name.substr(0, name.find('.'))},
+                                           {"axes", axes},
+                                           {"datasets", json::array({json{{"path", "0"},
+                                                                          {"coordinateTransformations", transforms}}})}}});
+    const bool mask = info_.attributes.count("flag_values") > 0, labels = info_.attributes.count("numbering") > 0;
+    if (mask || labels) {
+      json label{{"version", "0.4"}};
+      if (mask) label["colors"] = json::array({json{{"label-value", 1}, {"rgba", {255, 200, 0, 255}}}});
+      doc["image-label"] = label;
+    }
+    return doc.dump(4) + "\n";
+  }
+
   // volseg's attributes and the grid's spacing and origin (x, y, z).
   std::string attributes_json() const {
     nlohmann::json doc;
@@ -451,7 +542,7 @@ class ZarrWriter final : public VolumeWriter {
   std::string path_, temporary_;
   VolumeInfo info_;
   zarr::ArrayMeta meta_;
-  bool fsync_, overwrite_, owner_ = false;
+  bool fsync_, overwrite_, ome_, owner_ = false;
   std::uint64_t bytes_written_ = 0;
   std::map<std::string, Pending> pending_;
   std::vector<std::byte> fill_;  // a whole chunk of fill_value
@@ -518,7 +609,7 @@ Backend make_zarr_backend() {
   backend.hints = {{"cache", HintFor::readers},       {"compressor", HintFor::writers},
                    {"level", HintFor::writers},       {"shuffle", HintFor::writers},
                    {"chunks", HintFor::writers},      {"dimension_separator", HintFor::writers},
-                   {"fsync", HintFor::writers}};
+                   {"fsync", HintFor::writers},       {"ome", HintFor::writers}};
   backend.open = [](const std::string& path, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
     const auto cache = static_cast<std::uint64_t>(hints.get_size("cache", std::int64_t{64} << 20));
     hints.reject_unused("zarr");
@@ -528,8 +619,9 @@ Backend make_zarr_backend() {
                       const Hints& hints) -> std::unique_ptr<VolumeWriter> {
     zarr::ArrayMeta meta = meta_for(request, comm, hints);
     const bool fsync = hints.get_bool("fsync", false);
+    const bool ome = hints.get_bool("ome", false);
     hints.reject_unused("zarr");
-    return std::make_unique<ZarrWriter>(request, comm, std::move(meta), fsync);
+    return std::make_unique<ZarrWriter>(request, comm, std::move(meta), fsync, ome);
   };
   return backend;
 }

@@ -12,7 +12,7 @@
 
 namespace volseg::io {
 
-enum class FileFormat { raw, cdf1, cdf2, cdf5, netcdf4, zarr };
+enum class FileFormat { raw, cdf1, cdf2, cdf5, netcdf4, zarr, ome_zarr };
 
 std::string format_name(FileFormat format);  // "raw", "cdf2", ...
 FileFormat parse_format(const std::string& name);  // raw | cdf2 | cdf5 | netcdf4
@@ -22,6 +22,7 @@ FileFormat parse_format(const std::string& name);  // raw | cdf2 | cdf5 | netcdf
 // for every command that writes a volume:
 //   .nhdr        raw (a NRRD header; the data go to NAME.raw)
 //   .nc4, .h5    netcdf4
+//   .ome.zarr    ome-zarr (an OME-Zarr 0.4 image group around a Zarr v2 array)
 //   .zarr        zarr (a Zarr v2 array: a directory)
 //   .nc          NetCDF classic, or the NetCDF `input`'s kind: CDF-1 and
 //                CDF-2 inputs give CDF-2 (CDF-5 with `wide_types`: CDF-2 has
