@@ -85,22 +85,24 @@ def main():
         run([v, "generate", zarr_in, "--dims", dims, "--hint", "compressor=blosc-lz4", "--hint", "chunks=64,64,64",
              "--quiet"])
     raw_out, zarr_out = os.path.join(work, "mask.nhdr"), os.path.join(work, "mask.zarr")
+    nc_out = os.path.join(work, "mask.nc4")
     jobs = {
         "raw in, raw mask": (raw_in, raw_out, []),
         "raw in, Zarr mask": (raw_in, zarr_out, []),
         "Zarr in, raw mask": (zarr_in, raw_out, []),
+        "raw in, NetCDF-4 mask (deflate=1)": (raw_in, nc_out, ["--out-hint", "deflate=1", "--out-hint", "chunks=brick"]),
     }
     times = {name: [] for name in jobs}
     sizes = {}
     for r in range(args.repeat):
         for name, (src, out, extra) in jobs.items():
             warm(src)
-            for path in (raw_out, raw_out[:-5] + ".raw", zarr_out):
+            for path in (raw_out, raw_out[:-5] + ".raw", zarr_out, nc_out):
                 remove(path)
             t = run(["mpirun", "-np", n, v, "segment", src, "--lo", str(LO), "--hi", str(HI), "--out", out,
                      "--quiet", *extra])
             times[name].append(t)
-            sizes[name] = size_of(out if out.endswith(".zarr") else out[:-5] + ".raw")
+            sizes[name] = size_of(out[:-5] + ".raw" if out.endswith(".nhdr") else out)
             log("repeat %d: %s %.2f s, %.1f MB" % (r + 1, name, t, sizes[name] / 1e6))
     best = {name: min(ts) for name, ts in times.items()}
     result = {
@@ -109,6 +111,7 @@ def main():
         "zarr_mask_time_ratio": best["raw in, Zarr mask"] / best["raw in, raw mask"],
         "zarr_mask_size_ratio": sizes["raw in, raw mask"] / sizes["raw in, Zarr mask"],
         "zarr_input_speed_ratio": best["raw in, raw mask"] / best["Zarr in, raw mask"],
+        "netcdf4_mask_time_ratio": best["raw in, NetCDF-4 mask (deflate=1)"] / best["raw in, raw mask"],
         "zarr_input_bytes": size_of(zarr_in), "raw_input_bytes": os.path.getsize(raw_in[:-5] + ".raw"),
     }
     os.makedirs(args.out, exist_ok=True)
@@ -125,7 +128,10 @@ def main():
               "- raw mask / Zarr mask size: **%.0fx** smaller (bar: >= 20x)" % result["zarr_mask_size_ratio"],
               "- Zarr input speed / raw input speed: **%.2fx** (bar: >= 0.7x); the Zarr input is %.0f MB "
               "against %.0f MB raw" % (result["zarr_input_speed_ratio"], result["zarr_input_bytes"] / 1e6,
-                                       result["raw_input_bytes"] / 1e6)]
+                                       result["raw_input_bytes"] / 1e6),
+              "- NetCDF-4 mask (deflate=1, chunks = bricks, collective) / raw mask time: **%.2fx**, %.0fx smaller"
+              % (result["netcdf4_mask_time_ratio"],
+                 sizes["raw in, raw mask"] / sizes["raw in, NetCDF-4 mask (deflate=1)"])]
     with open(os.path.join(args.out, "zarr_bench.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     try:
@@ -134,12 +140,13 @@ def main():
         import matplotlib.pyplot as plt
         fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
         names = list(jobs)
-        a.bar(range(len(names)), [best[k] for k in names], color=["tab:gray", "tab:blue", "tab:orange"])
-        a.set_xticks(range(len(names)), names)
+        a.bar(range(len(names)), [best[k] for k in names], color=["tab:gray", "tab:blue", "tab:orange", "tab:green"])
+        a.set_xticks(range(len(names)), [k.replace(", ", ",\n").replace(" (", "\n(") for k in names], fontsize=8)
         a.set_ylabel("seconds (best of %d), %d ranks" % (args.repeat, args.ranks))
         a.set_title("segment %d^3 f32 shells" % args.size)
-        b.bar([0, 1], [sizes["raw in, raw mask"] / 1e6, sizes["raw in, Zarr mask"] / 1e6], color=["tab:gray", "tab:blue"])
-        b.set_xticks([0, 1], ["raw mask", "Zarr mask (blosc-lz4)"])
+        b.bar([0, 1, 2], [sizes["raw in, raw mask"] / 1e6, sizes["raw in, Zarr mask"] / 1e6,
+                          sizes["raw in, NetCDF-4 mask (deflate=1)"] / 1e6], color=["tab:gray", "tab:blue", "tab:green"])
+        b.set_xticks([0, 1, 2], ["raw mask", "Zarr mask\n(blosc-lz4)", "NetCDF-4 mask\n(deflate=1)"])
         b.set_yscale("log")
         b.set_ylabel("MB on disk")
         b.set_title("mask size: %.0fx smaller" % result["zarr_mask_size_ratio"])

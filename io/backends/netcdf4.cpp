@@ -5,7 +5,8 @@
 // chunks=contiguous|Z,Y,X chooses (the engine turns chunks=brick into its
 // brick shape). Chunked and deflated variables written by other tools are
 // read in parallel; a variable that needs a filter this library lacks is
-// refused when opened. deflate=N asks for compressed output and is refused
+// refused when opened. deflate=N (with HDF5's byte shuffle unless shuffle=0)
+// asks for compressed output and is refused
 // with the library's reason where parallel compressed writes are not
 // possible.
 //
@@ -99,7 +100,8 @@ struct Options {
   bool independent = false;
   std::string chunks = "contiguous";
   int deflate = 0;
-  bool fsync = false;  // writers: nc_sync before the close
+  bool shuffle = true;   // writers: HDF5's byte shuffle before deflate (shuffle=0: none)
+  bool fsync = false;    // writers: nc_sync before the close
   std::vector<std::pair<std::string, std::string>> library_hints;
 };
 
@@ -113,6 +115,7 @@ Options read_options(const Hints& hints) {
   options.chunks = hints.get_string("chunks", "contiguous");
   options.deflate = static_cast<int>(hints.get_int("deflate", 0));
   if (options.deflate < 0 || options.deflate > 9) throw Error("netcdf4: deflate must be 0 to 9");
+  options.shuffle = hints.get_bool("shuffle", true);
   options.fsync = hints.get_bool("fsync", false);
   options.library_hints = hints.take_matching(library_hint);
   hints.reject_unused("netcdf4");
@@ -355,7 +358,7 @@ class Netcdf4Writer final : public VolumeWriter {
     if (options_.deflate > 0) {
       if (options_.chunks == "contiguous")
         throw Error("netcdf4: deflate needs chunked storage (add chunks=Z,Y,X or chunks=brick)");
-      int status = nc_def_var_deflate(ncid_, varid_, 1, 1, options_.deflate);
+      int status = nc_def_var_deflate(ncid_, varid_, options_.shuffle ? 1 : 0, 1, options_.deflate);
       if (status != NC_NOERR)
         throw Error("netcdf4: this netCDF/HDF5 cannot write compressed data in parallel (" +
                     std::string(nc_strerror(status)) + "); write without deflate, then compress with nccopy -d");
@@ -415,7 +418,8 @@ Backend make_netcdf4_backend() {
   backend.description = "parallel netCDF-C (nc_open_par/nc_create_par), collective access";
   backend.list_variables = list_variables;
   backend.hints = {{"var", HintFor::readers},     {"time", HintFor::readers},    {"access", HintFor::both},
-                   {"chunks", HintFor::writers},  {"deflate", HintFor::writers}, {"fsync", HintFor::writers}};
+                   {"chunks", HintFor::writers},  {"deflate", HintFor::writers}, {"fsync", HintFor::writers},
+                   {"shuffle", HintFor::writers}};
   backend.open = [](const std::string& path, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
     return std::make_unique<Netcdf4Reader>(path, comm, read_options(hints));
   };

@@ -185,6 +185,31 @@ class ZarrInput(unittest.TestCase):
         self.assert_refused_job(["segment", source, "--lo", "0", "--hi", "1", "--out", self.path("x.zarr"), "--hint",
                                  "compressor=lzma"], r"compressor=lzma is none of")
 
+    def test_compressed_netcdf4_masks_in_parallel(self):
+        """The other compressed mask: NetCDF-4 with deflate (and HDF5's shuffle, on by default), chunked as the
+        bricks, written collectively on 1-3 ranks; read back by netCDF4-python (h5py's view: the filters)."""
+        try:
+            import netCDF4
+        except ImportError:
+            self.skipTest("missing python3-netcdf4")
+        array = np.random.default_rng(6).random(SHAPE, dtype=np.float32)
+        source = self.store("in.zarr", array, (8, 8, 8), numcodecs.Zstd(1))
+        expected = ((array >= 0.2) & (array <= 0.5)).astype(np.uint8)
+        for ranks, shuffle in ((1, "1"), (2, "0"), (3, "1")):
+            with self.subTest(ranks=ranks, shuffle=shuffle):
+                out = self.path("m%d.nc4" % ranks)
+                e.check_ok(self, e.run(["segment", source, "--lo", "0.2", "--hi", "0.5", "--out", out, "--quiet",
+                                        "--brick", "6,29,31", "--out-hint", "deflate=4", "--out-hint",
+                                        "shuffle=" + shuffle, "--out-hint", "chunks=brick"], ranks=ranks))
+                with netCDF4.Dataset(out) as nc:
+                    var = [v for v in nc.variables.values() if v.ndim == 3][0]
+                    filters = var.filters()
+                    self.assertTrue(filters["zlib"])
+                    self.assertEqual(filters["complevel"], 4)
+                    self.assertEqual(filters["shuffle"], shuffle == "1")
+                    self.assertEqual(var.chunking(), [6, 29, 31])
+                    np.testing.assert_array_equal(np.asarray(var[:]), expected)
+
     def test_ome_zarr_label_images(self):
         """--out NAME.ome.zarr: an OME-Zarr 0.4 image group (multiscales, one dataset "0" placed by the NRRD's
         spacing and origin) that is a label image, checked field by field; read back by volseg and zarr-python."""
