@@ -62,9 +62,14 @@ class Render(unittest.TestCase):
              str(WIDTH), "--format", "cdf5", "--quiet"],
             ["generate", os.path.join(cls.dir, "shells4.nc"), "--field", "shells", "--dims", str(N),
              "--shell-width", str(WIDTH), "--format", "netcdf4", "--quiet"],
+            # Zarr: the field in chunks of another shape than the bricks, the mask as an OME-Zarr label image.
+            ["generate", os.path.join(cls.dir, "shells.zarr"), "--field", "shells", "--dims", str(N),
+             "--shell-width", str(WIDTH), "--hint", "chunks=24,20,16", "--quiet"],
+            ["segment", os.path.join(cls.dir, "shells.zarr"), "--lo", "2", "--hi", "3", "--out",
+             os.path.join(cls.dir, "mask.ome.zarr"), "--brick", "8", "--quiet"],
         ]
         for step in steps:
-            proc = e.run(step, ranks=2)
+            proc = e.run(step, ranks=1 if step[0] == "generate" and step[1].endswith(".zarr") else 2)
             if proc.returncode != 0:
                 raise RuntimeError("%s failed:\n%s" % (step, proc.stderr))
 
@@ -219,6 +224,17 @@ class Render(unittest.TestCase):
                           "--no-annotations", "--background", "0,0,0", "--quiet", *args], ranks=3)
             e.check_ok(self, proc)
             self.assert_close(raw, out, VOLUME_TOLERANCE, name + " on 3 ranks vs raw on 1")
+
+    def test_zarr_inputs_render_like_raw(self):
+        # The field from a Zarr array, the mask from an OME-Zarr label image, on 3 ranks.
+        args = ["--mode", "volume,mask", "--tf", "0:0,2.9:0,3:0.1,5:0.3", "--level", "0"]
+        raw = self.render("zarr-raw", 1, "--mask", self.mask, *args)
+        out = os.path.join(self.dir, "zarr.png")
+        proc = e.run(["render", os.path.join(self.dir, "shells.zarr"), "--mask", os.path.join(self.dir, "mask.ome.zarr"),
+                      "--out", out, "--size", "%dx%d" % (SIZE, SIZE), "--no-annotations", "--background", "0,0,0",
+                      "--quiet", *args], ranks=3)
+        e.check_ok(self, proc)
+        self.assert_close(raw, out, VOLUME_TOLERANCE, "Zarr on 3 ranks vs raw on 1")
 
     def test_orbit_turns_a_view_too(self):
         out = self.render("orbit-view", 2, "--mode", "slices", "--slice-at", "0.2,0.5,0.7", "--view", "+y",
