@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
     CLI::App app{"volseg-gui: pick a threshold on the exact histogram, segment on every rank, see the result.\n"
                  "Run it as 'mpirun -np N volseg-gui [FILE]': rank 0 shows the window, the other ranks work.\n"
                  "Every action can be given here too, so a session can run unattended."};
-    app.add_option("file", script.file, "Volume to open: a raw volume's .nhdr header, or a NetCDF file");
+    app.add_option("file", script.file, "Volume to open: a raw volume's .nhdr header, a NetCDF file, a Zarr v2 array or an OME-Zarr image");
     app.add_option("--var", script.var, "NetCDF variable (default: the first)");
     app.add_option("--time", script.time, "Step of a 4D variable");
     app.add_option("--backend", script.backend, "Backend that reads the input (auto: by format)")->capture_default_str();

@@ -223,7 +223,7 @@ QWidget* MainWindow::build_segment_tab() {
   sf->addRow(QString(), hint_status_);
   output_ = new QLineEdit(seg);
   format_ = new QComboBox(seg);
-  format_->addItems({"", "raw", "cdf2", "cdf5", "netcdf4"});
+  format_->addItems({"", "raw", "cdf2", "cdf5", "netcdf4", "zarr", "ome-zarr"});
   format_->setToolTip(tr("Empty: the input's format (or the output's extension)"));
   sf->addRow(tr("Mask file"), output_);
   sf->addRow(tr("Format"), format_);
@@ -316,6 +316,11 @@ void MainWindow::build_menus() {
                                                       tr("Volumes (*.nhdr *.nc *.nc4 *.h5);;All files (*)"));
     if (!path.isEmpty()) open_file(path);
   }, QKeySequence::Open);
+  // A Zarr array or OME-Zarr image is a folder, which a file dialog cannot pick.
+  file->addAction(tr("Open &Zarr store..."), this, [this] {
+    const QString path = QFileDialog::getExistingDirectory(this, tr("Open a Zarr v2 array or OME-Zarr image"));
+    if (!path.isEmpty()) open_file(path);
+  });
   file->addAction(tr("Save &screenshot..."), this, [this] {
     const QString path = QFileDialog::getSaveFileName(this, tr("Save the 3D view"), "volseg.png", tr("PNG (*.png)"));
     if (!path.isEmpty()) save_screenshot(path);

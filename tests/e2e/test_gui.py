@@ -51,6 +51,24 @@ class ScriptedGui(unittest.TestCase):
                 header = f.read(24)
             self.assertEqual((int.from_bytes(header[16:20], "big"), int.from_bytes(header[20:24], "big")), (300, 200))
 
+    def test_zarr_input_and_mask(self):
+        # A Zarr array opened, the mask written as an OME-Zarr label image, as the batch job writes it.
+        import numpy as np
+        try:
+            import zarr
+        except ImportError:
+            self.skipTest("missing python3-zarr")
+        d = self.dir.name
+        store = os.path.join(d, "v.zarr")
+        u.check_ok(self, u.run(["generate", store, "--field", "shells", "--dims", "36,40,44", "--quiet"], ranks=1))
+        gmask, bmask = os.path.join(d, "g.ome.zarr"), os.path.join(d, "b.ome.zarr")
+        proc = gui([store, "--lo", 2, "--hi", 5, "--segment", "--out", gmask, "--quit"], ranks=2)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        u.check_ok(self, u.run(["segment", store, "--lo", 2, "--hi", 5, "--out", bmask, "--quiet"], ranks=2))
+        got, want = zarr.open_group(gmask, mode="r")["0"][:], zarr.open_group(bmask, mode="r")["0"][:]
+        self.assertGreater(int(want.sum()), 0)
+        np.testing.assert_array_equal(got, want)
+
     def test_netcdf_input_with_variable(self):
         d = self.dir.name
         nc = os.path.join(d, "v.nc")
