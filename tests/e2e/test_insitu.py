@@ -166,6 +166,34 @@ class InSituEqualsBatch(Base):
             self.assertEqual([entry["name"] for entry in series["files"]], ["mask_0003" + ext, "mask_0006" + ext])
             self.assertEqual([entry["time"] for entry in series["files"]], [6.0, 12.0])  # dt = 2
 
+    def test_zarr_masks_per_step(self):
+        """--out masks/mask_%04d.zarr: a Zarr v2 mask per step, each rank writing its own block's chunks (a
+        regular decomposition: blocks are one grid), equal to the batch mask of that step's dump."""
+        try:
+            import zarr
+        except ImportError:
+            self.skipTest("missing python3-zarr")
+        for ranks in (1, 2, 4):
+            with self.subTest(ranks=ranks):
+                work = os.path.join(self.dir, "zarr_np%d" % ranks)
+                os.makedirs(work)
+                proc = sim(["--dims", "24,20,16", "--steps", 4, "--ghost", 1, "--quiet", "--dump", "dumps/v_%04d.nhdr",
+                            "--dump-format", "raw", "--insitu", "--lo", LO, "--hi", HI, "--every", 2,
+                            "--out", "masks/mask_%04d.zarr", "--format", "zarr", "--stats", "stats.csv"], ranks, work)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                with open(os.path.join(work, "stats.csv")) as f:
+                    rows = list(csv.DictReader(f))
+                self.assertEqual([r["mask"] for r in rows], ["masks/mask_0002.zarr", "masks/mask_0004.zarr"])
+                for row in rows:
+                    step = int(row["step"])
+                    batch = "batch_%04d.nhdr" % step
+                    e.check_ok(self, e.run(["segment", "dumps/v_%04d.nhdr" % step, "--lo", LO, "--hi", HI, "--out",
+                                            batch, "--quiet"], ranks=ranks, cwd=work))
+                    want = np.fromfile(os.path.join(work, "batch_%04d.raw" % step), np.uint8).reshape(24, 20, 16)
+                    got = zarr.open(os.path.join(work, row["mask"]), mode="r")
+                    np.testing.assert_array_equal(got[:], want, "step %d on %d ranks" % (step, ranks))
+                    self.assertEqual(int(row["in_range"]), int(want.sum()))
+
     def test_one_file_a_record_per_step(self):
         """--out without %d: one CDF-2/CDF-5 file, a record appended per step
         along an unlimited time; each record is the batch mask of that step."""

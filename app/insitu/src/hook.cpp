@@ -183,6 +183,7 @@ struct Hook::Impl {
                                  const StepParts& parts, segment::Stats& stats, double (&seconds)[5],
                                  StepRecord& record);
   void write_mask(const Field& field, StepRecord& record);
+  std::optional<io::Index3> block_grid(const Field& field) const;
   void record_slowest(const double (&seconds)[5], double total, double simulation, int script_errors,
                       detail::Level level, StepRecord& record);
   void report_script_error(const Field& field, const detail::ScriptsOutcome& scripts);
@@ -451,6 +452,22 @@ void Hook::Impl::report_script_error(const Field& field, const detail::ScriptsOu
     std::cerr << "volseg_insitu: step " << field.step << ": a Catalyst script failed: " << text << "\n";
 }
 
+// Collective. The shape of the ranks' blocks when they are one grid (each
+// block's offset a multiple of the largest, as a regular decomposition
+// gives): Zarr chunks of that shape have one writer each. Otherwise none,
+// and a Zarr writer on several ranks says so.
+std::optional<io::Index3> Hook::Impl::block_grid(const Field& field) const {
+  io::Index3 shape = field.box.count;
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, shape.data(), 3, MPI_INT64_T, MPI_MAX, comm.get()), "MPI_Allreduce");
+  int aligned = 1;
+  for (std::size_t a = 0; a < 3; ++a)
+    if (field.box.offset[a] % shape[a] != 0 ||
+        (field.box.count[a] != shape[a] && field.box.offset[a] + field.box.count[a] != field.global_dims[a]))
+      aligned = 0;
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &aligned, 1, MPI_INT, MPI_MIN, comm.get()), "MPI_Allreduce");
+  return aligned ? std::optional<io::Index3>(shape) : std::nullopt;
+}
+
 void Hook::Impl::write_mask(const Field& field, StepRecord& record) {
   const std::string path = appending ? options.out : detail::format_step(options.out, field.step);
   const io::VolumeInfo input = as_written(field, options.variable, *format);
@@ -471,6 +488,7 @@ void Hook::Impl::write_mask(const Field& field, StepRecord& record) {
     const auto parent = std::filesystem::path(path).parent_path();
     if (comm.rank() == 0 && !parent.empty()) std::filesystem::create_directories(parent);
   });
+  if (*format == io::FileFormat::zarr || *format == io::FileFormat::ome_zarr) request.bricks = block_grid(field);
   auto writer = io::create_writer(backend, request, comm, io::Hints::parse(hints));
   // One brick, this rank's block, through the brick driver: every rank
   // agrees on the outcome.
@@ -500,7 +518,8 @@ void Hook::finalize() {
     if (m.series) m.series->finish(m.records, m.create_seconds, m.options);
     // ParaView's index of a mask per step (NetCDF: its readers take a file
     // series; one appended file is a series by itself).
-    if (!m.options.out.empty() && !m.appending && *m.format != io::FileFormat::raw) {
+    if (!m.options.out.empty() && !m.appending && *m.format != io::FileFormat::raw &&
+        *m.format != io::FileFormat::zarr && *m.format != io::FileFormat::ome_zarr) {
       std::string index = m.options.series;
       if (index.empty()) {
         std::filesystem::path first(detail::format_step(m.options.out, 0));
