@@ -149,6 +149,30 @@ ArrayMeta parse_array(const std::string& text, const std::string& where) {
   return m;
 }
 
+// A whole chunk of fill_value (0 where there is none), native order.
+void fill_values(const ArrayMeta& meta, std::byte* data) {
+  const std::size_t size = dtype_size(meta.dtype), count = meta.chunk_bytes() / size;
+  if (!meta.fill_value || (*meta.fill_value == 0 && !meta.fill_nan)) {
+    std::memset(data, 0, meta.chunk_bytes());
+    return;
+  }
+  std::byte value[8] = {};
+  const long double v = *meta.fill_value;
+  switch (meta.dtype) {
+    case DType::i8: { auto x = static_cast<std::int8_t>(v); std::memcpy(value, &x, 1); break; }
+    case DType::u8: { auto x = static_cast<std::uint8_t>(v); std::memcpy(value, &x, 1); break; }
+    case DType::i16: { auto x = static_cast<std::int16_t>(v); std::memcpy(value, &x, 2); break; }
+    case DType::u16: { auto x = static_cast<std::uint16_t>(v); std::memcpy(value, &x, 2); break; }
+    case DType::i32: { auto x = static_cast<std::int32_t>(v); std::memcpy(value, &x, 4); break; }
+    case DType::u32: { auto x = static_cast<std::uint32_t>(v); std::memcpy(value, &x, 4); break; }
+    case DType::i64: { auto x = static_cast<std::int64_t>(v); std::memcpy(value, &x, 8); break; }
+    case DType::u64: { auto x = static_cast<std::uint64_t>(v); std::memcpy(value, &x, 8); break; }
+    case DType::f32: { auto x = static_cast<float>(v); std::memcpy(value, &x, 4); break; }
+    case DType::f64: { auto x = static_cast<double>(v); std::memcpy(value, &x, 8); break; }
+  }
+  for (std::size_t i = 0; i < count; ++i) std::memcpy(data + i * size, value, size);
+}
+
 std::string array_json(const ArrayMeta& meta) {
   json doc;
   doc["zarr_format"] = 2;

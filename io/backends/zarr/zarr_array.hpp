@@ -41,6 +41,10 @@ struct ArrayMeta {
 // Parses a .zarray; throws volseg::Error naming `where` and the field.
 ArrayMeta parse_array(const std::string& text, const std::string& where);
 
+// A whole chunk of meta's fill_value (0 where there is none), native order,
+// into data (chunk_bytes()).
+void fill_values(const ArrayMeta& meta, std::byte* data);
+
 // The .zarray text of meta (zarr_format 2, C order, no filters).
 std::string array_json(const ArrayMeta& meta);
 

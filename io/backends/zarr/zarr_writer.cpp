@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: MIT
+#include "zarr/zarr_writer.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "volseg/io/comm.hpp"
+#include "volseg/io/error.hpp"
+#include "volseg/io/files.hpp"
+#include "zarr/zarr_array.hpp"
+
+namespace volseg::io::zarr {
+namespace {
+
+// Writes a Zarr v2 array into a hidden directory beside the final name
+// (DIR/.NAME.volseg-tmp-PID of rank 0), each rank its own chunk files, and
+// at close, once every rank has succeeded, rank 0 writes .zarray (last) and
+// renames the directory into place: the store appears under its name only
+// when whole. Chunks all equal to fill_value are not written
+// (write_empty_chunks=False). A chunk a write covers only in part is kept
+// until the rest of it arrives; one still partial at close had another
+// writer, which the alignment of chunks to the job's bricks rules out.
+class ZarrWriter final : public VolumeWriter {
+ public:
+  ZarrWriter(const CreateRequest& request, const Comm& comm, ArrayMeta meta, bool fsync, bool ome)
+      : comm_(comm), path_(request.path), info_(request.info), meta_(std::move(meta)), fsync_(fsync),
+        overwrite_(request.overwrite), ome_(ome) {
+    collectively(comm, [&] {
+      if (comm.rank() != 0) return;
+      temporary_ = temporary_path(path_);
+      std::error_code ec;
+      std::filesystem::remove_all(temporary_, ec);
+      if (::mkdir(temporary_.c_str(), 0777) != 0) throw_errno("mkdir", temporary_);
+      if (ome_ && ::mkdir((temporary_ + "/0").c_str(), 0777) != 0) throw_errno("mkdir", temporary_ + "/0");
+    });
+    temporary_ = comm.broadcast(temporary_);
+    owner_ = comm.rank() == 0;
+    fill_ = fill_chunk();
+  }
+  ~ZarrWriter() override {
+    if (owner_ && !temporary_.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(temporary_, ec);
+    }
+  }
+
+  const VolumeInfo& info() const override { return info_; }
+  std::string backend_name() const override { return "zarr"; }
+  std::uint64_t bytes_written() const override { return bytes_written_; }
+
+ protected:
+  void do_write(const Extent& extent, const void* buffer) override {
+    const std::size_t size = dtype_size(meta_.dtype);
+    const Index3& c = meta_.chunks;
+    const auto* in = static_cast<const std::byte*>(buffer);
+    for (std::int64_t cz = extent.offset[0] / c[0]; cz <= (extent.offset[0] + extent.count[0] - 1) / c[0]; ++cz)
+      for (std::int64_t cy = extent.offset[1] / c[1]; cy <= (extent.offset[1] + extent.count[1] - 1) / c[1]; ++cy)
+        for (std::int64_t cx = extent.offset[2] / c[2]; cx <= (extent.offset[2] + extent.count[2] - 1) / c[2]; ++cx) {
+          const Index3 chunk{cz, cy, cx};
+          Index3 lo{}, hi{};
+          std::int64_t inside = 1, covered = 1;  // the chunk's voxels inside the volume; those this write gives
+          for (std::size_t a = 0; a < 3; ++a) {
+            lo[a] = std::max(extent.offset[a], chunk[a] * c[a]);
+            hi[a] = std::min(extent.offset[a] + extent.count[a], (chunk[a] + 1) * c[a]);
+            inside *= std::min(meta_.shape[a], (chunk[a] + 1) * c[a]) - chunk[a] * c[a];
+            covered *= hi[a] - lo[a];
+          }
+          const std::string key = meta_.chunk_key(chunk);
+          auto it = pending_.find(key);
+          if (it == pending_.end()) {
+            if (extent.offset == Index3{chunk[0] * c[0], chunk[1] * c[1], chunk[2] * c[2]} && extent.count == c) {
+              store(key, {in, meta_.chunk_bytes()});  // the write is this chunk: encoded from the caller's buffer
+              continue;
+            }
+            if (covered == inside) {
+              std::vector<std::byte> whole = fill_chunk();
+              copy_into(whole.data(), chunk, extent, in, lo, hi, size);
+              store(key, whole);
+              continue;
+            }
+            it = pending_.emplace(key, Pending{fill_chunk(), 0}).first;
+          }
+          copy_into(it->second.values.data(), chunk, extent, in, lo, hi, size);
+          it->second.covered += covered;
+          if (it->second.covered >= inside) {
+            store(key, it->second.values);
+            pending_.erase(it);
+          }
+        }
+  }
+
+  void do_close() override {
+    std::exception_ptr error;
+    try {
+      if (!pending_.empty())
+        throw RankError("zarr " + path_ + ": chunk " + pending_.begin()->first +
+                        " was written in part by this rank and in part by another; Zarr needs one writer per chunk: "
+                        "give --brick a multiple of the chunks, or hint chunks= that divides the bricks");
+    } catch (...) {
+      error = std::current_exception();
+    }
+    agree(comm_, error);
+    collectively(comm_, [&] {
+      if (comm_.rank() != 0) return;
+      const std::string array = array_folder();
+      write_text(array + "/.zattrs", attributes_json());
+      write_text(array + "/.zarray", array_json(meta_));  // last: the array is whole
+      if (fsync_) sync_folder_of(array + "/.zarray");
+      if (ome_) {
+        write_text(temporary_ + "/.zgroup", "{\n    \"zarr_format\": 2\n}\n");
+        write_text(temporary_ + "/.zattrs", ome_json());
+        if (fsync_) sync_folder_of(temporary_ + "/.zattrs");
+      }
+      std::string old;
+      if (std::filesystem::exists(path_)) {
+        if (!overwrite_) throw Error(path_ + " exists (use --force to replace it)");
+        old = temporary_ + ".old";
+        if (rename_file(path_, old) != 0) throw_errno("rename away the old", path_);
+      }
+      if (rename_file(temporary_, path_) != 0) {
+        const int saved = errno;
+        if (!old.empty()) rename_file(old, path_);
+        throw_errno("rename to", path_, saved);
+      }
+      temporary_.clear();
+      if (!old.empty()) std::filesystem::remove_all(old);
+      if (fsync_) sync_folder_of(path_);
+    });
+  }
+
+ private:
+  struct Pending {
+    std::vector<std::byte> values;
+    std::int64_t covered = 0;
+  };
+
+  std::vector<std::byte> fill_chunk() const {
+    std::vector<std::byte> chunk(meta_.chunk_bytes());
+    fill_values(meta_, chunk.data());
+    return chunk;
+  }
+
+  void copy_into(std::byte* chunk_values, const Index3& chunk, const Extent& extent, const std::byte* in,
+                 const Index3& lo, const Index3& hi, std::size_t size) const {
+    const Index3& c = meta_.chunks;
+    const auto row = static_cast<std::size_t>(hi[2] - lo[2]) * size;
+    for (std::int64_t z = lo[0]; z < hi[0]; ++z)
+      for (std::int64_t y = lo[1]; y < hi[1]; ++y) {
+        const std::int64_t at = ((z - chunk[0] * c[0]) * c[1] + (y - chunk[1] * c[1])) * c[2] + (lo[2] - chunk[2] * c[2]);
+        const std::int64_t from = ((z - extent.offset[0]) * extent.count[1] + (y - extent.offset[1])) * extent.count[2] +
+                                  (lo[2] - extent.offset[2]);
+        std::memcpy(chunk_values + at * static_cast<std::int64_t>(size), in + from * static_cast<std::int64_t>(size), row);
+      }
+  }
+
+  // Encodes and writes a whole chunk, unless it is all fill.
+  void store(const std::string& key, std::span<const std::byte> values) {
+    if (meta_.fill_value && std::memcmp(values.data(), fill_.data(), fill_.size()) == 0) return;
+    const auto encoded = encode_chunk(meta_, values);
+    const std::string file = array_folder() + "/" + key;
+    if (meta_.separator == '/') std::filesystem::create_directories(std::filesystem::path(file).parent_path());
+    write_bytes(file, encoded.data(), encoded.size());
+    bytes_written_ += encoded.size();
+  }
+
+  void write_bytes(const std::string& file, const std::byte* data, std::size_t size) const {
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) throw_errno("create", file);
+    std::size_t done = 0;
+    while (done < size) {
+      const ssize_t n = ::write(fd, data + done, size - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        const int saved = errno;
+        ::close(fd);
+        throw_errno("write", file, saved);
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    if (fsync_ && ::fsync(fd) != 0) {
+      const int saved = errno;
+      ::close(fd);
+      throw_errno("fsync", file, saved);
+    }
+    if (::close(fd) != 0) throw_errno("close", file);
+  }
+
+  void write_text(const std::string& file, const std::string& text) const {
+    write_bytes(file, reinterpret_cast<const std::byte*>(text.data()), text.size());
+  }
+
+  // Where the array goes: the store itself, or an OME-Zarr image's dataset "0".
+  std::string array_folder() const { return ome_ ? temporary_ + "/0" : temporary_; }
+
+  // The OME-Zarr 0.4 (NGFF) image group's attributes: one multiscale of one
+  // dataset, "0", placed by its scale and translation (z, y, x) from the
+  // volume's spacing and origin; masks and labels are label images
+  // ("image-label"), as napari's and Neuroglancer's readers expect.
+  std::string ome_json() const {
+    using nlohmann::json;
+    const auto& sp = info_.spacing;
+    const auto& o = info_.origin;
+    json axes = json::array();
+    for (const char* name : {"z", "y", "x"}) axes.push_back({{"name", name}, {"type", "space"}});
+    json transforms = json::array({json{{"type", "scale"}, {"scale", {sp[2], sp[1], sp[0]}}}});
+    if (o[0] != 0 || o[1] != 0 || o[2] != 0)
+      transforms.push_back({{"type", "translation"}, {"translation", {o[2], o[1], o[0]}}});
+    const std::string name = std::filesystem::path(path_).filename().string();
+    json doc;
+    doc["multiscales"] = json::array({json{{"version", "0.4"},
+                                           {"name", name.substr(0, name.find('.'))},
+                                           {"axes", axes},
+                                           {"datasets", json::array({json{{"path", "0"},
+                                                                          {"coordinateTransformations", transforms}}})}}});
+    const bool mask = info_.attributes.count("flag_values") > 0, labels = info_.attributes.count("numbering") > 0;
+    if (mask || labels) {
+      json label{{"version", "0.4"}};
+      if (mask) label["colors"] = json::array({json{{"label-value", 1}, {"rgba", {255, 200, 0, 255}}}});
+      doc["image-label"] = label;
+    }
+    return doc.dump(4) + "\n";
+  }
+
+  // volseg's attributes and the grid's spacing and origin (x, y, z).
+  std::string attributes_json() const {
+    nlohmann::json doc;
+    nlohmann::json volseg = nlohmann::json::object();
+    for (const auto& [key, value] : info_.attributes) volseg[key] = value;
+    volseg["spacing_xyz"] = info_.spacing;
+    volseg["origin_xyz"] = info_.origin;
+    doc["volseg"] = volseg;
+    return doc.dump(4) + "\n";
+  }
+
+  const Comm& comm_;
+  std::string path_, temporary_;
+  VolumeInfo info_;
+  ArrayMeta meta_;
+  bool fsync_, overwrite_, ome_, owner_ = false;
+  std::uint64_t bytes_written_ = 0;
+  std::map<std::string, Pending> pending_;
+  std::vector<std::byte> fill_;  // a whole chunk of fill_value
+};
+
+// The array a request asks for, with the hints' chunks and compressor.
+ArrayMeta meta_for(const CreateRequest& request, const Comm& comm, const Hints& hints) {
+  const VolumeInfo& info = request.info;
+  ArrayMeta meta;
+  meta.shape = info.dims;
+  meta.dtype = info.dtype;
+  static const char* codes[] = {"i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8", "f4", "f8"};
+  meta.dtype_text = std::string(dtype_size(info.dtype) == 1 ? "|" : "<") + codes[static_cast<int>(info.dtype)];
+  meta.byte_order = ByteOrder::little;
+  // Masks and labels: 0 is background, and chunks of it are not written.
+  const bool integer = info.dtype != DType::f32 && info.dtype != DType::f64;
+  meta.fill_value = info.fill_value ? info.fill_value : integer ? std::optional<long double>(0) : std::nullopt;
+  meta.compressor = compressor_from(hints.get_string("compressor", "blosc-lz4"),
+                                          static_cast<int>(hints.get_int("level", -1)),
+                                          hints.get_string("shuffle", ""), info.dtype);
+  const std::string separator = hints.get_string("dimension_separator", ".");
+  if (separator != "." && separator != "/") throw Error("hint dimension_separator=" + separator + " is neither . nor /");
+  meta.separator = separator[0];
+  const std::string chunks = hints.get_string("chunks", "");
+  if (!chunks.empty()) {
+    Index3 c{};
+    if (std::sscanf(chunks.c_str(), "%ld,%ld,%ld", &c[0], &c[1], &c[2]) != 3 || c[0] <= 0 || c[1] <= 0 || c[2] <= 0)
+      throw Error("hint chunks=" + chunks + " is not Z,Y,X of positive integers");
+    meta.chunks = c;
+  } else {
+    meta.chunks = request.bricks.value_or(Index3{64, 64, 64});
+  }
+  for (std::size_t a = 0; a < 3; ++a) meta.chunks[a] = std::min(meta.chunks[a], std::max<std::int64_t>(info.dims[a], 1));
+  if (static_cast<long double>(meta.chunk_bytes()) > static_cast<long double>(std::int64_t{1} << 31))
+    throw Error("zarr chunks of " + std::to_string(meta.chunk_bytes()) + " bytes are past 2 GiB: hint smaller chunks=");
+  if (comm.size() > 1) {
+    if (!request.bricks)
+      throw Error("zarr: this job's writes are not bricks of one grid, and Zarr needs one writer per chunk: run it on "
+                  "1 rank");
+    for (std::size_t a = 0; a < 3; ++a) {
+      const std::int64_t b = (*request.bricks)[a];
+      if (b % meta.chunks[a] != 0 && b < info.dims[a])
+        throw Error("zarr: chunks " + chunks + " do not divide the job's bricks " + std::to_string((*request.bricks)[0]) +
+                    "," + std::to_string((*request.bricks)[1]) + "," + std::to_string((*request.bricks)[2]) +
+                    ", so a chunk would have two writers: give --brick a multiple of the chunks, or chunks= that "
+                    "divide the bricks");
+    }
+  }
+  if (request.partial != Partial::none)
+    throw Error("--resume does not write Zarr: write the mask as .nhdr or .nc to resume it");
+  return meta;
+}
+
+}  // namespace
+
+std::unique_ptr<VolumeWriter> create_writer(const CreateRequest& request, const Comm& comm, const Hints& hints) {
+  ArrayMeta meta = meta_for(request, comm, hints);
+  const bool fsync = hints.get_bool("fsync", false);
+  const bool ome = hints.get_bool("ome", false);
+  hints.reject_unused("zarr");
+  return std::make_unique<ZarrWriter>(request, comm, std::move(meta), fsync, ome);
+}
+
+}  // namespace volseg::io::zarr
