@@ -257,6 +257,36 @@ class ZarrInput(unittest.TestCase):
         self.assertEqual(got.dtype, np.uint32)
         np.testing.assert_array_equal(got[:], want)
 
+    def test_pyramid_levels_in_an_ome_zarr_image(self):
+        """volseg pyramid on an OME-Zarr image adds its levels as datasets 1, 2, ... (each a Zarr array), listed in
+        multiscales with their scale and translation, as well as writing its own .pyramid folder."""
+        image = self.path("field.ome.zarr")
+        e.check_ok(self, e.run(["generate", image, "--field", "smooth", "--dims", "32,48,64", "--quiet"], ranks=1))
+        mask = self.path("mask.ome.zarr")
+        e.check_ok(self, e.run(["segment", image, "--lo", "0.3", "--hi", "0.7", "--out", mask, "--brick", "16",
+                                "--quiet"], ranks=2))
+        for store, reduce in ((image, "mean"), (mask, "max")):
+            with self.subTest(store=os.path.basename(store)):
+                e.check_ok(self, e.run(["pyramid", store, "--brick", "16", "--quiet"], ranks=2))
+                group = zarr.open_group(store, mode="r")
+                m = group.attrs["multiscales"][0]
+                self.assertEqual(m["type"], reduce)
+                paths = [d["path"] for d in m["datasets"]]
+                self.assertGreaterEqual(len(paths), 3)
+                self.assertEqual(paths, [str(k) for k in range(len(paths))])
+                base = group["0"][:].astype(np.float64)
+                for k in range(1, len(paths)):
+                    f = 2 ** k
+                    t = m["datasets"][k]["coordinateTransformations"]
+                    self.assertEqual(t[0], {"type": "scale", "scale": [float(f)] * 3})
+                    self.assertEqual(t[1], {"type": "translation", "translation": [0.5 * (f - 1)] * 3})
+                    z, y, x = (d // f for d in base.shape)
+                    blocks = base.reshape(z, f, y, f, x, f)
+                    want = blocks.max(axis=(1, 3, 5)) if reduce == "max" else blocks.mean(axis=(1, 3, 5))
+                    got = group[str(k)][:]
+                    self.assertEqual(got.shape, want.shape)
+                    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg="level %d" % k)
+
     def assert_refused_job(self, args, pattern, ranks=1):
         before = e.digest(self.work)
         proc = e.run(args + ["--quiet"], ranks=ranks)

@@ -8,7 +8,9 @@
 #include <sys/stat.h>
 
 #include <cmath>
+#include <array>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -210,17 +212,70 @@ void summarise(const std::vector<double>& values, const segment::HistogramEdges&
   }
 }
 
+// Each level's writers: the pyramid folder's, and an OME-Zarr input's dataset.
+using LevelWriters = std::vector<std::vector<std::unique_ptr<io::VolumeWriter>>>;
+
 void write_pieces(const std::vector<double>& values, const io::Extent& extent, const Plan& plan, Reduction reduction,
-                  std::vector<std::unique_ptr<io::VolumeWriter>>& writers) {
+                  LevelWriters& writers) {
   detail::Piece piece;
   for (std::size_t k = 1; k < plan.level_dims.size(); ++k) {
     piece = k == 1 ? detail::reduce_voxels(values.data(), extent.count, reduction) : detail::reduce_piece(piece, reduction);
     io::Extent coarse;
     for (std::size_t a = 0; a < 3; ++a) coarse.offset[a] = extent.offset[a] >> k;  // bricks align: B >= 2^k
     coarse.count = piece.count;
-    if (reduction == Reduction::max) writers[k - 1]->write(coarse, detail::piece_maxima(piece).data());
-    else writers[k - 1]->write(coarse, detail::piece_means(piece).data());
+    if (reduction == Reduction::max) {
+      const auto maxima = detail::piece_maxima(piece);
+      for (auto& writer : writers[k - 1]) writer->write(coarse, maxima.data());
+    } else {
+      const auto means = detail::piece_means(piece);
+      for (auto& writer : writers[k - 1]) writer->write(coarse, means.data());
+    }
   }
+}
+
+// An OME-Zarr image's levels k >= 1 as its datasets "k", each a Zarr array
+// whose chunks are the bricks' pieces of that level (one writer each).
+std::unique_ptr<io::VolumeWriter> ome_level_writer(const Comm& comm, const BuildOptions& options, const Plan& plan,
+                                                   int k, const io::VolumeInfo& level) {
+  io::CreateRequest request{(fs::path(options.input) / std::to_string(k)).string(), level, options.force};
+  const std::int64_t piece = std::max<std::int64_t>(plan.brick >> k, 1);
+  request.bricks = io::Index3{piece, piece, piece};
+  return io::create_writer("zarr", request, comm);
+}
+
+// Collective. The OME-Zarr image's multiscales list its levels: dataset k
+// scaled by 2^k from dataset 0, and moved to the centre of the voxels it
+// reduces. Written beside and renamed over .zattrs.
+void add_ome_levels(const Comm& comm, const std::string& image, const Plan& plan, Reduction reduction) {
+  collectively(comm, [&] {
+    if (comm.rank() != 0) return;
+    const std::string path = (fs::path(image) / ".zattrs").string();
+    std::ifstream in(path);
+    nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+    if (doc.is_discarded() || !doc.contains("multiscales")) throw Error(path + ": no multiscales to add levels to");
+    auto& m = doc["multiscales"][0];
+    auto& datasets = m["datasets"];
+    std::array<double, 3> scale{1, 1, 1}, translation{0, 0, 0};
+    for (const auto& t : datasets[0].value("coordinateTransformations", nlohmann::json::array())) {
+      if (t.value("type", "") == "scale") scale = t["scale"].get<std::array<double, 3>>();
+      if (t.value("type", "") == "translation") translation = t["translation"].get<std::array<double, 3>>();
+    }
+    nlohmann::json levels = nlohmann::json::array({datasets[0]});
+    for (std::size_t k = 1; k < plan.level_dims.size(); ++k) {
+      const double f = static_cast<double>(std::int64_t{1} << k);
+      std::array<double, 3> s{}, t{};
+      for (std::size_t a = 0; a < 3; ++a) s[a] = scale[a] * f, t[a] = translation[a] + 0.5 * (f - 1) * scale[a];
+      levels.push_back({{"path", std::to_string(k)},
+                        {"coordinateTransformations",
+                         nlohmann::json::array({{{"type", "scale"}, {"scale", s}},
+                                                {{"type", "translation"}, {"translation", t}}})}});
+    }
+    datasets = levels;
+    m["type"] = reduction_name(reduction);
+    const std::string text = doc.dump(4) + "\n", temporary = path + ".volseg-tmp";
+    files::write_file(temporary, text.data(), text.size());
+    if (::rename(temporary.c_str(), path.c_str()) != 0) throw_errno("rename to", path);
+  });
 }
 
 // Every brick's statistics and histogram go to their place in the two files,
@@ -303,6 +358,8 @@ Pyramid build(const Comm& comm, const BuildOptions& options) {
   const io::VolumeInfo info = reader->info();
   const std::vector<std::string> source_files = reader->files();
   const Reduction reduction = options.reduction.value_or(is_mask(info) ? Reduction::max : Reduction::mean);
+  // An OME-Zarr image gets its levels as its own datasets too, for napari and Neuroglancer.
+  const bool ome = io::detect_format(comm, options.input) == io::FileFormat::ome_zarr;
   const Plan plan = make_plan(info.dims, options);
   const segment::Decoder decoder(info);
   const segment::BrickLayout layout(info.dims, {plan.brick, plan.brick, plan.brick});
@@ -319,11 +376,14 @@ Pyramid build(const Comm& comm, const BuildOptions& options) {
     const bool packed = info.scale_factor || info.add_offset;
     const auto edges = segment::HistogramEdges::over(lo, hi, packed ? io::DType::f64 : info.dtype, options.bins);
 
-    std::vector<std::unique_ptr<io::VolumeWriter>> writers;
-    for (int k = 1; k < static_cast<int>(plan.level_dims.size()); ++k)
-      writers.push_back(io::create_writer(
-          "posix", {(fs::path(directory) / files::level_header(k)).string(), level_info(info, plan, k, reduction, options.input), true},
-          comm));
+    LevelWriters writers;
+    for (int k = 1; k < static_cast<int>(plan.level_dims.size()); ++k) {
+      const io::VolumeInfo level = level_info(info, plan, k, reduction, options.input);
+      writers.emplace_back();
+      writers.back().push_back(
+          io::create_writer("posix", {(fs::path(directory) / files::level_header(k)).string(), level, true}, comm));
+      if (ome) writers.back().push_back(ome_level_writer(comm, options, plan, k, level));
+    }
 
     Local local;
     local.stats.resize(bricks.size());
@@ -342,8 +402,10 @@ Pyramid build(const Comm& comm, const BuildOptions& options) {
       }
       progress.finish();
     }
-    for (auto& writer : writers) writer->close();
+    for (auto& level : writers)
+      for (auto& writer : level) writer->close();
     reader->close();
+    if (ome) add_ome_levels(comm, options.input, plan, reduction);
 
     {
       const io::watchdog::Phase phase("pyramid, the brick tables and index");
