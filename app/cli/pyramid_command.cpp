@@ -16,8 +16,10 @@ class PyramidCommand final : public Command {
     auto* sub = app.add_subcommand("pyramid", "Build a volume's brick pyramid: coarse levels, per-brick statistics "
                                               "and histograms, for coarse-first views and brick culling");
     auto& o = options_;
-    sub->add_option("input", o.input, "Input volume: a raw volume's .nhdr header, a NetCDF file, a Zarr array or an OME-Zarr image (which also gets "
-                    "its levels as datasets 1, 2, ...)")->required();
+    sub->add_option("input", o.input,
+                    "Input volume: a raw volume's .nhdr header, a NetCDF file, a Zarr array or an OME-Zarr image "
+                    "(which also gets its levels as datasets 1, 2, ...)")
+        ->required();
     sub->add_option("--var", variable_, "NetCDF variable (default: the only 3D one)");
     sub->add_option("--time", time_, "Step of a 4D variable's first (record/time) dimension");
     sub->add_option("--backend", o.backend, "Backend that reads (auto: by format)")->capture_default_str();
