@@ -146,21 +146,8 @@ class ZarrReader final : public VolumeReader {
       for (std::int64_t cy = first[1]; cy <= last[1]; ++cy)
         for (std::int64_t cx = first[2]; cx <= last[2]; ++cx) {
           const Index3 chunk{cz, cy, cx};
-          const std::byte* data = decoded(chunk);
-          // The part of the extent inside this chunk, row by row.
-          Index3 lo{}, hi{};
-          for (std::size_t a = 0; a < 3; ++a) {
-            lo[a] = std::max(extent.offset[a], chunk[a] * c[a]);
-            hi[a] = std::min(extent.offset[a] + extent.count[a], (chunk[a] + 1) * c[a]);
-          }
-          const auto row = static_cast<std::size_t>(hi[2] - lo[2]) * size;
-          for (std::int64_t z = lo[0]; z < hi[0]; ++z)
-            for (std::int64_t y = lo[1]; y < hi[1]; ++y) {
-              const std::int64_t in = ((z - chunk[0] * c[0]) * c[1] + (y - chunk[1] * c[1])) * c[2] + (lo[2] - chunk[2] * c[2]);
-              const std::int64_t at = ((z - extent.offset[0]) * extent.count[1] + (y - extent.offset[1])) * extent.count[2] +
-                                      (lo[2] - extent.offset[2]);
-              std::memcpy(out + at * static_cast<std::int64_t>(size), data + in * static_cast<std::int64_t>(size), row);
-            }
+          const Extent box = meta_.chunk_box(chunk);
+          zarr::copy_part(intersect(extent, box), box, decoded(chunk), extent, out, size);
         }
   }
   void do_close() override {

@@ -110,6 +110,23 @@ std::string ArrayMeta::chunk_key(const Index3& chunk) const {
   return std::to_string(chunk[0]) + separator + std::to_string(chunk[1]) + separator + std::to_string(chunk[2]);
 }
 
+Extent ArrayMeta::chunk_box(const Index3& chunk) const {
+  return {{chunk[0] * chunks[0], chunk[1] * chunks[1], chunk[2] * chunks[2]}, chunks};
+}
+
+void copy_part(const Extent& part, const Extent& from, const std::byte* source, const Extent& to,
+               std::byte* destination, std::size_t size) {
+  auto at = [&](const Extent& box, std::int64_t z, std::int64_t y) {
+    const std::int64_t i = ((z - box.offset[0]) * box.count[1] + (y - box.offset[1])) * box.count[2] +
+                           (part.offset[2] - box.offset[2]);
+    return static_cast<std::size_t>(i) * size;
+  };
+  const auto row = static_cast<std::size_t>(part.count[2]) * size;
+  for (std::int64_t z = part.offset[0]; z < part.offset[0] + part.count[0]; ++z)
+    for (std::int64_t y = part.offset[1]; y < part.offset[1] + part.count[1]; ++y)
+      std::memcpy(destination + at(to, z, y), source + at(from, z, y), row);
+}
+
 ArrayMeta parse_array(const std::string& text, const std::string& where) {
   json doc;
   try {

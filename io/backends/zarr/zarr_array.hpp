@@ -36,7 +36,14 @@ struct ArrayMeta {
   Index3 grid() const;                    // chunks along z, y, x
   std::size_t chunk_bytes() const;        // a whole chunk, decoded (edge chunks are padded)
   std::string chunk_key(const Index3& chunk) const;  // "1.0.3" or "1/0/3"
+  Extent chunk_box(const Index3& chunk) const;       // its place in the array, padding included
 };
+
+// Copies the rows of `part` from values packed over the box `from` to values
+// packed over the box `to` (both hold part), `size` bytes a value: between a
+// chunk and a caller's extent, either way.
+void copy_part(const Extent& part, const Extent& from, const std::byte* source, const Extent& to,
+               std::byte* destination, std::size_t size);
 
 // Parses a .zarray; throws volseg::Error naming `where` and the field.
 ArrayMeta parse_array(const std::string& text, const std::string& where);

@@ -69,30 +69,24 @@ class ZarrWriter final : public VolumeWriter {
       for (std::int64_t cy = extent.offset[1] / c[1]; cy <= (extent.offset[1] + extent.count[1] - 1) / c[1]; ++cy)
         for (std::int64_t cx = extent.offset[2] / c[2]; cx <= (extent.offset[2] + extent.count[2] - 1) / c[2]; ++cx) {
           const Index3 chunk{cz, cy, cx};
-          Index3 lo{}, hi{};
-          std::int64_t inside = 1, covered = 1;  // the chunk's voxels inside the volume; those this write gives
-          for (std::size_t a = 0; a < 3; ++a) {
-            lo[a] = std::max(extent.offset[a], chunk[a] * c[a]);
-            hi[a] = std::min(extent.offset[a] + extent.count[a], (chunk[a] + 1) * c[a]);
-            inside *= std::min(meta_.shape[a], (chunk[a] + 1) * c[a]) - chunk[a] * c[a];
-            covered *= hi[a] - lo[a];
-          }
+          const Extent box = meta_.chunk_box(chunk), part = intersect(extent, box);
+          const std::int64_t inside = intersect(box, Extent{{0, 0, 0}, meta_.shape}).voxels(), covered = part.voxels();
           const std::string key = meta_.chunk_key(chunk);
           auto it = pending_.find(key);
           if (it == pending_.end()) {
-            if (extent.offset == Index3{chunk[0] * c[0], chunk[1] * c[1], chunk[2] * c[2]} && extent.count == c) {
+            if (extent.offset == box.offset && extent.count == box.count) {
               store(key, {in, meta_.chunk_bytes()});  // the write is this chunk: encoded from the caller's buffer
               continue;
             }
             if (covered == inside) {
               std::vector<std::byte> whole = fill_chunk();
-              copy_into(whole.data(), chunk, extent, in, lo, hi, size);
+              copy_part(part, extent, in, box, whole.data(), size);
               store(key, whole);
               continue;
             }
             it = pending_.emplace(key, Pending{fill_chunk(), 0}).first;
           }
-          copy_into(it->second.values.data(), chunk, extent, in, lo, hi, size);
+          copy_part(part, extent, in, box, it->second.values.data(), size);
           it->second.covered += covered;
           if (it->second.covered >= inside) {
             store(key, it->second.values);
@@ -150,19 +144,6 @@ class ZarrWriter final : public VolumeWriter {
     std::vector<std::byte> chunk(meta_.chunk_bytes());
     fill_values(meta_, chunk.data());
     return chunk;
-  }
-
-  void copy_into(std::byte* chunk_values, const Index3& chunk, const Extent& extent, const std::byte* in,
-                 const Index3& lo, const Index3& hi, std::size_t size) const {
-    const Index3& c = meta_.chunks;
-    const auto row = static_cast<std::size_t>(hi[2] - lo[2]) * size;
-    for (std::int64_t z = lo[0]; z < hi[0]; ++z)
-      for (std::int64_t y = lo[1]; y < hi[1]; ++y) {
-        const std::int64_t at = ((z - chunk[0] * c[0]) * c[1] + (y - chunk[1] * c[1])) * c[2] + (lo[2] - chunk[2] * c[2]);
-        const std::int64_t from = ((z - extent.offset[0]) * extent.count[1] + (y - extent.offset[1])) * extent.count[2] +
-                                  (lo[2] - extent.offset[2]);
-        std::memcpy(chunk_values + at * static_cast<std::int64_t>(size), in + from * static_cast<std::int64_t>(size), row);
-      }
   }
 
   // Encodes and writes a whole chunk, unless it is all fill.
