@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "volseg/io/error.hpp"
+#include "volseg/io/memory.hpp"
 #include "volseg/io/nrrd.hpp"
 
 namespace volseg::io {
@@ -25,24 +26,6 @@ constexpr std::uint64_t kWindowPages = 16;
 // two cross near 0.2 (docs/ranged.md, "auto").
 constexpr double kWarm = 0.25;
 
-struct Memory {
-  std::uint64_t available = 0;  // MemAvailable
-};
-
-Memory memory() {
-  Memory m;
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  std::uint64_t kib = 0;
-  std::string unit;
-  while (meminfo >> key >> kib) {
-    std::getline(meminfo, unit);
-    if (key == "MemAvailable:") m.available = kib * 1024;
-  }
-  return m;
-}
-
-std::string mib(std::uint64_t bytes) { return std::to_string((bytes + (1 << 19)) >> 20) + " MiB"; }
 
 std::string percent(double share) {
   char text[16];
@@ -67,12 +50,12 @@ AutoChoice choose_raw(const std::string& header_path) {
     fallback.reason = "the input could not be sampled (" + std::string(e.what()) + ")";
     return fallback;
   }
-  const Memory mem = memory();
+  const std::uint64_t available = available_memory_bytes();
 
   AutoChoice choice;
   choice.resident = residency.fraction;
-  const std::string seen = percent(residency.fraction) + " of the input's " + mib(header.info.bytes()) +
-                           " in the page cache, " + mib(mem.available) + " available";
+  const std::string seen = percent(residency.fraction) + " of the input's " + mib_text(header.info.bytes()) +
+                           " in the page cache, " + mib_text(available) + " available";
   if (residency.fraction >= kWarm) {
     // Warm: every backend reads at memory speed; what differs is the copy
     // (posix, ranged-uring) or the probing (ranged-mmap) a brick costs,

@@ -44,7 +44,11 @@ std::uint64_t cgroup_value(const std::string& name) {
 
 }  // namespace
 
+std::uint64_t available_memory_bytes() { return proc_kib("/proc/meminfo", "MemAvailable:"); }
+
 std::uint64_t resident_bytes() { return proc_kib("/proc/self/status", "VmRSS:"); }
+
+std::uint64_t peak_resident_bytes() { return proc_kib("/proc/self/status", "VmHWM:"); }
 
 std::string mib_text(std::uint64_t bytes) { return std::to_string((bytes + (1 << 19)) >> 20) + " MiB"; }
 
@@ -59,7 +63,7 @@ MemoryBound memory_per_rank(const Comm& comm, std::uint64_t requested) {
   check_mpi(size_status, "MPI_Comm_size");
   check_mpi(free_status, "MPI_Comm_free");
 
-  std::uint64_t spare = proc_kib("/proc/meminfo", "MemAvailable:");
+  std::uint64_t spare = available_memory_bytes();
   bool known = spare > 0;
   std::string where = "MemAvailable";
   if (const std::uint64_t limit = cgroup_value("memory.max"); limit > 0) {

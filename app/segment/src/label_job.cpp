@@ -46,14 +46,7 @@ double since(Clock::time_point start) { return std::chrono::duration<double>(Clo
 // parent, say a Python script that just wrote the input, reports the
 // parent's peak.)
 std::uint64_t max_rss_bytes() {
-  if (std::FILE* status = std::fopen("/proc/self/status", "r")) {
-    char line[256];
-    unsigned long long kib = 0;
-    bool found = false;
-    while (!found && std::fgets(line, sizeof line, status)) found = std::sscanf(line, "VmHWM: %llu kB", &kib) == 1;
-    std::fclose(status);
-    if (found) return kib * 1024;
-  }
+  if (const std::uint64_t peak = io::peak_resident_bytes()) return peak;
   struct rusage usage {};
   ::getrusage(RUSAGE_SELF, &usage);
   return static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;

@@ -21,8 +21,14 @@ struct MemoryBound {
 // the job runs in a cgroup v2 with a memory limit (Slurm, systemd).
 MemoryBound memory_per_rank(const Comm& comm, std::uint64_t requested);
 
+// This node's MemAvailable (/proc/meminfo); 0 where /proc says nothing.
+std::uint64_t available_memory_bytes();
+
 // This process's resident memory now (VmRSS); 0 where /proc says nothing.
 std::uint64_t resident_bytes();
+
+// This process's peak resident memory (VmHWM); 0 where /proc says nothing.
+std::uint64_t peak_resident_bytes();
 
 // "12 MiB", rounded to the nearest MiB.
 std::string mib_text(std::uint64_t bytes);
