@@ -198,6 +198,41 @@ class Resume(unittest.TestCase):
             self.assertEqual({k: str(a.getncattr(k)) for k in a.ncattrs() if k not in skip},
                              {k: str(b.getncattr(k)) for k in b.ncattrs() if k not in skip})
 
+    def store_files(self, store):
+        """Every file of a Zarr store (relative name: bytes), .zattrs with the
+        store's own name in its history replaced."""
+        files = {}
+        root = self.path(store)
+        for d, _, names in os.walk(root):
+            for n in names:
+                rel = os.path.relpath(os.path.join(d, n), root)
+                with open(os.path.join(d, n), "rb") as f:
+                    files[rel] = f.read().replace(store.encode(), b"STORE")
+        return files
+
+    def test_zarr_signal_then_resume(self):
+        import numpy as np
+        import zarr  # Debian's python3-zarr
+        for fmt, store in (("zarr", "z.zarr"), ("ome-zarr", "z.ome.zarr")):
+            with self.subTest(format=fmt):
+                extra = ("--backend", "posix", "--format", fmt)
+                ref = os.path.join("ref", store)  # the same name: OME-Zarr names the image by it
+                os.makedirs(self.path("ref"), exist_ok=True)
+                e.check_ok(self, self.segment(ref, 2, extra))
+                status, stderr = self.stop_with_signal(store, 2, extra)
+                self.assertEqual(status, 75, stderr)
+                self.assertRegex(stderr, r"volseg: interrupted by SIGUSR1 \(\d+ of 64 bricks done and kept in "
+                                         r".*\.%s\.volseg-partial: rerun with --resume to finish\)" % re.escape(store))
+                self.assertTrue(os.path.isdir(self.path(partial_path(store))))
+                done = self.assert_left_partial(store, store)
+                # A chunk the stopped job wrote but did not journal is written again.
+                self.resume(store, 3, done, extra)
+                self.assertFalse(os.path.exists(self.path(partial_path(store))))
+                self.assertEqual(self.store_files(store), self.store_files(ref))
+                array = zarr.open(self.path(store) + ("/0" if fmt == "ome-zarr" else ""), mode="r")
+                reference = np.frombuffer(self.reference, dtype=np.uint8).reshape(array.shape)
+                self.assertTrue(np.array_equal(array[:], reference))
+
     def test_journal_of_another_job_is_refused(self):
         out = "other.nhdr"
         self.stop_with_signal(out, 2)
@@ -292,7 +327,7 @@ class Resume(unittest.TestCase):
     def test_netcdf4_is_refused_with_its_reason(self):
         proc = self.segment("n4.nc", 2, ("--format", "netcdf4", "--resume"))
         self.assertEqual(proc.returncode, 1)
-        self.assertEqual(proc.stderr.strip(), "volseg: error: --resume works for raw and CDF masks, not NetCDF-4: a "
+        self.assertEqual(proc.stderr.strip(), "volseg: error: --resume works for raw, CDF and Zarr masks, not NetCDF-4: a "
                          "NetCDF-4 file that HDF5 1.10 left when its writer was killed is often unreadable, so none "
                          "is kept to resume")
         self.assertEqual([n for n in os.listdir(self.dir) if n.startswith("n4") or ".n4" in n], [])

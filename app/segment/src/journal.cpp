@@ -157,8 +157,11 @@ std::int64_t read_records(int fd, const std::string& path, std::uint64_t header_
   return count;
 }
 
+// A file, or a partial Zarr store (a directory) with what is in it.
 void remove_file(const std::string& path) {
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT) throw_errno("remove", path);
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+  if (ec) throw Error("remove " + path + ": " + ec.message());
 }
 
 std::string bricks_done(std::int64_t done, std::int64_t bricks) {
@@ -282,11 +285,16 @@ void Journal::attach() {
   collectively(comm_, [&] {
     data_fd_ = ::open(partial_path_.c_str(), O_RDONLY | O_CLOEXEC);
     if (data_fd_ < 0) throw_errno("open", partial_path_);
+    partial_is_folder_ = std::filesystem::is_directory(partial_path_);
   });
 }
 
+// A partial Zarr store is a directory of chunk files: syncfs flushes all of
+// them (and their names) in one call, as fdatasync does one partial file.
 void Journal::flush_data() {
-  if (sync_ && data_fd_ >= 0 && ::fdatasync(data_fd_) != 0) throw_errno("fdatasync", partial_path_);
+  if (!sync_ || data_fd_ < 0) return;
+  if (partial_is_folder_ ? ::syncfs(data_fd_) != 0 : ::fdatasync(data_fd_) != 0)
+    throw_errno(partial_is_folder_ ? "syncfs" : "fdatasync", partial_path_);
 }
 
 namespace {
@@ -352,7 +360,8 @@ std::string Journal::abandon() {
 void Journal::discard() {
   comm_.barrier();  // no rank still has the files open for writing
   if (comm_.rank() == 0) {
-    ::unlink(partial_path_.c_str());
+    std::error_code ec;
+    std::filesystem::remove_all(partial_path_, ec);
     ::unlink(path_.c_str());
   }
 }

@@ -250,19 +250,18 @@ std::vector<std::string> writer_hints(const SegmentOptions& options, const io::W
   return hints;
 }
 
-// Raw and CDF masks are resumable: their data go to a partial file that is
-// kept, with a journal of the finished bricks, when the job fails. Null for
-// a NetCDF-4 mask.
+// Raw, CDF and Zarr masks are resumable: their data go to a partial file (a
+// partial store for Zarr) that is kept, with a journal of the finished
+// bricks, when the job fails. Null for a NetCDF-4 mask.
 std::unique_ptr<Journal> open_journal(const Comm& comm, const SegmentOptions& options,
                                       const std::vector<std::string>& input_files, const BrickLayout& layout,
                                       io::FileFormat output_format, SegmentResult& result, Stats& resumed_stats) {
-  const bool resumable = output_format != io::FileFormat::netcdf4 && output_format != io::FileFormat::zarr &&
-                         output_format != io::FileFormat::ome_zarr;
-  if (options.resume && output_format == io::FileFormat::netcdf4)
-    throw Error("--resume works for raw and CDF masks, not NetCDF-4: a NetCDF-4 file that HDF5 1.10 left when its "
-                "writer was killed is often unreadable, so none is kept to resume");
-  if (options.resume && !resumable) throw Error("--resume works for raw and CDF masks, not Zarr yet");
-  if (!resumable) return nullptr;
+  if (output_format == io::FileFormat::netcdf4) {
+    if (options.resume)
+      throw Error("--resume works for raw, CDF and Zarr masks, not NetCDF-4: a NetCDF-4 file that HDF5 1.10 left "
+                  "when its writer was killed is often unreadable, so none is kept to resume");
+    return nullptr;
+  }
   const std::string data_file =
       output_format == io::FileFormat::raw ? io::data_path_for_header(options.output) : options.output;
   auto journal = std::make_unique<Journal>(

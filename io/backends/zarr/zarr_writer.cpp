@@ -19,6 +19,7 @@
 #include "volseg/io/comm.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
+#include "raw/raw_volume.hpp"
 #include "zarr/zarr_array.hpp"
 
 namespace volseg::io::zarr {
@@ -32,14 +33,23 @@ namespace {
 // (write_empty_chunks=False). A chunk a write covers only in part is kept
 // until the rest of it arrives; one still partial at close had another
 // writer, which the alignment of chunks to the job's bricks rules out.
+//
+// A resumable job (segment --resume, io::Partial) writes into the fixed
+// DIR/.NAME.volseg-partial instead, kept when the job fails; a rerun opens it
+// as it is and rewrites the chunks of the bricks its journal does not list.
 class ZarrWriter final : public VolumeWriter {
  public:
   ZarrWriter(const CreateRequest& request, const Comm& comm, ArrayMeta meta, bool fsync, bool ome)
       : comm_(comm), path_(request.path), info_(request.info), meta_(std::move(meta)), fsync_(fsync),
-        overwrite_(request.overwrite), ome_(ome) {
+        overwrite_(request.overwrite), ome_(ome), partial_(request.partial) {
     collectively(comm, [&] {
       if (comm.rank() != 0) return;
-      temporary_ = temporary_path(path_);
+      temporary_ = partial_ == Partial::none ? temporary_path(path_) : partial_path(path_);
+      if (partial_ == Partial::reopen) {
+        if (!std::filesystem::is_directory(array_folder()))
+          throw Error(path_ + ": the partial store " + temporary_ + " to resume is not a Zarr store being written");
+        return;
+      }
       std::error_code ec;
       std::filesystem::remove_all(temporary_, ec);
       if (::mkdir(temporary_.c_str(), 0777) != 0) throw_errno("mkdir", temporary_);
@@ -50,7 +60,7 @@ class ZarrWriter final : public VolumeWriter {
     fill_ = fill_chunk();
   }
   ~ZarrWriter() override {
-    if (owner_ && !temporary_.empty()) {
+    if (owner_ && !temporary_.empty() && partial_ == Partial::none) {  // a partial store is its journal's
       std::error_code ec;
       std::filesystem::remove_all(temporary_, ec);
     }
@@ -147,33 +157,29 @@ class ZarrWriter final : public VolumeWriter {
   }
 
   // Encodes and writes a whole chunk, unless it is all fill.
+  // A resumed job removes what an earlier one may have left under the key.
   void store(const std::string& key, std::span<const std::byte> values) {
-    if (meta_.fill_value && std::memcmp(values.data(), fill_.data(), fill_.size()) == 0) return;
-    const auto encoded = encode_chunk(meta_, values);
     const std::string file = array_folder() + "/" + key;
+    if (meta_.fill_value && std::memcmp(values.data(), fill_.data(), fill_.size()) == 0) {
+      if (partial_ == Partial::reopen && ::unlink(file.c_str()) != 0 && errno != ENOENT) throw_errno("remove", file);
+      return;
+    }
+    const auto encoded = encode_chunk(meta_, values);
     if (meta_.separator == '/') std::filesystem::create_directories(std::filesystem::path(file).parent_path());
     write_bytes(file, encoded.data(), encoded.size());
     bytes_written_ += encoded.size();
   }
 
+  // Through the io layer's write (its traces and fault injection).
   void write_bytes(const std::string& file, const std::byte* data, std::size_t size) const {
     const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (fd < 0) throw_errno("create", file);
-    std::size_t done = 0;
-    while (done < size) {
-      const ssize_t n = ::write(fd, data + done, size - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        const int saved = errno;
-        ::close(fd);
-        throw_errno("write", file, saved);
-      }
-      done += static_cast<std::size_t>(n);
-    }
-    if (fsync_ && ::fsync(fd) != 0) {
-      const int saved = errno;
+    try {
+      raw::write_fully(fd, data, size, 0, file);
+      if (fsync_ && ::fsync(fd) != 0) throw_errno("fsync", file);
+    } catch (...) {
       ::close(fd);
-      throw_errno("fsync", file, saved);
+      throw;
     }
     if (::close(fd) != 0) throw_errno("close", file);
   }
@@ -230,6 +236,7 @@ class ZarrWriter final : public VolumeWriter {
   VolumeInfo info_;
   ArrayMeta meta_;
   bool fsync_, overwrite_, ome_, owner_ = false;
+  Partial partial_;
   std::uint64_t bytes_written_ = 0;
   std::map<std::string, Pending> pending_;
   std::vector<std::byte> fill_;  // a whole chunk of fill_value
@@ -278,8 +285,6 @@ ArrayMeta meta_for(const CreateRequest& request, const Comm& comm, const Hints& 
                     "divide the bricks");
     }
   }
-  if (request.partial != Partial::none)
-    throw Error("--resume does not write Zarr: write the mask as .nhdr or .nc to resume it");
   return meta;
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The journal of a resumable segment job (segment --resume; docs/reliability.md).
 //
-// A job that writes a raw or CDF mask writes it to a hidden partial file of
+// A job that writes a raw, CDF or Zarr mask writes it to a hidden partial file of
 // a fixed name (io::Partial) and keeps, beside it, a journal of the bricks
 // whose masks are in that file. A job that fails, is killed or is stopped
 // by its scheduler leaves both; a rerun with --resume redoes only the other
@@ -106,6 +106,7 @@ class Journal {
   std::uint64_t header_size_ = 0, job_ = 0;
   bool reopen_ = false, sync_ = true;
   int fd_ = -1, data_fd_ = -1;
+  bool partial_is_folder_ = false;  // a Zarr store: flushed by syncfs
   std::vector<std::uint8_t> done_;
   std::int64_t done_before_ = 0;
   Stats stats_before_;
