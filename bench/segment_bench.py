@@ -9,14 +9,20 @@ the same run (the machines are shared and noisy, so only ratios mean much).
               CSV and a PNG bar chart.
   --memory:   an 8 GiB input; each rank's maximum resident set size
               (/usr/bin/time) for every backend on 2 ranks.
+  --masks:    the mask's format as a second dimension: every method writes
+              each of these (default: `input`, the input's own format), e.g.
+              `--only mmap --masks raw zarr netcdf4-deflate` for what a
+              compressed mask costs and saves; the table gains the mask's
+              bytes on disk.
 
-Run: /usr/bin/python3 bench/segment_bench.py [--dir DIR] [--memory]
+Run: /usr/bin/python3 bench/segment_bench.py [--dir DIR] [--memory] [--masks F ...]
 """
 import argparse
 import csv
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -40,6 +46,17 @@ METHODS = [
     ("ranged-uring", "ranged-uring", "raw", [], {}),
 ]
 EXTENSIONS = {"raw": ".nhdr", "cdf2": ".nc", "cdf5": ".nc", "netcdf4": ".nc"}
+# The mask formats of --masks: (file name, segment's extra arguments).
+# Compressed NetCDF-4 writes a chunk a brick, deflated (docs/zarr.md).
+MASK_FORMATS = {
+    "raw": ("bench-mask.nhdr", []),
+    "cdf5": ("bench-mask.nc", ["--format", "cdf5"]),
+    "netcdf4": ("bench-mask.nc", ["--format", "netcdf4"]),
+    "netcdf4-deflate": ("bench-mask.nc", ["--format", "netcdf4", "--out-hint", "deflate=1", "--out-hint",
+                                          "chunks=brick"]),
+    "zarr": ("bench-mask.zarr", []),
+    "ome-zarr": ("bench-mask.ome.zarr", []),
+}
 MPI_ENV = {
     "OMPI_ALLOW_RUN_AS_ROOT": "1",
     "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
@@ -98,7 +115,25 @@ def segment_cmd(volseg, ranks, backend, src, out, report, wrapper=(), extra=()):
 def OUTPUTS(folder):
     """Every output a benchmark run leaves, deleted before the next."""
     return [os.path.join(folder, name) for name in
-            ("bench-mask.nhdr", "bench-mask.raw", "bench-mask.nc", "numpy-mask.raw", "bench-report.json")]
+            ("bench-mask.nhdr", "bench-mask.raw", "bench-mask.nc", "bench-mask.zarr", "bench-mask.ome.zarr",
+             "numpy-mask.raw", "bench-report.json")]
+
+
+def remove_outputs(folder):
+    for path in OUTPUTS(folder):
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        elif os.path.exists(path):
+            os.remove(path)
+
+
+def disk_bytes(path):
+    """Bytes of a mask: its data file, or every file of a Zarr store."""
+    if path.endswith(".nhdr"):
+        path = path[:-5] + ".raw"
+    if not os.path.isdir(path):
+        return os.path.getsize(path)
+    return sum(os.path.getsize(os.path.join(d, n)) for d, _, names in os.walk(path) for n in names)
 
 
 def throughput(args, volseg):
@@ -120,19 +155,20 @@ def throughput(args, volseg):
         walls = {i: [] for i in range(len(cases))}
         jobs = {i: [] for i in range(len(cases))}
         choices = {i: [] for i in range(len(cases))}
+        mask_bytes = {}
         order = random.Random(2026)
         for round_ in range(args.repeat):
             shuffled = list(enumerate(cases))
             order.shuffle(shuffled)
             for i, (name, ranks, cmd, report, extra_env, before) in shuffled:
-                for path in OUTPUTS(args.dir):
-                    if os.path.exists(path):
-                        os.remove(path)
+                remove_outputs(args.dir)
                 if before:
                     before()
                 os.sync()
                 wall, _ = timed(cmd, extra_env)
                 walls[i].append(wall)
+                if "--out" in cmd:
+                    mask_bytes[i] = disk_bytes(cmd[cmd.index("--out") + 1])
                 note = ""
                 if report:
                     with open(report) as f:
@@ -148,7 +184,7 @@ def throughput(args, volseg):
             job = statistics.median(jobs[i]) if jobs[i] else wall
             rows.append({"method": name, "ranks": ranks, "wall_s": wall, "job_s": job, "gb_s": nbytes / job / 1e9,
                          "min_s": min(jobs[i] or walls[i]), "max_s": max(jobs[i] or walls[i]),
-                         "auto_choice": "/".join(sorted(set(choices[i])))})
+                         "auto_choice": "/".join(sorted(set(choices[i]))), "mask_bytes": mask_bytes.get(i, "")})
 
     print(f"input {raw}: {nbytes / 2**30:.1f} GiB, page cache warm, median of {args.repeat}, cases interleaved")
     # What any tool pays to create the mask (a quarter of the input) in the
@@ -170,21 +206,28 @@ def throughput(args, volseg):
     for ranks in (1, 2):
         for label, backend, fmt, extra, env in methods:
             src_fmt = input_path(args, f"smooth-{args.size}", fmt)
-            out = os.path.join(args.dir, "bench-mask" + EXTENSIONS[fmt])
-            cases.append((f"volseg {label}", ranks, segment_cmd(volseg, ranks, backend, src_fmt, out, report, extra=extra),
-                          report, env, (lambda p=(src_fmt if fmt != "raw" else raw): warm(p))))
+            for mask in args.masks:
+                if mask == "input":
+                    name, out, mask_extra = f"volseg {label}", os.path.join(args.dir, "bench-mask" + EXTENSIONS[fmt]), []
+                else:
+                    name, (file, mask_extra) = f"volseg {label} -> {mask}", MASK_FORMATS[mask]
+                    out = os.path.join(args.dir, file)
+                cases.append((name, ranks,
+                              segment_cmd(volseg, ranks, backend, src_fmt, out, report, extra=[*extra, *mask_extra]),
+                              report, env, (lambda p=(src_fmt if fmt != "raw" else raw): warm(p))))
     measure(cases)
 
     dd = next(r for r in rows if r["method"] == "dd bs=16M")["gb_s"]
     floor_s = sum(r["job_s"] for r in rows if r["method"].startswith("dd"))
     npy = next(r for r in rows if r["method"].startswith("numpy"))["gb_s"]
     print()
-    print(f"{'method':<22} {'ranks':>5} {'job s':>8} {'wall s':>8} {'GB/s':>7} {'x dd':>6} {'x numpy':>8} "
-          f"{'x floor':>8}")
+    print(f"{'method':<30} {'ranks':>5} {'job s':>8} {'wall s':>8} {'GB/s':>7} {'x dd':>6} {'x numpy':>8} "
+          f"{'x floor':>8} {'mask MB':>9}")
     for r in rows:
         r["vs_dd"], r["vs_numpy"], r["vs_floor"] = r["gb_s"] / dd, r["gb_s"] / npy, floor_s / r["job_s"]
-        print(f"{r['method']:<22} {r['ranks']:>5} {r['job_s']:8.3f} {r['wall_s']:8.3f} {r['gb_s']:7.2f} "
-              f"{r['vs_dd']:6.2f} {r['vs_numpy']:8.2f} {r['vs_floor']:8.2f}")
+        mb = f"{r['mask_bytes'] / 1e6:9.1f}" if r["mask_bytes"] != "" else f"{'':>9}"
+        print(f"{r['method']:<30} {r['ranks']:>5} {r['job_s']:8.3f} {r['wall_s']:8.3f} {r['gb_s']:7.2f} "
+              f"{r['vs_dd']:6.2f} {r['vs_numpy']:8.2f} {r['vs_floor']:8.2f} {mb}")
     bars = []
     for ranks in (1, 2):
         mine = [r for r in rows if r["method"].startswith("volseg") and r["ranks"] == ranks]
@@ -203,28 +246,40 @@ def throughput(args, volseg):
         for r in mine:
             if advise and ranks == 2 and r["method"].startswith("volseg twophase"):
                 bars.append(f"- {r['method'][7:]} at {advise['job_s'] / r['job_s']:.2f} x mmap-advise on 2 ranks")
+        # The mask formats against the raw mask, method by method (issue 29's bars).
+        for r in mine:
+            if " -> " not in r["method"] or r["method"].endswith(" -> raw"):
+                continue
+            base = next((b for b in mine if b["method"] == r["method"].rsplit(" -> ", 1)[0] + " -> raw"), None)
+            if base and base["mask_bytes"] and r["mask_bytes"]:
+                bars.append(f"- {r['method'][7:]} on {ranks} rank(s): {r['job_s'] / base['job_s']:.2f} x the raw "
+                            f"mask's time (Zarr bar <= 0.8), {base['mask_bytes'] / r['mask_bytes']:.0f} x smaller "
+                            f"(bar >= 20)")
     print("\nBars (medians):\n" + "\n".join(bars))
     print("job s: volseg's own open-to-close time from its report (mpirun start-up excluded); "
           "wall s: the whole command")
     print(f"x floor: (dd read of the input + dd write of a mask-sized new file = {floor_s:.3f} s) / job s")
 
-    csv_path = os.path.join(args.out, "segment_throughput.csv")
+    stem = "segment_throughput" if args.masks == ["input"] else "segment_masks"
+    csv_path = os.path.join(args.out, stem + ".csv")
     with open(csv_path, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
         writer.writeheader()
         writer.writerows(rows)
-    lines = ["| method | ranks | job s (median) | min-max s | GB/s | x dd | x numpy |", "|---|---|---|---|---|---|---|"]
+    lines = ["| method | ranks | job s (median) | min-max s | GB/s | x dd | x numpy | mask MB |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         method = r["method"] + (f" (chose {r['auto_choice']})" if r["auto_choice"] else "")
+        mb = f"{r['mask_bytes'] / 1e6:.1f}" if r["mask_bytes"] != "" else ""
         lines.append(f"| {method} | {r['ranks']} | {r['job_s']:.3f} | {r['min_s']:.2f}-{r['max_s']:.2f} | "
-                     f"{r['gb_s']:.2f} | {r['vs_dd']:.2f} | {r['vs_numpy']:.2f} |")
-    with open(os.path.join(args.out, "segment_throughput.md"), "w") as f:
+                     f"{r['gb_s']:.2f} | {r['vs_dd']:.2f} | {r['vs_numpy']:.2f} | {mb} |")
+    with open(os.path.join(args.out, stem + ".md"), "w") as f:
         f.write(f"Warm segmentation of {raw} ({nbytes / 2**30:.1f} GiB in the page cache), {args.repeat} interleaved "
-                f"rounds, `/usr/bin/python3 bench/segment_bench.py --repeat {args.repeat}`; job s is volseg's own "
+                f"rounds, `/usr/bin/python3 {' '.join(['bench/segment_bench.py'] + sys.argv[1:])}`; job s is volseg's own "
                 f"open-to-close time, numpy's and dd's their whole run\n\n" + "\n".join(lines) + "\n\nBars:\n\n"
                 + "\n".join(bars) + "\n")
-    plot(rows, os.path.join(args.out, "segment_throughput.png"), nbytes)
-    print(f"wrote {csv_path}, segment_throughput.md and segment_throughput.png")
+    plot(rows, os.path.join(args.out, stem + ".png"), nbytes)
+    print(f"wrote {csv_path}, {stem}.md and {stem}.png")
 
 
 def plot(rows, path, nbytes):
@@ -263,9 +318,7 @@ def memory(args, volseg):
     def peak(backend, src, out, extra, env):
         prefix = os.path.join(args.dir, f"maxrss-{backend}")
         wrapper = ["bash", "-c", f'exec /usr/bin/time -f %M -o {prefix}.$OMPI_COMM_WORLD_RANK "$@"', "time"]
-        for path in OUTPUTS(args.dir):
-            if os.path.exists(path):
-                os.remove(path)
+        remove_outputs(args.dir)
         timed(segment_cmd(volseg, 2, backend, src, out, report, wrapper, extra), env)
         rss = []
         for rank in range(2):
@@ -310,6 +363,8 @@ def main():
     parser.add_argument("--memory", action="store_true", help="measure peak memory on a 2*size x size^2 input")
     parser.add_argument("--plot-only", action="store_true", help="redraw the PNG from the CSV in --out")
     parser.add_argument("--only", nargs="+", help="only these methods (labels as printed, e.g. 'mmap' 'pnetcdf CDF-2')")
+    parser.add_argument("--masks", nargs="+", default=["input"], choices=["input", *MASK_FORMATS],
+                        help="the mask formats each method writes (default: input, the input's own format)")
     args = parser.parse_args()
     os.makedirs(args.dir, exist_ok=True)
     os.makedirs(args.out, exist_ok=True)
