@@ -110,6 +110,16 @@ class ZarrInput(unittest.TestCase):
         expected[8:16, 0:8, 8:16] = (block >= 5) & (block <= 9) & (block != 7)
         for ranks in (1, 3):
             np.testing.assert_array_equal(self.segment(self.path("sparse.zarr"), 5, 9, ranks), expected)
+        # --in-hint fill=data: 7 is a value, in the block and in the missing chunks (all 7).
+        expected_data = np.ones(SHAPE, np.uint8)
+        expected_data[8:16, 0:8, 8:16] = (block >= 5) & (block <= 9)
+        np.testing.assert_array_equal(self.segment(self.path("sparse.zarr"), 5, 9, 2, "--in-hint", "fill=data"),
+                                      expected_data)
+        bad = e.run(["segment", self.path("sparse.zarr"), "--lo", "0", "--hi", "1", "--out", self.path("b.nhdr"),
+                     "--in-hint", "fill=maybe"], ranks=1)
+        self.assertEqual(bad.returncode, 1)
+        self.assertIn("hint fill=maybe is neither missing", bad.stderr)
+        self.assertFalse(os.path.exists(self.path("b.nhdr")))
         info = e.run(["info", self.path("sparse.zarr")], ranks=1)
         e.check_ok(self, info)
         for text in ("zarr_chunks: 8,8,8", "zarr_compressor: zstd", "_FillValue:    7", "dims (z,y,x):  23 29 31"):

@@ -97,3 +97,19 @@ TEST(BrickLayout, ChunkAlignedShapesHoldWholeChunksUpToTheTarget) {
   const auto shape = BrickLayout::chunk_aligned_shape(dims, 2, chunks, 1 << 16);
   for (int a = 0; a < 3; ++a) EXPECT_TRUE(shape[a] == dims[a] || shape[a] % chunks[a] == 0) << a;
 }
+
+TEST(BrickLayout, JobShapesFollowTheInputAndOutput) {
+  using volseg::segment::BrickLayout;
+  using volseg::io::Index3;
+  // A contiguous input: the default shape, whatever the output.
+  EXPECT_EQ(BrickLayout::job_shape({1024, 1024, 1024}, 4, std::nullopt, true),
+            BrickLayout::default_shape({1024, 1024, 1024}, 4));
+  // A chunked input into a contiguous output: chunks grown to the target.
+  EXPECT_EQ(BrickLayout::job_shape({1024, 1024, 1024}, 4, Index3{64, 64, 64}), (Index3{64, 64, 1024}));
+  // Into a chunked output: a chunk of 256 KiB or more is a brick by itself ...
+  EXPECT_EQ(BrickLayout::job_shape({1024, 1024, 1024}, 4, Index3{64, 64, 64}, true), (Index3{64, 64, 64}));
+  EXPECT_EQ(BrickLayout::job_shape({1024, 1024, 1024}, 1, Index3{64, 64, 64}, true), (Index3{64, 64, 64}));
+  EXPECT_EQ(BrickLayout::job_shape({40, 50, 60}, 4, Index3{64, 64, 64}, true), (Index3{40, 50, 60}));
+  // ... and smaller ones are grown to about 1 MiB (16^3 f32: 16 KiB, 64 along x make a whole row).
+  EXPECT_EQ(BrickLayout::job_shape({1024, 1024, 1024}, 4, Index3{16, 16, 16}, true), (Index3{16, 16, 1024}));
+}

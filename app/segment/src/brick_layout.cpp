@@ -46,6 +46,16 @@ io::Index3 BrickLayout::chunk_aligned_shape(const io::Index3& dims, std::size_t 
   return shape;
 }
 
+io::Index3 BrickLayout::job_shape(const io::Index3& dims, std::size_t element_size,
+                                  const std::optional<io::Index3>& chunks, bool one_chunk) {
+  if (!chunks) return default_shape(dims, element_size);
+  if (!one_chunk) return chunk_aligned_shape(dims, element_size, *chunks);
+  io::Index3 shape{};
+  for (std::size_t a = 0; a < 3; ++a) shape[a] = std::clamp<std::int64_t>((*chunks)[a], 1, dims[a]);
+  if (static_cast<std::size_t>(shape[0] * shape[1] * shape[2]) * element_size >= (std::size_t{256} << 10)) return shape;
+  return chunk_aligned_shape(dims, element_size, *chunks, std::size_t{1} << 20);
+}
+
 io::Extent BrickLayout::brick(std::int64_t index) const {
   if (index < 0 || index >= count()) throw Error("brick index " + std::to_string(index) + " out of range");
   io::Index3 position{index / (grid_[1] * grid_[2]), (index / grid_[2]) % grid_[1], index % grid_[2]};

@@ -308,9 +308,8 @@ LabelPlan plan_label(const Comm& comm, const LabelOptions& options, LabelResult&
   check_label_outputs(options, std::move(taken));
   // Bricks of about 12 MiB of labels (u32): a brick's buffers are its input,
   // its mask, its labels and ~12 bytes a run of foreground.
-  const auto chunks = reader->chunks();
-  const io::Index3 shape = options.brick_shape.value_or(
-      chunks ? BrickLayout::chunk_aligned_shape(info.dims, 4, *chunks) : BrickLayout::default_shape(info.dims, 4));
+  // Large bricks whatever the output: each brick face is merge work.
+  const io::Index3 shape = options.brick_shape.value_or(BrickLayout::job_shape(info.dims, 4, reader->chunks()));
   const BrickLayout layout(info.dims, shape);
   result.brick_shape = layout.shape();
   result.brick_grid = layout.grid();

@@ -307,10 +307,9 @@ SegmentPlan plan_segment(const Comm& comm, const SegmentOptions& options, Segmen
   const ThresholdKernel kernel(info.dtype, Threshold{stored_lo, stored_hi, info.fill_value, info.valid_range,
                                                      info.missing_value},
                                options.histogram);
-  const auto chunks = reader->chunks();
+  const bool chunked_output = io.output_format == io::FileFormat::zarr || io.output_format == io::FileFormat::ome_zarr;
   const io::Index3 shape = options.brick_shape.value_or(
-      chunks ? BrickLayout::chunk_aligned_shape(info.dims, io::dtype_size(info.dtype), *chunks)
-             : BrickLayout::default_shape(info.dims, io::dtype_size(info.dtype)));
+      BrickLayout::job_shape(info.dims, io::dtype_size(info.dtype), reader->chunks(), chunked_output));
   const BrickLayout layout(info.dims, shape);
   result.brick_shape = layout.shape();
   result.brick_grid = layout.grid();

@@ -77,7 +77,7 @@ void to_native(std::byte* data, std::size_t count, std::size_t size) {
 
 class ZarrReader final : public VolumeReader {
  public:
-  ZarrReader(const std::string& path, const Comm& comm, std::uint64_t cache_bytes)
+  ZarrReader(const std::string& path, const Comm& comm, std::uint64_t cache_bytes, bool fill_is_data)
       : path_(path), array_(path), cache_bytes_(cache_bytes) {
     std::string text, attributes, group;
     collectively(comm, [&] {
@@ -107,7 +107,9 @@ class ZarrReader final : public VolumeReader {
     info_.dims = meta_.shape;
     info_.dtype = meta_.dtype;
     info_.byte_order = meta_.byte_order;
-    info_.fill_value = meta_.fill_nan ? std::nullopt : meta_.fill_value;
+    // fill_value marks missing data, as xarray reads it (_FillValue), unless
+    // the user says the array's fill is a value like any other (hint fill=data).
+    info_.fill_value = meta_.fill_nan || fill_is_data ? std::nullopt : meta_.fill_value;
     info_.attributes["zarr_dtype"] = meta_.dtype_text;
     info_.attributes["zarr_chunks"] = std::to_string(meta_.chunks[0]) + "," + std::to_string(meta_.chunks[1]) + "," +
                                       std::to_string(meta_.chunks[2]);
@@ -290,16 +292,21 @@ Backend make_zarr_backend() {
   backend.formats = "Zarr v2 arrays (a .zarr directory): blosc, zlib, gzip, zstd or no compressor";
   backend.extension = ".zarr";
   backend.description =
-      "reads: each rank decodes the chunks its bricks touch, keeping recent ones (hint cache=64MiB); writes: each "
+      "reads: each rank decodes the chunks its bricks touch, keeping recent ones (hint cache=64MiB; fill=data: "
+      "fill_value is a value, not missing); writes: each "
       "rank its own chunks, aligned to the bricks (hints compressor=blosc-lz4, level=, shuffle=, chunks=Z,Y,X)";
   backend.hints = {{"cache", HintFor::readers},       {"compressor", HintFor::writers},
                    {"level", HintFor::writers},       {"shuffle", HintFor::writers},
                    {"chunks", HintFor::writers},      {"dimension_separator", HintFor::writers},
-                   {"fsync", HintFor::writers},       {"ome", HintFor::writers}};
+                   {"fsync", HintFor::writers},       {"ome", HintFor::writers},
+                   {"fill", HintFor::readers}};
   backend.open = [](const std::string& path, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
     const auto cache = static_cast<std::uint64_t>(hints.get_size("cache", std::int64_t{64} << 20));
+    const std::string fill = hints.get_string("fill", "missing");
+    if (fill != "missing" && fill != "data")
+      throw Error("hint fill=" + fill + " is neither missing (voxels equal to fill_value are missing data) nor data");
     hints.reject_unused("zarr");
-    return std::make_unique<ZarrReader>(path, comm, cache);
+    return std::make_unique<ZarrReader>(path, comm, cache, fill == "data");
   };
   backend.create = [](const CreateRequest& request, const Comm& comm,
                       const Hints& hints) -> std::unique_ptr<VolumeWriter> {
