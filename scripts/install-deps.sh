@@ -26,6 +26,8 @@ packages=(
   libcli11-dev nlohmann-json3-dev liburing-dev
   # Zarr's codecs, and zarr-python to write and read stores in tests
   libblosc-dev libzstd-dev zlib1g-dev python3-zarr python3-numcodecs
+  # nibabel writes and reads the NIfTI files of tests
+  python3-nibabel
   # measurement
   time fio stress-ng
   # fuzzing (VOLSEG_FUZZ: libFuzzer targets built with clang)

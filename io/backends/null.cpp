@@ -8,6 +8,7 @@
 #include <memory>
 #include <sstream>
 
+#include "raw/raw_volume.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/nrrd.hpp"
 #include "volseg/io/registry.hpp"
@@ -30,11 +31,7 @@ class NullReader final : public VolumeReader {
 
  private:
   static NrrdHeader read_header(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw Error("open " + path + ": " + std::strerror(errno));
-    std::ostringstream text;
-    text << in.rdbuf();
-    return parse_nrrd(text.str(), path);
+    return raw::parse_raw_header(raw::read_header_text(path, 1 << 20), path);
   }
 
   VolumeInfo info_;

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "raw/raw_volume.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/memory.hpp"
 #include "volseg/io/nrrd.hpp"
@@ -37,11 +38,7 @@ AutoChoice choose_raw(const std::string& header_path) {
   NrrdHeader header;
   Residency residency;
   try {
-    std::ifstream in(header_path, std::ios::binary);
-    if (!in) throw_errno("open", header_path);
-    std::ostringstream text;
-    text << in.rdbuf();
-    header = parse_nrrd(text.str(), header_path);
+    header = raw::parse_raw_header(raw::read_header_text(header_path, 1 << 20), header_path);
     residency = sample_residency(header.data_path);
   } catch (const Error& e) {
     // A damaged header or data file is the reader's to report, in its words.

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "volseg/io/error.hpp"
+#include "volseg/io/nifti.hpp"
 #include "volseg/io/registry.hpp"
 
 namespace volseg::io {
@@ -88,7 +89,7 @@ static FileFormat detect_on_this_rank(const std::string& path) {
     throw Error("open " + path + ": is a directory (and not a Zarr v2 array: no .zarray)");
   }
   // read() may return fewer bytes than asked before the end of the file.
-  unsigned char magic[8] = {};
+  unsigned char magic[kNiftiHeaderBytes] = {};
   ssize_t got = 0;
   int saved = 0;
   while (got < static_cast<ssize_t>(sizeof magic)) {
@@ -101,13 +102,19 @@ static FileFormat detect_on_this_rank(const std::string& path) {
   if (::close(fd) != 0) throw_errno("close", path);
   if (got < 0) throw_errno("read", path, saved);
   if (got >= 4 && std::memcmp(magic, "NRRD", 4) == 0) return FileFormat::raw;
+  // A NIfTI file is a header and raw voxels: the raw backends read it.
+  if (got > 0 && is_nifti({reinterpret_cast<const char*>(magic), static_cast<std::size_t>(got)})) return FileFormat::raw;
   if (got >= 4 && std::memcmp(magic, "CDF", 3) == 0) {
     if (magic[3] == 1) return FileFormat::cdf1;
     if (magic[3] == 2) return FileFormat::cdf2;
     if (magic[3] == 5) return FileFormat::cdf5;
   }
-  if (got == 8 && std::memcmp(magic, "\x89HDF\r\n\x1a\n", 8) == 0) return FileFormat::netcdf4;
-  throw Error(path + ": not a volume volseg reads (neither a NRRD header, a NetCDF classic file, HDF5/NetCDF-4 nor a Zarr v2 array)");
+  if (got >= 8 && std::memcmp(magic, "\x89HDF\r\n\x1a\n", 8) == 0) return FileFormat::netcdf4;
+  if (got >= 2 && magic[0] == 0x1f && magic[1] == 0x8b)
+    throw Error(path + ": a gzip-compressed file (.nii.gz?): volseg reads it uncompressed, so that every rank maps its "
+                "own part: gunzip -k it first");
+  throw Error(path + ": not a volume volseg reads (neither a NRRD header, a NIfTI-1/2 file, a NetCDF classic file, "
+              "HDF5/NetCDF-4 nor a Zarr v2 array)");
 }
 
 FileFormat detect_format(const Comm& comm, const std::string& path) {
@@ -163,6 +170,8 @@ std::string describe(const std::string& path, FileFormat format, const std::stri
   add(std::snprintf(line, sizeof line, "  size:          %llu bytes (%.3f GB)\n", static_cast<unsigned long long>(info.bytes()),
                     static_cast<double>(info.bytes()) / 1e9));
   add(std::snprintf(line, sizeof line, "  spacing (x,y,z): %g %g %g\n", info.spacing[0], info.spacing[1], info.spacing[2]));
+  if (info.origin != std::array<double, 3>{0, 0, 0})
+    add(std::snprintf(line, sizeof line, "  origin (x,y,z):  %g %g %g\n", info.origin[0], info.origin[1], info.origin[2]));
   if (info.fill_value) add(std::snprintf(line, sizeof line, "  _FillValue:    %.21Lg\n", *info.fill_value));
   if (info.missing_value) add(std::snprintf(line, sizeof line, "  missing_value: %.21Lg\n", *info.missing_value));
   if (info.valid_range)

@@ -16,6 +16,7 @@
 #include "volseg/io/error.hpp"
 #include "volseg/io/faults.hpp"
 #include "volseg/io/files.hpp"
+#include "volseg/io/nifti.hpp"
 #include "volseg/io/trace.hpp"
 
 namespace volseg::io::raw {
@@ -122,6 +123,10 @@ void write_fully(int fd, const void* buffer, std::size_t length, std::uint64_t o
   }
 }
 
+NrrdHeader parse_raw_header(const std::string& text, const std::string& path) {
+  return is_nifti(text) ? parse_nifti(text, path) : parse_nrrd(text, path);
+}
+
 std::string read_header_text(const std::string& path, std::size_t max_bytes) {
   int fd = -1;
   {
@@ -143,10 +148,16 @@ std::string read_header_text(const std::string& path, std::size_t max_bytes) {
     }
     if (got == 0) break;
     text.append(chunk, static_cast<std::size_t>(got));
+    // A NIfTI file: its header alone (the first read holds all of it).
+    if (is_nifti(text)) {
+      text.resize(std::min(text.size(), kNiftiHeaderBytes));
+      break;
+    }
     // An attached .nrrd: the header ends at the first blank line.
     if (text.find("\n\n") != std::string::npos) break;
   }
   if (trace::Span span(trace::Op::close); ::close(fd) != 0) throw_errno("close", path);
+  if (is_nifti(text)) return text;
   if (auto blank = text.find("\n\n"); blank != std::string::npos) text.resize(blank + 2);
   else if (text.size() >= max_bytes) throw Error(path + ": not a NRRD header (no end of header in the first " + std::to_string(max_bytes) + " bytes)");
   return text;
@@ -160,7 +171,7 @@ RawInput::RawInput(const std::string& header_path, const Comm& comm, bool open_d
   collectively(comm_, [&] {
     if (comm_.rank() != 0) return;
     text = read_header_text(header_path, 1 << 20);
-    NrrdHeader header = parse_nrrd(text, header_path);
+    NrrdHeader header = parse_raw_header(text, header_path);
     struct stat st{};
     if (::stat(header.data_path.c_str(), &st) != 0) throw_errno("open", header.data_path);
     if (!S_ISREG(st.st_mode)) throw Error(header_path + ": data file " + header.data_path + " is not a regular file");
@@ -173,7 +184,7 @@ RawInput::RawInput(const std::string& header_path, const Comm& comm, bool open_d
                   " bytes, the header describes " + std::to_string(expected));
   });
   text = comm_.broadcast(text);
-  header_ = parse_nrrd(text, header_path);
+  header_ = parse_raw_header(text, header_path);
   if (!open_data) return;
   collectively(comm_, [&] {
     trace::Span span(trace::Op::open);

@@ -119,7 +119,10 @@ class RawOutput {
   std::size_t staging_size_ = 0;
 };
 
-// Reads a small text file (a header) on the calling rank, at most max_bytes.
+// The header of a raw volume, read by rank 0 and shared as it is: a NRRD
+// header's text (up to its blank line or max_bytes), or a NIfTI file's
+// header bytes (volseg/io/nifti.hpp), and what either says.
 std::string read_header_text(const std::string& path, std::size_t max_bytes);
+NrrdHeader parse_raw_header(const std::string& text, const std::string& path);
 
 }  // namespace volseg::io::raw

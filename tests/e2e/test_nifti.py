@@ -1,0 +1,181 @@
+# SPDX-License-Identifier: MIT
+"""NIfTI-1 and NIfTI-2 with nibabel (Debian's python3-nibabel) on the other
+side. Files nibabel writes (.nii and .hdr/.img pairs, every integer and
+float type, both byte orders, scl_slope/scl_inter, sform and qform) are read
+by every raw backend on 1 and 3 ranks and thresholded as numpy does; the
+Colin27 MRI of Debian's mricron-data as it is shipped (gunzipped); bad
+headers get one line naming the field and leave nothing behind."""
+import gzip
+import os
+import shutil
+import struct
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e_util as e  # noqa: E402
+
+try:
+    import nibabel as nib
+except ImportError:  # pragma: no cover - install-deps.sh installs it
+    nib = None
+
+SHAPE_XYZ = (31, 29, 23)  # nibabel's order: x fastest in the file
+COLIN27 = "/usr/share/mricron/templates/ch2.nii.gz"
+
+
+@unittest.skipIf(nib is None, "missing python3-nibabel")
+class NiftiInput(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        e.require_binary()
+        cls.tmp = tempfile.TemporaryDirectory(prefix="volseg-e2e-nifti-")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.tmp.name, name)
+
+    def segment(self, source, lo, hi, ranks, *extra):
+        out = self.path("mask%d.nhdr" % ranks)
+        proc = e.run(["segment", source, "--lo", repr(lo), "--hi", repr(hi), "--out", out, "--quiet", "--force",
+                      *extra], ranks=ranks, timeout=120)
+        e.check_ok(self, proc)
+        return np.fromfile(self.path("mask%d.raw" % ranks), dtype=np.uint8)
+
+    def expected(self, values_xyz, lo, hi):
+        """volseg's mask of nibabel's array: [z][y][x], x fastest."""
+        zyx = np.asarray(values_xyz).transpose(2, 1, 0)
+        return ((zyx >= lo) & (zyx <= hi)).astype(np.uint8).ravel()
+
+    def test_every_type_version_and_byte_order(self):
+        rng = np.random.default_rng(3)
+        affine = np.diag([0.5, 0.75, 2.0, 1.0])
+        affine[:3, 3] = [-12.5, 30.0, 7.0]
+        cases = [("<f4", 0.2, 0.6), (">f8", 0.2, 0.6), ("<i2", -500, 700), (">u2", 100, 30000),
+                 ("|u1", 40, 200), ("|i1", -50, 20), ("<i4", -5000, 9000), ("<u4", 10, 70000),
+                 ("<i8", -4000, 4000), ("<f4", 2.0, 3.0)]  # the last: no voxel in range
+        # Every raw backend in turn beside mmap on 1 rank (each run is a launch).
+        others = [(3, "posix"), (3, "mpiio"), (2, "twophase"), (2, "ranged-mmap")]
+        for version, image in ((1, nib.Nifti1Image), (2, nib.Nifti2Image)):
+            for k, (dtype, lo, hi) in enumerate(cases):
+                with self.subTest(version=version, dtype=dtype, lo=lo):
+                    dt = np.dtype(dtype)
+                    if dt.kind == "f":
+                        values = rng.random(SHAPE_XYZ).astype(dt)
+                    else:
+                        info = np.iinfo(dt)
+                        values = rng.integers(max(info.min, -10000), min(info.max, 80000), SHAPE_XYZ).astype(dt)
+                    header = (nib.Nifti1Header if version == 1 else nib.Nifti2Header)(endianness=dt.byteorder
+                                                                                        if dt.byteorder in "<>" else "<")
+                    img = image(values, affine, header)
+                    img.set_data_dtype(dt)
+                    name = self.path("v%d-%s.nii" % (version, dt.str.replace("<", "le").replace(">", "be")
+                                                     .replace("|", "")))
+                    img.to_filename(name)
+                    for ranks, backend in ((1, "mmap"), others[(k + version) % len(others)]):
+                        got = self.segment(name, lo, hi, ranks, "--backend", backend)
+                        np.testing.assert_array_equal(got, self.expected(values, lo, hi),
+                                                      "%s on %d ranks" % (backend, ranks))
+                    info = e.run(["info", name], ranks=1)
+                    e.check_ok(self, info)
+                    for text in ("dims (z,y,x):  23 29 31", "spacing (x,y,z): 0.5 0.75 2",
+                                 "origin (x,y,z):  -12.5 30 7", "nifti_version: %d" % version,
+                                 "nifti_affine_from: sform", "%s-endian" % ("big" if dt.byteorder == ">" else "little")):
+                        self.assertIn(text, info.stdout)
+
+    def test_scaled_values_are_compared(self):
+        # value = stored * 0.5 - 10, as NetCDF's scale_factor and add_offset:
+        # --lo/--hi are in those units.
+        stored = np.arange(np.prod(SHAPE_XYZ), dtype=np.int16).reshape(SHAPE_XYZ) % 1000
+        img = nib.Nifti1Image(stored, np.eye(4))
+        img.header.set_slope_inter(0.5, -10.0)
+        img.set_data_dtype(np.int16)
+        img.to_filename(self.path("scaled.nii"))
+        self.assertEqual(nib.load(self.path("scaled.nii")).dataobj.slope, 0.5)
+        values = stored * 0.5 - 10.0
+        for ranks in (1, 3):
+            np.testing.assert_array_equal(self.segment(self.path("scaled.nii"), 100.25, 300, ranks),
+                                          self.expected(values, 100.25, 300))
+        info = e.run(["info", self.path("scaled.nii")], ranks=1)
+        self.assertIn("packed:        value = stored * 0.5 + -10", info.stdout)
+
+    def test_qform_and_a_header_image_pair(self):
+        values = np.random.default_rng(4).random(SHAPE_XYZ).astype(np.float32)
+        img = nib.Nifti1Pair(values, None)
+        affine = np.diag([1.5, 1.5, 3.0, 1.0])
+        affine[:3, 3] = [1.0, -2.0, 3.0]
+        img.set_qform(affine, code=1)
+        img.set_sform(None, code=0)
+        img.to_filename(self.path("pair.hdr"))
+        self.assertTrue(os.path.exists(self.path("pair.img")))
+        got = self.segment(self.path("pair.hdr"), 0.1, 0.3, 2)
+        np.testing.assert_array_equal(got, self.expected(values, 0.1, 0.3))
+        info = e.run(["info", self.path("pair.hdr")], ranks=1)
+        for text in ("spacing (x,y,z): 1.5 1.5 3", "origin (x,y,z):  1 -2 3", "nifti_affine_from: qform"):
+            self.assertIn(text, info.stdout)
+
+    @unittest.skipUnless(os.path.exists(COLIN27), "missing mricron-data (the Colin27 MRI)")
+    def test_colin27_as_shipped(self):
+        with gzip.open(COLIN27) as src, open(self.path("ch2.nii"), "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        img = nib.load(self.path("ch2.nii"))
+        values = np.asarray(img.get_fdata(dtype=np.float64))
+        lo, hi = 60, 110  # a tissue range of the T1 image
+        for ranks in (1, 2):
+            np.testing.assert_array_equal(self.segment(self.path("ch2.nii"), lo, hi, ranks),
+                                          self.expected(values, lo, hi))
+        info = e.run(["info", self.path("ch2.nii")], ranks=1)
+        e.check_ok(self, info)
+        zooms = img.header.get_zooms()[:3]
+        self.assertIn("spacing (x,y,z): %g %g %g" % tuple(float(z) for z in zooms), info.stdout)
+
+    def test_bad_headers(self):
+        values = np.zeros(SHAPE_XYZ, np.float32)
+        good = self.path("good.nii")
+        nib.Nifti1Image(values, np.eye(4)).to_filename(good)
+        with open(good, "rb") as f:
+            data = bytearray(f.read())
+
+        def variant(name, edit):
+            d = bytearray(data)
+            edit(d)
+            with open(self.path(name), "wb") as f:
+                f.write(d)
+            return self.path(name)
+
+        cases = {
+            "2d.nii": (lambda d: struct.pack_into("<h", d, 40, 2), r"a 2D image; volseg reads 3D volumes"),
+            "4d.nii": (lambda d: struct.pack_into("<hhhhh", d, 40, 4, 31, 29, 23, 2),
+                       r"a 4D image of 2 along dim\[4\]"),
+            "offset.nii": (lambda d: struct.pack_into("<f", d, 108, 100.0), r"vox_offset 100 is inside the 348-byte header"),
+            "type.nii": (lambda d: struct.pack_into("<h", d, 70, 32), r"datatype complex64 is not one volseg reads"),
+            "dim.nii": (lambda d: struct.pack_into("<h", d, 44, -3), r"dim\[2\] -3 is not positive"),
+            "short.nii": (lambda d: d.__delitem__(slice(len(d) - 1000, None)), r"header and data size disagree"),
+            "pixdim.nii": (lambda d: struct.pack_into("<f", d, 80, float("inf")), r"pixdim\[1\] is not finite"),
+        }
+        for name, (edit, message) in cases.items():
+            with self.subTest(name=name):
+                path = variant(name, edit)
+                out = self.path("bad-" + name + ".nhdr")
+                proc = e.run(["segment", path, "--lo", "0", "--hi", "1", "--out", out, "--quiet"], ranks=2)
+                self.assertEqual(proc.returncode, 1, proc.stderr)
+                lines = [l for l in proc.stderr.splitlines() if l.strip()]
+                self.assertEqual(len(lines), 1, proc.stderr)
+                self.assertRegex(lines[0], r"^volseg: error: .*" + message)
+                self.assertFalse(os.path.exists(out))
+        with open(good, "rb") as src, gzip.open(self.path("good.nii.gz"), "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        proc = e.run(["segment", self.path("good.nii.gz"), "--lo", "0", "--hi", "1", "--out", self.path("gz.nhdr")],
+                     ranks=1)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("a gzip-compressed file (.nii.gz?)", proc.stderr)
+
+
+if __name__ == "__main__":
+    e.main(verbosity=2)
