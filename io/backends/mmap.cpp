@@ -169,7 +169,8 @@ class MmapWriter final : public VolumeWriter {
     // The output was reserved with fallocate at create, so stores into the
     // mapping cannot meet a full disk (which would be SIGBUS, not an error).
     Mapping mapping =
-        map_extent(output_.fd(), info(), 0, extent, true, output_.needs_swap(), populate_, output_.data_path());
+        map_extent(output_.fd(), info(), output_.data_offset(), extent, true, output_.needs_swap(), populate_,
+                   output_.data_path());
     bytes_written_ += static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info().dtype);
     return mapping;
   }

@@ -315,7 +315,8 @@ class MpiioWriter final : public VolumeWriter {
     const std::size_t size = dtype_size(info().dtype);
     const void* source = swapped(extent, buffer);
     const Transfer transfer(files_.independent(), Transfer::Direction::write, output_.data_path());
-    raw::for_each_run(info().dims, extent, size, 0, [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
+    raw::for_each_run(info().dims, extent, size, output_.data_offset(),
+                      [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
       // Transfer takes writable memory for both directions; a write only reads it.
       auto* from =
           const_cast<std::byte*>(static_cast<const std::byte*>(source)) + index * static_cast<std::int64_t>(size);
@@ -338,19 +339,22 @@ class MpiioWriter final : public VolumeWriter {
         return;
       }
       Datatype view(subarray_type(info().dims, extent, element_.get()));
-      check_io(MPI_File_set_view(file, 0, element_.get(), view.get(), "native", MPI_INFO_NULL), "MPI_File_set_view",
-               path);
+      const auto disp = static_cast<MPI_Offset>(output_.data_offset());
+      check_io(MPI_File_set_view(file, disp, element_.get(), view.get(), "native", MPI_INFO_NULL),
+               "MPI_File_set_view", path);
       const void* source = swapped(extent, buffer);
       const std::size_t size = dtype_size(info().dtype);
       const std::uint64_t bytes = static_cast<std::uint64_t>(extent.voxels()) * size;
-      trace::Span span(trace::Op::write, static_cast<std::int64_t>(raw::first_byte(info().dims, extent, size, 0)),
+      trace::Span span(trace::Op::write,
+                       static_cast<std::int64_t>(raw::first_byte(info().dims, extent, size, output_.data_offset())),
                        bytes);
       MPI_Status status;
       check_io(MPI_File_write_all(file, source, checked_count(extent.voxels()), element_.get(), &status),
                "MPI_File_write_all", path);
       if (const std::uint64_t done = moved_bytes(status, element_.get()); done < bytes)
         Transfer(files_.independent(), Transfer::Direction::write, path)
-            .rest(info().dims, extent, size, 0, const_cast<std::byte*>(static_cast<const std::byte*>(source)), done);
+            .rest(info().dims, extent, size, output_.data_offset(),
+                  const_cast<std::byte*>(static_cast<const std::byte*>(source)), done);
       bytes_written_ += bytes;
     });
   }

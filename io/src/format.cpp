@@ -46,7 +46,7 @@ FileFormat output_format(const std::string& path, const std::string& named, std:
                          bool wide_types, const std::string& option) {
   if (!named.empty()) return parse_format(named);
   const std::string extension = std::filesystem::path(path).extension().string();
-  if (extension == ".nhdr") return FileFormat::raw;
+  if (extension == ".nhdr" || extension == ".nii") return FileFormat::raw;
   if (extension == ".nc4" || extension == ".h5") return FileFormat::netcdf4;
   if (extension == ".zarr")
     return std::filesystem::path(path).stem().extension() == ".ome" ? FileFormat::ome_zarr : FileFormat::zarr;
@@ -58,7 +58,7 @@ FileFormat output_format(const std::string& path, const std::string& named, std:
     return FileFormat::cdf5;
   }
   throw Error(option + " " + path + ": cannot tell the format from the extension '" + extension +
-              "' (.nhdr: raw, data in NAME.raw; .nc: NetCDF classic; .nc4 or .h5: NetCDF-4; .zarr: Zarr v2; .ome.zarr: "
+              "' (.nhdr: raw, data in NAME.raw; .nii: NIfTI-1; .nc: NetCDF classic; .nc4 or .h5: NetCDF-4; .zarr: Zarr v2; .ome.zarr: "
               "OME-Zarr; or name one with --format raw|cdf2|cdf5|netcdf4|zarr|ome-zarr)");
 }
 

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <optional>
 
 #include "volseg/io/byteswap.hpp"
 #include "volseg/io/error.hpp"
@@ -154,7 +155,164 @@ std::array<std::array<double, 4>, 3> affine_of(const Fields& f, const Layout& l,
   return a;
 }
 
+int code_of(DType dtype) {
+  switch (dtype) {
+    case DType::u8: return 2;
+    case DType::i16: return 4;
+    case DType::i32: return 8;
+    case DType::f32: return 16;
+    case DType::f64: return 64;
+    case DType::i8: return 256;
+    case DType::u16: return 512;
+    case DType::u32: return 768;
+    case DType::i64: return 1024;
+    case DType::u64: return 1280;
+  }
+  return 0;
+}
+
+using Affine = std::array<std::array<double, 4>, 3>;
+
+// The attribute nifti_affine ("a b c d; e f g h; i j k l"), if it is one.
+std::optional<Affine> affine_attribute(const VolumeInfo& info) {
+  const auto it = info.attributes.find("nifti_affine");
+  if (it == info.attributes.end()) return std::nullopt;
+  Affine a{};
+  const char* text = it->second.c_str();
+  for (auto& row : a)
+    for (double& v : row) {
+      while (*text == ' ' || *text == ';') ++text;
+      char* end = nullptr;
+      v = std::strtod(text, &end);
+      if (end == text || !std::isfinite(v)) return std::nullopt;
+      text = end;
+    }
+  return a;
+}
+
+// The qform of an affine (nifti1_io.c's nifti_mat44_to_quatern, without its
+// polar decomposition: the columns are normalized, not orthogonalized):
+// quaternion b, c, d, offsets, the column lengths and qfac.
+struct Quatern {
+  double b = 0, c = 0, d = 0, qfac = 1;
+  std::array<double, 3> step{1, 1, 1};
+};
+
+Quatern quatern_of(const Affine& m) {
+  Quatern q;
+  double r[3][3];
+  for (int k = 0; k < 3; ++k) {
+    const double n = std::sqrt(m[0][k] * m[0][k] + m[1][k] * m[1][k] + m[2][k] * m[2][k]);
+    q.step[k] = n > 0 ? n : 1;
+    for (int i = 0; i < 3; ++i) r[i][k] = n > 0 ? m[i][k] / n : (i == k ? 1 : 0);
+  }
+  const double det = r[0][0] * (r[1][1] * r[2][2] - r[1][2] * r[2][1]) - r[0][1] * (r[1][0] * r[2][2] - r[1][2] * r[2][0]) +
+                     r[0][2] * (r[1][0] * r[2][1] - r[1][1] * r[2][0]);
+  if (det < 0) {
+    q.qfac = -1;
+    for (auto& row : r) row[2] = -row[2];
+  }
+  double a = r[0][0] + r[1][1] + r[2][2] + 1, b, c, d;
+  if (a > 0.5) {
+    a = 0.5 * std::sqrt(a);
+    b = 0.25 * (r[2][1] - r[1][2]) / a;
+    c = 0.25 * (r[0][2] - r[2][0]) / a;
+    d = 0.25 * (r[1][0] - r[0][1]) / a;
+  } else {
+    const double xd = 1 + r[0][0] - (r[1][1] + r[2][2]), yd = 1 + r[1][1] - (r[0][0] + r[2][2]),
+                 zd = 1 + r[2][2] - (r[0][0] + r[1][1]);
+    if (xd > 1) {
+      b = 0.5 * std::sqrt(xd);
+      c = 0.25 * (r[0][1] + r[1][0]) / b;
+      d = 0.25 * (r[0][2] + r[2][0]) / b;
+      a = 0.25 * (r[2][1] - r[1][2]) / b;
+    } else if (yd > 1) {
+      c = 0.5 * std::sqrt(yd);
+      b = 0.25 * (r[0][1] + r[1][0]) / c;
+      d = 0.25 * (r[1][2] + r[2][1]) / c;
+      a = 0.25 * (r[0][2] - r[2][0]) / c;
+    } else {
+      d = 0.5 * std::sqrt(zd);
+      b = 0.25 * (r[0][2] + r[2][0]) / d;
+      c = 0.25 * (r[1][2] + r[2][1]) / d;
+      a = 0.25 * (r[1][0] - r[0][1]) / d;
+    }
+    if (a < 0) b = -b, c = -c, d = -d;
+  }
+  q.b = b, q.c = c, q.d = d;
+  return q;
+}
+
+// Writes values into a header in the chosen byte order.
+class Writer {
+ public:
+  Writer(std::string& bytes, bool swap) : bytes_(bytes), swap_(swap) {}
+  template <class T>
+  void put(std::size_t offset, T value) {
+    std::array<unsigned char, sizeof(T)> raw;
+    std::memcpy(raw.data(), &value, sizeof(T));
+    if (swap_) std::reverse(raw.begin(), raw.end());
+    std::memcpy(bytes_.data() + offset, raw.data(), sizeof(T));
+  }
+  void text(std::size_t offset, std::size_t size, const std::string& value) {
+    std::memcpy(bytes_.data() + offset, value.data(), std::min(value.size(), size - 1));
+  }
+
+ private:
+  std::string& bytes_;
+  bool swap_;
+};
+
 }  // namespace
+
+std::string format_nifti(const VolumeInfo& info) {
+  for (std::int64_t n : info.dims)
+    if (n > 32767) throw Error("NIfTI-1 holds at most 32767 voxels a side; this volume has " + std::to_string(n));
+  const Layout& l = kNifti1;
+  std::string bytes(kNiftiDataOffset, '\0');
+  Writer w(bytes, info.byte_order != native_byte_order());
+  w.put<std::int32_t>(0, static_cast<std::int32_t>(l.size));
+  w.put<char>(38, 'r');  // "regular", as nibabel writes it
+  const std::int16_t dims[8] = {3, static_cast<std::int16_t>(info.dims[2]), static_cast<std::int16_t>(info.dims[1]),
+                                static_cast<std::int16_t>(info.dims[0]), 1, 1, 1, 1};
+  for (int i = 0; i < 8; ++i) w.put<std::int16_t>(l.dim + 2 * static_cast<std::size_t>(i), dims[i]);
+  w.put<std::int16_t>(l.datatype, static_cast<std::int16_t>(code_of(info.dtype)));
+  w.put<std::int16_t>(72, static_cast<std::int16_t>(8 * dtype_size(info.dtype)));  // bitpix
+  Affine a{};
+  if (const auto given = affine_attribute(info)) {
+    a = *given;
+  } else {
+    for (int r = 0; r < 3; ++r) a[r][r] = info.spacing[r], a[r][3] = info.origin[r];
+  }
+  const Quatern q = quatern_of(a);
+  w.put<float>(l.pixdim, static_cast<float>(q.qfac));
+  for (int i = 0; i < 3; ++i) w.put<float>(l.pixdim + 4 * static_cast<std::size_t>(i + 1), static_cast<float>(q.step[i]));
+  w.put<float>(l.vox_offset, static_cast<float>(kNiftiDataOffset));
+  w.put<float>(l.scl_slope, 0.0f);  // no scaling: values as stored
+  const bool mask = info.attributes.count("flag_values") > 0, labels = info.attributes.count("numbering") > 0;
+  if (mask || labels) w.put<std::int16_t>(68, 1002);  // intent_code NIFTI_INTENT_LABEL
+  if (mask) w.put<float>(124, 1.0f), w.put<float>(128, 0.0f);  // cal_max, cal_min: the display range
+  const auto units = info.attributes.find("units_xyz");
+  const std::uint8_t unit = units == info.attributes.end() ? 0
+                            : units->second == "m"       ? 1
+                            : units->second == "mm"      ? 2
+                            : units->second == "um"      ? 3
+                                                         : 0;
+  w.put<std::uint8_t>(l.xyzt_units, unit);
+  if (const auto name = info.attributes.find("long_name"); name != info.attributes.end()) w.text(l.descrip, 80, name->second);
+  w.put<std::int16_t>(l.qform_code, 1);  // NIFTI_XFORM_SCANNER_ANAT
+  w.put<std::int16_t>(l.sform_code, 1);
+  w.put<float>(l.quatern, static_cast<float>(q.b));
+  w.put<float>(l.quatern + 4, static_cast<float>(q.c));
+  w.put<float>(l.quatern + 8, static_cast<float>(q.d));
+  for (int r = 0; r < 3; ++r) {
+    w.put<float>(l.quatern + 12 + 4 * static_cast<std::size_t>(r), static_cast<float>(a[r][3]));
+    for (int c = 0; c < 4; ++c)
+      w.put<float>(l.srow + 16 * static_cast<std::size_t>(r) + 4 * static_cast<std::size_t>(c), static_cast<float>(a[r][c]));
+  }
+  w.text(l.magic, 4, "n+1");
+  return bytes;
+}
 
 bool is_nifti(std::string_view bytes) { return kind_of(bytes).has_value(); }
 

@@ -198,6 +198,7 @@ class TwoPhaseWriter final : public VolumeWriter {
       info_ = raw_->info();
       data_path_ = raw_->temp_data_path();
       name_ = raw_->data_path();
+      base_ = raw_->data_offset();
     }
     collectively(comm_, [&] { fd_ = open_checked(data_path_, O_WRONLY, name_); });
     file_.emplace(comm_, data_path_, twophase::Mode::write, options, name_);

@@ -135,6 +135,52 @@ class NiftiInput(unittest.TestCase):
         zooms = img.header.get_zooms()[:3]
         self.assertIn("spacing (x,y,z): %g %g %g" % tuple(float(z) for z in zooms), info.stdout)
 
+    def test_nifti_masks_keep_the_input_geometry(self):
+        values = np.random.default_rng(6).random(SHAPE_XYZ).astype(np.float32)
+        # A rotated, flipped affine (an oblique scan), as sform and qform.
+        angle = 0.3
+        rot = np.array([[np.cos(angle), -np.sin(angle), 0], [np.sin(angle), np.cos(angle), 0], [0, 0, -1]])
+        affine = np.eye(4)
+        affine[:3, :3] = rot @ np.diag([0.8, 0.9, 1.5])
+        affine[:3, 3] = [-40.0, 12.5, 60.0]
+        img = nib.Nifti1Image(values, affine)
+        img.set_qform(affine, code=1)
+        img.to_filename(self.path("oblique.nii"))
+        expected = self.expected(values, 0.3, 0.6)
+        for ranks, backend in ((1, "mmap"), (3, "posix"), (2, "mpiio"), (2, "twophase")):
+            with self.subTest(ranks=ranks, backend=backend):
+                out = self.path("mask-%s.nii" % backend)
+                proc = e.run(["segment", self.path("oblique.nii"), "--lo", "0.3", "--hi", "0.6", "--out", out,
+                              "--backend", backend, "--quiet"], ranks=ranks)
+                e.check_ok(self, proc)
+                mask = nib.load(out)
+                self.assertEqual(mask.header.get_data_dtype(), np.uint8)
+                data = np.asarray(mask.dataobj)
+                self.assertEqual(data.shape, SHAPE_XYZ)
+                np.testing.assert_array_equal(data.transpose(2, 1, 0).ravel(), expected)
+                np.testing.assert_allclose(mask.affine, affine, atol=1e-4)
+                np.testing.assert_allclose(mask.get_qform(), affine, atol=1e-4)
+                self.assertEqual(int(mask.header["sform_code"]), 1)
+                self.assertEqual(int(mask.header["intent_code"]), 1002)  # NIFTI_INTENT_LABEL
+                self.assertEqual([n for n in os.listdir(self.tmp.name) if "volseg-tmp" in n], [])
+        # From NRRD: spacing and origin become the affine.
+        proc = e.run(["generate", self.path("g.nhdr"), "--dims", "8,9,10", "--field", "shells", "--quiet"], ranks=1)
+        e.check_ok(self, proc)
+        with open(self.path("g.nhdr")) as f:
+            lines = [l for l in f.read().splitlines() if not l.startswith(("spacings:", "axis mins:"))]
+        lines.insert(3, "spacings: 0.5 2 3")
+        lines.insert(4, "axis mins: -1 5 7.5")
+        with open(self.path("g.nhdr"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+        proc = e.run(["segment", self.path("g.nhdr"), "--lo", "0", "--hi", "1e9", "--out", self.path("g-mask.nii"),
+                      "--quiet"], ranks=2)
+        e.check_ok(self, proc)
+        mask = nib.load(self.path("g-mask.nii"))
+        self.assertEqual(mask.shape, (10, 9, 8))
+        expected_affine = np.diag([0.5, 2.0, 3.0, 1.0])
+        expected_affine[:3, 3] = [-1, 5, 7.5]
+        np.testing.assert_allclose(mask.affine, expected_affine)
+
     def test_bad_headers(self):
         values = np.zeros(SHAPE_XYZ, np.float32)
         good = self.path("good.nii")

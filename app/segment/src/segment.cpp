@@ -120,6 +120,9 @@ io::VolumeInfo mask_info(const io::VolumeInfo& input, double lo, double hi, cons
   for (int a = 0; a < 3; ++a)  // keep the input's dimension names
     if (auto it = input.attributes.find("dim" + std::to_string(a)); it != input.attributes.end())
       mask.attributes[it->first] = it->second;
+  // and its geometry beyond spacing and origin (a NIfTI input's affine)
+  for (const char* key : {"nifti_affine", "nifti_affine_from", "units_xyz"})
+    if (auto it = input.attributes.find(key); it != input.attributes.end()) mask.attributes[it->first] = it->second;
   mask.attributes["flag_values"] = "0 1";
   mask.attributes["flag_meanings"] = "outside inside";
   mask.attributes["history"] = history;

@@ -214,11 +214,17 @@ RawOutput::RawOutput(const CreateRequest& request, const Comm& comm, bool fsync_
       fsync_on_close_(fsync_on_close) {
   namespace fs = std::filesystem;
   data_path_ = data_path_for_header(header_path_);
+  attached_ = fs::path(header_path_).extension() == ".nii";
+  if (attached_) {
+    attached_header_ = format_nifti(info_);  // refuses what NIfTI-1 cannot hold, before anything is created
+    data_offset_ = kNiftiDataOffset;
+  }
   collectively(comm_, [&] {
     if (comm_.rank() != 0) return;
-    if (fs::path(header_path_).extension() != ".nhdr")
-      throw Error(header_path_ + ": a raw output is named by its header, NAME.nhdr (data goes to NAME.raw)");
-    for (const auto& path : {header_path_, data_path_}) {
+    if (!attached_ && fs::path(header_path_).extension() != ".nhdr")
+      throw Error(header_path_ + ": a raw output is named by its header, NAME.nhdr (data goes to NAME.raw), or is "
+                  "a NIfTI file, NAME.nii");
+    for (const auto& path : attached_ ? std::vector{data_path_} : std::vector{header_path_, data_path_}) {
       refuse_existing(path, request.overwrite);
       // Refused now, not at the commit after the whole job.
       std::error_code ec;
@@ -236,9 +242,9 @@ RawOutput::RawOutput(const CreateRequest& request, const Comm& comm, bool fsync_
       if (fd_ < 0) throw_errno("open the partial output", temp_data_path_);
       struct stat st;
       if (::fstat(fd_, &st) != 0) throw_errno("stat", temp_data_path_);
-      if (static_cast<std::uint64_t>(st.st_size) != info_.bytes())
+      if (static_cast<std::uint64_t>(st.st_size) != data_offset_ + info_.bytes())
         throw Error(temp_data_path_ + " has " + std::to_string(st.st_size) + " bytes, not the " +
-                    std::to_string(info_.bytes()) + " of this mask: it is not this job's partial output");
+                    std::to_string(data_offset_ + info_.bytes()) + " of this mask: it is not this job's partial output");
       data_commit_ = AtomicCommit(data_path_, temp_data_path_, uncommitted);
       return;
     }
@@ -249,7 +255,7 @@ RawOutput::RawOutput(const CreateRequest& request, const Comm& comm, bool fsync_
       const std::string path = std::exchange(temp_data_path_, {});  // not ours to remove
       throw_errno("create", path);
     }
-    auto size = static_cast<off_t>(info_.bytes());
+    auto size = static_cast<off_t>(data_offset_ + info_.bytes());
     // fallocate, not posix_fallocate: glibc's emulation writes zeros where
     // the file system cannot reserve; then a plain ftruncate is all we do.
     int rc = 0;
@@ -261,7 +267,7 @@ RawOutput::RawOutput(const CreateRequest& request, const Comm& comm, bool fsync_
       ::close(std::exchange(fd_, -1));
       ::unlink(temp_data_path_.c_str());
       temp_data_path_.clear();
-      throw_errno("cannot reserve " + std::to_string(info_.bytes()) + " bytes for", data_path_, rc);
+      throw_errno("cannot reserve " + std::to_string(data_offset_ + info_.bytes()) + " bytes for", data_path_, rc);
     }
     data_commit_ = AtomicCommit(data_path_, temp_data_path_, uncommitted);
   });
@@ -297,6 +303,7 @@ void RawOutput::open_direct() {
     offset_align = st.stx_dio_offset_align;
   }
   if (plane == 0 || plane % offset_align != 0 || plane % static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) != 0) return;
+  if (data_offset_ % offset_align != 0) return;  // a NIfTI file's voxels start at byte 352
   const int fd = ::open(temp_data_path_.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
   if (fd < 0) return;  // EINVAL: no O_DIRECT here; buffered writes it is
   direct_fd_ = fd;
@@ -310,7 +317,8 @@ bool RawOutput::write_direct(const Extent& extent, const std::byte* source) {
     throw Error("write " + data_path_ + ": a part of a plane, from a job that said it writes whole planes only");
   const std::size_t size = dtype_size(info_.dtype);
   const std::size_t length = static_cast<std::size_t>(extent.voxels()) * size;
-  const std::uint64_t offset = static_cast<std::uint64_t>(extent.offset[0] * info_.dims[1] * info_.dims[2]) * size;
+  const std::uint64_t offset =
+      data_offset_ + static_cast<std::uint64_t>(extent.offset[0] * info_.dims[1] * info_.dims[2]) * size;
   const bool aligned = reinterpret_cast<std::uintptr_t>(source) % direct_memory_align_ == 0;
   if (needs_swap() || !aligned) {  // through an aligned staging buffer, a piece at a time
     constexpr std::size_t kStaging = std::size_t{8} << 20;
@@ -340,7 +348,7 @@ void RawOutput::write(const Extent& extent, const void* buffer) {
   const std::size_t size = dtype_size(info_.dtype);
   const auto* in = static_cast<const std::byte*>(buffer);
   if (write_direct(extent, in)) return;
-  for_each_run(info_.dims, extent, size, 0, [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
+  for_each_run(info_.dims, extent, size, data_offset_, [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
     const std::byte* source = in + index * static_cast<std::int64_t>(size);
     std::size_t length = static_cast<std::size_t>(count) * size;
     if (needs_swap()) {
@@ -383,6 +391,15 @@ void RawOutput::close() {
     if (const int direct = std::exchange(direct_fd_, -1); direct >= 0 && checked_close(direct) != 0)
       throw_errno("close", data_path_);
     int fd = std::exchange(fd_, -1);
+    // A NIfTI file's header goes in last, with the data: rank 0 writes it.
+    if (attached_ && comm_.rank() == 0) {
+      try {
+        write_fully(fd, attached_header_.data(), attached_header_.size(), 0, data_path_);
+      } catch (...) {
+        ::close(fd);
+        throw;
+      }
+    }
     if (fsync_on_close_) {
       trace::Span span(trace::Op::sync);
       if (checked_fdatasync(fd) != 0) {
@@ -403,6 +420,11 @@ void RawOutput::close() {
   // job killed in between leaves the old files under .volseg-old- names).
   collectively(comm_, [&] {
     if (comm_.rank() != 0) return;
+    if (attached_) {
+      AtomicCommit* const files[] = {&data_commit_};
+      commit_together(files, fsync_on_close_);
+      return;
+    }
     AtomicCommit header(header_path_, temporary_path(header_path_));
     std::string text = format_nrrd(info_, std::filesystem::path(data_path_).filename().string());
     int fd = -1;

@@ -13,6 +13,8 @@
 //   4. close(): every rank flushes (fdatasync with hint fsync=1) and closes,
 //      checking both; if every rank succeeded, rank 0 writes the header under a
 //      temporary name and renames data, then header, to their final names
+//      (a NIfTI output, NAME.nii, is one file: rank 0 writes its header into
+//      the temporary before the flush, and renames that one file)
 //      (io::commit_together; with fsync=1 the folder is synced after);
 //      otherwise rank 0 removes the temporary files and every rank throws.
 #pragma once
@@ -92,6 +94,8 @@ class RawOutput {
   int fd() const { return fd_; }
   const std::string& data_path() const { return data_path_; }  // final name, for messages
   const std::string& temp_data_path() const { return temp_data_path_; }  // where data goes until close
+  // Where the voxels start in the data file: 0, or a NIfTI output's 352.
+  std::uint64_t data_offset() const { return data_offset_; }
   // pwrite of every run of extent from packed native-order values, swapped
   // to file order where needed.
   void write(const Extent& extent, const void* buffer);
@@ -110,6 +114,9 @@ class RawOutput {
   AtomicCommit data_commit_;  // rank 0's: the data file's temporary, until close() renames it
   Partial partial_ = Partial::none;
   bool fsync_on_close_ = false;
+  bool attached_ = false;         // a NIfTI output (.nii): header and voxels in one file
+  std::string attached_header_;   // its header, written at close
+  std::uint64_t data_offset_ = 0;
   int fd_ = -1;
   int direct_fd_ = -1;               // the same file opened O_DIRECT, when direct writes apply
   std::size_t direct_memory_align_ = 0, direct_offset_align_ = 0;

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -40,5 +41,18 @@ bool is_nifti(std::string_view bytes);
 // ".hdr", its ".img"). Throws volseg::Error, naming the path and the field,
 // on anything malformed or unsupported.
 NrrdHeader parse_nifti(std::string_view bytes, const std::string& path);
+
+// The voxels of a NIfTI file volseg writes start here, after the 348-byte
+// header and the 4 bytes that say no extension follows.
+constexpr std::uint64_t kNiftiDataOffset = 352;
+
+// A NIfTI-1 header (kNiftiDataOffset bytes) for a ".nii" output of info, in
+// info's byte order: the affine of a NIfTI input (the attribute
+// nifti_affine) as both sform and qform, so the output lies where the
+// input does in 3D Slicer, ITK-SNAP and FSLeyes; else spacing and origin.
+// Masks and labels (attributes flag_values, numbering) are label images
+// (intent NIFTI_INTENT_LABEL). Throws volseg::Error for a dims that does
+// not fit NIfTI-1 (32767 a side).
+std::string format_nifti(const VolumeInfo& info);
 
 }  // namespace volseg::io

@@ -25,7 +25,8 @@ NrrdHeader parse_nrrd(const std::string& text, const std::string& header_path);
 // (relative to the header's folder).
 std::string format_nrrd(const VolumeInfo& info, const std::string& data_file_name);
 
-// "out.nhdr" -> "out.raw": the data file volseg writes beside a header.
+// "out.nhdr" -> "out.raw": the data file volseg writes beside a header; a
+// NIfTI output, "out.nii", is its own data file.
 std::string data_path_for_header(const std::string& header_path);
 
 }  // namespace volseg::io
