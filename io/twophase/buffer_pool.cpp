@@ -21,8 +21,7 @@ BufferPool::Buffer BufferPool::take(std::uint64_t size) {
       return found;
     }
   }
-  constexpr std::uint64_t kPage = 4096;
-  auto* bytes = static_cast<std::byte*>(std::aligned_alloc(kPage, (std::max<std::uint64_t>(size, 1) + kPage - 1) / kPage * kPage));
+  auto* bytes = static_cast<std::byte*>(std::malloc(std::max<std::uint64_t>(size, 1)));
   if (!bytes) throw std::bad_alloc();
   return Buffer{std::unique_ptr<std::byte[], Free>(bytes), size};
 }
