@@ -214,7 +214,7 @@ Backend make_mmap_backend(const std::string& name, bool advise) {
                                   const Hints& hints) -> std::unique_ptr<VolumeWriter> {
     bool fsync = hints.get_bool("fsync", false);
     bool populate = hints.get_bool("populate", true);
-    bool direct = hints.get_bool("direct_write", true);
+    bool direct = hints.get_bool("direct_write", false);
     hints.reject_unused(name);
     return std::make_unique<MmapWriter>(request, comm, fsync, populate, direct, name);
   };

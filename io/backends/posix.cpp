@@ -74,7 +74,7 @@ Backend make_posix_backend() {
   };
   backend.create = [](const CreateRequest& request, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeWriter> {
     bool fsync = hints.get_bool("fsync", false);
-    bool direct = hints.get_bool("direct_write", true);
+    bool direct = hints.get_bool("direct_write", false);
     hints.reject_unused("posix");
     return std::make_unique<PosixWriter>(request, comm, fsync, direct);
   };

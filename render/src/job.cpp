@@ -364,7 +364,7 @@ RenderResult run_render(const Comm& comm, const RenderOptions& o) {
       result.level_bytes.push_back(
           estimated_bytes(l.dims, comm.size(), plan.mask.has_value(), o.frame.width, o.frame.height));
   RankRenderTimes times;
-  FrameWriter writer{start, result.frames};
+  FrameWriter writer{start, result.frames, {}};
   draw_levels(comm, o, plan, renderer, writer, result, times);
   times.write = writer.seconds;
   result.camera = renderer.last_camera();

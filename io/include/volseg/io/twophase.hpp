@@ -57,11 +57,11 @@ struct Options {
   Aggregation cb_read = Aggregation::automatic;
   Aggregation cb_write = Aggregation::automatic;
   std::uint64_t realm_size = 0;     // persistent realms; 0: file extent / aggregators
-  // Writes of whole direct-I/O blocks (statx STATX_DIOALIGN) go to the device
-  // with O_DIRECT instead of through the page cache: a written file is rarely
-  // read back by the job, and filling fresh page-cache pages is what large
-  // writes spend most on (docs/ranged.md). Everything else stays buffered.
-  bool direct_write = true;
+  // Hint direct_write=1: writes of whole direct-I/O blocks (statx
+  // STATX_DIOALIGN) go to the device with O_DIRECT instead of through the
+  // page cache; everything else stays buffered. Off by default: which is
+  // faster depends on the device (docs/ranged.md, "Writing the mask").
+  bool direct_write = false;
   // Pieces a rank may send, or an aggregator receive, in one call: MPI
   // counts are ints, two per piece. Lower it (max_pieces) to try the refusal.
   std::int64_t max_pieces = std::int64_t{1} << 30;

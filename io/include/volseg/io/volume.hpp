@@ -228,7 +228,7 @@ struct CreateRequest {
   Partial partial = Partial::none;
   // The caller's promise that every write of the job, on every rank, is of
   // whole planes (z-slabs): raw writers may then write with O_DIRECT (hint
-  // direct_write, default on), which is safe only when no block of the file
+  // direct_write=1, default off), which is safe only when no block of the file
   // is written both directly and through the page cache.
   bool whole_planes = false;
   // The shape of the job's bricks, when every write of the job is one brick
