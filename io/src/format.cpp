@@ -28,6 +28,7 @@ std::string format_name(FileFormat format) {
     case FileFormat::netcdf4: return "netcdf4";
     case FileFormat::zarr: return "zarr";
     case FileFormat::ome_zarr: return "ome-zarr";
+    case FileFormat::nifti_gz: return "nifti-gz";
   }
   return "?";
 }
@@ -39,6 +40,7 @@ FileFormat parse_format(const std::string& name) {
   if (name == "netcdf4") return FileFormat::netcdf4;
   if (name == "zarr") return FileFormat::zarr;
   if (name == "ome-zarr") return FileFormat::ome_zarr;
+  if (name == "nifti-gz") return FileFormat::nifti_gz;
   throw Error("unknown format '" + name + "' (known: raw, cdf2, cdf5, netcdf4, zarr, ome-zarr)");
 }
 
@@ -110,9 +112,8 @@ static FileFormat detect_on_this_rank(const std::string& path) {
     if (magic[3] == 5) return FileFormat::cdf5;
   }
   if (got >= 8 && std::memcmp(magic, "\x89HDF\r\n\x1a\n", 8) == 0) return FileFormat::netcdf4;
-  if (got >= 2 && magic[0] == 0x1f && magic[1] == 0x8b)
-    throw Error(path + ": a gzip-compressed file (.nii.gz?): volseg reads it uncompressed, so that every rank maps its "
-                "own part: gunzip -k it first");
+  // gzip: the gzip backend reads compressed NIfTI and refuses anything else by name.
+  if (got >= 2 && magic[0] == 0x1f && magic[1] == 0x8b) return FileFormat::nifti_gz;
   throw Error(path + ": not a volume volseg reads (neither a NRRD header, a NIfTI-1/2 file, a NetCDF classic file, "
               "HDF5/NetCDF-4 nor a Zarr v2 array)");
 }
@@ -135,6 +136,7 @@ std::string reading_backend(FileFormat format) {
     case FileFormat::netcdf4: return "netcdf4";
     case FileFormat::zarr:
     case FileFormat::ome_zarr: return "zarr";
+    case FileFormat::nifti_gz: return "gzip";
   }
   return "posix";
 }
@@ -151,6 +153,7 @@ Writing writing_backend(FileFormat format, const std::string& input_backend) {
     case FileFormat::netcdf4: return {"netcdf4", {}};
     case FileFormat::zarr: return {"zarr", {}};
     case FileFormat::ome_zarr: return {"zarr", {"ome=1"}};
+    case FileFormat::nifti_gz: return {"gzip", {}};  // which refuses, with its reason
   }
   return {"posix", {}};
 }
