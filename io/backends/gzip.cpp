@@ -49,24 +49,14 @@ class GzStream {
     if (offset < position_) {
       if (gzrewind(file_) != 0) fail("rewind");
       position_ = 0;
-      ++rewinds_;
     }
     skip(offset - position_);
-    auto* out = static_cast<char*>(into);
-    while (length > 0) {
-      const unsigned ask = static_cast<unsigned>(std::min<std::uint64_t>(length, 1u << 30));
-      const int got = gzread(file_, out, ask);
-      if (got < 0) fail("decompress");
-      if (got == 0) throw Error(path_ + ": the gzip stream ends at byte " + std::to_string(position_) +
-                                " of its decompressed data, before the voxels the header describes (a truncated file?)");
-      out += got;
-      length -= static_cast<std::uint64_t>(got);
-      position_ += static_cast<std::uint64_t>(got);
-    }
+    pull(static_cast<char*>(into), length);
   }
 
-  std::uint64_t compressed_offset() const { return static_cast<std::uint64_t>(std::max<z_off_t>(gzoffset(file_), 0)); }
-  std::uint64_t rewinds() const { return rewinds_; }
+  std::uint64_t compressed_offset() const {
+    return static_cast<std::uint64_t>(std::max<z_off_t>(gzoffset(file_), 0));
+  }
 
   void close() {
     gzFile file = file_;
@@ -76,15 +66,25 @@ class GzStream {
 
  private:
   void skip(std::uint64_t bytes) {
-    std::vector<char>& scratch = scratch_;
-    scratch.resize(std::size_t{1} << 20);
+    scratch_.resize(std::size_t{1} << 20);
     while (bytes > 0) {
-      const unsigned ask = static_cast<unsigned>(std::min<std::uint64_t>(bytes, scratch.size()));
-      const int got = gzread(file_, scratch.data(), ask);
+      const std::uint64_t piece = std::min<std::uint64_t>(bytes, scratch_.size());
+      pull(scratch_.data(), piece);
+      bytes -= piece;
+    }
+  }
+
+  // The next length decompressed bytes.
+  void pull(char* out, std::uint64_t length) {
+    while (length > 0) {
+      const unsigned ask = static_cast<unsigned>(std::min<std::uint64_t>(length, 1u << 30));
+      const int got = gzread(file_, out, ask);
       if (got < 0) fail("decompress");
-      if (got == 0) throw Error(path_ + ": the gzip stream ends at byte " + std::to_string(position_) +
-                                " of its decompressed data, before the voxels the header describes (a truncated file?)");
-      bytes -= static_cast<std::uint64_t>(got);
+      if (got == 0)
+        throw Error(path_ + ": the gzip stream ends at byte " + std::to_string(position_) +
+                    " of its decompressed data, before the voxels the header describes (a truncated file?)");
+      out += got;
+      length -= static_cast<std::uint64_t>(got);
       position_ += static_cast<std::uint64_t>(got);
     }
   }
@@ -99,7 +99,7 @@ class GzStream {
 
   std::string path_;
   gzFile file_ = nullptr;
-  std::uint64_t position_ = 0, rewinds_ = 0;
+  std::uint64_t position_ = 0;
   std::vector<char> scratch_;
 };
 
