@@ -15,6 +15,7 @@
 
 #include "volseg/io/error.hpp"
 #include "volseg/io/nifti.hpp"
+#include "volseg/io/vti.hpp"
 #include "volseg/io/registry.hpp"
 
 namespace volseg::io {
@@ -48,7 +49,7 @@ FileFormat output_format(const std::string& path, const std::string& named, std:
                          bool wide_types, const std::string& option) {
   if (!named.empty()) return parse_format(named);
   const std::string extension = std::filesystem::path(path).extension().string();
-  if (extension == ".nhdr" || extension == ".nii") return FileFormat::raw;
+  if (extension == ".nhdr" || extension == ".nii" || extension == ".vti") return FileFormat::raw;
   if (extension == ".nc4" || extension == ".h5") return FileFormat::netcdf4;
   if (extension == ".zarr")
     return std::filesystem::path(path).stem().extension() == ".ome" ? FileFormat::ome_zarr : FileFormat::zarr;
@@ -60,7 +61,7 @@ FileFormat output_format(const std::string& path, const std::string& named, std:
     return FileFormat::cdf5;
   }
   throw Error(option + " " + path + ": cannot tell the format from the extension '" + extension +
-              "' (.nhdr: raw, data in NAME.raw; .nii: NIfTI-1; .nc: NetCDF classic; .nc4 or .h5: NetCDF-4; .zarr: Zarr v2; .ome.zarr: "
+              "' (.nhdr: raw, data in NAME.raw; .nii: NIfTI-1; .vti: VTK image data; .nc: NetCDF classic; .nc4 or .h5: NetCDF-4; .zarr: Zarr v2; .ome.zarr: "
               "OME-Zarr; or name one with --format raw|cdf2|cdf5|netcdf4|zarr|ome-zarr)");
 }
 
@@ -106,6 +107,8 @@ static FileFormat detect_on_this_rank(const std::string& path) {
   if (got >= 4 && std::memcmp(magic, "NRRD", 4) == 0) return FileFormat::raw;
   // A NIfTI file is a header and raw voxels: the raw backends read it.
   if (got > 0 && is_nifti({reinterpret_cast<const char*>(magic), static_cast<std::size_t>(got)})) return FileFormat::raw;
+  // So is an image data file with raw appended data (refused otherwise, by the reader).
+  if (got > 0 && is_vti({reinterpret_cast<const char*>(magic), static_cast<std::size_t>(got)})) return FileFormat::raw;
   if (got >= 4 && std::memcmp(magic, "CDF", 3) == 0) {
     if (magic[3] == 1) return FileFormat::cdf1;
     if (magic[3] == 2) return FileFormat::cdf2;

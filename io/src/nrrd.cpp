@@ -303,7 +303,8 @@ std::string format_nrrd(const VolumeInfo& info, const std::string& data_file_nam
 
 std::string data_path_for_header(const std::string& header_path) {
   std::filesystem::path path(header_path);
-  if (path.extension() == ".nii") return header_path;  // a NIfTI file holds its header and data
+  // NIfTI and VTK image data files hold their header and data.
+  if (path.extension() == ".nii" || path.extension() == ".vti") return header_path;
   if (path.extension() == ".nhdr") path.replace_extension(".raw");
   else path += ".raw";
   return path.string();

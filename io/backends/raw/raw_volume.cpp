@@ -17,6 +17,7 @@
 #include "volseg/io/faults.hpp"
 #include "volseg/io/files.hpp"
 #include "volseg/io/nifti.hpp"
+#include "volseg/io/vti.hpp"
 #include "volseg/io/trace.hpp"
 
 namespace volseg::io::raw {
@@ -124,7 +125,9 @@ void write_fully(int fd, const void* buffer, std::size_t length, std::uint64_t o
 }
 
 NrrdHeader parse_raw_header(const std::string& text, const std::string& path) {
-  return is_nifti(text) ? parse_nifti(text, path) : parse_nrrd(text, path);
+  if (is_nifti(text)) return parse_nifti(text, path);
+  if (is_vti(text)) return parse_vti(text, path);
+  return parse_nrrd(text, path);
 }
 
 std::string read_header_text(const std::string& path, std::size_t max_bytes) {
@@ -153,11 +156,21 @@ std::string read_header_text(const std::string& path, std::size_t max_bytes) {
       text.resize(std::min(text.size(), kNiftiHeaderBytes));
       break;
     }
+    // A VTK image data file: up to its appended data's "_", and the first
+    // array's byte count after it where this read holds it.
+    if (is_vti(text)) {
+      if (const std::size_t length = vti_header_length(text); length > 0) {
+        text.resize(std::min(text.size(), length + 8));
+        break;
+      }
+      continue;
+    }
     // An attached .nrrd: the header ends at the first blank line.
     if (text.find("\n\n") != std::string::npos) break;
   }
   if (trace::Span span(trace::Op::close); ::close(fd) != 0) throw_errno("close", path);
   if (is_nifti(text)) return text;
+  if (is_vti(text)) return text;  // without appended data: parse_vti says what the file has instead
   if (auto blank = text.find("\n\n"); blank != std::string::npos) text.resize(blank + 2);
   else if (text.size() >= max_bytes) throw Error(path + ": not a NRRD header (no end of header in the first " + std::to_string(max_bytes) + " bytes)");
   return text;
@@ -214,16 +227,22 @@ RawOutput::RawOutput(const CreateRequest& request, const Comm& comm, bool fsync_
       fsync_on_close_(fsync_on_close) {
   namespace fs = std::filesystem;
   data_path_ = data_path_for_header(header_path_);
-  attached_ = fs::path(header_path_).extension() == ".nii";
-  if (attached_) {
+  const std::string extension = fs::path(header_path_).extension().string();
+  attached_ = extension == ".nii" || extension == ".vti";
+  if (extension == ".nii") {
     attached_header_ = format_nifti(info_);  // refuses what NIfTI-1 cannot hold, before anything is created
     data_offset_ = kNiftiDataOffset;
+  } else if (extension == ".vti") {
+    VtiFrame frame = format_vti(info_);
+    attached_header_ = std::move(frame.header);
+    attached_trailer_ = std::move(frame.trailer);
+    data_offset_ = attached_header_.size();
   }
   collectively(comm_, [&] {
     if (comm_.rank() != 0) return;
     if (!attached_ && fs::path(header_path_).extension() != ".nhdr")
       throw Error(header_path_ + ": a raw output is named by its header, NAME.nhdr (data goes to NAME.raw), or is "
-                  "a NIfTI file, NAME.nii");
+                  "a NIfTI file, NAME.nii, or VTK image data, NAME.vti");
     for (const auto& path : attached_ ? std::vector{data_path_} : std::vector{header_path_, data_path_}) {
       refuse_existing(path, request.overwrite);
       // Refused now, not at the commit after the whole job.
@@ -242,9 +261,9 @@ RawOutput::RawOutput(const CreateRequest& request, const Comm& comm, bool fsync_
       if (fd_ < 0) throw_errno("open the partial output", temp_data_path_);
       struct stat st;
       if (::fstat(fd_, &st) != 0) throw_errno("stat", temp_data_path_);
-      if (static_cast<std::uint64_t>(st.st_size) != data_offset_ + info_.bytes())
+      if (static_cast<std::uint64_t>(st.st_size) != file_bytes())
         throw Error(temp_data_path_ + " has " + std::to_string(st.st_size) + " bytes, not the " +
-                    std::to_string(data_offset_ + info_.bytes()) + " of this mask: it is not this job's partial output");
+                    std::to_string(file_bytes()) + " of this mask: it is not this job's partial output");
       data_commit_ = AtomicCommit(data_path_, temp_data_path_, uncommitted);
       return;
     }
@@ -255,7 +274,7 @@ RawOutput::RawOutput(const CreateRequest& request, const Comm& comm, bool fsync_
       const std::string path = std::exchange(temp_data_path_, {});  // not ours to remove
       throw_errno("create", path);
     }
-    auto size = static_cast<off_t>(data_offset_ + info_.bytes());
+    auto size = static_cast<off_t>(file_bytes());
     // fallocate, not posix_fallocate: glibc's emulation writes zeros where
     // the file system cannot reserve; then a plain ftruncate is all we do.
     int rc = 0;
@@ -267,7 +286,7 @@ RawOutput::RawOutput(const CreateRequest& request, const Comm& comm, bool fsync_
       ::close(std::exchange(fd_, -1));
       ::unlink(temp_data_path_.c_str());
       temp_data_path_.clear();
-      throw_errno("cannot reserve " + std::to_string(data_offset_ + info_.bytes()) + " bytes for", data_path_, rc);
+      throw_errno("cannot reserve " + std::to_string(file_bytes()) + " bytes for", data_path_, rc);
     }
     data_commit_ = AtomicCommit(data_path_, temp_data_path_, uncommitted);
   });
@@ -391,10 +410,12 @@ void RawOutput::close() {
     if (const int direct = std::exchange(direct_fd_, -1); direct >= 0 && checked_close(direct) != 0)
       throw_errno("close", data_path_);
     int fd = std::exchange(fd_, -1);
-    // A NIfTI file's header goes in last, with the data: rank 0 writes it.
+    // A NIfTI or VTK file's header (and trailer) go in last: rank 0 writes them.
     if (attached_ && comm_.rank() == 0) {
       try {
         write_fully(fd, attached_header_.data(), attached_header_.size(), 0, data_path_);
+        if (!attached_trailer_.empty())
+          write_fully(fd, attached_trailer_.data(), attached_trailer_.size(), data_offset_ + info_.bytes(), data_path_);
       } catch (...) {
         ::close(fd);
         throw;

@@ -94,7 +94,8 @@ class RawOutput {
   int fd() const { return fd_; }
   const std::string& data_path() const { return data_path_; }  // final name, for messages
   const std::string& temp_data_path() const { return temp_data_path_; }  // where data goes until close
-  // Where the voxels start in the data file: 0, or a NIfTI output's 352.
+  // Where the voxels start in the data file: 0, a NIfTI output's 352, or
+  // after a .vti output's XML header.
   std::uint64_t data_offset() const { return data_offset_; }
   // pwrite of every run of extent from packed native-order values, swapped
   // to file order where needed.
@@ -114,8 +115,10 @@ class RawOutput {
   AtomicCommit data_commit_;  // rank 0's: the data file's temporary, until close() renames it
   Partial partial_ = Partial::none;
   bool fsync_on_close_ = false;
-  bool attached_ = false;         // a NIfTI output (.nii): header and voxels in one file
+  bool attached_ = false;         // a NIfTI (.nii) or VTK (.vti) output: header and voxels in one file
   std::string attached_header_;   // its header, written at close
+  std::string attached_trailer_;  // and what follows the voxels (.vti)
+  std::uint64_t file_bytes() const { return data_offset_ + info_.bytes() + attached_trailer_.size(); }
   std::uint64_t data_offset_ = 0;
   int fd_ = -1;
   int direct_fd_ = -1;               // the same file opened O_DIRECT, when direct writes apply

@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: MIT
+// VTK XML image data (".vti", vtkXMLImageDataWriter, ParaView's "Save
+// Data"): an XML header and then, after "<AppendedData encoding="raw">" and
+// its "_", each array as a byte count (UInt32 or UInt64, header_type) and
+// its raw values. Such a file is a header plus raw voxels at an offset, so
+// every raw backend reads it (as NIfTI, volseg/io/nifti.hpp).
+//
+// What volseg takes from the header:
+//   WholeExtent      x0 x1 y0 y1 z0 z1 (one Piece over all of it); dims are
+//                    the point counts (x fastest: volseg's [z][y][x] order)
+//   Spacing, Origin  spacing; origin = Origin + x0 * Spacing (per axis)
+//   Direction        kept as the attribute vti_direction when not identity
+//   byte_order       LittleEndian or BigEndian
+//   the array        among the PointData arrays: the one named by
+//                    PointData's Scalars, else the only one; one component
+//                    of Int8 .. UInt64, Float32, Float64; format="appended"
+// Refused, each with one line: inline (ascii, binary) arrays, base64 or
+// compressed appended data (ParaView's default: save with "Encode Appended
+// Data" off and Compressor None, or convert), several pieces, cell data
+// only, vectors.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "volseg/io/nrrd.hpp"
+
+namespace volseg::io {
+
+// Whether the start of a file is a VTK XML file (an XML declaration or
+// a <VTKFile> element first).
+bool is_vti(std::string_view start);
+
+// The header's length: up to and including the "_" that starts the
+// appended data; 0 while text does not reach it yet.
+std::size_t vti_header_length(std::string_view text);
+
+// Parses a header (text up to the appended data's "_"); path names the
+// file, which is its own data file. Throws volseg::Error naming the path
+// and what is refused.
+NrrdHeader parse_vti(std::string_view text, const std::string& path);
+
+// What surrounds a ".vti" output's voxels: the header up to and including
+// the array's byte count (UInt64), and the closing tags after them. One
+// point data array named by info.variable ("values" when empty), marked as
+// the Scalars, raw appended, in info's byte order; spacing, origin and a
+// kept vti_direction place it, so ParaView opens it where the input lies.
+struct VtiFrame {
+  std::string header, trailer;
+};
+VtiFrame format_vti(const VolumeInfo& info);
+
+}  // namespace volseg::io

@@ -1,0 +1,168 @@
+# SPDX-License-Identifier: MIT
+"""VTK XML image data (.vti) with VTK's own writer and reader (Debian's
+python3-paraview) on the other side. Files vtkXMLImageDataWriter writes with
+raw appended data (every scalar type, both byte orders, both header types,
+an extent that does not start at 0, several arrays with one marked Scalars)
+are read by the raw backends on 1-3 ranks and thresholded as numpy does;
+.vti masks volseg writes are read back by vtkXMLImageDataReader, in place;
+compressed, base64 and inline files, several pieces and unmarked arrays get
+one line naming what to change, and leave nothing behind."""
+import os
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e_util as e  # noqa: E402
+
+try:
+    import vtk
+    from vtkmodules.util.numpy_support import numpy_to_vtk, vtk_to_numpy
+except ImportError:  # pragma: no cover - python3-paraview comes with the ParaView build
+    vtk = None
+
+DIMS_XYZ = (31, 29, 23)
+
+
+def write_vti(path, values_zyx, extent0=(0, 0, 0), spacing=(0.5, 0.75, 2.0), origin=(-3.0, 4.0, 10.0),
+              big_endian=False, header64=False, compressed=False, encoded=False, mode="appended", extra=None):
+    img = vtk.vtkImageData()
+    nz, ny, nx = values_zyx.shape
+    img.SetExtent(extent0[0], extent0[0] + nx - 1, extent0[1], extent0[1] + ny - 1, extent0[2], extent0[2] + nz - 1)
+    img.SetSpacing(*spacing)
+    img.SetOrigin(*origin)
+    arr = numpy_to_vtk(np.ascontiguousarray(values_zyx).ravel().copy())
+    arr.SetName("values")
+    img.GetPointData().SetScalars(arr)
+    for name, data in (extra or {}).items():
+        more = numpy_to_vtk(np.ascontiguousarray(data).ravel().copy())
+        more.SetName(name)
+        img.GetPointData().AddArray(more)
+    w = vtk.vtkXMLImageDataWriter()
+    w.SetInputData(img)
+    w.SetFileName(path)
+    {"appended": w.SetDataModeToAppended, "binary": w.SetDataModeToBinary, "ascii": w.SetDataModeToAscii}[mode]()
+    if not encoded:
+        w.EncodeAppendedDataOff()
+    if not compressed:
+        w.SetCompressorTypeToNone()
+    if big_endian:
+        w.SetByteOrderToBigEndian()
+    if header64:
+        w.SetHeaderTypeToUInt64()
+    assert w.Write() == 1
+
+
+@unittest.skipIf(vtk is None, "missing VTK's Python modules (python3-paraview)")
+class Vti(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        e.require_binary()
+        cls.tmp = tempfile.TemporaryDirectory(prefix="volseg-e2e-vti-")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.tmp.name, name)
+
+    def segment(self, source, lo, hi, ranks, *extra):
+        out = self.path("mask%d.nhdr" % ranks)
+        proc = e.run(["segment", source, "--lo", repr(lo), "--hi", repr(hi), "--out", out, "--quiet", "--force",
+                      *extra], ranks=ranks, timeout=120)
+        e.check_ok(self, proc)
+        return np.fromfile(self.path("mask%d.raw" % ranks), dtype=np.uint8)
+
+    def test_types_byte_orders_and_extents(self):
+        rng = np.random.default_rng(9)
+        shape = DIMS_XYZ[::-1]
+        cases = [(np.float32, 0.2, 0.6, {}), (np.float64, 0.2, 0.6, {"big_endian": True}),
+                 (np.int16, -100, 300, {"header64": True}), (np.uint8, 20, 90, {"extent0": (2, 5, 7)}),
+                 (np.uint16, 100, 9000, {"big_endian": True, "header64": True}), (np.int32, -500, 500, {}),
+                 (np.int8, -20, 20, {}), (np.uint32, 5, 50000, {}), (np.int64, -3000, 3000, {}),
+                 (np.uint64, 10, 900, {})]
+        backends = [(1, "mmap"), (3, "posix"), (2, "mpiio"), (2, "twophase")]
+        for k, (dtype, lo, hi, options) in enumerate(cases):
+            with self.subTest(dtype=np.dtype(dtype).name, **{o: str(v) for o, v in options.items()}):
+                if np.dtype(dtype).kind == "f":
+                    values = rng.random(shape).astype(dtype)
+                else:
+                    info = np.iinfo(dtype)
+                    values = rng.integers(max(info.min, -5000), min(info.max, 60000), shape).astype(dtype)
+                name = self.path("in-%d.vti" % k)
+                write_vti(name, values, **options)
+                expected = ((values >= lo) & (values <= hi)).astype(np.uint8).ravel()
+                ranks, backend = backends[k % len(backends)]
+                np.testing.assert_array_equal(self.segment(name, lo, hi, ranks, "--backend", backend), expected)
+                info = e.run(["info", name], ranks=1)
+                e.check_ok(self, info)
+                x0, y0, z0 = options.get("extent0", (0, 0, 0))
+                self.assertIn("dims (z,y,x):  23 29 31", info.stdout)
+                self.assertIn("spacing (x,y,z): 0.5 0.75 2", info.stdout)
+                self.assertIn("origin (x,y,z):  %g %g %g" % (-3.0 + 0.5 * x0, 4.0 + 0.75 * y0, 10.0 + 2.0 * z0),
+                              info.stdout)
+
+    def test_scalars_among_several_arrays_and_masks_vtk_reads(self):
+        rng = np.random.default_rng(10)
+        shape = DIMS_XYZ[::-1]
+        values = rng.random(shape).astype(np.float32)
+        write_vti(self.path("two.vti"), values, extra={"other": (values * 100).astype(np.int16)})
+        expected = ((values >= 0.3) & (values <= 0.7)).astype(np.uint8)
+        for ranks, backend in ((1, "mmap"), (3, "posix"), (2, "mpiio"), (2, "twophase")):
+            with self.subTest(ranks=ranks, backend=backend):
+                out = self.path("mask-%s.vti" % backend)
+                proc = e.run(["segment", self.path("two.vti"), "--lo", "0.3", "--hi", "0.7", "--out", out,
+                              "--backend", backend, "--quiet"], ranks=ranks)
+                e.check_ok(self, proc)
+                reader = vtk.vtkXMLImageDataReader()
+                reader.SetFileName(out)
+                reader.Update()
+                img = reader.GetOutput()
+                self.assertEqual(img.GetDimensions(), DIMS_XYZ)
+                np.testing.assert_allclose(img.GetSpacing(), (0.5, 0.75, 2.0))
+                np.testing.assert_allclose(img.GetOrigin(), (-3.0, 4.0, 10.0))
+                scalars = img.GetPointData().GetScalars()
+                self.assertEqual(scalars.GetName(), "mask")
+                self.assertEqual(scalars.GetDataType(), vtk.VTK_UNSIGNED_CHAR)
+                np.testing.assert_array_equal(vtk_to_numpy(scalars), expected.ravel())
+                self.assertEqual([n for n in os.listdir(self.tmp.name) if "volseg-tmp" in n], [])
+        # volseg reads its own .vti masks too.
+        again = self.segment(self.path("mask-mmap.vti"), 1, 1, 2)
+        np.testing.assert_array_equal(again, expected.ravel())
+
+    def test_refused_files(self):
+        values = np.zeros(DIMS_XYZ[::-1], np.float32)
+        write_vti(self.path("zlib.vti"), values, compressed=True, encoded=True)
+        write_vti(self.path("base64.vti"), values, encoded=True)
+        write_vti(self.path("inline.vti"), values, mode="binary")
+        write_vti(self.path("unmarked.vti"), values, extra={"b": values})
+        with open(self.path("unmarked.vti"), "rb") as f:
+            data = f.read().replace(b'Scalars="values"', b'Scalars="nothing"', 1)
+        with open(self.path("unmarked.vti"), "wb") as f:
+            f.write(data)
+        write_vti(self.path("short.vti"), values)
+        with open(self.path("short.vti"), "rb") as f:
+            data = f.read()
+        with open(self.path("short.vti"), "wb") as f:
+            f.write(data[: len(data) // 2])
+        cases = {"zlib.vti": r"arrays are compressed \(vtkZLibDataCompressor\)",
+                 "base64.vti": r"appended data encoded as base64",
+                 "inline.vti": r"format binary; volseg reads appended raw data",
+                 "unmarked.vti": r"several point data arrays \(values, b\) and none marked Scalars",
+                 "short.vti": r"header and data size disagree"}
+        for name, message in cases.items():
+            with self.subTest(name=name):
+                out = self.path("bad-" + name + ".nhdr")
+                proc = e.run(["segment", self.path(name), "--lo", "0", "--hi", "1", "--out", out, "--quiet"], ranks=2)
+                self.assertEqual(proc.returncode, 1, proc.stderr)
+                lines = [l for l in proc.stderr.splitlines() if l.startswith("volseg:")]
+                self.assertEqual(len(lines), 1, proc.stderr)
+                self.assertRegex(lines[0], message)
+                self.assertFalse(os.path.exists(out))
+
+
+if __name__ == "__main__":
+    e.main(verbosity=2)
