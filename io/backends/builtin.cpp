@@ -17,6 +17,7 @@ Backend make_ranged_uring_backend();
 Backend make_null_backend();
 Backend make_zarr_backend();
 Backend make_gzip_backend();
+Backend make_vti_backend();
 
 void register_builtin(Registry& registry) {
   registry.add(make_posix_backend());
@@ -31,6 +32,7 @@ void register_builtin(Registry& registry) {
   registry.add(make_null_backend());
   registry.add(make_zarr_backend());
   registry.add(make_gzip_backend());
+  registry.add(make_vti_backend());
 }
 
 }  // namespace volseg::io

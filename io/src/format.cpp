@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "raw/raw_volume.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/nifti.hpp"
 #include "volseg/io/vti.hpp"
@@ -30,6 +31,7 @@ std::string format_name(FileFormat format) {
     case FileFormat::zarr: return "zarr";
     case FileFormat::ome_zarr: return "ome-zarr";
     case FileFormat::nifti_gz: return "nifti-gz";
+    case FileFormat::vti_zlib: return "vti-zlib";
   }
   return "?";
 }
@@ -42,6 +44,7 @@ FileFormat parse_format(const std::string& name) {
   if (name == "zarr") return FileFormat::zarr;
   if (name == "ome-zarr") return FileFormat::ome_zarr;
   if (name == "nifti-gz") return FileFormat::nifti_gz;
+  if (name == "vti-zlib") return FileFormat::vti_zlib;
   throw Error("unknown format '" + name + "' (known: raw, cdf2, cdf5, netcdf4, zarr, ome-zarr)");
 }
 
@@ -107,8 +110,15 @@ static FileFormat detect_on_this_rank(const std::string& path) {
   if (got >= 4 && std::memcmp(magic, "NRRD", 4) == 0) return FileFormat::raw;
   // A NIfTI file is a header and raw voxels: the raw backends read it.
   if (got > 0 && is_nifti({reinterpret_cast<const char*>(magic), static_cast<std::size_t>(got)})) return FileFormat::raw;
-  // So is an image data file with raw appended data (refused otherwise, by the reader).
-  if (got > 0 && is_vti({reinterpret_cast<const char*>(magic), static_cast<std::size_t>(got)})) return FileFormat::raw;
+  // So is an image data file with raw appended data; compressed ones are the
+  // vti backend's (a header the parser refuses is the raw reader's to report).
+  if (got > 0 && is_vti({reinterpret_cast<const char*>(magic), static_cast<std::size_t>(got)})) {
+    try {
+      if (parse_vti_layout(raw::read_header_text(path, 1 << 20), path).packed()) return FileFormat::vti_zlib;
+    } catch (const Error&) {
+    }
+    return FileFormat::raw;
+  }
   if (got >= 4 && std::memcmp(magic, "CDF", 3) == 0) {
     if (magic[3] == 1) return FileFormat::cdf1;
     if (magic[3] == 2) return FileFormat::cdf2;
@@ -140,6 +150,7 @@ std::string reading_backend(FileFormat format) {
     case FileFormat::zarr:
     case FileFormat::ome_zarr: return "zarr";
     case FileFormat::nifti_gz: return "gzip";
+    case FileFormat::vti_zlib: return "vti";
   }
   return "posix";
 }
@@ -157,6 +168,7 @@ Writing writing_backend(FileFormat format, const std::string& input_backend) {
     case FileFormat::zarr: return {"zarr", {}};
     case FileFormat::ome_zarr: return {"zarr", {"ome=1"}};
     case FileFormat::nifti_gz: return {"gzip", {}};  // which refuses, with its reason
+    case FileFormat::vti_zlib: return {"vti", {}};   // likewise
   }
   return {"posix", {}};
 }

@@ -112,7 +112,7 @@ std::size_t vti_header_length(std::string_view text) {
   return mark == std::string_view::npos ? 0 : mark + 1;
 }
 
-NrrdHeader parse_vti(std::string_view text, const std::string& path) {
+VtiLayout parse_vti_layout(std::string_view text, const std::string& path) {
   const std::string where = path + ": VTK image data";
   const std::size_t n = text.size();
   const auto file = find_tag(text, "VTKFile", 0, n, where);
@@ -123,10 +123,12 @@ NrrdHeader parse_vti(std::string_view text, const std::string& path) {
   if (order != "LittleEndian" && order != "BigEndian") throw Error(where + ": byte_order " + order + " is unknown");
   const std::string header_type = file->get("header_type", "UInt32");
   if (header_type != "UInt32" && header_type != "UInt64") throw Error(where + ": header_type " + header_type + " is unknown");
-  if (!file->get("compressor").empty())
-    throw Error(where + ": its arrays are compressed (" + file->get("compressor") +
-                "); volseg reads uncompressed appended raw data: save it again with Compressor None and Encode "
-                "Appended Data off (ParaView's Save Data), or SetCompressorTypeToNone() and EncodeAppendedDataOff()");
+  VtiLayout layout;
+  layout.compressor = file->get("compressor");
+  if (!layout.compressor.empty() && layout.compressor != "vtkZLibDataCompressor")
+    throw Error(where + ": its arrays are compressed with " + layout.compressor +
+                "; volseg decompresses vtkZLibDataCompressor (ParaView's default) only: save it again with Compressor "
+                "ZLib or None");
   const auto image = find_tag(text, "ImageData", file->end, n, where);
   if (!image) throw Error(where + ": no <ImageData> element");
   const auto extent = numbers<6>(image->get("WholeExtent"), "WholeExtent", where);
@@ -178,10 +180,12 @@ NrrdHeader parse_vti(std::string_view text, const std::string& path) {
                 "; volseg reads appended raw data (inline arrays cannot be mapped): save with Data Mode Appended");
   const auto appended = find_tag(text, "AppendedData", 0, n, where);
   if (!appended) throw Error(where + ": no <AppendedData> element");
-  if (appended->get("encoding") != "raw")
-    throw Error(where + ": appended data encoded as " + appended->get("encoding", "?") +
-                "; volseg reads raw appended data: save with Encode Appended Data off (ParaView) or "
-                "EncodeAppendedDataOff()");
+  layout.base64 = appended->get("encoding") == "base64";
+  if (!layout.base64 && appended->get("encoding") != "raw")
+    throw Error(where + ": appended data encoded as " + appended->get("encoding", "?") + ", neither raw nor base64");
+  if (layout.base64 && layout.compressor.empty())
+    throw Error(where + ": uncompressed base64 appended data; volseg reads raw appended data, or compressed data "
+                "(raw or base64): save with Encode Appended Data off (ParaView) or EncodeAppendedDataOff()");
   const std::size_t start = vti_header_length(text);
   if (start == 0) throw Error(where + ": the appended data has no '_' mark");
   char* end = nullptr;
@@ -189,8 +193,10 @@ NrrdHeader parse_vti(std::string_view text, const std::string& path) {
   const unsigned long long offset = std::strtoull(offset_text.c_str(), &end, 10);
   if (offset_text.empty() || *end != '\0' || offset > (1ull << 62)) throw Error(array_where + ": offset \"" + offset_text + "\" is not a byte offset");
   const std::size_t count_size = header_type == "UInt32" ? 4 : 8;
+  layout.count_size = count_size;
+  layout.array_start = static_cast<std::uint64_t>(start) + offset;
 
-  NrrdHeader header;
+  NrrdHeader& header = layout.header;
   VolumeInfo& info = header.info;
   info.dims = dims;
   info.dtype = *dtype;
@@ -210,7 +216,7 @@ NrrdHeader parse_vti(std::string_view text, const std::string& path) {
   if (header.byte_skip > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) - info.bytes())
     throw Error(where + ": offset and dimensions reach past the largest file");
   // The array's byte count, where the text holds it (the first array's).
-  if (offset == 0 && text.size() >= start + count_size) {
+  if (layout.compressor.empty() && offset == 0 && text.size() >= start + count_size) {
     std::uint64_t count = 0;
     std::array<unsigned char, 8> raw{};
     std::memcpy(raw.data(), text.data() + start, count_size);
@@ -227,7 +233,17 @@ NrrdHeader parse_vti(std::string_view text, const std::string& path) {
       throw Error(array_where + ": its data say " + std::to_string(count) + " bytes, the extent and type need " +
                   std::to_string(info.bytes()));
   }
-  return header;
+  return layout;
+}
+
+NrrdHeader parse_vti(std::string_view text, const std::string& path) {
+  VtiLayout layout = parse_vti_layout(text, path);
+  if (layout.packed())
+    throw Error(path + ": VTK image data: its arrays are " +
+                std::string(layout.compressor.empty() ? "" : "compressed (" + layout.compressor + ")") +
+                (layout.base64 ? (layout.compressor.empty() ? "base64-encoded" : " and base64-encoded") : "") +
+                ": the vti backend reads them (each rank inflates its own blocks), the raw backends cannot map them");
+  return layout.header;
 }
 
 VtiFrame format_vti(const VolumeInfo& info) {

@@ -5,8 +5,10 @@ raw appended data (every scalar type, both byte orders, both header types,
 an extent that does not start at 0, several arrays with one marked Scalars)
 are read by the raw backends on 1-3 ranks and thresholded as numpy does;
 .vti masks volseg writes are read back by vtkXMLImageDataReader, in place;
-compressed, base64 and inline files, several pieces and unmarked arrays get
-one line naming what to change, and leave nothing behind."""
+zlib-compressed files as ParaView saves them (base64 or raw blocks) are read
+by the vti backend; uncompressed base64 and inline files, several pieces,
+unmarked arrays and damaged blocks get one line naming what to change, and
+leave nothing behind."""
 import os
 import sys
 import tempfile
@@ -27,7 +29,8 @@ DIMS_XYZ = (31, 29, 23)
 
 
 def write_vti(path, values_zyx, extent0=(0, 0, 0), spacing=(0.5, 0.75, 2.0), origin=(-3.0, 4.0, 10.0),
-              big_endian=False, header64=False, compressed=False, encoded=False, mode="appended", extra=None):
+              big_endian=False, header64=False, compressed=False, encoded=False, mode="appended", extra=None,
+              block_size=None):
     img = vtk.vtkImageData()
     nz, ny, nx = values_zyx.shape
     img.SetExtent(extent0[0], extent0[0] + nx - 1, extent0[1], extent0[1] + ny - 1, extent0[2], extent0[2] + nz - 1)
@@ -48,6 +51,8 @@ def write_vti(path, values_zyx, extent0=(0, 0, 0), spacing=(0.5, 0.75, 2.0), ori
         w.EncodeAppendedDataOff()
     if not compressed:
         w.SetCompressorTypeToNone()
+    if block_size:
+        w.SetBlockSize(block_size)
     if big_endian:
         w.SetByteOrderToBigEndian()
     if header64:
@@ -133,9 +138,43 @@ class Vti(unittest.TestCase):
         again = self.segment(self.path("mask-mmap.vti"), 1, 1, 2)
         np.testing.assert_array_equal(again, expected.ravel())
 
+    def test_zlib_compressed_files_as_paraview_saves_them(self):
+        # vtkXMLImageDataWriter's and ParaView's default: zlib blocks, base64; and raw-encoded blocks.
+        rng = np.random.default_rng(11)
+        shape = DIMS_XYZ[::-1]
+        cases = [(np.float32, {"compressed": True, "encoded": True}),
+                 (np.int16, {"compressed": True, "header64": True, "block_size": 4096}),
+                 (np.float64, {"compressed": True, "encoded": True, "big_endian": True, "block_size": 1000}),
+                 (np.uint8, {"compressed": True, "encoded": True, "header64": True, "extent0": (1, 2, 3)})]
+        for k, (dtype, options) in enumerate(cases):
+            with self.subTest(dtype=np.dtype(dtype).name, **{o: str(v) for o, v in options.items()}):
+                values = (rng.random(shape) * 200).astype(dtype)
+                name = self.path("z-%d.vti" % k)
+                write_vti(name, values, **options)
+                expected = ((values >= 30) & (values <= 120)).astype(np.uint8).ravel()
+                for ranks in (1, 3):
+                    np.testing.assert_array_equal(self.segment(name, 30, 120, ranks), expected)
+                info = e.run(["info", name], ranks=1)
+                e.check_ok(self, info)
+                self.assertIn("(vti-zlib, read by vti)", info.stdout)
+        # A damaged block: one line naming it.
+        with open(self.path("z-0.vti"), "rb") as f:
+            data = bytearray(f.read())
+        start = data.index(b"_", data.index(b"<AppendedData")) + 1
+        for i in range(start + 200, start + 260):
+            data[i] = ord("A")
+        with open(self.path("z-bad.vti"), "wb") as f:
+            f.write(data)
+        proc = e.run(["segment", self.path("z-bad.vti"), "--lo", "0", "--hi", "1", "--out", self.path("zb.nhdr"),
+                      "--quiet"], ranks=2)
+        self.assertEqual(proc.returncode, 1)
+        lines = [l for l in proc.stderr.splitlines() if l.startswith("volseg:")]
+        self.assertEqual(len(lines), 1, proc.stderr)
+        self.assertRegex(lines[0], r"block \d+ does not inflate")
+        self.assertFalse(os.path.exists(self.path("zb.nhdr")))
+
     def test_refused_files(self):
         values = np.zeros(DIMS_XYZ[::-1], np.float32)
-        write_vti(self.path("zlib.vti"), values, compressed=True, encoded=True)
         write_vti(self.path("base64.vti"), values, encoded=True)
         write_vti(self.path("inline.vti"), values, mode="binary")
         write_vti(self.path("unmarked.vti"), values, extra={"b": values})
@@ -148,8 +187,7 @@ class Vti(unittest.TestCase):
             data = f.read()
         with open(self.path("short.vti"), "wb") as f:
             f.write(data[: len(data) // 2])
-        cases = {"zlib.vti": r"arrays are compressed \(vtkZLibDataCompressor\)",
-                 "base64.vti": r"appended data encoded as base64",
+        cases = {"base64.vti": r"uncompressed base64 appended data",
                  "inline.vti": r"format binary; volseg reads appended raw data",
                  "unmarked.vti": r"several point data arrays \(values, b\) and none marked Scalars",
                  "short.vti": r"header and data size disagree"}

@@ -12,8 +12,10 @@
 
 namespace volseg::io {
 
-// nifti_gz: a gzip-compressed NIfTI file (.nii.gz), read by the gzip backend.
-enum class FileFormat { raw, cdf1, cdf2, cdf5, netcdf4, zarr, ome_zarr, nifti_gz };
+// nifti_gz: a gzip-compressed NIfTI file (.nii.gz), read by the gzip backend;
+// vti_zlib: VTK image data with compressed appended arrays, read by the vti
+// backend (raw appended .vti is raw).
+enum class FileFormat { raw, cdf1, cdf2, cdf5, netcdf4, zarr, ome_zarr, nifti_gz, vti_zlib };
 
 std::string format_name(FileFormat format);  // "raw", "cdf2", ...
 FileFormat parse_format(const std::string& name);  // raw | cdf2 | cdf5 | netcdf4

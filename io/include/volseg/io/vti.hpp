@@ -14,12 +14,15 @@
 //   the array        among the PointData arrays: the one named by
 //                    PointData's Scalars, else the only one; one component
 //                    of Int8 .. UInt64, Float32, Float64; format="appended"
-// Refused, each with one line: inline (ascii, binary) arrays, base64 or
-// compressed appended data (ParaView's default: save with "Encode Appended
-// Data" off and Compressor None, or convert), several pieces, cell data
-// only, vectors.
+// zlib-compressed appended arrays (ParaView's default), raw or base64, are
+// described by parse_vti_layout and read by the vti backend
+// (io/backends/vti.cpp). Refused, each with one line: inline (ascii,
+// binary) arrays, uncompressed base64, LZ4 or LZMA blocks, several pieces,
+// cell data only, vectors.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -39,6 +42,24 @@ std::size_t vti_header_length(std::string_view text);
 // file, which is its own data file. Throws volseg::Error naming the path
 // and what is refused.
 NrrdHeader parse_vti(std::string_view text, const std::string& path);
+
+// Where and how the chosen array lies: the header (dims, type, byte order,
+// spacing, origin) with byte_skip where its raw values start when it is
+// neither compressed nor encoded; otherwise array_start is where its block
+// header starts (VTK's compressed layout: block count, block size, last
+// block size, each block's compressed size, all count_size-byte integers;
+// base64: that header and then the blocks, each base64-encoded on its own).
+struct VtiLayout {
+  NrrdHeader header;
+  std::string compressor;  // empty, or vtkZLibDataCompressor
+  bool base64 = false;
+  std::size_t count_size = 4;     // UInt32 or UInt64 header integers
+  std::uint64_t array_start = 0;  // the array's first byte after the '_' mark
+  bool packed() const { return base64 || !compressor.empty(); }
+};
+// As parse_vti, but compressed (zlib) and base64-encoded arrays are
+// described rather than refused.
+VtiLayout parse_vti_layout(std::string_view text, const std::string& path);
 
 // What surrounds a ".vti" output's voxels: the header up to and including
 // the array's byte count (UInt64), and the closing tags after them. One

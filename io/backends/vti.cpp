@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: MIT
+// Backend "vti": VTK image data whose appended array is zlib-compressed
+// (vtkZLibDataCompressor), raw or base64-encoded: what ParaView's "Save
+// Data" and vtkXMLImageDataWriter write by default. VTK compresses an array
+// in independent blocks (32 KiB of values each by default) and lists their
+// compressed sizes in a header, so each rank reads and inflates only the
+// blocks its bricks touch; in base64, a block's bytes are found from its
+// compressed offset (4 characters for every 3 bytes). The latest blocks
+// are kept (up to hint cache=, default 16 MiB), so a block two bricks share
+// is inflated once per rank. Uncompressed raw appended files go through the
+// raw backends instead, mapped (volseg/io/vti.hpp).
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstring>
+#include <list>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "raw/raw_volume.hpp"
+#include "volseg/io/error.hpp"
+#include "volseg/io/registry.hpp"
+#include "volseg/io/vti.hpp"
+
+namespace volseg::io {
+namespace {
+
+// Decodes base64 text (no line breaks: VTK writes none) into bytes.
+std::vector<unsigned char> from_base64(const char* text, std::size_t length, const std::string& where) {
+  static const std::array<int, 256> table = [] {
+    std::array<int, 256> t{};
+    t.fill(-1);
+    const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (int i = 0; i < 64; ++i) t[static_cast<unsigned char>(alphabet[i])] = i;
+    return t;
+  }();
+  std::vector<unsigned char> out;
+  out.reserve(length / 4 * 3);
+  std::uint32_t bits = 0;
+  int count = 0;
+  for (std::size_t i = 0; i < length; ++i) {
+    const char c = text[i];
+    if (c == '=') break;
+    const int v = table[static_cast<unsigned char>(c)];
+    if (v < 0) throw Error(where + ": a character that is not base64 in the appended data");
+    bits = (bits << 6) | static_cast<std::uint32_t>(v);
+    if (++count == 4) {
+      out.push_back(static_cast<unsigned char>(bits >> 16));
+      out.push_back(static_cast<unsigned char>(bits >> 8));
+      out.push_back(static_cast<unsigned char>(bits));
+      bits = 0;
+      count = 0;
+    }
+  }
+  if (count == 2) out.push_back(static_cast<unsigned char>(bits >> 4));
+  if (count == 3) {
+    out.push_back(static_cast<unsigned char>(bits >> 10));
+    out.push_back(static_cast<unsigned char>(bits >> 2));
+  }
+  return out;
+}
+
+class VtiReader final : public VolumeReader {
+ public:
+  VtiReader(const std::string& path, const Comm& comm, std::uint64_t cache_bytes)
+      : path_(path), cache_bytes_(cache_bytes) {
+    std::string text;
+    collectively(comm, [&] {
+      if (comm.rank() == 0) text = raw::read_header_text(path, 1 << 20);
+    });
+    text = comm.broadcast(text);
+    layout_ = parse_vti_layout(text, path);
+    if (!layout_.packed()) throw Error(path + ": raw appended data: read it with a raw backend (mmap, posix, ...)");
+    collectively(comm, [&] {
+      fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd_ < 0) throw_errno("open", path);
+      read_block_table();
+    });
+  }
+  ~VtiReader() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  const VolumeInfo& info() const override { return layout_.header.info; }
+  std::string backend_name() const override { return "vti"; }
+  std::uint64_t bytes_read() const override { return bytes_read_; }
+  std::vector<std::string> files() const override { return {path_}; }
+
+ protected:
+  void do_read(const Extent& extent, void* buffer) override {
+    const std::size_t size = dtype_size(info().dtype);
+    const bool swap = info().byte_order != native_byte_order();
+    auto* out = static_cast<std::byte*>(buffer);
+    raw::for_each_run(info().dims, extent, size, 0, [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
+      std::byte* target = out + index * static_cast<std::int64_t>(size);
+      std::uint64_t length = static_cast<std::uint64_t>(count) * size, at = offset;
+      std::byte* to = target;
+      while (length > 0) {
+        const std::uint64_t k = at / block_size_, inside = at % block_size_;
+        const std::vector<std::byte>& block = inflated(k);
+        const std::uint64_t piece = std::min<std::uint64_t>(length, block.size() - inside);
+        std::memcpy(to, block.data() + inside, piece);
+        to += piece;
+        at += piece;
+        length -= piece;
+      }
+      if (swap) raw::swap_bytes(target, count, size);
+    });
+  }
+  void do_close() override {
+    cache_.clear();
+    const int fd = std::exchange(fd_, -1);
+    if (fd >= 0 && ::close(fd) != 0) throw_errno("close", path_);
+  }
+
+ private:
+  // The integers of the block header, from count_size-byte values in the
+  // file's byte order.
+  std::uint64_t integer(const unsigned char* p) const {
+    std::array<unsigned char, 8> raw{};
+    std::memcpy(raw.data(), p, layout_.count_size);
+    const bool swap = info().byte_order != native_byte_order();
+    if (swap) std::reverse(raw.begin(), raw.begin() + static_cast<std::ptrdiff_t>(layout_.count_size));
+    if (layout_.count_size == 4) {
+      std::uint32_t v = 0;
+      std::memcpy(&v, raw.data(), 4);
+      return v;
+    }
+    std::uint64_t v = 0;
+    std::memcpy(&v, raw.data(), 8);
+    return v;
+  }
+
+  // Bytes of the header or the data as stored: for base64, the characters
+  // that hold bytes [from, from + length) of a stream starting at start.
+  std::vector<unsigned char> stored(std::uint64_t start, std::uint64_t from, std::uint64_t length) {
+    if (!layout_.base64) {
+      std::vector<unsigned char> bytes(length);
+      raw::read_fully(fd_, bytes.data(), length, start + from, path_);
+      bytes_read_ += length;
+      return bytes;
+    }
+    const std::uint64_t first = from / 3 * 4, last = (from + length + 2) / 3 * 4;
+    std::string text(last - first, '\0');
+    raw::read_fully(fd_, text.data(), text.size(), start + first, path_);
+    bytes_read_ += text.size();
+    auto bytes = from_base64(text.data(), text.size(), path_);
+    const std::uint64_t skip = from % 3;
+    if (bytes.size() < skip + length) throw Error(path_ + ": the appended data end inside a compressed block");
+    return {bytes.begin() + static_cast<std::ptrdiff_t>(skip),
+            bytes.begin() + static_cast<std::ptrdiff_t>(skip + length)};
+  }
+
+  void read_block_table() {
+    const std::size_t c = layout_.count_size;
+    const auto first = stored(layout_.array_start, 0, 3 * c);
+    const std::uint64_t blocks = integer(first.data()), block_size = integer(first.data() + c),
+                        last_size = integer(first.data() + 2 * c);
+    const std::uint64_t bytes = info().bytes();
+    const std::uint64_t expect = block_size == 0 ? 0 : (bytes + block_size - 1) / block_size;
+    if (block_size == 0 || blocks != expect || (last_size != 0 && last_size > block_size) ||
+        (blocks > 0 && (blocks - 1) * block_size + (last_size == 0 ? block_size : last_size) != bytes))
+      throw Error(path_ + ": VTK image data: a compressed block header of " + std::to_string(blocks) + " blocks of " +
+                  std::to_string(block_size) + " bytes (last " + std::to_string(last_size) +
+                  ") that does not hold the extent's " + std::to_string(bytes) + " bytes");
+    const std::uint64_t header_bytes = (3 + blocks) * c;
+    const auto table = stored(layout_.array_start, 0, header_bytes);
+    block_size_ = block_size;
+    last_size_ = last_size == 0 ? block_size : last_size;
+    offsets_.assign(blocks + 1, 0);
+    for (std::uint64_t k = 0; k < blocks; ++k) {
+      const std::uint64_t size = integer(table.data() + (3 + k) * c);
+      if (size > (std::uint64_t{1} << 40)) throw Error(path_ + ": VTK image data: block " + std::to_string(k) + " is too large");
+      offsets_[k + 1] = offsets_[k] + size;
+    }
+    // Where the blocks start: after the header as stored (base64: its own characters).
+    data_start_ = layout_.array_start + (layout_.base64 ? (header_bytes + 2) / 3 * 4 : header_bytes);
+  }
+
+  const std::vector<std::byte>& inflated(std::uint64_t k) {
+    if (auto it = cache_.find(k); it != cache_.end()) return it->second;
+    if (k + 1 >= offsets_.size()) throw Error(path_ + ": VTK image data: a read past the last block");
+    const auto compressed = stored(data_start_, offsets_[k], offsets_[k + 1] - offsets_[k]);
+    std::vector<std::byte> out(k + 2 == offsets_.size() ? last_size_ : block_size_);
+    uLongf got = static_cast<uLongf>(out.size());
+    const int rc = uncompress(reinterpret_cast<Bytef*>(out.data()), &got, compressed.data(),
+                              static_cast<uLong>(compressed.size()));
+    if (rc != Z_OK || got != out.size())
+      throw Error(path_ + ": VTK image data: block " + std::to_string(k) + " does not inflate to its " +
+                  std::to_string(out.size()) + " bytes (zlib " + std::to_string(rc) + ")");
+    while (!order_.empty() && held_ + out.size() > cache_bytes_) {
+      held_ -= cache_[order_.back()].size();
+      cache_.erase(order_.back());
+      order_.pop_back();
+    }
+    order_.push_front(k);
+    held_ += out.size();
+    return cache_[k] = std::move(out);
+  }
+
+  std::string path_;
+  VtiLayout layout_;
+  int fd_ = -1;
+  std::uint64_t block_size_ = 0, last_size_ = 0, data_start_ = 0, cache_bytes_, held_ = 0;
+  std::vector<std::uint64_t> offsets_;  // compressed offsets of the blocks, and their end
+  std::map<std::uint64_t, std::vector<std::byte>> cache_;
+  std::list<std::uint64_t> order_;  // most recent first
+  std::atomic<std::uint64_t> bytes_read_{0};
+};
+
+}  // namespace
+
+Backend make_vti_backend() {
+  Backend backend;
+  backend.name = "vti";
+  backend.formats = "VTK image data (.vti) with zlib-compressed appended arrays, raw or base64; read only";
+  backend.extension = ".vti";
+  backend.description = "each rank inflates the compressed blocks its bricks touch (hint cache=16MiB)";
+  backend.hints = {{"cache", HintFor::readers}};
+  backend.open = [](const std::string& path, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
+    const auto cache = static_cast<std::uint64_t>(hints.get_size("cache", std::int64_t{16} << 20));
+    hints.reject_unused("vti");
+    return std::make_unique<VtiReader>(path, comm, cache);
+  };
+  backend.create = [](const CreateRequest& request, const Comm&, const Hints&) -> std::unique_ptr<VolumeWriter> {
+    throw Error(request.path + ": the vti backend reads only; .vti outputs are written raw by the raw writers");
+  };
+  return backend;
+}
+
+}  // namespace volseg::io
