@@ -136,6 +136,40 @@ std::vector<std::size_t> parse_chunks(const std::string& text) {
   return sizes;
 }
 
+// Every variable of a file, in the root group and below, named by its path
+// from the root ("sim/density"), with its group and id.
+struct Catalog {
+  std::vector<netcdf::VariableShape> shapes;
+  std::vector<std::pair<int, int>> places;  // group id, variable id
+};
+
+void add_group(int gid, const std::string& prefix, const std::string& path, Catalog& catalog, int depth) {
+  if (depth > 32) throw Error(path + ": groups nested deeper than 32");
+  int count = 0;
+  check_nc(nc_inq_nvars(gid, &count), path);
+  for (int v = 0; v < count; ++v) {
+    netcdf::VariableShape shape = netcdf::shape_of<NetcdfApi>(gid, v, path);
+    shape.name = prefix + shape.name;
+    catalog.shapes.push_back(std::move(shape));
+    catalog.places.emplace_back(gid, v);
+  }
+  int groups = 0;
+  check_nc(nc_inq_grps(gid, &groups, nullptr), path);
+  std::vector<int> ids(static_cast<std::size_t>(groups));
+  if (groups > 0) check_nc(nc_inq_grps(gid, &groups, ids.data()), path);
+  for (int id : ids) {
+    char name[NC_MAX_NAME + 1];
+    check_nc(nc_inq_grpname(id, name), path);
+    add_group(id, prefix + name + "/", path, catalog, depth + 1);
+  }
+}
+
+Catalog catalog_of(int ncid, const std::string& path) {
+  Catalog catalog;
+  add_group(ncid, "", path, catalog, 0);
+  return catalog;
+}
+
 class Netcdf4Reader final : public VolumeReader {
  public:
   Netcdf4Reader(const std::string& path, const Comm& comm, Options options)
@@ -148,7 +182,7 @@ class Netcdf4Reader final : public VolumeReader {
     try {
       collectively(comm_, [&] {
         describe();
-        int status = nc_var_par_access(ncid_, varid_, options_.independent ? NC_INDEPENDENT : NC_COLLECTIVE);
+        int status = nc_var_par_access(gid_, varid_, options_.independent ? NC_INDEPENDENT : NC_COLLECTIVE);
         if (status != NC_NOERR && options_.independent && has_filters())
           throw Error(path + ": variable " + info_.variable +
                       " is compressed, and HDF5 reads compressed data only collectively (drop access=independent)");
@@ -176,7 +210,7 @@ class Netcdf4Reader final : public VolumeReader {
     auto [start, count] = corners(extent);
     // HDF5 places the data (chunks): no single file offset to give.
     trace::Span span(trace::Op::read, -1, static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info_.dtype));
-    check_nc(nc_get_vara(ncid_, varid_, start.data(), count.data(), buffer), "read " + path_);
+    check_nc(nc_get_vara(gid_, varid_, start.data(), count.data(), buffer), "read " + path_);
     bytes_read_ += static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info_.dtype);
   }
 
@@ -187,7 +221,7 @@ class Netcdf4Reader final : public VolumeReader {
       auto [start, count] = corners(Extent{});  // join the round with nothing
       std::byte none{};
       trace::Span span(trace::Op::read);
-      check_nc(nc_get_vara(ncid_, varid_, start.data(), count.data(), &none), "read " + path_);
+      check_nc(nc_get_vara(gid_, varid_, start.data(), count.data(), &none), "read " + path_);
     });
   }
 
@@ -216,12 +250,18 @@ class Netcdf4Reader final : public VolumeReader {
   }
 
   void describe() {
-    const auto shapes = netcdf::variables<NetcdfApi>(ncid_, path_);
-    const auto& chosen = netcdf::choose_variable(shapes, options_.selection, path_);
-    check_nc(nc_inq_varid(ncid_, chosen.name.c_str(), &varid_), path_);
-    const auto shape = netcdf::volume_shape(chosen, options_.selection, path_);
+    // Variables in groups are named by their path ("sim/density"); a
+    // leading "/" in --var is the root's, as h5py and h5dump write paths.
+    Catalog catalog = catalog_of(ncid_, path_);
+    netcdf::Selection selection = options_.selection;
+    if (!selection.variable.empty() && selection.variable[0] == '/') selection.variable.erase(0, 1);
+    const auto& chosen = netcdf::choose_variable(catalog.shapes, selection, path_);
+    const auto at = static_cast<std::size_t>(&chosen - catalog.shapes.data());
+    gid_ = catalog.places[at].first;
+    varid_ = catalog.places[at].second;
+    const auto shape = netcdf::volume_shape(chosen, selection, path_);
     nc_type type;
-    check_nc(nc_inq_vartype(ncid_, varid_, &type), path_);
+    check_nc(nc_inq_vartype(gid_, varid_, &type), path_);
     auto dtype = netcdf::dtype_of(type);
     if (!dtype) netcdf::refuse_type(path_, chosen.name, type);
     refuse_missing_filters(chosen.name);
@@ -230,17 +270,31 @@ class Netcdf4Reader final : public VolumeReader {
     info_.byte_order = native_byte_order();  // netCDF-C converts to native
     info_.variable = chosen.name;
     time_ = shape.time;
-    netcdf::apply_attributes(
-        info_,
-        [&](const std::string& name) { return netcdf::number_attribute<NetcdfApi>(ncid_, varid_, name, path_); },
-        type == NC_BYTE);
+    const auto number = [&](const std::string& name) {
+      return netcdf::number_attribute<NetcdfApi>(gid_, varid_, name, path_);
+    };
+    netcdf::apply_attributes(info_, number, type == NC_BYTE);
+    // An HDF5 file netCDF did not write (no _NCProperties): its datasets
+    // have HDF5's fill, not netCDF's, and a value equal to netCDF's default
+    // fill is data. Spacing from the attributes HDF5 tools write, in the
+    // dataset's (z, y, x) order: element_size_um (Fiji, ilastik) or spacing.
+    if (nc_inq_att(ncid_, NC_GLOBAL, "_NCProperties", nullptr, nullptr) != NC_NOERR) {
+      info_.attributes["hdf5"] = "not written by netCDF";
+      if (!number("_FillValue")) info_.fill_value.reset();
+      for (const char* key : {"element_size_um", "spacing"})
+        if (const auto values = number(key); values && values->size() == 3) {
+          for (std::size_t a = 0; a < 3; ++a)
+            if ((*values)[a] > 0) info_.spacing[a] = static_cast<double>((*values)[2 - a]);
+          break;
+        }
+    }
     for (std::size_t a = 0; a < 3; ++a)
       info_.attributes["dim" + std::to_string(a)] = chosen.dim_names[chosen.dim_names.size() - 3 + a];
   }
 
   bool has_filters() const {
     std::size_t count = 0;
-    return nc_inq_var_filter_ids(ncid_, varid_, &count, nullptr) == NC_NOERR && count > 0;
+    return nc_inq_var_filter_ids(gid_, varid_, &count, nullptr) == NC_NOERR && count > 0;
   }
 
   // A variable compressed with a filter this library cannot decode (a
@@ -248,11 +302,11 @@ class Netcdf4Reader final : public VolumeReader {
   // rank; refuse it at open with its filter id.
   void refuse_missing_filters(const std::string& variable) {
     std::size_t count = 0;
-    if (nc_inq_var_filter_ids(ncid_, varid_, &count, nullptr) != NC_NOERR || count == 0) return;
+    if (nc_inq_var_filter_ids(gid_, varid_, &count, nullptr) != NC_NOERR || count == 0) return;
     std::vector<unsigned int> ids(count);
-    check_nc(nc_inq_var_filter_ids(ncid_, varid_, &count, ids.data()), path_);
+    check_nc(nc_inq_var_filter_ids(gid_, varid_, &count, ids.data()), path_);
     for (unsigned int id : ids)
-      if (nc_inq_filter_avail(ncid_, id) != NC_NOERR)
+      if (nc_inq_filter_avail(gid_, id) != NC_NOERR)
         throw Error(path_ + ": variable " + variable + " is compressed with HDF5 filter " + std::to_string(id) +
                     ", which this netCDF library cannot decode (plugin not installed)");
   }
@@ -261,6 +315,7 @@ class Netcdf4Reader final : public VolumeReader {
   std::string path_;
   Options options_;
   int ncid_ = -1, varid_ = -1;
+  int gid_ = -1;  // the group that holds the variable (ncid_ for the root's)
   std::optional<std::int64_t> time_;
   VolumeInfo info_;
   std::atomic<std::uint64_t> bytes_read_{0};
@@ -401,7 +456,11 @@ static std::vector<std::string> list_variables(const std::string& path, const Co
   int ncid = -1;
   collectively(comm, [&] { check_nc(nc_open_par(path.c_str(), NC_NOWRITE, comm.get(), MPI_INFO_NULL, &ncid), path); });
   try {
-    collectively(comm, [&] { lines = netcdf::listing<NetcdfApi>(ncid, path); });
+    collectively(comm, [&] {
+      const Catalog catalog = catalog_of(ncid, path);
+      for (const auto& shape : catalog.shapes)
+        if (shape.dim_names.size() >= 3) lines.push_back(netcdf::listing_line(shape));
+    });
   } catch (...) {
     nc_close(ncid);  // a refused file is closed too
     throw;

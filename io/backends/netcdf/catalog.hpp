@@ -43,7 +43,15 @@ std::vector<VariableShape> variables(int ncid, const std::string& path) {
   return shapes;
 }
 
-// "name(dim=length, ...) type" for every variable of 3 or more dimensions.
+// "name(dim=length, ...) type": one line of `volseg info`'s listing.
+inline std::string listing_line(const VariableShape& shape) {
+  std::string line = shape.name + "(";
+  for (std::size_t d = 0; d < shape.dim_names.size(); ++d)
+    line += (d ? ", " : "") + shape.dim_names[d] + "=" + std::to_string(shape.dim_lengths[d]);
+  return line + ") " + type_name(shape.nc_type);
+}
+
+// listing_line for every variable of 3 or more dimensions.
 template <class Api>
 std::vector<std::string> listing(int ncid, const std::string& path) {
   int count = 0;
@@ -51,11 +59,7 @@ std::vector<std::string> listing(int ncid, const std::string& path) {
   std::vector<std::string> lines;
   for (int v = 0; v < count; ++v) {
     const VariableShape shape = shape_of<Api>(ncid, v, path);
-    if (shape.dim_names.size() < 3) continue;
-    std::string line = shape.name + "(";
-    for (std::size_t d = 0; d < shape.dim_names.size(); ++d)
-      line += (d ? ", " : "") + shape.dim_names[d] + "=" + std::to_string(shape.dim_lengths[d]);
-    lines.push_back(line + ") " + type_name(shape.nc_type));
+    if (shape.dim_names.size() >= 3) lines.push_back(listing_line(shape));
   }
   return lines;
 }

@@ -1,0 +1,106 @@
+# SPDX-License-Identifier: MIT
+"""HDF5 files that netCDF did not write, with h5py (Debian's python3-h5py)
+on the other side: datasets in groups named by their path (`--var
+/sim/density`), contiguous and chunked with deflate, shuffle and fletcher32,
+every volseg type, a 4D dataset with --time, spacing from element_size_um,
+and HDF5's fill semantics (a value equal to netCDF's default fill is data);
+read by the netcdf4 backend (parallel netCDF-C over parallel HDF5) on 1 and
+3 ranks and compared with numpy. Several datasets without --var, and a 2D
+one, get one line."""
+import os
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e_util as e  # noqa: E402
+
+try:
+    import h5py
+except ImportError:  # pragma: no cover - install-deps.sh installs it
+    h5py = None
+
+SHAPE = (23, 29, 31)
+
+
+@unittest.skipIf(h5py is None, "missing python3-h5py")
+class Hdf5(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        e.require_binary()
+        cls.tmp = tempfile.TemporaryDirectory(prefix="volseg-e2e-hdf5-")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.tmp.name, name)
+
+    def segment(self, source, lo, hi, ranks, *extra):
+        out = self.path("mask%d.nhdr" % ranks)
+        proc = e.run(["segment", source, "--lo", repr(lo), "--hi", repr(hi), "--out", out, "--quiet", "--force",
+                      *extra], ranks=ranks, timeout=120)
+        e.check_ok(self, proc)
+        return np.fromfile(self.path("mask%d.raw" % ranks), dtype=np.uint8).reshape(SHAPE)
+
+    def test_datasets_in_groups_layouts_and_types(self):
+        rng = np.random.default_rng(12)
+        layouts = {"contiguous": {}, "chunked-gzip-shuffle": {"chunks": (8, 8, 8), "compression": "gzip", "shuffle": True},
+                   "chunked-fletcher32": {"chunks": (5, 29, 31), "fletcher32": True}}
+        cases = [("<f4", 0.2, 0.6), (">f8", 0.2, 0.6), ("<i2", -100, 300), ("<u2", 10, 900), ("|u1", 20, 90),
+                 ("<i4", -500, 500), ("<u4", 10, 60000), ("<i8", -3000, 3000)]
+        with h5py.File(self.path("run.h5"), "w") as f:
+            for k, (dtype, lo, hi) in enumerate(cases):
+                dt = np.dtype(dtype)
+                values = rng.random(SHAPE).astype(dt) if dt.kind == "f" else \
+                    rng.integers(max(np.iinfo(dt).min, -5000), min(np.iinfo(dt).max, 60000), SHAPE).astype(dt)
+                name = list(layouts)[k % len(layouts)]
+                f.create_dataset("sim/step%d/%s" % (k, name), data=values, **layouts[name])
+        with h5py.File(self.path("run.h5"), "r") as f:
+            for k, (dtype, lo, hi) in enumerate(cases):
+                name = "sim/step%d/%s" % (k, list(layouts)[k % len(layouts)])
+                values = f[name][...]
+                expected = ((values >= lo) & (values <= hi)).astype(np.uint8)
+                for ranks in (1, 3):
+                    with self.subTest(dataset=name, ranks=ranks):
+                        got = self.segment(self.path("run.h5"), lo, hi, ranks, "--var", "/" + name)
+                        np.testing.assert_array_equal(got, expected)
+        info = e.run(["info", self.path("run.h5")], ranks=1)
+        e.check_ok(self, info)
+        self.assertIn("sim/step0/contiguous(", info.stdout)
+        self.assertIn("sim/step7/chunked-gzip-shuffle(", info.stdout)
+        # Several datasets and no --var: one line naming them.
+        proc = e.run(["segment", self.path("run.h5"), "--lo", "0", "--hi", "1", "--out", self.path("x.nhdr")], ranks=2)
+        self.assertEqual(proc.returncode, 1)
+        self.assertRegex(proc.stderr, r"sim/step0/contiguous")
+        self.assertFalse(os.path.exists(self.path("x.nhdr")))
+
+    def test_fill_spacing_time_and_2d(self):
+        values = np.zeros((3,) + SHAPE, np.float32)
+        values[1] = np.random.default_rng(13).random(SHAPE)
+        values[1, :4] = 9.969209968386869e36  # netCDF's default float fill: data in an HDF5 file
+        with h5py.File(self.path("t.h5"), "w") as f:
+            d = f.create_dataset("field", data=values, chunks=(1, 8, 29, 31), compression="gzip")
+            d.attrs["element_size_um"] = [2.0, 0.5, 0.25]  # z, y, x
+            f.create_dataset("image", data=np.zeros((40, 50), np.uint8))
+        expected = ((values[1] >= 0.5) & (values[1] <= 1e37)).astype(np.uint8)
+        for ranks in (1, 3):
+            np.testing.assert_array_equal(self.segment(self.path("t.h5"), 0.5, 1e37, ranks, "--var", "field",
+                                                       "--time", "1"), expected)
+        info = e.run(["info", self.path("t.h5"), "--var", "field", "--time", "1"], ranks=1)
+        e.check_ok(self, info)
+        self.assertIn("spacing (x,y,z): 0.25 0.5 2", info.stdout)
+        self.assertNotIn("_FillValue", info.stdout)
+        proc = e.run(["segment", self.path("t.h5"), "--var", "image", "--lo", "0", "--hi", "1", "--out",
+                      self.path("y.nhdr")], ranks=1)
+        self.assertEqual(proc.returncode, 1)
+        lines = [l for l in proc.stderr.splitlines() if l.startswith("volseg:")]
+        self.assertEqual(len(lines), 1, proc.stderr)
+        self.assertIn("image", lines[0])
+
+
+if __name__ == "__main__":
+    e.main(verbosity=2)
