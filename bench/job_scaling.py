@@ -37,9 +37,17 @@ MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
 FIELDS = ["job", "ranks", "round", "seconds", "same_as_first", "merge_s", "rss_rank0_mib", "rss_max_mib"]
 
 
+def files_of(path):
+    """A file, or every file under a folder (a Zarr store) in sorted order."""
+    if not os.path.isdir(path):
+        return [path]
+    return sorted(os.path.join(d, f) for d, _, names in os.walk(path) for f in names)
+
+
 def digest(paths):
     h = hashlib.md5()
-    for path in paths:
+    for path in (f for p in paths for f in files_of(p)):
+        h.update(os.path.relpath(path, os.path.dirname(paths[0])).encode())
         with open(path, "rb") as f:
             for block in iter(lambda: f.read(1 << 24), b""):
                 h.update(block)
@@ -66,10 +74,17 @@ def jobs(args, work):
     return {
         "segment": (["segment", volume, "--lo", "0.25", "--hi", "0.5", "--out", out("m.nhdr"), "--force"],
                     [out("m.raw")]),
+        # The same mask as Zarr (one file a chunk): no shared file whose writes serialize in the kernel.
+        "segment zarr": (["segment", volume, "--lo", "0.25", "--hi", "0.5", "--out", out("m.zarr"), "--force"],
+                         [out("m.zarr")]),
         "label 6": (["label", mask, "--mask-input", "--connectivity", "6", "--out", out("l6.nhdr"), "--force"],
                     [out("l6.raw")]),
         "label 26": (["label", mask, "--mask-input", "--connectivity", "26", "--out", out("l26.nhdr"), "--force"],
                      [out("l26.raw")]),
+        "label 6 zarr": (["label", mask, "--mask-input", "--connectivity", "6", "--out", out("l6.zarr"), "--force"],
+                         [out("l6.zarr")]),
+        "label 26 zarr": (["label", mask, "--mask-input", "--connectivity", "26", "--out", out("l26.zarr"),
+                           "--force"], [out("l26.zarr")]),
         "pyramid": (["pyramid", volume, "--pyramid-dir", out("v.pyramid"), "--force"],
                     [os.path.join(out("v.pyramid"), "bricks.bin"), os.path.join(out("v.pyramid"), "histograms.u32")]),
     }
@@ -99,7 +114,9 @@ def plot(path, rows, ranks, cores):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ranks", default="1,2,4,8,16")
-    parser.add_argument("--jobs", default="segment,label 6,label 26,pyramid", help="comma-separated")
+    parser.add_argument("--jobs", default="segment,label 6,label 26,pyramid",
+                        help="comma-separated, among: segment, segment zarr, label 6, label 26, label 6 zarr, "
+                             "label 26 zarr, pyramid")
     parser.add_argument("--size", type=int, default=1024, help="edge of the f32 volume (default 1024: 4 GiB)")
     parser.add_argument("--label-size", type=int, default=768, help="edge of the random mask (default 768)")
     parser.add_argument("--density", type=float, default=0.3)
