@@ -5,7 +5,7 @@
 set -u
 source .devpkg/setup.sh || exit 1
 nproc; grep -m1 "model name" /proc/cpuinfo; free -g | head -2
-$V --version | head -1
+$V info --help | head -1
 mkdir -p "$OUT/results"
 timeout "${LIMIT:-540}" python3 bench/job_scaling.py --ranks "${RANKS:-1,2,4,8,16}" --rounds "${ROUNDS:-2}" \
   --jobs "${JOBS:-segment,label 6,label 26,pyramid}" --dir /dev/shm/js --out "$OUT/results" \
