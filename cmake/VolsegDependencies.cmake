@@ -33,6 +33,7 @@ pkg_check_modules(LIBURING REQUIRED IMPORTED_TARGET liburing)
 pkg_check_modules(BLOSC REQUIRED IMPORTED_TARGET blosc)
 pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
 pkg_check_modules(ZLIB REQUIRED IMPORTED_TARGET zlib)
+pkg_check_modules(LIBTIFF REQUIRED IMPORTED_TARGET libtiff-4)
 
 if(VOLSEG_WITH_PARAVIEW)
   find_package(LibXml2 REQUIRED)

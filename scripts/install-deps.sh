@@ -26,8 +26,10 @@ packages=(
   libcli11-dev nlohmann-json3-dev liburing-dev
   # Zarr's codecs, and zarr-python to write and read stores in tests
   libblosc-dev libzstd-dev zlib1g-dev python3-zarr python3-numcodecs
-  # nibabel writes and reads the NIfTI files of tests
-  python3-nibabel
+  # nibabel and tifffile write and read the NIfTI and TIFF files of tests
+  python3-nibabel python3-tifffile
+  # TIFF reading
+  libtiff-dev
   # measurement
   time fio stress-ng
   # fuzzing (VOLSEG_FUZZ: libFuzzer targets built with clang)

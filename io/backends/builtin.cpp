@@ -18,6 +18,7 @@ Backend make_null_backend();
 Backend make_zarr_backend();
 Backend make_gzip_backend();
 Backend make_vti_backend();
+Backend make_tiff_backend();
 
 void register_builtin(Registry& registry) {
   registry.add(make_posix_backend());
@@ -33,6 +34,7 @@ void register_builtin(Registry& registry) {
   registry.add(make_zarr_backend());
   registry.add(make_gzip_backend());
   registry.add(make_vti_backend());
+  registry.add(make_tiff_backend());
 }
 
 }  // namespace volseg::io

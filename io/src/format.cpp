@@ -16,6 +16,7 @@
 #include "raw/raw_volume.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/nifti.hpp"
+#include "volseg/io/tiff.hpp"
 #include "volseg/io/vti.hpp"
 #include "volseg/io/registry.hpp"
 
@@ -32,6 +33,7 @@ std::string format_name(FileFormat format) {
     case FileFormat::ome_zarr: return "ome-zarr";
     case FileFormat::nifti_gz: return "nifti-gz";
     case FileFormat::vti_zlib: return "vti-zlib";
+    case FileFormat::tiff: return "tiff";
   }
   return "?";
 }
@@ -45,6 +47,7 @@ FileFormat parse_format(const std::string& name) {
   if (name == "ome-zarr") return FileFormat::ome_zarr;
   if (name == "nifti-gz") return FileFormat::nifti_gz;
   if (name == "vti-zlib") return FileFormat::vti_zlib;
+  if (name == "tiff") return FileFormat::tiff;
   throw Error("unknown format '" + name + "' (known: raw, cdf2, cdf5, netcdf4, zarr, ome-zarr)");
 }
 
@@ -52,7 +55,7 @@ FileFormat output_format(const std::string& path, const std::string& named, std:
                          bool wide_types, const std::string& option) {
   if (!named.empty()) return parse_format(named);
   const std::string extension = std::filesystem::path(path).extension().string();
-  if (extension == ".nhdr" || extension == ".nii" || extension == ".vti") return FileFormat::raw;
+  if (extension == ".nhdr" || extension == ".nii" || extension == ".vti" || tiff_extension(path)) return FileFormat::raw;
   if (extension == ".nc4" || extension == ".h5") return FileFormat::netcdf4;
   if (extension == ".zarr")
     return std::filesystem::path(path).stem().extension() == ".ome" ? FileFormat::ome_zarr : FileFormat::zarr;
@@ -64,7 +67,7 @@ FileFormat output_format(const std::string& path, const std::string& named, std:
     return FileFormat::cdf5;
   }
   throw Error(option + " " + path + ": cannot tell the format from the extension '" + extension +
-              "' (.nhdr: raw, data in NAME.raw; .nii: NIfTI-1; .vti: VTK image data; .nc: NetCDF classic; .nc4 or .h5: NetCDF-4; .zarr: Zarr v2; .ome.zarr: "
+              "' (.nhdr: raw, data in NAME.raw; .nii: NIfTI-1; .vti: VTK image data; .tif: TIFF; .nc: NetCDF classic; .nc4 or .h5: NetCDF-4; .zarr: Zarr v2; .ome.zarr: "
               "OME-Zarr; or name one with --format raw|cdf2|cdf5|netcdf4|zarr|ome-zarr)");
 }
 
@@ -89,10 +92,13 @@ static FileFormat detect_on_this_rank(const std::string& path) {
       text << attributes.rdbuf();
       if (text.str().find("\"multiscales\"") != std::string::npos) return FileFormat::ome_zarr;
     }
+    // A folder of TIFF slices (a z-plane each), the tiff backend's.
+    if (is_tiff_folder(path)) return FileFormat::tiff;
     if (::access((path + "/.zgroup").c_str(), F_OK) == 0)
       throw Error(path + ": a Zarr group, not an array, and not an OME-Zarr image (no multiscales): name one of its "
                   "arrays (" + path + "/NAME)");
-    throw Error("open " + path + ": is a directory (and not a Zarr v2 array: no .zarray)");
+    throw Error("open " + path + ": is a directory (and neither a Zarr v2 array, no .zarray, nor a folder of TIFF "
+                "slices, no *.tif)");
   }
   // read() may return fewer bytes than asked before the end of the file.
   unsigned char magic[kNiftiHeaderBytes] = {};
@@ -119,6 +125,7 @@ static FileFormat detect_on_this_rank(const std::string& path) {
     }
     return FileFormat::raw;
   }
+  if (got > 0 && is_tiff({reinterpret_cast<const char*>(magic), static_cast<std::size_t>(got)})) return FileFormat::tiff;
   if (got >= 4 && std::memcmp(magic, "CDF", 3) == 0) {
     if (magic[3] == 1) return FileFormat::cdf1;
     if (magic[3] == 2) return FileFormat::cdf2;
@@ -127,8 +134,8 @@ static FileFormat detect_on_this_rank(const std::string& path) {
   if (got >= 8 && std::memcmp(magic, "\x89HDF\r\n\x1a\n", 8) == 0) return FileFormat::netcdf4;
   // gzip: the gzip backend reads compressed NIfTI and refuses anything else by name.
   if (got >= 2 && magic[0] == 0x1f && magic[1] == 0x8b) return FileFormat::nifti_gz;
-  throw Error(path + ": not a volume volseg reads (neither a NRRD header, a NIfTI-1/2 file, a NetCDF classic file, "
-              "HDF5/NetCDF-4 nor a Zarr v2 array)");
+  throw Error(path + ": not a volume volseg reads (neither a NRRD header, a NIfTI-1/2 file, VTK image data, "
+              "TIFF, a NetCDF classic file, HDF5/NetCDF-4 nor a Zarr v2 array)");
 }
 
 FileFormat detect_format(const Comm& comm, const std::string& path) {
@@ -151,6 +158,7 @@ std::string reading_backend(FileFormat format) {
     case FileFormat::ome_zarr: return "zarr";
     case FileFormat::nifti_gz: return "gzip";
     case FileFormat::vti_zlib: return "vti";
+    case FileFormat::tiff: return "tiff";
   }
   return "posix";
 }
@@ -169,6 +177,7 @@ Writing writing_backend(FileFormat format, const std::string& input_backend) {
     case FileFormat::ome_zarr: return {"zarr", {"ome=1"}};
     case FileFormat::nifti_gz: return {"gzip", {}};  // which refuses, with its reason
     case FileFormat::vti_zlib: return {"vti", {}};   // likewise
+    case FileFormat::tiff: return {"tiff", {}};      // likewise
   }
   return {"posix", {}};
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "volseg/io/nrrd.hpp"
+#include "volseg/io/tiff.hpp"
 
 #include <charconv>
 #include <cmath>
@@ -303,8 +304,8 @@ std::string format_nrrd(const VolumeInfo& info, const std::string& data_file_nam
 
 std::string data_path_for_header(const std::string& header_path) {
   std::filesystem::path path(header_path);
-  // NIfTI and VTK image data files hold their header and data.
-  if (path.extension() == ".nii" || path.extension() == ".vti") return header_path;
+  // NIfTI, VTK image data and TIFF files hold their header and data.
+  if (path.extension() == ".nii" || path.extension() == ".vti" || tiff_extension(header_path)) return header_path;
   if (path.extension() == ".nhdr") path.replace_extension(".raw");
   else path += ".raw";
   return path.string();

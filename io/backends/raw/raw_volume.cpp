@@ -17,6 +17,7 @@
 #include "volseg/io/faults.hpp"
 #include "volseg/io/files.hpp"
 #include "volseg/io/nifti.hpp"
+#include "volseg/io/tiff.hpp"
 #include "volseg/io/vti.hpp"
 #include "volseg/io/trace.hpp"
 
@@ -228,7 +229,7 @@ RawOutput::RawOutput(const CreateRequest& request, const Comm& comm, bool fsync_
   namespace fs = std::filesystem;
   data_path_ = data_path_for_header(header_path_);
   const std::string extension = fs::path(header_path_).extension().string();
-  attached_ = extension == ".nii" || extension == ".vti";
+  attached_ = extension == ".nii" || extension == ".vti" || tiff_extension(header_path_);
   if (extension == ".nii") {
     attached_header_ = format_nifti(info_);  // refuses what NIfTI-1 cannot hold, before anything is created
     data_offset_ = kNiftiDataOffset;
@@ -237,12 +238,15 @@ RawOutput::RawOutput(const CreateRequest& request, const Comm& comm, bool fsync_
     attached_header_ = std::move(frame.header);
     attached_trailer_ = std::move(frame.trailer);
     data_offset_ = attached_header_.size();
+  } else if (attached_) {  // .tif: every page's directory first, the planes after
+    attached_header_ = format_tiff(info_);
+    data_offset_ = attached_header_.size();
   }
   collectively(comm_, [&] {
     if (comm_.rank() != 0) return;
     if (!attached_ && fs::path(header_path_).extension() != ".nhdr")
       throw Error(header_path_ + ": a raw output is named by its header, NAME.nhdr (data goes to NAME.raw), or is "
-                  "a NIfTI file, NAME.nii, or VTK image data, NAME.vti");
+                  "a NIfTI file, NAME.nii, VTK image data, NAME.vti, or TIFF, NAME.tif");
     for (const auto& path : attached_ ? std::vector{data_path_} : std::vector{header_path_, data_path_}) {
       refuse_existing(path, request.overwrite);
       // Refused now, not at the commit after the whole job.

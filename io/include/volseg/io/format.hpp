@@ -15,7 +15,9 @@ namespace volseg::io {
 // nifti_gz: a gzip-compressed NIfTI file (.nii.gz), read by the gzip backend;
 // vti_zlib: VTK image data with compressed appended arrays, read by the vti
 // backend (raw appended .vti is raw).
-enum class FileFormat { raw, cdf1, cdf2, cdf5, netcdf4, zarr, ome_zarr, nifti_gz, vti_zlib };
+// tiff: a TIFF or BigTIFF file, or a folder of TIFF slices, read by the tiff
+// backend (TIFF outputs are raw: volseg writes them uncompressed).
+enum class FileFormat { raw, cdf1, cdf2, cdf5, netcdf4, zarr, ome_zarr, nifti_gz, vti_zlib, tiff };
 
 std::string format_name(FileFormat format);  // "raw", "cdf2", ...
 FileFormat parse_format(const std::string& name);  // raw | cdf2 | cdf5 | netcdf4
