@@ -176,8 +176,10 @@ segment::ProgressMode Verbosity::mode() const {
   return quiet ? segment::ProgressMode::none : segment::parse_progress_mode(progress);
 }
 
-std::vector<std::string> selection_hints(const std::string& variable, const std::optional<std::int64_t>& time) {
+std::vector<std::string> selection_hints(const std::string& variable, const std::optional<std::int64_t>& time,
+                                         const std::string& glob) {
   std::vector<std::string> hints;
+  if (!glob.empty()) hints.push_back("glob=" + glob);
   if (!variable.empty()) hints.push_back("var=" + variable);
   if (time) hints.push_back("time=" + std::to_string(*time));
   return hints;

@@ -60,7 +60,8 @@ struct Verbosity {
   segment::ProgressMode mode() const;  // throws on an unknown --progress
 };
 
-// --var/--time reach a backend as the reader hints var= and time=.
-std::vector<std::string> selection_hints(const std::string& variable, const std::optional<std::int64_t>& time);
+// --var/--time/--glob reach a backend as the reader hints var=, time= and glob=.
+std::vector<std::string> selection_hints(const std::string& variable, const std::optional<std::int64_t>& time,
+                                         const std::string& glob = {});
 
 }  // namespace volseg::cli

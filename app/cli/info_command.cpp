@@ -14,10 +14,11 @@ class InfoCommand final : public Command {
  public:
   CLI::App* add_to(CLI::App& app) override {
     auto* sub = app.add_subcommand("info", "Describe a volume: dimensions, type, byte order, attributes");
-    sub->add_option("file", path_, "Volume: a raw volume's .nhdr header, or a NetCDF file")->required();
+    sub->add_option("file", path_, "Volume: .nhdr, .nii, .vti, .tif (or a folder of TIFF slices), NetCDF, HDF5 or Zarr")->required();
     sub->add_option("--backend", backend_, "Backend that opens it (auto: by format)")->capture_default_str();
     sub->add_option("--var", variable_, "NetCDF variable (default: the only 3D one)");
-    sub->add_option("--time", time_, "Step of a 4D variable's first dimension");
+    sub->add_option("--time", time_, "Step of a 4D variable's first dimension, or an ImageJ hyperstack's frame");
+    sub->add_option("--glob", glob_, "A folder of TIFF slices: the files that are slices (fnmatch pattern; default *.tif and *.tiff, in natural order)");
     return sub;
   }
 
@@ -38,14 +39,14 @@ class InfoCommand final : public Command {
         return;
       }
     }
-    auto reader = io::open_reader(backend, path_, comm, io::Hints::parse(selection_hints(variable_, time_)));
+    auto reader = io::open_reader(backend, path_, comm, io::Hints::parse(selection_hints(variable_, time_, glob_)));
     const auto& info = reader->info();
     if (comm.rank() == 0) std::fputs(io::describe(path_, format, backend, info).c_str(), stdout);
     reader->close();
   }
 
  private:
-  std::string path_, backend_ = "auto", variable_;
+  std::string path_, backend_ = "auto", variable_, glob_;
   std::optional<std::int64_t> time_;
 };
 

@@ -90,6 +90,9 @@ std::vector<std::pair<std::string, std::string>> Hints::take_matching(bool (*wan
 void Hints::reject_unused(std::string_view backend) const {
   for (const auto& [key, used] : used_) {
     if (used) continue;
+    if (key == "glob")
+      throw Error("--glob names the slices of a folder of TIFF files; backend " + std::string(backend) +
+                  " does not read such folders");
     if (key == "var" || key == "time")
       throw Error("--" + key + " names a NetCDF variable or step; backend " + std::string(backend) +
                   " reads raw volumes, which have neither");

@@ -215,6 +215,26 @@ bool is_tiff_folder(const std::string& path) {
 
 bool tiff_extension(const std::string& path) { return has_tiff_extension(path); }
 
+namespace {
+
+// Refuses a page whose strips or tiles end past the file (a truncated file),
+// before any rank reads it.
+void check_inside(tiff::File& file, const std::string& where) {
+  std::error_code error;
+  const std::uint64_t size = std::filesystem::file_size(file.path(), error);
+  if (error) throw Error("stat " + file.path() + ": " + error.message());
+  TIFF* tif = file.get();
+  const std::uint32_t pieces = TIFFNumberOfStrips(tif);  // strips, or tiles of a tiled page
+  for (std::uint32_t i = 0; i < pieces; ++i) {
+    const std::uint64_t end = TIFFGetStrileOffset(tif, i) + TIFFGetStrileByteCount(tif, i);
+    if (end > size)
+      throw Error(where + ": its data end at byte " + std::to_string(end) + ", past the end of the file (" +
+                  std::to_string(size) + " bytes): a truncated file?");
+  }
+}
+
+}  // namespace
+
 TiffStack scan_tiff(const std::string& path, const std::string& glob, std::optional<std::int64_t> time) {
   TiffStack stack;
   std::error_code error;
@@ -241,6 +261,7 @@ TiffStack scan_tiff(const std::string& path, const std::string& glob, std::optio
     for (const auto& file_path : stack.files) {
       tiff::File file(file_path);
       check(tiff::Page::read(file), file_path);
+      check_inside(file, file_path);
       stack.directories.push_back(file.directory());
       if (!TIFFLastDirectory(file.get()))
         throw Error(file_path + ": a file of several pages in a folder of slices; volseg reads one page a slice "
@@ -256,6 +277,7 @@ TiffStack scan_tiff(const std::string& path, const std::string& glob, std::optio
     const tiff::Page page = tiff::Page::read(file);
     if (!page.reduced()) {
       check(page, path + " page " + std::to_string(index));
+      check_inside(file, path + " page " + std::to_string(index));
       stack.directories.push_back(file.directory());
     }
     if (!file.next_page()) break;
@@ -271,6 +293,12 @@ TiffStack scan_tiff(const std::string& path, const std::string& glob, std::optio
     // after another (its own convention, which tifffile reads too).
     stack.imagej_planes = images;
     planes = images;
+    const std::uint64_t plane = std::uint64_t{first->width} * first->height * (first->bits / 8);
+    const std::uint64_t end = TIFFGetStrileOffset(file.get(), 0) + static_cast<std::uint64_t>(images) * plane;
+    std::error_code size_error;
+    if (first->compression != COMPRESSION_NONE || end > std::filesystem::file_size(path, size_error) || size_error)
+      throw Error(path + ": an ImageJ stack of " + std::to_string(images) + " planes in one page whose planes do "
+                  "not follow it uncompressed to byte " + std::to_string(end) + " (a truncated file?)");
   }
   if (frames > 1) {
     if (planes % frames != 0)
@@ -353,7 +381,12 @@ VolumeInfo tiff_info(const TiffStack& stack) {
       const double z = std::strtod(it->second.c_str(), &end);
       if (end != it->second.c_str() && z > 0 && std::isfinite(z)) info.spacing[2] = z;
     }
-    if (auto it = imagej.find("unit"); it != imagej.end()) info.attributes["unit"] = it->second;
+    // ImageJ's unit, as NIfTI's units_xyz names it (m, mm, um; others as written).
+    if (auto it = imagej.find("unit"); it != imagej.end() && it->second != "pixel" && !it->second.empty()) {
+      const std::string& unit = it->second;
+      const bool micron = unit == "micron" || unit == "um" || unit == "\xC2\xB5m" || unit == "\xB5m";
+      info.attributes["units_xyz"] = micron ? "um" : unit;
+    }
   }
   static const std::map<int, const char*> names = {
       {COMPRESSION_NONE, "none"},       {COMPRESSION_LZW, "LZW"},          {COMPRESSION_ADOBE_DEFLATE, "deflate"},
@@ -420,11 +453,15 @@ std::string format_tiff(const VolumeInfo& info) {
                      : (info.dtype == DType::i8 || info.dtype == DType::i16 ||
                         info.dtype == DType::i32 || info.dtype == DType::i64) ? SAMPLEFORMAT_INT
                                                                                           : SAMPLEFORMAT_UINT;
+  std::string unit;
+  if (auto it = info.attributes.find("units_xyz"); it != info.attributes.end() && it->second.size() < 32 &&
+                                                   it->second.find_first_of("\n=") == std::string::npos)
+    unit = it->second;
   char description[256];
   std::snprintf(description, sizeof description,
                 "ImageJ=1.11a\nimages=%llu\nslices=%llu\n%sspacing=%.17g\nloop=false\n",
                 static_cast<unsigned long long>(nz), static_cast<unsigned long long>(nz),
-                info.attributes.count("unit") ? ("unit=" + info.attributes.at("unit") + "\n").c_str() : "",
+                unit.empty() ? "" : ("unit=" + unit + "\n").c_str(),
                 info.spacing[2]);
   const std::string text = std::string(description) + '\0';
   const std::string xres = rational(big, 1.0 / info.spacing[0]), yres = rational(big, 1.0 / info.spacing[1]);
