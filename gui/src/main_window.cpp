@@ -515,12 +515,14 @@ void MainWindow::save_mask_as() {
   QString filter;
   const QString path = QFileDialog::getSaveFileName(
       this, tr("Save the mask"), output_->text(),
-      tr("NRRD raw (*.nhdr);;NIfTI-1 (*.nii);;VTK image data (*.vti);;NetCDF-64, CDF-2 (*.nc);;CDF-5 (*.nc);;NetCDF-4 (*.nc);;"
+      tr("NRRD raw (*.nhdr);;NIfTI-1 (*.nii);;VTK image data (*.vti);;TIFF, a page a plane (*.tif);;NetCDF-64, CDF-2 (*.nc);;CDF-5 (*.nc);;NetCDF-4 (*.nc);;"
          "Zarr v2, compressed (*.zarr);;OME-Zarr label image (*.ome.zarr)"),
       &filter);
   if (path.isEmpty()) return;
   output_->setText(path);
-  format_->setCurrentText(filter.startsWith("NRRD") || filter.startsWith("NIfTI") || filter.startsWith("VTK") ? "raw"
+  format_->setCurrentText(filter.startsWith("NRRD") || filter.startsWith("NIfTI") || filter.startsWith("VTK") ||
+                                  filter.startsWith("TIFF")
+                              ? "raw"
                           : filter.startsWith("NetCDF-64") ? "cdf2"
                           : filter.startsWith("CDF-5")     ? "cdf5"
                           : filter.startsWith("Zarr")      ? "zarr"

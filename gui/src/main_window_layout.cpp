@@ -313,7 +313,7 @@ void MainWindow::build_menus() {
   auto* file = menuBar()->addMenu(tr("&File"));
   file->addAction(tr("&Open..."), this, [this] {
     const QString path = QFileDialog::getOpenFileName(this, tr("Open a volume"), QString(),
-                                                      tr("Volumes (*.nhdr *.nii *.nii.gz *.hdr *.vti *.nc *.nc4 *.h5);;All files (*)"));
+                                                      tr("Volumes (*.nhdr *.nii *.nii.gz *.hdr *.vti *.tif *.tiff *.nc *.nc4 *.h5);;All files (*)"));
     if (!path.isEmpty()) open_file(path);
   }, QKeySequence::Open);
   // A Zarr array or OME-Zarr image is a folder, which a file dialog cannot pick.

@@ -252,8 +252,13 @@ ArrayMeta meta_for(const CreateRequest& request, const Comm& comm, const Hints& 
   meta.dtype_text = std::string(dtype_size(info.dtype) == 1 ? "|" : "<") + codes[static_cast<int>(info.dtype)];
   meta.byte_order = ByteOrder::little;
   // Masks and labels: 0 is background, and chunks of it are not written.
+  // Other volumes keep their own fill value, or have none (fill_value null:
+  // every chunk written), so a converted volume's zeros stay values.
+  const bool mask_or_labels = info.attributes.count("flag_values") > 0 || info.attributes.count("numbering") > 0;
   const bool integer = info.dtype != DType::f32 && info.dtype != DType::f64;
-  meta.fill_value = info.fill_value ? info.fill_value : integer ? std::optional<long double>(0) : std::nullopt;
+  meta.fill_value = info.fill_value                 ? info.fill_value
+                    : integer && mask_or_labels ? std::optional<long double>(0)
+                                                : std::nullopt;
   meta.compressor = compressor_from(hints.get_string("compressor", "blosc-lz4"),
                                           static_cast<int>(hints.get_int("level", -1)),
                                           hints.get_string("shuffle", ""), info.dtype);

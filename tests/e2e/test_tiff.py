@@ -1,0 +1,213 @@
+# SPDX-License-Identifier: MIT
+"""TIFF with tifffile (Debian's python3-tifffile) and libtiff's own tiffcp on
+the other side. Stacks tifffile writes (uncompressed, deflate with a
+predictor, tiles, BigTIFF big-endian, many strips, ImageJ spacing and
+hyperstacks, six sample types), files tiffcp recompresses (LZW, PackBits)
+and folders of one-page slices are read on 1 and 3 ranks, equal to numpy
+through `volseg convert`, and thresholded as numpy does; TIFF masks, labels
+and conversions are read back by tifffile; bad files get one line and leave
+nothing behind."""
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e_util as e  # noqa: E402
+
+try:
+    import tifffile
+except ImportError:  # pragma: no cover - install-deps.sh installs it
+    tifffile = None
+
+SHAPE = (13, 37, 53)  # z, y, x
+
+
+@unittest.skipIf(tifffile is None, "missing python3-tifffile")
+class Tiff(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        e.require_binary()
+        cls.tmp = tempfile.TemporaryDirectory(prefix="volseg-e2e-tiff-")
+        rng = np.random.default_rng(11)
+        cls.u16 = (rng.random(SHAPE) * 60000).astype(np.uint16)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.tmp.name, name)
+
+    def volume(self, source, ranks, *extra):
+        """What volseg reads from source: converted to raw NRRD, as numpy."""
+        out = self.path("copy%d.nhdr" % ranks)
+        proc = e.run(["convert", source, out, "--quiet", "--force", "--brick", "4,10,20", *extra], ranks=ranks)
+        e.check_ok(self, proc)
+        return e.read_volume(out)[1]
+
+    def assert_reads(self, source, expected, *extra):
+        for ranks in (1, 3):
+            got = self.volume(source, ranks, *extra)
+            self.assertEqual(got.dtype.newbyteorder("="), expected.dtype.newbyteorder("="), source)
+            np.testing.assert_array_equal(got, expected, "%s on %d ranks" % (source, ranks))
+
+    def test_layouts_and_compressions_tifffile_writes(self):
+        a = self.u16
+        cases = {
+            "plain.tif": {},
+            "deflate.tif": {"compression": "zlib", "predictor": True},
+            "tiles.tif": {"tile": (16, 32), "compression": "zlib"},
+            "bigtiff_be.tif": {"bigtiff": True, "byteorder": ">"},
+            "strips.tif": {"rowsperstrip": 5},
+        }
+        for name, options in cases.items():
+            tifffile.imwrite(self.path(name), a, **options)
+            self.assert_reads(self.path(name), a)
+
+    def test_compressions_libtiff_writes(self):
+        if not shutil.which("tiffcp"):
+            self.skipTest("missing tiffcp (libtiff-tools)")
+        tifffile.imwrite(self.path("src.tif"), self.u16)
+        for name, args in {"lzw.tif": ["-c", "lzw:2"], "packbits_be.tif": ["-B", "-c", "packbits"],
+                           "lzw_tiles.tif": ["-c", "lzw", "-t", "-w", "16", "-l", "16"]}.items():
+            subprocess.run(["tiffcp", *args, self.path("src.tif"), self.path(name)], check=True)
+            self.assert_reads(self.path(name), self.u16)
+
+    def test_sample_types(self):
+        rng = np.random.default_rng(5)
+        for dtype in (np.uint8, np.int8, np.int16, np.uint32, np.int32, np.float32, np.float64, np.uint64):
+            if np.dtype(dtype).kind == "f":
+                a = rng.standard_normal(SHAPE).astype(dtype)
+            else:
+                info = np.iinfo(dtype)
+                a = rng.integers(max(info.min, -10**6), min(info.max, 10**6), SHAPE, dtype=dtype, endpoint=True)
+            name = self.path("t_%s.tif" % np.dtype(dtype).name)
+            tifffile.imwrite(name, a, compression="zlib")
+            got = self.volume(name, 2)
+            np.testing.assert_array_equal(got, a, name)
+
+    def test_folder_of_slices_in_natural_order_and_glob(self):
+        folder = self.path("slices")
+        os.makedirs(folder, exist_ok=True)
+        for z in range(SHAPE[0]):  # z_9 before z_10: natural, not byte order
+            tifffile.imwrite(os.path.join(folder, "z_%d.tif" % z), self.u16[z])
+        tifffile.imwrite(os.path.join(folder, "preview.tiff"), self.u16[0])
+        with open(os.path.join(folder, "notes.txt"), "w") as f:
+            f.write("not a slice\n")
+        self.assert_reads(folder, self.u16, "--glob", "z_*.tif")
+        # Without --glob every .tif/.tiff is a slice: the preview too.
+        proc = e.run(["info", folder])
+        e.check_ok(self, proc)
+        self.assertIn("dims (z,y,x):  %d %d %d" % (SHAPE[0] + 1, SHAPE[1], SHAPE[2]), proc.stdout)
+
+    def test_imagej_spacing_hyperstack_and_contiguous_planes(self):
+        name = self.path("ij.tif")
+        tifffile.imwrite(name, self.u16, imagej=True, resolution=(1 / 0.5, 1 / 0.25),
+                         metadata={"spacing": 2.0, "unit": "um", "axes": "ZYX"})
+        proc = e.run(["info", name])
+        e.check_ok(self, proc)
+        self.assertIn("spacing (x,y,z): 0.5 0.25 2", proc.stdout)
+        self.assertIn("units_xyz: um", proc.stdout)
+        # Frames of a hyperstack (T, Z, Y, X): --time names one.
+        frames = np.stack([self.u16, self.u16[::-1]])
+        tifffile.imwrite(self.path("tzyx.tif"), frames, imagej=True, metadata={"axes": "TZYX"})
+        self.assert_reads(self.path("tzyx.tif"), self.u16[::-1], "--time", "1")
+        proc = e.run(["info", self.path("tzyx.tif")], ranks=1)
+        e.assert_clean_failure(self, proc, "hyperstack of 2 frames .*--time")
+        # ImageJ's own stacks past 4 GiB: one directory, the planes one after another.
+        self.assertEqual(write_imagej_contiguous(self.path("contiguous.tif"), self.u16), 1)
+        self.assert_reads(self.path("contiguous.tif"), self.u16)
+
+    def test_segment_into_a_tiff_mask_tifffile_reads(self):
+        src = self.path("seg_in.tif")
+        tifffile.imwrite(src, self.u16, imagej=True, resolution=(1 / 0.5, 1 / 0.25),
+                         metadata={"spacing": 2.0, "axes": "ZYX"})
+        lo, hi = 20000, 40000
+        expected = ((self.u16 >= lo) & (self.u16 <= hi)).astype(np.uint8)
+        for ranks in (1, 3):
+            out = self.path("mask%d.tif" % ranks)
+            proc = e.run(["segment", src, "--lo", str(lo), "--hi", str(hi), "--out", out, "--quiet", "--brick",
+                          "3,20,53"], ranks=ranks)
+            e.check_ok(self, proc)
+            with tifffile.TiffFile(out) as t:
+                self.assertEqual(len(t.pages), SHAPE[0])
+                self.assertTrue(t.is_imagej)
+                self.assertAlmostEqual(float(t.imagej_metadata["spacing"]), 2.0)
+                np.testing.assert_array_equal(t.asarray(), expected)
+        # labels as u32 pages; a converted float volume as float pages
+        out = self.path("labels.tif")
+        e.check_ok(self, e.run(["label", self.path("mask3.tif"), "--mask-input", "--connectivity", "6", "--out", out,
+                                "--quiet"], ranks=2))
+        labels = tifffile.imread(out)
+        self.assertEqual(labels.dtype, np.uint32)
+        self.assertEqual(labels.shape, SHAPE)
+        np.testing.assert_array_equal(labels > 0, expected.astype(bool))
+        f = np.random.default_rng(2).standard_normal(SHAPE).astype(">f8")
+        tifffile.imwrite(self.path("f64.tif"), f, byteorder=">")
+        e.check_ok(self, e.run(["convert", self.path("f64.tif"), self.path("f64_copy.tif"), "--quiet"], ranks=3))
+        np.testing.assert_array_equal(tifffile.imread(self.path("f64_copy.tif")), f)
+
+    def test_bad_files_one_line_no_output(self):
+        a = self.u16
+        tifffile.imwrite(self.path("whole.tif"), a)
+        with open(self.path("whole.tif"), "rb") as f:
+            data = f.read()
+        with open(self.path("truncated.tif"), "wb") as f:
+            f.write(data[: len(data) * 2 // 3])
+        with tifffile.TiffWriter(self.path("sizes.tif")) as w:
+            w.write(a[0])
+            w.write(a[1, :, :40])
+        tifffile.imwrite(self.path("rgb.tif"), np.zeros((4, 10, 10, 3), np.uint8), photometric="rgb")
+        with open(self.path("garbage.tif"), "wb") as f:
+            f.write(b"II*\x00" + b"\xff" * 64)
+        cases = {"truncated.tif": "truncated", "sizes.tif": "pages of a volume are alike",
+                 "rgb.tif": "3 samples a pixel", "garbage.tif": "garbage.tif"}
+        for name, pattern in cases.items():
+            out = self.path("bad_" + name)
+            proc = e.run(["segment", self.path(name), "--lo", "1", "--hi", "2", "--out", out, "--quiet"], ranks=1)
+            e.assert_clean_failure(self, proc, pattern)
+            self.assertFalse(os.path.exists(out), name)
+        proc = e.run(["info", self.path("whole.tif"), "--glob", "*.tif"], ranks=1)
+        e.assert_clean_failure(self, proc, "not a folder of slices")
+
+
+def write_imagej_contiguous(path, volume):
+    """A classic TIFF as ImageJ writes stacks past 4 GiB: one page directory
+    whose description says images=N, then the N planes uncompressed and
+    contiguous. Returns the number of directories tifffile finds."""
+    nz, ny, nx = volume.shape
+    description = ("ImageJ=1.53t\nimages=%d\nslices=%d\nloop=false\n" % (nz, nz)).encode() + b"\0"
+    entries = [(256, 4, 1, nx), (257, 4, 1, ny), (258, 3, 1, 16), (259, 3, 1, 1), (262, 3, 1, 1),
+               (270, 2, len(description), None), (273, 4, 1, None), (277, 3, 1, 1), (278, 4, 1, ny),
+               (279, 4, 1, ny * nx * 2)]
+    ifd_at = 8
+    ifd_size = 2 + 12 * len(entries) + 4
+    description_at = ifd_at + ifd_size
+    data_at = description_at + len(description) + (len(description) % 2)
+    out = bytearray(b"II*\x00" + struct.pack("<I", ifd_at))
+    out += struct.pack("<H", len(entries))
+    for tag, kind, count, value in entries:
+        if tag == 270:
+            value = description_at
+        if tag == 273:
+            value = data_at
+        out += struct.pack("<HHI", tag, kind, count)
+        out += struct.pack("<HH", value, 0) if kind == 3 else struct.pack("<I", value)
+    out += struct.pack("<I", 0)
+    out += description + b"\0" * (len(description) % 2)
+    assert len(out) == data_at
+    out += volume.astype("<u2").tobytes()
+    with open(path, "wb") as f:
+        f.write(out)
+    with tifffile.TiffFile(path) as t:
+        return len(t.pages)
+
+
+if __name__ == "__main__":
+    e.main()
