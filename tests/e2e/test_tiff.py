@@ -175,6 +175,15 @@ class Tiff(unittest.TestCase):
             self.assertFalse(os.path.exists(out), name)
         proc = e.run(["info", self.path("whole.tif"), "--glob", "*.tif"], ranks=1)
         e.assert_clean_failure(self, proc, "not a folder of slices")
+        tifffile.imwrite(self.path("czyx.tif"), np.zeros((3, 2, 8, 8), np.uint16), imagej=True,
+                         metadata={"axes": "ZCYX"})
+        e.assert_clean_failure(self, e.run(["info", self.path("czyx.tif")], ranks=1), "2 channels")
+        folder = self.path("mixed")
+        os.makedirs(folder, exist_ok=True)
+        tifffile.imwrite(os.path.join(folder, "a.tif"), a[0])
+        tifffile.imwrite(os.path.join(folder, "b.tif"), a[:2])
+        e.assert_clean_failure(self, e.run(["info", folder], ranks=2), "several pages in a folder of slices")
+        e.assert_clean_failure(self, e.run(["info", folder, "--glob", "*.png"], ranks=1), "without TIFF slices")
 
 
 def write_imagej_contiguous(path, volume):
