@@ -53,7 +53,7 @@ class LabelCommand final : public Command {
     sub->add_option("--var", variable_, "NetCDF variable of the input (default: the only 3D one)");
     sub->add_option("--time", time_, "Step of a 4D input variable's first dimension, or an ImageJ hyperstack's frame");
     sub->add_option("--glob", glob_, "A folder of TIFF slices: the files that are slices (fnmatch pattern; default *.tif and *.tiff, in natural order)");
-    sub->add_option("--format", o.format, "Labels format: raw | cdf5 | netcdf4 | zarr (default: by --out, else the input's; "
+    sub->add_option("--format", o.format, "Labels format: raw | cdf5 | netcdf4 | hdf5 | zarr (default: by --out, else the input's; "
                                           "CDF-2 holds no u32, so a CDF-1/2 input gives CDF-5)");
     sub->add_option("--backend", o.backend, "Backend that reads (auto: as segment)")->capture_default_str();
     sub->add_option("--out-backend", o.output_backend, "Backend that writes (default: by format)");

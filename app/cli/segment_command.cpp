@@ -61,14 +61,14 @@ class SegmentCommand final : public Command {
     sub->add_option("--lo", o.lo, "Lowest value in the mask")->required();
     sub->add_option("--hi", o.hi, "Highest value in the mask")->required();
     sub->add_option("--out", o.output,
-                    "Output mask: NAME.nhdr (raw), NAME.nc, NAME.nc4 or NAME.zarr (Zarr v2, compressed: "
-                    "--hint compressor=)")
+                    "Output mask: NAME.nhdr (raw), NAME.nii, NAME.vti, NAME.tif, NAME.nc, NAME.nc4, NAME.hdf5 or "
+                    "NAME.zarr (Zarr v2, compressed: --hint compressor=)")
         ->required();
     sub->add_option("--var", variable_, "NetCDF variable (default: the only 3D one; 'volseg info' lists them)");
     sub->add_option("--time", time_, "Step of a 4D variable's first (record/time) dimension, or an ImageJ hyperstack's frame");
     sub->add_option("--glob", glob_, "A folder of TIFF slices: the files that are slices (fnmatch pattern; default *.tif and *.tiff, in natural order)");
     sub->add_option("--format", o.format,
-                    "Mask format: raw | cdf2 | cdf5 | netcdf4 | zarr (default: the input's, or by the --out extension)");
+                    "Mask format: raw | cdf2 | cdf5 | netcdf4 | hdf5 | zarr | ome-zarr (default: by the --out extension)");
     sub->add_option("--backend", o.backend,
                     "Backend that reads (auto: by format and, for a raw volume, by how much of it is in the page "
                     "cache: mmap-advise warm, ranged-uring cold; see 'volseg backends')")

@@ -19,6 +19,7 @@ Backend make_zarr_backend();
 Backend make_gzip_backend();
 Backend make_vti_backend();
 Backend make_tiff_backend();
+Backend make_hdf5_backend();
 
 void register_builtin(Registry& registry) {
   registry.add(make_posix_backend());
@@ -35,6 +36,7 @@ void register_builtin(Registry& registry) {
   registry.add(make_gzip_backend());
   registry.add(make_vti_backend());
   registry.add(make_tiff_backend());
+  registry.add(make_hdf5_backend());
 }
 
 }  // namespace volseg::io

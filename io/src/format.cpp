@@ -34,6 +34,7 @@ std::string format_name(FileFormat format) {
     case FileFormat::nifti_gz: return "nifti-gz";
     case FileFormat::vti_zlib: return "vti-zlib";
     case FileFormat::tiff: return "tiff";
+    case FileFormat::hdf5: return "hdf5";
   }
   return "?";
 }
@@ -48,7 +49,8 @@ FileFormat parse_format(const std::string& name) {
   if (name == "nifti-gz") return FileFormat::nifti_gz;
   if (name == "vti-zlib") return FileFormat::vti_zlib;
   if (name == "tiff") return FileFormat::tiff;
-  throw Error("unknown format '" + name + "' (known: raw, cdf2, cdf5, netcdf4, zarr, ome-zarr)");
+  if (name == "hdf5") return FileFormat::hdf5;
+  throw Error("unknown format '" + name + "' (known: raw, cdf2, cdf5, netcdf4, hdf5, zarr, ome-zarr)");
 }
 
 FileFormat output_format(const std::string& path, const std::string& named, std::optional<FileFormat> input,
@@ -57,6 +59,7 @@ FileFormat output_format(const std::string& path, const std::string& named, std:
   const std::string extension = std::filesystem::path(path).extension().string();
   if (extension == ".nhdr" || extension == ".nii" || extension == ".vti" || tiff_extension(path)) return FileFormat::raw;
   if (extension == ".nc4" || extension == ".h5") return FileFormat::netcdf4;
+  if (extension == ".hdf5") return FileFormat::hdf5;
   if (extension == ".zarr")
     return std::filesystem::path(path).stem().extension() == ".ome" ? FileFormat::ome_zarr : FileFormat::zarr;
   if (extension == ".nc") {
@@ -67,8 +70,8 @@ FileFormat output_format(const std::string& path, const std::string& named, std:
     return FileFormat::cdf5;
   }
   throw Error(option + " " + path + ": cannot tell the format from the extension '" + extension +
-              "' (.nhdr: raw, data in NAME.raw; .nii: NIfTI-1; .vti: VTK image data; .tif: TIFF; .nc: NetCDF classic; .nc4 or .h5: NetCDF-4; .zarr: Zarr v2; .ome.zarr: "
-              "OME-Zarr; or name one with --format raw|cdf2|cdf5|netcdf4|zarr|ome-zarr)");
+              "' (.nhdr: raw, data in NAME.raw; .nii: NIfTI-1; .vti: VTK image data; .tif: TIFF; .nc: NetCDF classic; .nc4 or .h5: NetCDF-4; .hdf5: plain HDF5; .zarr: Zarr v2; "
+              ".ome.zarr: OME-Zarr; or name one with --format raw|cdf2|cdf5|netcdf4|hdf5|zarr|ome-zarr)");
 }
 
 static FileFormat detect_on_this_rank(const std::string& path) {
@@ -159,6 +162,7 @@ std::string reading_backend(FileFormat format) {
     case FileFormat::nifti_gz: return "gzip";
     case FileFormat::vti_zlib: return "vti";
     case FileFormat::tiff: return "tiff";
+    case FileFormat::hdf5: return "netcdf4";
   }
   return "posix";
 }
@@ -178,6 +182,7 @@ Writing writing_backend(FileFormat format, const std::string& input_backend) {
     case FileFormat::nifti_gz: return {"gzip", {}};  // which refuses, with its reason
     case FileFormat::vti_zlib: return {"vti", {}};   // likewise
     case FileFormat::tiff: return {"tiff", {}};      // likewise
+    case FileFormat::hdf5: return {"hdf5", {}};
   }
   return {"posix", {}};
 }

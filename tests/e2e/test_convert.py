@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """`volseg convert` between every format volseg writes, on 1 and 3 ranks:
-a volume sent through NIfTI, VTK image data, TIFF, Zarr, OME-Zarr, CDF-5
-and NetCDF-4 and back to raw is the volume it was (type, values, spacing
+a volume sent through NIfTI, VTK image data, TIFF, Zarr, OME-Zarr, CDF-5,
+NetCDF-4 and plain HDF5 and back to raw is the volume it was (type, values, spacing
 where the format holds it), each intermediate read by its own library where
 Debian has one; what a format cannot hold is refused or said."""
 import os
@@ -42,7 +42,7 @@ class Convert(unittest.TestCase):
         return proc
 
     def test_round_trips(self):
-        for ext in (".nii", ".vti", ".tif", ".zarr", ".ome.zarr", ".nc", ".nc4"):
+        for ext in (".nii", ".vti", ".tif", ".zarr", ".ome.zarr", ".nc", ".nc4", ".hdf5"):
             for ranks in (1, 3):
                 middle = self.path("mid%d%s" % (ranks, ext))
                 back = self.path("back%d_%s.nhdr" % (ranks, ext.strip(".").replace(".", "_")))

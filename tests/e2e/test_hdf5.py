@@ -6,7 +6,8 @@ every volseg type, a 4D dataset with --time, spacing from element_size_um,
 and HDF5's fill semantics (a value equal to netCDF's default fill is data);
 read by the netcdf4 backend (parallel netCDF-C over parallel HDF5) on 1 and
 3 ranks and compared with numpy. Several datasets without --var, and a 2D
-one, get one line."""
+one, get one line. Masks written as plain HDF5 (--format hdf5) are read back
+by h5py."""
 import os
 import sys
 import tempfile
@@ -77,6 +78,44 @@ class Hdf5(unittest.TestCase):
         self.assertEqual(proc.returncode, 1)
         self.assertRegex(proc.stderr, r"sim/step0/contiguous")
         self.assertFalse(os.path.exists(self.path("x.nhdr")))
+
+    def test_plain_hdf5_masks_h5py_reads(self):
+        """--format hdf5 / NAME.hdf5: one dataset, the thresholds and spacing as attributes, written by parallel
+        HDF5 on 1 and 3 ranks, collectively and independently, contiguous and chunked with deflate."""
+        rng = np.random.default_rng(4)
+        values = rng.random(SHAPE).astype("<f4")
+        with h5py.File(self.path("in.h5"), "w") as f:
+            f.create_dataset("field", data=values).attrs["element_size_um"] = [2.0, 0.5, 0.25]
+        expected = ((values >= 0.3) & (values <= 0.7)).astype(np.uint8)
+        cases = [(1, "mask_a.hdf5", []), (3, "mask_b.hdf5", ["--out-hint", "access=independent"]),
+                 (3, "mask_c.h5", ["--format", "hdf5", "--out-hint", "chunks=brick", "--out-hint", "deflate=4",
+                                   "--out-hint", "dataset=/seg/mask"])]
+        for ranks, name, extra in cases:
+            out = self.path(name)
+            proc = e.run(["segment", self.path("in.h5"), "--lo", "0.3", "--hi", "0.7", "--out", out, "--quiet",
+                          "--brick", "5,10,31", *extra], ranks=ranks)
+            e.check_ok(self, proc)
+            with h5py.File(out, "r") as f:
+                grouped = "dataset=/seg/mask" in extra
+                dataset = f["seg/mask"] if grouped else f["mask"]
+                self.assertNotIn("_NCProperties", f.attrs)
+                np.testing.assert_array_equal(dataset[...], expected, name)
+                self.assertEqual(dataset.attrs["threshold_lo"], "0.29999999999999999")
+                self.assertIn("segment", dataset.attrs["history"])
+                np.testing.assert_allclose(dataset.attrs["spacing"], [2.0, 0.5, 0.25])
+                if "deflate=4" in extra:
+                    self.assertEqual(dataset.compression, "gzip")
+                    self.assertEqual(dataset.chunks, (5, 10, 31))
+            # and volseg reads it back, spacing and all
+            again = self.segment(out, 1, 1, 2, *(["--var", "/seg/mask"] if grouped else []))
+            np.testing.assert_array_equal(again, expected)
+        proc = e.run(["segment", self.path("in.h5"), "--lo", "0.3", "--hi", "0.7", "--out", self.path("mask_a.hdf5"),
+                      "--quiet"], ranks=2)
+        e.assert_clean_failure(self, proc, "exists")
+        proc = e.run(["segment", self.path("in.h5"), "--lo", "0.3", "--hi", "0.7", "--out", self.path("bad.hdf5"),
+                      "--quiet", "--out-hint", "deflate=3"], ranks=2)
+        e.assert_clean_failure(self, proc, "deflate needs chunked storage")
+        self.assertFalse(os.path.exists(self.path("bad.hdf5")))
 
     def test_fill_spacing_time_and_2d(self):
         values = np.zeros((3,) + SHAPE, np.float32)

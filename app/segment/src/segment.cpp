@@ -259,10 +259,10 @@ std::vector<std::string> writer_hints(const SegmentOptions& options, const io::W
 std::unique_ptr<Journal> open_journal(const Comm& comm, const SegmentOptions& options,
                                       const std::vector<std::string>& input_files, const BrickLayout& layout,
                                       io::FileFormat output_format, SegmentResult& result, Stats& resumed_stats) {
-  if (output_format == io::FileFormat::netcdf4) {
+  if (output_format == io::FileFormat::netcdf4 || output_format == io::FileFormat::hdf5) {
     if (options.resume)
-      throw Error("--resume works for raw, CDF and Zarr masks, not NetCDF-4: a NetCDF-4 file that HDF5 1.10 left "
-                  "when its writer was killed is often unreadable, so none is kept to resume");
+      throw Error("--resume works for raw, CDF and Zarr masks, not NetCDF-4 or HDF5: an HDF5 file that HDF5 1.10 "
+                  "left when its writer was killed is often unreadable, so none is kept to resume");
     return nullptr;
   }
   const std::string data_file =

@@ -17,7 +17,9 @@ namespace volseg::io {
 // backend (raw appended .vti is raw).
 // tiff: a TIFF or BigTIFF file, or a folder of TIFF slices, read by the tiff
 // backend (TIFF outputs are raw: volseg writes them uncompressed).
-enum class FileFormat { raw, cdf1, cdf2, cdf5, netcdf4, zarr, ome_zarr, nifti_gz, vti_zlib, tiff };
+// hdf5: a plain HDF5 file volseg writes (--format hdf5, .hdf5) by the hdf5
+// backend; HDF5 files are read as netcdf4 (parallel netCDF-C reads any).
+enum class FileFormat { raw, cdf1, cdf2, cdf5, netcdf4, zarr, ome_zarr, nifti_gz, vti_zlib, tiff, hdf5 };
 
 std::string format_name(FileFormat format);  // "raw", "cdf2", ...
 FileFormat parse_format(const std::string& name);  // raw | cdf2 | cdf5 | netcdf4
@@ -27,6 +29,7 @@ FileFormat parse_format(const std::string& name);  // raw | cdf2 | cdf5 | netcdf
 // for every command that writes a volume:
 //   .nhdr        raw (a NRRD header; the data go to NAME.raw)
 //   .nc4, .h5    netcdf4
+//   .hdf5        hdf5 (a plain HDF5 file: one dataset, no netCDF dimensions)
 //   .ome.zarr    ome-zarr (an OME-Zarr 0.4 image group around a Zarr v2 array)
 //   .zarr        zarr (a Zarr v2 array: a directory)
 //   .nc          NetCDF classic, or the NetCDF `input`'s kind: CDF-1 and
