@@ -14,6 +14,8 @@
 // hidden temporary name and renamed by rank 0 (AtomicCommit) after every
 // rank's nc_close succeeded; with fsync=1 the folder is synced after.
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <hdf5.h>
 #include <mpi.h>
 #include <netcdf.h>
 #include <netcdf_filter.h>
@@ -22,12 +24,14 @@
 
 #include <atomic>
 #include <charconv>
+#include <map>
 #include <filesystem>
 #include <memory>
 #include <sstream>
 #include <vector>
 
 #include "mpi_support.hpp"
+#include "raw/raw_volume.hpp"
 #include "netcdf/catalog.hpp"
 #include "netcdf/conventions.hpp"
 #include "volseg/io/error.hpp"
@@ -102,6 +106,7 @@ struct Options {
   int deflate = 0;
   bool shuffle = true;   // writers: HDF5's byte shuffle before deflate (shuffle=0: none)
   bool fsync = false;    // writers: nc_sync before the close
+  bool pread = true;     // readers: contiguous datasets by pread at their offset
   std::vector<std::pair<std::string, std::string>> library_hints;
 };
 
@@ -117,6 +122,7 @@ Options read_options(const Hints& hints) {
   if (options.deflate < 0 || options.deflate > 9) throw Error("netcdf4: deflate must be 0 to 9");
   options.shuffle = hints.get_bool("shuffle", true);
   options.fsync = hints.get_bool("fsync", false);
+  options.pread = hints.get_bool("pread", true);
   options.library_hints = hints.take_matching(library_hint);
   hints.reject_unused("netcdf4");
   return options;
@@ -170,6 +176,86 @@ Catalog catalog_of(int ncid, const std::string& path) {
   return catalog;
 }
 
+// A contiguous dataset's bytes lie at one offset of the file: a rank reads
+// its bricks there by pread, as the raw backends read a NRRD volume's,
+// rather than through netCDF-C and HDF5's hyperslab machinery (which cost
+// a quarter more on an uncompressed dataset; docs/results/formats_bench.md).
+struct Contiguous {
+  std::uint64_t offset = 0;
+  std::size_t size = 0;       // bytes a value
+  bool is_float = false, is_signed = false, big_endian = false;
+};
+
+herr_t note_contiguous(hid_t object, const char* name, const H5O_info_t* info, void* data) {
+  if (info->type != H5O_TYPE_DATASET) return 0;
+  const hid_t dataset = H5Dopen2(object, name, H5P_DEFAULT);
+  if (dataset < 0) return 0;
+  const hid_t create = H5Dget_create_plist(dataset);
+  const hid_t type = H5Dget_type(dataset);
+  const haddr_t offset = H5Dget_offset(dataset);
+  if (create >= 0 && type >= 0 && offset != HADDR_UNDEF && H5Pget_layout(create) == H5D_CONTIGUOUS &&
+      H5Pget_external_count(create) == 0) {
+    const H5T_class_t kind = H5Tget_class(type);
+    if (kind == H5T_INTEGER || kind == H5T_FLOAT) {
+      Contiguous place;
+      place.offset = offset;
+      place.size = H5Tget_size(type);
+      place.is_float = kind == H5T_FLOAT;
+      place.is_signed = kind == H5T_FLOAT || H5Tget_sign(type) == H5T_SGN_2;
+      place.big_endian = H5Tget_order(type) == H5T_ORDER_BE;
+      (*static_cast<std::map<std::string, Contiguous>*>(data))[name] = place;
+    }
+  }
+  if (type >= 0) H5Tclose(type);
+  if (create >= 0) H5Pclose(create);
+  H5Dclose(dataset);
+  return 0;
+}
+
+// Every contiguous integer or float dataset of a file, by its path from the
+// root; empty when HDF5 cannot open the file on its own.
+std::map<std::string, Contiguous> contiguous_datasets(const std::string& path) {
+  std::map<std::string, Contiguous> found;
+  H5E_auto2_t report = nullptr;
+  void* report_data = nullptr;
+  H5Eget_auto2(H5E_DEFAULT, &report, &report_data);
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (file >= 0) {
+    H5Ovisit2(file, H5_INDEX_NAME, H5_ITER_NATIVE, note_contiguous, &found, H5O_INFO_BASIC);
+    H5Fclose(file);
+  }
+  H5Eset_auto2(H5E_DEFAULT, report, report_data);
+  return found;
+}
+
+std::string serialize(const std::map<std::string, Contiguous>& places) {
+  std::ostringstream out;
+  for (const auto& [name, p] : places)
+    out << name.size() << ' ' << name << ' ' << p.offset << ' ' << p.size << ' ' << p.is_float << p.is_signed
+        << p.big_endian << '\n';
+  return out.str();
+}
+
+std::map<std::string, Contiguous> deserialize(const std::string& text) {
+  std::map<std::string, Contiguous> places;
+  std::istringstream in(text);
+  for (std::size_t length = 0; in >> length;) {
+    in.get();
+    std::string name(length, '\0');
+    in.read(name.data(), static_cast<std::streamsize>(length));
+    Contiguous p;
+    std::string flags;
+    in >> p.offset >> p.size >> flags;
+    if (!in || flags.size() != 3) break;
+    p.is_float = flags[0] == '1';
+    p.is_signed = flags[1] == '1';
+    p.big_endian = flags[2] == '1';
+    places[name] = p;
+  }
+  return places;
+}
+
 class Netcdf4Reader final : public VolumeReader {
  public:
   Netcdf4Reader(const std::string& path, const Comm& comm, Options options)
@@ -177,6 +263,12 @@ class Netcdf4Reader final : public VolumeReader {
     check_parallel_netcdf();
     MpiInfo info(options_.library_hints);
     trace::Span span(trace::Op::open);  // the open and the metadata's inquiries
+    std::string places;
+    if (options_.pread)
+      collectively(comm_, [&] {
+        if (comm_.rank() == 0) places = serialize(contiguous_datasets(path));
+      });
+    contiguous_ = deserialize(comm_.broadcast(places));
     collectively(comm_,
                  [&] { check_nc(nc_open_par(path.c_str(), NC_NOWRITE, comm_.get(), info.get(), &ncid_), "open " + path); });
     try {
@@ -187,6 +279,7 @@ class Netcdf4Reader final : public VolumeReader {
           throw Error(path + ": variable " + info_.variable +
                       " is compressed, and HDF5 reads compressed data only collectively (drop access=independent)");
         check_nc(status, path);
+        open_contiguous();
       });
     } catch (...) {
       // A refused file is closed too (by every rank: all opened it), or a
@@ -197,16 +290,19 @@ class Netcdf4Reader final : public VolumeReader {
   }
   ~Netcdf4Reader() override {
     if (ncid_ >= 0) nc_close(ncid_);
+    if (fd_ >= 0) ::close(fd_);
   }
 
   const VolumeInfo& info() const override { return info_; }
   std::string backend_name() const override { return "netcdf4"; }
   std::string implementation() const override {
     std::string version = nc_inq_libvers();
-    return "netCDF-C " + version.substr(0, version.find(' ')) + (options_.independent ? ", independent" : ", collective");
+    return "netCDF-C " + version.substr(0, version.find(' ')) +
+           (by_pread_ ? ", contiguous dataset by pread" : options_.independent ? ", independent" : ", collective");
   }
 
   void do_read(const Extent& extent, void* buffer) override {
+    if (fd_ >= 0) return read_contiguous(extent, buffer);
     auto [start, count] = corners(extent);
     // HDF5 places the data (chunks): no single file offset to give.
     trace::Span span(trace::Op::read, -1, static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info_.dtype));
@@ -215,7 +311,7 @@ class Netcdf4Reader final : public VolumeReader {
   }
 
   void do_read_all(std::span<const Extent> extents, std::span<void* const> buffers) override {
-    if (options_.independent) return VolumeReader::do_read_all(extents, buffers);
+    if (options_.independent || fd_ >= 0) return VolumeReader::do_read_all(extents, buffers);
     in_rounds(comm_, extents, buffers, [&](const Extent* extent, void* buffer) {
       if (extent && !extent->empty()) return do_read(*extent, buffer);
       auto [start, count] = corners(Extent{});  // join the round with nothing
@@ -230,6 +326,7 @@ class Netcdf4Reader final : public VolumeReader {
       int ncid = std::exchange(ncid_, -1);
       trace::Span span(trace::Op::close);
       check_nc(nc_close(ncid), "close " + path_);
+      if (const int fd = std::exchange(fd_, -1); fd >= 0 && ::close(fd) != 0) throw_errno("close", path_);
     });
   }
   std::uint64_t bytes_read() const override { return bytes_read_; }
@@ -292,6 +389,35 @@ class Netcdf4Reader final : public VolumeReader {
       info_.attributes["dim" + std::to_string(a)] = chosen.dim_names[chosen.dim_names.size() - 3 + a];
   }
 
+  // The chosen variable, when it is a contiguous dataset of the type netCDF
+  // reports: its file offset (a 4D variable's step from there), and the file open.
+  void open_contiguous() {
+    const auto it = contiguous_.find(info_.variable[0] == '/' ? info_.variable.substr(1) : info_.variable);
+    if (it == contiguous_.end() || has_filters()) return;
+    const Contiguous& p = it->second;
+    if (p.size != dtype_size(info_.dtype) || p.is_float != dtype_is_float(info_.dtype)) return;
+    const bool is_signed = p.is_float || info_.dtype == DType::i8 || info_.dtype == DType::i16 ||
+                           info_.dtype == DType::i32 || info_.dtype == DType::i64;
+    if (p.is_signed != is_signed) return;
+    contiguous_offset_ = p.offset + (time_ ? static_cast<std::uint64_t>(*time_) * info_.bytes() : 0);
+    contiguous_swap_ = p.big_endian != (native_byte_order() == ByteOrder::big);
+    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) throw_errno("open", path_);
+    by_pread_ = true;
+  }
+
+  void read_contiguous(const Extent& extent, void* buffer) {
+    const std::size_t size = dtype_size(info_.dtype);
+    auto* out = static_cast<std::byte*>(buffer);
+    raw::for_each_run(info_.dims, extent, size, contiguous_offset_,
+                      [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
+                        std::byte* target = out + index * static_cast<std::int64_t>(size);
+                        raw::read_fully(fd_, target, static_cast<std::size_t>(count) * size, offset, path_);
+                        if (contiguous_swap_) raw::swap_bytes(target, count, size);
+                      });
+    bytes_read_ += static_cast<std::uint64_t>(extent.voxels()) * size;
+  }
+
   bool has_filters() const {
     std::size_t count = 0;
     return nc_inq_var_filter_ids(gid_, varid_, &count, nullptr) == NC_NOERR && count > 0;
@@ -318,6 +444,10 @@ class Netcdf4Reader final : public VolumeReader {
   int gid_ = -1;  // the group that holds the variable (ncid_ for the root's)
   std::optional<std::int64_t> time_;
   VolumeInfo info_;
+  std::map<std::string, Contiguous> contiguous_;  // the file's contiguous datasets
+  int fd_ = -1;                                   // the chosen one's file, when it is one of them
+  std::uint64_t contiguous_offset_ = 0;
+  bool contiguous_swap_ = false, by_pread_ = false;
   std::atomic<std::uint64_t> bytes_read_{0};
 };
 
@@ -474,11 +604,13 @@ Backend make_netcdf4_backend() {
   backend.name = "netcdf4";
   backend.formats = "NetCDF-4 / HDF5 (.nc)";
   backend.extension = ".nc";
-  backend.description = "parallel netCDF-C (nc_open_par/nc_create_par), collective access";
+  backend.description =
+      "parallel netCDF-C (nc_open_par/nc_create_par), collective access; a contiguous dataset is read by pread at its "
+      "file offset (hint pread=0: through the library)";
   backend.list_variables = list_variables;
   backend.hints = {{"var", HintFor::readers},     {"time", HintFor::readers},    {"access", HintFor::both},
                    {"chunks", HintFor::writers},  {"deflate", HintFor::writers}, {"fsync", HintFor::writers},
-                   {"shuffle", HintFor::writers}};
+                   {"shuffle", HintFor::writers}, {"pread", HintFor::readers}};
   backend.open = [](const std::string& path, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
     return std::make_unique<Netcdf4Reader>(path, comm, read_options(hints));
   };

@@ -8,6 +8,7 @@ read by the netcdf4 backend (parallel netCDF-C over parallel HDF5) on 1 and
 3 ranks and compared with numpy. Several datasets without --var, and a 2D
 one, get one line. Masks written as plain HDF5 (--format hdf5) are read back
 by h5py."""
+import json
 import os
 import sys
 import tempfile
@@ -78,6 +79,26 @@ class Hdf5(unittest.TestCase):
         self.assertEqual(proc.returncode, 1)
         self.assertRegex(proc.stderr, r"sim/step0/contiguous")
         self.assertFalse(os.path.exists(self.path("x.nhdr")))
+
+    def test_contiguous_datasets_read_at_their_offset(self):
+        """Contiguous datasets are read by pread at their file offset (big-endian too, a 4D step, in a group),
+        equal to numpy and to what netCDF-C reads (pread=0)."""
+        rng = np.random.default_rng(8)
+        values = rng.integers(-1000, 1000, (3,) + SHAPE).astype(">i4")
+        with h5py.File(self.path("contiguous.h5"), "w") as f:
+            f.create_dataset("g/series", data=values)
+            f.create_dataset("g/one", data=values[2].astype("<f8"))
+        for var, time, expected in (("/g/one", [], values[2]), ("/g/series", ["--time", "1"], values[1])):
+            want = ((expected >= -100) & (expected <= 400)).astype(np.uint8)
+            report = self.path("report.json")
+            for ranks in (1, 3):
+                got = self.segment(self.path("contiguous.h5"), -100, 400, ranks, "--var", var, *time,
+                                   "--report", report)
+                np.testing.assert_array_equal(got, want, "%s on %d ranks" % (var, ranks))
+                with open(report) as f:
+                    self.assertIn("by pread", json.load(f)["implementation"])
+            got = self.segment(self.path("contiguous.h5"), -100, 400, 2, "--var", var, *time, "--in-hint", "pread=0")
+            np.testing.assert_array_equal(got, want, "%s through netCDF-C" % var)
 
     def test_plain_hdf5_masks_h5py_reads(self):
         """--format hdf5 / NAME.hdf5: one dataset, the thresholds and spacing as attributes, written by parallel
