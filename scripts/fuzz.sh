@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # fuzz.sh [SECONDS]: configures ./build-fuzz (or $VOLSEG_FUZZ_BUILD_DIR)
-# with clang 14 and VOLSEG_FUZZ, builds the eight libFuzzer targets only, and
+# with clang 14 and VOLSEG_FUZZ, builds the nine libFuzzer targets only, and
 # runs each on a copy of its seed corpus for SECONDS (default 60) through
 # ctest -L fuzz. A crash, leak, timeout or out-of-memory input fails the run
 # and is left in build-fuzz/tests/fuzz/TARGET.run/ (docs/reliability.md).

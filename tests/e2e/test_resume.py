@@ -325,12 +325,13 @@ class Resume(unittest.TestCase):
                 self.assertEqual([n for n in os.listdir(self.dir) if "half" in n and n.startswith(".")], [])
 
     def test_netcdf4_is_refused_with_its_reason(self):
-        proc = self.segment("n4.nc", 2, ("--format", "netcdf4", "--resume"))
-        self.assertEqual(proc.returncode, 1)
-        self.assertEqual(proc.stderr.strip(), "volseg: error: --resume works for raw, CDF and Zarr masks, not NetCDF-4: a "
-                         "NetCDF-4 file that HDF5 1.10 left when its writer was killed is often unreadable, so none "
-                         "is kept to resume")
-        self.assertEqual([n for n in os.listdir(self.dir) if n.startswith("n4") or ".n4" in n], [])
+        for name, fmt in (("n4.nc", "netcdf4"), ("n4.hdf5", "hdf5")):
+            proc = self.segment(name, 2, ("--format", fmt, "--resume"))
+            self.assertEqual(proc.returncode, 1)
+            self.assertEqual(proc.stderr.strip(), "volseg: error: --resume works for raw, CDF and Zarr masks, not "
+                             "NetCDF-4 or HDF5: an HDF5 file that HDF5 1.10 left when its writer was killed is often "
+                             "unreadable, so none is kept to resume")
+            self.assertEqual([n for n in os.listdir(self.dir) if n.startswith("n4") or ".n4" in n], [])
 
 
 if __name__ == "__main__":
