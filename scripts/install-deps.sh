@@ -28,8 +28,8 @@ packages=(
   libblosc-dev libzstd-dev zlib1g-dev python3-zarr python3-numcodecs
   # nibabel and tifffile write and read the NIfTI and TIFF files of tests
   python3-nibabel python3-tifffile
-  # TIFF reading
-  libtiff-dev
+  # TIFF reading; VTK image data's LZ4 and LZMA blocks
+  libtiff-dev libtiff-tools liblz4-dev liblzma-dev
   # measurement
   time fio stress-ng
   # fuzzing (VOLSEG_FUZZ: libFuzzer targets built with clang)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// Backend "vti": VTK image data whose appended array is zlib-compressed
-// (vtkZLibDataCompressor), raw or base64-encoded: what ParaView's "Save
-// Data" and vtkXMLImageDataWriter write by default. VTK compresses an array
+// Backend "vti": VTK image data whose appended array is compressed, raw or
+// base64-encoded: zlib (vtkZLibDataCompressor, what ParaView's "Save Data"
+// and vtkXMLImageDataWriter write by default), LZ4 or LZMA. VTK compresses an array
 // in independent blocks (32 KiB of values each by default) and lists their
 // compressed sizes in a header, so each rank reads and inflates only the
 // blocks its bricks touch; in base64, a block's bytes are found from its
@@ -11,6 +11,8 @@
 // raw backends instead, mapped (volseg/io/vti.hpp).
 #include <fcntl.h>
 #include <unistd.h>
+#include <lz4.h>
+#include <lzma.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -183,17 +185,38 @@ class VtiReader final : public VolumeReader {
     data_start_ = layout_.array_start + (layout_.base64 ? (header_bytes + 2) / 3 * 4 : header_bytes);
   }
 
+  // One block with the file's compressor, exactly filling out; what went
+  // wrong, or empty. VTK's LZ4 blocks are raw LZ4 blocks (LZ4_compress_fast),
+  // its LZMA blocks whole .xz streams (lzma_easy_buffer_encode).
+  std::string decompress(const std::vector<unsigned char>& in, std::vector<std::byte>& out) const {
+    const std::string& kind = layout_.compressor;
+    if (kind == "vtkLZ4DataCompressor") {
+      if (in.size() > static_cast<std::size_t>(LZ4_MAX_INPUT_SIZE) || out.size() > static_cast<std::size_t>(INT32_MAX))
+        return "an LZ4 block too large";
+      const int got = LZ4_decompress_safe(reinterpret_cast<const char*>(in.data()), reinterpret_cast<char*>(out.data()),
+                                          static_cast<int>(in.size()), static_cast<int>(out.size()));
+      return got == static_cast<int>(out.size()) ? "" : "LZ4 " + std::to_string(got);
+    }
+    if (kind == "vtkLZMADataCompressor") {
+      std::uint64_t memory = UINT64_MAX;
+      std::size_t in_at = 0, out_at = 0;
+      const lzma_ret rc = lzma_stream_buffer_decode(&memory, 0, nullptr, in.data(), &in_at, in.size(),
+                                                    reinterpret_cast<std::uint8_t*>(out.data()), &out_at, out.size());
+      return rc == LZMA_OK && out_at == out.size() ? "" : "LZMA " + std::to_string(static_cast<int>(rc));
+    }
+    uLongf got = static_cast<uLongf>(out.size());
+    const int rc = uncompress(reinterpret_cast<Bytef*>(out.data()), &got, in.data(), static_cast<uLong>(in.size()));
+    return rc == Z_OK && got == out.size() ? "" : "zlib " + std::to_string(rc);
+  }
+
   const std::vector<std::byte>& inflated(std::uint64_t k) {
     if (auto it = cache_.find(k); it != cache_.end()) return it->second;
     if (k + 1 >= offsets_.size()) throw Error(path_ + ": VTK image data: a read past the last block");
     const auto compressed = stored(data_start_, offsets_[k], offsets_[k + 1] - offsets_[k]);
     std::vector<std::byte> out(k + 2 == offsets_.size() ? last_size_ : block_size_);
-    uLongf got = static_cast<uLongf>(out.size());
-    const int rc = uncompress(reinterpret_cast<Bytef*>(out.data()), &got, compressed.data(),
-                              static_cast<uLong>(compressed.size()));
-    if (rc != Z_OK || got != out.size())
-      throw Error(path_ + ": VTK image data: block " + std::to_string(k) + " does not inflate to its " +
-                  std::to_string(out.size()) + " bytes (zlib " + std::to_string(rc) + ")");
+    if (const std::string problem = decompress(compressed, out); !problem.empty())
+      throw Error(path_ + ": VTK image data: block " + std::to_string(k) + " does not decompress to its " +
+                  std::to_string(out.size()) + " bytes (" + problem + ")");
     while (!order_.empty() && held_ + out.size() > cache_bytes_) {
       held_ -= cache_[order_.back()].size();
       cache_.erase(order_.back());
@@ -219,7 +242,7 @@ class VtiReader final : public VolumeReader {
 Backend make_vti_backend() {
   Backend backend;
   backend.name = "vti";
-  backend.formats = "VTK image data (.vti) with zlib-compressed appended arrays, raw or base64; read only";
+  backend.formats = "VTK image data (.vti) with compressed appended arrays (zlib, LZ4, LZMA), raw or base64; read only";
   backend.extension = ".vti";
   backend.description = "each rank inflates the compressed blocks its bricks touch (hint cache=16MiB)";
   backend.hints = {{"cache", HintFor::readers}};

@@ -32,7 +32,7 @@ std::string format_name(FileFormat format) {
     case FileFormat::zarr: return "zarr";
     case FileFormat::ome_zarr: return "ome-zarr";
     case FileFormat::nifti_gz: return "nifti-gz";
-    case FileFormat::vti_zlib: return "vti-zlib";
+    case FileFormat::vti_compressed: return "vti-compressed";
     case FileFormat::tiff: return "tiff";
     case FileFormat::hdf5: return "hdf5";
   }
@@ -47,7 +47,7 @@ FileFormat parse_format(const std::string& name) {
   if (name == "zarr") return FileFormat::zarr;
   if (name == "ome-zarr") return FileFormat::ome_zarr;
   if (name == "nifti-gz") return FileFormat::nifti_gz;
-  if (name == "vti-zlib") return FileFormat::vti_zlib;
+  if (name == "vti-compressed") return FileFormat::vti_compressed;
   if (name == "tiff") return FileFormat::tiff;
   if (name == "hdf5") return FileFormat::hdf5;
   throw Error("unknown format '" + name + "' (known: raw, cdf2, cdf5, netcdf4, hdf5, zarr, ome-zarr)");
@@ -123,7 +123,7 @@ static FileFormat detect_on_this_rank(const std::string& path) {
   // vti backend's (a header the parser refuses is the raw reader's to report).
   if (got > 0 && is_vti({reinterpret_cast<const char*>(magic), static_cast<std::size_t>(got)})) {
     try {
-      if (parse_vti_layout(raw::read_header_text(path, 1 << 20), path).packed()) return FileFormat::vti_zlib;
+      if (parse_vti_layout(raw::read_header_text(path, 1 << 20), path).packed()) return FileFormat::vti_compressed;
     } catch (const Error&) {
     }
     return FileFormat::raw;
@@ -160,7 +160,7 @@ std::string reading_backend(FileFormat format) {
     case FileFormat::zarr:
     case FileFormat::ome_zarr: return "zarr";
     case FileFormat::nifti_gz: return "gzip";
-    case FileFormat::vti_zlib: return "vti";
+    case FileFormat::vti_compressed: return "vti";
     case FileFormat::tiff: return "tiff";
     case FileFormat::hdf5: return "netcdf4";
   }
@@ -180,7 +180,7 @@ Writing writing_backend(FileFormat format, const std::string& input_backend) {
     case FileFormat::zarr: return {"zarr", {}};
     case FileFormat::ome_zarr: return {"zarr", {"ome=1"}};
     case FileFormat::nifti_gz: return {"gzip", {}};  // which refuses, with its reason
-    case FileFormat::vti_zlib: return {"vti", {}};   // likewise
+    case FileFormat::vti_compressed: return {"vti", {}};   // likewise
     case FileFormat::tiff: return {"tiff", {}};      // likewise
     case FileFormat::hdf5: return {"hdf5", {}};
   }

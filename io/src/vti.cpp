@@ -125,10 +125,10 @@ VtiLayout parse_vti_layout(std::string_view text, const std::string& path) {
   if (header_type != "UInt32" && header_type != "UInt64") throw Error(where + ": header_type " + header_type + " is unknown");
   VtiLayout layout;
   layout.compressor = file->get("compressor");
-  if (!layout.compressor.empty() && layout.compressor != "vtkZLibDataCompressor")
+  if (!layout.compressor.empty() && layout.compressor != "vtkZLibDataCompressor" &&
+      layout.compressor != "vtkLZ4DataCompressor" && layout.compressor != "vtkLZMADataCompressor")
     throw Error(where + ": its arrays are compressed with " + layout.compressor +
-                "; volseg decompresses vtkZLibDataCompressor (ParaView's default) only: save it again with Compressor "
-                "ZLib or None");
+                "; volseg decompresses VTK's ZLib, LZ4 and LZMA compressors: save it again with one of those or None");
   const auto image = find_tag(text, "ImageData", file->end, n, where);
   if (!image) throw Error(where + ": no <ImageData> element");
   const auto extent = numbers<6>(image->get("WholeExtent"), "WholeExtent", where);

@@ -30,7 +30,7 @@ DIMS_XYZ = (31, 29, 23)
 
 def write_vti(path, values_zyx, extent0=(0, 0, 0), spacing=(0.5, 0.75, 2.0), origin=(-3.0, 4.0, 10.0),
               big_endian=False, header64=False, compressed=False, encoded=False, mode="appended", extra=None,
-              block_size=None):
+              block_size=None, compressor="zlib"):
     img = vtk.vtkImageData()
     nz, ny, nx = values_zyx.shape
     img.SetExtent(extent0[0], extent0[0] + nx - 1, extent0[1], extent0[1] + ny - 1, extent0[2], extent0[2] + nz - 1)
@@ -51,6 +51,10 @@ def write_vti(path, values_zyx, extent0=(0, 0, 0), spacing=(0.5, 0.75, 2.0), ori
         w.EncodeAppendedDataOff()
     if not compressed:
         w.SetCompressorTypeToNone()
+    elif compressor == "lz4":
+        w.SetCompressorTypeToLZ4()
+    elif compressor == "lzma":
+        w.SetCompressorTypeToLZMA()
     if block_size:
         w.SetBlockSize(block_size)
     if big_endian:
@@ -145,7 +149,11 @@ class Vti(unittest.TestCase):
         cases = [(np.float32, {"compressed": True, "encoded": True}),
                  (np.int16, {"compressed": True, "header64": True, "block_size": 4096}),
                  (np.float64, {"compressed": True, "encoded": True, "big_endian": True, "block_size": 1000}),
-                 (np.uint8, {"compressed": True, "encoded": True, "header64": True, "extent0": (1, 2, 3)})]
+                 (np.uint8, {"compressed": True, "encoded": True, "header64": True, "extent0": (1, 2, 3)}),
+                 (np.uint16, {"compressed": True, "compressor": "lz4", "block_size": 3000}),
+                 (np.float32, {"compressed": True, "compressor": "lz4", "encoded": True, "big_endian": True}),
+                 (np.int32, {"compressed": True, "compressor": "lzma", "header64": True}),
+                 (np.float64, {"compressed": True, "compressor": "lzma", "encoded": True, "block_size": 5000})]
         for k, (dtype, options) in enumerate(cases):
             with self.subTest(dtype=np.dtype(dtype).name, **{o: str(v) for o, v in options.items()}):
                 values = (rng.random(shape) * 200).astype(dtype)
@@ -156,7 +164,7 @@ class Vti(unittest.TestCase):
                     np.testing.assert_array_equal(self.segment(name, 30, 120, ranks), expected)
                 info = e.run(["info", name], ranks=1)
                 e.check_ok(self, info)
-                self.assertIn("(vti-zlib, read by vti)", info.stdout)
+                self.assertIn("(vti-compressed, read by vti)", info.stdout)
         # A damaged block: one line naming it.
         with open(self.path("z-0.vti"), "rb") as f:
             data = bytearray(f.read())
@@ -170,7 +178,7 @@ class Vti(unittest.TestCase):
         self.assertEqual(proc.returncode, 1)
         lines = [l for l in proc.stderr.splitlines() if l.startswith("volseg:")]
         self.assertEqual(len(lines), 1, proc.stderr)
-        self.assertRegex(lines[0], r"block \d+ does not inflate")
+        self.assertRegex(lines[0], r"block \d+ does not decompress")
         self.assertFalse(os.path.exists(self.path("zb.nhdr")))
 
     def test_refused_files(self):

@@ -13,13 +13,13 @@
 namespace volseg::io {
 
 // nifti_gz: a gzip-compressed NIfTI file (.nii.gz), read by the gzip backend;
-// vti_zlib: VTK image data with compressed appended arrays, read by the vti
+// vti_compressed: VTK image data with compressed appended arrays (zlib, LZ4, LZMA), read by the vti
 // backend (raw appended .vti is raw).
 // tiff: a TIFF or BigTIFF file, or a folder of TIFF slices, read by the tiff
 // backend (TIFF outputs are raw: volseg writes them uncompressed).
 // hdf5: a plain HDF5 file volseg writes (--format hdf5, .hdf5) by the hdf5
 // backend; HDF5 files are read as netcdf4 (parallel netCDF-C reads any).
-enum class FileFormat { raw, cdf1, cdf2, cdf5, netcdf4, zarr, ome_zarr, nifti_gz, vti_zlib, tiff, hdf5 };
+enum class FileFormat { raw, cdf1, cdf2, cdf5, netcdf4, zarr, ome_zarr, nifti_gz, vti_compressed, tiff, hdf5 };
 
 std::string format_name(FileFormat format);  // "raw", "cdf2", ...
 FileFormat parse_format(const std::string& name);  // raw | cdf2 | cdf5 | netcdf4

@@ -51,7 +51,7 @@ NrrdHeader parse_vti(std::string_view text, const std::string& path);
 // base64: that header and then the blocks, each base64-encoded on its own).
 struct VtiLayout {
   NrrdHeader header;
-  std::string compressor;  // empty, or vtkZLibDataCompressor
+  std::string compressor;  // empty, or vtkZLibDataCompressor, vtkLZ4DataCompressor, vtkLZMADataCompressor
   bool base64 = false;
   std::size_t count_size = 4;     // UInt32 or UInt64 header integers
   std::uint64_t array_start = 0;  // the array's first byte after the '_' mark
