@@ -8,20 +8,38 @@
 // bricks lie last in the file inflates all of it, so the job takes at least
 // one whole decompression however many ranks share it (docs/formats.md).
 // Rank 0 reads the header and shares it, as the raw backends do.
+//
+// Writing (.nii.gz masks, labels, conversions): a gzip file may hold several
+// gzip members one after another, and every gzip reader (zlib's gzread,
+// Python's gzip, nibabel, ITK, FSL) reads them as one stream. So each rank
+// compresses each brick it writes into a member of its own, in parallel,
+// into a scratch file beside the output; at close the ranks agree on where
+// each member goes (the NIfTI header's first, then the bricks in file
+// order) and copy theirs there. Memory stays one brick's; a brick must be
+// one run of the file (whole rows: x whole, and y whole or one plane).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <map>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "raw/raw_volume.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/io/files.hpp"
+#include "volseg/io/messages.hpp"
 #include "volseg/io/nifti.hpp"
 #include "volseg/io/registry.hpp"
+#include "volseg/io/trace.hpp"
 
 namespace volseg::io {
 namespace {
@@ -155,17 +173,203 @@ class GzipReader final : public VolumeReader {
   std::unique_ptr<GzStream> stream_;
 };
 
+// One gzip member of bytes at level.
+std::vector<unsigned char> gzip_member(const void* data, std::size_t size, int level) {
+  z_stream z{};
+  if (deflateInit2(&z, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    throw Error("gzip: zlib cannot start a stream");
+  std::vector<unsigned char> out(deflateBound(&z, static_cast<uLong>(std::min<std::size_t>(size, 1u << 30))) + 64);
+  std::size_t produced = 0;
+  const auto* in = static_cast<const unsigned char*>(data);
+  std::size_t left = size;
+  int rc = Z_OK;
+  do {
+    const auto piece = static_cast<uInt>(std::min<std::size_t>(left, 1u << 30));
+    z.next_in = const_cast<unsigned char*>(in);
+    z.avail_in = piece;
+    in += piece;
+    left -= piece;
+    const int flush = left == 0 ? Z_FINISH : Z_NO_FLUSH;
+    do {
+      if (out.size() - produced < 65536) out.resize(out.size() * 2);
+      z.next_out = out.data() + produced;
+      z.avail_out = static_cast<uInt>(std::min<std::size_t>(out.size() - produced, 1u << 30));
+      const uInt before = z.avail_out;
+      rc = deflate(&z, flush);
+      produced += before - z.avail_out;
+      if (rc == Z_STREAM_ERROR) break;
+    } while (z.avail_out == 0 || (flush == Z_FINISH && rc != Z_STREAM_END));
+  } while (left > 0 && rc != Z_STREAM_ERROR);
+  deflateEnd(&z);
+  if (rc != Z_STREAM_END) throw Error("gzip: zlib could not compress a brick");
+  out.resize(produced);
+  return out;
+}
+
+class GzipWriter final : public VolumeWriter {
+ public:
+  GzipWriter(const CreateRequest& request, const Comm& comm, int level, bool fsync)
+      : comm_(comm.duplicate()), path_(request.path), info_(request.info), level_(level), fsync_(fsync) {
+    if (request.partial != Partial::none)
+      throw Error(path_ + ": a .nii.gz output cannot be resumed (write .nii, then gzip it)");
+    if (request.bricks && !one_run(*request.bricks))
+      throw Error(path_ + ": a .nii.gz output is written a brick at a time as gzip members, so a brick must be whole "
+                  "rows of the volume (--brick Z,Y,X with X = " + std::to_string(info_.dims[2]) + ", and Y = " +
+                  std::to_string(info_.dims[1]) + " or Z = 1)");
+    header_ = format_nifti(info_);  // refuses what NIfTI-1 cannot hold, before anything is created
+    collectively(comm_, [&] {
+      if (comm_.rank() != 0) return;
+      refuse_existing(path_, request.overwrite);
+      commit_ = AtomicCommit(path_, temporary_path(path_));
+      temp_path_ = commit_.temporary();
+      const int fd = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd < 0) throw_errno("create", temp_path_);
+      if (::close(fd) != 0) throw_errno("close", temp_path_);
+    });
+    temp_path_ = comm_.broadcast(temp_path_);
+    collectively(comm_, [&] {
+      // This rank's members until close: an unnamed file beside the output.
+      const std::string folder = std::filesystem::path(path_).parent_path().empty()
+                                     ? std::string(".")
+                                     : std::filesystem::path(path_).parent_path().string();
+      scratch_fd_ = ::open(folder.c_str(), O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
+      if (scratch_fd_ < 0) {  // a file system without O_TMPFILE: a named one, unlinked at once
+        std::string name = temporary_path(path_) + ".rank" + std::to_string(comm_.rank());
+        scratch_fd_ = ::open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (scratch_fd_ < 0) throw_errno("create", name);
+        ::unlink(name.c_str());
+      }
+      fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd_ < 0) throw_errno("open", temp_path_);
+    });
+  }
+  ~GzipWriter() override {
+    if (fd_ >= 0) ::close(fd_);
+    if (scratch_fd_ >= 0) ::close(scratch_fd_);
+  }
+
+  const VolumeInfo& info() const override { return info_; }
+  std::string backend_name() const override { return "gzip"; }
+  std::uint64_t bytes_written() const override { return bytes_written_; }
+
+ protected:
+  void do_write(const Extent& extent, const void* buffer) override {
+    if (!one_run(extent.count))
+      throw Error(path_ + ": a .nii.gz output takes bricks of whole rows (this brick is " +
+                  std::to_string(extent.count[2]) + " of " + std::to_string(info_.dims[2]) + " x-values wide)");
+    const std::size_t size = dtype_size(info_.dtype);
+    const std::size_t bytes = static_cast<std::size_t>(extent.voxels()) * size;
+    const void* data = buffer;
+    if (info_.byte_order != native_byte_order()) {
+      swapped_.resize(bytes);
+      raw::copy_swapped(swapped_.data(), buffer, extent.voxels(), size);
+      data = swapped_.data();
+    }
+    const auto member = gzip_member(data, bytes, level_);
+    raw::write_fully(scratch_fd_, member.data(), member.size(), scratch_size_, path_ + " (scratch)");
+    pieces_.push_back({raw::first_byte(info_.dims, extent, size, 0), bytes, member.size(), scratch_size_});
+    scratch_size_ += member.size();
+    bytes_written_ += member.size();
+  }
+
+  void do_close() override {
+    collectively(comm_, [&] { place_members(); });
+    collectively(comm_, [&] {
+      if (fsync_ && ::fdatasync(fd_) != 0) throw_errno("fsync", temp_path_);
+      const int fd = std::exchange(fd_, -1);
+      if (::close(fd) != 0) throw_errno("close", temp_path_);
+      const int scratch = std::exchange(scratch_fd_, -1);
+      if (::close(scratch) != 0) throw_errno("close", path_ + " (scratch)");
+    });
+    collectively(comm_, [&] { commit_.commit(fsync_); });  // rank 0's
+  }
+
+ private:
+  struct Piece {
+    std::uint64_t data_offset, data_bytes, size, scratch_offset;
+  };
+
+  bool one_run(const Index3& count) const {
+    return count[2] == info_.dims[2] && (count[1] == info_.dims[1] || count[0] == 1);
+  }
+
+  // Rank 0 learns every member's data offset and size (16 bytes a brick,
+  // through the chunked helpers of messages.hpp), checks that they cover the
+  // voxels once and hands each rank where its members go, after the
+  // header's; then each rank copies its own there.
+  void place_members() {
+    std::vector<std::uint64_t> mine;
+    for (const auto& p : pieces_) mine.insert(mine.end(), {p.data_offset, p.data_bytes, p.size});
+    const auto mine_bytes = std::as_bytes(std::span(mine));
+    const auto sizes = gather_sizes(comm_.get(), mine_bytes.size());
+    std::vector<std::uint64_t> all;
+    if (comm_.rank() == 0) {
+      std::uint64_t total = 0;
+      for (auto n : sizes) total += n;
+      all.resize(total / sizeof(std::uint64_t));
+    }
+    gather_bytes(comm_.get(), mine_bytes, reinterpret_cast<std::byte*>(all.data()), sizes);
+    const auto header = gzip_member(header_.data(), header_.size(), level_);
+    std::vector<std::uint64_t> places;  // rank 0: every member's output offset, rank by rank
+    std::string problem;
+    if (comm_.rank() == 0) {
+      struct Member {
+        std::uint64_t data_offset, data_bytes, size, index;  // index into places
+      };
+      std::vector<Member> members;
+      for (std::size_t i = 0; i + 2 < all.size(); i += 3) members.push_back({all[i], all[i + 1], all[i + 2], i / 3});
+      std::sort(members.begin(), members.end(), [](const Member& a, const Member& b) { return a.data_offset < b.data_offset; });
+      places.assign(members.size(), 0);
+      std::uint64_t at = header.size();
+      std::uint64_t covered = 0;
+      for (std::size_t i = 0; i < members.size() && problem.empty(); ++i) {
+        if (members[i].data_offset != covered) problem = "at byte " + std::to_string(covered);
+        covered = members[i].data_offset + members[i].data_bytes;
+        places[members[i].index] = at;
+        at += members[i].size;
+      }
+      if (problem.empty() && covered != info_.bytes()) problem = "they end at byte " + std::to_string(covered);
+    }
+    problem = comm_.broadcast(problem);
+    if (!problem.empty()) throw Error(path_ + ": internal error: the bricks written do not tile the volume (" + problem + ")");
+    std::vector<std::uint64_t> mine_places(pieces_.size()), place_sizes;
+    for (auto n : sizes) place_sizes.push_back(n / 3);  // one offset for every three numbers sent
+    scatter_bytes(comm_.get(), reinterpret_cast<const std::byte*>(places.data()), place_sizes,
+                  std::as_writable_bytes(std::span(mine_places)));
+    if (comm_.rank() == 0) raw::write_fully(fd_, header.data(), header.size(), 0, temp_path_);
+    std::vector<unsigned char> copy;
+    for (std::size_t k = 0; k < pieces_.size(); ++k) {
+      const Piece& p = pieces_[k];
+      copy.resize(p.size);
+      raw::read_fully(scratch_fd_, copy.data(), p.size, p.scratch_offset, path_ + " (scratch)");
+      raw::write_fully(fd_, copy.data(), p.size, mine_places[k], temp_path_);
+    }
+  }
+
+  Comm comm_;
+  std::string path_, temp_path_, header_;
+  VolumeInfo info_;
+  int level_ = 1;
+  bool fsync_ = false;
+  AtomicCommit commit_;
+  int fd_ = -1, scratch_fd_ = -1;
+  std::uint64_t scratch_size_ = 0;
+  std::vector<Piece> pieces_;
+  std::vector<std::byte> swapped_;
+  std::atomic<std::uint64_t> bytes_written_{0};
+};
+
 }  // namespace
 
 Backend make_gzip_backend() {
   Backend backend;
   backend.name = "gzip";
-  backend.formats = "gzip-compressed NIfTI (.nii.gz), read only";
+  backend.formats = "gzip-compressed NIfTI (.nii.gz)";
   backend.extension = ".nii.gz";
   backend.description =
-      "each rank inflates the stream from its start to its own bricks (hint buffer=256KiB); the job costs at least "
-      "one whole decompression";
-  backend.hints = {{"buffer", HintFor::readers}};
+      "reads: each rank inflates the stream from its start to its own bricks (hint buffer=256KiB), at least one whole "
+      "decompression a job; writes: each brick a gzip member, compressed in parallel (hints level=1, fsync=1)";
+  backend.hints = {{"buffer", HintFor::readers}, {"level", HintFor::writers}, {"fsync", HintFor::writers}};
   backend.open = [](const std::string& path, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
     const std::int64_t buffer = hints.get_size("buffer", std::int64_t{256} << 10);
     if (buffer < 8192 || buffer > (std::int64_t{1} << 30))
@@ -173,8 +377,13 @@ Backend make_gzip_backend() {
     hints.reject_unused("gzip");
     return std::make_unique<GzipReader>(path, comm, static_cast<unsigned>(buffer));
   };
-  backend.create = [](const CreateRequest& request, const Comm&, const Hints&) -> std::unique_ptr<VolumeWriter> {
-    throw Error(request.path + ": the gzip backend reads only; write the mask as .nii (or gzip it afterwards)");
+  backend.create = [](const CreateRequest& request, const Comm& comm,
+                      const Hints& hints) -> std::unique_ptr<VolumeWriter> {
+    const auto level = hints.get_int("level", 1);  // nibabel's default
+    if (level < 1 || level > 9) throw Error("hint level=" + std::to_string(level) + " is not 1 to 9");
+    const bool fsync = hints.get_bool("fsync", false);
+    hints.reject_unused("gzip");
+    return std::make_unique<GzipWriter>(request, comm, static_cast<int>(level), fsync);
   };
   return backend;
 }

@@ -60,6 +60,7 @@ FileFormat output_format(const std::string& path, const std::string& named, std:
   if (extension == ".nhdr" || extension == ".nii" || extension == ".vti" || tiff_extension(path)) return FileFormat::raw;
   if (extension == ".nc4" || extension == ".h5") return FileFormat::netcdf4;
   if (extension == ".hdf5") return FileFormat::hdf5;
+  if (extension == ".gz" && std::filesystem::path(path).stem().extension() == ".nii") return FileFormat::nifti_gz;
   if (extension == ".zarr")
     return std::filesystem::path(path).stem().extension() == ".ome" ? FileFormat::ome_zarr : FileFormat::zarr;
   if (extension == ".nc") {
@@ -70,7 +71,7 @@ FileFormat output_format(const std::string& path, const std::string& named, std:
     return FileFormat::cdf5;
   }
   throw Error(option + " " + path + ": cannot tell the format from the extension '" + extension +
-              "' (.nhdr: raw, data in NAME.raw; .nii: NIfTI-1; .vti: VTK image data; .tif: TIFF; .nc: NetCDF classic; .nc4 or .h5: NetCDF-4; .hdf5: plain HDF5; .zarr: Zarr v2; "
+              "' (.nhdr: raw, data in NAME.raw; .nii or .nii.gz: NIfTI-1; .vti: VTK image data; .tif: TIFF; .nc: NetCDF classic; .nc4 or .h5: NetCDF-4; .hdf5: plain HDF5; .zarr: Zarr v2; "
               ".ome.zarr: OME-Zarr; or name one with --format raw|cdf2|cdf5|netcdf4|hdf5|zarr|ome-zarr)");
 }
 
@@ -179,7 +180,7 @@ Writing writing_backend(FileFormat format, const std::string& input_backend) {
     case FileFormat::netcdf4: return {"netcdf4", {}};
     case FileFormat::zarr: return {"zarr", {}};
     case FileFormat::ome_zarr: return {"zarr", {"ome=1"}};
-    case FileFormat::nifti_gz: return {"gzip", {}};  // which refuses, with its reason
+    case FileFormat::nifti_gz: return {"gzip", {}};
     case FileFormat::vti_compressed: return {"vti", {}};   // likewise
     case FileFormat::tiff: return {"tiff", {}};      // likewise
     case FileFormat::hdf5: return {"hdf5", {}};

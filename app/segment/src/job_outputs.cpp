@@ -68,4 +68,9 @@ void add_backend_choice(nlohmann::json& report, const std::string& backend, cons
                               {"resident_fraction", resident >= 0 ? nlohmann::json(resident) : nlohmann::json(nullptr)}};
 }
 
+std::optional<io::Index3> chunks_for_bricks(const std::optional<io::Index3>& input_chunks, io::FileFormat output) {
+  if (output == io::FileFormat::nifti_gz) return std::nullopt;
+  return input_chunks;
+}
+
 }  // namespace volseg::segment::detail

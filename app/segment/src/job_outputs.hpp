@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,6 +34,11 @@ void add_backend_choice(nlohmann::json& report, const std::string& backend, cons
                         double resident);
 
 std::vector<std::string> joined(std::vector<std::string> a, const std::vector<std::string>& b);
+
+// The input's chunks, as BrickLayout::job_shape aligns bricks to them, unless
+// the output needs bricks of whole rows (.nii.gz: a gzip member a brick, one
+// run of the file each), which job_shape's default shape gives.
+std::optional<io::Index3> chunks_for_bricks(const std::optional<io::Index3>& input_chunks, io::FileFormat output);
 
 // CF packing of stored values: value = stored * scale + offset.
 struct Packing {

@@ -309,7 +309,8 @@ LabelPlan plan_label(const Comm& comm, const LabelOptions& options, LabelResult&
   // Bricks of about 12 MiB of labels (u32): a brick's buffers are its input,
   // its mask, its labels and ~12 bytes a run of foreground.
   // Large bricks whatever the output: each brick face is merge work.
-  const io::Index3 shape = options.brick_shape.value_or(BrickLayout::job_shape(info.dims, 4, reader->chunks()));
+  const io::Index3 shape = options.brick_shape.value_or(BrickLayout::job_shape(
+      info.dims, 4, detail::chunks_for_bricks(reader->chunks(), io::parse_format(result.output_format))));
   const BrickLayout layout(info.dims, shape);
   result.brick_shape = layout.shape();
   result.brick_grid = layout.grid();

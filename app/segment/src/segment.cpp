@@ -255,7 +255,7 @@ std::vector<std::string> writer_hints(const SegmentOptions& options, const io::W
 
 // Raw, CDF and Zarr masks are resumable: their data go to a partial file (a
 // partial store for Zarr) that is kept, with a journal of the finished
-// bricks, when the job fails. Null for a NetCDF-4 mask.
+// bricks, when the job fails. Null for a NetCDF-4, HDF5 or .nii.gz mask.
 std::unique_ptr<Journal> open_journal(const Comm& comm, const SegmentOptions& options,
                                       const std::vector<std::string>& input_files, const BrickLayout& layout,
                                       io::FileFormat output_format, SegmentResult& result, Stats& resumed_stats) {
@@ -263,6 +263,12 @@ std::unique_ptr<Journal> open_journal(const Comm& comm, const SegmentOptions& op
     if (options.resume)
       throw Error("--resume works for raw, CDF and Zarr masks, not NetCDF-4 or HDF5: an HDF5 file that HDF5 1.10 "
                   "left when its writer was killed is often unreadable, so none is kept to resume");
+    return nullptr;
+  }
+  if (output_format == io::FileFormat::nifti_gz) {
+    if (options.resume)
+      throw Error("--resume works for raw, CDF and Zarr masks, not .nii.gz: its gzip members are placed only when "
+                  "the job ends (write NAME.nii to resume, then gzip it)");
     return nullptr;
   }
   const std::string data_file =
@@ -312,7 +318,8 @@ SegmentPlan plan_segment(const Comm& comm, const SegmentOptions& options, Segmen
                                options.histogram);
   const bool chunked_output = io.output_format == io::FileFormat::zarr || io.output_format == io::FileFormat::ome_zarr;
   const io::Index3 shape = options.brick_shape.value_or(
-      BrickLayout::job_shape(info.dims, io::dtype_size(info.dtype), reader->chunks(), chunked_output));
+      BrickLayout::job_shape(info.dims, io::dtype_size(info.dtype),
+                             detail::chunks_for_bricks(reader->chunks(), io.output_format), chunked_output));
   const BrickLayout layout(info.dims, shape);
   result.brick_shape = layout.shape();
   result.brick_grid = layout.grid();

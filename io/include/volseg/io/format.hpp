@@ -30,6 +30,7 @@ FileFormat parse_format(const std::string& name);  // raw | cdf2 | cdf5 | netcdf
 //   .nhdr        raw (a NRRD header; the data go to NAME.raw)
 //   .nc4, .h5    netcdf4
 //   .hdf5        hdf5 (a plain HDF5 file: one dataset, no netCDF dimensions)
+//   .nii.gz      nifti-gz (NIfTI-1, each brick a gzip member)
 //   .ome.zarr    ome-zarr (an OME-Zarr 0.4 image group around a Zarr v2 array)
 //   .zarr        zarr (a Zarr v2 array: a directory)
 //   .nc          NetCDF classic, or the NetCDF `input`'s kind: CDF-1 and
