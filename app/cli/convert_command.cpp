@@ -24,7 +24,7 @@ class ConvertCommand final : public Command {
                     "NAME.nc4, NAME.hdf5 (plain HDF5), NAME.zarr or NAME.ome.zarr")
         ->required();
     sub->add_option("--format", o.format, "Output format: raw | cdf2 | cdf5 | netcdf4 | hdf5 | zarr | ome-zarr (default: by extension)");
-    sub->add_option("--var", variable_, "NetCDF or HDF5 variable (default: the only 3D one)");
+    sub->add_option("--var", variable_, "NetCDF or HDF5 variable (/group/name), or a .vti point data array (default: the only 3D one)");
     sub->add_option("--time", time_, "Step of a 4D variable's first dimension, or an ImageJ hyperstack's frame");
     sub->add_option("--glob", glob_, "A folder of TIFF slices: the files that are slices (fnmatch pattern)");
     sub->add_option("--backend", o.backend, "Backend that reads (auto: by format)")->capture_default_str();

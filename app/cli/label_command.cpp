@@ -50,7 +50,7 @@ class LabelCommand final : public Command {
     sub->add_option("--values", o.values, "Source scalar volume, voxel for voxel, for the table's min/mean/max");
     sub->add_option("--values-var", values_variable_, "NetCDF variable of --values");
     sub->add_option("--values-time", values_time_, "Step of --values' 4D variable");
-    sub->add_option("--var", variable_, "NetCDF variable of the input (default: the only 3D one)");
+    sub->add_option("--var", variable_, "NetCDF or HDF5 variable of the input (/group/name), or a .vti point data array (default: the only 3D one)");
     sub->add_option("--time", time_, "Step of a 4D input variable's first dimension, or an ImageJ hyperstack's frame");
     sub->add_option("--glob", glob_, "A folder of TIFF slices: the files that are slices (fnmatch pattern; default *.tif and *.tiff, in natural order)");
     sub->add_option("--format", o.format, "Labels format: raw | cdf5 | netcdf4 | hdf5 | zarr (default: by --out, else the input's; "

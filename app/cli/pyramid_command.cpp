@@ -20,7 +20,7 @@ class PyramidCommand final : public Command {
                     "Input volume: a raw volume's .nhdr header, a NetCDF file, a Zarr array or an OME-Zarr image "
                     "(which also gets its levels as datasets 1, 2, ...)")
         ->required();
-    sub->add_option("--var", variable_, "NetCDF variable (default: the only 3D one)");
+    sub->add_option("--var", variable_, "NetCDF or HDF5 variable (/group/name), or a .vti point data array (default: the only 3D one)");
     sub->add_option("--time", time_, "Step of a 4D variable's first (record/time) dimension, or an ImageJ hyperstack's frame");
     sub->add_option("--glob", glob_, "A folder of TIFF slices: the files that are slices (fnmatch pattern; default *.tif and *.tiff, in natural order)");
     sub->add_option("--backend", o.backend, "Backend that reads (auto: by format)")->capture_default_str();

@@ -73,7 +73,7 @@ CLI::App* RenderJobCommand::add_to(CLI::App& app) {
   sub->add_option("input", o.input, "Volume: a raw volume's .nhdr header, or a NetCDF file")->required();
   sub->add_option("--out", o.output, "Output image NAME.png (--orbit: NAME-000.png ...; --progressive: "
                                       "NAME-levelK.png first)")->required();
-  sub->add_option("--var", variable_, "NetCDF variable (default: the only 3D one)");
+  sub->add_option("--var", variable_, "NetCDF or HDF5 variable (/group/name), or a .vti point data array (default: the only 3D one)");
   sub->add_option("--time", time_, "Step of a 4D variable's first dimension");
   sub->add_option("--mask", o.mask, "Mask volume of the same shape (from 'volseg segment')");
   sub->add_option("--mode", modes_,

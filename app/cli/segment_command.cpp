@@ -64,7 +64,7 @@ class SegmentCommand final : public Command {
                     "Output mask: NAME.nhdr (raw), NAME.nii, NAME.vti, NAME.tif, NAME.nc, NAME.nc4, NAME.hdf5 or "
                     "NAME.zarr (Zarr v2, compressed: --hint compressor=)")
         ->required();
-    sub->add_option("--var", variable_, "NetCDF variable (default: the only 3D one; 'volseg info' lists them)");
+    sub->add_option("--var", variable_, "NetCDF or HDF5 variable (/group/name; 'volseg info' lists them), or a .vti point data array (default: the only 3D one)");
     sub->add_option("--time", time_, "Step of a 4D variable's first (record/time) dimension, or an ImageJ hyperstack's frame");
     sub->add_option("--glob", glob_, "A folder of TIFF slices: the files that are slices (fnmatch pattern; default *.tif and *.tiff, in natural order)");
     sub->add_option("--format", o.format,

@@ -114,8 +114,8 @@ Mapping map_extent(int fd, const VolumeInfo& info, std::uint64_t base_offset, co
 
 class MmapReader final : public VolumeReader {
  public:
-  MmapReader(const std::string& path, const Comm& comm, int advise_depth, bool populate)
-      : VolumeReader({.map = true}), input_(path, comm), advise_depth_(advise_depth), populate_(populate) {}
+  MmapReader(const std::string& path, const Comm& comm, int advise_depth, bool populate, const std::string& array)
+      : VolumeReader({.map = true}), input_(path, comm, true, array), advise_depth_(advise_depth), populate_(populate) {}
   const VolumeInfo& info() const override { return input_.header().info; }
   std::string backend_name() const override { return advise_depth_ > 0 ? "mmap-advise" : "mmap"; }
 
@@ -207,8 +207,9 @@ Backend make_mmap_backend(const std::string& name, bool advise) {
     int depth = advise ? static_cast<int>(hints.get_int("advise_depth", 1)) : 0;
     if (advise && depth < 1) throw Error("hint advise_depth must be at least 1");
     bool populate = hints.get_bool("populate", true);
+    const std::string array = hints.get_string("var", "");
     hints.reject_unused(name);
-    return std::make_unique<MmapReader>(path, comm, depth, populate);
+    return std::make_unique<MmapReader>(path, comm, depth, populate, array);
   };
   backend.create = [name](const CreateRequest& request, const Comm& comm,
                                   const Hints& hints) -> std::unique_ptr<VolumeWriter> {

@@ -222,9 +222,9 @@ class MpiFiles {
 
 class MpiioReader final : public VolumeReader {
  public:
-  MpiioReader(const std::string& path, const Comm& comm)
+  MpiioReader(const std::string& path, const Comm& comm, const std::string& array)
       : VolumeReader({.collective = true}),
-        input_(path, comm, /*open_data=*/false),
+        input_(path, comm, /*open_data=*/false, array),
         comm_(comm.duplicate()),
         files_(comm_, input_.header().data_path, MPI_MODE_RDONLY, input_.header().data_path),
         element_(element_type(dtype_size(input_.header().info.dtype))) {}
@@ -393,8 +393,9 @@ Backend make_mpiio_backend() {
   backend.description = "MPI_File_read_all/write_all with subarray views (the MPI library's OMPIO or ROMIO)";
   backend.hints = {{"fsync", HintFor::writers}};
   backend.open = [](const std::string& path, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
+    const std::string array = hints.get_string("var", "");
     hints.reject_unused("mpiio");
-    return std::make_unique<MpiioReader>(path, comm);
+    return std::make_unique<MpiioReader>(path, comm, array);
   };
   backend.create = [](const CreateRequest& request, const Comm& comm,
                       const Hints& hints) -> std::unique_ptr<VolumeWriter> {

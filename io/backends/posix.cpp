@@ -12,7 +12,7 @@ namespace {
 
 class PosixReader final : public VolumeReader {
  public:
-  PosixReader(const std::string& path, const Comm& comm) : input_(path, comm) {}
+  PosixReader(const std::string& path, const Comm& comm, const std::string& array) : input_(path, comm, true, array) {}
   const VolumeInfo& info() const override { return input_.header().info; }
   std::string backend_name() const override { return "posix"; }
 
@@ -69,8 +69,9 @@ Backend make_posix_backend() {
   backend.description = "pread/pwrite per contiguous run";
   backend.hints = {{"fsync", HintFor::writers}, {"direct_write", HintFor::writers}};
   backend.open = [](const std::string& path, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
+    const std::string array = hints.get_string("var", "");
     hints.reject_unused("posix");
-    return std::make_unique<PosixReader>(path, comm);
+    return std::make_unique<PosixReader>(path, comm, array);
   };
   backend.create = [](const CreateRequest& request, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeWriter> {
     bool fsync = hints.get_bool("fsync", false);

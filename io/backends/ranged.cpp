@@ -82,8 +82,9 @@ class RangeArrivals final : public Arrivals {
 
 class RangedReader final : public VolumeReader {
  public:
-  RangedReader(const std::string& path, const Comm& comm, ranged::Engine engine, const ranged::Options& options)
-      : VolumeReader({.read_any = true}), input_(path, comm), engine_(engine), options_(options) {}
+  RangedReader(const std::string& path, const Comm& comm, ranged::Engine engine, const ranged::Options& options,
+               const std::string& array)
+      : VolumeReader({.read_any = true}), input_(path, comm, true, array), engine_(engine), options_(options) {}
   const VolumeInfo& info() const override { return input_.header().info; }
   std::string backend_name() const override { return std::string("ranged-") + ranged::engine_name(engine_); }
   std::string implementation() const override {
@@ -163,8 +164,9 @@ Backend make_ranged_backend(ranged::Engine engine) {
   backend.open = [name, engine](const std::string& path, const Comm& comm,
                                 const Hints& hints) -> std::unique_ptr<VolumeReader> {
     auto options = options_from(hints);
+    const std::string array = hints.get_string("var", "");
     hints.reject_unused(name);
-    return std::make_unique<RangedReader>(path, comm, engine, options);
+    return std::make_unique<RangedReader>(path, comm, engine, options, array);
   };
   // Masks: pwrite, as posix (which reads fsync and checks the rest).
   backend.create = make_posix_backend().create;

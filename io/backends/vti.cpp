@@ -70,14 +70,14 @@ std::vector<unsigned char> from_base64(const char* text, std::size_t length, con
 
 class VtiReader final : public VolumeReader {
  public:
-  VtiReader(const std::string& path, const Comm& comm, std::uint64_t cache_bytes)
+  VtiReader(const std::string& path, const Comm& comm, std::uint64_t cache_bytes, const std::string& array)
       : path_(path), cache_bytes_(cache_bytes) {
     std::string text;
     collectively(comm, [&] {
       if (comm.rank() == 0) text = raw::read_header_text(path, 1 << 20);
     });
     text = comm.broadcast(text);
-    layout_ = parse_vti_layout(text, path);
+    layout_ = parse_vti_layout(text, path, array);
     if (!layout_.packed()) throw Error(path + ": raw appended data: read it with a raw backend (mmap, posix, ...)");
     collectively(comm, [&] {
       fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -245,11 +245,12 @@ Backend make_vti_backend() {
   backend.formats = "VTK image data (.vti) with compressed appended arrays (zlib, LZ4, LZMA), raw or base64; read only";
   backend.extension = ".vti";
   backend.description = "each rank inflates the compressed blocks its bricks touch (hint cache=16MiB)";
-  backend.hints = {{"cache", HintFor::readers}};
+  backend.hints = {{"cache", HintFor::readers}, {"var", HintFor::readers}};
   backend.open = [](const std::string& path, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
     const auto cache = static_cast<std::uint64_t>(hints.get_size("cache", std::int64_t{16} << 20));
+    const std::string array = hints.get_string("var", "");
     hints.reject_unused("vti");
-    return std::make_unique<VtiReader>(path, comm, cache);
+    return std::make_unique<VtiReader>(path, comm, cache, array);
   };
   backend.create = [](const CreateRequest& request, const Comm&, const Hints&) -> std::unique_ptr<VolumeWriter> {
     throw Error(request.path + ": the vti backend reads only; .vti outputs are written raw by the raw writers");

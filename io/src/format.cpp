@@ -123,11 +123,7 @@ static FileFormat detect_on_this_rank(const std::string& path) {
   // So is an image data file with raw appended data; compressed ones are the
   // vti backend's (a header the parser refuses is the raw reader's to report).
   if (got > 0 && is_vti({reinterpret_cast<const char*>(magic), static_cast<std::size_t>(got)})) {
-    try {
-      if (parse_vti_layout(raw::read_header_text(path, 1 << 20), path).packed()) return FileFormat::vti_compressed;
-    } catch (const Error&) {
-    }
-    return FileFormat::raw;
+    return vti_packed(raw::read_header_text(path, 1 << 20)) ? FileFormat::vti_compressed : FileFormat::raw;
   }
   if (got > 0 && is_tiff({reinterpret_cast<const char*>(magic), static_cast<std::size_t>(got)})) return FileFormat::tiff;
   if (got >= 4 && std::memcmp(magic, "CDF", 3) == 0) {

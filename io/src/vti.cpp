@@ -112,7 +112,17 @@ std::size_t vti_header_length(std::string_view text) {
   return mark == std::string_view::npos ? 0 : mark + 1;
 }
 
-VtiLayout parse_vti_layout(std::string_view text, const std::string& path) {
+bool vti_packed(std::string_view text) {
+  try {
+    const auto file = find_tag(text, "VTKFile", 0, text.size(), "vti");
+    const auto appended = find_tag(text, "AppendedData", 0, text.size(), "vti");
+    return (file && !file->get("compressor").empty()) || (appended && appended->get("encoding") == "base64");
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+VtiLayout parse_vti_layout(std::string_view text, const std::string& path, const std::string& array) {
   const std::string where = path + ": VTK image data";
   const std::size_t n = text.size();
   const auto file = find_tag(text, "VTKFile", 0, n, where);
@@ -161,14 +171,18 @@ VtiLayout parse_vti_layout(std::string_view text, const std::string& path) {
   if (arrays.empty()) throw Error(where + ": no point data array (volseg thresholds point data)");
   const std::string scalars = point->get("Scalars");
   const Tag* chosen = nullptr;
-  for (const auto& a : arrays)
-    if (!scalars.empty() && a.get("Name") == scalars) chosen = &a;
-  if (!chosen && arrays.size() == 1) chosen = &arrays[0];
-  if (!chosen) {
-    std::string names;
-    for (const auto& a : arrays) names += (names.empty() ? "" : ", ") + a.get("Name");
-    throw Error(where + ": several point data arrays (" + names + ") and none marked Scalars");
+  std::string names;
+  for (const auto& a : arrays) names += (names.empty() ? "" : ", ") + a.get("Name");
+  if (!array.empty()) {
+    for (const auto& a : arrays)
+      if (a.get("Name") == array) chosen = &a;
+    if (!chosen) throw Error("--var " + array + ": " + path + " has no such point data array (it has " + names + ")");
   }
+  for (const auto& a : arrays)
+    if (!chosen && !scalars.empty() && a.get("Name") == scalars) chosen = &a;
+  if (!chosen && arrays.size() == 1) chosen = &arrays[0];
+  if (!chosen)
+    throw Error(where + ": several point data arrays (" + names + ") and none marked Scalars: name one with --var");
   const std::string name = chosen->get("Name");
   const std::string array_where = where + ", array " + name;
   const auto dtype = dtype_of(chosen->get("type"));
@@ -236,8 +250,8 @@ VtiLayout parse_vti_layout(std::string_view text, const std::string& path) {
   return layout;
 }
 
-NrrdHeader parse_vti(std::string_view text, const std::string& path) {
-  VtiLayout layout = parse_vti_layout(text, path);
+NrrdHeader parse_vti(std::string_view text, const std::string& path, const std::string& array) {
+  VtiLayout layout = parse_vti_layout(text, path, array);
   if (layout.packed())
     throw Error(path + ": VTK image data: its arrays are " +
                 std::string(layout.compressor.empty() ? "" : "compressed (" + layout.compressor + ")") +

@@ -105,8 +105,9 @@ class TwoPhaseReader final : public VolumeReader {
       throw Error(path + " is NetCDF-4 (HDF5); twophase reads raw volumes and NetCDF classic (CDF-1/2/5) files: use "
                          "--backend netcdf4");
     if (format == FileFormat::raw) {
+      const std::string array = hints.get_string("var", "");
       hints.reject_unused("twophase");
-      raw_.emplace(path, comm_, /*open_data=*/true);
+      raw_.emplace(path, comm_, /*open_data=*/true, array);
       info_ = raw_->header().info;
       data_path_ = raw_->header().data_path;
       base_ = raw_->header().byte_skip;

@@ -141,6 +141,19 @@ class Vti(unittest.TestCase):
         # volseg reads its own .vti masks too.
         again = self.segment(self.path("mask-mmap.vti"), 1, 1, 2)
         np.testing.assert_array_equal(again, expected.ravel())
+        # --var picks another array, raw through every raw backend, compressed through the vti backend.
+        other = (values * 100).astype(np.int16)
+        want = ((other >= 20) & (other <= 60)).astype(np.uint8).ravel()
+        write_vti(self.path("two-z.vti"), values, extra={"other": other}, compressed=True, encoded=True)
+        for name, ranks, backend in (("two.vti", 1, "mmap"), ("two.vti", 3, "posix"), ("two.vti", 2, "mpiio"),
+                                     ("two.vti", 2, "twophase"), ("two.vti", 2, "ranged-uring"),
+                                     ("two-z.vti", 3, "auto")):
+            with self.subTest(name=name, backend=backend, var="other"):
+                got = self.segment(self.path(name), 20, 60, ranks, "--var", "other", "--backend", backend)
+                np.testing.assert_array_equal(got, want)
+        proc = e.run(["segment", self.path("two.vti"), "--var", "nope", "--lo", "0", "--hi", "1", "--out",
+                      self.path("nope.nhdr"), "--quiet"], ranks=2)
+        e.assert_clean_failure(self, proc, r"--var nope: .* has no such point data array \(it has values, other\)")
 
     def test_zlib_compressed_files_as_paraview_saves_them(self):
         # vtkXMLImageDataWriter's and ParaView's default: zlib blocks, base64; and raw-encoded blocks.
@@ -197,7 +210,7 @@ class Vti(unittest.TestCase):
             f.write(data[: len(data) // 2])
         cases = {"base64.vti": r"uncompressed base64 appended data",
                  "inline.vti": r"format binary; volseg reads appended raw data",
-                 "unmarked.vti": r"several point data arrays \(values, b\) and none marked Scalars",
+                 "unmarked.vti": r"several point data arrays \(values, b\) and none marked Scalars: name one with --var",
                  "short.vti": r"header and data size disagree"}
         for name, message in cases.items():
             with self.subTest(name=name):

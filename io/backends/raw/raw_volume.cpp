@@ -125,9 +125,12 @@ void write_fully(int fd, const void* buffer, std::size_t length, std::uint64_t o
   }
 }
 
-NrrdHeader parse_raw_header(const std::string& text, const std::string& path) {
+NrrdHeader parse_raw_header(const std::string& text, const std::string& path, const std::string& array) {
+  if (is_vti(text)) return parse_vti(text, path, array);
+  if (!array.empty())
+    throw Error("--var " + array + ": " + path + " holds one volume (--var names a NetCDF or HDF5 variable, or a "
+                ".vti file's point data array)");
   if (is_nifti(text)) return parse_nifti(text, path);
-  if (is_vti(text)) return parse_vti(text, path);
   return parse_nrrd(text, path);
 }
 
@@ -177,7 +180,7 @@ std::string read_header_text(const std::string& path, std::size_t max_bytes) {
   return text;
 }
 
-RawInput::RawInput(const std::string& header_path, const Comm& comm, bool open_data)
+RawInput::RawInput(const std::string& header_path, const Comm& comm, bool open_data, const std::string& array)
     : comm_(comm.duplicate()), header_path_(header_path) {
   // Rank 0 alone reads the header and checks the data file, then shares the
   // header: one metadata request instead of one per rank (Fogal & Krüger, §3).
@@ -185,7 +188,7 @@ RawInput::RawInput(const std::string& header_path, const Comm& comm, bool open_d
   collectively(comm_, [&] {
     if (comm_.rank() != 0) return;
     text = read_header_text(header_path, 1 << 20);
-    NrrdHeader header = parse_raw_header(text, header_path);
+    NrrdHeader header = parse_raw_header(text, header_path, array);
     struct stat st{};
     if (::stat(header.data_path.c_str(), &st) != 0) throw_errno("open", header.data_path);
     if (!S_ISREG(st.st_mode)) throw Error(header_path + ": data file " + header.data_path + " is not a regular file");
@@ -198,7 +201,7 @@ RawInput::RawInput(const std::string& header_path, const Comm& comm, bool open_d
                   " bytes, the header describes " + std::to_string(expected));
   });
   text = comm_.broadcast(text);
-  header_ = parse_raw_header(text, header_path);
+  header_ = parse_raw_header(text, header_path, array);
   if (!open_data) return;
   collectively(comm_, [&] {
     trace::Span span(trace::Op::open);

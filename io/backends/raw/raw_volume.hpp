@@ -60,7 +60,8 @@ class RawInput {
  public:
   // open_data=false: only the header is read and checked (a backend that
   // opens the data file its own way, like MPI-IO).
-  RawInput(const std::string& header_path, const Comm& comm, bool open_data = true);
+  // array: a .vti file's point data array (--var), empty for the default.
+  RawInput(const std::string& header_path, const Comm& comm, bool open_data = true, const std::string& array = {});
   RawInput(const RawInput&) = delete;
   RawInput& operator=(const RawInput&) = delete;
   ~RawInput();
@@ -133,6 +134,7 @@ class RawOutput {
 // header's text (up to its blank line or max_bytes), or a NIfTI file's
 // header bytes (volseg/io/nifti.hpp), and what either says.
 std::string read_header_text(const std::string& path, std::size_t max_bytes);
-NrrdHeader parse_raw_header(const std::string& text, const std::string& path);
+// array: a .vti's point data array (--var); refused for the other formats, which hold one.
+NrrdHeader parse_raw_header(const std::string& text, const std::string& path, const std::string& array = {});
 
 }  // namespace volseg::io::raw

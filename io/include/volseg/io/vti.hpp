@@ -41,7 +41,9 @@ std::size_t vti_header_length(std::string_view text);
 // Parses a header (text up to the appended data's "_"); path names the
 // file, which is its own data file. Throws volseg::Error naming the path
 // and what is refused.
-NrrdHeader parse_vti(std::string_view text, const std::string& path);
+// array: the point data array to read (--var); empty: the one marked
+// Scalars, or the only one.
+NrrdHeader parse_vti(std::string_view text, const std::string& path, const std::string& array = {});
 
 // Where and how the chosen array lies: the header (dims, type, byte order,
 // spacing, origin) with byte_skip where its raw values start when it is
@@ -59,7 +61,10 @@ struct VtiLayout {
 };
 // As parse_vti, but compressed (zlib) and base64-encoded arrays are
 // described rather than refused.
-VtiLayout parse_vti_layout(std::string_view text, const std::string& path);
+VtiLayout parse_vti_layout(std::string_view text, const std::string& path, const std::string& array = {});
+// Whether a header's arrays are compressed or base64-encoded (the vti
+// backend's), whichever array is read; false where it does not parse.
+bool vti_packed(std::string_view text);
 
 // What surrounds a ".vti" output's voxels: the header up to and including
 // the array's byte count (UInt64), and the closing tags after them. One
