@@ -49,6 +49,10 @@ nlohmann::json to_json(const RankTimes& t, int rank) {
 }  // namespace
 
 void write_report(const std::string& path, const SegmentOptions& options, const SegmentResult& result) {
+  io::write_file_atomically(path, report_json(options, result));
+}
+
+std::string report_json(const SegmentOptions& options, const SegmentResult& result) {
   const auto& info = result.input_info;
   nlohmann::json report;
   report["tool"] = "volseg segment";
@@ -90,7 +94,7 @@ void write_report(const std::string& path, const SegmentOptions& options, const 
                                 "waited for them"
                               : "buffered pipeline: reads and writes run on I/O threads overlapped with compute; "
                                 "wait is the time compute waited for them";
-  io::write_file_atomically(path, report.dump(2) + "\n");
+  return report.dump(2) + "\n";
 }
 
 std::string summary(const SegmentOptions& options, const SegmentResult& result) {

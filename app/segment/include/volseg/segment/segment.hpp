@@ -113,6 +113,8 @@ void reduce_stats(const Comm& comm, const Stats& local, Stats& global);
 
 // Rank 0 only. Writes the JSON report (temporary name, renamed when complete).
 void write_report(const std::string& path, const SegmentOptions& options, const SegmentResult& result);
+// The report's JSON text (what write_report writes; the Python API's dict).
+std::string report_json(const SegmentOptions& options, const SegmentResult& result);
 
 // The summary printed after a job.
 std::string summary(const SegmentOptions& options, const SegmentResult& result);

@@ -1,0 +1,60 @@
+# SPDX-License-Identifier: MIT
+"""volseg for Python: parallel, out-of-core threshold segmentation of large volumes.
+
+The same libraries as the `volseg` command, with numpy and mpi4py: every call
+takes comm= (default MPI.COMM_WORLD) and runs on every rank of it, under
+`mpirun -np N python3 script.py` or in a notebook on one rank.
+
+    import volseg
+    vol = volseg.open("ocean.nc", var="temp", time=3)
+    block = vol.read((0, 0, 0), (16, 256, 256))          # numpy, this rank's block
+    mask = volseg.threshold(block, 4.0, 7.0)              # uint8, segment's kernel
+    report = volseg.segment("ocean.nc", lo=4, hi=7, out="mask.nc", var="temp", time=3, force=True)
+    volseg.label_file("mask.nc", out="labels.nc", connectivity=26, stats="objects.csv")
+
+Errors raise volseg.Error with the command line's message, on every rank of a
+collective call. See docs/python.md.
+"""
+from mpi4py import MPI  # initialises MPI before the extension uses it
+
+from ._volseg import Error, Volume, threshold  # noqa: F401
+from . import _volseg
+
+__all__ = ["Error", "Volume", "open", "threshold", "segment", "label_file", "convert"]
+
+
+def _comm(comm):
+    return MPI.COMM_WORLD if comm is None else comm
+
+
+def open(path, var=None, time=None, backend="auto", glob="", comm=None):  # noqa: A001 - as h5py.File, netCDF4.Dataset
+    """Open a volume on every rank of comm (collective): any format volseg
+    reads (NRRD, NIfTI, VTK image data, TIFF, NetCDF, HDF5, Zarr). var names
+    a NetCDF/HDF5 variable (/group/name) or a .vti array; time a step of a 4D
+    one; glob a folder's TIFF slices. Use it in a `with` block, or close() it
+    on every rank: closing is collective."""
+    return _volseg._open(str(path), var, time, backend, glob, _comm(comm))
+
+
+def segment(input, lo, hi, out, comm=None, force=False, backend="auto", brick=None, progress=None, var=None,
+            time=None, format="", hints=(), resume=False, histogram=True):
+    """Threshold input into the mask out (lo <= v <= hi), as `volseg segment`
+    does, byte for byte: collective; returns the JSON report as a dict.
+    progress: a callable (bricks done, total) called on rank 0, or "bar" or
+    "lines" for the command line's progress, or None."""
+    return _volseg._segment(str(input), float(lo), float(hi), str(out), _comm(comm), force, backend,
+                            None if brick is None else list(brick), progress, var, time, format, list(hints),
+                            resume, histogram)
+
+
+def label_file(input, out, connectivity=26, stats="", comm=None, mask_input=True, lo=None, hi=None,
+               min_voxels=0, force=False, backend="auto", var=None, time=None):
+    """Label the connected components of a mask file (or of lo <= v <= hi of
+    a volume) into out, as `volseg label`: collective; returns counts."""
+    return _volseg._label_file(str(input), str(out), _comm(comm), connectivity, mask_input, lo, hi, stats,
+                               min_voxels, force, backend, var, time)
+
+
+def convert(input, out, comm=None, force=False, format="", var=None, time=None, glob="", out_hints=()):
+    """Copy a volume into another format, as `volseg convert`: collective."""
+    return _volseg._convert(str(input), str(out), _comm(comm), force, format, var, time, glob, list(out_hints))

@@ -1,0 +1,146 @@
+# SPDX-License-Identifier: MIT
+"""`import volseg` (python/, docs/python.md) under `mpirun -np N python3 -m
+pytest`: every rank runs every test, so the collective calls meet. Checked
+against independent references: numpy for threshold and read, the CLI's
+own mask byte for byte for segment, scipy.ndimage.label for label_file;
+bad input raises volseg.Error with one message on every rank."""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import volseg
+
+COMM = MPI.COMM_WORLD
+DIMS = (24, 30, 36)  # z, y, x
+
+
+def shared_dir():
+    """A folder every rank names: rank 0 makes it."""
+    path = tempfile.mkdtemp(prefix="volseg-python-") if COMM.rank == 0 else None
+    return COMM.bcast(path)
+
+
+def cli(*args):
+    """The volseg command line as a singleton MPI process on rank 0 (Open MPI's
+    variables of this job stripped, so it starts its own)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_COMM", "OMPI_MCA_orte", "PMIX", "OMPI_FILE", "OMPI_APP", "OMPI_UNIVERSE", "OMPI_FIRST", "OMPI_NUM_APP", "OMPI_ARGV", "OMPI_MCA_ess", "OMPI_MCA_pmix", "OMPI_MCA_initial"))}
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    return subprocess.run([os.environ["VOLSEG"], *args], env=env, capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def volume():
+    """A smooth f32 field written by `volseg generate` on rank 0, as (path, numpy array)."""
+    folder = shared_dir()
+    path = os.path.join(folder, "v.nhdr")
+    if COMM.rank == 0:
+        proc = cli("generate", path, "--field", "smooth", "--dims", "%d,%d,%d" % DIMS, "--quiet")
+        assert proc.returncode == 0, proc.stderr
+    COMM.Barrier()
+    values = np.fromfile(os.path.join(folder, "v.raw"), dtype="<f4").reshape(DIMS)
+    yield path, values, folder
+    COMM.Barrier()
+    if COMM.rank == 0:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_open_read_and_describe(volume):
+    path, values, _ = volume
+    with volseg.open(path) as vol:
+        assert vol.shape == DIMS
+        assert vol.dtype == np.float32
+        assert len(vol.spacing) == 3 and len(vol.origin) == 3
+        assert "dims (z,y,x):  24 30 36" in vol.info()
+        # each rank reads its own slab, as a user splits the work
+        z0 = COMM.rank * DIMS[0] // COMM.size
+        z1 = (COMM.rank + 1) * DIMS[0] // COMM.size
+        block = vol.read((z0, 3, 5), (z1 - z0, 20, 25))
+        np.testing.assert_array_equal(block, values[z0:z1, 3:23, 5:30])
+        with pytest.raises(volseg.Error, match="outside the volume"):
+            vol.read((0, 0, 0), (DIMS[0] + 1, 1, 1))
+    with pytest.raises(volseg.Error, match="closed"):
+        vol.read((0, 0, 0), (1, 1, 1))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int16", "uint8", "uint16", "int32", "int64", "uint64"])
+def test_threshold_equals_numpy(dtype):
+    rng = np.random.default_rng(3)
+    a = (rng.random((17, 19, 23)) * 100).astype(dtype)
+    lo, hi = 20, 70
+    np.testing.assert_array_equal(volseg.threshold(a, lo, hi), ((a >= lo) & (a <= hi)).astype(np.uint8))
+
+
+def test_threshold_nan_fill_and_valid_range():
+    a = np.linspace(0, 10, 1000, dtype=np.float32).reshape(10, 10, 10)
+    a[0, 0, :5] = np.nan
+    a[1, 1, 1] = -999
+    m = volseg.threshold(a, -1000, 5, fill=-999, valid_range=(0, 4))
+    expected = ((a >= 0) & (a <= 4) & (a != -999)).astype(np.uint8)
+    np.testing.assert_array_equal(m, expected)
+
+
+def test_segment_equals_the_cli_byte_for_byte(volume):
+    path, values, folder = volume
+    py_out, cli_out = os.path.join(folder, "py%d.nhdr" % COMM.size), os.path.join(folder, "cli.nhdr")
+    seen = []
+    report = volseg.segment(path, lo=0.25, hi=0.5, out=py_out, force=True, brick=(5, 30, 36),
+                            progress=lambda done, total: seen.append((done, total)))
+    assert report["stats"]["voxels"] == values.size
+    assert report["ranks"] == COMM.size
+    if COMM.rank == 0:
+        assert seen and seen[-1] == (report["bricks"]["count"], report["bricks"]["count"])
+        proc = cli("segment", path, "--lo", "0.25", "--hi", "0.5", "--out", cli_out, "--force", "--quiet",
+                   "--brick", "5,30,36")
+        assert proc.returncode == 0, proc.stderr
+        with open(py_out[:-5] + ".raw", "rb") as a, open(cli_out[:-5] + ".raw", "rb") as b:
+            assert a.read() == b.read()
+        mask = np.fromfile(py_out[:-5] + ".raw", dtype=np.uint8).reshape(DIMS)
+        np.testing.assert_array_equal(mask, ((values >= 0.25) & (values <= 0.5)).astype(np.uint8))
+        assert report["stats"]["in_range"] == int(mask.sum())
+
+
+def test_label_file_counts_as_scipy(volume):
+    path, values, folder = volume
+    scipy_ndimage = pytest.importorskip("scipy.ndimage")
+    mask_path, labels_path = os.path.join(folder, "m.nhdr"), os.path.join(folder, "l.nhdr")
+    volseg.segment(path, lo=0.3, hi=0.45, out=mask_path, force=True)
+    result = volseg.label_file(mask_path, out=labels_path, connectivity=6, force=True)
+    mask = (values >= 0.3) & (values <= 0.45)
+    _, count = scipy_ndimage.label(mask)
+    assert result["objects"] == count
+    assert result["foreground_voxels"] == int(mask.sum())
+
+
+def test_convert_round_trip(volume):
+    path, values, folder = volume
+    out = os.path.join(folder, "v.nii")
+    result = volseg.convert(path, out, force=True)
+    assert result["output_format"] == "raw"
+    with volseg.open(out) as vol:
+        np.testing.assert_array_equal(vol.read((0, 0, 0), DIMS), values)
+
+
+def test_bad_input_raises_on_every_rank(volume):
+    _, _, folder = volume
+    with pytest.raises(volseg.Error, match="No such file"):
+        volseg.open(os.path.join(folder, "missing.nhdr"))
+    with pytest.raises(volseg.Error, match="not C-contiguous"):
+        volseg.threshold(np.zeros((4, 4, 4), np.float32)[:, ::2], 0, 1)
+    with pytest.raises(volseg.Error, match="not a volseg type"):
+        volseg.threshold(np.zeros(8, np.complex64), 0, 1)
+    with pytest.raises(volseg.Error, match="byte order"):
+        volseg.threshold(np.zeros(8, ">f4"), 0, 1)
+    with pytest.raises(volseg.Error, match="above hi"):
+        volseg.threshold(np.zeros(8, np.float32), 2, 1)
+    with pytest.raises(TypeError, match="mpi4py communicator"):
+        volseg.open("x.nhdr", comm="not a communicator")
+    # a failure on the job's ranks is raised on each, and leaves no mask
+    with pytest.raises(volseg.Error):
+        volseg.segment(os.path.join(folder, "missing.nhdr"), lo=0, hi=1, out=os.path.join(folder, "none.nhdr"))
+    assert not os.path.exists(os.path.join(folder, "none.nhdr"))
