@@ -167,7 +167,8 @@ std::string options_help() {
   --every K              run every K-th published step (step % K == 0; default 1)
   --out PATTERN          a mask file per in-situ step, printf pattern of the step: masks/mask_%06d.nc;
                          or one CDF-2/CDF-5 file (no %d: masks.nc), a record appended per step along time
-  --format F             raw | cdf2 | cdf5 | netcdf4 (default: from the extension; .nhdr raw, .nc cdf5, .nc4 netcdf4)
+  --format F             raw | cdf2 | cdf5 | netcdf4 | hdf5 | zarr (default: from the extension; .nhdr, .nii, .vti,
+                         .tif raw; .nc cdf5; .nc4 netcdf4; .hdf5 hdf5; .zarr zarr)
   --backend NAME --hint KEY=VALUE   the writer and its hints, as volseg segment
   --series FILE          ParaView's index of NetCDF masks, a .series file (default: masks.nc.series beside them)
   --stats FILE.csv       the time series: a CSV line per in-situ step, FILE.json with histograms at the end
