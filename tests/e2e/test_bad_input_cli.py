@@ -221,10 +221,11 @@ class Options(Base):
                           r"unknown format 'hdf4' \(known: raw, cdf2, cdf5, netcdf4, hdf5, zarr, ome-zarr\)")
 
     def test_netcdf_options_on_a_raw_input(self):
-        for option in ("--var", "--time"):
-            value = "smooth" if option == "--var" else "0"
-            self.expect_error(self.segment("in.nhdr", option, value),
-                              r"%s names a NetCDF variable or step; backend .* reads raw volumes" % option)
+        self.expect_error(self.segment("in.nhdr", "--var", "smooth"),
+                          r"--var smooth: .*in.nhdr holds one volume \(--var names a NetCDF or HDF5 variable, or a "
+                          r"\.vti file's point data array\)")
+        self.expect_error(self.segment("in.nhdr", "--time", "0"),
+                          r"--time names a NetCDF variable or step; backend .* reads raw volumes")
 
     def test_batch_bytes_zero(self):
         self.expect_error(self.segment("in.nhdr", "--batch-bytes", "0"), r"--batch-bytes: Value 0 not in range",
