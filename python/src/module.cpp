@@ -11,8 +11,11 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstring>
+#include <exception>
 #include <memory>
+#include <thread>
 #include <optional>
 #include <string>
 #include <vector>
@@ -192,9 +195,33 @@ py::array threshold(const py::array& values, double lo, double hi, std::optional
   std::uint8_t* output = mask.mutable_data();
   const auto count = static_cast<std::int64_t>(values.size());
   {
+    // The GIL is released, so the kernel runs on every core for a large
+    // array (numpy's comparison runs on one): pieces of whole 64 KiB of mask.
     py::gil_scoped_release release;
-    segment::Stats stats;
-    kernel.run(input, count, /*swapped=*/false, output, stats);
+    const std::size_t size = io::dtype_size(type);
+    const std::int64_t piece = std::int64_t{1} << 16;
+    const auto cores = static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
+    const std::int64_t threads = std::clamp<std::int64_t>(count / (std::int64_t{16} << 20), 1, cores);
+    const std::int64_t share = (count / threads + piece - 1) / piece * piece;
+    std::vector<std::thread> workers;
+    std::vector<std::exception_ptr> errors(static_cast<std::size_t>(threads));
+    for (std::int64_t t = 0; t < threads; ++t) {
+      const std::int64_t begin = std::min(count, t * share), end = std::min(count, begin + share);
+      auto work = [&, t, begin, end] {
+        try {
+          segment::Stats stats;
+          kernel.run(input + begin * static_cast<std::int64_t>(size), end - begin, /*swapped=*/false,
+                     output + begin, stats);
+        } catch (...) {
+          errors[static_cast<std::size_t>(t)] = std::current_exception();
+        }
+      };
+      if (t + 1 == threads) work();
+      else workers.emplace_back(work);
+    }
+    for (auto& w : workers) w.join();
+    for (auto& e : errors)
+      if (e) std::rethrow_exception(e);
   }
   return mask;
 }

@@ -37,11 +37,12 @@ def open(path, var=None, time=None, backend="auto", glob="", comm=None):  # noqa
 
 
 def segment(input, lo, hi, out, comm=None, force=False, backend="auto", brick=None, progress=None, var=None,
-            time=None, format="", hints=(), resume=False, histogram=True):
+            time=None, format="", hints=(), resume=False, histogram=False):
     """Threshold input into the mask out (lo <= v <= hi), as `volseg segment`
     does, byte for byte: collective; returns the JSON report as a dict.
     progress: a callable (bricks done, total) called on rank 0, or "bar" or
-    "lines" for the command line's progress, or None."""
+    "lines" for the command line's progress, or None. histogram=True also
+    bins the mask's voxels (the report's stats.histogram), as --histogram."""
     return _volseg._segment(str(input), float(lo), float(hi), str(out), _comm(comm), force, backend,
                             None if brick is None else list(brick), progress, var, time, format, list(hints),
                             resume, histogram)
