@@ -26,21 +26,11 @@ using namespace volseg::io;
 namespace {
 
 const std::string& file_path() {
-  static const std::string path = "/dev/shm/volseg-fuzz-netcdf-" + std::to_string(::getpid()) + ".nc";
+  static const std::string path = volseg::fuzz::scratch_file("netcdf", ".nc");
   return path;
 }
 
-void write_file(const std::uint8_t* data, std::size_t size) {
-  const int fd = ::open(file_path().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) volseg::fuzz::invariant_broken("cannot create " + file_path());
-  std::size_t done = 0;
-  while (done < size) {
-    const ssize_t put = ::write(fd, data + done, size - done);
-    if (put <= 0) volseg::fuzz::invariant_broken("cannot write " + file_path());
-    done += static_cast<std::size_t>(put);
-  }
-  ::close(fd);
-}
+void write_file(const std::uint8_t* data, std::size_t size) { volseg::fuzz::write_scratch(file_path(), data, size); }
 
 // NetCDF-4 files are opened only with VOLSEG_FUZZ_NETCDF4=1. Their mutated
 // HDF5 metadata fuzzes HDF5 1.10.8 more than volseg, and its own memory
@@ -52,12 +42,6 @@ bool netcdf4_wanted() {
     return value != nullptr && std::string(value) == "1";
   }();
   return wanted;
-}
-
-int open_files() {
-  int count = 0;
-  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) ++count;
-  return count;
 }
 
 void open_as_info_does(const volseg::Comm& comm, const std::string& path, FileFormat format) {
@@ -88,7 +72,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const volseg::Comm& comm = volseg::fuzz::world();
   write_file(data, size);
-  const int files_before = open_files();
+  const int files_before = volseg::fuzz::open_files();
   FileFormat format = FileFormat::raw;
   try {
     format = detect_format(comm, file_path());
@@ -100,7 +84,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // A refused file must be closed like an accepted one. Not checked for
   // NetCDF-4: netCDF-C 4.9.0 itself keeps a descriptor of every file whose
   // nc_open_par failed in HDF5, and hands back no id to close it with.
-  if (format != FileFormat::netcdf4 && open_files() != files_before)
+  if (format != FileFormat::netcdf4 && volseg::fuzz::open_files() != files_before)
     volseg::fuzz::invariant_broken("a file was left open");
   // libFuzzer ends a timed run without destructors: nothing is left in /dev/shm.
   ::unlink(file_path().c_str());

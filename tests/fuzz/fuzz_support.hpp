@@ -4,10 +4,14 @@
 // other exception escapes to libFuzzer, which saves the input as a crash.
 #pragma once
 
+#include <fcntl.h>
 #include <mpi.h>
+#include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "volseg/io/comm.hpp"
@@ -31,6 +35,31 @@ inline const Comm& world() {
     return new Comm(MPI_COMM_WORLD);
   }();
   return *comm;
+}
+
+// The targets that open whole files (NetCDF, TIFF) write each input to a
+// file of this process in /dev/shm, named once.
+inline std::string scratch_file(const std::string& name, const std::string& extension) {
+  return "/dev/shm/volseg-fuzz-" + name + "-" + std::to_string(::getpid()) + extension;
+}
+
+inline void write_scratch(const std::string& path, const std::uint8_t* data, std::size_t size) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) invariant_broken("cannot create " + path);
+  std::size_t done = 0;
+  while (done < size) {
+    const ssize_t put = ::write(fd, data + done, size - done);
+    if (put <= 0) invariant_broken("cannot write " + path);
+    done += static_cast<std::size_t>(put);
+  }
+  ::close(fd);
+}
+
+// This process's open file descriptors: a refused file must be closed too.
+inline int open_files() {
+  int count = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) ++count;
+  return count;
 }
 
 }  // namespace volseg::fuzz

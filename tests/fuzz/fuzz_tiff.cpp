@@ -28,27 +28,11 @@ using namespace volseg::io;
 namespace {
 
 const std::string& file_path() {
-  static const std::string path = "/dev/shm/volseg-fuzz-tiff-" + std::to_string(::getpid()) + ".tif";
+  static const std::string path = volseg::fuzz::scratch_file("tiff", ".tif");
   return path;
 }
 
-void write_file(const std::uint8_t* data, std::size_t size) {
-  const int fd = ::open(file_path().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) volseg::fuzz::invariant_broken("cannot create " + file_path());
-  std::size_t done = 0;
-  while (done < size) {
-    const ssize_t put = ::write(fd, data + done, size - done);
-    if (put <= 0) volseg::fuzz::invariant_broken("cannot write " + file_path());
-    done += static_cast<std::size_t>(put);
-  }
-  ::close(fd);
-}
-
-int open_files() {
-  int count = 0;
-  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) ++count;
-  return count;
-}
+void write_file(const std::uint8_t* data, std::size_t size) { volseg::fuzz::write_scratch(file_path(), data, size); }
 
 void open_and_read(const volseg::Comm& comm, const std::string& path) {
   auto reader = open_reader("tiff", path, comm, Hints::parse({}));
@@ -78,12 +62,12 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const volseg::Comm& comm = volseg::fuzz::world();
   write_file(data, size);
-  const int files_before = open_files();
+  const int files_before = volseg::fuzz::open_files();
   try {
     if (detect_format(comm, file_path()) == FileFormat::tiff) open_and_read(comm, file_path());
   } catch (const volseg::Error&) {
   }
-  if (open_files() != files_before) volseg::fuzz::invariant_broken("a file was left open");
+  if (volseg::fuzz::open_files() != files_before) volseg::fuzz::invariant_broken("a file was left open");
   ::unlink(file_path().c_str());
   return 0;
 }
