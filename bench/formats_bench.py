@@ -33,9 +33,9 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 import e2e_util as e  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_util import MPI_ENV, warm  # noqa: E402
 
-MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-           "OMPI_MCA_rmaps_base_oversubscribe": "1", "OMPI_MCA_btl_vader_single_copy_mechanism": "none"}
 LO, HI = 0.25, 0.5
 
 
@@ -49,15 +49,6 @@ def run(cmd):
     if proc.returncode != 0:
         sys.exit("formats_bench: %s failed:\n%s" % (" ".join(cmd), proc.stderr))
     return time.perf_counter() - start
-
-
-def warm(path):
-    for d, _, files in os.walk(path) if os.path.isdir(path) else [(os.path.dirname(path), None,
-                                                                      [os.path.basename(path)])]:
-        for f in files:
-            with open(os.path.join(d, f), "rb") as fh:
-                while fh.read(1 << 24):
-                    pass
 
 
 def write_inputs(v, work, name, size, compressed):
@@ -106,7 +97,8 @@ def write_inputs(v, work, name, size, compressed):
         log("no compressed .vti: %s" % error)
     if not os.path.exists(out("_deflate.h5")):
         with h5py.File(out("_deflate.h5"), "w") as f:
-            f.create_dataset("density", data=values, chunks=(32, 64, 64), compression="gzip", compression_opts=6)
+            chunks = tuple(min(c, n) for c, n in zip((32, 64, 64), values.shape))
+            f.create_dataset("density", data=values, chunks=chunks, compression="gzip", compression_opts=6)
     files["HDF5 deflate (h5py)"] = out("_deflate.h5")
     return files
 

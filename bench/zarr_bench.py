@@ -18,15 +18,15 @@ Whole-process wall time of each `mpirun -np RANKS volseg segment`, best of
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_util import MPI_ENV, remove, size_of, warm  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-           "OMPI_MCA_rmaps_base_oversubscribe": "1", "OMPI_MCA_btl_vader_single_copy_mechanism": "none"}
 LO, HI = 10, 30  # shells 10-30 of width 8: a thick spherical band, 30% of the volume at 1024^3
 
 
@@ -39,28 +39,6 @@ def run(cmd):
     start = time.perf_counter()
     subprocess.run(cmd, env=env, check=True, text=True, capture_output=True)
     return time.perf_counter() - start
-
-
-def size_of(path):
-    if os.path.isdir(path):
-        return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path) for f in files)
-    return os.path.getsize(path)
-
-
-def warm(path):
-    for d, _, files in os.walk(path) if os.path.isdir(path) else [(os.path.dirname(path), None,
-                                                                      [os.path.basename(path)])]:
-        for f in files:
-            with open(os.path.join(d, f), "rb") as fh:
-                while fh.read(1 << 24):
-                    pass
-
-
-def remove(path):
-    if os.path.isdir(path):
-        shutil.rmtree(path)
-    elif os.path.exists(path):
-        os.remove(path)
 
 
 def main():
