@@ -227,6 +227,15 @@ class GzipWriter final : public VolumeWriter {
       if (::close(fd) != 0) throw_errno("close", temp_path_);
     });
     temp_path_ = comm_.broadcast(temp_path_);
+    struct CloseOnThrow {  // the destructor does not run when the constructor throws
+      GzipWriter* w;
+      bool armed = true;
+      ~CloseOnThrow() {
+        if (!armed) return;
+        if (w->scratch_fd_ >= 0) ::close(std::exchange(w->scratch_fd_, -1));
+        if (w->fd_ >= 0) ::close(std::exchange(w->fd_, -1));
+      }
+    } guard{this};
     collectively(comm_, [&] {
       // This rank's members until close: an unnamed file beside the output.
       const std::string folder = std::filesystem::path(path_).parent_path().empty()
@@ -242,6 +251,7 @@ class GzipWriter final : public VolumeWriter {
       fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CLOEXEC);
       if (fd_ < 0) throw_errno("open", temp_path_);
     });
+    guard.armed = false;
   }
   ~GzipWriter() override {
     if (fd_ >= 0) ::close(fd_);

@@ -106,6 +106,26 @@ hid_t file_type(DType type, ByteOrder order) {
   return H5T_STD_U8LE;
 }
 
+// A fill value exactly, 64-bit integers included (a double would round
+// netCDF's default fills of int64 and uint64), in a type HDF5 converts from.
+struct Fill {
+  explicit Fill(const VolumeInfo& info) {
+    const long double v = *info.fill_value;
+    if (info.dtype == DType::i64) type = H5T_NATIVE_LLONG, as_signed = static_cast<long long>(v);
+    else if (info.dtype == DType::u64) type = H5T_NATIVE_ULLONG, as_unsigned = static_cast<unsigned long long>(v);
+    else type = H5T_NATIVE_DOUBLE, as_double = static_cast<double>(v);
+  }
+  const void* data() const {
+    return type == H5T_NATIVE_LLONG ? static_cast<const void*>(&as_signed)
+           : type == H5T_NATIVE_ULLONG ? static_cast<const void*>(&as_unsigned)
+                                       : static_cast<const void*>(&as_double);
+  }
+  hid_t type = H5T_NATIVE_DOUBLE;
+  long long as_signed = 0;
+  unsigned long long as_unsigned = 0;
+  double as_double = 0;
+};
+
 struct Options {
   std::string dataset;
   bool independent = false;
@@ -127,6 +147,8 @@ class Hdf5Writer final : public VolumeWriter {
     if (options_.dataset.empty()) options_.dataset = info_.variable.empty() ? "data" : info_.variable;
     if (options_.deflate > 0 && options_.chunks == "contiguous")
       throw Error("hdf5: deflate needs chunked storage (add chunks=Z,Y,X or chunks=brick)");
+    if (options_.deflate > 0 && options_.independent)
+      throw Error("hdf5: parallel HDF5 writes compressed datasets collectively only (drop access=independent)");
     if (options_.chunks == "brick" && request.bricks) {
       const auto& b = *request.bricks;
       options_.chunks = std::to_string(b[0]) + "," + std::to_string(b[1]) + "," + std::to_string(b[2]);
@@ -158,6 +180,8 @@ class Hdf5Writer final : public VolumeWriter {
 
  protected:
   void do_write(const Extent& extent, const void* buffer) override {
+    if (options_.deflate > 0 && comm_.size() > 1)
+      throw Error(path_ + ": a compressed HDF5 dataset is written collectively (write_all), not brick by brick");
     trace::Span span(trace::Op::write, -1, static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info_.dtype));
     write_hyperslab(&extent, buffer, independent_.get() >= 0 ? independent_.get() : independent_transfer());
   }
@@ -234,8 +258,8 @@ class Hdf5Writer final : public VolumeWriter {
       }
     }
     if (info_.fill_value) {
-      const double fill = static_cast<double>(*info_.fill_value);
-      check(H5Pset_fill_value(create.get(), H5T_NATIVE_DOUBLE, &fill), "hdf5: fill value");
+      const Fill fill(info_);
+      check(H5Pset_fill_value(create.get(), fill.type, fill.data()), "hdf5: fill value");
     }
     Handle links(H5Pcreate(H5P_LINK_CREATE), H5Pclose, "hdf5: link creation list");
     check(H5Pset_create_intermediate_group(links.get(), 1), "hdf5: groups");
@@ -251,13 +275,13 @@ class Hdf5Writer final : public VolumeWriter {
     if (auto it = info_.attributes.find("units_xyz"); it != info_.attributes.end() && it->second == "um")
       double_attribute("element_size_um", spacing);
     if (info_.fill_value) {  // in the dataset's own type, as netCDF and xarray expect
-      const double fill = static_cast<double>(*info_.fill_value);
+      const Fill fill(info_);
       const hsize_t one = 1;
       Handle scalar(H5Screate_simple(1, &one, nullptr), H5Sclose, "hdf5: attribute space");
       Handle attribute(H5Acreate2(dataset_.get(), "_FillValue", file_type(info_.dtype, info_.byte_order), scalar.get(),
                                   H5P_DEFAULT, H5P_DEFAULT),
                        H5Aclose, path_ + ": attribute _FillValue");
-      check(H5Awrite(attribute.get(), H5T_NATIVE_DOUBLE, &fill), path_ + ": attribute _FillValue");
+      check(H5Awrite(attribute.get(), fill.type, fill.data()), path_ + ": attribute _FillValue");
     }
   }
 

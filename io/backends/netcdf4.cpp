@@ -182,6 +182,7 @@ Catalog catalog_of(int ncid, const std::string& path) {
 // a quarter more on an uncompressed dataset; docs/results/formats_bench.md).
 struct Contiguous {
   std::uint64_t offset = 0;
+  std::uint64_t values = 0;   // in the whole dataset (all its steps)
   std::size_t size = 0;       // bytes a value
   bool is_float = false, is_signed = false, big_endian = false;
 };
@@ -192,13 +193,18 @@ herr_t note_contiguous(hid_t object, const char* name, const H5O_info_t* info, v
   if (dataset < 0) return 0;
   const hid_t create = H5Dget_create_plist(dataset);
   const hid_t type = H5Dget_type(dataset);
+  const hid_t space = H5Dget_space(dataset);
   const haddr_t offset = H5Dget_offset(dataset);
-  if (create >= 0 && type >= 0 && offset != HADDR_UNDEF && H5Pget_layout(create) == H5D_CONTIGUOUS &&
-      H5Pget_external_count(create) == 0) {
+  // A dimension scale (CLASS attribute) is a coordinate, never the variable:
+  // netCDF stores a variable named like an unused dimension as _nc4_non_coord_NAME.
+  const bool scale = H5Aexists(dataset, "CLASS") > 0;
+  if (create >= 0 && type >= 0 && space >= 0 && offset != HADDR_UNDEF && !scale &&
+      H5Pget_layout(create) == H5D_CONTIGUOUS && H5Pget_external_count(create) == 0) {
     const H5T_class_t kind = H5Tget_class(type);
     if (kind == H5T_INTEGER || kind == H5T_FLOAT) {
       Contiguous place;
       place.offset = offset;
+      place.values = static_cast<std::uint64_t>(std::max<hssize_t>(H5Sget_simple_extent_npoints(space), 0));
       place.size = H5Tget_size(type);
       place.is_float = kind == H5T_FLOAT;
       place.is_signed = kind == H5T_FLOAT || H5Tget_sign(type) == H5T_SGN_2;
@@ -206,6 +212,7 @@ herr_t note_contiguous(hid_t object, const char* name, const H5O_info_t* info, v
       (*static_cast<std::map<std::string, Contiguous>*>(data))[name] = place;
     }
   }
+  if (space >= 0) H5Sclose(space);
   if (type >= 0) H5Tclose(type);
   if (create >= 0) H5Pclose(create);
   H5Dclose(dataset);
@@ -232,8 +239,8 @@ std::map<std::string, Contiguous> contiguous_datasets(const std::string& path) {
 std::string serialize(const std::map<std::string, Contiguous>& places) {
   std::ostringstream out;
   for (const auto& [name, p] : places)
-    out << name.size() << ' ' << name << ' ' << p.offset << ' ' << p.size << ' ' << p.is_float << p.is_signed
-        << p.big_endian << '\n';
+    out << name.size() << ' ' << name << ' ' << p.offset << ' ' << p.values << ' ' << p.size << ' ' << p.is_float
+        << p.is_signed << p.big_endian << '\n';
   return out.str();
 }
 
@@ -246,7 +253,7 @@ std::map<std::string, Contiguous> deserialize(const std::string& text) {
     in.read(name.data(), static_cast<std::streamsize>(length));
     Contiguous p;
     std::string flags;
-    in >> p.offset >> p.size >> flags;
+    in >> p.offset >> p.values >> p.size >> flags;
     if (!in || flags.size() != 3) break;
     p.is_float = flags[0] == '1';
     p.is_signed = flags[1] == '1';
@@ -285,6 +292,7 @@ class Netcdf4Reader final : public VolumeReader {
       // A refused file is closed too (by every rank: all opened it), or a
       // long-lived process (the GUI) runs out of descriptors.
       nc_close(std::exchange(ncid_, -1));
+      if (fd_ >= 0) ::close(std::exchange(fd_, -1));
       throw;
     }
   }
@@ -396,6 +404,11 @@ class Netcdf4Reader final : public VolumeReader {
     if (it == contiguous_.end() || has_filters()) return;
     const Contiguous& p = it->second;
     if (p.size != dtype_size(info_.dtype) || p.is_float != dtype_is_float(info_.dtype)) return;
+    // The dataset holds exactly this variable: its volume, or its steps of it.
+    const auto volume = static_cast<std::uint64_t>(info_.voxels());
+    if (volume == 0 || p.values % volume != 0 || (time_ ? static_cast<std::uint64_t>(*time_) >= p.values / volume
+                                                        : p.values != volume))
+      return;
     const bool is_signed = p.is_float || info_.dtype == DType::i8 || info_.dtype == DType::i16 ||
                            info_.dtype == DType::i32 || info_.dtype == DType::i64;
     if (p.is_signed != is_signed) return;

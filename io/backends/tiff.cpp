@@ -38,10 +38,15 @@ class TiffReader final : public VolumeReader {
       if (comm.rank() == 0) table = scan_tiff(path, glob, time).serialize();
     });
     stack_ = TiffStack::deserialize(comm.broadcast(table));
-    collectively(comm, [&] {
-      info_ = tiff_info(stack_);
-      first_ = open_plane(0);
-    });
+    try {
+      collectively(comm, [&] {
+        info_ = tiff_info(stack_);
+        first_ = open_plane(0);
+      });
+    } catch (...) {  // the destructor does not run: a refused file is closed here
+      if (fd_ >= 0) ::close(std::exchange(fd_, -1));
+      throw;
+    }
   }
   ~TiffReader() override {
     if (fd_ >= 0) ::close(fd_);
@@ -88,7 +93,7 @@ class TiffReader final : public VolumeReader {
     if (!file_ || file_->path() != name) {
       file_.reset();
       file_ = std::make_unique<tiff::File>(name);
-      if (fd_ >= 0 && ::close(fd_) != 0) throw_errno("close", open_name_);
+      if (const int fd = std::exchange(fd_, -1); fd >= 0 && ::close(fd) != 0) throw_errno("close", open_name_);
       fd_ = ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
       if (fd_ < 0) throw_errno("open", name);
       open_name_ = name;

@@ -294,11 +294,16 @@ TiffStack scan_tiff(const std::string& path, const std::string& glob, std::optio
     stack.imagej_planes = images;
     planes = images;
     const std::uint64_t plane = std::uint64_t{first->width} * first->height * (first->bits / 8);
-    const std::uint64_t end = TIFFGetStrileOffset(file.get(), 0) + static_cast<std::uint64_t>(images) * plane;
+    const std::uint64_t start = TIFFGetStrileOffset(file.get(), 0);
     std::error_code size_error;
-    if (first->compression != COMPRESSION_NONE || end > std::filesystem::file_size(path, size_error) || size_error)
-      throw Error(path + ": an ImageJ stack of " + std::to_string(images) + " planes in one page whose planes do "
-                  "not follow it uncompressed to byte " + std::to_string(end) + " (a truncated file?)");
+    const std::uint64_t size = std::filesystem::file_size(path, size_error);
+    // images * plane may not fit 64 bits for a made-up images=: compare by division.
+    const bool fits = !size_error && plane > 0 && start <= size &&
+                      static_cast<std::uint64_t>(images) <= (size - start) / plane;
+    if (first->compression != COMPRESSION_NONE || !fits)
+      throw Error(path + ": an ImageJ stack of " + std::to_string(images) + " planes of " + std::to_string(plane) +
+                  " bytes in one page, from byte " + std::to_string(start) + ", in a file of " + std::to_string(size) +
+                  " bytes" + (first->compression != COMPRESSION_NONE ? " (compressed)" : " (a truncated file?)"));
   }
   if (frames > 1) {
     if (planes % frames != 0)
@@ -430,9 +435,13 @@ struct Entry {
 constexpr std::uint16_t kShort = 3, kLong = 4, kRational = 5, kAscii = 2, kLong8 = 16;
 
 std::string rational(bool big, double value) {
-  // value as numerator / denominator in 32 bits each, 6-7 significant digits.
+  // value as numerator / denominator in 32 bits each, 6-7 significant
+  // digits; a value that is not a positive number, or that 32 bits cannot
+  // hold, is 1 (a spacing volseg could not write is not made up).
+  if (!std::isfinite(value) || value <= 0 || value > 4.0e9 || value < 1e-9) value = 1;
   std::uint64_t denominator = 1000000;
   while (denominator > 1 && value * static_cast<double>(denominator) > 4.0e9) denominator /= 10;
+  while (denominator < 1000000000 && value * static_cast<double>(denominator) < 1e6) denominator *= 10;
   const auto numerator = static_cast<std::uint64_t>(std::llround(value * static_cast<double>(denominator)));
   Bytes b{big, {}};
   b.put(std::max<std::uint64_t>(numerator, 1), 4);

@@ -136,6 +136,7 @@ class Volume {
   }
   std::string describe() const { return io::describe(path_, format_, backend_, info()); }
   std::string backend() const { return backend_; }
+  bool collective() const { return reader().collective(); }
   std::string path() const { return path_; }
 
   // This rank's block [offset, offset + count), as stored (native byte order).
@@ -153,9 +154,18 @@ class Volume {
                     std::to_string(info().dims[2]) + ")");
     py::array out(dtype(), std::vector<py::ssize_t>{count[0], count[1], count[2]});
     void* buffer = out.mutable_data();
-    if (extent.voxels() > 0) {
+    {
       py::gil_scoped_release release;
-      reader().read(extent, buffer);
+      if (reader().collective()) {
+        // NetCDF and HDF5 readers read collectively: every rank calls read()
+        // as often as the others (a rank with nothing asks for a count of 0).
+        std::vector<io::Extent> extents;
+        if (extent.voxels() > 0) extents.push_back(extent);
+        void* buffers[] = {buffer};
+        reader().read_all(extents, {buffers, extents.size()});
+      } else if (extent.voxels() > 0) {
+        reader().read(extent, buffer);
+      }
     }
     return out;
   }
@@ -202,11 +212,13 @@ py::array threshold(const py::array& values, double lo, double hi, std::optional
     const std::int64_t piece = std::int64_t{1} << 16;
     const auto cores = static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
     const std::int64_t threads = std::clamp<std::int64_t>(count / (std::int64_t{16} << 20), 1, cores);
-    const std::int64_t share = (count / threads + piece - 1) / piece * piece;
+    // Every thread but the last a whole number of pieces; the last to the end.
+    const std::int64_t share = ((count + threads - 1) / threads + piece - 1) / piece * piece;
     std::vector<std::thread> workers;
     std::vector<std::exception_ptr> errors(static_cast<std::size_t>(threads));
     for (std::int64_t t = 0; t < threads; ++t) {
-      const std::int64_t begin = std::min(count, t * share), end = std::min(count, begin + share);
+      const std::int64_t begin = std::min(count, t * share);
+      const std::int64_t end = t + 1 == threads ? count : std::min(count, begin + share);
       auto work = [&, t, begin, end] {
         try {
           segment::Stats stats;
@@ -216,8 +228,15 @@ py::array threshold(const py::array& values, double lo, double hi, std::optional
           errors[static_cast<std::size_t>(t)] = std::current_exception();
         }
       };
-      if (t + 1 == threads) work();
-      else workers.emplace_back(work);
+      if (t + 1 == threads) {
+        work();
+      } else {
+        try {
+          workers.emplace_back(work);
+        } catch (...) {  // no thread: this one does the piece
+          work();
+        }
+      }
     }
     for (auto& w : workers) w.join();
     for (auto& e : errors)
@@ -233,8 +252,10 @@ segment::ProgressMode progress_mode(const py::object& progress) {
 
 // A Python callable told (bricks done, total) from rank 0's job thread,
 // holding the GIL for the call; an exception it raises is raised after the job.
+// The callable is held through a shared_ptr: the job copies the observer
+// with the GIL released, which must not touch Python's reference counts.
 struct ProgressCallback {
-  py::object callable;
+  std::shared_ptr<py::object> callable;
   std::shared_ptr<std::string> error = std::make_shared<std::string>();
   void operator()(const std::vector<std::int64_t>& units, std::int64_t total, bool) const {
     py::gil_scoped_acquire acquire;
@@ -242,7 +263,7 @@ struct ProgressCallback {
     std::int64_t done = 0;
     for (auto u : units) done += u;
     try {
-      callable(done, total);
+      (*callable)(done, total);
     } catch (py::error_already_set& e) {
       *error = e.what();
     }
@@ -274,7 +295,7 @@ py::object segment_file(const std::string& input, double lo, double hi, const st
   o.progress = progress_mode(progress);
   std::optional<ProgressCallback> callback;
   if (!progress.is_none() && PyCallable_Check(progress.ptr())) {
-    callback = ProgressCallback{progress};
+    callback = ProgressCallback{std::make_shared<py::object>(progress)};
     o.on_progress = *callback;
   }
   o.command_line = "volseg.segment(" + input + ", lo=" + std::to_string(lo) + ", hi=" + std::to_string(hi) +
@@ -384,10 +405,13 @@ PYBIND11_MODULE(_volseg, m) {
       .def_property_readonly("origin", &Volume::origin, "(x, y, z) of voxel (0, 0, 0)")
       .def_property_readonly("attrs", &Volume::attrs, "the volume's attributes (NetCDF's, fill, packing, ...)")
       .def_property_readonly("backend", &Volume::backend)
+      .def_property_readonly("collective", &Volume::collective,
+                             "True when read() is collective (NetCDF, HDF5): every rank calls it as often")
       .def_property_readonly("path", &Volume::path)
       .def("info", &Volume::describe, "What `volseg info` prints")
       .def("read", &Volume::read, py::arg("offset"), py::arg("count"),
-           "This rank's block [offset, offset + count) as a numpy array (z, y, x); independent")
+           "This rank's block [offset, offset + count) as a numpy array (z, y, x); independent, or collective "
+           "where vol.collective (every rank calls it as often, a count of 0 for nothing)")
       .def("close", &Volume::close, "Collective: close on every rank (errors of any rank are raised)")
       .def("__enter__", [](Volume& v) -> Volume& { return v; })
       .def("__exit__", [](Volume& v, py::args) { v.close(); });

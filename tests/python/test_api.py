@@ -68,12 +68,37 @@ def test_open_read_and_describe(volume):
         vol.read((0, 0, 0), (1, 1, 1))
 
 
+def test_collective_reads_of_netcdf(volume):
+    """A NetCDF-4 volume's reads are collective: every rank calls read() as often, a count of 0 for nothing."""
+    path, values, folder = volume
+    nc = os.path.join(folder, "v.nc4")
+    volseg.convert(path, nc, force=True)
+    with volseg.open(nc) as vol:
+        assert vol.collective
+        for z in range(0, DIMS[0], 4):
+            mine = z // 4 % COMM.size == COMM.rank
+            block = vol.read((z, 0, 0), (4, DIMS[1], DIMS[2]) if mine else (0, 0, 0))
+            if mine:
+                np.testing.assert_array_equal(block, values[z:z + 4])
+            else:
+                assert block.size == 0
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int16", "uint8", "uint16", "int32", "int64", "uint64"])
 def test_threshold_equals_numpy(dtype):
     rng = np.random.default_rng(3)
     a = (rng.random((17, 19, 23)) * 100).astype(dtype)
     lo, hi = 20, 70
     np.testing.assert_array_equal(volseg.threshold(a, lo, hi), ((a >= lo) & (a <= hi)).astype(np.uint8))
+
+
+def test_threshold_of_a_large_array_on_every_core():
+    """Arrays of 16 Mi values and more are split among threads: every value, the last included, is thresholded
+    (an odd count that the pieces of 64 Ki do not divide)."""
+    a = (np.arange(2 * (1 << 24) + 1, dtype=np.uint64) + 100).astype(np.uint8)  # the last value is in range
+    m = volseg.threshold(a, 10, 200)
+    np.testing.assert_array_equal(m, ((a >= 10) & (a <= 200)).astype(np.uint8))
+    assert m[-1] == (10 <= a[-1] <= 200)
 
 
 def test_threshold_nan_fill_and_valid_range():
