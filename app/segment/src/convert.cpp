@@ -90,12 +90,7 @@ ConvertResult run_convert(const Comm& comm, const ConvertOptions& options) {
   const BrickLayout layout(in.dims, shape);
   result.brick_shape = layout.shape();
   result.bricks = layout.count();
-  auto writer_hints = detail::joined(
-      detail::joined(io::hints_for(writing.backend, io::Role::writer, options.hints), writing.hints),
-      options.output_hints);
-  for (auto& hint : writer_hints)
-    if (hint == "chunks=brick")
-      hint = "chunks=" + std::to_string(shape[0]) + "," + std::to_string(shape[1]) + "," + std::to_string(shape[2]);
+  const auto writer_hints = detail::writer_hints(writing, options.hints, options.output_hints, shape);
   io::CreateRequest request{options.output, result.info, options.force, io::Partial::none};
   request.whole_planes = shape[1] == in.dims[1] && shape[2] == in.dims[2];
   request.bricks = shape;

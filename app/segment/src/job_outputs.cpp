@@ -8,6 +8,7 @@
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
 #include "volseg/io/nrrd.hpp"
+#include "volseg/io/registry.hpp"
 #include "volseg/io/trace.hpp"
 
 namespace volseg::segment::detail {
@@ -71,6 +72,15 @@ void add_backend_choice(nlohmann::json& report, const std::string& backend, cons
 std::optional<io::Index3> chunks_for_bricks(const std::optional<io::Index3>& input_chunks, io::FileFormat output) {
   if (output == io::FileFormat::nifti_gz) return std::nullopt;
   return input_chunks;
+}
+
+std::vector<std::string> writer_hints(const io::Writing& writing, const std::vector<std::string>& hints,
+                                      const std::vector<std::string>& output_hints, const io::Index3& shape) {
+  auto all = joined(joined(io::hints_for(writing.backend, io::Role::writer, hints), writing.hints), output_hints);
+  for (auto& hint : all)
+    if (hint == "chunks=brick")
+      hint = "chunks=" + std::to_string(shape[0]) + "," + std::to_string(shape[1]) + "," + std::to_string(shape[2]);
+  return all;
 }
 
 }  // namespace volseg::segment::detail

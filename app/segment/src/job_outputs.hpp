@@ -35,6 +35,12 @@ void add_backend_choice(nlohmann::json& report, const std::string& backend, cons
 
 std::vector<std::string> joined(std::vector<std::string> a, const std::vector<std::string>& b);
 
+// A job's writer hints: the --hint ones the writing backend takes, the
+// format's own, then --out-hint; chunks=brick (netcdf4, hdf5) becomes the
+// job's brick shape.
+std::vector<std::string> writer_hints(const io::Writing& writing, const std::vector<std::string>& hints,
+                                      const std::vector<std::string>& output_hints, const io::Index3& shape);
+
 // The input's chunks, as BrickLayout::job_shape aligns bricks to them, unless
 // the output needs bricks of whole rows (.nii.gz: a gzip member a brick, one
 // run of the file each), which job_shape's default shape gives.

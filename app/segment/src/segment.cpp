@@ -242,17 +242,6 @@ void check_outputs(const SegmentOptions& options, const std::vector<std::string>
   check_side_output(options.trace, "trace", options.output, options.force, std::move(taken));
 }
 
-// chunks=brick (netcdf4) means chunks of this job's brick shape.
-std::vector<std::string> writer_hints(const SegmentOptions& options, const io::Writing& writing,
-                                      const io::Index3& shape) {
-  auto hints = joined(joined(io::hints_for(writing.backend, io::Role::writer, options.hints), writing.hints),
-                      options.output_hints);
-  for (auto& hint : hints)
-    if (hint == "chunks=brick")
-      hint = "chunks=" + std::to_string(shape[0]) + "," + std::to_string(shape[1]) + "," + std::to_string(shape[2]);
-  return hints;
-}
-
 // Raw, CDF and Zarr masks are resumable: their data go to a partial file (a
 // partial store for Zarr) that is kept, with a journal of the finished
 // bricks, when the job fails. Null for a NetCDF-4, HDF5 or .nii.gz mask.
@@ -324,7 +313,7 @@ SegmentPlan plan_segment(const Comm& comm, const SegmentOptions& options, Segmen
   result.brick_shape = layout.shape();
   result.brick_grid = layout.grid();
   result.brick_count = layout.count();
-  auto hints = writer_hints(options, io.writing, shape);
+  auto hints = detail::writer_hints(io.writing, options.hints, options.output_hints, shape);
   Stats resumed_stats;
   auto journal = open_journal(comm, options, reader->files(), layout, io.output_format, result, resumed_stats);
   return SegmentPlan{open_start, io.output_format, std::move(reader), packing,         kernel,
