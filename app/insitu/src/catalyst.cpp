@@ -213,10 +213,48 @@ class KeepSignalHandlers {
   struct sigaction saved_[std::size(signals_)];
 };
 
-struct Catalyst::Impl {
+// ParaView initialises Catalyst once a process: vtkCPProcessor::Finalize
+// ends ParaView's process module, which cannot start again (a second
+// Initialize aborts). So the first hook of a process initialises one
+// processor on a duplicate of its communicator, and every hook adds its
+// pipelines to it and takes them out at its finalize (running the scripts'
+// own finalize). The processor lives until the process ends: never
+// destroyed, as MPI is finalized by then.
+struct CatalystProcess {
+  vtkCPProcessor* processor = nullptr;
   MPI_Comm comm = MPI_COMM_NULL;
+};
+
+CatalystProcess& catalyst_process() {
+  static auto* process = new CatalystProcess;  // never destroyed: see above
+  return *process;
+}
+
+// Collective over comm: the process's processor, initialised by the first caller.
+vtkCPProcessor* shared_processor(const Comm& comm) {
+  CatalystProcess& process = catalyst_process();
+  if (process.processor) {
+    int same = MPI_UNEQUAL;
+    check_mpi(MPI_Comm_compare(comm.get(), process.comm, &same), "MPI_Comm_compare");
+    if (same != MPI_IDENT && same != MPI_CONGRUENT)
+      throw Error("Catalyst runs on one communicator a process (ParaView initialises it once): this hook's "
+                  "communicator is not the first hook's");
+    return process.processor;
+  }
+  check_mpi(MPI_Comm_dup(comm.get(), &process.comm), "MPI_Comm_dup");
+  process.processor = vtkCPProcessor::New();
+  vtkMPICommunicatorOpaqueComm opaque(&process.comm);
+  if (!process.processor->Initialize(opaque)) {
+    process.processor->Delete();
+    process.processor = nullptr;
+    throw Error("Catalyst (vtkCPProcessor) did not initialise");
+  }
+  return process.processor;
+}
+
+struct Catalyst::Impl {
   std::string variable;
-  vtkSmartPointer<vtkCPProcessor> processor;
+  vtkCPProcessor* processor = nullptr;  // the process's (shared_processor)
   vtkNew<VolsegPipeline> volseg;
   std::vector<vtkSmartPointer<ScriptPipeline>> scripts;
   vtkSmartPointer<vtkPythonInterpreter> interpreter;  // an instance, to hear Python's errors
@@ -230,11 +268,8 @@ Catalyst::Catalyst(const Comm& comm, const std::vector<std::string>& scripts, st
   const KeepSignalHandlers keep;
   auto& m = *impl_;
   m.variable = std::move(variable);
-  check_mpi(MPI_Comm_dup(comm.get(), &m.comm), "MPI_Comm_dup");
   collectively(comm, [&] {
-    m.processor = vtkSmartPointer<vtkCPProcessor>::New();
-    vtkMPICommunicatorOpaqueComm opaque(&m.comm);
-    if (!m.processor->Initialize(opaque)) throw Error("Catalyst (vtkCPProcessor) did not initialise");
+    m.processor = shared_processor(comm);
     m.processor->AddPipeline(m.volseg);
     if (scripts.empty()) return;
     m.interpreter = vtkSmartPointer<vtkPythonInterpreter>::New();
@@ -263,9 +298,6 @@ Catalyst::~Catalyst() {
     finalize();
   } catch (...) {  // finalize() is called explicitly on the normal path; this is for unwinding
   }
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (!finalized && impl_->comm != MPI_COMM_NULL) MPI_Comm_free(&impl_->comm);
 }
 
 bool Catalyst::has_scripts() const { return !impl_->scripts.empty(); }
@@ -284,7 +316,10 @@ ScriptsOutcome Catalyst::coprocess(const CatalystStep& step) {
     script->last_error.clear();
   }
   ScriptsOutcome outcome;
-  if (!m.processor->RequestDataDescription(description)) return outcome;
+  if (!m.processor->RequestDataDescription(description)) {
+    for (auto& script : m.scripts) script->enabled = false;
+    return outcome;
+  }
 
   // The channel "input": this rank's points with their ghost layers, over
   // the simulation's memory. The whole extent is the global grid (else
@@ -309,6 +344,7 @@ ScriptsOutcome Catalyst::coprocess(const CatalystStep& step) {
 
   m.processor->CoProcess(description);
   m.volseg->step = nullptr;
+  for (auto& script : m.scripts) script->enabled = false;  // another hook of the process coprocesses alone
   if (m.volseg->error) std::rethrow_exception(std::exchange(m.volseg->error, nullptr));
   for (auto& script : m.scripts) {
     outcome.errors += script->failed ? 1 : 0;
@@ -321,8 +357,16 @@ void Catalyst::finalize() {
   auto& m = *impl_;
   if (m.finalized) return;
   m.finalized = true;
-  for (auto& script : m.scripts) script->enabled = true;
-  if (m.processor) m.processor->Finalize();
+  if (m.processor) {
+    // What vtkCPProcessor::Finalize does for each pipeline, for this hook's
+    // alone; the processor stays for the process's next hook.
+    for (auto& script : m.scripts) {
+      script->enabled = true;
+      script->Finalize();
+      m.processor->RemovePipeline(script);
+    }
+    m.processor->RemovePipeline(m.volseg);
+  }
   m.processor = nullptr;
   m.scripts.clear();
   if (m.interpreter) m.interpreter->RemoveAllObservers();
