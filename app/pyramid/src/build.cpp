@@ -13,6 +13,7 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "files.hpp"
 #include "reduce.hpp"
@@ -426,6 +427,75 @@ Pyramid build(const Comm& comm, const BuildOptions& options) {
   }
   Pyramid result;
   collectively(comm, [&] { result = load(directory); });
+  return result;
+}
+
+namespace {
+// The hints that choose what is read (var=, time=), in a set.
+std::set<std::string> selection(const std::vector<std::string>& hints) {
+  std::set<std::string> chosen;
+  for (const auto& h : hints)
+    if (h.starts_with("var=") || h.starts_with("time=")) chosen.insert(h);
+  return chosen;
+}
+}  // namespace
+
+segment::Histogram histogram(const Comm& comm, const HistogramOptions& options) {
+  if (options.bins < 1) throw Error("bins " + std::to_string(options.bins) + ": a histogram needs at least one bin");
+  // A pyramid of this input (and variable) with these bins: its tables are the answer.
+  std::optional<Pyramid> pyramid;
+  collectively(comm, [&] {
+    pyramid = find(options.input, options.directory);
+    // Same edges: the bins asked for, or one integer a bin (what any bins at least as many give).
+    const bool same_bins = pyramid && (pyramid->edges().bins == options.bins ||
+                                       (pyramid->edges().integers && pyramid->edges().bins <= options.bins));
+    if (!same_bins || selection(pyramid->source_hints()) != selection(options.input_hints)) pyramid.reset();
+  });
+  int found = pyramid ? 1 : 0, everywhere = 0;
+  check_mpi(MPI_Allreduce(&found, &everywhere, 1, MPI_INT, MPI_MIN, comm.get()), "MPI_Allreduce");
+  if (everywhere) {
+    segment::Histogram result;
+    collectively(comm, [&] { result = pyramid->histogram(); });
+    return result;
+  }
+
+  const std::string backend = io::resolve_backend(comm, options.backend, options.input, io::Access::stream).backend;
+  auto reader = io::open_reader(backend, options.input, comm, io::Hints::parse(options.input_hints));
+  const io::VolumeInfo info = reader->info();
+  const segment::Decoder decoder(info);
+  const std::int64_t edge = 64;
+  const segment::BrickLayout layout(info.dims, {edge, edge, edge});
+  const auto bricks = segment::assign_bricks(layout.count(), comm.rank(), comm.size(), segment::Assignment::block);
+  Job job{comm, *reader, decoder, layout, bricks, {}, {}};
+  double lo = 0, hi = 0;
+  if (!decoder.declared_range(lo, hi) || !std::isfinite(lo) || !std::isfinite(hi)) {
+    const io::watchdog::Phase phase("histogram, the range scan");
+    std::tie(lo, hi) = scan_range(job);
+  }
+  const bool packed = info.scale_factor || info.add_offset;
+  segment::Histogram local(segment::HistogramEdges::over(lo, hi, packed ? io::DType::f64 : info.dtype, options.bins));
+  {
+    const io::watchdog::Phase phase("histogram, the bricks");
+    segment::Progress progress(comm, "histogram", layout.count(), options.progress);
+    try {
+      job.for_each_brick(&progress, [&](std::size_t, const io::Extent&) {
+        const auto& edges = local.edges();
+        auto& counts = local.counts();
+        for (double v : job.values)  // as the pyramid's bricks: a rounding past an edge stays in the end bins
+          if (!std::isnan(v)) ++counts[static_cast<std::size_t>(std::clamp(edges.bin(v), 0, edges.bins - 1))];
+      });
+    } catch (...) {
+      progress.finish();
+      throw;
+    }
+    progress.finish();
+  }
+  reader->close();
+  segment::Histogram result(local.edges());
+  // (integer data of a narrower range have fewer bins than asked for)
+  check_mpi(MPI_Allreduce(local.counts().data(), result.counts().data(), local.edges().bins, MPI_UINT64_T, MPI_SUM,
+                          comm.get()),
+            "MPI_Allreduce");
   return result;
 }
 

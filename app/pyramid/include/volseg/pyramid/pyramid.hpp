@@ -53,6 +53,8 @@ class Pyramid {
   std::int64_t brick_count() const { return brick_grid_[0] * brick_grid_[1] * brick_grid_[2]; }
   const std::vector<Level>& levels() const { return levels_; }  // levels()[k].level == k
   const segment::HistogramEdges& edges() const { return edges_; }
+  // var= and time= of the source as the pyramid read it.
+  const std::vector<std::string>& source_hints() const { return source_hints_; }
 
   // Brick index (z-major, x fastest) -> its voxels at a level (rounded out so
   // neighbouring bricks share no voxel and cover the level's dims).
@@ -116,6 +118,23 @@ std::string default_directory(const std::string& input);
 // pyramid without index.json is not finished. Throws volseg::Error on every
 // rank if any rank fails, leaving nothing behind.
 Pyramid build(const Comm& comm, const BuildOptions& options);
+
+// The exact histogram of a volume's valid voxels (NaN, fill, missing and
+// values outside valid_range left out), over the edges a pyramid of it would
+// have (HistogramEdges::over its declared or scanned range): the pyramid's
+// own, read from its tables, when a current one with `bins` bins is there
+// (find), else one pass over the volume (two when its range is not declared).
+// Collective over comm; writes nothing. What the GUI shows, and
+// `volseg.histogram` in Python.
+struct HistogramOptions {
+  std::string input;
+  std::string directory;                 // where to look for a pyramid; empty: the default one
+  std::string backend = "auto";
+  std::vector<std::string> input_hints;  // var=, time=, backend hints
+  int bins = segment::HistogramEdges::default_bins;
+  segment::ProgressMode progress = segment::ProgressMode::none;
+};
+segment::Histogram histogram(const Comm& comm, const HistogramOptions& options);
 
 // Reads DIR/index.json. Throws volseg::Error naming the file and the problem.
 Pyramid load(const std::string& directory);
