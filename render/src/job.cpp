@@ -33,11 +33,14 @@ std::string with_suffix(const std::string& path, const std::string& suffix) {
 
 void check_output(const RenderOptions& o) {
   namespace fs = std::filesystem;
-  if (o.output.empty()) throw Error("no output image (--out NAME.png)");
-  if (fs::path(o.output).extension() != ".png") throw Error("output " + o.output + " is not a .png file");
-  fs::path folder = fs::path(o.output).parent_path();
-  if (folder.empty()) folder = ".";
-  if (::access(folder.c_str(), W_OK) != 0) throw_errno("cannot write the image in", folder.string());
+  if (o.output.empty() && o.keep_image && o.report.empty()) return;
+  if (o.output.empty() && !o.keep_image) throw Error("no output image (--out NAME.png)");
+  if (!o.output.empty()) {
+    if (fs::path(o.output).extension() != ".png") throw Error("output " + o.output + " is not a .png file");
+    fs::path folder = fs::path(o.output).parent_path();
+    if (folder.empty()) folder = ".";
+    if (::access(folder.c_str(), W_OK) != 0) throw_errno("cannot write the image in", folder.string());
+  }
   if (!o.report.empty()) {
     fs::path report_folder = fs::path(o.report).parent_path();
     if (report_folder.empty()) report_folder = ".";
@@ -295,6 +298,8 @@ void draw_frame(const Comm& comm, const RenderOptions& o, const RenderPlan& plan
   times.render += t.render;
   times.composite += t.composite;
   times.annotate += t.annotate;
+  if (o.keep_image && comm.rank() == 0) result.image = image;
+  if (o.output.empty()) return;
   std::string path = frame_path(o, f, l, plan.level);
   result.frames.push_back({path, l, 0});
   collectively(comm, [&] {

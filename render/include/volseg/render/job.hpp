@@ -20,6 +20,9 @@ struct RenderOptions {
   std::string mask;                      // a mask volume of the same shape; empty: none
   std::string pyramid_dir, mask_pyramid_dir;  // empty: beside each volume
   std::string output;                    // PNG; with orbit or progressive, NAME-KKK.png per frame
+  // Rank 0 keeps the last frame in RenderResult::image (Python's
+  // volseg.render); output may then be empty: no PNG is written.
+  bool keep_image = false;
   FrameSettings frame;
   std::string opacity = "ramp";          // ramp | shells | v:a,...
   std::optional<double> lo, hi;          // the threshold (mask surface of the scalar, slice overlay)
@@ -47,6 +50,7 @@ struct FrameRecord {
 
 struct RenderResult {
   std::vector<FrameRecord> frames;
+  Image image;                         // rank 0, with keep_image: the last frame drawn
   std::vector<RankRenderTimes> ranks;  // rank 0 only
   CameraState camera;                  // of the last frame
   io::Index3 dims{};                   // of the last level drawn
