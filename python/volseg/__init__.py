@@ -11,16 +11,20 @@ takes comm= (default MPI.COMM_WORLD) and runs on every rank of it, under
     mask = volseg.threshold(block, 4.0, 7.0)              # uint8, segment's kernel
     report = volseg.segment("ocean.nc", lo=4, hi=7, out="mask.nc", var="temp", time=3, force=True)
     volseg.label_file("mask.nc", out="labels.nc", connectivity=26, stats="objects.csv")
+    hist = volseg.histogram("ocean.nc", var="temp", time=3)  # exact counts, as the GUI's
+    labels, table = volseg.label(mask, connectivity=26)   # in memory, as scipy.ndimage.label
+    image = volseg.render("ocean.nc", var="temp", lo=4, hi=7)  # HxWx3 uint8 on rank 0
 
 Errors raise volseg.Error with the command line's message, on every rank of a
 collective call. See docs/python.md.
 """
 from mpi4py import MPI  # initialises MPI before the extension uses it
 
-from ._volseg import Error, Volume, threshold  # noqa: F401
-from . import _volseg
+from ._volseg import Error, Histogram, Volume, label, threshold  # noqa: F401
+from . import _build, _volseg
 
-__all__ = ["Error", "Volume", "open", "threshold", "segment", "label_file", "convert"]
+__all__ = ["Error", "Histogram", "Volume", "open", "threshold", "label", "segment", "label_file", "convert",
+           "histogram", "render", "insitu"]
 
 
 def _comm(comm):
@@ -59,3 +63,43 @@ def label_file(input, out, connectivity=26, stats="", comm=None, mask_input=True
 def convert(input, out, comm=None, force=False, format="", var=None, time=None, glob="", out_hints=()):
     """Copy a volume into another format, as `volseg convert`: collective."""
     return _volseg._convert(str(input), str(out), _comm(comm), force, format, var, time, glob, list(out_hints))
+
+
+def histogram(input, bins=1024, comm=None, var=None, time=None, glob="", backend="auto", pyramid="",
+              progress=None):
+    """The exact histogram of a volume's valid voxels (NaN, fill and values
+    outside valid_range left out), over bins equal bins of its range (one
+    integer a bin for integer data of a narrower range): the GUI's. A current
+    pyramid's tables when there is one (volseg pyramid), else one pass over
+    the volume (two when its range is not declared). Collective; returns a
+    volseg.Histogram (counts, edges, count(lo, hi)) on every rank."""
+    return _volseg._histogram(str(input), int(bins), _comm(comm), var, time, glob, backend, str(pyramid), progress)
+
+
+def render(input, mask=None, mode=None, lo=None, hi=None, size=(800, 600), camera=None, view="",
+           level="auto", colormap="viridis", opacity="ramp", iso=(), out="", title="", annotations=True, comm=None,
+           var=None, time=None, backend="auto", memory=512 << 20, force=False):
+    """Render a volume (and a mask) as `volseg render` does, on every rank of
+    comm (collective, IceT compositing): an HxWx3 uint8 numpy image on rank 0,
+    None elsewhere. camera=(azimuth, elevation[, zoom]) in degrees (default
+    (30, 20, 1)), or view="+x" ... "-z" as ParaView's buttons. mode: "volume", "mask", "slices", "iso", comma-separated
+    (default volume, and mask when a mask or lo and hi are given); lo/hi draw the surface of
+    lo <= v <= hi without a mask file. out= also writes the PNG. Needs an X
+    display (xvfb-run in batch) and a build with ParaView; otherwise
+    volseg.Error says so."""
+    if not _build.WITH_RENDER:
+        raise Error("volseg.render: this volseg was built without ParaView (VOLSEG_WITH_PARAVIEW=OFF): no rendering")
+    from . import _render
+    if mode is None:
+        mode = "volume,mask" if mask is not None or (lo is not None and hi is not None) else "volume"
+    level = str(level)
+    return _render.render(str(input), None if mask is None else str(mask), mode, list(iso), lo, hi, list(size),
+                          list(camera) if camera is not None else [], view, level, colormap, opacity, str(out), title,
+                          annotations, _comm(comm), var, time, backend, int(memory), force)
+
+
+def __getattr__(name):  # volseg.insitu on first use: it loads the in-situ library
+    if name == "insitu":
+        import importlib
+        return importlib.import_module(".insitu", __name__)
+    raise AttributeError(f"module 'volseg' has no attribute {name!r}")

@@ -169,3 +169,90 @@ def test_bad_input_raises_on_every_rank(volume):
     with pytest.raises(volseg.Error):
         volseg.segment(os.path.join(folder, "missing.nhdr"), lo=0, hi=1, out=os.path.join(folder, "none.nhdr"))
     assert not os.path.exists(os.path.join(folder, "none.nhdr"))
+
+
+def test_histogram_equals_numpy(volume):
+    """Exact counts over the volume's range, from a pass over it and, once a pyramid exists, from its tables."""
+    path, values, folder = volume
+    h = volseg.histogram(path, bins=50)
+    assert h.bins == 50 and h.edges.shape == (51,) and h.counts.dtype == np.uint64
+    assert h.edges[0] == pytest.approx(values.min()) and h.edges[-1] == pytest.approx(values.max())
+    reference, _ = np.histogram(values.astype(np.float64), bins=h.edges)
+    np.testing.assert_array_equal(h.counts, reference)
+    assert h.total == values.size
+    lo, hi = h.edges[10], h.edges[20]
+    voxels, exact = h.count(lo, hi)
+    assert exact and voxels == reference[10:20].sum()
+    if COMM.rank == 0:
+        proc = cli("pyramid", path, "--bins", "50", "--force", "--quiet")
+        assert proc.returncode == 0, proc.stderr
+    COMM.Barrier()
+    np.testing.assert_array_equal(volseg.histogram(path, bins=50).counts, reference)
+    with pytest.raises(volseg.Error, match="at least one bin"):
+        volseg.histogram(path, bins=0)
+
+
+def test_histogram_of_integers_is_one_value_a_bin(volume):
+    _, _, folder = volume
+    path = os.path.join(folder, "i16.nhdr")
+    values = (np.arange(6 * 7 * 8) % 37 - 5).astype(np.int16).reshape(6, 7, 8)
+    values[0, 0, 0] = -999  # the fill value: not counted
+    if COMM.rank == 0:
+        values.tofile(os.path.join(folder, "i16.raw"))
+        with open(path, "w") as f:
+            f.write("NRRD0004\ntype: int16\ndimension: 3\nsizes: 8 7 6\nendian: little\nencoding: raw\n"
+                    "data file: i16.raw\n_FillValue:=-999\n\n")
+    COMM.Barrier()
+    h = volseg.histogram(path)
+    valid = values[values != -999]
+    assert h.integers and h.bins == 37 and h.total == valid.size
+    np.testing.assert_array_equal(h.counts, np.bincount(valid - valid.min(), minlength=37))
+    assert h.count(0, 10) == (((valid >= 0) & (valid <= 10)).sum(), True)
+
+
+@pytest.mark.parametrize("connectivity, structure", [(6, 1), (18, 2), (26, 3)])
+def test_label_equals_scipy(connectivity, structure):
+    ndimage = pytest.importorskip("scipy.ndimage")
+    rng = np.random.default_rng(connectivity)
+    mask = rng.random((40, 300, 37)) > 0.6  # past one brick of 256 along y: objects joined across bricks
+    labels, table = volseg.label(mask, connectivity=connectivity)
+    reference, count = ndimage.label(mask, ndimage.generate_binary_structure(3, structure))
+    assert labels.dtype == np.uint32
+    np.testing.assert_array_equal(labels, reference)
+    assert len(table["id"]) == count
+    np.testing.assert_array_equal(table["voxels"], np.bincount(reference.ravel())[1:])
+    objects = ndimage.find_objects(reference)
+    for i in (0, count // 2, count - 1):
+        z, y, x = objects[i]
+        assert (table["z_min"][i], table["y_max"][i], table["x_min"][i]) == (z.start, y.stop - 1, x.start)
+    centroid = ndimage.center_of_mass(mask, reference, [1, count])
+    np.testing.assert_allclose([table["centroid_z"][0], table["centroid_y"][0], table["centroid_x"][0]],
+                               centroid[0])
+
+
+def test_label_2d_min_voxels_and_bad_input():
+    ndimage = pytest.importorskip("scipy.ndimage")
+    image = np.zeros((20, 20), np.uint8)
+    image[2:5, 2:5] = 1      # 9 voxels
+    image[10, 10] = 1        # 1 voxel
+    image[11, 11] = 1        # touches it by a corner
+    labels, table = volseg.label(image, connectivity=8)
+    assert labels.shape == image.shape and len(table["id"]) == 2 and "z_min" not in table
+    np.testing.assert_array_equal(labels, ndimage.label(image, np.ones((3, 3)))[0])
+    labels, table = volseg.label(image, connectivity=4, min_voxels=2)
+    assert list(table["voxels"]) == [9] and labels[10, 10] == 0 and labels.max() == 1
+    with pytest.raises(volseg.Error, match="uint8 or bool"):
+        volseg.label(np.zeros((4, 4, 4), np.float32))
+    with pytest.raises(volseg.Error, match="2 or 3 dimensions"):
+        volseg.label(np.zeros(4, np.uint8))
+    with pytest.raises(volseg.Error, match="not C-contiguous"):
+        volseg.label(np.zeros((4, 4, 4), np.uint8)[:, ::2])
+    with pytest.raises(volseg.Error, match="connectivity"):
+        volseg.label(np.zeros((4, 4, 4), np.uint8), connectivity=5)
+
+
+def test_render_without_paraview_says_so(volume):
+    if volseg._build.WITH_RENDER:
+        pytest.skip("this build renders (tests/python/test_render_insitu.py)")
+    with pytest.raises(volseg.Error, match="built without ParaView"):
+        volseg.render(volume[0])

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: MIT
+// The jobs over files, each the library call its command makes:
+// volseg.segment, volseg.label_file, volseg.convert, volseg.histogram.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common.hpp"
+#include "volseg/io/comm.hpp"
+#include "volseg/io/error.hpp"
+#include "volseg/pyramid/pyramid.hpp"
+#include "volseg/segment/convert.hpp"
+#include "volseg/segment/label.hpp"
+#include "volseg/segment/segment.hpp"
+
+namespace volseg::python {
+namespace {
+
+py::object segment_file(const std::string& input, double lo, double hi, const std::string& out, const py::object& comm,
+                        bool force, const std::string& backend, const std::optional<std::vector<std::int64_t>>& brick,
+                        const py::object& progress, const std::optional<std::string>& var,
+                        const std::optional<std::int64_t>& time, const std::string& format,
+                        const std::vector<std::string>& hints, bool resume, bool histogram) {
+  const MPI_Comm handle = mpi_comm(comm);
+  segment::SegmentOptions o;
+  o.input = input;
+  o.output = out;
+  o.lo = lo;
+  o.hi = hi;
+  o.force = force;
+  o.resume = resume;
+  o.backend = backend;
+  o.format = format;
+  o.hints = hints;
+  o.histogram = histogram;
+  o.input_hints = hint_list(var, time, "");
+  if (brick) {
+    if (brick->size() != 3) throw Error("brick=(z, y, x): three numbers");
+    o.brick_shape = io::Index3{(*brick)[0], (*brick)[1], (*brick)[2]};
+  }
+  o.progress = progress_mode(progress);
+  const auto callback = ProgressCallback::of(progress);
+  if (callback) o.on_progress = *callback;
+  o.command_line = "volseg.segment(" + input + ", lo=" + std::to_string(lo) + ", hi=" + std::to_string(hi) +
+                   ", out=" + out + ") from Python";
+  std::string report;
+  {
+    py::gil_scoped_release release;
+    const Comm c(handle);
+    const auto result = segment::run_segment(c, o);
+    report = segment::report_json(o, result);
+  }
+  if (callback) callback->check();
+  return json_loads(report);
+}
+
+py::dict label_file(const std::string& input, const std::string& out, const py::object& comm, int connectivity,
+                    bool mask_input, std::optional<double> lo, std::optional<double> hi, const std::string& stats,
+                    std::uint64_t min_voxels, bool force, const std::string& backend,
+                    const std::optional<std::string>& var, const std::optional<std::int64_t>& time) {
+  const MPI_Comm handle = mpi_comm(comm);
+  segment::LabelOptions o;
+  o.input = input;
+  o.output = out;
+  o.connectivity = connectivity;
+  o.mask_input = mask_input;
+  if (!mask_input) {
+    if (!lo || !hi) throw Error("label_file: give lo= and hi=, or mask_input=True for a 0/1 mask");
+    o.lo = *lo;
+    o.hi = *hi;
+  }
+  o.stats = stats;
+  o.min_voxels = min_voxels;
+  o.force = force;
+  o.backend = backend;
+  o.input_hints = hint_list(var, time, "");
+  o.progress = segment::ProgressMode::none;
+  o.command_line = "volseg.label_file(" + input + ", out=" + out + ") from Python";
+  segment::LabelResult result;
+  {
+    py::gil_scoped_release release;
+    const Comm c(handle);
+    segment::check_connectivity(connectivity);
+    result = segment::run_label(c, o);
+  }
+  py::dict d;
+  d["objects"] = result.summary.objects;
+  d["dropped"] = result.summary.dropped;
+  d["foreground_voxels"] = result.summary.foreground;
+  d["largest"] = result.summary.largest;
+  d["label_type"] = result.label_type;
+  d["output_format"] = result.output_format;
+  d["backend"] = result.backend;
+  return d;
+}
+
+py::dict convert_file(const std::string& input, const std::string& out, const py::object& comm, bool force,
+                      const std::string& format, const std::optional<std::string>& var,
+                      const std::optional<std::int64_t>& time, const std::string& glob,
+                      const std::vector<std::string>& out_hints) {
+  const MPI_Comm handle = mpi_comm(comm);
+  segment::ConvertOptions o;
+  o.input = input;
+  o.output = out;
+  o.force = force;
+  o.format = format;
+  o.input_hints = hint_list(var, time, glob);
+  o.output_hints = out_hints;
+  o.progress = segment::ProgressMode::none;
+  o.command_line = "volseg.convert(" + input + ", " + out + ") from Python";
+  segment::ConvertResult result;
+  {
+    py::gil_scoped_release release;
+    const Comm c(handle);
+    result = segment::run_convert(c, o);
+  }
+  py::dict d;
+  d["output_format"] = result.output_format;
+  d["backend"] = result.backend;
+  d["output_backend"] = result.output_backend;
+  d["bricks"] = result.bricks;
+  d["seconds"] = result.seconds;
+  d["dropped"] = result.dropped;
+  return d;
+}
+
+segment::Histogram histogram(const std::string& input, int bins, const py::object& comm,
+                             const std::optional<std::string>& var, const std::optional<std::int64_t>& time,
+                             const std::string& glob, const std::string& backend, const std::string& pyramid,
+                             const py::object& progress) {
+  const MPI_Comm handle = mpi_comm(comm);
+  pyramid::HistogramOptions o;
+  o.input = input;
+  o.bins = bins;
+  o.input_hints = hint_list(var, time, glob);
+  o.backend = backend;
+  o.directory = pyramid;
+  o.progress = progress_mode(progress);
+  py::gil_scoped_release release;
+  const Comm c(handle);
+  return pyramid::histogram(c, o);
+}
+
+py::array_t<double> edges(const segment::Histogram& h) {
+  const auto& e = h.edges();
+  py::array_t<double> out(e.bins + 1);
+  double* p = out.mutable_data();
+  for (int i = 0; i <= e.bins; ++i) p[i] = e.edge(i);
+  return out;
+}
+
+}  // namespace
+
+void bind_jobs(py::module_& m) {
+  m.def("_segment", &segment_file, py::arg("input"), py::arg("lo"), py::arg("hi"), py::arg("out"), py::arg("comm"),
+        py::arg("force"), py::arg("backend"), py::arg("brick"), py::arg("progress"), py::arg("var"), py::arg("time"),
+        py::arg("format"), py::arg("hints"), py::arg("resume"), py::arg("histogram"));
+  m.def("_label_file", &label_file, py::arg("input"), py::arg("out"), py::arg("comm"), py::arg("connectivity"),
+        py::arg("mask_input"), py::arg("lo"), py::arg("hi"), py::arg("stats"), py::arg("min_voxels"), py::arg("force"),
+        py::arg("backend"), py::arg("var"), py::arg("time"));
+  m.def("_convert", &convert_file, py::arg("input"), py::arg("out"), py::arg("comm"), py::arg("force"),
+        py::arg("format"), py::arg("var"), py::arg("time"), py::arg("glob"), py::arg("out_hints"));
+
+  py::class_<segment::Histogram>(m, "Histogram",
+                                 "Exact voxel counts over fixed bins (volseg.histogram): the pyramid's and the GUI's")
+      .def_property_readonly(
+          "counts",
+          [](const segment::Histogram& h) {
+            return py::array_t<std::uint64_t>(static_cast<py::ssize_t>(h.counts().size()), h.counts().data());
+          },
+          "numpy uint64, one count a bin")
+      .def_property_readonly("edges", &edges, "numpy float64, bins + 1 edges (as numpy.histogram's)")
+      .def_property_readonly("bins", [](const segment::Histogram& h) { return h.edges().bins; })
+      .def_property_readonly("integers", [](const segment::Histogram& h) { return h.edges().integers; },
+                             "True when each bin holds one integer (counts exact for any integer range)")
+      .def_property_readonly("total", &segment::Histogram::total, "valid voxels counted")
+      .def(
+          "count",
+          [](const segment::Histogram& h, double lo, double hi) {
+            const auto c = h.count_between(lo, hi);
+            return py::make_tuple(c.voxels, c.exact);
+          },
+          py::arg("lo"), py::arg("hi"),
+          "(voxels with lo <= v <= hi, exact): exact when lo and hi fall on bin edges, or on integers with integer bins")
+      .def("__repr__", [](const segment::Histogram& h) {
+        return "<volseg.Histogram " + std::to_string(h.edges().bins) + " bins over [" + std::to_string(h.edges().lo) +
+               ", " + std::to_string(h.edges().hi) + "], " + std::to_string(h.total()) + " voxels>";
+      });
+  m.def("_histogram", &histogram, py::arg("input"), py::arg("bins"), py::arg("comm"), py::arg("var"), py::arg("time"),
+        py::arg("glob"), py::arg("backend"), py::arg("pyramid"), py::arg("progress"));
+}
+
+}  // namespace volseg::python

@@ -1,0 +1,101 @@
+# SPDX-License-Identifier: MIT
+"""volseg.render and volseg.insitu.Hook (python/), in the full build, under
+`mpirun -np N xvfb-run python3 -m pytest`: every rank runs every test.
+render is checked against the command line's PNG of the same view (on one
+rank, so the N-rank IceT composite is compared with a 1-rank image, within
+the e2e render tests' tolerance); the hook's masks against numpy's
+threshold of the Gray-Scott field the example simulation published."""
+import os
+import shutil
+import sys
+import tempfile
+
+import matplotlib.image as mpimg
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import volseg
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples", "python"))
+import gray_scott  # noqa: E402
+
+from test_api import cli, shared_dir  # noqa: E402
+
+COMM = MPI.COMM_WORLD
+DIMS = (24, 30, 36)
+
+
+@pytest.fixture(scope="module")
+def folder():
+    path = shared_dir()
+    yield path
+    COMM.Barrier()
+    if COMM.rank == 0:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def test_render_equals_the_cli_png(folder):
+    volume = os.path.join(folder, "v.nhdr")
+    if COMM.rank == 0:
+        proc = cli("generate", volume, "--field", "smooth", "--dims", "%d,%d,%d" % DIMS, "--quiet")
+        assert proc.returncode == 0, proc.stderr
+    COMM.Barrier()
+    view = dict(lo=0.3, hi=0.45, size=(200, 160), camera=(40, 25, 1.2), level=0, annotations=False)
+    written = os.path.join(folder, "py.png")
+    image = volseg.render(volume, mode="volume,mask", out=written, force=True, **view)
+    if COMM.rank != 0:
+        assert image is None
+        return
+    assert image.shape == (160, 200, 3) and image.dtype == np.uint8
+    reference = os.path.join(folder, "cli.png")
+    proc = cli("render", volume, "--out", reference, "--mode", "volume,mask", "--lo", "0.3", "--hi", "0.45",
+               "--size", "200x160", "--camera", "40,25,1.2", "--level", "0", "--no-annotations", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    ref = (mpimg.imread(reference)[..., :3] * 255).round()
+    # out= wrote the very image returned
+    np.testing.assert_array_equal((mpimg.imread(written)[..., :3] * 255).round(), image)
+    difference = np.abs(ref - image.astype(float)).max(axis=2)
+    assert difference.mean() <= 3.0, "mean difference %.3f" % difference.mean()
+    assert (difference > 24).mean() <= 0.02
+    assert (image.max(axis=2) > 40).mean() > 0.05, "nothing drawn"
+
+
+def test_render_bad_input(folder):
+    with pytest.raises(volseg.Error, match="No such file|no such file"):
+        volseg.render(os.path.join(folder, "missing.nhdr"))
+    with pytest.raises(volseg.Error, match="size"):
+        volseg.render(os.path.join(folder, "missing.nhdr"), size=(10,))
+
+
+def test_gray_scott_masks_equal_numpy(folder):
+    """The example simulation publishes V every step; the hook writes a mask every 10th; each rank's block of
+    each mask equals numpy's threshold of the field it published."""
+    pattern = os.path.join(folder, "gs_%03d.nhdr")
+    lo, hi = 0.2, 1.0
+    kept, box = gray_scott.simulate(COMM, n=24, steps=30, keep=(0, 10, 20, 30),
+                                    hook_options="--lo %g --hi %g --every 10 --out %s" % (lo, hi, pattern))
+    (z0, _, _), (nz, ny, nx) = box
+    total = 0
+    for step, field in kept.items():
+        with volseg.open(pattern % step) as vol:
+            mask = vol.read((z0, 0, 0), (nz, ny, nx))
+        np.testing.assert_array_equal(mask, ((field >= lo) & (field <= hi)).astype(np.uint8), "step %d" % step)
+        total += int(mask.sum())
+    assert COMM.allreduce(total) > 0, "the simulation never reached the range: the check would be empty"
+
+
+def test_hook_bad_input(folder):
+    with pytest.raises(volseg.Error, match="unknown in-situ option '--bogus'"):
+        volseg.insitu.Hook(COMM, "--bogus 3")
+    z0, nz = gray_scott.slab(8, COMM.rank, COMM.size)
+    with volseg.insitu.Hook(COMM, "--lo 0 --hi 1 --out %s" % os.path.join(folder, "bad_%d.nhdr")) as hook:
+        with pytest.raises(volseg.Error, match="axis 0 has"):  # checked on each rank before the collective call
+            hook.publish(step=0, time=0, global_dims=(8, 8, 8), box=((z0, 0, 0), (nz, 8, 8)),
+                         values=np.zeros((nz + 3, 8, 8), np.float32))
+        with pytest.raises(volseg.Error, match="not a type the hook takes"):
+            hook.publish(step=0, time=0, global_dims=(8, 8, 8), box=((z0, 0, 0), (nz, 8, 8)),
+                         values=np.zeros((nz, 8, 8), np.complex64))
+    with pytest.raises(volseg.Error, match="finalized"):
+        hook.publish(step=1, time=0, global_dims=(8, 8, 8), box=((z0, 0, 0), (nz, 8, 8)),
+                     values=np.zeros((nz, 8, 8), np.float32))
