@@ -28,8 +28,10 @@ packages=(
   libblosc-dev libzstd-dev zlib1g-dev python3-zarr python3-numcodecs
   # nibabel and tifffile write and read the NIfTI and TIFF files of tests
   python3-nibabel python3-tifffile
-  # the Python API (python/): pybind11 over the libraries, mpi4py's communicators, pytest
+  # the Python API (python/): pybind11 over the libraries, mpi4py's communicators, pytest, and
+  # nbconvert with a kernel to execute docs/notebooks/quickstart.ipynb
   pybind11-dev python3-mpi4py python3-pytest
+  python3-nbconvert jupyter-nbconvert python3-ipykernel
   # TIFF reading; VTK image data's LZ4 and LZMA blocks
   libtiff-dev libtiff-tools liblz4-dev liblzma-dev
   # measurement
