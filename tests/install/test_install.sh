@@ -146,4 +146,28 @@ for f in "$work"/out-cmake/mask_*.raw; do
     cmp -s "$f" "$work/$other/$(basename "$f")" || fail "$(basename "$f") differs between out-cmake and $other"
   done
 done
+
+# The Python package, where cmake --install put it, from outside the build:
+# it imports, its in-situ extension loads the installed libvolseg_insitu, and
+# a hook writes a mask on 2 ranks.
+site=$(find "$prefix/lib" -maxdepth 3 -type d -path "*python3*/dist-packages" | head -n 1)
+if [[ -n $site && -d $site/volseg ]]; then
+  echo "== import volseg from $site"
+  insitu_ext=$(ls "$site"/volseg/_insitu*.so)
+  loaded=$(ldd "$insitu_ext" | awk '/libvolseg_insitu/ {print $3}')
+  [[ $loaded == "$libdir"/* ]] || fail "the installed _insitu loads $loaded, not the installed library"
+  (cd "$work" && PYTHONPATH=$site "$MPIEXEC" -n 2 /usr/bin/python3 -c "
+import numpy as np, volseg, volseg.insitu
+from mpi4py import MPI
+c = MPI.COMM_WORLD
+z0 = 4 * c.rank
+with volseg.insitu.Hook(c, '--lo 1 --hi 2 --out py_mask_%d.nhdr --force') as h:
+    h.publish(step=0, time=0, global_dims=(8, 4, 4), box=((z0, 0, 0), (4, 4, 4)),
+              values=np.full((4, 4, 4), 1.5 if c.rank == 0 else 3, np.float32))
+") > "$work/python.log" 2>&1 || { cat "$work/python.log"; fail "the installed Python package failed"; }
+  /usr/bin/python3 -c "import sys; sys.exit(open(sys.argv[1], 'rb').read() != bytes([1] * 64 + [0] * 64))" \
+    "$work/py_mask_0.raw" || fail "the installed package's hook wrote a wrong mask"
+elif [[ -n $(ls "$VOLSEG_BUILD"/python/volseg/_volseg*.so 2> /dev/null) ]]; then
+  fail "the Python package was built but not installed under $prefix/lib"
+fi
 echo "test_install: ok"

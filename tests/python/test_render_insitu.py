@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
-"""volseg.render and volseg.insitu.Hook (python/), in the full build, under
-`mpirun -np N xvfb-run python3 -m pytest`: every rank runs every test.
+"""volseg.render and volseg.insitu.Hook (python/), under `mpirun -np N
+xvfb-run python3 -m pytest` (the core build: no render, no Xvfb): every rank
+runs every test.
 render is checked against the command line's PNG of the same view (on one
 rank, so the N-rank IceT composite is compared with a 1-rank image, within
 the e2e render tests' tolerance); the hook's masks against numpy's
@@ -10,7 +11,6 @@ import shutil
 import sys
 import tempfile
 
-import matplotlib.image as mpimg
 import numpy as np
 import pytest
 from mpi4py import MPI
@@ -35,7 +35,13 @@ def folder():
         shutil.rmtree(path, ignore_errors=True)
 
 
+needs_render = pytest.mark.skipif(not volseg._build.WITH_RENDER, reason="built without ParaView (test_api checks the refusal)")
+
+
+@needs_render
 def test_render_equals_the_cli_png(folder):
+    import matplotlib.image as mpimg
+
     volume = os.path.join(folder, "v.nhdr")
     if COMM.rank == 0:
         proc = cli("generate", volume, "--field", "smooth", "--dims", "%d,%d,%d" % DIMS, "--quiet")
@@ -61,6 +67,7 @@ def test_render_equals_the_cli_png(folder):
     assert (image.max(axis=2) > 40).mean() > 0.05, "nothing drawn"
 
 
+@needs_render
 def test_render_bad_input(folder):
     with pytest.raises(volseg.Error, match="No such file|no such file"):
         volseg.render(os.path.join(folder, "missing.nhdr"))
