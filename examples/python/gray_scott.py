@@ -52,8 +52,10 @@ def simulate(comm, n=48, steps=100, hook_options=None, keep=(), du=0.16, dv=0.08
     """Runs the model, publishing V to a hook made with hook_options (every
     step; the hook's --every picks). Returns {step: this rank's V} for the
     steps in keep, and this rank's box ((z0, 0, 0), (nz, n, n))."""
+    if n < 16:
+        raise ValueError(f"n={n}: the seeds need a grid of at least 16 points a side")
     if comm.size > n:
-        raise SystemExit(f"{comm.size} ranks for {n} planes: at most one rank a plane")
+        raise ValueError(f"{comm.size} ranks for {n} planes: at most one rank a plane")
     z0, nz = slab(n, comm.rank, comm.size)
     u = np.ones((nz + 2, n, n))
     v = np.zeros((nz + 2, n, n))

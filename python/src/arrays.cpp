@@ -121,6 +121,20 @@ py::tuple label(const py::array& mask, int connectivity, std::uint64_t min_voxel
                                            : io::Index3{1, mask.shape(0), mask.shape(1)};
   for (auto d : dims)
     if (d > std::int64_t{1} << 30) throw Error("label: an axis of more than 2^30 voxels");
+  std::vector<py::ssize_t> shape(mask.shape(), mask.shape() + mask.ndim());
+  const char* axes[3] = {"z", "y", "x"};
+  const int first_axis = mask.ndim() == 3 ? 0 : 1;  // a 2D mask's table has y and x only
+  if (dims[0] == 0 || dims[1] == 0 || dims[2] == 0) {  // as scipy: no voxel, no object
+    py::dict table;
+    table["id"] = py::array_t<std::uint64_t>(0);
+    table["voxels"] = py::array_t<std::uint64_t>(0);
+    for (const char* suffix : {"_min", "_max"})
+      for (int a = first_axis; a < 3; ++a) table[py::str(std::string(axes[a]) + suffix)] = py::array_t<std::int64_t>(0);
+    for (int a = first_axis; a < 3; ++a) table[py::str(std::string("centroid_") + axes[a])] = py::array_t<double>(0);
+    table["touches_boundary"] = py::array_t<bool>(0);
+    py::array_t<std::uint32_t> labels(shape);
+    return py::make_tuple(labels, table);
+  }
   const auto* voxels = static_cast<const std::uint8_t*>(mask.data());
   const std::int64_t edge = 256;  // bricks of at most 16 Mi voxels: one copied brick is all label adds
   const segment::BrickLayout layout(dims, {std::min(edge, std::max<std::int64_t>(dims[0], 1)),
@@ -143,7 +157,6 @@ py::tuple label(const py::array& mask, int connectivity, std::uint64_t min_voxel
     summary = labeling->finish(min_voxels, true);
   }
   const bool wide = summary.objects > 0xffffffffu;
-  std::vector<py::ssize_t> shape(mask.shape(), mask.shape() + mask.ndim());
   py::array labels = wide ? py::array(py::array_t<std::uint64_t>(shape)) : py::array(py::array_t<std::uint32_t>(shape));
   void* out = labels.mutable_data();
   {
@@ -160,7 +173,6 @@ py::tuple label(const py::array& mask, int connectivity, std::uint64_t min_voxel
   py::array_t<std::int64_t> hi[3] = {py::array_t<std::int64_t>(n), py::array_t<std::int64_t>(n), py::array_t<std::int64_t>(n)};
   py::array_t<double> centroid[3] = {py::array_t<double>(n), py::array_t<double>(n), py::array_t<double>(n)};
   py::array_t<bool> border(n);
-  const int axis_of_dims = mask.ndim() == 3 ? 0 : 1;  // a 2D mask's table has y and x only
   for (py::ssize_t i = 0; i < n; ++i) {
     const segment::ObjectPart& p = t.part(static_cast<std::size_t>(i));
     id.mutable_at(i) = t.first_id + static_cast<std::uint64_t>(i);
@@ -170,15 +182,17 @@ py::tuple label(const py::array& mask, int connectivity, std::uint64_t min_voxel
       hi[a].mutable_at(i) = p.hi[a];
       centroid[a].mutable_at(i) = static_cast<double>(p.sum[a]) / static_cast<double>(p.voxels);
     }
-    border.mutable_at(i) = p.border != 0;
+    // On the mask's own faces (a 2D mask's single plane is no face).
+    bool touches = false;
+    for (int a = first_axis; a < 3; ++a) touches = touches || p.lo[a] == 0 || p.hi[a] == dims[a] - 1;
+    border.mutable_at(i) = touches;
   }
   py::dict table;
   table["id"] = id;
   table["voxels"] = count;
-  const char* axes[3] = {"z", "y", "x"};
-  for (int a = axis_of_dims; a < 3; ++a) table[py::str(std::string(axes[a]) + "_min")] = lo[a];
-  for (int a = axis_of_dims; a < 3; ++a) table[py::str(std::string(axes[a]) + "_max")] = hi[a];
-  for (int a = axis_of_dims; a < 3; ++a) table[py::str(std::string("centroid_") + axes[a])] = centroid[a];
+  for (int a = first_axis; a < 3; ++a) table[py::str(std::string(axes[a]) + "_min")] = lo[a];
+  for (int a = first_axis; a < 3; ++a) table[py::str(std::string(axes[a]) + "_max")] = hi[a];
+  for (int a = first_axis; a < 3; ++a) table[py::str(std::string("centroid_") + axes[a])] = centroid[a];
   table["touches_boundary"] = border;
   return py::make_tuple(labels, table);
 }
@@ -191,7 +205,8 @@ void bind_arrays(py::module_& m) {
         "uint8 mask of lo <= v <= hi (NaN, fill and values outside valid_range are 0), segment's kernel");
   m.def("label", &label, py::arg("mask"), py::arg("connectivity") = 26, py::arg("min_voxels") = 0,
         "(labels, table): the connected components of a 2D or 3D uint8/bool mask in memory, numbered 1, 2, ... "
-        "by first voxel (C order) as scipy.ndimage.label; labels uint32 (uint64 past 2^32 - 1 objects); table a dict "
+        "by first voxel (C order) as scipy.ndimage.label numbers them (whose default structure is the cross: "
+        "connectivity 6, or 4 in 2D; volseg's default is 26, as `volseg label`); labels uint32 (uint64 past 2^32 - 1 objects); table a dict "
         "of numpy columns (id, voxels, z_min ... x_max, centroid_z ... centroid_x, touches_boundary). Objects under "
         "min_voxels are dropped (0) and the rest renumbered. connectivity 6, 18 or 26 (4 or 8 in 2D: 6 or 26)");
 }

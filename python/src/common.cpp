@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "common.hpp"
 
+#include "volseg/io/comm.hpp"
 #include "volseg/io/error.hpp"
 
 namespace volseg::python {
@@ -86,8 +87,15 @@ std::optional<ProgressCallback> ProgressCallback::of(const py::object& progress)
   return ProgressCallback{std::make_shared<py::object>(progress)};
 }
 
-void ProgressCallback::check() const {
-  if (!error->empty()) throw Error("the progress callback raised: " + *error);
+void ProgressCallback::check(MPI_Comm comm) const {
+  // Rank 0's message to every rank (with the GIL released: a collective).
+  std::string message = *error;
+  {
+    py::gil_scoped_release release;
+    const Comm c(comm);
+    message = c.broadcast(message, 0);
+  }
+  if (!message.empty()) throw Error("the progress callback raised: " + message);
 }
 
 }  // namespace volseg::python

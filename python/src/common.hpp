@@ -45,10 +45,11 @@ struct ProgressCallback {
   std::shared_ptr<py::object> callable;
   std::shared_ptr<std::string> error = std::make_shared<std::string>();
   void operator()(const std::vector<std::int64_t>& units, std::int64_t total, bool) const;
-  // The callback when progress is a callable; nullopt otherwise.
+  // The callback when progress is a callable; nullopt otherwise (the same on every rank).
   static std::optional<ProgressCallback> of(const py::object& progress);
-  // volseg.Error when the callable raised.
-  void check() const;
+  // Collective over comm: volseg.Error on every rank when the callable
+  // raised (it runs on rank 0 alone).
+  void check(MPI_Comm comm) const;
 };
 
 void bind_volume(py::module_& m);

@@ -9,7 +9,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
-#include <array>
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,73 +32,108 @@ py::handle error_type() {
   throw py::error_already_set();
 }
 
-std::array<std::int64_t, 3> three(const std::vector<std::int64_t>& v, const char* what) {
-  if (v.size() != 3) raise(std::string(what) + ": three numbers (z, y, x), not " + std::to_string(v.size()));
-  return {v[0], v[1], v[2]};
-}
-
-// The hook's dtype name of a numpy array, or volseg.Error.
-const char* hook_dtype(const py::array& a) {
+// The hook's dtype name of a numpy array, or what is wrong with it.
+std::string hook_dtype(const py::array& a, const char** name) {
   const py::dtype t = a.dtype();
   const char k = t.kind();
   const auto n = t.itemsize();
-  if (t.byteorder() == '>') raise("publish: values are big-endian; pass values.astype(values.dtype.newbyteorder('='))");
-  if (k == 'u' && n == 1) return "u8";
-  if (k == 'i' && n == 2) return "i16";
-  if (k == 'u' && n == 2) return "u16";
-  if (k == 'i' && n == 4) return "i32";
-  if (k == 'f' && n == 4) return "f32";
-  if (k == 'f' && n == 8) return "f64";
-  raise("publish: values of " + py::str(static_cast<py::handle>(t)).cast<std::string>() +
-        " are not a type the hook takes (uint8, int16, uint16, int32, float32, float64)");
+  if (t.byteorder() == '>') return "publish: values are big-endian; pass values.astype(values.dtype.newbyteorder('='))";
+  if (k == 'u' && n == 1) *name = "u8";
+  else if (k == 'i' && n == 2) *name = "i16";
+  else if (k == 'u' && n == 2) *name = "u16";
+  else if (k == 'i' && n == 4) *name = "i32";
+  else if (k == 'f' && n == 4) *name = "f32";
+  else if (k == 'f' && n == 8) *name = "f64";
+  else
+    return "publish: values of " + py::str(static_cast<py::handle>(t)).cast<std::string>() +
+           " are not a type the hook takes (uint8, int16, uint16, int32, float32, float64)";
+  return {};
+}
+
+// Collective over comm: the message of the lowest rank that has one, on
+// every rank ("" when none), so that an argument wrong on one rank raises on
+// all of them rather than leaving the others in the hook's collective call.
+std::string agree(MPI_Comm comm, const std::string& mine) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const int candidate = mine.empty() ? size : rank;
+  int root = size;
+  MPI_Allreduce(&candidate, &root, 1, MPI_INT, MPI_MIN, comm);
+  if (root == size) return {};
+  std::string message = mine;
+  int length = static_cast<int>(message.size());
+  MPI_Bcast(&length, 1, MPI_INT, root, comm);
+  message.resize(static_cast<std::size_t>(length));
+  MPI_Bcast(message.data(), length, MPI_CHAR, root, comm);
+  return root == rank ? message : "rank " + std::to_string(root) + ": " + message;
+}
+
+// What is wrong with one rank's publish arguments, or "".
+std::string check_publish(const std::vector<std::int64_t>& global_dims, const std::vector<std::vector<std::int64_t>>& box,
+                          const py::array& values, int ghost, const char** dtype) {
+  if (global_dims.size() != 3) return "publish: global_dims: three numbers (z, y, x)";
+  if (box.size() != 2 || box[0].size() != 3 || box[1].size() != 3)
+    return "publish: box=((z0, y0, x0), (nz, ny, nx)): this rank's offset and count";
+  if (ghost < 0) return "publish: ghost " + std::to_string(ghost) + " is negative";
+  if (!(values.flags() & py::array::c_style))
+    return "publish: values are not C-contiguous; the hook reads them in place: pass numpy.ascontiguousarray(...)";
+  if (auto wrong = hook_dtype(values, dtype); !wrong.empty()) return wrong;
+  bool empty = false;
+  for (int a = 0; a < 3; ++a) {
+    const std::int64_t offset = box[0][a], count = box[1][a], dims = global_dims[a];
+    if (dims < 1 || offset < 0 || count < 0 || offset + count > dims)
+      return "publish: box axis " + std::to_string(a) + " [" + std::to_string(offset) + ", " +
+             std::to_string(offset + count) + ") is not inside the grid's " + std::to_string(dims) + " points";
+    empty = empty || count == 0;
+  }
+  if (empty) return {};  // a rank that owns no points publishes nothing
+  if (values.ndim() != 3) return "publish: values must have 3 dimensions (z, y, x), not " + std::to_string(values.ndim());
+  for (int a = 0; a < 3; ++a) {
+    // count plus the ghost layers the grid has room for on each side (io::with_ghost).
+    const std::int64_t offset = box[0][a], count = box[1][a], dims = global_dims[a];
+    const std::int64_t expected = count + std::min<std::int64_t>(ghost, offset) +
+                                  std::min<std::int64_t>(ghost, dims - offset - count);
+    if (values.shape(a) != expected)
+      return "publish: values' axis " + std::to_string(a) + " has " + std::to_string(values.shape(a)) +
+             " points; box " + std::to_string(count) + " with ghost " + std::to_string(ghost) +
+             " inside the grid needs " + std::to_string(expected);
+  }
+  return {};
 }
 
 class Hook {
  public:
   Hook(const py::object& comm, const std::string& options) {
     const MPI_Comm handle = mpi_comm(comm);
+    MPI_Comm_dup(handle, &comm_);
     const int rc = volseg_insitu_create(handle, options.c_str(), &hook_);
     if (rc != VOLSEG_INSITU_OK) {
       const std::string message = volseg_insitu_last_error(hook_);
       volseg_insitu_finalize(hook_);
       hook_ = nullptr;
+      MPI_Comm_free(&comm_);
       raise(message);
     }
   }
   ~Hook() {
     int finalized = 1;
     MPI_Finalized(&finalized);
-    if (hook_ && !finalized) {
-      volseg_insitu_finalize(hook_);  // collective: a script that forgets finalize() ends on every rank alike
-    }
+    if (hook_ && !finalized) volseg_insitu_finalize(hook_);  // collective: a script that forgets finalize() ends on every rank alike
+    if (comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
   }
   Hook(const Hook&) = delete;
   Hook& operator=(const Hook&) = delete;
 
   void publish(std::int64_t step, double time, const std::vector<std::int64_t>& global_dims,
                const std::vector<std::vector<std::int64_t>>& box, const py::array& values, int ghost) {
-    if (!hook_) raise("publish: the hook is finalized");
-    const auto dims = three(global_dims, "global_dims");
-    if (box.size() != 2) raise("box=((z0, y0, x0), (nz, ny, nx)): this rank's offset and count");
-    const auto offset = three(box[0], "box's offset"), count = three(box[1], "box's count");
-    if (ghost < 0) raise("ghost " + std::to_string(ghost) + " is negative");
-    if (!(values.flags() & py::array::c_style))
-      raise("publish: values are not C-contiguous; the hook reads them in place: pass numpy.ascontiguousarray(...)");
-    const char* dtype = hook_dtype(values);
-    // count plus ghost layers on every side that is not the grid's face.
-    if (values.ndim() != 3) raise("publish: values must have 3 dimensions (z, y, x), not " + std::to_string(values.ndim()));
-    for (int a = 0; a < 3; ++a) {
-      if (offset[a] < 0 || count[a] < 1 || offset[a] + count[a] > dims[a])
-        raise("publish: box axis " + std::to_string(a) + " [" + std::to_string(offset[a]) + ", " +
-              std::to_string(offset[a] + count[a]) + ") is not inside the grid's " + std::to_string(dims[a]) + " points");
-      const std::int64_t expected = count[a] + (offset[a] > 0 ? ghost : 0) + (offset[a] + count[a] < dims[a] ? ghost : 0);
-      if (values.shape(a) != expected)
-        raise("publish: values' axis " + std::to_string(a) + " has " + std::to_string(values.shape(a)) + " points; box " +
-              std::to_string(count[a]) + " with ghost " + std::to_string(ghost) + " inside the grid needs " +
-              std::to_string(expected));
-    }
-    const int rc = volseg_insitu_publish(hook_, step, time, dims.data(), offset.data(), count.data(), ghost, dtype,
-                                         values.data());
+    if (!hook_) raise("publish: the hook is finalized");  // on every rank: finalize is collective
+    const char* dtype = "f32";
+    const std::string problem = agree(comm_, check_publish(global_dims, box, values, ghost, &dtype));
+    if (!problem.empty()) raise(problem);
+    const std::int64_t dims[3] = {global_dims[0], global_dims[1], global_dims[2]};
+    const std::int64_t offset[3] = {box[0][0], box[0][1], box[0][2]}, count[3] = {box[1][0], box[1][1], box[1][2]};
+    const int rc = volseg_insitu_publish(hook_, step, time, dims, offset, count, ghost, dtype, values.data());
     if (rc != VOLSEG_INSITU_OK) raise(volseg_insitu_last_error(hook_));
   }
 
@@ -106,11 +141,13 @@ class Hook {
     if (!hook_) return;
     const int rc = volseg_insitu_finalize(hook_);
     hook_ = nullptr;
+    MPI_Comm_free(&comm_);
     if (rc != VOLSEG_INSITU_OK) raise("finalize: the hook failed (its outputs may be incomplete)");
   }
 
  private:
   volseg_insitu* hook_ = nullptr;
+  MPI_Comm comm_ = MPI_COMM_NULL;  // a duplicate, to agree on arguments before the hook's collective calls
 };
 
 }  // namespace

@@ -50,7 +50,7 @@ py::object segment_file(const std::string& input, double lo, double hi, const st
     const auto result = segment::run_segment(c, o);
     report = segment::report_json(o, result);
   }
-  if (callback) callback->check();
+  if (callback) callback->check(handle);
   return json_loads(report);
 }
 
@@ -136,9 +136,16 @@ segment::Histogram histogram(const std::string& input, int bins, const py::objec
   o.backend = backend;
   o.directory = pyramid;
   o.progress = progress_mode(progress);
-  py::gil_scoped_release release;
-  const Comm c(handle);
-  return pyramid::histogram(c, o);
+  const auto callback = ProgressCallback::of(progress);
+  if (callback) o.on_progress = *callback;
+  segment::Histogram result;
+  {
+    py::gil_scoped_release release;
+    const Comm c(handle);
+    result = pyramid::histogram(c, o);
+  }
+  if (callback) callback->check(handle);
+  return result;
 }
 
 py::array_t<double> edges(const segment::Histogram& h) {

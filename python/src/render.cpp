@@ -31,7 +31,7 @@ py::object render(const std::string& input, const std::optional<std::string>& ma
                   const std::string& level, const std::string& colormap, const std::string& opacity,
                   const std::string& out, const std::string& title, bool annotations, const py::object& comm,
                   const std::optional<std::string>& var, const std::optional<std::int64_t>& time,
-                  const std::string& backend, std::uint64_t memory, bool force) {
+                  const std::string& backend, std::uint64_t memory) {
   const MPI_Comm handle = mpi_comm(comm);
   if (size.size() != 2) throw Error("size=(width, height): two numbers");
   if (!camera.empty() && camera.size() != 2 && camera.size() != 3)
@@ -42,7 +42,6 @@ py::object render(const std::string& input, const std::optional<std::string>& ma
   o.input_hints = hint_list(var, time, "");
   if (mask) o.mask = *mask;
   o.output = out;
-  o.force = force;
   o.keep_image = true;
   o.lo = lo;
   o.hi = hi;
@@ -102,5 +101,5 @@ PYBIND11_MODULE(_render, m) {
   m.def("render", &render, py::arg("input"), py::arg("mask"), py::arg("mode"), py::arg("iso"), py::arg("lo"),
         py::arg("hi"), py::arg("size"), py::arg("camera"), py::arg("view"), py::arg("level"), py::arg("colormap"),
         py::arg("opacity"), py::arg("out"), py::arg("title"), py::arg("annotations"), py::arg("comm"), py::arg("var"),
-        py::arg("time"), py::arg("backend"), py::arg("memory"), py::arg("force"));
+        py::arg("time"), py::arg("backend"), py::arg("memory"));
 }

@@ -174,7 +174,10 @@ def test_bad_input_raises_on_every_rank(volume):
 def test_histogram_equals_numpy(volume):
     """Exact counts over the volume's range, from a pass over it and, once a pyramid exists, from its tables."""
     path, values, folder = volume
-    h = volseg.histogram(path, bins=50)
+    seen = []
+    h = volseg.histogram(path, bins=50, progress=lambda done, total: seen.append((done, total)))
+    if COMM.rank == 0:
+        assert seen and seen[-1][0] == seen[-1][1]
     assert h.bins == 50 and h.edges.shape == (51,) and h.counts.dtype == np.uint64
     assert h.edges[0] == pytest.approx(values.min()) and h.edges[-1] == pytest.approx(values.max())
     reference, _ = np.histogram(values.astype(np.float64), bins=h.edges)
@@ -239,8 +242,11 @@ def test_label_2d_min_voxels_and_bad_input():
     labels, table = volseg.label(image, connectivity=8)
     assert labels.shape == image.shape and len(table["id"]) == 2 and "z_min" not in table
     np.testing.assert_array_equal(labels, ndimage.label(image, np.ones((3, 3)))[0])
+    assert list(table["touches_boundary"]) == [False, False]  # a 2D mask's one plane is not a face
     labels, table = volseg.label(image, connectivity=4, min_voxels=2)
     assert list(table["voxels"]) == [9] and labels[10, 10] == 0 and labels.max() == 1
+    labels, table = volseg.label(np.zeros((0, 5, 5), bool))  # as scipy: no voxel, no object
+    assert labels.shape == (0, 5, 5) and len(table["id"]) == 0 and "centroid_z" in table
     with pytest.raises(volseg.Error, match="uint8 or bool"):
         volseg.label(np.zeros((4, 4, 4), np.float32))
     with pytest.raises(volseg.Error, match="2 or 3 dimensions"):

@@ -49,7 +49,7 @@ def test_render_equals_the_cli_png(folder):
     COMM.Barrier()
     view = dict(lo=0.3, hi=0.45, size=(200, 160), camera=(40, 25, 1.2), level=0, annotations=False)
     written = os.path.join(folder, "py.png")
-    image = volseg.render(volume, mode="volume,mask", out=written, force=True, **view)
+    image = volseg.render(volume, mode="volume,mask", out=written, **view)
     if COMM.rank != 0:
         assert image is None
         return
@@ -100,6 +100,11 @@ def test_hook_bad_input(folder):
         with pytest.raises(volseg.Error, match="axis 0 has"):  # checked on each rank before the collective call
             hook.publish(step=0, time=0, global_dims=(8, 8, 8), box=((z0, 0, 0), (nz, 8, 8)),
                          values=np.zeros((nz + 3, 8, 8), np.float32))
+        # wrong on one rank only: raised on every rank (agreed before the hook's collective call), naming it
+        wrong = COMM.size - 1
+        with pytest.raises(volseg.Error, match="axis 1 has" if COMM.rank == wrong else "rank %d: .*axis 1 has" % wrong):
+            hook.publish(step=0, time=0, global_dims=(8, 8, 8), box=((z0, 0, 0), (nz, 8, 8)),
+                         values=np.zeros((nz, 9 if COMM.rank == wrong else 8, 8), np.float32))
         with pytest.raises(volseg.Error, match="not a type the hook takes"):
             hook.publish(step=0, time=0, global_dims=(8, 8, 8), box=((z0, 0, 0), (nz, 8, 8)),
                          values=np.zeros((nz, 8, 8), np.complex64))

@@ -230,10 +230,13 @@ CatalystProcess& catalyst_process() {
   return *process;
 }
 
-// Collective over comm: the process's processor, initialised by the first caller.
+// Collective over comm: the process's processor, initialised by the first
+// caller. Every rank has one afterwards, or none (the error on every rank).
 vtkCPProcessor* shared_processor(const Comm& comm) {
   CatalystProcess& process = catalyst_process();
-  if (process.processor) {
+  int mine = process.processor ? 1 : 0, all = 0;
+  check_mpi(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm.get()), "MPI_Allreduce");
+  if (all) {
     int same = MPI_UNEQUAL;
     check_mpi(MPI_Comm_compare(comm.get(), process.comm, &same), "MPI_Comm_compare");
     if (same != MPI_IDENT && same != MPI_CONGRUENT)
@@ -241,14 +244,20 @@ vtkCPProcessor* shared_processor(const Comm& comm) {
                   "communicator is not the first hook's");
     return process.processor;
   }
+  if (process.processor)  // some ranks have one and others not: cannot happen after the agreement below
+    throw Error("internal error: Catalyst initialised on some ranks only");
   check_mpi(MPI_Comm_dup(comm.get(), &process.comm), "MPI_Comm_dup");
-  process.processor = vtkCPProcessor::New();
+  auto* processor = vtkCPProcessor::New();
   vtkMPICommunicatorOpaqueComm opaque(&process.comm);
-  if (!process.processor->Initialize(opaque)) {
-    process.processor->Delete();
-    process.processor = nullptr;
+  int ok = processor->Initialize(opaque) ? 1 : 0, everywhere = 0;
+  check_mpi(MPI_Allreduce(&ok, &everywhere, 1, MPI_INT, MPI_MIN, comm.get()), "MPI_Allreduce");
+  if (!everywhere) {
+    // ParaView cannot initialise again in this process; later hooks fail the same way.
+    processor->Delete();
+    MPI_Comm_free(&process.comm);
     throw Error("Catalyst (vtkCPProcessor) did not initialise");
   }
+  process.processor = processor;
   return process.processor;
 }
 
@@ -268,15 +277,34 @@ Catalyst::Catalyst(const Comm& comm, const std::vector<std::string>& scripts, st
   const KeepSignalHandlers keep;
   auto& m = *impl_;
   m.variable = std::move(variable);
-  collectively(comm, [&] {
-    m.processor = shared_processor(comm);
-    m.processor->AddPipeline(m.volseg);
-    if (scripts.empty()) return;
-    m.interpreter = vtkSmartPointer<vtkPythonInterpreter>::New();
-    m.error_callback->SetCallback(on_python_error);
-    m.error_callback->SetClientData(&m.python_errors);
-    m.interpreter->AddObserver(vtkCommand::ErrorEvent, m.error_callback);
-  });
+  // The processor outlives this hook: a failure here (a script that does
+  // not load) takes this hook's pipelines out of it before the error goes up.
+  try {
+    collectively(comm, [&] {
+      m.processor = shared_processor(comm);
+      m.processor->AddPipeline(m.volseg);
+      if (scripts.empty()) return;
+      m.interpreter = vtkSmartPointer<vtkPythonInterpreter>::New();
+      m.error_callback->SetCallback(on_python_error);
+      m.error_callback->SetClientData(&m.python_errors);
+      m.interpreter->AddObserver(vtkCommand::ErrorEvent, m.error_callback);
+    });
+    load_scripts(comm, scripts);
+  } catch (...) {
+    if (m.processor) {
+      for (auto& script : m.scripts) m.processor->RemovePipeline(script);
+      m.processor->RemovePipeline(m.volseg);
+    }
+    m.scripts.clear();
+    m.processor = nullptr;
+    m.finalized = true;
+    if (m.interpreter) m.interpreter->RemoveAllObservers();
+    throw;
+  }
+}
+
+void Catalyst::load_scripts(const Comm& comm, const std::vector<std::string>& scripts) {
+  auto& m = *impl_;
   for (const auto& path : scripts) {
     collectively(comm, [&] {
       if (!std::filesystem::is_regular_file(path)) throw Error("Catalyst script " + path + ": no such file");

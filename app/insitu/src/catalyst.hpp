@@ -48,6 +48,7 @@ class Catalyst {
   bool has_scripts() const;
 
  private:
+  void load_scripts(const Comm& comm, const std::vector<std::string>& scripts);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

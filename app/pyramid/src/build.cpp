@@ -442,20 +442,32 @@ std::set<std::string> selection(const std::vector<std::string>& hints) {
 
 segment::Histogram histogram(const Comm& comm, const HistogramOptions& options) {
   if (options.bins < 1) throw Error("bins " + std::to_string(options.bins) + ": a histogram needs at least one bin");
-  // A pyramid of this input (and variable) with these bins: its tables are the answer.
+  // A pyramid of this input (and variable) with these bins: its tables are
+  // the answer, each rank adding up a share of the bricks. It is only a
+  // shortcut: one that cannot be read (damaged, another version) is passed by.
   std::optional<Pyramid> pyramid;
-  collectively(comm, [&] {
+  try {
     pyramid = find(options.input, options.directory);
-    // Same edges: the bins asked for, or one integer a bin (what any bins at least as many give).
-    const bool same_bins = pyramid && (pyramid->edges().bins == options.bins ||
-                                       (pyramid->edges().integers && pyramid->edges().bins <= options.bins));
-    if (!same_bins || selection(pyramid->source_hints()) != selection(options.input_hints)) pyramid.reset();
-  });
+  } catch (const Error&) {
+    pyramid.reset();
+  }
+  // Same edges: the bins asked for, or one integer a bin (what any bins at least as many give).
+  if (pyramid && !(pyramid->edges().bins == options.bins ||
+                   (pyramid->edges().integers && pyramid->edges().bins <= options.bins)))
+    pyramid.reset();
+  if (pyramid && selection(pyramid->source_hints()) != selection(options.input_hints)) pyramid.reset();
   int found = pyramid ? 1 : 0, everywhere = 0;
   check_mpi(MPI_Allreduce(&found, &everywhere, 1, MPI_INT, MPI_MIN, comm.get()), "MPI_Allreduce");
   if (everywhere) {
-    segment::Histogram result;
-    collectively(comm, [&] { result = pyramid->histogram(); });
+    segment::Histogram local;
+    collectively(comm, [&] {
+      const std::int64_t n = pyramid->brick_count(), ranks = comm.size(), r = comm.rank();
+      local = pyramid->histogram(n * r / ranks, n * (r + 1) / ranks - n * r / ranks);
+    });
+    segment::Histogram result(local.edges());
+    check_mpi(MPI_Allreduce(local.counts().data(), result.counts().data(), local.edges().bins, MPI_UINT64_T,
+                            MPI_SUM, comm.get()),
+              "MPI_Allreduce");
     return result;
   }
 
@@ -477,6 +489,7 @@ segment::Histogram histogram(const Comm& comm, const HistogramOptions& options) 
   {
     const io::watchdog::Phase phase("histogram, the bricks");
     segment::Progress progress(comm, "histogram", layout.count(), options.progress);
+    if (options.on_progress) progress.observe(options.on_progress);
     try {
       job.for_each_brick(&progress, [&](std::size_t, const io::Extent&) {
         const auto& edges = local.edges();

@@ -109,14 +109,20 @@ segment::Histogram Pyramid::histogram(std::int64_t brick) const {
   return histogram;
 }
 
-segment::Histogram Pyramid::histogram() const {
+segment::Histogram Pyramid::histogram() const { return histogram(0, brick_count()); }
+
+segment::Histogram Pyramid::histogram(std::int64_t first_brick, std::int64_t count) const {
+  if (first_brick < 0 || count < 0 || first_brick + count > brick_count())
+    throw Error("bricks [" + std::to_string(first_brick) + ", " + std::to_string(first_brick + count) +
+                ") are not in the pyramid (" + std::to_string(brick_count()) + " bricks)");
   segment::Histogram total(edges_);
   const auto bins = static_cast<std::size_t>(edges_.bins);
   // A bounded window of bricks at a time, not the whole file.
   const std::int64_t per_read = std::max<std::int64_t>(1, (std::int64_t{4} << 20) / static_cast<std::int64_t>(bins * 4));
   std::vector<std::byte> bytes;
-  for (std::int64_t first = 0; first < brick_count(); first += per_read) {
-    const auto n = static_cast<std::size_t>(std::min(per_read, brick_count() - first));
+  const std::int64_t end = first_brick + count;
+  for (std::int64_t first = first_brick; first < end; first += per_read) {
+    const auto n = static_cast<std::size_t>(std::min(per_read, end - first));
     bytes.resize(n * bins * 4);
     files::read_at(histograms_path_, static_cast<std::uint64_t>(first) * bins * 4, bytes.data(), bytes.size());
     for (std::size_t b = 0; b < n; ++b)

@@ -64,6 +64,8 @@ class Pyramid {
   // the whole volume (the sum of every brick's).
   segment::Histogram histogram(std::int64_t brick) const;
   segment::Histogram histogram() const;
+  // The sum over bricks [first, first + count).
+  segment::Histogram histogram(std::int64_t first, std::int64_t count) const;
 
   // Opens a level for reading (collective over comm). Level 0 opens the
   // source with `backend` ("auto": io::resolve_backend for a reader that
@@ -133,6 +135,7 @@ struct HistogramOptions {
   std::vector<std::string> input_hints;  // var=, time=, backend hints
   int bins = segment::HistogramEdges::default_bins;
   segment::ProgressMode progress = segment::ProgressMode::none;
+  segment::ProgressObserver on_progress;  // rank 0, bricks of the pass (not called when a pyramid answers)
 };
 segment::Histogram histogram(const Comm& comm, const HistogramOptions& options);
 
