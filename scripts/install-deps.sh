@@ -7,7 +7,7 @@ set -euo pipefail
 
 packages=(
   # build
-  cmake ninja-build g++ pkg-config
+  cmake ninja-build g++ pkg-config ccache
   # MPI and parallel I/O libraries (all built against OpenMPI)
   libopenmpi-dev openmpi-bin
   libpnetcdf-dev pnetcdf-bin
