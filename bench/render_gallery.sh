@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The gallery of docs/render.md: every mode of volseg render on 3 ranks of a
-# 64^3 shells volume, side by side in docs/results/render_gallery.png.
+# The images of the docs, renewed by the current code: the gallery of
+# docs/render.md (every mode of volseg render on 3 ranks of a
+# 64^3 shells volume, side by side in docs/results/render_gallery.png) and the
+# README's picture (docs/images/default-job.png).
 # Needs an X display (runs itself under xvfb-run when there is none).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -31,3 +33,20 @@ images = [mpimg.imread(f"{work}/{name}.png")[..., :3] for name in "abcd"]
 mpimg.imsave(out, np.concatenate(images, axis=1))
 print("wrote", out)
 PY
+
+# The README's picture: the default job's own image (scripts/run-default.sh,
+# 512^3 shells on 2 ranks), scaled to at most 800 pixels wide. VOLSEG_GALLERY_DEFAULT=0 skips it.
+if [ "${VOLSEG_GALLERY_DEFAULT:-1}" != 0 ]; then
+  bash "$root/scripts/run-default.sh"
+  /usr/bin/python3 - "${VOLSEG_DATA:-$root/volseg-data}/shells-512.png" "$root/docs/images/default-job.png" <<'PY'
+import sys
+import matplotlib.image as mpimg
+import numpy as np
+image = mpimg.imread(sys.argv[1])[..., :3]
+step = -(-image.shape[1] // 800)  # at most 800 pixels wide
+h, w = (image.shape[0] // step) * step, (image.shape[1] // step) * step
+small = image[:h, :w].reshape(h // step, step, w // step, step, 3).mean(axis=(1, 3))  # box filter, no aliasing
+mpimg.imsave(sys.argv[2], np.clip(small, 0, 1))
+print("wrote", sys.argv[2])
+PY
+fi

@@ -45,6 +45,9 @@ CommandList make_commands();
 // The application every entry point (volseg, volseg-render, the fuzzer) parses with.
 // Returns each command's subcommand, in order.
 std::vector<CLI::App*> add_commands(CLI::App& app, const CommandList& commands);
+// Every command's input positional: the formats the io layer reads.
+constexpr const char* input_help =
+    "Volume: .nhdr, .nii, .nii.gz, .vti, .tif (or a folder of TIFF slices), NetCDF, HDF5, Zarr or OME-Zarr";
 constexpr const char* app_description = "volseg: parallel out-of-core threshold segmentation of large volumes";
 
 // main() of a volseg program over `commands`: parses first (--help and usage

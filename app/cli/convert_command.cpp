@@ -17,7 +17,7 @@ class ConvertCommand final : public Command {
         "convert", "Copy a volume into another format, bricked and parallel (values as stored: same type and geometry)");
     auto& o = options_;
     sub->add_option("input", o.input,
-                    "Volume: .nhdr, .nii, .nii.gz, .vti, .tif (or a folder of TIFF slices), NetCDF, HDF5 or Zarr")
+                    input_help)
         ->required();
     sub->add_option("output", o.output,
                     "NAME.nhdr (raw), NAME.nii (NIfTI-1), NAME.vti (VTK image data), NAME.tif (TIFF), NAME.nc, "

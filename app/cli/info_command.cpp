@@ -14,7 +14,7 @@ class InfoCommand final : public Command {
  public:
   CLI::App* add_to(CLI::App& app) override {
     auto* sub = app.add_subcommand("info", "Describe a volume: dimensions, type, byte order, attributes");
-    sub->add_option("file", path_, "Volume: .nhdr, .nii, .vti, .tif (or a folder of TIFF slices), NetCDF, HDF5 or Zarr")->required();
+    sub->add_option("file", path_, input_help)->required();
     sub->add_option("--backend", backend_, "Backend that opens it (auto: by format)")->capture_default_str();
     sub->add_option("--var", variable_, "NetCDF or HDF5 variable (/group/name), or a .vti point data array (default: the only 3D one)");
     sub->add_option("--time", time_, "Step of a 4D variable's first dimension, or an ImageJ hyperstack's frame");

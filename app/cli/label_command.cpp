@@ -20,7 +20,7 @@ class LabelCommand final : public Command {
                  "measure every object");
     auto& o = options_;
     sub->add_option("input", o.input,
-                    "A 0/1 mask (--mask-input) or a scalar volume (--lo/--hi): .nhdr, NetCDF or Zarr v2")
+                    "A 0/1 mask (--mask-input) or a scalar volume (--lo/--hi). " + std::string(input_help))
         ->required();
     sub->add_option("--out", o.output,
                     "Labels: NAME.nhdr (raw), NAME.nc, NAME.nc4 or NAME.zarr (Zarr v2); 0 is background, object k "

@@ -17,8 +17,7 @@ class PyramidCommand final : public Command {
                                               "and histograms, for coarse-first views and brick culling");
     auto& o = options_;
     sub->add_option("input", o.input,
-                    "Input volume: a raw volume's .nhdr header, a NetCDF file, a Zarr array or an OME-Zarr image "
-                    "(which also gets its levels as datasets 1, 2, ...)")
+                    std::string(input_help) + " (an OME-Zarr image also gets its levels as its datasets 1, 2, ...)")
         ->required();
     sub->add_option("--var", variable_, "NetCDF or HDF5 variable (/group/name), or a .vti point data array (default: the only 3D one)");
     sub->add_option("--time", time_, "Step of a 4D variable's first (record/time) dimension, or an ImageJ hyperstack's frame");

@@ -70,7 +70,7 @@ class RenderJobCommand final : public Command {
 CLI::App* RenderJobCommand::add_to(CLI::App& app) {
   auto* sub = app.add_subcommand("render", "Render a volume, its mask and surfaces on all ranks into PNG images");
   auto& o = options_;
-  sub->add_option("input", o.input, "Volume: a raw volume's .nhdr header, or a NetCDF file")->required();
+  sub->add_option("input", o.input, input_help)->required();
   sub->add_option("--out", o.output, "Output image NAME.png (--orbit: NAME-000.png ...; --progressive: "
                                       "NAME-levelK.png first)")->required();
   sub->add_option("--var", variable_, "NetCDF or HDF5 variable (/group/name), or a .vti point data array (default: the only 3D one)");

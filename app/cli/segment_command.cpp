@@ -56,7 +56,7 @@ class SegmentCommand final : public Command {
     auto& o = options_;
     o.histogram = false;  // the batch job bins only when asked (--histogram)
     sub->add_option("input", o.input,
-                    "Input volume: a raw volume's .nhdr header, a NetCDF file or a Zarr v2 array (.zarr)")
+                    input_help)
         ->required();
     sub->add_option("--lo", o.lo, "Lowest value in the mask")->required();
     sub->add_option("--hi", o.hi, "Highest value in the mask")->required();
