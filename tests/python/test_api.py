@@ -43,7 +43,7 @@ def volume():
         proc = cli("generate", path, "--field", "smooth", "--dims", "%d,%d,%d" % DIMS, "--quiet")
         assert proc.returncode == 0, proc.stderr
     COMM.Barrier()
-    values = np.fromfile(os.path.join(folder, "v.raw"), dtype="<f4").reshape(DIMS)
+    values = np.memmap(os.path.join(folder, "v.raw"), dtype="<f4", mode="r", shape=DIMS)  # numpy's own view of the file
     yield path, values, folder
     COMM.Barrier()
     if COMM.rank == 0:
