@@ -37,7 +37,7 @@ namespace {
 class Handle {
  public:
   Handle() = default;
-  Handle(hid_t id, herr_t (*close)(hid_t), const std::string& what) : id_(id), close_(close) {
+  Handle(hid_t id, herr_t (*closer)(hid_t), const std::string& what) : id_(id), close_(closer) {
     if (id_ < 0) throw Error(what + " (HDF5 said no)");
   }
   Handle(Handle&& other) noexcept : id_(std::exchange(other.id_, -1)), close_(other.close_) {}

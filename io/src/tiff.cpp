@@ -375,9 +375,9 @@ VolumeInfo tiff_info(const TiffStack& stack) {
   info.byte_order = TIFFIsBigEndian(file.get()) ? ByteOrder::big : ByteOrder::little;
   info.dims = {stack.planes(), page.height, page.width};
   const auto imagej = imagej_fields(file.get());
-  std::uint16_t unit = RESUNIT_INCH;
-  TIFFGetFieldDefaulted(file.get(), TIFFTAG_RESOLUTIONUNIT, &unit);
-  if (!imagej.empty() || unit == RESUNIT_NONE) {
+  std::uint16_t resolution_unit = RESUNIT_INCH;
+  TIFFGetFieldDefaulted(file.get(), TIFFTAG_RESOLUTIONUNIT, &resolution_unit);
+  if (!imagej.empty() || resolution_unit == RESUNIT_NONE) {
     float x = 0, y = 0;
     if (TIFFGetField(file.get(), TIFFTAG_XRESOLUTION, &x) && x > 0 && std::isfinite(x)) info.spacing[0] = 1.0 / x;
     if (TIFFGetField(file.get(), TIFFTAG_YRESOLUTION, &y) && y > 0 && std::isfinite(y)) info.spacing[1] = 1.0 / y;
