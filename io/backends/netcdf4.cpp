@@ -97,6 +97,27 @@ struct NetcdfApi {
   static int get_att_ulonglong(int ncid, int varid, const char* name, unsigned long long* values) {
     return nc_get_att_ulonglong(ncid, varid, name, values);
   }
+  static int inq_varid(int ncid, const char* name, int* varid) { return nc_inq_varid(ncid, name, varid); }
+  static int get_var_double(int ncid, int varid, double* values) { return nc_get_var_double(ncid, varid, values); }
+  // A text attribute (char or a single string), empty when absent or not text.
+  static std::string text_attribute(int ncid, int varid, const char* name) {
+    nc_type type = 0;
+    std::size_t length = 0;
+    if (nc_inq_att(ncid, varid, name, &type, &length) != NC_NOERR) return {};
+    if (type == NC_CHAR) {
+      std::string value(length, '\0');
+      if (nc_get_att_text(ncid, varid, name, value.data()) != NC_NOERR) return {};
+      return value;
+    }
+    if (type == NC_STRING && length == 1) {
+      char* value = nullptr;
+      if (nc_get_att_string(ncid, varid, name, &value) != NC_NOERR) return {};
+      std::string result = value ? value : "";
+      nc_free_string(1, &value);
+      return result;
+    }
+    return {};
+  }
 };
 
 struct Options {
@@ -292,6 +313,8 @@ class Netcdf4Reader final : public VolumeReader {
       return netcdf::number_attribute<NetcdfApi>(gid_, varid_, name, path_);
     };
     netcdf::apply_attributes(info_, number, type == NC_BYTE);
+    netcdf::read_coordinates<NetcdfApi>(gid_, chosen, info_, path_);
+    if (auto units = NetcdfApi::text_attribute(gid_, varid_, "units"); !units.empty()) info_.attributes["units"] = units;
     // An HDF5 file netCDF did not write (no _NCProperties): its datasets
     // have HDF5's fill, not netCDF's, and a value equal to netCDF's default
     // fill is data. Spacing from the attributes HDF5 tools write, in the
@@ -458,6 +481,15 @@ class Netcdf4Writer final : public VolumeWriter {
     for (std::size_t a = 0; a < 3; ++a)
       check_nc(nc_def_dim(ncid_, layout.dim_names[a].c_str(), static_cast<std::size_t>(info_.dims[a]), &dims[a]), path_);
     const auto type = static_cast<nc_type>(netcdf::nc_type_for(info_.dtype, false));
+    std::vector<int> coordinate_ids;
+    for (const auto& c : layout.coordinates) {
+      int id = -1;
+      const std::string what = path_ + ": coordinate variable " + layout.dim_names[c.axis];
+      check_nc(nc_def_var(ncid_, layout.dim_names[c.axis].c_str(), NC_DOUBLE, 1, &dims[c.axis], &id), what);
+      for (const auto& [key, value] : c.text)
+        check_nc(nc_put_att_text(ncid_, id, key.c_str(), value.size(), value.c_str()), what + " attribute " + key);
+      coordinate_ids.push_back(id);
+    }
     check_nc(nc_def_var(ncid_, layout.variable.c_str(), type, 3, dims, &varid_), path_);
     if (options_.chunks == "contiguous") {
       check_nc(nc_def_var_chunking(ncid_, varid_, NC_CONTIGUOUS, nullptr), path_ + ": chunks=contiguous");
@@ -493,6 +525,11 @@ class Netcdf4Writer final : public VolumeWriter {
     }
     check_nc(nc_enddef(ncid_), "write the header of " + path_);
     check_nc(nc_var_par_access(ncid_, varid_, options_.independent ? NC_INDEPENDENT : NC_COLLECTIVE), path_);
+    for (std::size_t i = 0; i < coordinate_ids.size(); ++i) {  // collective: every rank writes the same values
+      const std::string what = path_ + ": coordinate variable " + layout.dim_names[layout.coordinates[i].axis];
+      check_nc(nc_var_par_access(ncid_, coordinate_ids[i], NC_COLLECTIVE), what);
+      check_nc(nc_put_var_double(ncid_, coordinate_ids[i], layout.coordinates[i].values->data()), what);
+    }
   }
 
   Comm comm_;

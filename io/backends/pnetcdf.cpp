@@ -76,6 +76,17 @@ struct PnetcdfApi {
   static int get_att_ulonglong(int ncid, int varid, const char* name, unsigned long long* values) {
     return ncmpi_get_att_ulonglong(ncid, varid, name, values);
   }
+  static int inq_varid(int ncid, const char* name, int* varid) { return ncmpi_inq_varid(ncid, name, varid); }
+  // Collective: every rank reads the whole (small) variable.
+  static int get_var_double(int ncid, int varid, double* values) { return ncmpi_get_var_double_all(ncid, varid, values); }
+  static std::string text_attribute(int ncid, int varid, const char* name) {
+    nc_type type = 0;
+    MPI_Offset length = 0;
+    if (ncmpi_inq_att(ncid, varid, name, &type, &length) != NC_NOERR || type != NC_CHAR) return {};
+    std::string value(static_cast<std::size_t>(length), '\0');
+    if (ncmpi_get_att_text(ncid, varid, name, value.data()) != NC_NOERR) return {};
+    return value;
+  }
 };
 
 struct Options {
@@ -258,6 +269,8 @@ class PnetcdfReader final : public VolumeReader {
         info_,
         [&](const std::string& name) { return netcdf::number_attribute<PnetcdfApi>(ncid_, varid_, name, path_); },
         type == NC_BYTE);
+    netcdf::read_coordinates<PnetcdfApi>(ncid_, chosen, info_, path_);
+    if (auto units = PnetcdfApi::text_attribute(ncid_, varid_, "units"); !units.empty()) info_.attributes["units"] = units;
     for (int a = 0; a < 3; ++a) info_.attributes["dim" + std::to_string(a)] = chosen.dim_names[chosen.dim_names.size() - 3 + static_cast<std::size_t>(a)];
   }
 
@@ -540,11 +553,19 @@ class PnetcdfWriter final : public VolumeWriter {
     for (std::size_t a = 0; a < 3; ++a)
       check_nc(ncmpi_def_dim(ncid_, layout.dim_names[a].c_str(), info_.dims[a], &dims[a + static_cast<std::size_t>(first)]), path_);
     const auto type = static_cast<nc_type>(netcdf::nc_type_for(info_.dtype, options_.format == NC_FORMAT_CDF2));
-    check_nc(ncmpi_def_var(ncid_, layout.variable.c_str(), type, 3 + first, dims, &varid_), path_);
     auto put_text = [&](int varid, const std::string& key, const std::string& value) {
       check_nc(ncmpi_put_att_text(ncid_, varid, key.c_str(), static_cast<MPI_Offset>(value.size()), value.c_str()),
                path_ + ": attribute " + key);
     };
+    std::vector<int> coordinate_ids;
+    for (const auto& c : layout.coordinates) {
+      int id = -1;
+      check_nc(ncmpi_def_var(ncid_, layout.dim_names[c.axis].c_str(), NC_DOUBLE, 1, &dims[c.axis + static_cast<std::size_t>(first)], &id),
+               path_ + ": coordinate variable " + layout.dim_names[c.axis]);
+      for (const auto& [key, value] : c.text) put_text(id, key, value);
+      coordinate_ids.push_back(id);
+    }
+    check_nc(ncmpi_def_var(ncid_, layout.variable.c_str(), type, 3 + first, dims, &varid_), path_);
     for (const auto& [key, value] : layout.text) put_text(varid_, key, value);
     if (info_.dtype == DType::u8 && options_.format == NC_FORMAT_CDF2) put_text(varid_, "_Unsigned", "true");
     for (const auto& [key, value] : layout.global_text) put_text(NC_GLOBAL, key, value);
@@ -563,6 +584,9 @@ class PnetcdfWriter final : public VolumeWriter {
       check_nc(status, path_ + ": attribute _FillValue");
     }
     check_nc(ncmpi_enddef(ncid_), "write the header of " + path_);
+    for (std::size_t i = 0; i < coordinate_ids.size(); ++i)  // collective: every rank writes the same values
+      check_nc(ncmpi_put_var_double_all(ncid_, coordinate_ids[i], layout.coordinates[i].values->data()),
+               path_ + ": coordinate variable " + layout.dim_names[layout.coordinates[i].axis]);
     MPI_Offset begin = 0;
     check_nc(ncmpi_inq_varoffset(ncid_, varid_, &begin), path_);
     data_offset_ = static_cast<std::uint64_t>(begin);

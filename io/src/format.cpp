@@ -201,6 +201,21 @@ std::string describe(const std::string& path, FileFormat format, const std::stri
   add(std::snprintf(line, sizeof line, "  spacing (x,y,z): %g %g %g\n", info.spacing[0], info.spacing[1], info.spacing[2]));
   if (info.origin != std::array<double, 3>{0, 0, 0})
     add(std::snprintf(line, sizeof line, "  origin (x,y,z):  %g %g %g\n", info.origin[0], info.origin[1], info.origin[2]));
+  for (int a = 2; a >= 0; --a) {  // z, y, x as the dims
+    if (!info.coordinates[a]) continue;
+    const Coordinate& c = *info.coordinates[a];
+    const char* axis = a == 0 ? "x" : a == 1 ? "y" : "z";
+    std::string how = c.uniform() ? "uniform, step " : "uneven";
+    if (c.uniform()) {
+      char step[64];
+      std::snprintf(step, sizeof step, "%g", c.step());
+      how += step;
+    }
+    if (c.down) how += ", positive down";
+    add(std::snprintf(line, sizeof line, "  %s coordinate:  %s = %g .. %g%s%s (%zu values, %s)\n", axis, c.name.c_str(),
+                      c.values.front(), c.values.back(), c.units.empty() ? "" : " ", c.units.c_str(), c.values.size(),
+                      how.c_str()));
+  }
   if (info.fill_value) add(std::snprintf(line, sizeof line, "  _FillValue:    %.21Lg\n", *info.fill_value));
   if (info.missing_value) add(std::snprintf(line, sizeof line, "  missing_value: %.21Lg\n", *info.missing_value));
   if (info.valid_range)

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <limits>
 #include <string>
 
@@ -134,6 +135,19 @@ void check_volume_size(const Index3& dims, DType dtype, const std::string& what)
       throw Error(what + ": a volume of " + text() + " " + std::string(dtype_name(dtype)) +
                   " voxels is more than 2^63 bytes");
   }
+}
+
+}  // namespace volseg::io
+
+namespace volseg::io {
+
+bool Coordinate::uniform() const {
+  if (values.size() < 2) return true;
+  const double step = this->step();
+  if (step == 0) return false;
+  for (std::size_t i = 1; i < values.size(); ++i)
+    if (std::abs(values[i] - values[i - 1] - step) > 1e-6 * std::abs(step)) return false;
+  return true;
 }
 
 }  // namespace volseg::io

@@ -176,6 +176,7 @@ io::VolumeInfo labels_info(const io::VolumeInfo& input, io::DType type, std::uin
   labels.variable = "labels";
   labels.spacing = input.spacing;
   labels.origin = input.origin;
+  labels.coordinates = input.coordinates;
   for (int a = 0; a < 3; ++a)
     if (auto it = input.attributes.find("dim" + std::to_string(a)); it != input.attributes.end())
       labels.attributes[it->first] = it->second;

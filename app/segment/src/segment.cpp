@@ -105,6 +105,7 @@ io::VolumeInfo mask_info(const io::VolumeInfo& input, double lo, double hi, cons
   mask.variable = "mask";
   mask.spacing = input.spacing;
   mask.origin = input.origin;
+  mask.coordinates = input.coordinates;  // written back as coordinate variables: ParaView and xarray place the mask
   auto number = [](double value) {
     char text[64];
     std::snprintf(text, sizeof text, "%.17g", value);

@@ -9,6 +9,8 @@
 //   and the type codes text_types (char, string) and int64, uint64.
 #pragma once
 
+#include <cctype>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -88,6 +90,48 @@ std::optional<std::vector<long double>> number_attribute(int ncid, int varid, co
   std::vector<double> values(n);
   Api::check(Api::get_att_double(ncid, varid, name.c_str(), values.data()), what);
   return std::vector<long double>(values.begin(), values.end());
+}
+
+// The CF coordinate variables of the volume's three axes: for each of the
+// variable's last three dimensions, a 1D variable of that name and
+// dimension (a number per index, strictly monotonic, finite), with its
+// units and positive attributes. Uniform ones set spacing and origin.
+// Collective with PnetCDF (every rank reads the values). A coordinate
+// variable that is not monotonic or holds NaN is passed by, as CF readers
+// do, so the volume still opens in index space.
+template <class Api>
+void read_coordinates(int ncid, const VariableShape& variable, VolumeInfo& info, const std::string& path) {
+  const std::size_t rank = variable.dim_names.size();
+  for (std::size_t a = 0; a < 3; ++a) {  // file order z, y, x
+    const std::string& name = variable.dim_names[rank - 3 + a];
+    const std::int64_t length = variable.dim_lengths[rank - 3 + a];
+    int varid = -1;
+    if (Api::inq_varid(ncid, name.c_str(), &varid) != 0) continue;
+    const VariableShape shape = shape_of<Api>(ncid, varid, path);
+    if (shape.dim_names.size() != 1 || shape.dim_names[0] != name || shape.dim_lengths[0] != length ||
+        Api::is_text(shape.nc_type))
+      continue;
+    Coordinate c;
+    c.name = name;
+    c.values.resize(static_cast<std::size_t>(length));
+    Api::check(Api::get_var_double(ncid, varid, c.values.data()), path + ": coordinate variable " + name);
+    bool monotonic = true;
+    for (std::size_t i = 0; i < c.values.size(); ++i)
+      monotonic = monotonic && std::isfinite(c.values[i]) &&
+                  (i < 2 || (c.values[i] - c.values[i - 1] > 0) == (c.values[1] - c.values[0] > 0)) &&
+                  (i < 1 || c.values[i] != c.values[i - 1]);
+    if (!monotonic) continue;
+    c.units = Api::text_attribute(ncid, varid, "units");
+    std::string positive = Api::text_attribute(ncid, varid, "positive");
+    for (char& ch : positive) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    c.down = positive == "down";
+    const std::size_t xyz = 2 - a;
+    if (c.uniform()) {
+      info.spacing[xyz] = c.values.size() > 1 ? std::abs(c.step()) : 1;
+      info.origin[xyz] = c.values.front();
+    }
+    info.coordinates[xyz] = std::move(c);
+  }
 }
 
 }  // namespace volseg::io::netcdf

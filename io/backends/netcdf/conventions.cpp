@@ -73,6 +73,16 @@ Layout plan_layout(const VolumeInfo& info) {
     if (key == "history" || key == "source") layout.global_text.emplace_back(key, value);
     else layout.text.emplace_back(key, value);
   }
+  for (std::size_t a = 0; a < 3; ++a) {
+    const auto& c = info.coordinates[2 - a];
+    if (!c || c->values.size() != static_cast<std::size_t>(info.dims[a])) continue;
+    Layout::CoordinateVariable v{a, {}, &c->values};
+    layout.dim_names[a] = c->name;  // the variable is named as its dimension
+    if (!c->units.empty()) v.text.emplace_back("units", c->units);
+    if (c->down) v.text.emplace_back("positive", "down");
+    v.text.emplace_back("axis", a == 0 ? "Z" : a == 1 ? "Y" : "X");
+    layout.coordinates.push_back(std::move(v));
+  }
   layout.fill = info.fill_value;
   if (mask) {
     layout.numbers.push_back({"flag_values", {0, 1}});

@@ -75,6 +75,14 @@ struct Layout {
   std::vector<std::pair<std::string, std::string>> text, global_text;
   std::vector<std::pair<std::string, std::vector<double>>> numbers;
   std::optional<long double> fill;  // _FillValue, written in the variable's type
+  // CF coordinate variables, double, one per axis that has one (file order),
+  // named as its dimension, with units, positive and axis attributes.
+  struct CoordinateVariable {
+    std::size_t axis = 0;  // 0 z, 1 y, 2 x
+    std::vector<std::pair<std::string, std::string>> text;
+    const std::vector<double>* values = nullptr;
+  };
+  std::vector<CoordinateVariable> coordinates;
 };
 Layout plan_layout(const VolumeInfo& info);
 

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 #include <string_view>
 
 namespace volseg::io {
@@ -58,6 +59,18 @@ void check_inside(const Extent& extent, const Index3& dims);
 // volume's bytes fit a signed 64-bit count (files, offsets, MPI_Offset).
 void check_volume_size(const Index3& dims, DType dtype, const std::string& what);
 
+// A CF coordinate variable of one axis (NetCDF, and HDF5 files netCDF-C
+// reads): a 1D variable named as its dimension, its value at every index.
+struct Coordinate {
+  std::string name;            // the variable's (and its dimension's) name
+  std::string units;
+  bool down = false;           // positive = "down": values grow downwards (depth, pressure)
+  std::vector<double> values;  // one per index along the axis, strictly monotonic
+  // Equal steps (to 1e-6 of a step): spacing and origin describe the axis.
+  bool uniform() const;
+  double step() const { return values.size() > 1 ? (values.back() - values.front()) / double(values.size() - 1) : 1; }
+};
+
 struct VolumeInfo {
   Index3 dims{0, 0, 0};
   DType dtype = DType::f32;
@@ -73,6 +86,10 @@ struct VolumeInfo {
   std::optional<double> scale_factor, add_offset;
   std::array<double, 3> spacing{1, 1, 1};    // x, y, z (NRRD order)
   std::array<double, 3> origin{0, 0, 0};     // x, y, z: position of voxel (0,0,0)
+  // x, y, z: the axes' coordinate variables, where the file has them. A
+  // uniform one also sets spacing (its step's size) and origin (its first
+  // value); an uneven one leaves them 1 and 0 (index space).
+  std::array<std::optional<Coordinate>, 3> coordinates;
   std::map<std::string, std::string> attributes;
 
   std::int64_t voxels() const { return dims[0] * dims[1] * dims[2]; }
