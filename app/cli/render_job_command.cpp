@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -59,7 +60,7 @@ class RenderJobCommand final : public Command {
  private:
   render::RenderOptions options_;
   std::string variable_, size_ = "1024x1024", camera_, view_, colormap_ = "viridis", memory_ = "512MiB",
-              progress_ = "auto", mask_color_, background_, slice_at_;
+              progress_ = "auto", mask_color_, background_, slice_at_, mask_surface_ = "smooth", scale_;
   std::optional<std::int64_t> time_;
   std::vector<std::string> modes_, hints_;
   std::vector<double> iso_;
@@ -103,7 +104,14 @@ CLI::App* RenderJobCommand::add_to(CLI::App& app) {
   sub->add_option("--range-hi", tf_hi_, "High end of the colour range (default: the data's maximum)");
   sub->add_option("--mask-color", mask_color_, "R,G,B of the mask surface, each in [0, 1]");
   sub->add_option("--mask-opacity", o.frame.mask_opacity, "Opacity of the mask surface")->capture_default_str();
+  sub->add_option("--mask-surface", mask_surface_,
+                  "smooth (the mask smoothed over about a voxel, each voxel kept on its side, then its half-way surface) | "
+                  "voxels (the exact staircase of the voxels)")
+      ->capture_default_str();
   sub->add_option("--background", background_, "R,G,B of the background, each in [0, 1]");
+  sub->add_option("--scale", scale_,
+                  "Z,Y,X: stretch the drawing along each axis (vertical exaggeration: --scale 50,1,1); a "
+                  "coordinate that decreases or is positive down (depth) is drawn reversed by itself");
   sub->add_option("--slice-at", slice_at_, "X,Y,Z of the slices as fractions of the volume (default 0.5,0.5,0.5)");
   sub->add_option("--sample-distance", o.frame.sample_distance,
                   "Ray step in world units (default: half the level's smallest spacing)");
@@ -148,11 +156,18 @@ void RenderJobCommand::run(const Context& context) {
   f.transfer.hi = tf_hi_;
   if (!mask_color_.empty()) f.mask_color = colour(mask_color_, "--mask-color");
   if (!background_.empty()) f.background = colour(background_, "--background");
+  if (!scale_.empty()) {
+    const auto v = numbers(scale_, 3, "--scale");
+    for (double x : v)
+      if (!(x > 0) || !std::isfinite(x)) throw Error("--scale: each factor must be positive and finite, not " + scale_);
+    o.scale = {v[2], v[1], v[0]};  // given z, y, x as the dims; kept x, y, z
+  }
   if (!slice_at_.empty()) {
     const auto v = numbers(slice_at_, 3, "--slice-at");
     f.slice_at = {v[0], v[1], v[2]};
   }
   if (o.frame.mask_opacity < 0 || o.frame.mask_opacity > 1) throw Error("--mask-opacity must be in [0, 1]");
+  f.mask_surface = render::parse_mask_surface(mask_surface_);
   f.shade = !no_shade_;
   f.annotations = !no_annotations_;
   o.cull = !no_cull_;
@@ -165,7 +180,6 @@ void RenderJobCommand::run(const Context& context) {
   if (!variable_.empty()) o.input_hints.push_back("var=" + variable_);
   if (time_) o.input_hints.push_back("time=" + std::to_string(*time_));
   o.input_hints.insert(o.input_hints.end(), hints_.begin(), hints_.end());
-  if (!variable_.empty()) f.scalar_name = variable_;
   o.progress = quiet_ ? segment::ProgressMode::none : segment::parse_progress_mode(progress_);
   const auto result = render::run_render(comm, o);
   if (comm.rank() != 0 || quiet_) return;

@@ -194,6 +194,7 @@ void Session::open(const Json& request, Reply& reply) {
   backend_ = backend;
   pyramid_dir_ = pyramid_dir;
   selection_ = selection;
+  coordinates_ = info.coordinates;
   pyramid_ = std::move(found);
   range_ = render::value_range(*pyramid_);
   if (comm_.rank() != 0) return;
@@ -311,6 +312,7 @@ void Session::draw(const Json& request, Reply& reply) {
   frame.transfer.hi = range_[1];
   frame.transfer.opacity = render::parse_opacity(text(request, "opacity", "ramp"), range_[0], range_[1]);
   frame.mask_opacity = request.value("mask_opacity", 1.0);
+  frame.mask_surface = render::parse_mask_surface(text(request, "mask_surface", "smooth"));
   frame.title = text(request, "title");
   frame.scalar_name = pyramid_->source_info().variable.empty() ? "value" : pyramid_->source_info().variable;
 
@@ -340,9 +342,18 @@ void Session::draw(const Json& request, Reply& reply) {
   if (key != shown_ || surface != shown_threshold_) {
     auto cached = pieces_.find(key);
     if (cached == pieces_.end()) {
-      render::Source field{path_, backend_, selection_, pyramid_};
+      render::Source field;
+      field.path = path_;
+      field.backend = backend_;
+      field.hints = selection_;
+      field.pyramid = pyramid_;
+      field.coordinates = coordinates_;  // reversed axes (depth) drawn as in `volseg render`
       std::optional<render::Source> mask;
-      if (with_mask) mask = render::Source{mask_, "auto", {}, mask_pyramid_};
+      if (with_mask) {
+        mask.emplace();
+        mask->path = mask_;
+        mask->pyramid = mask_pyramid_;
+      }
       render::Culling culling;
       culling.enabled = false;  // one piece serves every transfer function and threshold
       render::LoadStats load;

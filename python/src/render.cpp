@@ -3,6 +3,7 @@
 // call: run_render) handing rank 0's image back as numpy. Its own extension,
 // loaded on the first volseg.render call, so that `import volseg` does not
 // load VTK; absent from a build without ParaView.
+#include <cmath>
 #include <cstring>
 #include <optional>
 #include <sstream>
@@ -31,7 +32,8 @@ py::object render(const std::string& input, const std::optional<std::string>& ma
                   const std::string& level, const std::string& colormap, const std::string& opacity,
                   const std::string& out, const std::string& title, bool annotations, const py::object& comm,
                   const std::optional<std::string>& var, const std::optional<std::int64_t>& time,
-                  const std::string& backend, std::uint64_t memory) {
+                  const std::string& backend, std::uint64_t memory, const std::string& mask_surface,
+                  const std::vector<double>& scale) {
   const MPI_Comm handle = mpi_comm(comm);
   if (size.size() != 2) throw Error("size=(width, height): two numbers");
   if (!camera.empty() && camera.size() != 2 && camera.size() != 3)
@@ -67,6 +69,13 @@ py::object render(const std::string& input, const std::optional<std::string>& ma
   f.transfer.colormap = colormap;
   f.title = title;
   f.annotations = annotations;
+  f.mask_surface = render::parse_mask_surface(mask_surface);
+  if (!scale.empty()) {
+    if (scale.size() != 3) throw Error("scale=(z, y, x): three numbers");
+    for (double v : scale)
+      if (!(v > 0) || !std::isfinite(v)) throw Error("scale=(z, y, x): each factor must be positive and finite");
+    o.scale = {scale[2], scale[1], scale[0]};
+  }
   render::RenderResult result;
   {
     py::gil_scoped_release release;
@@ -101,5 +110,5 @@ PYBIND11_MODULE(_render, m) {
   m.def("render", &render, py::arg("input"), py::arg("mask"), py::arg("mode"), py::arg("iso"), py::arg("lo"),
         py::arg("hi"), py::arg("size"), py::arg("camera"), py::arg("view"), py::arg("level"), py::arg("colormap"),
         py::arg("opacity"), py::arg("out"), py::arg("title"), py::arg("annotations"), py::arg("comm"), py::arg("var"),
-        py::arg("time"), py::arg("backend"), py::arg("memory"));
+        py::arg("time"), py::arg("backend"), py::arg("memory"), py::arg("mask_surface"), py::arg("scale"));
 }

@@ -78,13 +78,15 @@ def histogram(input, bins=1024, comm=None, var=None, time=None, glob="", backend
 
 def render(input, mask=None, mode=None, lo=None, hi=None, size=(800, 600), camera=None, view="",
            level="auto", colormap="viridis", opacity="ramp", iso=(), out="", title="", annotations=True, comm=None,
-           var=None, time=None, backend="auto", memory=512 << 20):
+           var=None, time=None, backend="auto", memory=512 << 20, mask_surface="smooth", scale=None):
     """Render a volume (and a mask) as `volseg render` does, on every rank of
     comm (collective, IceT compositing): an HxWx3 uint8 numpy image on rank 0,
     None elsewhere. camera=(azimuth, elevation[, zoom]) in degrees (default
     (30, 20, 1)), or view="+x" ... "-z" as ParaView's buttons. mode: "volume", "mask", "slices", "iso", comma-separated
     (default volume, and mask when a mask or lo and hi are given); lo/hi draw the surface of
-    lo <= v <= hi without a mask file. out= also writes the PNG (replacing
+    lo <= v <= hi without a mask file. mask_surface: "smooth" (default) or
+    "voxels" (the voxels' exact staircase), as --mask-surface. scale=(z, y, x)
+    stretches the drawing (vertical exaggeration), as --scale. out= also writes the PNG (replacing
     one there, as `volseg render --out` does). Needs an X
     display (xvfb-run in batch) and a build with ParaView; otherwise
     volseg.Error says so."""
@@ -96,7 +98,8 @@ def render(input, mask=None, mode=None, lo=None, hi=None, size=(800, 600), camer
     level = str(level)
     return _render.render(str(input), None if mask is None else str(mask), mode, list(iso), lo, hi, list(size),
                           list(camera) if camera is not None else [], view, level, colormap, opacity, str(out), title,
-                          annotations, _comm(comm), var, time, backend, int(memory))
+                          annotations, _comm(comm), var, time, backend, int(memory), mask_surface,
+                          [float(v) for v in scale] if scale is not None else [])
 
 
 def __getattr__(name):  # volseg.insitu on first use: it loads the in-situ library

@@ -2,6 +2,7 @@
 #include "annotations.hpp"
 
 #include <vtkAxesActor.h>
+#include <vtkMatrix4x4.h>
 #include <vtkRendererCollection.h>
 #include <vtkCamera.h>
 #include <vtkCaptionActor2D.h>
@@ -12,6 +13,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <string>
 
 #include "scene.hpp"
 
@@ -47,11 +50,43 @@ void add_title(vtkRenderer& overlay, const FrameSettings& s) {
   overlay.AddViewProp(title);
 }
 
+// Beside the triad: what each axis is, where the file says (CF coordinate
+// variables): "x: lon (degrees_east)" and so on, "down" for a reversed one.
+void add_axis_legend(vtkRenderer& overlay, const FrameSettings& s, const Piece& piece) {
+  std::string text;
+  const char* names[3] = {"x", "y", "z"};
+  for (int a = 2; a >= 0; --a) {
+    if (piece.axis_titles[a].empty()) continue;
+    text += std::string(text.empty() ? "" : "\n") + names[a] + ": " + piece.axis_titles[a];
+    if (piece.display_scale[a] < 0) text += ", drawn reversed";
+    if (std::abs(piece.display_scale[a]) != 1) {
+      char factor[32];
+      std::snprintf(factor, sizeof factor, ", x%g", std::abs(piece.display_scale[a]));
+      text += factor;
+    }
+  }
+  if (text.empty()) return;
+  vtkNew<vtkTextActor> legend;
+  legend->SetInput(text.c_str());
+  legend->GetTextProperty()->SetFontSize(std::max(9, s.height / 60));
+  legend->GetTextProperty()->SetColor(0.85, 0.85, 0.85);
+  legend->GetTextProperty()->SetVerticalJustificationToBottom();
+  legend->SetDisplayPosition(static_cast<int>(0.16 * s.width) + 4, 8);
+  overlay.AddViewProp(legend);
+}
+
 // The orientation triad, turned as the main camera is.
-void add_triad(vtkRenderer& axes_renderer, const FrameSettings& s, vtkCamera& camera) {
+// Its arrows point along the data's axes as drawn (a reversed axis's arrow
+// points the other way).
+void add_triad(vtkRenderer& axes_renderer, const FrameSettings& s, const Piece& piece, vtkCamera& camera) {
   vtkNew<vtkAxesActor> axes;
   axes->SetTotalLength(1, 1, 1);
   axes->SetShaftTypeToCylinder();
+  if (piece.display_scale[0] < 0 || piece.display_scale[1] < 0 || piece.display_scale[2] < 0) {
+    vtkNew<vtkMatrix4x4> flip;
+    for (int a = 0; a < 3; ++a) flip->SetElement(a, a, piece.display_scale[a] < 0 ? -1 : 1);
+    axes->SetUserMatrix(flip);
+  }
   for (auto* caption :
        {axes->GetXAxisCaptionActor2D(), axes->GetYAxisCaptionActor2D(), axes->GetZAxisCaptionActor2D()}) {
     caption->GetCaptionTextProperty()->SetFontSize(std::max(10, s.height / 50));
@@ -66,7 +101,8 @@ void add_triad(vtkRenderer& axes_renderer, const FrameSettings& s, vtkCamera& ca
   triad->SetPosition(-direction[0] * 5, -direction[1] * 5, -direction[2] * 5);
   triad->SetViewUp(up);
   triad->SetParallelProjection(0);
-  axes_renderer.ResetCamera();
+  double unit[6] = {-1, 1, -1, 1, -1, 1};  // the arrows, not their captions: long axis titles do not shrink it
+  axes_renderer.ResetCamera(unit);
 }
 
 // The scene over the background, the overlay over the scene (both
@@ -113,7 +149,8 @@ Image Annotations::finish(std::span<const std::uint8_t> blended, const FrameSett
     const bool coloured = s.modes.volume || s.modes.slices || !s.modes.iso.empty();
     if (coloured) add_scale_bar(*overlay_, s, piece);
     if (!s.title.empty()) add_title(*overlay_, s);
-    add_triad(*axes_, s, camera);
+    add_axis_legend(*overlay_, s, piece);
+    add_triad(*axes_, s, piece, camera);
     // The scene's renderers step aside while the annotations draw alone.
     std::vector<vtkSmartPointer<vtkRenderer>> scene;
     auto* renderers = window_->GetRenderers();

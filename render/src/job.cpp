@@ -91,6 +91,12 @@ void write_report(const RenderOptions& o, const RenderResult& r) {
   j["camera"] = {{"position", r.camera.position},     {"focal_point", r.camera.focal_point},
                  {"view_up", r.camera.view_up},       {"view_angle", r.camera.view_angle},
                  {"parallel", r.camera.parallel},     {"parallel_scale", r.camera.parallel_scale}};
+  // Where things lie as drawn (x0, x1, y0, y1, z0, z1): the volume's box in
+  // its coordinates, and the box of everything drawn (null: nothing).
+  j["bounds"] = r.camera.bounds;
+  auto drawn = nlohmann::json::array();
+  for (double v : r.camera.drawn) drawn.push_back(std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v));
+  j["drawn_bounds"] = drawn;
   for (const auto& f : r.frames)
     j["frames"].push_back({{"path", f.path}, {"level", f.level}, {"seconds_since_start", f.seconds_since_start}});
   for (std::size_t i = 0; i < r.ranks.size(); ++i) {
@@ -204,15 +210,42 @@ struct RenderPlan {
   std::vector<int> levels;  // drawn in this order: with --progressive two coarser ones first
   int frames_per_level = 1;
   Culling culling;
+  std::string scalar_name;  // the colour bar's title: the variable and its units
 };
 
 RenderPlan plan_render(const Comm& comm, const RenderOptions& o) {
   RenderPlan plan;
   plan.reading = io::resolve_backend(comm, o.backend, o.input, io::Access::copy);
-  plan.field = Source{o.input, plan.reading.backend, o.input_hints, find_pyramid(comm, o.input, o.pyramid_dir)};
-  const Source& field = plan.field;
+  Source& field = plan.field;
+  field.path = o.input;
+  field.backend = plan.reading.backend;
+  field.hints = o.input_hints;
+  field.pyramid = find_pyramid(comm, o.input, o.pyramid_dir);
   auto& mask = plan.mask;
-  if (!o.mask.empty()) mask = Source{o.mask, "auto", {}, find_pyramid(comm, o.mask, o.mask_pyramid_dir)};
+  if (!o.mask.empty()) {
+    mask.emplace();
+    mask->path = o.mask;
+    mask->pyramid = find_pyramid(comm, o.mask, o.mask_pyramid_dir);
+  }
+  {  // the input's coordinate variables (a pyramid keeps spacing and origin only)
+    Source plain = field;
+    plain.pyramid.reset();
+    auto reader = open_source(comm, plain, 0);
+    const io::VolumeInfo& info = reader->info();
+    field.coordinates = info.coordinates;
+    field.scale = o.scale;
+    plan.scalar_name = info.variable;
+    if (auto units = info.attributes.find("units"); units != info.attributes.end() && !units->second.empty())
+      plan.scalar_name += (plan.scalar_name.empty() ? "" : " ") + ("(" + units->second + ")");
+    reader->close();
+  }
+  for (const auto& c : field.coordinates)
+    if (c && !c->uniform()) {
+      // Pyramid levels halve index space; an uneven axis is resampled from
+      // level 0 instead (rectilinear.hpp).
+      field.pyramid.reset();
+      if (mask) mask->pyramid.reset();
+    }
 
   const int level = plan.level = pick_level(comm, o, field, mask);
   const int levels = field.pyramid ? static_cast<int>(field.pyramid->levels().size()) : 1;
@@ -291,6 +324,7 @@ void draw_frame(const Comm& comm, const RenderOptions& o, const RenderPlan& plan
                 RankRenderTimes& times) {
   FrameSettings s = frame;
   if (o.orbit > 0) s.camera.orbit = 360.0 * f / o.orbit;
+  if (s.scalar_name == FrameSettings{}.scalar_name && !plan.scalar_name.empty()) s.scalar_name = plan.scalar_name;
   if (s.title.empty()) s.title = default_title(o, l, comm.size());
   Image image = renderer.render(s);
   const auto& t = renderer.last_times();

@@ -13,6 +13,7 @@
 #include "volseg/render/partition.hpp"
 #include "volseg/segment/brick_driver.hpp"
 #include "volseg/segment/decode.hpp"
+#include "rectilinear.hpp"
 
 namespace volseg::render {
 namespace {
@@ -28,7 +29,8 @@ std::unique_ptr<io::VolumeReader> open_source(const Comm& comm, const Source& so
   // A renderer reads each slab once into its own buffer (Access::copy).
   const std::string backend = io::resolve_backend(comm, source.backend, source.path, io::Access::copy).backend;
   if (source.pyramid) return source.pyramid->open_level(level, comm, backend, source.hints);
-  return io::open_reader(backend, source.path, comm, io::Hints::parse(source.hints));
+  // Uneven coordinate axes: on a uniform grid in their coordinates.
+  return resample_uneven(io::open_reader(backend, source.path, comm, io::Hints::parse(source.hints)));
 }
 
 std::array<double, 2> value_range(const pyramid::Pyramid& pyramid) {
@@ -152,7 +154,7 @@ io::Extent culled_box(const pyramid::Pyramid& field, bool has_mask, const std::o
 std::uint64_t estimated_bytes(const io::Index3& dims, int ranks, bool with_mask, int width, int height,
                               bool floats_first) {
   std::int64_t largest = 0;
-  for (const auto& e : partition(dims, ranks)) largest = std::max(largest, with_ghost(e, dims, 1).voxels());
+  for (const auto& e : partition(dims, ranks)) largest = std::max(largest, with_ghost(e, dims, ghost_layers).voxels());
   const std::uint64_t per_voxel = 2 + 2 + (with_mask ? 2 : 0) + (floats_first ? 4 : 0);  // levels, texture, mask
   const std::uint64_t images = static_cast<std::uint64_t>(width) * static_cast<std::uint64_t>(height) * 16 * 4;
   // + VTK, Mesa and MPI themselves: about 170 MiB measured at the smallest level
@@ -183,10 +185,18 @@ Piece load_piece(const Comm& comm, const Source& field, const std::optional<Sour
   const io::VolumeInfo& source_info = field.pyramid ? field.pyramid->source_info() : info;
   piece.full_spacing = source_info.spacing;
   for (int a = 0; a < 3; ++a) {
+    // An axis drawn reversed has its data coordinates negated, so that
+    // display_scale (-1) puts index k at its coordinate.
+    const auto& c = field.coordinates[static_cast<std::size_t>(a)];
+    const bool decreasing = c && c->values.size() > 1 && c->values.back() < c->values.front();
+    const double sign = (decreasing ? -1 : 1) * (c && c->down ? -1 : 1);
+    const double origin = decreasing ? -source_info.origin[a] : source_info.origin[a];
+    piece.display_scale[a] = sign * field.scale[a];
+    if (c) piece.axis_titles[a] = c->name + (c->units.empty() ? "" : " (" + c->units + ")");
     // A coarse voxel sits at the centre of the fine voxels it stands for.
     const double factor = std::ldexp(1.0, level);
     piece.spacing[a] = source_info.spacing[a] * factor;
-    piece.origin[a] = source_info.origin[a] + 0.5 * (factor - 1) * source_info.spacing[a];
+    piece.origin[a] = origin + 0.5 * (factor - 1) * source_info.spacing[a];
   }
   if (mask_reader && mask_reader->info().dims != info.dims)
     throw Error("mask " + mask->path + " has dims " + io::to_string(io::Extent{{0, 0, 0}, mask_reader->info().dims}) +
@@ -196,7 +206,7 @@ Piece load_piece(const Comm& comm, const Source& field, const std::optional<Sour
   if (culling.enabled && field.pyramid && !piece.owned.empty())
     piece.owned = culled_box(*field.pyramid, mask.has_value(), mask ? mask->pyramid : std::nullopt, level, piece.owned,
                              culling, stats);
-  piece.stored = with_ghost(piece.owned, info.dims, 1);
+  piece.stored = with_ghost(piece.owned, info.dims, ghost_layers);
 
   const bool need_field = culling.modes.volume || culling.modes.slices || !culling.modes.iso.empty() ||
                           (culling.modes.mask && !mask);

@@ -187,8 +187,8 @@ Image Renderer::render(const FrameSettings& s) {
                       std::to_string(piece.stored.count[a]) + " voxels along an axis, more than this OpenGL's " +
                       "largest 3D texture (" + std::to_string(m.max_texture) +
                       "): use more ranks or a coarser --level");
-    bounds = world_bounds(piece);
-    owned = piece.owned.empty() ? Box{{1, 1, 1}, {0, 0, 0}} : world_box(piece, piece.owned);
+    bounds = display_box(piece, world_bounds(piece));
+    owned = piece.owned.empty() ? Box{{1, 1, 1}, {0, 0, 0}} : display_box(piece, world_box(piece, piece.owned));
     m.window->SetSize(s.width, s.height);
     m.place_camera(s, bounds);
     auto start = std::chrono::steady_clock::now();
@@ -198,6 +198,25 @@ Image Renderer::render(const FrameSettings& s) {
     mine = m.render_piece(s);
     m.times.render = seconds_since(start);
   });
+  {  // what every rank drew, for reports
+    double drawn[6];
+    m.renderer->ComputeVisiblePropBounds(drawn);
+    double local[6];
+    for (int a = 0; a < 3; ++a) {
+      const bool none = !(drawn[2 * a] <= drawn[2 * a + 1]);
+      local[a] = none ? INFINITY : drawn[2 * a];
+      local[3 + a] = none ? INFINITY : -drawn[2 * a + 1];
+    }
+    double global[6];
+    check_mpi(MPI_Allreduce(local, global, 6, MPI_DOUBLE, MPI_MIN, m.comm.get()), "MPI_Allreduce");
+    for (int a = 0; a < 3; ++a) {
+      const bool none = std::isinf(global[a]);
+      m.camera_state.drawn[2 * a] = none ? NAN : global[a];
+      m.camera_state.drawn[2 * a + 1] = none ? NAN : -global[3 + a];
+      m.camera_state.bounds[2 * a] = bounds.lo[a];
+      m.camera_state.bounds[2 * a + 1] = bounds.hi[a];
+    }
+  }
   auto start = std::chrono::steady_clock::now();
   const auto order = m.rank_order(owned, bounds);
   const auto blended = m.compositor.blend(mine->GetPointer(0), s.width, s.height, order);

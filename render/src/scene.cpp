@@ -17,12 +17,16 @@
 #include <vtkImageMapper3D.h>
 #include <vtkInformation.h>
 #include <vtkInformationVector.h>
+#include <vtkMatrix4x4.h>
+#include <vtkProp3D.h>
 #include <vtkPiecewiseFunction.h>
 #include <vtkPlane.h>
 #include <vtkPlaneCollection.h>
 #include <vtkPointData.h>
+#include <vtkPolyData.h>
 #include <vtkPolyDataMapper.h>
 #include <vtkProperty.h>
+#include <vtkReverseSense.h>
 #include <vtkUnsignedCharArray.h>
 #include <vtkVolume.h>
 #include <vtkVolumeProperty.h>
@@ -30,6 +34,8 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+
+#include "volseg/io/error.hpp"
 
 namespace volseg::render {
 namespace {
@@ -73,6 +79,16 @@ std::array<double, 2> colour_range(const FrameSettings& s, const Piece& p) {
 }
 
 Box world_bounds(const Piece& piece) { return world_box(piece, io::Extent{{0, 0, 0}, piece.dims}); }
+
+Box display_box(const Piece& piece, const Box& box) {
+  Box out;
+  for (int a = 0; a < 3; ++a) {
+    const double lo = box.lo[a] * piece.display_scale[a], hi = box.hi[a] * piece.display_scale[a];
+    out.lo[a] = std::min(lo, hi);
+    out.hi[a] = std::max(lo, hi);
+  }
+  return out;
+}
 
 vtkSmartPointer<vtkLookupTable> make_lookup_table(const TransferFunction& transfer, double lo, double hi) {
   auto table = vtkSmartPointer<vtkLookupTable>::New();
@@ -129,7 +145,7 @@ const std::vector<vtkSmartPointer<vtkProp>>& Scene::props(const FrameSettings& s
   key << '|' << s.transfer.colormap << s.transfer.lo.value_or(NAN) << s.transfer.hi.value_or(NAN) << '|';
   for (const auto& p : s.transfer.opacity) key << p.value << ':' << p.alpha << ',';
   key << '|' << s.mask_color.r << s.mask_color.g << s.mask_color.b << s.mask_opacity << s.shade
-      << s.sample_distance << '|' << s.slice_at[0] << s.slice_at[1] << s.slice_at[2];
+      << s.sample_distance << to_string(s.mask_surface) << '|' << s.slice_at[0] << s.slice_at[1] << s.slice_at[2];
   if (key.str() != built_for_) {
     build(s);
     built_for_ = key.str();
@@ -153,6 +169,14 @@ void Scene::build(const FrameSettings& s) {
     add_surface(field_, levels, s, true, false);
   }
   if (s.modes.slices && field_) add_slices(s);
+  if (piece_.display_scale != std::array<double, 3>{1, 1, 1}) {
+    // Reversed and stretched axes: every prop drawn through one matrix, as
+    // ParaView's display Scale does (normals follow its inverse transpose).
+    vtkNew<vtkMatrix4x4> matrix;
+    for (int a = 0; a < 3; ++a) matrix->SetElement(a, a, piece_.display_scale[a]);
+    for (auto& prop : props_)
+      if (auto* placed = vtkProp3D::SafeDownCast(prop)) placed->SetUserMatrix(matrix);
+  }
 }
 
 void Scene::add_volume(const FrameSettings& s) {
@@ -209,8 +233,8 @@ void Scene::add_volume(const FrameSettings& s) {
     if (piece_.owned.offset[axis] > piece_.stored.offset[axis]) {
       vtkNew<vtkPlane> plane;
       double origin[3] = {0, 0, 0}, normal[3] = {0, 0, 0};
-      origin[a] = box.lo[a];
-      normal[a] = 1;  // keeps the side the normal points to
+      origin[a] = box.lo[a] * piece_.display_scale[a];  // the mapper's planes are in world coordinates
+      normal[a] = piece_.display_scale[a] > 0 ? 1 : -1;  // keeps the side the normal points to
       plane->SetOrigin(origin);
       plane->SetNormal(normal);
       planes->AddItem(plane);
@@ -218,8 +242,8 @@ void Scene::add_volume(const FrameSettings& s) {
     if (piece_.owned.offset[axis] + piece_.owned.count[axis] < piece_.stored.offset[axis] + piece_.stored.count[axis]) {
       vtkNew<vtkPlane> plane;
       double origin[3] = {0, 0, 0}, normal[3] = {0, 0, 0};
-      origin[a] = box.hi[a];
-      normal[a] = -1;
+      origin[a] = box.hi[a] * piece_.display_scale[a];
+      normal[a] = piece_.display_scale[a] > 0 ? -1 : 1;
       plane->SetOrigin(origin);
       plane->SetNormal(normal);
       planes->AddItem(plane);
@@ -233,32 +257,110 @@ void Scene::add_volume(const FrameSettings& s) {
   props_.emplace_back(volume.GetPointer());
 }
 
-void Scene::add_surface(vtkImageData* image, const std::vector<double>& values, const FrameSettings& s,
-                        bool colour_by_value, bool closed) {
+MaskSurface parse_mask_surface(const std::string& name) {
+  if (name == "smooth") return MaskSurface::smooth;
+  if (name == "voxels") return MaskSurface::voxels;
+  throw Error("--mask-surface must be smooth or voxels, not '" + name + "'");
+}
+
+const char* to_string(MaskSurface surface) { return surface == MaskSurface::smooth ? "smooth" : "voxels"; }
+
+namespace {
+
+// The mask over `extent` (the piece's stored points, grown by layers of
+// zeros at the volume's faces), smoothed by [1 2 1] along each axis,
+// smoothing_passes times ([1 4 6 4 1] / 16 for two: a Gaussian of one
+// voxel's sigma): values 0..smoothed_top, exact in integers so every rank
+// computes the same numbers. A point's value needs the mask `passes` points
+// around it; at the extent's edge the edge value stands in, which only the
+// outer layers see (the owned points and their neighbours are inside:
+// ghost_layers).
+constexpr int smoothing_passes = ghost_layers - 1;
+constexpr int smoothed_top = 1 << (6 * smoothing_passes);  // 4^3 per pass
+
+vtkSmartPointer<vtkImageData> smoothed_mask(const Piece& piece, const int extent[6]) {
+  const std::int64_t n[3] = {extent[1] - extent[0] + 1, extent[3] - extent[2] + 1, extent[5] - extent[4] + 1};
+  std::vector<std::uint16_t> a(static_cast<std::size_t>(n[0] * n[1] * n[2]), 0), b(a.size());
+  const io::Extent& s = piece.stored;
+  for (std::int64_t z = 0; z < s.count[0]; ++z)
+    for (std::int64_t y = 0; y < s.count[1]; ++y) {
+      const std::uint8_t* from = piece.mask.data() + (z * s.count[1] + y) * s.count[2];
+      const std::int64_t at = ((s.offset[0] + z - extent[4]) * n[1] + (s.offset[1] + y - extent[2])) * n[0] +
+                              (s.offset[2] - extent[0]);
+      for (std::int64_t x = 0; x < s.count[2]; ++x) a[static_cast<std::size_t>(at + x)] = from[x] != 0;
+    }
+  std::vector<bool> inside(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) inside[i] = a[i] != 0;
+  const std::int64_t stride[3] = {1, n[0], n[0] * n[1]};
+  for (int pass = 0; pass < smoothing_passes; ++pass)
+    for (int axis = 0; axis < 3; ++axis) {  // x, y, z
+      const std::int64_t step = stride[axis], length = n[axis];
+      const std::int64_t outer = static_cast<std::int64_t>(a.size()) / (step * length);
+      for (std::int64_t o = 0; o < outer; ++o)
+        for (std::int64_t k = 0; k < length; ++k) {
+          const std::uint16_t* at = a.data() + (o * length + k) * step;
+          const std::uint16_t* before = k > 0 ? at - step : at;
+          const std::uint16_t* after = k + 1 < length ? at + step : at;
+          std::uint16_t* out = b.data() + (o * length + k) * step;
+          for (std::int64_t i = 0; i < step; ++i) out[i] = static_cast<std::uint16_t>(before[i] + 2 * at[i] + after[i]);
+        }
+      a.swap(b);
+    }
+  // Each point stays on its side of the surface: inside at least 17/32 of
+  // the top, outside at most 15/32 (a margin that bends the surface little). The contour at one half then crosses
+  // exactly the grid edges the voxels' surface crosses (no voxel lost or
+  // gained; a lone voxel or a one-voxel sheet keeps a body), each somewhere
+  // along the edge.
+  const auto least = static_cast<std::uint16_t>(smoothed_top * 17 / 32), most = static_cast<std::uint16_t>(smoothed_top * 15 / 32);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = inside[i] ? std::max(a[i], least) : std::min(a[i], most);
+  auto image = vtkSmartPointer<vtkImageData>::New();
+  image->SetExtent(const_cast<int*>(extent));
+  image->SetSpacing(piece.spacing.data());
+  image->SetOrigin(piece.origin.data());
+  vtkNew<vtkUnsignedShortArray> values;
+  values->SetName("mask");
+  values->SetNumberOfTuples(static_cast<vtkIdType>(a.size()));
+  std::copy(a.begin(), a.end(), values->GetPointer(0));
+  image->GetPointData()->SetScalars(values);
+  return image;
+}
+
+}  // namespace
+
+vtkSmartPointer<vtkPolyData> piece_surface(const Piece& piece, vtkImageData* image, std::vector<double> values,
+                                           bool closed, MaskSurface mask_surface) {
   vtkNew<vtkFlyingEdges3D> contour;
-  Box box = world_box(piece_, piece_.owned);
+  Box box = world_box(piece, piece.owned);
+  vtkSmartPointer<vtkImageData> smoothed;
   vtkNew<vtkImageConstantPad> pad;
   if (closed) {
     // A mask's surface closes at the volume's faces: pad the faces this
-    // piece touches with one layer of zeros (the ghost layer does the same
-    // job between ranks), and keep the cap that lies half a voxel outside.
+    // piece touches with zeros (the ghost layers do the same job between
+    // ranks), and keep the cap that lies half a voxel outside.
+    const int layers = mask_surface == MaskSurface::smooth ? ghost_layers : 1;
     int extent[6];
-    vtk_extent(piece_.stored, extent);
+    vtk_extent(piece.stored, extent);
     for (int a = 0; a < 3; ++a) {
       const int axis = 2 - a;
-      if (piece_.owned.offset[axis] == 0) {
-        --extent[2 * a];
-        box.lo[a] -= piece_.spacing[a];
+      if (piece.owned.offset[axis] == 0) {
+        extent[2 * a] -= layers;
+        box.lo[a] -= piece.spacing[a];
       }
-      if (piece_.owned.offset[axis] + piece_.owned.count[axis] == piece_.dims[axis]) {
-        ++extent[2 * a + 1];
-        box.hi[a] += piece_.spacing[a];
+      if (piece.owned.offset[axis] + piece.owned.count[axis] == piece.dims[axis]) {
+        extent[2 * a + 1] += layers;
+        box.hi[a] += piece.spacing[a];
       }
     }
-    pad->SetInputData(image);
-    pad->SetOutputWholeExtent(extent);
-    pad->SetConstant(0);
-    contour->SetInputConnection(pad->GetOutputPort());
+    if (mask_surface == MaskSurface::smooth) {
+      smoothed = smoothed_mask(piece, extent);
+      contour->SetInputData(smoothed);
+      for (double& v : values) v *= smoothed_top;  // the smoothed scale
+    } else {
+      pad->SetInputData(image);
+      pad->SetOutputWholeExtent(extent);
+      pad->SetConstant(0);
+      contour->SetInputConnection(pad->GetOutputPort());
+    }
   } else {
     contour->SetInputData(image);
   }
@@ -275,9 +377,26 @@ void Scene::add_surface(vtkImageData* image, const std::vector<double>& values, 
   clip->SetClipFunction(inside);
   clip->InsideOutOn();
   clip->Update();
+  return clip->GetOutput();
+}
 
+void Scene::add_surface(vtkImageData* image, const std::vector<double>& values, const FrameSettings& s,
+                        bool colour_by_value, bool closed) {
+  auto surface = piece_surface(piece_, image, values, closed, s.mask_surface);
+  const auto& d = piece_.display_scale;
+  if (d[0] * d[1] * d[2] < 0) {
+    // A mirroring matrix turns the triangles' winding, and OpenGL's front
+    // faces with it: turned back here, or the lit side reads as the back
+    // and the surface draws black.
+    vtkNew<vtkReverseSense> reverse;
+    reverse->SetInputData(surface);
+    reverse->ReverseCellsOn();
+    reverse->ReverseNormalsOff();
+    reverse->Update();
+    surface = reverse->GetOutput();
+  }
   vtkNew<vtkPolyDataMapper> mapper;
-  mapper->SetInputData(clip->GetOutput());
+  mapper->SetInputData(surface);
   vtkNew<vtkActor> actor;
   if (colour_by_value) {  // the surfaces carry levels: a table over the levels of the colour range
     const Quantizer q = quantizer(piece_);

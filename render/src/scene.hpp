@@ -16,6 +16,7 @@
 #include "volseg/render/render.hpp"
 
 class vtkImageData;
+class vtkPolyData;
 
 namespace volseg::render {
 
@@ -23,6 +24,8 @@ namespace volseg::render {
 Box world_box(const Piece& piece, const io::Extent& extent);
 // The whole level's box, x, y, z (every rank the same).
 Box world_bounds(const Piece& piece);
+// A box as drawn: times the piece's display_scale (lo and hi kept in order).
+Box display_box(const Piece& piece, const Box& box);
 
 // The values the colormap spans: the transfer function's, else the data's
 // range (widened when it is a single value).
@@ -30,6 +33,13 @@ std::array<double, 2> colour_range(const FrameSettings& settings, const Piece& p
 
 // A lookup table over the transfer function's colour range.
 vtkSmartPointer<vtkLookupTable> make_lookup_table(const TransferFunction& transfer, double lo, double hi);
+
+// The surface of `values` in `image` (the piece's stored points), clipped
+// to the piece's owned box, so pieces of a partition draw the whole surface
+// once and without seams. closed: a mask's surface (values {0.5}), closed
+// at the volume's faces and drawn as mask_surface says.
+vtkSmartPointer<vtkPolyData> piece_surface(const Piece& piece, vtkImageData* image, std::vector<double> values,
+                                           bool closed, MaskSurface mask_surface);
 
 class Scene {
  public:

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include <mpi.h>
+
 #include "block.hpp"
 #include "outputs.hpp"
 #include "volseg/io/error.hpp"
@@ -51,7 +53,7 @@ render::Piece ImageOutput::Impl::piece(const Field& field, const io::Extent& sto
   piece.owned = field.box;
   for (int a = 0; a < 3; ++a)
     if (piece.owned.offset[a] + piece.owned.count[a] < stored.offset[a] + stored.count[a]) ++piece.owned.count[a];
-  piece.stored = io::intersect(io::with_ghost(piece.owned, field.global_dims, 1), stored);
+  piece.stored = io::intersect(io::with_ghost(piece.owned, field.global_dims, render::ghost_layers), stored);
   piece.field_min = stats.valid ? stats.min : 0;
   piece.field_max = stats.valid && stats.max > stats.min ? stats.max : piece.field_min + 1;
   const render::Quantizer q = render::quantizer(piece);
@@ -83,6 +85,20 @@ std::string ImageOutput::render(const Field& field, const io::Extent& stored,
   const auto& options = m.options;
   render::Piece piece = m.piece(field, stored, ghosted_mask, stats);
   render::FrameSettings settings;
+  // The smooth mask surface needs render::ghost_layers layers beyond the
+  // points a rank draws, or the ranks' surfaces differ where they meet: a
+  // simulation publishing fewer gets the voxels' exact surface (on every
+  // rank alike).
+  int enough = 1;
+  for (int a = 0; a < 3; ++a) {
+    const std::int64_t lo = piece.owned.offset[a], hi = lo + piece.owned.count[a];
+    if ((lo > 0 && lo - piece.stored.offset[a] < render::ghost_layers) ||
+        (hi < piece.dims[a] && piece.stored.offset[a] + piece.stored.count[a] - hi < render::ghost_layers))
+      enough = 0;
+  }
+  if (MPI_Allreduce(MPI_IN_PLACE, &enough, 1, MPI_INT, MPI_MIN, m.comm.get()) != MPI_SUCCESS)
+    throw Error("in-situ image: MPI_Allreduce failed");
+  settings.mask_surface = enough ? render::MaskSurface::smooth : render::MaskSurface::voxels;
   settings.width = small ? std::max(16, options.width / 2) : options.width;
   settings.height = small ? std::max(16, options.height / 2) : options.height;
   if (!options.camera.empty()) settings.camera = render::parse_camera(options.camera);

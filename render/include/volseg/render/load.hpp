@@ -22,6 +22,10 @@ struct Source {
   std::string backend = "auto";
   std::vector<std::string> hints;  // var=, time=, backend hints
   std::optional<pyramid::Pyramid> pyramid;  // its pyramid, if there is one
+  // x, y, z: the input's coordinate variables (CF), which place and orient
+  // the drawing (a decreasing or positive-down axis is drawn reversed).
+  std::array<std::optional<io::Coordinate>, 3> coordinates;
+  std::array<double, 3> scale{1, 1, 1};  // x, y, z: --scale (vertical exaggeration)
 };
 
 // Everything that decides which bricks can be skipped.

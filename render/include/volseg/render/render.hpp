@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // volseg's parallel renderer. Every rank draws only its own part of the
-// volume (a box from partition(), with one ghost layer for interpolation and
+// volume (a box from partition(), with ghost layers for interpolation and
 // surfaces) into a transparent RGBA image; IceT blends the ranks' images in
 // visibility order to rank 0, which puts the background, the colour bar,
 // axes and title under and over it. The types here are plain structs so the
@@ -74,6 +74,20 @@ struct Modes {
 // "volume", "mask", "slices", "iso" (comma lists too); throws volseg::Error.
 Modes parse_modes(const std::vector<std::string>& names, const std::vector<double>& iso_values);
 
+// How a mask's surface is drawn. smooth: the contour at one half of the mask
+// smoothed by a binomial filter ([1 4 6 4 1] / 16 along each axis), with every
+// voxel kept on its side, so it crosses the same grid edges as the voxels'
+// surface (nothing lost or gained, within half a voxel of the voxels' faces)
+// without their terraces; voxels: the exact staircase (the contour of the
+// 0/1 mask itself).
+enum class MaskSurface { smooth, voxels };
+MaskSurface parse_mask_surface(const std::string& name);  // throws volseg::Error
+const char* to_string(MaskSurface surface);
+
+// Ghost layers a piece stores around its owned points: the smoothed mask's
+// values at the owned points and their gradients reach three voxels out.
+constexpr int ghost_layers = 3;
+
 struct FrameSettings {
   int width = 512, height = 512;
   Camera camera;
@@ -81,6 +95,7 @@ struct FrameSettings {
   TransferFunction transfer;
   Rgb mask_color{0.95, 0.35, 0.2};
   double mask_opacity = 1.0;
+  MaskSurface mask_surface = MaskSurface::smooth;
   Rgb background{0.12, 0.12, 0.16};
   std::array<double, 3> slice_at{0.5, 0.5, 0.5};  // x, y, z, as fractions of the volume
   bool shade = true;                              // gradient shading of the volume
@@ -95,6 +110,12 @@ struct Piece {
   io::Index3 dims{};                    // the level's dims, z, y, x
   std::array<double, 3> spacing{1, 1, 1}, origin{0, 0, 0};  // x, y, z, world position of voxel 0
   std::array<double, 3> full_spacing{1, 1, 1};  // the level-0 spacing (opacity is per full-resolution voxel)
+  // x, y, z: what the drawing's coordinates are multiplied by on screen:
+  // -1 draws an axis reversed (a coordinate that decreases, or one that is
+  // positive down, as depth), and --scale stretches one (vertical
+  // exaggeration). spacing and origin stay positive-step data coordinates.
+  std::array<double, 3> display_scale{1, 1, 1};
+  std::array<std::string, 3> axis_titles;  // x, y, z: "depth (m)"; empty: X, Y, Z
   int level = 0;
   io::Extent owned;                     // points this rank draws (partition())
   io::Extent stored;                    // owned plus ghost layers: what the arrays hold
@@ -141,6 +162,10 @@ struct CameraState {
   std::array<double, 3> position{}, focal_point{}, view_up{};
   double view_angle = 30, parallel_scale = 1;
   bool parallel = false;
+  // x0, x1, y0, y1, z0, z1 in world coordinates as drawn (display_scale
+  // applied): the volume's box, and the box of what any rank drew (NaN
+  // when nothing was).
+  std::array<double, 6> bounds{}, drawn{};
 };
 
 // The renderer: one offscreen window per rank and an IceT context. Collective
