@@ -74,6 +74,15 @@ Renderer::Renderer(const Comm& comm) {
     w.AddRenderer(impl_->renderer);
     impl_->renderer->SetBackground(0, 0, 0);
     impl_->renderer->SetBackgroundAlpha(0.0);
+    // Translucent surfaces (--mask-opacity below 1) sorted exactly by depth
+    // peeling, volumes peeled with them. VTK's default for them, weighted
+    // order-independent transparency, approximates the order and leaves
+    // colour above alpha in the image, which the premultiplied compositing
+    // then drew as wrong colours where ranks meet.
+    impl_->renderer->SetUseDepthPeeling(1);
+    impl_->renderer->SetUseDepthPeelingForVolumes(true);
+    impl_->renderer->SetMaximumNumberOfPeels(16);
+    impl_->renderer->SetOcclusionRatio(0.0);
     w.SetSize(16, 16);
     w.Render();  // creates the context, so its limits can be asked
     w.MakeCurrent();
@@ -148,6 +157,13 @@ vtkSmartPointer<vtkUnsignedCharArray> Renderer::Impl::render_piece(const FrameSe
   window->Render();
   auto pixels = vtkSmartPointer<vtkUnsignedCharArray>::New();
   window->GetRGBACharPixelData(0, 0, s.width - 1, s.height - 1, 0, pixels, 0);
+  // Premultiplied colour never exceeds its alpha; translucent layers' blend
+  // can leave it a level or two above, and IceT's 8-bit "over" then wraps
+  // past 255 (red turned green where ranks' translucent surfaces met).
+  std::uint8_t* p = pixels->GetPointer(0);
+  const vtkIdType count = pixels->GetNumberOfTuples();
+  for (vtkIdType i = 0; i < count; ++i, p += 4)
+    for (int k = 0; k < 3; ++k) p[k] = std::min(p[k], p[3]);
   return pixels;
 }
 
