@@ -141,6 +141,24 @@ void check_volume_size(const Index3& dims, DType dtype, const std::string& what)
 
 namespace volseg::io {
 
+bool Coordinate::monotonic() const {
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i])) return false;
+    if (i > 0 && (values[i] == values[i - 1] || (values[i] > values[i - 1]) != (values[1] > values[0]))) return false;
+  }
+  return true;
+}
+
+bool VolumeInfo::set_coordinate(std::size_t xyz, Coordinate c) {
+  if (xyz > 2 || !c.monotonic()) return false;
+  if (c.uniform()) {
+    spacing[xyz] = c.values.size() > 1 ? std::abs(c.step()) : 1;
+    origin[xyz] = c.values.front();
+  }
+  coordinates[xyz] = std::move(c);
+  return true;
+}
+
 bool Coordinate::uniform() const {
   if (values.size() < 2) return true;
   const double step = this->step();

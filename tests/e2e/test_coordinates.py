@@ -29,6 +29,10 @@ try:
     import netCDF4
 except ImportError:  # pragma: no cover
     netCDF4 = None
+try:
+    import zarr
+except ImportError:  # pragma: no cover
+    zarr = None
 
 DEPTHS = np.array([0, 10, 20, 30, 50, 75, 100, 150, 200, 300, 400, 600], dtype=np.float64)
 LATS = np.arange(20, dtype=np.float64) * 2.0 - 19.0     # -19 .. 19, step 2
@@ -58,6 +62,20 @@ def write_ocean(path, fmt, lats=LATS, field=None):
             field = np.broadcast_to(np.arange(len(DEPTHS), dtype=np.float32)[:, None, None],
                                     (len(DEPTHS), len(lats), len(LONS)))
         t[:] = field
+
+
+def write_xarray_zarr(path):
+    """The layout xarray's to_zarr writes: a group of the variable and its
+    coordinate arrays, each naming its dimensions in _ARRAY_DIMENSIONS."""
+    group = zarr.open_group(path, mode="w")
+    field = np.broadcast_to(np.arange(len(DEPTHS), dtype=np.float32)[:, None, None],
+                            (len(DEPTHS), len(LATS), len(LONS)))
+    t = group.create_dataset("TEMP", data=np.ascontiguousarray(field), chunks=(4, 8, 8))
+    t.attrs.update({"_ARRAY_DIMENSIONS": ["depth", "lat", "lon"], "units": "degC"})
+    for name, values, attrs in (("depth", DEPTHS, {"units": "m", "positive": "down"}),
+                                ("lat", LATS, {"units": "degrees_north"}), ("lon", LONS, {"units": "degrees_east"})):
+        a = group.create_dataset(name, data=values, chunks=(5,))
+        a.attrs.update(dict(attrs, _ARRAY_DIMENSIONS=[name]))
 
 
 def report(path):
@@ -114,6 +132,24 @@ class Coordinates(unittest.TestCase):
                         expected = np.zeros(values.shape, bool)
                         expected[2:5] = True
                         np.testing.assert_array_equal(values != 0, expected)
+
+    @unittest.skipIf(zarr is None, "missing python3-zarr")
+    def test_zarr_written_as_xarray_writes_it(self):
+        store = os.path.join(self.dir, "ocean.zarr")
+        write_xarray_zarr(store)
+        proc = e.run(["info", store + "/TEMP"], ranks=1, mpi=False)
+        e.check_ok(self, proc)
+        self.assertRegex(proc.stdout, r"z coordinate:\s+depth = 0 \.\. 600 m \(12 values, uneven, positive down\)")
+        self.assertRegex(proc.stdout, r"y coordinate:\s+lat = -19 \.\. 19 degrees_north \(20 values, uniform, step 2\)")
+        self.assertRegex(proc.stdout, r"origin \(x,y,z\):\s+100\.25 -19 0\n")
+        self.assertRegex(proc.stdout, r"units: degC")
+        if e.WITH_PARAVIEW:
+            mask = os.path.join(self.dir, "zarr-level4.nc")
+            e.check_ok(self, e.run(["segment", store + "/TEMP", "--lo", "4", "--hi", "4", "--out", mask, "--force",
+                                    "--quiet"], ranks=2))
+            rep = self.render([store + "/TEMP", "--mode", "mask", "--mask", mask], os.path.join(self.dir, "zarr.png"))
+            z0, z1 = rep["drawn_bounds"][4:]
+            self.assertTrue(z0 < -DEPTHS[4] < z1, (z0, z1))
 
     def test_levitus(self):
         if not os.path.exists(LEVITUS):

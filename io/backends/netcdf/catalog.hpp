@@ -115,22 +115,11 @@ void read_coordinates(int ncid, const VariableShape& variable, VolumeInfo& info,
     c.name = name;
     c.values.resize(static_cast<std::size_t>(length));
     Api::check(Api::get_var_double(ncid, varid, c.values.data()), path + ": coordinate variable " + name);
-    bool monotonic = true;
-    for (std::size_t i = 0; i < c.values.size(); ++i)
-      monotonic = monotonic && std::isfinite(c.values[i]) &&
-                  (i < 2 || (c.values[i] - c.values[i - 1] > 0) == (c.values[1] - c.values[0] > 0)) &&
-                  (i < 1 || c.values[i] != c.values[i - 1]);
-    if (!monotonic) continue;
     c.units = Api::text_attribute(ncid, varid, "units");
     std::string positive = Api::text_attribute(ncid, varid, "positive");
     for (char& ch : positive) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     c.down = positive == "down";
-    const std::size_t xyz = 2 - a;
-    if (c.uniform()) {
-      info.spacing[xyz] = c.values.size() > 1 ? std::abs(c.step()) : 1;
-      info.origin[xyz] = c.values.front();
-    }
-    info.coordinates[xyz] = std::move(c);
+    info.set_coordinate(2 - a, std::move(c));
   }
 }
 

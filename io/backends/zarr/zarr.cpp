@@ -10,7 +10,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -21,6 +23,7 @@
 #include <span>
 
 #include "volseg/io/byteswap.hpp"
+#include "volseg/io/dtype_dispatch.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/registry.hpp"
 #include "zarr/zarr_array.hpp"
@@ -79,7 +82,7 @@ class ZarrReader final : public VolumeReader {
  public:
   ZarrReader(const std::string& path, const Comm& comm, std::uint64_t cache_bytes, bool fill_is_data)
       : path_(path), array_(path), cache_bytes_(cache_bytes) {
-    std::string text, attributes, group;
+    std::string text, attributes, group, coordinates;
     collectively(comm, [&] {
       if (comm.rank() != 0) return;
       auto bytes = read_file(path + "/.zarray");
@@ -96,14 +99,17 @@ class ZarrReader final : public VolumeReader {
       zarr::parse_array(text, array_ + "/.zarray");  // refused on every rank, before any broadcast
       if (auto extra = read_file(array_ + "/.zattrs"))
         attributes.assign(reinterpret_cast<const char*>(extra->data()), extra->size());
+      coordinates = read_xarray_coordinates(attributes, zarr::parse_array(text, array_ + "/.zarray").shape).dump();
     });
     text = comm.broadcast(text);
     attributes = comm.broadcast(attributes);
+    coordinates = comm.broadcast(coordinates);
     group = comm.broadcast(group);
     array_ = comm.broadcast(array_);
     meta_ = zarr::parse_array(text, array_ + "/.zarray");
     read_attributes(attributes);
     if (!group.empty()) read_ome(group);
+    apply_coordinates(nlohmann::json::parse(coordinates));
     info_.dims = meta_.shape;
     info_.dtype = meta_.dtype;
     info_.byte_order = meta_.byte_order;
@@ -172,6 +178,94 @@ class ZarrReader final : public VolumeReader {
                           std::all_of(value.begin(), value.end(), [](const auto& v) { return v.is_number(); });
       if (triple && key == "spacing_xyz") info_.spacing = value.get<std::array<double, 3>>();
       if (triple && key == "origin_xyz") info_.origin = value.get<std::array<double, 3>>();
+    }
+  }
+
+  // xarray's coordinates: the array's _ARRAY_DIMENSIONS name its
+  // dimensions, and a sibling array of each name, one-dimensional and
+  // numeric, holds that axis's coordinate (CF attributes units and positive
+  // in its .zattrs). Also the variable's own units. Rank 0 reads them; a
+  // coordinate array it cannot read is passed by, as CF readers do.
+  nlohmann::json read_xarray_coordinates(const std::string& attributes, const Index3& shape) const {
+    nlohmann::json found = nlohmann::json::object();
+    const auto doc = nlohmann::json::parse(attributes.empty() ? std::string("{}") : attributes, nullptr, false);
+    if (doc.is_discarded() || !doc.is_object()) return found;
+    if (doc.contains("units") && doc["units"].is_string()) found["units"] = doc["units"];
+    const auto& dims = doc.value("_ARRAY_DIMENSIONS", nlohmann::json());
+    if (!dims.is_array() || dims.size() != 3) return found;
+    const std::string parent = std::filesystem::path(array_).parent_path().string();
+    nlohmann::json axes = nlohmann::json::array();
+    for (std::size_t a = 0; a < 3; ++a) {
+      nlohmann::json axis;  // null: none
+      if (dims[a].is_string()) {
+        try {
+          axis = read_coordinate_array(parent, dims[a].get<std::string>(), shape[a]);
+        } catch (const Error&) {
+          axis = nullptr;
+        }
+      }
+      axes.push_back(axis);
+    }
+    found["axes"] = axes;
+    return found;
+  }
+
+  // One coordinate array: {name, units, positive, values}, or null.
+  static nlohmann::json read_coordinate_array(const std::string& parent, const std::string& name,
+                                              std::int64_t length) {
+    if (name.empty() || name.find('/') != std::string::npos || name.find("..") != std::string::npos) return nullptr;
+    const std::string where = parent + "/" + name;
+    const auto bytes = read_file(where + "/.zarray");
+    if (!bytes) return nullptr;
+    auto meta_json = nlohmann::json::parse(std::string(reinterpret_cast<const char*>(bytes->data()), bytes->size()),
+                                           nullptr, false);
+    if (meta_json.is_discarded() || !meta_json.is_object() || !meta_json["shape"].is_array() ||
+        meta_json["shape"].size() != 1 || meta_json["shape"][0] != length || !meta_json["chunks"].is_array() ||
+        meta_json["chunks"].size() != 1)
+      return nullptr;
+    // As a 1 x 1 x n array, whose chunks are the files 0, 1, ... of the 1D one.
+    meta_json["shape"] = {1, 1, length};
+    meta_json["chunks"] = {1, 1, meta_json["chunks"][0]};
+    const zarr::ArrayMeta meta = zarr::parse_array(meta_json.dump(), where + "/.zarray");
+    std::vector<double> values(static_cast<std::size_t>(length));
+    std::vector<std::byte> chunk(meta.chunk_bytes()), stored;
+    const std::size_t size = dtype_size(meta.dtype);
+    for (std::int64_t c = 0; c < meta.grid()[2]; ++c) {
+      if (!read_whole(where + "/" + std::to_string(c), stored)) return nullptr;  // a coordinate is all there
+      zarr::decode_chunk(meta, stored, chunk, where + ": chunk " + std::to_string(c));
+      if (meta.byte_order == ByteOrder::big && size > 1) to_native(chunk.data(), chunk.size() / size, size);
+      const std::int64_t first = c * meta.chunks[2], count = std::min(meta.chunks[2], length - first);
+      visit_dtype(meta.dtype, [&]<class T>(std::type_identity<T>) {
+        const T* v = reinterpret_cast<const T*>(chunk.data());
+        for (std::int64_t i = 0; i < count; ++i) values[static_cast<std::size_t>(first + i)] = static_cast<double>(v[i]);
+      });
+    }
+    nlohmann::json axis{{"name", name}, {"values", values}};
+    if (const auto extra = read_file(where + "/.zattrs")) {
+      const auto attrs = nlohmann::json::parse(
+          std::string(reinterpret_cast<const char*>(extra->data()), extra->size()), nullptr, false);
+      if (!attrs.is_discarded() && attrs.is_object()) {
+        if (attrs.contains("units") && attrs["units"].is_string()) axis["units"] = attrs["units"];
+        if (attrs.contains("positive") && attrs["positive"].is_string()) axis["positive"] = attrs["positive"];
+      }
+    }
+    return axis;
+  }
+
+  void apply_coordinates(const nlohmann::json& found) {
+    if (found.contains("units")) info_.attributes["units"] = found["units"].get<std::string>();
+    if (!found.contains("axes")) return;
+    for (std::size_t a = 0; a < 3; ++a) {
+      const auto& axis = found["axes"][a];
+      if (axis.is_null()) continue;
+      Coordinate c;
+      c.name = axis["name"].get<std::string>();
+      c.values = axis["values"].get<std::vector<double>>();
+      c.units = axis.value("units", std::string());
+      std::string positive = axis.value("positive", std::string());
+      for (char& ch : positive) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      c.down = positive == "down";
+      info_.set_coordinate(2 - a, std::move(c));
     }
   }
 

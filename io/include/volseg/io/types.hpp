@@ -66,6 +66,8 @@ struct Coordinate {
   std::string units;
   bool down = false;           // positive = "down": values grow downwards (depth, pressure)
   std::vector<double> values;  // one per index along the axis, strictly monotonic
+  // Finite and strictly increasing or decreasing: what CF readers place by.
+  bool monotonic() const;
   // Equal steps (to 1e-6 of a step): spacing and origin describe the axis.
   bool uniform() const;
   double step() const { return values.size() > 1 ? (values.back() - values.front()) / double(values.size() - 1) : 1; }
@@ -93,6 +95,9 @@ struct VolumeInfo {
   std::map<std::string, std::string> attributes;
 
   std::int64_t voxels() const { return dims[0] * dims[1] * dims[2]; }
+  // Keeps c as axis xyz's coordinate (0 x, 1 y, 2 z) when it is monotonic,
+  // a uniform one setting spacing and origin; returns whether it was kept.
+  bool set_coordinate(std::size_t xyz, Coordinate c);
   std::uint64_t bytes() const { return static_cast<std::uint64_t>(voxels()) * dtype_size(dtype); }
   Extent whole() const { return Extent{{0, 0, 0}, dims}; }
 };
