@@ -22,6 +22,8 @@ packages=(
   python3-numpy python3-netcdf4 python3-h5py python3-matplotlib
   # connected components: scipy.ndimage.label as the reference, the Colin27 MRI
   python3-scipy mricron-data python3-venv
+  # real data of docs/gallery.md and tests: the Levitus climatology (CF coordinates)
+  ferret-datasets
   # libraries used by the code
   libcli11-dev nlohmann-json3-dev liburing-dev
   # Zarr's codecs, and zarr-python to write and read stores in tests
