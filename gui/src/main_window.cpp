@@ -237,6 +237,7 @@ void MainWindow::update_command() {
          number(camera.azimuth) + "," + number(camera.elevation) + "," + number(camera.zoom);
   if (show_slices_->isChecked())
     ren += " --slice-at " + number(cursor_[0]) + "," + number(cursor_[1]) + "," + number(cursor_[2]);
+  if (!mask_.empty() && show_mask_->isChecked() && !smooth_surface_->isChecked()) ren += " --mask-surface voxels";
   ren += " --out volseg.png";
   command_->setPlainText(QString::fromStdString(seg + "\n" + ren + "\n"));
 }
@@ -258,6 +259,7 @@ void MainWindow::request_frame(bool coarse, const char* tag, int level) {
                  {"mask", show_mask_->isChecked()},
                  {"slices", show_slices_->isChecked()}}},
                {"slice_at", {cursor_[0], cursor_[1], cursor_[2]}},
+               {"mask_surface", smooth_surface_->isChecked() ? "smooth" : "voxels"},
                {"title", QFileInfo(path_->text()).fileName().toStdString()}};
   // Interactive frames may replace each other in the queue; the first image,
   // the one after a job and the benchmark's frames are all drawn.

@@ -289,9 +289,11 @@ QWidget* MainWindow::build_view_tab() {
   show_volume_ = new QCheckBox(tr("Volume"), cmd);
   show_mask_ = new QCheckBox(tr("Mask (threshold surface before segmenting)"), cmd);
   show_slices_ = new QCheckBox(tr("Slices in 3D"), cmd);
+  smooth_surface_ = new QCheckBox(tr("Smooth mask surface (off: the voxels' staircase)"), cmd);
   show_volume_->setChecked(true);
   show_mask_->setChecked(true);
-  for (auto* box : {show_volume_, show_mask_, show_slices_}) {
+  smooth_surface_->setChecked(true);
+  for (auto* box : {show_volume_, show_mask_, show_slices_, smooth_surface_}) {
     cl->addWidget(box);
     connect(box, &QCheckBox::toggled, this, [this] {
       request_frame(false);
