@@ -44,6 +44,22 @@ class Volume {
     if (i.add_offset) out["add_offset"] = *i.add_offset;
     return out;
   }
+  // The axes' coordinate variables in file order (z, y, x), as xarray's
+  // coords: {name: (values, {"units": ..., "positive": ...})}.
+  py::dict coords() const {
+    py::dict out;
+    for (int a = 2; a >= 0; --a) {
+      const auto& c = info().coordinates[static_cast<std::size_t>(a)];
+      if (!c) continue;
+      py::dict attributes;
+      if (!c->units.empty()) attributes["units"] = c->units;
+      if (c->down) attributes["positive"] = "down";
+      py::array_t<double> values(static_cast<py::ssize_t>(c->values.size()));
+      std::copy(c->values.begin(), c->values.end(), values.mutable_data());
+      out[py::str(c->name)] = py::make_tuple(values, attributes);
+    }
+    return out;
+  }
   std::string describe() const { return io::describe(path_, format_, backend_, info()); }
   std::string backend() const { return backend_; }
   bool collective() const { return reader().collective(); }
@@ -109,6 +125,9 @@ void bind_volume(py::module_& m) {
       .def_property_readonly("spacing", &Volume::spacing, "(x, y, z), as NRRD and `volseg info` give it")
       .def_property_readonly("origin", &Volume::origin, "(x, y, z) of voxel (0, 0, 0)")
       .def_property_readonly("attrs", &Volume::attrs, "the volume's attributes (NetCDF's, fill, packing, ...)")
+      .def_property_readonly("coords", &Volume::coords,
+                             "the axes' coordinate variables (CF, xarray's Zarr), z, y, x order: "
+                             "{name: (numpy values, {'units', 'positive'})}")
       .def_property_readonly("backend", &Volume::backend)
       .def_property_readonly("collective", &Volume::collective,
                              "True when read() is collective (NetCDF, HDF5): every rank calls it as often")

@@ -262,3 +262,36 @@ def test_render_without_paraview_says_so(volume):
         pytest.skip("this build renders (tests/python/test_render_insitu.py)")
     with pytest.raises(volseg.Error, match="built without ParaView"):
         volseg.render(volume[0])
+
+
+def test_coords_of_a_cf_file():
+    """A NetCDF file with CF coordinate variables (netCDF4-python writes it):
+    vol.coords gives them in z, y, x order with units and positive, and
+    uniform ones set spacing and origin."""
+    netCDF4 = pytest.importorskip("netCDF4")
+    folder = shared_dir()
+    path = os.path.join(folder, "cf.nc")
+    depth = np.array([0.0, 10, 25, 50, 100])
+    lat = np.linspace(-10, 10, 6)
+    lon = np.arange(8) * 0.5 + 30
+    if COMM.rank == 0:
+        with netCDF4.Dataset(path, "w") as d:
+            for name, values in (("depth", depth), ("lat", lat), ("lon", lon)):
+                d.createDimension(name, len(values))
+                v = d.createVariable(name, "f8", (name,))
+                v[:] = values
+            d["depth"].units, d["depth"].positive, d["lon"].units = "m", "down", "degrees_east"
+            d.createVariable("T", "f4", ("depth", "lat", "lon"))[:] = np.zeros((5, 6, 8), np.float32)
+    COMM.Barrier()
+    with volseg.open(path) as vol:
+        coords = vol.coords
+        assert list(coords) == ["depth", "lat", "lon"]
+        np.testing.assert_array_equal(coords["depth"][0], depth)
+        assert coords["depth"][1] == {"units": "m", "positive": "down"}
+        np.testing.assert_array_equal(coords["lon"][0], lon)
+        assert coords["lon"][1] == {"units": "degrees_east"}
+        assert vol.spacing == (0.5, 4.0, 1.0)  # x, y uniform; depth uneven: index spacing
+        assert vol.origin == (30.0, -10.0, 0.0)
+    COMM.Barrier()
+    if COMM.rank == 0:
+        shutil.rmtree(folder, ignore_errors=True)
