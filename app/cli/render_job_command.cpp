@@ -160,7 +160,7 @@ void RenderJobCommand::run(const Context& context) {
     const auto v = numbers(scale_, 3, "--scale");
     for (double x : v)
       if (!(x > 0) || !std::isfinite(x)) throw Error("--scale: each factor must be positive and finite, not " + scale_);
-    o.scale = {v[2], v[1], v[0]};  // given z, y, x as the dims; kept x, y, z
+    o.frame.scale = {v[2], v[1], v[0]};  // given z, y, x as the dims; kept x, y, z
   }
   if (!slice_at_.empty()) {
     const auto v = numbers(slice_at_, 3, "--slice-at");

@@ -238,6 +238,7 @@ void MainWindow::update_command() {
   if (show_slices_->isChecked())
     ren += " --slice-at " + number(cursor_[0]) + "," + number(cursor_[1]) + "," + number(cursor_[2]);
   if (!mask_.empty() && show_mask_->isChecked() && !smooth_surface_->isChecked()) ren += " --mask-surface voxels";
+  if (z_scale_->value() != 1) ren += " --scale " + number(z_scale_->value()) + ",1,1";
   ren += " --out volseg.png";
   command_->setPlainText(QString::fromStdString(seg + "\n" + ren + "\n"));
 }
@@ -260,6 +261,7 @@ void MainWindow::request_frame(bool coarse, const char* tag, int level) {
                  {"slices", show_slices_->isChecked()}}},
                {"slice_at", {cursor_[0], cursor_[1], cursor_[2]}},
                {"mask_surface", smooth_surface_->isChecked() ? "smooth" : "voxels"},
+               {"scale", {1.0, 1.0, z_scale_->value()}},
                {"title", QFileInfo(path_->text()).fileName().toStdString()}};
   // Interactive frames may replace each other in the queue; the first image,
   // the one after a job and the benchmark's frames are all drawn.

@@ -145,6 +145,7 @@ class MainWindow : public QMainWindow {
   HistogramView* histogram_ = nullptr;
   QCheckBox *log_ = nullptr, *show_volume_ = nullptr, *show_mask_ = nullptr, *show_slices_ = nullptr,
             *smooth_surface_ = nullptr;
+  QDoubleSpinBox* z_scale_ = nullptr;
   QDoubleSpinBox *lo_box_ = nullptr, *hi_box_ = nullptr;
   QLabel *count_ = nullptr, *hint_status_ = nullptr, *frame_status_ = nullptr;
   QPlainTextEdit *info_ = nullptr, *summary_ = nullptr, *command_ = nullptr;

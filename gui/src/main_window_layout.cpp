@@ -300,6 +300,21 @@ QWidget* MainWindow::build_view_tab() {
       update_command();
     });
   }
+  // Vertical exaggeration: data in its coordinates can be metres deep and
+  // degrees wide (volseg render --scale Z,1,1).
+  auto* scale_row = new QHBoxLayout;
+  scale_row->addWidget(new QLabel(tr("Stretch z by"), cmd));
+  z_scale_ = new QDoubleSpinBox(cmd);
+  z_scale_->setDecimals(4);
+  z_scale_->setRange(0.0001, 10000);
+  z_scale_->setValue(1);
+  z_scale_->setStepType(QAbstractSpinBox::AdaptiveDecimalStepType);
+  scale_row->addWidget(z_scale_, 1);
+  cl->addLayout(scale_row);
+  connect(z_scale_, qOverload<double>(&QDoubleSpinBox::valueChanged), this, [this] {
+    request_frame(false);
+    update_command();
+  });
   cl->addWidget(new QLabel(tr("The same as a batch job:"), cmd));
   command_ = new QPlainTextEdit(cmd);
   command_->setReadOnly(true);

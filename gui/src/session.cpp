@@ -313,6 +313,12 @@ void Session::draw(const Json& request, Reply& reply) {
   frame.transfer.opacity = render::parse_opacity(text(request, "opacity", "ramp"), range_[0], range_[1]);
   frame.mask_opacity = request.value("mask_opacity", 1.0);
   frame.mask_surface = render::parse_mask_surface(text(request, "mask_surface", "smooth"));
+  if (request.contains("scale"))
+    for (int a = 0; a < 3; ++a) {
+      const double v = request.at("scale").at(a).get<double>();
+      if (!(v > 0) || !std::isfinite(v)) throw Error("scale: each factor must be positive and finite");
+      frame.scale[static_cast<std::size_t>(a)] = v;
+    }
   frame.title = text(request, "title");
   frame.scalar_name = pyramid_->source_info().variable.empty() ? "value" : pyramid_->source_info().variable;
 
@@ -334,6 +340,24 @@ void Session::draw(const Json& request, Reply& reply) {
     level = std::clamp(request.at("level").is_number() ? request.at("level").get<int>() : std::stoi(asked), 0, levels - 1);
   if (with_mask && (!mask_pyramid_ || static_cast<int>(mask_pyramid_->levels().size()) <= level))
     level = mask_pyramid_ ? static_cast<int>(mask_pyramid_->levels().size()) - 1 : 0;
+  // An uneven coordinate axis (ocean levels) is drawn in its coordinates
+  // from level 0, resampled as it is read (render/src/rectilinear.hpp), when
+  // that fits the memory budget; pyramid levels are in index space.
+  bool resampled = false;
+  for (const auto& c : coordinates_) resampled = resampled || (c && !c->uniform());
+  if (resampled) {
+    render::Source plain;
+    plain.path = path_;
+    plain.backend = backend_;
+    plain.hints = selection_;
+    plain.coordinates = coordinates_;
+    auto reader = render::open_source(comm_, plain, 0);
+    const auto dims = reader->info().dims;
+    reader->close();
+    resampled = render::estimated_bytes(dims, comm_.size(), with_mask, frame.width, frame.height, true) <=
+                request.value("memory", std::uint64_t{512} << 20);
+    if (resampled) level = 0;
+  }
 
   double load_seconds = 0;
   const std::pair<int, std::string> key{level, mask_};
@@ -346,13 +370,14 @@ void Session::draw(const Json& request, Reply& reply) {
       field.path = path_;
       field.backend = backend_;
       field.hints = selection_;
-      field.pyramid = pyramid_;
+      if (!resampled) field.pyramid = pyramid_;
       field.coordinates = coordinates_;  // reversed axes (depth) drawn as in `volseg render`
       std::optional<render::Source> mask;
       if (with_mask) {
         mask.emplace();
         mask->path = mask_;
-        mask->pyramid = mask_pyramid_;
+        mask->coordinates = coordinates_;  // drawn on the field's grid
+        if (!resampled) mask->pyramid = mask_pyramid_;
       }
       render::Culling culling;
       culling.enabled = false;  // one piece serves every transfer function and threshold

@@ -150,8 +150,8 @@ bool Coordinate::monotonic() const {
 }
 
 bool VolumeInfo::set_coordinate(std::size_t xyz, Coordinate c) {
-  if (xyz > 2 || !c.monotonic()) return false;
-  if (c.uniform()) {
+  if (xyz > 2 || c.values.empty() || !c.monotonic()) return false;
+  if (c.uniform() && c.step() > 0) {  // voxel k at origin + k * spacing
     spacing[xyz] = c.values.size() > 1 ? std::abs(c.step()) : 1;
     origin[xyz] = c.values.front();
   }
@@ -163,8 +163,13 @@ bool Coordinate::uniform() const {
   if (values.size() < 2) return true;
   const double step = this->step();
   if (step == 0) return false;
+  // A regular grid stored as float32 (0.1 degrees to 360) is a few units
+  // in its last place off: two of float32's at the largest value, at least.
+  double largest = 0;
+  for (double v : values) largest = std::max(largest, std::abs(v));
+  const double tolerance = std::max(1e-6 * std::abs(step), 2.5e-7 * largest);
   for (std::size_t i = 1; i < values.size(); ++i)
-    if (std::abs(values[i] - values[i - 1] - step) > 1e-6 * std::abs(step)) return false;
+    if (std::abs(values[i] - values[i - 1] - step) > tolerance) return false;
   return true;
 }
 

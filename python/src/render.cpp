@@ -74,7 +74,7 @@ py::object render(const std::string& input, const std::optional<std::string>& ma
     if (scale.size() != 3) throw Error("scale=(z, y, x): three numbers");
     for (double v : scale)
       if (!(v > 0) || !std::isfinite(v)) throw Error("scale=(z, y, x): each factor must be positive and finite");
-    o.scale = {scale[2], scale[1], scale[0]};
+    f.scale = {scale[2], scale[1], scale[0]};
   }
   render::RenderResult result;
   {

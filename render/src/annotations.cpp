@@ -59,9 +59,9 @@ void add_axis_legend(vtkRenderer& overlay, const FrameSettings& s, const Piece& 
     if (piece.axis_titles[a].empty()) continue;
     text += std::string(text.empty() ? "" : "\n") + names[a] + ": " + piece.axis_titles[a];
     if (piece.display_scale[a] < 0) text += ", drawn reversed";
-    if (std::abs(piece.display_scale[a]) != 1) {
+    if (s.scale[a] != 1) {
       char factor[32];
-      std::snprintf(factor, sizeof factor, ", x%g", std::abs(piece.display_scale[a]));
+      std::snprintf(factor, sizeof factor, ", x%g", s.scale[a]);
       text += factor;
     }
   }

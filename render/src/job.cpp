@@ -14,7 +14,9 @@
 #include "volseg/io/auto_backend.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
+#include "volseg/io/registry.hpp"
 #include "volseg/pyramid/pyramid.hpp"
+#include "rectilinear.hpp"
 #include "volseg/render/load.hpp"
 #include "volseg/render/render.hpp"
 #include "volseg/segment/progress.hpp"
@@ -182,7 +184,7 @@ int pick_level(const Comm& comm, const RenderOptions& o, const Source& field, co
   if (level > 0 && (!mask->pyramid || static_cast<int>(mask->pyramid->levels().size()) <= level))
     throw Error("mask " + o.mask + " has no pyramid level " + std::to_string(level) +
                 " (build one with 'volseg pyramid " + o.mask + "' or 'segment --pyramid')");
-  auto volume = open_source(comm, field, 0), other = open_source(comm, *mask, 0);
+  auto volume = open_source(comm, field, 0), other = open_source(comm, *mask, 0, true);
   const auto a = volume->info().dims, b = other->info().dims;
   volume->close();
   other->close();
@@ -227,25 +229,23 @@ RenderPlan plan_render(const Comm& comm, const RenderOptions& o) {
     mask->path = o.mask;
     mask->pyramid = find_pyramid(comm, o.mask, o.mask_pyramid_dir);
   }
-  {  // the input's coordinate variables (a pyramid keeps spacing and origin only)
-    Source plain = field;
-    plain.pyramid.reset();
-    auto reader = open_source(comm, plain, 0);
+  {  // the input's coordinate variables, as the file has them (a pyramid
+     // keeps spacing and origin only)
+    auto reader = io::open_reader(field.backend, field.path, comm, io::Hints::parse(field.hints));
     const io::VolumeInfo& info = reader->info();
     field.coordinates = info.coordinates;
-    field.scale = o.scale;
     plan.scalar_name = info.variable;
     if (auto units = info.attributes.find("units"); units != info.attributes.end() && !units->second.empty())
       plan.scalar_name += (plan.scalar_name.empty() ? "" : " ") + ("(" + units->second + ")");
     reader->close();
   }
-  for (const auto& c : field.coordinates)
-    if (c && !c->uniform()) {
-      // Pyramid levels halve index space; an uneven axis is resampled from
-      // level 0 instead (rectilinear.hpp).
-      field.pyramid.reset();
-      if (mask) mask->pyramid.reset();
-    }
+  if (mask) mask->coordinates = field.coordinates;  // a mask is drawn on the field's grid
+  if (has_uneven_axis(field.coordinates)) {
+    // Pyramid levels halve index space; an uneven axis is resampled from
+    // level 0 instead (rectilinear.hpp).
+    field.pyramid.reset();
+    if (mask) mask->pyramid.reset();
+  }
 
   const int level = plan.level = pick_level(comm, o, field, mask);
   const int levels = field.pyramid ? static_cast<int>(field.pyramid->levels().size()) : 1;

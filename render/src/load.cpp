@@ -22,7 +22,7 @@ constexpr std::uint64_t staging_bytes = 16u << 20;  // read in pieces of about t
 
 }  // namespace
 
-std::unique_ptr<io::VolumeReader> open_source(const Comm& comm, const Source& source, int level) {
+std::unique_ptr<io::VolumeReader> open_source(const Comm& comm, const Source& source, int level, bool mask) {
   if (level != 0 && !source.pyramid)
     throw Error(source.path + " has no pyramid, so only level 0 exists (build one with 'volseg pyramid " +
                 source.path + "')");
@@ -30,7 +30,8 @@ std::unique_ptr<io::VolumeReader> open_source(const Comm& comm, const Source& so
   const std::string backend = io::resolve_backend(comm, source.backend, source.path, io::Access::copy).backend;
   if (source.pyramid) return source.pyramid->open_level(level, comm, backend, source.hints);
   // Uneven coordinate axes: on a uniform grid in their coordinates.
-  return resample_uneven(io::open_reader(backend, source.path, comm, io::Hints::parse(source.hints)));
+  return resample_uneven(io::open_reader(backend, source.path, comm, io::Hints::parse(source.hints)),
+                         source.coordinates, mask ? Resampling::nearest : Resampling::linear);
 }
 
 std::array<double, 2> value_range(const pyramid::Pyramid& pyramid) {
@@ -179,24 +180,32 @@ Piece load_piece(const Comm& comm, const Source& field, const std::optional<Sour
   piece.threshold = culling.threshold;
   auto field_reader = open_source(comm, field, level);
   std::unique_ptr<io::VolumeReader> mask_reader;
-  if (mask) mask_reader = open_source(comm, *mask, level);
+  if (mask) mask_reader = open_source(comm, *mask, level, true);
   const io::VolumeInfo info = field_reader->info();
   piece.dims = info.dims;
   const io::VolumeInfo& source_info = field.pyramid ? field.pyramid->source_info() : info;
   piece.full_spacing = source_info.spacing;
   for (int a = 0; a < 3; ++a) {
-    // An axis drawn reversed has its data coordinates negated, so that
-    // display_scale (-1) puts index k at its coordinate.
-    const auto& c = field.coordinates[static_cast<std::size_t>(a)];
-    const bool decreasing = c && c->values.size() > 1 && c->values.back() < c->values.front();
-    const double sign = (decreasing ? -1 : 1) * (c && c->down ? -1 : 1);
-    const double origin = decreasing ? -source_info.origin[a] : source_info.origin[a];
-    piece.display_scale[a] = sign * field.scale[a];
+    // A uniform coordinate places the axis: the level-0 reader's own (an
+    // uneven axis resampled: its new grid), else the input's. An axis drawn
+    // reversed (decreasing, or positive down) has its data coordinates
+    // negated, so that display_scale (-1) puts index k at its coordinate.
+    const auto& own = info.coordinates[static_cast<std::size_t>(a)];
+    const auto& c = own ? own : field.coordinates[static_cast<std::size_t>(a)];
+    double spacing = source_info.spacing[a], origin = source_info.origin[a];
+    bool decreasing = false;
+    if (c && c->uniform() && !c->values.empty()) {
+      decreasing = c->step() < 0;
+      spacing = c->values.size() > 1 ? std::abs(c->step()) : 1;
+      origin = decreasing ? -c->values.front() : c->values.front();
+    }
+    piece.display_scale[a] = (decreasing ? -1 : 1) * (c && c->down ? -1 : 1);
     if (c) piece.axis_titles[a] = c->name + (c->units.empty() ? "" : " (" + c->units + ")");
+    if (c && c->uniform()) piece.full_spacing[a] = spacing;
     // A coarse voxel sits at the centre of the fine voxels it stands for.
     const double factor = std::ldexp(1.0, level);
-    piece.spacing[a] = source_info.spacing[a] * factor;
-    piece.origin[a] = origin + 0.5 * (factor - 1) * source_info.spacing[a];
+    piece.spacing[a] = spacing * factor;
+    piece.origin[a] = origin + 0.5 * (factor - 1) * spacing;
   }
   if (mask_reader && mask_reader->info().dims != info.dims)
     throw Error("mask " + mask->path + " has dims " + io::to_string(io::Extent{{0, 0, 0}, mask_reader->info().dims}) +

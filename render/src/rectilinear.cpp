@@ -10,8 +10,8 @@
 
 namespace volseg::render {
 
-bool has_uneven_axis(const io::VolumeInfo& info) {
-  for (const auto& c : info.coordinates)
+bool has_uneven_axis(const Coordinates& coordinates) {
+  for (const auto& c : coordinates)
     if (c && !c->uniform()) return true;
   return false;
 }
@@ -59,15 +59,19 @@ Axis plan_axis(const io::Coordinate& c, io::Coordinate& uniform) {
 
 class Resampled final : public io::VolumeReader {
  public:
-  explicit Resampled(std::unique_ptr<io::VolumeReader> source)
+  Resampled(std::unique_ptr<io::VolumeReader> source, const Coordinates& grid, Resampling how)
       : io::VolumeReader(io::Capabilities{.collective = source->collective()}),
         source_(std::move(source)),
         decoder_(source_->info()) {
     const io::VolumeInfo& in = source_->info();
     info_ = in;
-    integer_ = !io::dtype_is_float(in.dtype) && !in.scale_factor && !in.add_offset;
+    integer_ = how == Resampling::nearest;
     for (int a = 0; a < 3; ++a) {  // file order z, y, x; coordinates x, y, z
-      const auto& c = in.coordinates[2 - a];
+      const auto& c = grid[static_cast<std::size_t>(2 - a)];
+      if (c && static_cast<std::int64_t>(c->values.size()) != in.dims[a])
+        throw Error(source_->files().front() + " has " + std::to_string(in.dims[a]) + " points along " +
+                    (a == 0 ? "z" : a == 1 ? "y" : "x") + ", the volume's " + c->name + " has " +
+                    std::to_string(c->values.size()) + ": not the volume's grid");
       if (!c) {
         for (std::int64_t i = 0; i < in.dims[a]; ++i) {
           axes_[a].below.push_back(i);
@@ -78,9 +82,7 @@ class Resampled final : public io::VolumeReader {
       io::Coordinate uniform;
       axes_[a] = plan_axis(*c, uniform);
       info_.dims[a] = static_cast<std::int64_t>(uniform.values.size());
-      info_.spacing[2 - a] = std::abs(uniform.step());
-      info_.origin[2 - a] = uniform.values.front();
-      info_.coordinates[2 - a] = std::move(uniform);
+      info_.set_coordinate(static_cast<std::size_t>(2 - a), std::move(uniform));
     }
     if (!integer_) {  // decoded here: missing values are NaN
       info_.dtype = io::DType::f32;
@@ -190,14 +192,15 @@ class Resampled final : public io::VolumeReader {
   segment::Decoder decoder_;
   io::VolumeInfo info_;
   Axis axes_[3];
-  bool integer_ = false;
+  bool integer_ = false;  // nearest level (a mask), else linear
 };
 
 }  // namespace
 
-std::unique_ptr<io::VolumeReader> resample_uneven(std::unique_ptr<io::VolumeReader> source) {
-  if (!has_uneven_axis(source->info())) return source;
-  return std::make_unique<Resampled>(std::move(source));
+std::unique_ptr<io::VolumeReader> resample_uneven(std::unique_ptr<io::VolumeReader> source, const Coordinates& grid,
+                                                  Resampling how) {
+  if (!has_uneven_axis(grid)) return source;
+  return std::make_unique<Resampled>(std::move(source), grid, how);
 }
 
 }  // namespace volseg::render

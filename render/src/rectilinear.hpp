@@ -9,19 +9,29 @@
 // half the way to each neighbouring level, as its cell does.
 #pragma once
 
+#include <array>
 #include <memory>
+#include <optional>
 
 #include "volseg/io/volume.hpp"
 
 namespace volseg::render {
 
-// True when an axis of info has an uneven coordinate variable.
-bool has_uneven_axis(const io::VolumeInfo& info);
+using Coordinates = std::array<std::optional<io::Coordinate>, 3>;  // x, y, z
 
-// The reader on the uniform grid (its info: the new dims, uniform
-// coordinates, float32 with NaN for missing values unless the source is an
-// integer type). Reads go to the source, a slab at a time, so memory stays
-// what the caller's extents need (plus one level on each side).
-std::unique_ptr<io::VolumeReader> resample_uneven(std::unique_ptr<io::VolumeReader> source);
+// True when an axis has an uneven coordinate variable.
+bool has_uneven_axis(const Coordinates& coordinates);
+
+// How a source is resampled: a field linearly (float32 out, NaN for missing
+// values), a mask or labels from the nearer level (its own type out).
+enum class Resampling { linear, nearest };
+
+// The reader on the uniform grid of `grid` (the field's coordinates, also
+// for its mask, whose dims must be the field's): its info has the new dims
+// and uniform coordinates. Reads go to the source a slab at a time, so
+// memory stays what the caller's extents need (plus one level on each
+// side). The source itself when no axis of grid is uneven.
+std::unique_ptr<io::VolumeReader> resample_uneven(std::unique_ptr<io::VolumeReader> source, const Coordinates& grid,
+                                                  Resampling how);
 
 }  // namespace volseg::render

@@ -203,8 +203,9 @@ Image Renderer::render(const FrameSettings& s) {
                       std::to_string(piece.stored.count[a]) + " voxels along an axis, more than this OpenGL's " +
                       "largest 3D texture (" + std::to_string(m.max_texture) +
                       "): use more ranks or a coarser --level");
-    bounds = display_box(piece, world_bounds(piece));
-    owned = piece.owned.empty() ? Box{{1, 1, 1}, {0, 0, 0}} : display_box(piece, world_box(piece, piece.owned));
+    const auto factors = display_factors(piece, s);
+    bounds = display_box(factors, world_bounds(piece));
+    owned = piece.owned.empty() ? Box{{1, 1, 1}, {0, 0, 0}} : display_box(factors, world_box(piece, piece.owned));
     m.window->SetSize(s.width, s.height);
     m.place_camera(s, bounds);
     auto start = std::chrono::steady_clock::now();

@@ -80,10 +80,15 @@ std::array<double, 2> colour_range(const FrameSettings& s, const Piece& p) {
 
 Box world_bounds(const Piece& piece) { return world_box(piece, io::Extent{{0, 0, 0}, piece.dims}); }
 
-Box display_box(const Piece& piece, const Box& box) {
+std::array<double, 3> display_factors(const Piece& piece, const FrameSettings& settings) {
+  return {piece.display_scale[0] * settings.scale[0], piece.display_scale[1] * settings.scale[1],
+          piece.display_scale[2] * settings.scale[2]};
+}
+
+Box display_box(const std::array<double, 3>& factors, const Box& box) {
   Box out;
   for (int a = 0; a < 3; ++a) {
-    const double lo = box.lo[a] * piece.display_scale[a], hi = box.hi[a] * piece.display_scale[a];
+    const double lo = box.lo[a] * factors[a], hi = box.hi[a] * factors[a];
     out.lo[a] = std::min(lo, hi);
     out.hi[a] = std::max(lo, hi);
   }
@@ -145,7 +150,8 @@ const std::vector<vtkSmartPointer<vtkProp>>& Scene::props(const FrameSettings& s
   key << '|' << s.transfer.colormap << s.transfer.lo.value_or(NAN) << s.transfer.hi.value_or(NAN) << '|';
   for (const auto& p : s.transfer.opacity) key << p.value << ':' << p.alpha << ',';
   key << '|' << s.mask_color.r << s.mask_color.g << s.mask_color.b << s.mask_opacity << s.shade
-      << s.sample_distance << to_string(s.mask_surface) << '|' << s.slice_at[0] << s.slice_at[1] << s.slice_at[2];
+      << s.sample_distance << to_string(s.mask_surface) << '|' << s.slice_at[0] << s.slice_at[1] << s.slice_at[2]
+      << '|' << s.scale[0] << ',' << s.scale[1] << ',' << s.scale[2];
   if (key.str() != built_for_) {
     build(s);
     built_for_ = key.str();
@@ -169,11 +175,11 @@ void Scene::build(const FrameSettings& s) {
     add_surface(field_, levels, s, true, false);
   }
   if (s.modes.slices && field_) add_slices(s);
-  if (piece_.display_scale != std::array<double, 3>{1, 1, 1}) {
+  if (const auto factors = display_factors(piece_, s); factors != std::array<double, 3>{1, 1, 1}) {
     // Reversed and stretched axes: every prop drawn through one matrix, as
     // ParaView's display Scale does (normals follow its inverse transpose).
     vtkNew<vtkMatrix4x4> matrix;
-    for (int a = 0; a < 3; ++a) matrix->SetElement(a, a, piece_.display_scale[a]);
+    for (int a = 0; a < 3; ++a) matrix->SetElement(a, a, factors[a]);
     for (auto& prop : props_)
       if (auto* placed = vtkProp3D::SafeDownCast(prop)) placed->SetUserMatrix(matrix);
   }
@@ -227,14 +233,15 @@ void Scene::add_volume(const FrameSettings& s) {
   // Clipping planes cut each ray exactly at the box's faces (the mapper's
   // cropping did not: a slab between two others drew its faces brighter).
   const Box box = world_box(piece_, piece_.owned);
+  const auto factors = display_factors(piece_, s);
   vtkNew<vtkPlaneCollection> planes;
   for (int a = 0; a < 3; ++a) {
     const int axis = 2 - a;
     if (piece_.owned.offset[axis] > piece_.stored.offset[axis]) {
       vtkNew<vtkPlane> plane;
       double origin[3] = {0, 0, 0}, normal[3] = {0, 0, 0};
-      origin[a] = box.lo[a] * piece_.display_scale[a];  // the mapper's planes are in world coordinates
-      normal[a] = piece_.display_scale[a] > 0 ? 1 : -1;  // keeps the side the normal points to
+      origin[a] = box.lo[a] * factors[a];  // the mapper's planes are in world coordinates
+      normal[a] = factors[a] > 0 ? 1 : -1;  // keeps the side the normal points to
       plane->SetOrigin(origin);
       plane->SetNormal(normal);
       planes->AddItem(plane);
@@ -242,8 +249,8 @@ void Scene::add_volume(const FrameSettings& s) {
     if (piece_.owned.offset[axis] + piece_.owned.count[axis] < piece_.stored.offset[axis] + piece_.stored.count[axis]) {
       vtkNew<vtkPlane> plane;
       double origin[3] = {0, 0, 0}, normal[3] = {0, 0, 0};
-      origin[a] = box.hi[a] * piece_.display_scale[a];
-      normal[a] = piece_.display_scale[a] > 0 ? -1 : 1;
+      origin[a] = box.hi[a] * factors[a];
+      normal[a] = factors[a] > 0 ? -1 : 1;
       plane->SetOrigin(origin);
       plane->SetNormal(normal);
       planes->AddItem(plane);

@@ -24,8 +24,11 @@ namespace volseg::render {
 Box world_box(const Piece& piece, const io::Extent& extent);
 // The whole level's box, x, y, z (every rank the same).
 Box world_bounds(const Piece& piece);
-// A box as drawn: times the piece's display_scale (lo and hi kept in order).
-Box display_box(const Piece& piece, const Box& box);
+// x, y, z: what data coordinates are multiplied by when drawn: the piece's
+// reversed axes times the frame's stretch.
+std::array<double, 3> display_factors(const Piece& piece, const FrameSettings& settings);
+// A box as drawn (lo and hi kept in order).
+Box display_box(const std::array<double, 3>& factors, const Box& box);
 
 // The values the colormap spans: the transfer function's, else the data's
 // range (widened when it is a single value).

@@ -133,6 +133,21 @@ class Coordinates(unittest.TestCase):
                         expected[2:5] = True
                         np.testing.assert_array_equal(values != 0, expected)
 
+    def test_a_regular_float32_axis_is_uniform(self):
+        """Longitudes 350.0, 350.1, ... stored as float32 are off their grid
+        by float32's rounding, far more than 1e-6 of a step: still uniform."""
+        path = os.path.join(self.dir, "float32-lon.nc")
+        with netCDF4.Dataset(path, "w") as d:
+            for name, n in (("z", 3), ("y", 4), ("lon", 40)):
+                d.createDimension(name, n)
+            v = d.createVariable("lon", "f4", ("lon",))
+            v[:] = (350 + 0.1 * np.arange(40)).astype(np.float32)
+            d.createVariable("T", "f4", ("z", "y", "lon"))[:] = np.zeros((3, 4, 40), np.float32)
+        proc = e.run(["info", path], ranks=1, mpi=False)
+        e.check_ok(self, proc)
+        self.assertRegex(proc.stdout, r"x coordinate:\s+lon = 350 \.\. 353\.9 \(40 values, uniform, step 0\.(1|09999\d*)\)")
+        self.assertRegex(proc.stdout, r"spacing \(x,y,z\): 0\.(1|09999\d*) 1 1\n")
+
     @unittest.skipIf(zarr is None, "missing python3-zarr")
     def test_zarr_written_as_xarray_writes_it(self):
         store = os.path.join(self.dir, "ocean.zarr")
@@ -204,6 +219,18 @@ class Coordinates(unittest.TestCase):
                 self.assertTrue(LATS[0] - 2 < y0 < LATS[0] and LATS[-1] < y1 < LATS[-1] + 2, (y0, y1))
                 self.assertEqual(rep["bounds"][:4], [LONS[0], LONS[-1], LATS[0], LATS[-1]])
                 self.assertEqual(rep["bounds"][4:], [-600, 0])
+        # the same with a pyramid beside the input (its levels are index space:
+        # not used) and a mask without coordinate variables (raw), drawn on the
+        # field's grid
+        e.check_ok(self, e.run(["pyramid", path, "--quiet"], ranks=2))
+        raw = os.path.join(self.dir, "level4.nhdr")
+        e.check_ok(self, e.run(["segment", path, "--lo", "4", "--hi", "4", "--out", raw, "--force", "--quiet"],
+                               ranks=1, mpi=False))
+        rep = self.render([path, "--mode", "mask", "--mask", raw, "--no-annotations"],
+                          os.path.join(self.dir, "level4-raw.png"), ranks=2)
+        z0, z1 = rep["drawn_bounds"][4:]
+        self.assertAlmostEqual(z1, -(DEPTHS[3] + DEPTHS[4]) / 2, delta=10)
+        self.assertAlmostEqual(z0, -(DEPTHS[4] + DEPTHS[5]) / 2, delta=10)
         # --scale Z,Y,X stretches the drawing: depth x 0.05
         rep = self.render([path, "--mode", "mask", "--mask", self.mask_of(path, 4, 4), "--scale", "0.05,1,1"],
                           os.path.join(self.dir, "scaled.png"))
@@ -218,6 +245,14 @@ class Coordinates(unittest.TestCase):
         field = np.zeros((len(DEPTHS), len(lats), len(LONS)), np.float32)
         field[:, :3, :] = 1  # the first three rows: the northernmost latitudes
         write_ocean(path, "NETCDF4", lats=lats, field=field)
+        # a decreasing axis keeps index spacing and origin in the volume's
+        # description (voxel k at origin + k * spacing holds for increasing
+        # axes only); its coordinate places it
+        proc = e.run(["info", path], ranks=1, mpi=False)
+        e.check_ok(self, proc)
+        self.assertRegex(proc.stdout, r"y coordinate:\s+lat = 19 \.\. -19 degrees_north \(20 values, uniform, step -2\)")
+        self.assertRegex(proc.stdout, r"spacing \(x,y,z\): 1\.5 1 1\n")
+        self.assertRegex(proc.stdout, r"origin \(x,y,z\):\s+100\.25 0 0\n")
         rep = self.render([path, "--mode", "mask", "--mask", self.mask_of(path, 1, 1)],
                           os.path.join(self.dir, "north.png"))
         y0, y1 = rep["drawn_bounds"][2:4]

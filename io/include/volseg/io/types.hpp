@@ -68,7 +68,7 @@ struct Coordinate {
   std::vector<double> values;  // one per index along the axis, strictly monotonic
   // Finite and strictly increasing or decreasing: what CF readers place by.
   bool monotonic() const;
-  // Equal steps (to 1e-6 of a step): spacing and origin describe the axis.
+  // Equal steps (to 1e-6 of a step, or float32's rounding of the values).
   bool uniform() const;
   double step() const { return values.size() > 1 ? (values.back() - values.front()) / double(values.size() - 1) : 1; }
 };
@@ -89,14 +89,15 @@ struct VolumeInfo {
   std::array<double, 3> spacing{1, 1, 1};    // x, y, z (NRRD order)
   std::array<double, 3> origin{0, 0, 0};     // x, y, z: position of voxel (0,0,0)
   // x, y, z: the axes' coordinate variables, where the file has them. A
-  // uniform one also sets spacing (its step's size) and origin (its first
-  // value); an uneven one leaves them 1 and 0 (index space).
+  // uniform increasing one also sets spacing and origin; set_coordinate.
   std::array<std::optional<Coordinate>, 3> coordinates;
   std::map<std::string, std::string> attributes;
 
   std::int64_t voxels() const { return dims[0] * dims[1] * dims[2]; }
   // Keeps c as axis xyz's coordinate (0 x, 1 y, 2 z) when it is monotonic,
-  // a uniform one setting spacing and origin; returns whether it was kept.
+  // a uniform increasing one setting spacing and origin (voxel k at origin +
+  // k * spacing; a decreasing or uneven one leaves index space, and the
+  // renderer places it by the values); returns whether it was kept.
   bool set_coordinate(std::size_t xyz, Coordinate c);
   std::uint64_t bytes() const { return static_cast<std::uint64_t>(voxels()) * dtype_size(dtype); }
   Extent whole() const { return Extent{{0, 0, 0}, dims}; }

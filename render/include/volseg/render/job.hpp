@@ -24,7 +24,6 @@ struct RenderOptions {
   // volseg.render); output may then be empty: no PNG is written.
   bool keep_image = false;
   FrameSettings frame;
-  std::array<double, 3> scale{1, 1, 1};  // x, y, z: stretches the drawing (--scale Z,Y,X: vertical exaggeration)
   std::string opacity = "ramp";          // ramp | shells | v:a,...
   std::optional<double> lo, hi;          // the threshold (mask surface of the scalar, slice overlay)
   std::string level = "auto";            // auto or a level number

@@ -25,7 +25,6 @@ struct Source {
   // x, y, z: the input's coordinate variables (CF), which place and orient
   // the drawing (a decreasing or positive-down axis is drawn reversed).
   std::array<std::optional<io::Coordinate>, 3> coordinates;
-  std::array<double, 3> scale{1, 1, 1};  // x, y, z: --scale (vertical exaggeration)
 };
 
 // Everything that decides which bricks can be skipped.
@@ -50,7 +49,10 @@ std::optional<pyramid::Pyramid> find_pyramid(const Comm& comm, const std::string
 
 // Collective when it opens a file. Opens a level of the source (levels
 // above 0 need its pyramid).
-std::unique_ptr<io::VolumeReader> open_source(const Comm& comm, const Source& source, int level);
+// Level 0 of a source with an uneven coordinate axis is resampled to the
+// grid of source.coordinates (rectilinear.hpp): linearly, or from the
+// nearer level for a mask (give a mask the field's coordinates).
+std::unique_ptr<io::VolumeReader> open_source(const Comm& comm, const Source& source, int level, bool mask = false);
 
 // The range of the valid full-resolution values, from the pyramid's brick
 // statistics (0, 1 when no voxel is valid).

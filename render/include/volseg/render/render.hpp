@@ -103,6 +103,7 @@ struct FrameSettings {
   bool annotations = true;                        // colour bar, axes, title
   std::string title;
   std::string scalar_name = "value";  // the colour bar's title
+  std::array<double, 3> scale{1, 1, 1};  // x, y, z: stretches the drawing (--scale Z,Y,X: vertical exaggeration)
 };
 
 // A rank's part of the scene at one resolution level.
@@ -110,10 +111,9 @@ struct Piece {
   io::Index3 dims{};                    // the level's dims, z, y, x
   std::array<double, 3> spacing{1, 1, 1}, origin{0, 0, 0};  // x, y, z, world position of voxel 0
   std::array<double, 3> full_spacing{1, 1, 1};  // the level-0 spacing (opacity is per full-resolution voxel)
-  // x, y, z: what the drawing's coordinates are multiplied by on screen:
-  // -1 draws an axis reversed (a coordinate that decreases, or one that is
-  // positive down, as depth), and --scale stretches one (vertical
-  // exaggeration). spacing and origin stay positive-step data coordinates.
+  // x, y, z: -1 draws an axis reversed (a coordinate that decreases, or one
+  // that is positive down, as depth), else 1; spacing and origin stay
+  // positive-step data coordinates. FrameSettings::scale stretches on top.
   std::array<double, 3> display_scale{1, 1, 1};
   std::array<std::string, 3> axis_titles;  // x, y, z: "depth (m)"; empty: X, Y, Z
   int level = 0;
