@@ -114,7 +114,7 @@ CLI::App* RenderJobCommand::add_to(CLI::App& app) {
                   "coordinate that decreases or is positive down (depth) is drawn reversed by itself");
   sub->add_option("--slice-at", slice_at_, "X,Y,Z of the slices as fractions of the volume (default 0.5,0.5,0.5)");
   sub->add_option("--sample-distance", o.frame.sample_distance,
-                  "Ray step in world units (default: half the level's smallest spacing)");
+                  "Ray step in the data's units, before --scale (default: half the level's smallest spacing)");
   sub->add_flag("--no-shade", no_shade_, "No gradient shading of the volume");
   sub->add_flag("--no-annotations", no_annotations_, "No colour bar, axes or title");
   sub->add_option("--title", o.frame.title, "Title line (default: volume, thresholds, level, ranks)");

@@ -314,7 +314,8 @@ class Netcdf4Reader final : public VolumeReader {
     };
     netcdf::apply_attributes(info_, number, type == NC_BYTE);
     netcdf::read_coordinates<NetcdfApi>(gid_, chosen, info_, path_);
-    if (auto units = NetcdfApi::text_attribute(gid_, varid_, "units"); !units.empty()) info_.attributes["units"] = units;
+    if (auto units = netcdf::trimmed(NetcdfApi::text_attribute(gid_, varid_, "units")); !units.empty())
+      info_.attributes["units"] = units;
     // An HDF5 file netCDF did not write (no _NCProperties): its datasets
     // have HDF5's fill, not netCDF's, and a value equal to netCDF's default
     // fill is data. Spacing from the attributes HDF5 tools write, in the

@@ -216,7 +216,8 @@ class PnetcdfReader final : public VolumeReader {
         [&](const std::string& name) { return netcdf::number_attribute<PnetcdfApi>(ncid_, varid_, name, path_); },
         type == NC_BYTE);
     netcdf::read_coordinates<PnetcdfApi>(ncid_, chosen, info_, path_);
-    if (auto units = PnetcdfApi::text_attribute(ncid_, varid_, "units"); !units.empty()) info_.attributes["units"] = units;
+    if (auto units = netcdf::trimmed(PnetcdfApi::text_attribute(ncid_, varid_, "units")); !units.empty())
+      info_.attributes["units"] = units;
     for (int a = 0; a < 3; ++a) info_.attributes["dim" + std::to_string(a)] = chosen.dim_names[chosen.dim_names.size() - 3 + static_cast<std::size_t>(a)];
   }
 

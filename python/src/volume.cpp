@@ -44,8 +44,9 @@ class Volume {
     if (i.add_offset) out["add_offset"] = *i.add_offset;
     return out;
   }
-  // The axes' coordinate variables in file order (z, y, x), as xarray's
-  // coords: {name: (values, {"units": ..., "positive": ...})}.
+  // The axes' coordinate variables in file order (z, y, x):
+  // {name: (values, {"units": ..., "positive": ...})}; xarray's own form
+  // is (dims, values, attrs): xr.DataArray(coords={k: ((k,), v, a) ...}).
   py::dict coords() const {
     py::dict out;
     for (int a = 2; a >= 0; --a) {

@@ -3,6 +3,7 @@
 
 #include <vtkAxesActor.h>
 #include <vtkMatrix4x4.h>
+#include <vtkProperty.h>
 #include <vtkRendererCollection.h>
 #include <vtkCamera.h>
 #include <vtkCaptionActor2D.h>
@@ -86,6 +87,15 @@ void add_triad(vtkRenderer& axes_renderer, const FrameSettings& s, const Piece& 
     vtkNew<vtkMatrix4x4> flip;
     for (int a = 0; a < 3; ++a) flip->SetElement(a, a, piece.display_scale[a] < 0 ? -1 : 1);
     axes->SetUserMatrix(flip);
+    // A mirroring matrix turns the arrows' faces inside out, which lighting
+    // draws black: lit by their colour alone.
+    for (auto* property : {axes->GetXAxisShaftProperty(), axes->GetYAxisShaftProperty(),
+                           axes->GetZAxisShaftProperty(), axes->GetXAxisTipProperty(), axes->GetYAxisTipProperty(),
+                           axes->GetZAxisTipProperty()}) {
+      property->SetAmbient(1);
+      property->SetDiffuse(0);
+      property->SetSpecular(0);
+    }
   }
   for (auto* caption :
        {axes->GetXAxisCaptionActor2D(), axes->GetYAxisCaptionActor2D(), axes->GetZAxisCaptionActor2D()}) {

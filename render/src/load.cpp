@@ -156,7 +156,8 @@ std::uint64_t estimated_bytes(const io::Index3& dims, int ranks, bool with_mask,
                               bool floats_first) {
   std::int64_t largest = 0;
   for (const auto& e : partition(dims, ranks)) largest = std::max(largest, with_ghost(e, dims, ghost_layers).voxels());
-  const std::uint64_t per_voxel = 2 + 2 + (with_mask ? 2 : 0) + (floats_first ? 4 : 0);  // levels, texture, mask
+  // levels, texture, mask (and the smooth surface's two 16-bit arrays while a frame builds)
+  const std::uint64_t per_voxel = 2 + 2 + (with_mask ? 2 + 4 : 0) + (floats_first ? 4 : 0);
   const std::uint64_t images = static_cast<std::uint64_t>(width) * static_cast<std::uint64_t>(height) * 16 * 4;
   // + VTK, Mesa and MPI themselves: about 170 MiB measured at the smallest level
   return static_cast<std::uint64_t>(largest) * per_voxel + images + staging_bytes + (160u << 20);

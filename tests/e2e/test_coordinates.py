@@ -133,6 +133,24 @@ class Coordinates(unittest.TestCase):
                         expected[2:5] = True
                         np.testing.assert_array_equal(values != 0, expected)
 
+    def test_convert_to_netcdf_keeps_spacing_and_origin_as_coordinates(self):
+        raw = os.path.join(self.dir, "placed.raw")
+        np.arange(4 * 5 * 6, dtype=np.float32).reshape(4, 5, 6).tofile(raw)
+        header = os.path.join(self.dir, "placed.nhdr")
+        with open(header, "w") as f:
+            f.write("NRRD0004\ntype: float\ndimension: 3\nsizes: 6 5 4\nspacings: 0.5 2 4\n"
+                    "axis mins: 10 20 30\nendian: little\nencoding: raw\ndata file: placed.raw\n\n")
+        out = os.path.join(self.dir, "placed.nc")
+        e.check_ok(self, e.run(["convert", header, out, "--force", "--quiet"], ranks=2))
+        with netCDF4.Dataset(out) as d:
+            np.testing.assert_allclose(d["x"][:], 10 + 0.5 * np.arange(6))
+            np.testing.assert_allclose(d["y"][:], 20 + 2 * np.arange(5))
+            np.testing.assert_allclose(d["z"][:], 30 + 4 * np.arange(4))
+        proc = e.run(["info", out], ranks=1, mpi=False)
+        e.check_ok(self, proc)
+        self.assertRegex(proc.stdout, r"spacing \(x,y,z\): 0\.5 2 4\n")
+        self.assertRegex(proc.stdout, r"origin \(x,y,z\):\s+10 20 30\n")
+
     def test_a_regular_float32_axis_is_uniform(self):
         """Longitudes 350.0, 350.1, ... stored as float32 are off their grid
         by float32's rounding, far more than 1e-6 of a step: still uniform."""

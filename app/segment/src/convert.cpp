@@ -53,9 +53,19 @@ io::VolumeInfo output_info(const io::VolumeInfo& input, io::FileFormat format, c
     if (info.missing_value) dropped.push_back("missing_value");
     if (info.valid_range) dropped.push_back("valid_range");
   }
-  // volseg's NetCDF files carry no coordinates yet: say so rather than lose them quietly.
-  if (is_netcdf(format) && (info.spacing != std::array<double, 3>{1, 1, 1} || info.origin != std::array<double, 3>{0, 0, 0}))
-    dropped.push_back("spacing and origin");
+  // NetCDF places an axis by its coordinate variable: one made from the
+  // spacing and origin where the input has none (a NRRD or NIfTI input;
+  // ParaView and xarray then place the output as volseg placed the input).
+  if (is_netcdf(format))
+    for (std::size_t xyz = 0; xyz < 3; ++xyz) {
+      if (info.coordinates[xyz] || (info.spacing[xyz] == 1 && info.origin[xyz] == 0)) continue;
+      io::Coordinate c;
+      const auto name = info.attributes.find("dim" + std::to_string(2 - xyz));
+      c.name = name != info.attributes.end() ? name->second : std::string(1, "xyz"[xyz]);
+      for (std::int64_t k = 0; k < info.dims[2 - xyz]; ++k)
+        c.values.push_back(info.origin[xyz] + static_cast<double>(k) * info.spacing[xyz]);
+      info.set_coordinate(xyz, std::move(c));
+    }
   info.attributes["history"] = options.command_line.empty() ? "volseg convert" : options.command_line;
   info.attributes["source_file"] = options.input;
   return info;

@@ -99,6 +99,17 @@ std::optional<std::vector<long double>> number_attribute(int ncid, int varid, co
 // Collective with PnetCDF (every rank reads the values). A coordinate
 // variable that is not monotonic or holds NaN is passed by, as CF readers
 // do, so the volume still opens in index space.
+// A text attribute without the trailing NULs and spaces C writers leave
+// ("down\0": strlen + 1).
+inline std::string trimmed(std::string text) {
+  while (!text.empty() && (text.back() == '\0' || std::isspace(static_cast<unsigned char>(text.back())))) text.pop_back();
+  return text;
+}
+inline std::string lowercase(std::string text) {
+  for (char& ch : text) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return text;
+}
+
 template <class Api>
 void read_coordinates(int ncid, const VariableShape& variable, VolumeInfo& info, const std::string& path) {
   const std::size_t rank = variable.dim_names.size();
@@ -115,10 +126,10 @@ void read_coordinates(int ncid, const VariableShape& variable, VolumeInfo& info,
     c.name = name;
     c.values.resize(static_cast<std::size_t>(length));
     Api::check(Api::get_var_double(ncid, varid, c.values.data()), path + ": coordinate variable " + name);
-    c.units = Api::text_attribute(ncid, varid, "units");
-    std::string positive = Api::text_attribute(ncid, varid, "positive");
-    for (char& ch : positive) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    c.down = positive == "down";
+    c.units = trimmed(Api::text_attribute(ncid, varid, "units"));
+    // A time axis (units "hours since ...", axis T) is not a spatial one.
+    if (c.units.find(" since ") != std::string::npos || trimmed(Api::text_attribute(ncid, varid, "axis")) == "T") continue;
+    c.down = lowercase(trimmed(Api::text_attribute(ncid, varid, "positive"))) == "down";
     info.set_coordinate(2 - a, std::move(c));
   }
 }

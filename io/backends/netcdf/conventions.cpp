@@ -76,6 +76,11 @@ Layout plan_layout(const VolumeInfo& info) {
   for (std::size_t a = 0; a < 3; ++a) {
     const auto& c = info.coordinates[2 - a];
     if (!c || c->values.size() != static_cast<std::size_t>(info.dims[a])) continue;
+    // Names the file already uses for something else keep the plain dimension.
+    if (c->name.empty() || c->name == layout.variable || c->name == "time") continue;
+    bool taken = false;
+    for (std::size_t b = 0; b < 3; ++b) taken = taken || (b != a && layout.dim_names[b] == c->name);
+    if (taken) continue;
     Layout::CoordinateVariable v{a, {}, &c->values};
     layout.dim_names[a] = c->name;  // the variable is named as its dimension
     if (!c->units.empty()) v.text.emplace_back("units", c->units);

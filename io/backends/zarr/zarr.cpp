@@ -193,14 +193,16 @@ class ZarrReader final : public VolumeReader {
     if (doc.contains("units") && doc["units"].is_string()) found["units"] = doc["units"];
     const auto& dims = doc.value("_ARRAY_DIMENSIONS", nlohmann::json());
     if (!dims.is_array() || dims.size() != 3) return found;
-    const std::string parent = std::filesystem::path(array_).parent_path().string();
+    std::string array = array_;
+    while (array.size() > 1 && array.back() == '/') array.pop_back();
+    const std::string parent = std::filesystem::path(array).parent_path().string();
     nlohmann::json axes = nlohmann::json::array();
     for (std::size_t a = 0; a < 3; ++a) {
       nlohmann::json axis;  // null: none
       if (dims[a].is_string()) {
         try {
           axis = read_coordinate_array(parent, dims[a].get<std::string>(), shape[a]);
-        } catch (const Error&) {
+        } catch (const std::exception&) {  // a malformed coordinate array is passed by
           axis = nullptr;
         }
       }
@@ -262,6 +264,7 @@ class ZarrReader final : public VolumeReader {
       c.name = axis["name"].get<std::string>();
       c.values = axis["values"].get<std::vector<double>>();
       c.units = axis.value("units", std::string());
+      if (c.units.find(" since ") != std::string::npos) continue;  // a time axis
       std::string positive = axis.value("positive", std::string());
       for (char& ch : positive) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
       c.down = positive == "down";
