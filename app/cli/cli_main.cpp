@@ -176,6 +176,17 @@ segment::ProgressMode Verbosity::mode() const {
   return quiet ? segment::ProgressMode::none : segment::parse_progress_mode(progress);
 }
 
+void Selection::add_to(CLI::App& sub, bool with_glob) {
+  sub.add_option("--var", variable,
+                 "NetCDF or HDF5 variable (/group/name; 'volseg info' lists them), or a .vti point data array "
+                 "(default: the only 3D one)");
+  sub.add_option("--time", time, "Step of a 4D variable's first (record/time) dimension, or an ImageJ hyperstack's frame");
+  if (with_glob)
+    sub.add_option("--glob", glob,
+                   "A folder of TIFF slices: the files that are slices (fnmatch pattern; default *.tif and *.tiff, "
+                   "in natural order)");
+}
+
 std::vector<std::string> selection_hints(const std::string& variable, const std::optional<std::int64_t>& time,
                                          const std::string& glob) {
   std::vector<std::string> hints;

@@ -67,4 +67,13 @@ struct Verbosity {
 std::vector<std::string> selection_hints(const std::string& variable, const std::optional<std::int64_t>& time,
                                          const std::string& glob = {});
 
+// Which volume of the input file a job reads: --var, --time and (for
+// folders of TIFF slices) --glob, with one help text for every command.
+struct Selection {
+  std::string variable, glob;
+  std::optional<std::int64_t> time;
+  void add_to(CLI::App& sub, bool with_glob = true);
+  std::vector<std::string> hints() const { return selection_hints(variable, time, glob); }
+};
+
 }  // namespace volseg::cli

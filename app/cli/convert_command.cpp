@@ -24,9 +24,7 @@ class ConvertCommand final : public Command {
                     "NAME.nc4, NAME.hdf5 (plain HDF5), NAME.zarr or NAME.ome.zarr")
         ->required();
     sub->add_option("--format", o.format, "Output format: raw | cdf2 | cdf5 | netcdf4 | hdf5 | zarr | ome-zarr (default: by extension)");
-    sub->add_option("--var", variable_, "NetCDF or HDF5 variable (/group/name), or a .vti point data array (default: the only 3D one)");
-    sub->add_option("--time", time_, "Step of a 4D variable's first dimension, or an ImageJ hyperstack's frame");
-    sub->add_option("--glob", glob_, "A folder of TIFF slices: the files that are slices (fnmatch pattern)");
+    selection_.add_to(*sub);
     sub->add_option("--backend", o.backend, "Backend that reads (auto: by format)")->capture_default_str();
     sub->add_option("--out-backend", o.output_backend, "Backend that writes (default: by format)");
     sub->add_option("--hint", o.hints, "Backend hint key=value (repeatable)");
@@ -44,7 +42,7 @@ class ConvertCommand final : public Command {
     if (!brick_.empty()) o.brick_shape = segment::parse_shape(brick_);
     o.progress = verbosity_.mode();
     o.command_line = context.command_line;
-    o.input_hints = selection_hints(variable_, time_, glob_);
+    o.input_hints = selection_.hints();
     o.input_hints.insert(o.input_hints.end(), input_hints_.begin(), input_hints_.end());
     const auto result = segment::run_convert(context.comm, o);
     if (context.comm.rank() != 0) return;
@@ -67,8 +65,8 @@ class ConvertCommand final : public Command {
  private:
   segment::ConvertOptions options_;
   Verbosity verbosity_;
-  std::string variable_, glob_, brick_;
-  std::optional<std::int64_t> time_;
+  std::string brick_;
+  Selection selection_;
   std::vector<std::string> input_hints_;
 };
 

@@ -16,9 +16,7 @@ class InfoCommand final : public Command {
     auto* sub = app.add_subcommand("info", "Describe a volume: dimensions, type, byte order, attributes");
     sub->add_option("file", path_, input_help)->required();
     sub->add_option("--backend", backend_, "Backend that opens it (auto: by format)")->capture_default_str();
-    sub->add_option("--var", variable_, "NetCDF or HDF5 variable (/group/name), or a .vti point data array (default: the only 3D one)");
-    sub->add_option("--time", time_, "Step of a 4D variable's first dimension, or an ImageJ hyperstack's frame");
-    sub->add_option("--glob", glob_, "A folder of TIFF slices: the files that are slices (fnmatch pattern; default *.tif and *.tiff, in natural order)");
+    selection_.add_to(*sub);
     return sub;
   }
 
@@ -34,20 +32,20 @@ class InfoCommand final : public Command {
         std::printf("%s (%s): variables with 3 or more dimensions\n", path_.c_str(), io::format_name(format).c_str());
         for (const auto& line : variables) std::printf("  %s\n", line.c_str());
       }
-      if (variables.size() > 1 && variable_.empty()) {
+      if (variables.size() > 1 && selection_.variable.empty()) {
         if (comm.rank() == 0) std::printf("name one with --var to see its details\n");
         return;
       }
     }
-    auto reader = io::open_reader(backend, path_, comm, io::Hints::parse(selection_hints(variable_, time_, glob_)));
+    auto reader = io::open_reader(backend, path_, comm, io::Hints::parse(selection_.hints()));
     const auto& info = reader->info();
     if (comm.rank() == 0) std::fputs(io::describe(path_, format, backend, info).c_str(), stdout);
     reader->close();
   }
 
  private:
-  std::string path_, backend_ = "auto", variable_, glob_;
-  std::optional<std::int64_t> time_;
+  std::string path_, backend_ = "auto";
+  Selection selection_;
 };
 
 }  // namespace

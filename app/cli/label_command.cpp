@@ -50,9 +50,7 @@ class LabelCommand final : public Command {
     sub->add_option("--values", o.values, "Source scalar volume, voxel for voxel, for the table's min/mean/max");
     sub->add_option("--values-var", values_variable_, "NetCDF variable of --values");
     sub->add_option("--values-time", values_time_, "Step of --values' 4D variable");
-    sub->add_option("--var", variable_, "NetCDF or HDF5 variable of the input (/group/name), or a .vti point data array (default: the only 3D one)");
-    sub->add_option("--time", time_, "Step of a 4D input variable's first dimension, or an ImageJ hyperstack's frame");
-    sub->add_option("--glob", glob_, "A folder of TIFF slices: the files that are slices (fnmatch pattern; default *.tif and *.tiff, in natural order)");
+    selection_.add_to(*sub);
     sub->add_option("--format", o.format, "Labels format: raw | cdf5 | netcdf4 | hdf5 | zarr (default: by --out, else the input's; "
                                           "CDF-2 holds no u32, so a CDF-1/2 input gives CDF-5)");
     sub->add_option("--backend", o.backend, "Backend that reads (auto: as segment)")->capture_default_str();
@@ -98,7 +96,7 @@ class LabelCommand final : public Command {
     o.assignment = segment::parse_assignment(assign_);
     o.progress = verbosity_.mode();
     o.command_line = command_line;
-    auto selection = selection_hints(variable_, time_, glob_);
+    auto selection = selection_.hints();
     o.input_hints.insert(o.input_hints.begin(), selection.begin(), selection.end());
     if ((!values_variable_.empty() || values_time_) && o.values.empty())
       throw Error("--values-var and --values-time need --values");
@@ -106,8 +104,9 @@ class LabelCommand final : public Command {
   }
 
   segment::LabelOptions options_;
-  std::string brick_, assign_ = "block", variable_, values_variable_, memory_, glob_;
-  std::optional<std::int64_t> time_, values_time_;
+  std::string brick_, assign_ = "block", values_variable_, memory_;
+  std::optional<std::int64_t> values_time_;
+  Selection selection_;
   std::optional<double> lo_, hi_;
   Verbosity verbosity_;
 };

@@ -19,9 +19,7 @@ class PyramidCommand final : public Command {
     sub->add_option("input", o.input,
                     std::string(input_help) + " (an OME-Zarr image also gets its levels as its datasets 1, 2, ...)")
         ->required();
-    sub->add_option("--var", variable_, "NetCDF or HDF5 variable (/group/name), or a .vti point data array (default: the only 3D one)");
-    sub->add_option("--time", time_, "Step of a 4D variable's first (record/time) dimension, or an ImageJ hyperstack's frame");
-    sub->add_option("--glob", glob_, "A folder of TIFF slices: the files that are slices (fnmatch pattern; default *.tif and *.tiff, in natural order)");
+    selection_.add_to(*sub);
     sub->add_option("--backend", o.backend, "Backend that reads (auto: by format)")->capture_default_str();
     sub->add_option("--hint", o.input_hints, "Reader hint key=value (repeatable)");
     sub->add_option("--pyramid-dir", o.directory, "Where to write it (default: beside the input, NAME.pyramid)");
@@ -41,7 +39,7 @@ class PyramidCommand final : public Command {
       if (reduce_ != "mean" && reduce_ != "max") throw Error("--reduce " + reduce_ + ": known reductions are mean and max");
       o.reduction = reduce_ == "max" ? pyramid::Reduction::max : pyramid::Reduction::mean;
     }
-    auto selection = selection_hints(variable_, time_, glob_);
+    auto selection = selection_.hints();
     o.input_hints.insert(o.input_hints.begin(), selection.begin(), selection.end());
     o.progress = verbosity_.mode();
     o.command_line = context.command_line;
@@ -65,8 +63,8 @@ class PyramidCommand final : public Command {
   }
 
   pyramid::BuildOptions options_;
-  std::string variable_, reduce_, glob_;
-  std::optional<std::int64_t> time_;
+  std::string reduce_;
+  Selection selection_;
   Verbosity verbosity_;
 };
 

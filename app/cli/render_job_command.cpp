@@ -59,9 +59,9 @@ class RenderJobCommand final : public Command {
 
  private:
   render::RenderOptions options_;
-  std::string variable_, size_ = "1024x1024", camera_, view_, colormap_ = "viridis", memory_ = "512MiB",
+  Selection selection_;
+  std::string size_ = "1024x1024", camera_, view_, colormap_ = "viridis", memory_ = "512MiB",
               progress_ = "auto", mask_color_, background_, slice_at_, mask_surface_ = "smooth", scale_;
-  std::optional<std::int64_t> time_;
   std::vector<std::string> modes_, hints_;
   std::vector<double> iso_;
   std::optional<double> tf_lo_, tf_hi_, zoom_;
@@ -74,8 +74,7 @@ CLI::App* RenderJobCommand::add_to(CLI::App& app) {
   sub->add_option("input", o.input, input_help)->required();
   sub->add_option("--out", o.output, "Output image NAME.png (--orbit: NAME-000.png ...; --progressive: "
                                       "NAME-levelK.png first)")->required();
-  sub->add_option("--var", variable_, "NetCDF or HDF5 variable (/group/name), or a .vti point data array (default: the only 3D one)");
-  sub->add_option("--time", time_, "Step of a 4D variable's first dimension");
+  selection_.add_to(*sub);
   sub->add_option("--mask", o.mask, "Mask volume of the same shape (from 'volseg segment')");
   sub->add_option("--mode", modes_,
                   "volume | mask | iso | slices, combined with commas or repeated (default: volume, and the mask's "
@@ -177,8 +176,8 @@ void RenderJobCommand::run(const Context& context) {
     o.memory = static_cast<std::uint64_t>(parsed.get_size("memory", 0));
     if (o.memory == 0) throw Error("--memory must be positive");
   }
-  if (!variable_.empty()) o.input_hints.push_back("var=" + variable_);
-  if (time_) o.input_hints.push_back("time=" + std::to_string(*time_));
+  const auto selection = selection_.hints();
+  o.input_hints.insert(o.input_hints.end(), selection.begin(), selection.end());
   o.input_hints.insert(o.input_hints.end(), hints_.begin(), hints_.end());
   o.progress = quiet_ ? segment::ProgressMode::none : segment::parse_progress_mode(progress_);
   const auto result = render::run_render(comm, o);

@@ -64,9 +64,7 @@ class SegmentCommand final : public Command {
                     "Output mask: NAME.nhdr (raw), NAME.nii, NAME.vti, NAME.tif, NAME.nc, NAME.nc4, NAME.hdf5 or "
                     "NAME.zarr (Zarr v2, compressed: --hint compressor=)")
         ->required();
-    sub->add_option("--var", variable_, "NetCDF or HDF5 variable (/group/name; 'volseg info' lists them), or a .vti point data array (default: the only 3D one)");
-    sub->add_option("--time", time_, "Step of a 4D variable's first (record/time) dimension, or an ImageJ hyperstack's frame");
-    sub->add_option("--glob", glob_, "A folder of TIFF slices: the files that are slices (fnmatch pattern; default *.tif and *.tiff, in natural order)");
+    selection_.add_to(*sub);
     sub->add_option("--format", o.format,
                     "Mask format: raw | cdf2 | cdf5 | netcdf4 | hdf5 | zarr | ome-zarr (default: by the --out extension)");
     sub->add_option("--backend", o.backend,
@@ -134,7 +132,7 @@ class SegmentCommand final : public Command {
     o.command_line = command_line;
     for (std::size_t at; (at = o.command_line.find(" --resume")) != std::string::npos;) o.command_line.erase(at, 9);
     o.report = report_;
-    o.input_hints = selection_hints(variable_, time_, glob_);
+    o.input_hints = selection_.hints();
     o.input_hints.insert(o.input_hints.end(), input_hints_.begin(), input_hints_.end());
     if (pyramid_ && !pyramid_dir_.empty() && std::filesystem::exists(pyramid_dir_) &&
         !std::filesystem::is_directory(pyramid_dir_))
@@ -189,8 +187,8 @@ class SegmentCommand final : public Command {
   }
 
   segment::SegmentOptions options_;
-  std::string brick_, assign_ = "block", report_, variable_, glob_;
-  std::optional<std::int64_t> time_;
+  std::string brick_, assign_ = "block", report_;
+  Selection selection_;
   std::vector<std::string> input_hints_;
   Verbosity verbosity_;
   bool pyramid_ = false;     // --pyramid: build the mask's pyramid after a successful job
