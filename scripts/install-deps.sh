@@ -25,7 +25,7 @@ packages=(
   # real data of docs/gallery.md and tests: the Levitus climatology (CF coordinates)
   ferret-datasets
   # libraries used by the code
-  libcli11-dev nlohmann-json3-dev liburing-dev
+  libcli11-dev nlohmann-json3-dev liburing-dev libmuparser-dev
   # Zarr's codecs, and zarr-python to write and read stores in tests
   libblosc-dev libzstd-dev zlib1g-dev python3-zarr python3-numcodecs
   # nibabel and tifffile write and read the NIfTI and TIFF files of tests

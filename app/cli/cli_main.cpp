@@ -181,10 +181,25 @@ void Selection::add_to(CLI::App& sub, bool with_glob) {
                  "NetCDF or HDF5 variable (/group/name; 'volseg info' lists them), or a .vti point data array "
                  "(default: the only 3D one)");
   sub.add_option("--time", time, "Step of a 4D variable's first (record/time) dimension, or an ImageJ hyperstack's frame");
+  auto* expr = sub.add_option("--expr", expression,
+                               "A field computed voxel by voxel from the file's variables, used as a stored one: "
+                               "'sqrt(u*u + v*v + w*w)' (muparser: + - * / ^, sqrt exp log sin abs min max ..., "
+                               "a ? b : c); missing in any operand is missing");
+  auto* where = sub.add_option("--where", condition,
+                               "A condition on the file's variables, 1 where it holds and 0 where not: "
+                               "'T > 10 && S < 34.5' (segment with --lo 1 --hi 1)");
+  expr->excludes(where);
   if (with_glob)
     sub.add_option("--glob", glob,
                    "A folder of TIFF slices: the files that are slices (fnmatch pattern; default *.tif and *.tiff, "
                    "in natural order)");
+}
+
+std::vector<std::string> Selection::hints() const {
+  auto hints = selection_hints(variable, time, glob);
+  if (!expression.empty()) hints.push_back("expr=" + expression);
+  if (!condition.empty()) hints.push_back("where=" + condition);
+  return hints;
 }
 
 std::vector<std::string> selection_hints(const std::string& variable, const std::optional<std::int64_t>& time,

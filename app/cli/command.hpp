@@ -72,8 +72,9 @@ std::vector<std::string> selection_hints(const std::string& variable, const std:
 struct Selection {
   std::string variable, glob;
   std::optional<std::int64_t> time;
+  std::string expression, condition;  // --expr, --where: a field computed from the file's variables
   void add_to(CLI::App& sub, bool with_glob = true);
-  std::vector<std::string> hints() const { return selection_hints(variable, time, glob); }
+  std::vector<std::string> hints() const;
 };
 
 }  // namespace volseg::cli

@@ -6,6 +6,7 @@
 #include "volseg/io/auto_backend.hpp"
 #include "volseg/io/format.hpp"
 #include "volseg/io/registry.hpp"
+#include "volseg/segment/expression.hpp"
 
 namespace volseg::cli {
 namespace {
@@ -32,12 +33,13 @@ class InfoCommand final : public Command {
         std::printf("%s (%s): variables with 3 or more dimensions\n", path_.c_str(), io::format_name(format).c_str());
         for (const auto& line : variables) std::printf("  %s\n", line.c_str());
       }
-      if (variables.size() > 1 && selection_.variable.empty()) {
+      if (variables.size() > 1 && selection_.variable.empty() && selection_.expression.empty() &&
+          selection_.condition.empty()) {
         if (comm.rank() == 0) std::printf("name one with --var to see its details\n");
         return;
       }
     }
-    auto reader = io::open_reader(backend, path_, comm, io::Hints::parse(selection_.hints()));
+    auto reader = segment::open_input(backend, path_, comm, selection_.hints());
     const auto& info = reader->info();
     if (comm.rank() == 0) std::fputs(io::describe(path_, format, backend, info).c_str(), stdout);
     reader->close();

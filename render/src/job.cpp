@@ -20,6 +20,7 @@
 #include "volseg/render/load.hpp"
 #include "volseg/render/render.hpp"
 #include "volseg/segment/progress.hpp"
+#include "volseg/segment/expression.hpp"
 
 namespace volseg::render {
 namespace {
@@ -222,7 +223,7 @@ RenderPlan plan_render(const Comm& comm, const RenderOptions& o) {
   field.path = o.input;
   field.backend = plan.reading.backend;
   field.hints = o.input_hints;
-  field.pyramid = find_pyramid(comm, o.input, o.pyramid_dir);
+  field.pyramid = find_pyramid(comm, o.input, o.pyramid_dir, o.input_hints);
   auto& mask = plan.mask;
   if (!o.mask.empty()) {
     mask.emplace();
@@ -231,7 +232,7 @@ RenderPlan plan_render(const Comm& comm, const RenderOptions& o) {
   }
   {  // the input's coordinate variables, as the file has them (a pyramid
      // keeps spacing and origin only)
-    auto reader = io::open_reader(field.backend, field.path, comm, io::Hints::parse(field.hints));
+    auto reader = segment::open_input(field.backend, field.path, comm, field.hints);
     const io::VolumeInfo& info = reader->info();
     field.coordinates = info.coordinates;
     plan.scalar_name = info.variable;

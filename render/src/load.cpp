@@ -14,6 +14,7 @@
 #include "volseg/segment/brick_driver.hpp"
 #include "volseg/segment/decode.hpp"
 #include "rectilinear.hpp"
+#include "volseg/segment/expression.hpp"
 
 namespace volseg::render {
 namespace {
@@ -30,7 +31,7 @@ std::unique_ptr<io::VolumeReader> open_source(const Comm& comm, const Source& so
   const std::string backend = io::resolve_backend(comm, source.backend, source.path, io::Access::copy).backend;
   if (source.pyramid) return source.pyramid->open_level(level, comm, backend, source.hints);
   // Uneven coordinate axes: on a uniform grid in their coordinates.
-  return resample_uneven(io::open_reader(backend, source.path, comm, io::Hints::parse(source.hints)),
+  return resample_uneven(segment::open_input(backend, source.path, comm, source.hints),
                          source.coordinates, mask ? Resampling::nearest : Resampling::linear);
 }
 
@@ -266,11 +267,12 @@ Piece load_piece(const Comm& comm, const Source& field, const std::optional<Sour
   return piece;
 }
 
-std::optional<pyramid::Pyramid> find_pyramid(const Comm& comm, const std::string& path, const std::string& dir) {
+std::optional<pyramid::Pyramid> find_pyramid(const Comm& comm, const std::string& path, const std::string& dir,
+                                             const std::vector<std::string>& selection) {
   std::string found;
   collectively(comm, [&] {
     if (comm.rank() != 0) return;
-    if (auto p = pyramid::find(path, dir)) found = p->directory();
+    if (auto p = pyramid::find(path, dir, selection)) found = p->directory();
   });
   found = comm.broadcast(found);
   std::optional<pyramid::Pyramid> result;

@@ -27,6 +27,7 @@
 #include "volseg/segment/brick_driver.hpp"
 #include "volseg/segment/brick_layout.hpp"
 #include "volseg/segment/decode.hpp"
+#include "volseg/segment/expression.hpp"
 
 namespace volseg::pyramid {
 
@@ -355,7 +356,7 @@ Pyramid build(const Comm& comm, const BuildOptions& options) {
   if (options.bins < 1) throw Error("--bins " + std::to_string(options.bins) + ": a histogram needs at least one bin");
   const std::string directory = options.directory.empty() ? default_directory(options.input) : options.directory;
   const std::string backend = io::resolve_backend(comm, options.backend, options.input, io::Access::stream).backend;
-  auto reader = io::open_reader(backend, options.input, comm, io::Hints::parse(options.input_hints));
+  auto reader = segment::open_input(backend, options.input, comm, options.input_hints);
   const io::VolumeInfo info = reader->info();
   const std::vector<std::string> source_files = reader->files();
   const Reduction reduction = options.reduction.value_or(is_mask(info) ? Reduction::max : Reduction::mean);
@@ -472,7 +473,7 @@ segment::Histogram histogram(const Comm& comm, const HistogramOptions& options) 
   }
 
   const std::string backend = io::resolve_backend(comm, options.backend, options.input, io::Access::stream).backend;
-  auto reader = io::open_reader(backend, options.input, comm, io::Hints::parse(options.input_hints));
+  auto reader = segment::open_input(backend, options.input, comm, options.input_hints);
   const io::VolumeInfo info = reader->info();
   const segment::Decoder decoder(info);
   const std::int64_t edge = 64;

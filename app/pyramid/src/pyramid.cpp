@@ -52,6 +52,7 @@
 // same brick grid (brick_extent()).
 #include "volseg/pyramid/pyramid.hpp"
 
+#include <algorithm>
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -64,6 +65,7 @@
 #include "volseg/io/format.hpp"
 #include "volseg/io/nrrd.hpp"
 #include "volseg/io/registry.hpp"
+#include "volseg/segment/expression.hpp"
 
 namespace volseg::pyramid {
 
@@ -138,7 +140,7 @@ std::unique_ptr<io::VolumeReader> Pyramid::open_level(int level, const Comm& com
                 std::to_string(levels_.size() - 1) + ")");
   if (level == 0) {
     const std::string name = io::resolve_backend(comm, backend, source_, io::Access::copy).backend;
-    return io::open_reader(name, source_, comm, io::Hints::parse(hints.empty() ? source_hints_ : hints));
+    return segment::open_input(name, source_, comm, hints.empty() ? source_hints_ : hints);
   }
   return io::open_reader("posix", levels_[static_cast<std::size_t>(level)].header, comm);
 }
@@ -253,12 +255,22 @@ Pyramid load(const std::string& directory) {
   return p;
 }
 
-std::optional<Pyramid> find(const std::string& input, const std::string& directory) {
+std::optional<Pyramid> find(const std::string& input, const std::string& directory,
+                            const std::vector<std::string>& selection) {
   const std::string dir = directory.empty() ? default_directory(input) : directory;
   if (!fs::exists(fs::path(dir) / files::index)) return std::nullopt;
   Pyramid p = load(dir);
   std::error_code ec;
   if (!fs::equivalent(p.source_, input, ec) || ec) return std::nullopt;
+  auto picks = [](const std::vector<std::string>& hints) {
+    std::vector<std::string> kept;
+    for (const auto& h : hints)
+      for (const char* key : {"var=", "time=", "glob=", "expr=", "where="})
+        if (h.rfind(key, 0) == 0) kept.push_back(h);
+    std::sort(kept.begin(), kept.end());
+    return kept;
+  };
+  if (picks(p.source_hints_) != picks(selection)) return std::nullopt;
   // A source rewritten since the build: the pyramid is stale.
   for (const auto& file : p.source_files_) {
     struct stat st {};

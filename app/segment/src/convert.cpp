@@ -14,6 +14,7 @@
 #include "volseg/io/watchdog.hpp"
 #include "volseg/segment/brick_driver.hpp"
 #include "volseg/segment/brick_layout.hpp"
+#include "volseg/segment/expression.hpp"
 
 namespace volseg::segment {
 namespace {
@@ -80,9 +81,9 @@ ConvertResult run_convert(const Comm& comm, const ConvertOptions& options) {
   result.backend = options.backend == "auto"
                        ? io::choose_backend(comm, input_format, options.input, io::Access::stream).backend
                        : options.backend;
-  auto reader = io::open_reader(
+  auto reader = open_input(
       result.backend, options.input, comm,
-      io::Hints::parse(detail::joined(io::hints_for(result.backend, io::Role::reader, options.hints), options.input_hints)));
+      detail::joined(io::hints_for(result.backend, io::Role::reader, options.hints), options.input_hints));
   const io::VolumeInfo& in = reader->info();
   const io::FileFormat format =
       io::output_format(options.output, options.format, input_format, needs_wide_types(in.dtype));

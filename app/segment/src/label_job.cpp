@@ -34,6 +34,7 @@
 #include "volseg/segment/brick_driver.hpp"
 #include "volseg/segment/label.hpp"
 #include "volseg/segment/threshold.hpp"
+#include "volseg/segment/expression.hpp"
 
 namespace volseg::segment {
 namespace {
@@ -296,9 +297,8 @@ void fit_memory(const Comm& comm, const LabelOptions& options, LabelPlan& plan) 
 LabelPlan plan_label(const Comm& comm, const LabelOptions& options, LabelResult& result) {
   check_label_options(options);
   io::Writing writing = choose_io(comm, options, result);
-  auto reader = io::open_reader(result.backend, options.input, comm,
-                                io::Hints::parse(detail::joined(
-                                    io::hints_for(result.backend, io::Role::reader, options.hints), options.input_hints)));
+  auto reader = open_input(result.backend, options.input, comm,
+                           detail::joined(io::hints_for(result.backend, io::Role::reader, options.hints), options.input_hints));
   const io::VolumeInfo& info = reader->info();
   result.input_info = info;
   detail::refuse_output_over_input(options.output, reader->files());

@@ -26,6 +26,7 @@
 
 #include "job_outputs.hpp"
 #include "pipelines.hpp"
+#include "volseg/segment/expression.hpp"
 
 namespace volseg::segment {
 namespace {
@@ -291,9 +292,8 @@ SegmentPlan plan_segment(const Comm& comm, const SegmentOptions& options, Segmen
   const auto open_start = Clock::now();
   const IoChoice io = choose_io(comm, options, result);
   // --hint goes to both roles, each taking the hints it knows (io::hints_for).
-  const io::Hints input_hints = io::Hints::parse(
-      joined(io::hints_for(result.backend, io::Role::reader, options.hints), options.input_hints));
-  auto reader = io::open_reader(result.backend, options.input, comm, input_hints);
+  auto reader = open_input(result.backend, options.input, comm,
+                           joined(io::hints_for(result.backend, io::Role::reader, options.hints), options.input_hints));
   check_outputs(options, reader->files());
   result.input_info = reader->info();
   const io::VolumeInfo& info = result.input_info;

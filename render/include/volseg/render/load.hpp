@@ -45,7 +45,8 @@ struct LoadStats {
 // Collective. The pyramid of `path` in `dir` (empty: beside it), if one
 // belongs to it: rank 0 looks (a stale or damaged one is none) and every rank
 // loads what it found, so all ranks take the same path.
-std::optional<pyramid::Pyramid> find_pyramid(const Comm& comm, const std::string& path, const std::string& dir = {});
+std::optional<pyramid::Pyramid> find_pyramid(const Comm& comm, const std::string& path, const std::string& dir = {},
+                                             const std::vector<std::string>& selection = {});
 
 // Collective when it opens a file. Opens a level of the source (levels
 // above 0 need its pyramid).

@@ -94,7 +94,8 @@ class Pyramid {
     std::int64_t mtime_ns = 0;
   };
   std::vector<SourceFile> source_files_;  // what find() checks to tell a stale pyramid
-  friend std::optional<Pyramid> find(const std::string& input, const std::string& directory);
+  friend std::optional<Pyramid> find(const std::string& input, const std::string& directory,
+                                     const std::vector<std::string>& selection);
 };
 
 struct BuildOptions {
@@ -143,6 +144,10 @@ segment::Histogram histogram(const Comm& comm, const HistogramOptions& options);
 Pyramid load(const std::string& directory);
 // The pyramid of `input` in `directory` (empty: the default one), if there is
 // one that belongs to it (same source dims and variable); nullopt otherwise.
-std::optional<Pyramid> find(const std::string& input, const std::string& directory = {});
+// selection: the reader hints that pick the volume (var=, time=, glob=,
+// expr=, where=; others are ignored): a pyramid of another variable, step
+// or expression of the same file is not this one's.
+std::optional<Pyramid> find(const std::string& input, const std::string& directory = {},
+                            const std::vector<std::string>& selection = {});
 
 }  // namespace volseg::pyramid

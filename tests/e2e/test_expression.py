@@ -1,0 +1,140 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Derived fields as a user runs them: --expr and --where over the variables
+of NetCDF-4 and CDF-5 files written by netCDF4-python (with fill values),
+on 1 and 3 ranks. The masks equal numpy's evaluation of the same
+expression (a voxel missing in any operand is outside); labels of a
+condition equal scipy's labels of numpy's; convert writes the derived
+field numpy computes; bad expressions get one line with the column."""
+import os
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e_util as e  # noqa: E402
+
+try:
+    import netCDF4
+except ImportError:  # pragma: no cover
+    netCDF4 = None
+try:
+    from scipy import ndimage
+except ImportError:  # pragma: no cover
+    ndimage = None
+
+SHAPE = (20, 24, 28)
+FILL = -999.0
+
+
+@unittest.skipIf(netCDF4 is None, "missing python3-netcdf4")
+class Expression(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        e.require_binary()
+        cls.tmp = tempfile.TemporaryDirectory(prefix="volseg-expression-")
+        cls.dir = cls.tmp.name
+        rng = np.random.default_rng(7)
+        cls.values = {}
+        for name in "uvw":
+            a = rng.normal(size=SHAPE).astype(np.float32)
+            a[rng.random(SHAPE) < 0.02] = FILL  # missing voxels, different in each operand
+            cls.values[name] = a
+        cls.values["T"] = rng.uniform(0, 30, SHAPE)
+        cls.values["S"] = rng.uniform(33, 36, SHAPE).astype(np.float32)
+        cls.files = {}
+        for fmt, name in (("NETCDF4", "ocean.nc4"), ("NETCDF3_64BIT_DATA", "ocean.nc")):
+            path = os.path.join(cls.dir, name)
+            with netCDF4.Dataset(path, "w", format=fmt) as d:
+                for dim, n in zip("zyx", SHAPE):
+                    d.createDimension(dim, n)
+                for var, a in cls.values.items():
+                    fill = FILL if var in "uvw" else None
+                    v = d.createVariable(var, a.dtype, ("z", "y", "x"), fill_value=fill)
+                    v.set_auto_mask(False)
+                    v[:] = a
+                d.createDimension("small", 3)
+                d.createVariable("q", "f4", ("z", "y", "small"))[:] = np.zeros((SHAPE[0], SHAPE[1], 3), np.float32)
+            cls.files[fmt] = path
+
+    def missing(self, *names):
+        m = np.zeros(SHAPE, bool)
+        for n in names:
+            m |= self.values[n] == FILL
+        return m
+
+    def read_mask(self, path, name="mask"):
+        with netCDF4.Dataset(path) as d:
+            return np.asarray(d[name][:]) != 0
+
+    def test_speed_expression_masks_equal_numpy(self):
+        u, v, w = (self.values[n].astype(np.float64) for n in "uvw")
+        speed = np.sqrt(u * u + v * v + w * w)
+        expected = (speed >= 1) & (speed <= 2) & ~self.missing("u", "v", "w")
+        for fmt, path in self.files.items():
+            for ranks in (1, 3):
+                with self.subTest(fmt=fmt, ranks=ranks):
+                    out = os.path.join(self.dir, "speed-%s-%d.nc" % (fmt, ranks))
+                    e.check_ok(self, e.run(["segment", path, "--expr", "sqrt(u*u + v*v + w*w)", "--lo", "1", "--hi",
+                                            "2", "--out", out, "--force", "--quiet"], ranks=ranks))
+                    np.testing.assert_array_equal(self.read_mask(out), expected)
+
+    def test_where_condition_masks_and_labels(self):
+        T, S, u = self.values["T"], self.values["S"], self.values["u"]
+        expected = (T > 10) & (S < 34.5) & (u > 0) & ~self.missing("u")
+        path = self.files["NETCDF4"]
+        for ranks in (1, 3):
+            with self.subTest(ranks=ranks):
+                out = os.path.join(self.dir, "where-%d.nc" % ranks)
+                e.check_ok(self, e.run(["segment", path, "--where", "T > 10 && S < 34.5 && u > 0", "--lo", "1",
+                                        "--hi", "1", "--out", out, "--force", "--quiet"], ranks=ranks))
+                np.testing.assert_array_equal(self.read_mask(out), expected)
+                if ndimage is None:
+                    continue
+                labels = os.path.join(self.dir, "where-labels-%d.nc" % ranks)
+                e.check_ok(self, e.run(["label", path, "--where", "T > 10 && S < 34.5 && u > 0", "--lo", "1", "--hi",
+                                        "1", "--connectivity", "6", "--out", labels, "--force", "--quiet"],
+                                       ranks=ranks))
+                reference, count = ndimage.label(expected)
+                with netCDF4.Dataset(labels) as d:
+                    np.testing.assert_array_equal(np.asarray(d["labels"][:]), reference)
+                    self.assertEqual(int(d["labels"].objects), count)
+
+    def test_convert_writes_the_derived_field(self):
+        path = self.files["NETCDF3_64BIT_DATA"]
+        out = os.path.join(self.dir, "derived.nc4")
+        e.check_ok(self, e.run(["convert", path, out, "--expr", "max(u, v) - T / 10", "--force", "--quiet"], ranks=2))
+        u, v, T = self.values["u"], self.values["v"], self.values["T"]
+        expected = (np.maximum(u.astype(np.float64), v) - T / 10).astype(np.float32)
+        missing = self.missing("u", "v")
+        with netCDF4.Dataset(out) as d:
+            got = np.ma.filled(d["expr"][:].astype(np.float32), np.nan)
+        np.testing.assert_allclose(got[~missing], expected[~missing], rtol=1e-6)
+        self.assertTrue(np.isnan(got[missing]).all())
+
+    def test_bad_expressions_get_one_line(self):
+        path = self.files["NETCDF4"]
+        cases = [
+            (["--expr", "sqrt(u*u + x)"], r"unknown variable 'x' at column 12"),
+            (["--expr", "sqrt(u*u +"], r"Unexpected end of expression .*\(column \d+\)"),
+            (["--expr", "foo(u) + 1"], r"unknown function 'foo' at column 1"),
+            (["--expr", "u + q"], r"[uq] has dims .* but [uq] has .*: operands must have one shape"),
+            (["--expr", "u", "--var", "v"], r"--var and an expression"),
+            (["--expr", "2 + 3"], r"names no variable"),
+        ]
+        for args, pattern in cases:
+            with self.subTest(args=args):
+                out = os.path.join(self.dir, "bad.nc")
+                proc = e.run(["segment", path, "--lo", "0", "--hi", "1", "--out", out, "--quiet"] + args, ranks=2)
+                e.assert_clean_failure(self, proc, pattern)
+                self.assertFalse(os.path.exists(out))
+        proc = e.run(["segment", path, "--expr", "u", "--where", "u > 0", "--lo", "0", "--hi", "1", "--out",
+                      os.path.join(self.dir, "bad.nc"), "--quiet"], ranks=1, mpi=False)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("excludes", proc.stderr)
+
+
+if __name__ == "__main__":
+    e.main()
