@@ -50,6 +50,9 @@ class LabelCommand final : public Command {
     sub->add_option("--values", o.values, "Source scalar volume, voxel for voxel, for the table's min/mean/max");
     sub->add_option("--values-var", values_variable_, "NetCDF variable of --values");
     sub->add_option("--values-time", values_time_, "Step of --values' 4D variable");
+    sub->add_option("--values-expr", values_expression_,
+                    "A field of --values' variables for the table, as --expr: 'sqrt(u*u + v*v)'")
+        ->excludes("--values-var");
     selection_.add_to(*sub);
     sub->add_option("--format", o.format, "Labels format: raw | cdf5 | netcdf4 | hdf5 | zarr (default: by --out, else the input's; "
                                           "CDF-2 holds no u32, so a CDF-1/2 input gives CDF-5)");
@@ -98,13 +101,14 @@ class LabelCommand final : public Command {
     o.command_line = command_line;
     auto selection = selection_.hints();
     o.input_hints.insert(o.input_hints.begin(), selection.begin(), selection.end());
-    if ((!values_variable_.empty() || values_time_) && o.values.empty())
-      throw Error("--values-var and --values-time need --values");
+    if ((!values_variable_.empty() || values_time_ || !values_expression_.empty()) && o.values.empty())
+      throw Error("--values-var, --values-time and --values-expr need --values");
     o.values_hints = selection_hints(values_variable_, values_time_);
+    if (!values_expression_.empty()) o.values_hints.push_back("expr=" + values_expression_);
   }
 
   segment::LabelOptions options_;
-  std::string brick_, assign_ = "block", values_variable_, memory_;
+  std::string brick_, assign_ = "block", values_variable_, values_expression_, memory_;
   std::optional<std::int64_t> values_time_;
   Selection selection_;
   std::optional<double> lo_, hi_;

@@ -102,6 +102,32 @@ class Expression(unittest.TestCase):
                     np.testing.assert_array_equal(np.asarray(d["labels"][:]), reference)
                     self.assertEqual(int(d["labels"].objects), count)
 
+    @unittest.skipIf(ndimage is None, "missing python3-scipy")
+    def test_values_of_an_expression_per_object(self):
+        """label --values FILE --values-expr: the table's min/mean/max of a
+        derived field per object, against numpy over scipy's labels."""
+        path = self.files["NETCDF4"]
+        table = os.path.join(self.dir, "objects.csv")
+        e.check_ok(self, e.run(["label", path, "--where", "T > 25", "--lo", "1", "--hi", "1", "--connectivity", "6",
+                                "--values", path, "--values-expr", "sqrt(u*u + v*v)", "--stats", table,
+                                "--out", os.path.join(self.dir, "objects.nc"), "--force", "--quiet"], ranks=3))
+        labels, count = ndimage.label(self.values["T"] > 25)
+        u, v = (self.values[n].astype(np.float64) for n in "uv")
+        speed = np.where(self.missing("u", "v"), np.nan, np.sqrt(u * u + v * v))
+        import csv
+        rows = list(csv.DictReader(open(table)))
+        self.assertEqual(len(rows), count)
+        checked = 0
+        for row in rows:
+            values = speed[labels == int(row["id"])]
+            if np.isnan(values).any():
+                continue  # an object with a missing voxel: its statistics are NaN
+            self.assertAlmostEqual(float(row["value_mean"]), values.mean(), places=5)
+            self.assertAlmostEqual(float(row["value_min"]), values.min(), places=5)
+            self.assertAlmostEqual(float(row["value_max"]), values.max(), places=5)
+            checked += 1
+        self.assertGreater(checked, 100)
+
     def test_convert_writes_the_derived_field(self):
         path = self.files["NETCDF3_64BIT_DATA"]
         out = os.path.join(self.dir, "derived.nc4")

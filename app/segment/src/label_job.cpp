@@ -231,10 +231,10 @@ std::unique_ptr<io::VolumeReader> open_values(const Comm& comm, const LabelOptio
                                               const std::string& input_backend, const io::VolumeInfo& info) {
   if (options.values.empty()) return nullptr;
   const io::FileFormat values_format = io::detect_format(comm, options.values);
-  auto values = io::open_reader(options.values == options.input
-                                    ? input_backend
-                                    : io::choose_backend(comm, values_format, options.values, io::Access::stream).backend,
-                                options.values, comm, io::Hints::parse(options.values_hints));
+  auto values = open_input(options.values == options.input
+                               ? input_backend
+                               : io::choose_backend(comm, values_format, options.values, io::Access::stream).backend,
+                           options.values, comm, options.values_hints);  // a variable, or an expression of them
   if (values->info().dims != info.dims)
     throw Error("--values " + options.values + " is " + std::to_string(values->info().dims[2]) + "x" +
                 std::to_string(values->info().dims[1]) + "x" + std::to_string(values->info().dims[0]) +
