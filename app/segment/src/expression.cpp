@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <span>
@@ -59,6 +60,17 @@ std::size_t column_of(const std::string& text, const std::string& name) {
   return 0;
 }
 
+// Voxels one muparser call evaluates (its bulk size is an int). A
+// VOLSEG_EXPR_CHUNK environment variable sets it smaller, so that tests run
+// the chunked path on small volumes.
+std::int64_t chunk_size() {
+  if (const char* text = std::getenv("VOLSEG_EXPR_CHUNK")) {
+    const long long value = std::atoll(text);
+    if (value > 0) return value;
+  }
+  return std::int64_t{1} << 24;
+}
+
 // The expression, parsed once; evaluate() runs it in bulk over arrays.
 class Evaluator {
  public:
@@ -91,10 +103,12 @@ class Evaluator {
   void evaluate(std::vector<std::vector<double>>& operands, std::int64_t count, float* out) {
     results_.resize(static_cast<std::size_t>(count));
     try {
-      for (std::size_t i = 0; i < names_.size(); ++i) parser_.DefineVar(names_[i], operands[i].data());
-      constexpr std::int64_t step = 1 << 24;  // muparser counts in int
-      for (std::int64_t at = 0; at < count; at += step)
-        parser_.Eval(results_.data() + at, static_cast<int>(std::min(step, count - at)));
+      // muparser counts in int and indexes each variable's array from where
+      // it was defined: each chunk defines them at its own first voxel.
+      for (std::int64_t at = 0; at < count; at += chunk_voxels) {
+        for (std::size_t i = 0; i < names_.size(); ++i) parser_.DefineVar(names_[i], operands[i].data() + at);
+        parser_.Eval(results_.data() + at, static_cast<int>(std::min(chunk_voxels, count - at)));
+      }
     } catch (const mu::Parser::exception_type& e) {
       throw Error(option(request_) + ": " + e.GetMsg());
     }
@@ -108,6 +122,7 @@ class Evaluator {
 
  private:
   Request request_;
+  std::int64_t chunk_voxels = chunk_size();
   mu::Parser parser_;
   std::vector<std::string> names_;
   std::vector<double> results_;
