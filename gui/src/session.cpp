@@ -195,6 +195,19 @@ void Session::open(const Json& request, Reply& reply) {
   pyramid_dir_ = pyramid_dir;
   selection_ = selection;
   coordinates_ = info.coordinates;
+  resampled_dims_.reset();
+  bool uneven = false;
+  for (const auto& c : coordinates_) uneven = uneven || (c && !c->uniform());
+  if (uneven) {  // the grid an uneven axis is drawn on, once per open
+    render::Source plain;
+    plain.path = path_;
+    plain.backend = backend_;
+    plain.hints = selection_;
+    plain.coordinates = coordinates_;
+    auto resampled = render::open_source(comm_, plain, 0);
+    resampled_dims_ = resampled->info().dims;
+    resampled->close();
+  }
   pyramid_ = std::move(found);
   range_ = render::value_range(*pyramid_);
   if (comm_.rank() != 0) return;
@@ -343,21 +356,10 @@ void Session::draw(const Json& request, Reply& reply) {
   // An uneven coordinate axis (ocean levels) is drawn in its coordinates
   // from level 0, resampled as it is read (render/src/rectilinear.hpp), when
   // that fits the memory budget; pyramid levels are in index space.
-  bool resampled = false;
-  for (const auto& c : coordinates_) resampled = resampled || (c && !c->uniform());
-  if (resampled) {
-    render::Source plain;
-    plain.path = path_;
-    plain.backend = backend_;
-    plain.hints = selection_;
-    plain.coordinates = coordinates_;
-    auto reader = render::open_source(comm_, plain, 0);
-    const auto dims = reader->info().dims;
-    reader->close();
-    resampled = render::estimated_bytes(dims, comm_.size(), with_mask, frame.width, frame.height, true) <=
-                request.value("memory", std::uint64_t{512} << 20);
-    if (resampled) level = 0;
-  }
+  const bool resampled =
+      resampled_dims_ && render::estimated_bytes(*resampled_dims_, comm_.size(), with_mask, frame.width, frame.height,
+                                                 true) <= request.value("memory", std::uint64_t{512} << 20);
+  if (resampled) level = 0;
 
   double load_seconds = 0;
   const std::pair<int, std::string> key{level, mask_};

@@ -93,6 +93,7 @@ class Session {
   std::string path_, backend_ = "auto", pyramid_dir_;
   std::vector<std::string> selection_;  // var=, time=
   std::array<std::optional<io::Coordinate>, 3> coordinates_;  // the input's (CF), x, y, z
+  std::optional<io::Index3> resampled_dims_;  // an uneven axis: the uniform grid it is drawn on
   std::optional<pyramid::Pyramid> pyramid_, mask_pyramid_;
   std::string mask_;
   std::array<double, 2> range_{0, 1};

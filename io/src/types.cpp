@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -140,6 +141,15 @@ void check_volume_size(const Index3& dims, DType dtype, const std::string& what)
 }  // namespace volseg::io
 
 namespace volseg::io {
+
+bool Coordinate::positive_down(const std::string& positive) {
+  std::string text = positive;
+  while (!text.empty() && (text.back() == '\0' || std::isspace(static_cast<unsigned char>(text.back())))) text.pop_back();
+  for (char& ch : text) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return text == "down";
+}
+
+bool Coordinate::time_units(const std::string& units) { return units.find(" since ") != std::string::npos; }
 
 bool Coordinate::monotonic() const {
   for (std::size_t i = 0; i < values.size(); ++i) {

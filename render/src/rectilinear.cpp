@@ -65,7 +65,7 @@ class Resampled final : public io::VolumeReader {
         decoder_(source_->info()) {
     const io::VolumeInfo& in = source_->info();
     info_ = in;
-    integer_ = how == Resampling::nearest;
+    nearest_ = how == Resampling::nearest;
     for (int a = 0; a < 3; ++a) {  // file order z, y, x; coordinates x, y, z
       const auto& c = grid[static_cast<std::size_t>(2 - a)];
       if (c && static_cast<std::int64_t>(c->values.size()) != in.dims[a])
@@ -84,7 +84,7 @@ class Resampled final : public io::VolumeReader {
       info_.dims[a] = static_cast<std::int64_t>(uniform.values.size());
       info_.set_coordinate(static_cast<std::size_t>(2 - a), std::move(uniform));
     }
-    if (!integer_) {  // decoded here: missing values are NaN
+    if (!nearest_) {  // decoded here: missing values are NaN
       info_.dtype = io::DType::f32;
       info_.byte_order = io::native_byte_order();
       info_.fill_value.reset();
@@ -144,7 +144,7 @@ class Resampled final : public io::VolumeReader {
     if (e.empty()) return;
     const std::size_t size = io::dtype_size(source_->info().dtype);
     std::vector<float> values;
-    if (!integer_) {
+    if (!nearest_) {
       values.resize(static_cast<std::size_t>(from.voxels()));
       decoder_.to_float(raw.data(), from.voxels(), values.data());
     }
@@ -167,7 +167,7 @@ class Resampled final : public io::VolumeReader {
     for (const Tap& z : taps[0])
       for (const Tap& y : taps[1])
         for (const Tap& x : taps[2]) {
-          if (integer_) {  // the nearer level
+          if (nearest_) {  // the nearer level
             const std::int64_t i = index(z.t < 0.5 ? z.i0 : z.i1, y.t < 0.5 ? y.i0 : y.i1, x.t < 0.5 ? x.i0 : x.i1);
             std::copy_n(raw.data() + i * static_cast<std::int64_t>(size), size,
                         static_cast<std::byte*>(buffer) + out * static_cast<std::int64_t>(size));
@@ -192,7 +192,7 @@ class Resampled final : public io::VolumeReader {
   segment::Decoder decoder_;
   io::VolumeInfo info_;
   Axis axes_[3];
-  bool integer_ = false;  // nearest level (a mask), else linear
+  bool nearest_ = false;  // nearest level (a mask), else linear
 };
 
 }  // namespace

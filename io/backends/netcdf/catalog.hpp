@@ -105,10 +105,6 @@ inline std::string trimmed(std::string text) {
   while (!text.empty() && (text.back() == '\0' || std::isspace(static_cast<unsigned char>(text.back())))) text.pop_back();
   return text;
 }
-inline std::string lowercase(std::string text) {
-  for (char& ch : text) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return text;
-}
 
 template <class Api>
 void read_coordinates(int ncid, const VariableShape& variable, VolumeInfo& info, const std::string& path) {
@@ -128,8 +124,8 @@ void read_coordinates(int ncid, const VariableShape& variable, VolumeInfo& info,
     Api::check(Api::get_var_double(ncid, varid, c.values.data()), path + ": coordinate variable " + name);
     c.units = trimmed(Api::text_attribute(ncid, varid, "units"));
     // A time axis (units "hours since ...", axis T) is not a spatial one.
-    if (c.units.find(" since ") != std::string::npos || trimmed(Api::text_attribute(ncid, varid, "axis")) == "T") continue;
-    c.down = lowercase(trimmed(Api::text_attribute(ncid, varid, "positive"))) == "down";
+    if (Coordinate::time_units(c.units) || trimmed(Api::text_attribute(ncid, varid, "axis")) == "T") continue;
+    c.down = Coordinate::positive_down(Api::text_attribute(ncid, varid, "positive"));
     info.set_coordinate(2 - a, std::move(c));
   }
 }

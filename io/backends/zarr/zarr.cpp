@@ -264,10 +264,8 @@ class ZarrReader final : public VolumeReader {
       c.name = axis["name"].get<std::string>();
       c.values = axis["values"].get<std::vector<double>>();
       c.units = axis.value("units", std::string());
-      if (c.units.find(" since ") != std::string::npos) continue;  // a time axis
-      std::string positive = axis.value("positive", std::string());
-      for (char& ch : positive) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-      c.down = positive == "down";
+      if (Coordinate::time_units(c.units)) continue;  // a time axis
+      c.down = Coordinate::positive_down(axis.value("positive", std::string()));
       info_.set_coordinate(2 - a, std::move(c));
     }
   }

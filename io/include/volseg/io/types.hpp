@@ -66,6 +66,11 @@ struct Coordinate {
   std::string units;
   bool down = false;           // positive = "down": values grow downwards (depth, pressure)
   std::vector<double> values;  // one per index along the axis, strictly monotonic
+  // CF's attributes of a coordinate variable, as C writers leave them too
+  // (trailing NULs and spaces, any case): positive = "down"; units of time
+  // ("hours since 1900-01-01"), which is no spatial axis.
+  static bool positive_down(const std::string& positive);
+  static bool time_units(const std::string& units);
   // Finite and strictly increasing or decreasing: what CF readers place by.
   bool monotonic() const;
   // Equal steps (to 1e-6 of a step, or float32's rounding of the values).
