@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "volseg/io/error.hpp"
+#include "volseg/io/watchdog.hpp"
 
 namespace volseg {
 
@@ -88,7 +89,10 @@ void agree(const Comm& comm, std::exception_ptr local_error) {
   // whether any succeeded.
   int mine[3] = {-(local_error ? comm.rank() : comm.size()), local_error ? 1 : 0, local_error ? 0 : 1};
   int all[3] = {0, 0, 0};
-  check_mpi(MPI_Allreduce(mine, all, 3, MPI_INT, MPI_MAX, comm.get()), "MPI_Allreduce");
+  {
+    const io::watchdog::Waiting waiting;
+    check_mpi(MPI_Allreduce(mine, all, 3, MPI_INT, MPI_MAX, comm.get()), "MPI_Allreduce");
+  }
   const int lowest = -all[0];
   if (lowest == comm.size()) return;
   std::string shared = comm.broadcast(static_cast<char>(kind) + message, lowest);

@@ -21,6 +21,10 @@ namespace {
 
 std::atomic<unsigned long long> beats{0};
 std::atomic<const char*> current_phase{"start-up"};
+std::atomic<int> waiting_depth{0};
+
+// How much longer than the timeout a waiting rank allows the others.
+double grace(double seconds) { return std::max(2.0, seconds / 2); }
 
 class Watchdog {
  public:
@@ -40,6 +44,7 @@ class Watchdog {
   void watch() {
     using Clock = std::chrono::steady_clock;
     const auto timeout = std::chrono::duration<double>(seconds_);
+    const auto waiting_timeout = std::chrono::duration<double>(seconds_ + grace(seconds_));
     const auto tick = std::chrono::duration<double>(std::clamp(seconds_ / 10, 0.05, 1.0));
     unsigned long long seen = beats.load(std::memory_order_relaxed);
     auto last_move = Clock::now();
@@ -49,14 +54,22 @@ class Watchdog {
       if (now_beats != seen) {
         seen = now_beats;
         last_move = Clock::now();
-      } else if (Clock::now() - last_move >= timeout) {
-        // One line, then out: the job's threads may be stuck inside MPI, so
-        // nothing here may call it or wait for them.
+        continue;
+      }
+      const bool waiting = waiting_depth.load(std::memory_order_relaxed) > 0;
+      const auto still = Clock::now() - last_move;
+      if (still < (waiting ? waiting_timeout : timeout)) continue;
+      // One line, then out: the job's threads may be stuck inside MPI, so
+      // nothing here may call it or wait for them.
+      if (waiting)
+        std::fprintf(stderr,
+                     "volseg: error: rank %d: waited %.0f s for the other ranks in %s (--timeout %g); ending the job\n",
+                     rank_, std::chrono::duration<double>(still).count(), current_phase.load(), seconds_);
+      else
         std::fprintf(stderr, "volseg: error: rank %d: nothing moved for %g s in %s (--timeout %g); ending the job\n",
                      rank_, seconds_, current_phase.load(), seconds_);
-        std::fflush(stderr);
-        std::_Exit(124);
-      }
+      std::fflush(stderr);
+      std::_Exit(124);
     }
   }
 
@@ -79,6 +92,16 @@ Phase::Phase(const char* name) : outer_(current_phase.exchange(name)) { beat(); 
 
 Phase::~Phase() {
   current_phase.store(outer_);
+  beat();
+}
+
+Waiting::Waiting() {
+  waiting_depth.fetch_add(1, std::memory_order_relaxed);
+  beat();
+}
+
+Waiting::~Waiting() {
+  waiting_depth.fetch_sub(1, std::memory_order_relaxed);
   beat();
 }
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "volseg/segment/cancel.hpp"
 
+#include "volseg/io/watchdog.hpp"
+
 namespace volseg::segment {
 
 Stop::Stop(const Comm& comm, const CancelFlag* flag) : async_(comm.duplicate()), sync_(comm.duplicate()), flag_(flag) {
@@ -48,7 +50,10 @@ void Stop::finish() {
   if (finished_) return;
   finished_ = true;
   if (!started_) start_broadcast(0);
-  if (!arrived_) check_mpi(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait");
+  if (!arrived_) {
+    const io::watchdog::Waiting waiting;
+    check_mpi(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait");
+  }
   arrived_ = true;
 }
 

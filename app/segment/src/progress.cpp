@@ -61,25 +61,25 @@ void Progress::advance(std::int64_t units, std::uint64_t bytes) {
 void Progress::send_update(bool final) {
   if (request_ != MPI_REQUEST_NULL) {
     int done = 0;
-    if (final) MPI_Wait(&request_, MPI_STATUS_IGNORE);
-    else MPI_Test(&request_, &done, MPI_STATUS_IGNORE);
+    if (final) check_mpi(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait");
+    else check_mpi(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), "MPI_Test");
     if (!final && !done) return;  // the previous update is still on its way; coalesce
   }
   message_[0] = static_cast<std::uint64_t>(local_units_);
   message_[1] = local_bytes_;
   message_[2] = final ? 1 : 0;
-  if (final) MPI_Send(message_, 3, MPI_UINT64_T, 0, kTag, comm_.get());
-  else MPI_Isend(message_, 3, MPI_UINT64_T, 0, kTag, comm_.get(), &request_);
+  if (final) check_mpi(MPI_Send(message_, 3, MPI_UINT64_T, 0, kTag, comm_.get()), "MPI_Send");
+  else check_mpi(MPI_Isend(message_, 3, MPI_UINT64_T, 0, kTag, comm_.get(), &request_), "MPI_Isend");
 }
 
 void Progress::poll() {
   int pending = 1;
   while (pending) {
     MPI_Status status;
-    MPI_Iprobe(MPI_ANY_SOURCE, kTag, comm_.get(), &pending, &status);
+    check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, kTag, comm_.get(), &pending, &status), "MPI_Iprobe");
     if (!pending) break;
     std::uint64_t message[3];
-    MPI_Recv(message, 3, MPI_UINT64_T, status.MPI_SOURCE, kTag, comm_.get(), MPI_STATUS_IGNORE);
+    check_mpi(MPI_Recv(message, 3, MPI_UINT64_T, status.MPI_SOURCE, kTag, comm_.get(), MPI_STATUS_IGNORE), "MPI_Recv");
     units_[static_cast<std::size_t>(status.MPI_SOURCE)] = static_cast<std::int64_t>(message[0]);
     bytes_[static_cast<std::size_t>(status.MPI_SOURCE)] = message[1];
     if (message[2]) ++done_ranks_;
@@ -95,10 +95,11 @@ void Progress::finish() {
   }
   units_[0] = local_units_;
   bytes_[0] = local_bytes_;
+  const io::watchdog::Waiting waiting;
   while (done_ranks_ < comm_.size() - 1) {
     MPI_Status status;
     std::uint64_t message[3];
-    MPI_Recv(message, 3, MPI_UINT64_T, MPI_ANY_SOURCE, kTag, comm_.get(), &status);
+    check_mpi(MPI_Recv(message, 3, MPI_UINT64_T, MPI_ANY_SOURCE, kTag, comm_.get(), &status), "MPI_Recv");
     units_[static_cast<std::size_t>(status.MPI_SOURCE)] = static_cast<std::int64_t>(message[0]);
     bytes_[static_cast<std::size_t>(status.MPI_SOURCE)] = message[1];
     if (message[2]) ++done_ranks_;

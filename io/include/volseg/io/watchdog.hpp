@@ -10,6 +10,13 @@
 // What counts as moving: a brick done (Progress::advance and the brick
 // driver beat), a round of collective I/O, a phase begun. A phase that does
 // long work without bricks (labeling's merge) beats as it goes.
+//
+// A rank that has done its part and waits for the others (the bricks'
+// progress, the agreement on errors) is not the one to name: while it is
+// in a Waiting scope its watchdog allows the others a grace period more
+// (the timeout's half, at least 2 s), so that the rank that stopped speaks
+// first and its launcher ends the job. If the waiting rank's watchdog does
+// fire, its line says it was waiting.
 #pragma once
 
 namespace volseg::io::watchdog {
@@ -30,6 +37,17 @@ class Phase {
 
  private:
   const char* outer_;
+};
+
+// While it lives, this rank is waiting for the others (in a blocking
+// receive or reduction after its own work): see above. Nests; begun and
+// ended, it beats.
+class Waiting {
+ public:
+  Waiting();
+  Waiting(const Waiting&) = delete;
+  Waiting& operator=(const Waiting&) = delete;
+  ~Waiting();
 };
 
 // Starts this process's watchdog with `seconds` (0: none); rank names the
