@@ -80,15 +80,6 @@ class Expression(unittest.TestCase):
                     e.check_ok(self, e.run(["segment", path, "--expr", "sqrt(u*u + v*v + w*w)", "--lo", "1", "--hi",
                                             "2", "--out", out, "--force", "--quiet"], ranks=ranks))
                     np.testing.assert_array_equal(self.read_mask(out), expected)
-        # a brick evaluated in several muparser calls (as bricks past 2^24 voxels are)
-        out = os.path.join(self.dir, "speed-chunked.nc")
-        os.environ["VOLSEG_EXPR_CHUNK"] = "1000"
-        try:
-            e.check_ok(self, e.run(["segment", self.files["NETCDF4"], "--expr", "sqrt(u*u + v*v + w*w)", "--lo", "1",
-                                    "--hi", "2", "--out", out, "--force", "--quiet"], ranks=2))
-        finally:
-            del os.environ["VOLSEG_EXPR_CHUNK"]
-        np.testing.assert_array_equal(self.read_mask(out), expected)
 
     def test_where_condition_masks_and_labels(self):
         T, S, u = self.values["T"], self.values["S"], self.values["u"]

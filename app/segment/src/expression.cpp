@@ -14,6 +14,7 @@
 #include "volseg/io/error.hpp"
 #include "volseg/io/registry.hpp"
 #include "volseg/segment/decode.hpp"
+#include "volseg/segment/expression_program.hpp"
 
 namespace volseg::segment {
 namespace {
@@ -60,24 +61,15 @@ std::size_t column_of(const std::string& text, const std::string& name) {
   return 0;
 }
 
-// Voxels one muparser call evaluates (its bulk size is an int). A
-// VOLSEG_EXPR_CHUNK environment variable sets it smaller, so that tests run
-// the chunked path on small volumes.
-std::int64_t chunk_size() {
-  if (const char* text = std::getenv("VOLSEG_EXPR_CHUNK")) {
-    const long long value = std::atoll(text);
-    if (value > 0) return value;
-  }
-  return std::int64_t{1} << 24;
-}
-
-// The expression, parsed once; evaluate() runs it in bulk over arrays.
+// The expression, checked by muparser (its messages name the column) and
+// compiled once into a block program; evaluate() runs it a block at a time.
 class Evaluator {
  public:
   explicit Evaluator(const Request& request) : request_(request) {
+    mu::Parser parser;
     try {
-      parser_.SetExpr(request.text);
-      for (const auto& [name, unused] : parser_.GetUsedVar()) names_.push_back(name);
+      parser.SetExpr(request.text);
+      for (const auto& [name, unused] : parser.GetUsedVar()) names_.push_back(name);
     } catch (const mu::Parser::exception_type& e) {
       // "foo(u)": muparser takes foo for a variable and stops at "(".
       const std::string& text = request.text;
@@ -87,7 +79,7 @@ class Evaluator {
       while (begin > 0 && (std::isalnum(static_cast<unsigned char>(text[begin - 1])) || text[begin - 1] == '_')) --begin;
       if (e.GetCode() == mu::ecUNEXPECTED_PARENS && begin < end) {
         const std::string name = text.substr(begin, end - begin);
-        if (parser_.GetFunDef().count(name))  // muparser wants the "(" right after the name
+        if (parser.GetFunDef().count(name))  // muparser wants the "(" right after the name
           throw Error(option(request) + ": write " + name + "(...) with no space before '(' (column " +
                       std::to_string(end + 1) + ")");
         throw Error(option(request) + ": unknown function '" + name + "' at column " + std::to_string(begin + 1));
@@ -95,38 +87,67 @@ class Evaluator {
       throw Error(option(request) + ": " + e.GetMsg() + " (column " + std::to_string(e.GetPos() + 1) + ")");
     }
     if (names_.empty()) throw Error(option(request) + ": names no variable of the file");
+    program_.emplace(request.text, names_, parser.GetConst());
   }
 
   const std::vector<std::string>& names() const { return names_; }
 
-  // operands[i] holds count values of names()[i] (NaN: missing).
-  void evaluate(std::vector<std::vector<double>>& operands, std::int64_t count, float* out) {
-    results_.resize(static_cast<std::size_t>(count));
-    try {
-      // muparser counts in int and indexes each variable's array from where
-      // it was defined: each chunk defines them at its own first voxel.
-      for (std::int64_t at = 0; at < count; at += chunk_voxels) {
-        for (std::size_t i = 0; i < names_.size(); ++i) parser_.DefineVar(names_[i], operands[i].data() + at);
-        parser_.Eval(results_.data() + at, static_cast<int>(std::min(chunk_voxels, count - at)));
-      }
-    } catch (const mu::Parser::exception_type& e) {
-      throw Error(option(request_) + ": " + e.GetMsg());
-    }
-    for (std::int64_t i = 0; i < count; ++i) {
-      bool missing = false;
-      for (const auto& operand : operands) missing = missing || std::isnan(operand[static_cast<std::size_t>(i)]);
-      const double v = results_[static_cast<std::size_t>(i)];
-      out[i] = missing ? NAN : request_.condition ? (v != 0 && !std::isnan(v) ? 1.0f : 0.0f) : static_cast<float>(v);
-    }
+  // raw[i] holds count values of names()[i] as its reader hands them out,
+  // decoded by decoders[i] a block at a time (NaN: missing) to float where
+  // single is set, else to double.
+  void evaluate(const std::vector<const std::byte*>& raw, const std::vector<Decoder>& decoders,
+                const std::vector<std::size_t>& sizes, bool single, std::int64_t count, float* out) {
+    if (single) evaluate_in(float_inputs_, raw, decoders, sizes, count, out);
+    else evaluate_in(double_inputs_, raw, decoders, sizes, count, out);
   }
 
  private:
+  template <class T>
+  void evaluate_in(std::vector<std::vector<T>>& blocks, const std::vector<const std::byte*>& raw,
+                   const std::vector<Decoder>& decoders, const std::vector<std::size_t>& sizes, std::int64_t count,
+                   float* out) {
+    blocks.resize(names_.size());
+    std::vector<const T*> inputs;
+    for (auto& block : blocks) {
+      block.resize(static_cast<std::size_t>(expression::kBlock));
+      inputs.push_back(block.data());
+    }
+    for (std::int64_t at = 0; at < count; at += expression::kBlock) {
+      const std::int64_t n = std::min(expression::kBlock, count - at);
+      for (std::size_t i = 0; i < blocks.size(); ++i) {
+        const std::byte* values = raw[i] + static_cast<std::size_t>(at) * sizes[i];
+        if constexpr (std::is_same_v<T, float>) decoders[i].to_float(values, n, blocks[i].data());
+        else decoders[i].to_double(values, n, blocks[i].data());
+      }
+      program_->run(inputs.data(), n, request_.condition, out + at);
+    }
+  }
+
   Request request_;
-  std::int64_t chunk_voxels = chunk_size();
-  mu::Parser parser_;
   std::vector<std::string> names_;
-  std::vector<double> results_;
+  std::optional<expression::Program> program_;
+  std::vector<std::vector<float>> float_inputs_;
+  std::vector<std::vector<double>> double_inputs_;
 };
+
+// Whether an operand's values are float32 values exactly: stored as float32
+// or as integers of 16 bits or fewer, not packed. An expression of such
+// operands is computed in float, as numpy computes float32 arrays (and twice
+// as fast as in double); any other operand (float64, wide integers, CF
+// packing) makes it double, as muparser computes.
+bool in_single(const io::VolumeInfo& info) {
+  if (info.scale_factor || info.add_offset) return false;
+  switch (info.dtype) {
+    case io::DType::f32:
+    case io::DType::i8:
+    case io::DType::u8:
+    case io::DType::i16:
+    case io::DType::u16:
+      return true;
+    default:
+      return false;
+  }
+}
 
 class ExpressionReader final : public io::VolumeReader {
  public:
@@ -135,7 +156,11 @@ class ExpressionReader final : public io::VolumeReader {
       : io::VolumeReader(io::Capabilities{.collective = collective}),
         evaluator_(std::move(evaluator)),
         operands_(std::move(operands)) {
-    for (const auto& r : operands_) decoders_.emplace_back(r->info());
+    for (const auto& r : operands_) {
+      decoders_.emplace_back(r->info());
+      sizes_.push_back(io::dtype_size(r->info().dtype));
+      single_ = single_ && in_single(r->info());
+    }
     const io::VolumeInfo& first = operands_.front()->info();
     info_.dims = first.dims;
     info_.dtype = io::DType::f32;
@@ -186,40 +211,43 @@ class ExpressionReader final : public io::VolumeReader {
     return total;
   }
   std::vector<std::string> files() const override { return operands_.front()->files(); }
+  std::size_t staged_bytes_per_voxel() const override {
+    std::size_t total = io::dtype_size(info_.dtype);  // the values handed out
+    for (const auto size : sizes_) total += size;
+    return total;
+  }
 
  protected:
   void do_read(const io::Extent& extent, void* buffer) override {
-    std::vector<std::vector<double>> values(operands_.size());
-    std::vector<std::byte> raw;
+    raw_.resize(operands_.size());
     for (std::size_t i = 0; i < operands_.size(); ++i) {
-      raw.resize(static_cast<std::size_t>(extent.voxels()) * io::dtype_size(operands_[i]->info().dtype));
-      operands_[i]->read(extent, raw.data());
-      values[i].resize(static_cast<std::size_t>(extent.voxels()));
-      decoders_[i].to_double(raw.data(), extent.voxels(), values[i].data());
+      raw_[i].resize(static_cast<std::size_t>(extent.voxels()) * sizes_[i]);
+      operands_[i]->read(extent, raw_[i].data());
     }
-    evaluator_->evaluate(values, extent.voxels(), static_cast<float*>(buffer));
+    evaluator_->evaluate(pointers(raw_, 0), decoders_, sizes_, single_, extent.voxels(), static_cast<float*>(buffer));
   }
 
   // Each operand's extents in one collective call, then each extent evaluated.
   void do_read_all(std::span<const io::Extent> extents, std::span<void* const> buffers) override {
-    std::vector<std::vector<std::vector<double>>> values(extents.size(),
-                                                         std::vector<std::vector<double>>(operands_.size()));
+    std::int64_t voxels = 0;
+    for (const auto& extent : extents) voxels += extent.voxels();
+    raw_.resize(operands_.size());
     for (std::size_t i = 0; i < operands_.size(); ++i) {
-      const std::size_t size = io::dtype_size(operands_[i]->info().dtype);
-      std::vector<std::vector<std::byte>> raw(extents.size());
+      raw_[i].resize(static_cast<std::size_t>(voxels) * sizes_[i]);
       std::vector<void*> targets;
-      for (std::size_t e = 0; e < extents.size(); ++e) {
-        raw[e].resize(static_cast<std::size_t>(extents[e].voxels()) * size);
-        targets.push_back(raw[e].data());
+      std::size_t at = 0;
+      for (const auto& extent : extents) {
+        targets.push_back(raw_[i].data() + at);
+        at += static_cast<std::size_t>(extent.voxels()) * sizes_[i];
       }
       operands_[i]->read_all(extents, targets);
-      for (std::size_t e = 0; e < extents.size(); ++e) {
-        values[e][i].resize(static_cast<std::size_t>(extents[e].voxels()));
-        decoders_[i].to_double(raw[e].data(), extents[e].voxels(), values[e][i].data());
-      }
     }
-    for (std::size_t e = 0; e < extents.size(); ++e)
-      evaluator_->evaluate(values[e], extents[e].voxels(), static_cast<float*>(buffers[e]));
+    std::int64_t at = 0;
+    for (std::size_t e = 0; e < extents.size(); ++e) {
+      evaluator_->evaluate(pointers(raw_, at), decoders_, sizes_, single_, extents[e].voxels(),
+                           static_cast<float*>(buffers[e]));
+      at += extents[e].voxels();
+    }
   }
 
   void do_close() override {
@@ -233,9 +261,19 @@ class ExpressionReader final : public io::VolumeReader {
   }
 
  private:
+  // Each operand's values from voxel `at` of raw.
+  std::vector<const std::byte*> pointers(const std::vector<std::vector<std::byte>>& raw, std::int64_t at) const {
+    std::vector<const std::byte*> result;
+    for (std::size_t i = 0; i < raw.size(); ++i) result.push_back(raw[i].data() + static_cast<std::size_t>(at) * sizes_[i]);
+    return result;
+  }
+
   std::unique_ptr<Evaluator> evaluator_;
   std::vector<std::unique_ptr<io::VolumeReader>> operands_;
   std::vector<Decoder> decoders_;
+  std::vector<std::size_t> sizes_;                // bytes a value of each operand
+  bool single_ = true;                            // computed in float: see in_single
+  std::vector<std::vector<std::byte>> raw_;       // each operand's values as read, kept between reads
   io::VolumeInfo info_;
 };
 

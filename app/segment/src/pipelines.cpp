@@ -229,7 +229,8 @@ void run_collective(Job& job) {
   const std::size_t largest = std::max<std::size_t>(driver.largest_voxels(), 1);
   // No more slots than this rank has bricks: a rank with none (or only
   // small ones) must not size its buffers and statistics by round_bytes.
-  const std::size_t batch = std::min(driver.items_per_round(largest * element), std::max<std::size_t>(driver.size(), 1));
+  const std::size_t staged = std::max(element, job.reader.staged_bytes_per_voxel());
+  const std::size_t batch = std::min(driver.items_per_round(largest * staged), std::max<std::size_t>(driver.size(), 1));
   // The calls are pipelined below, so failures are agreed by the backends'
   // collective calls and the job's end.
   const long long rounds = driver.rounds(batch);

@@ -138,6 +138,11 @@ class VolumeReader {
   // The shape (z, y, x) of the stored chunks, where the format has them
   // (Zarr): bricks of whole chunks read each chunk once.
   virtual std::optional<Index3> chunks() const { return std::nullopt; }
+  // Bytes read from storage and held for each voxel handed out: the value's
+  // size, or more where a reader computes each voxel from several stored
+  // ones (an expression of three variables holds three values). Collective
+  // pipelines size their rounds by it, so --batch-bytes bounds what is held.
+  virtual std::size_t staged_bytes_per_voxel() const { return dtype_size(info().dtype); }
   // The backend's own figures of its calls so far (none by default).
   virtual Metrics metrics() const { return {}; }
 
