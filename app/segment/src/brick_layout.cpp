@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "volseg/segment/brick_layout.hpp"
 
+#include "volseg/io/volume.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <random>
@@ -54,6 +56,14 @@ io::Index3 BrickLayout::job_shape(const io::Index3& dims, std::size_t element_si
   for (std::size_t a = 0; a < 3; ++a) shape[a] = std::clamp<std::int64_t>((*chunks)[a], 1, dims[a]);
   if (static_cast<std::size_t>(shape[0] * shape[1] * shape[2]) * element_size >= (std::size_t{256} << 10)) return shape;
   return chunk_aligned_shape(dims, element_size, *chunks, std::size_t{1} << 20);
+}
+
+io::Index3 BrickLayout::job_shape(const io::VolumeReader& reader, const std::optional<io::Index3>& chunks,
+                                  bool one_chunk) {
+  const std::size_t element = io::dtype_size(reader.info().dtype);
+  const std::size_t staged = std::max(element, reader.staged_bytes_per_voxel());
+  if (staged == element || chunks) return job_shape(reader.info().dims, staged, chunks, one_chunk);
+  return default_shape(reader.info().dims, staged, std::size_t{4} << 20);
 }
 
 io::Extent BrickLayout::brick(std::int64_t index) const {

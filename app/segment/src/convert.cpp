@@ -96,7 +96,7 @@ ConvertResult run_convert(const Comm& comm, const ConvertOptions& options) {
 
   const bool chunked_output = format == io::FileFormat::zarr || format == io::FileFormat::ome_zarr;
   const io::Index3 shape = options.brick_shape.value_or(
-      BrickLayout::job_shape(in.dims, io::dtype_size(in.dtype), detail::chunks_for_bricks(reader->chunks(), format),
+      BrickLayout::job_shape(*reader, detail::chunks_for_bricks(reader->chunks(), format),
                              chunked_output));
   const BrickLayout layout(in.dims, shape);
   result.brick_shape = layout.shape();

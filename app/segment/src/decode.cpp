@@ -52,6 +52,20 @@ void Decoder::to_double(const void* values, std::int64_t count, double* out) con
   else decode_detail::decode(info_, values, count, out);
 }
 
+std::optional<Decoder::InPlace> Decoder::in_place() const {
+  if (info_.scale_factor || info_.add_offset) return std::nullopt;
+  auto test = [&]<class T>(std::type_identity<T>) {
+    const Threshold validity{0, 0, info_.fill_value, info_.valid_range, info_.missing_value};
+    const decode_detail::Bounds<T> b = decode_detail::make_bounds<T>(validity);
+    constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+    if (b.empty) return InPlace{1, 0, nan, nan};
+    return InPlace{b.valid_min, b.valid_max, b.has_fill ? double{b.fill} : nan, b.has_fill ? double{b.missing} : nan};
+  };
+  if (info_.dtype == io::DType::f32) return test(std::type_identity<float>{});
+  if (info_.dtype == io::DType::f64) return test(std::type_identity<double>{});
+  return std::nullopt;
+}
+
 bool Decoder::declared_range(double& min, double& max) const {
   if (!info_.valid_range) return false;
   const double scale = info_.scale_factor.value_or(1.0), offset = info_.add_offset.value_or(0.0);

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <optional>
 #include <span>
@@ -106,20 +107,36 @@ class Evaluator {
   void evaluate_in(std::vector<std::vector<T>>& blocks, const std::vector<const std::byte*>& raw,
                    const std::vector<Decoder>& decoders, const std::vector<std::size_t>& sizes, std::int64_t count,
                    float* out) {
-    blocks.resize(names_.size());
-    std::vector<const T*> inputs;
-    for (auto& block : blocks) {
-      block.resize(static_cast<std::size_t>(expression::kBlock));
-      inputs.push_back(block.data());
+    // An operand stored as T, unpacked, is used where it was read (its
+    // fill values tested at the end, as the decoder would); any other is
+    // decoded a block at a time, its missing values NaN.
+    const std::size_t operands = names_.size();
+    blocks.resize(operands);
+    std::vector<const T*> inputs(operands);
+    std::vector<expression::Valid<T>> valid(operands);
+    std::vector<bool> in_place(operands);
+    constexpr T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+    for (std::size_t i = 0; i < operands; ++i) {
+      const auto test = sizes[i] == sizeof(T) ? decoders[i].in_place() : std::nullopt;
+      in_place[i] = test.has_value();
+      valid[i] = test ? expression::Valid<T>{static_cast<T>(test->lo), static_cast<T>(test->hi),
+                                             static_cast<T>(test->fill), static_cast<T>(test->missing)}
+                      : expression::Valid<T>{-inf, inf, nan, nan};
+      blocks[i].resize(in_place[i] ? 0 : static_cast<std::size_t>(expression::kBlock));
     }
     for (std::int64_t at = 0; at < count; at += expression::kBlock) {
       const std::int64_t n = std::min(expression::kBlock, count - at);
-      for (std::size_t i = 0; i < blocks.size(); ++i) {
+      for (std::size_t i = 0; i < operands; ++i) {
         const std::byte* values = raw[i] + static_cast<std::size_t>(at) * sizes[i];
-        if constexpr (std::is_same_v<T, float>) decoders[i].to_float(values, n, blocks[i].data());
-        else decoders[i].to_double(values, n, blocks[i].data());
+        if (in_place[i]) {
+          inputs[i] = reinterpret_cast<const T*>(values);  // the reader's buffer: native order, aligned
+        } else {
+          if constexpr (std::is_same_v<T, float>) decoders[i].to_float(values, n, blocks[i].data());
+          else decoders[i].to_double(values, n, blocks[i].data());
+          inputs[i] = blocks[i].data();
+        }
       }
-      program_->run(inputs.data(), n, request_.condition, out + at);
+      program_->run(inputs.data(), valid.data(), n, request_.condition, out + at);
     }
   }
 

@@ -27,14 +27,14 @@ void apply_avx2(Program::Op op, const double* const* sources, std::size_t arity,
 void apply_avx2(Program::Op op, const float* const* sources, std::size_t arity, std::int64_t n, float* out);
 
 // out[j] = result[j] as float (condition: 1 where it is neither 0 nor NaN,
-// else 0), or NaN where any of the inputs is NaN.
-void finish_generic(const double* result, const double* const* inputs, std::size_t count, std::int64_t n,
+// else 0), or NaN where any input fails its test valid[i].
+void finish_generic(const double* result, const double* const* inputs, const Valid<double>* valid, std::size_t count, std::int64_t n,
                     bool condition, float* out);
-void finish_generic(const float* result, const float* const* inputs, std::size_t count, std::int64_t n,
+void finish_generic(const float* result, const float* const* inputs, const Valid<float>* valid, std::size_t count, std::int64_t n,
                     bool condition, float* out);
-void finish_avx2(const double* result, const double* const* inputs, std::size_t count, std::int64_t n,
+void finish_avx2(const double* result, const double* const* inputs, const Valid<double>* valid, std::size_t count, std::int64_t n,
                  bool condition, float* out);
-void finish_avx2(const float* result, const float* const* inputs, std::size_t count, std::int64_t n,
+void finish_avx2(const float* result, const float* const* inputs, const Valid<float>* valid, std::size_t count, std::int64_t n,
                  bool condition, float* out);
 
 }  // namespace detail

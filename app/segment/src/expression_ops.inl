@@ -82,38 +82,47 @@ void apply(Program::Op op, const T* const* s, std::size_t arity, std::int64_t n,
 }
 
 // A voxel with any operand missing is missing, whatever the expression makes
-// of NaN (a comparison is false, && takes it for true). One pass for up to
-// four inputs, then one more for each further input.
+// of it (a comparison is false, && takes NaN for true; a fill value read in
+// place is any number). One pass for up to four inputs, then one more for
+// each further input.
+template <class T>
+bool passes(T x, const Valid<T>& v) {
+  return (x >= v.lo) & (x <= v.hi) & (x != v.fill) & (x != v.missing);
+}
+
 template <int Inputs, class T>
-void finish_pass(const T* __restrict result, const T* const* inputs, bool condition, std::int64_t n,
-                 float* __restrict out) {
+void finish_pass(const T* __restrict result, const T* const* inputs, const Valid<T>* valid, bool condition,
+                 std::int64_t n, float* __restrict out) {
   const T* a = inputs[0];
   const T* b = Inputs > 1 ? inputs[1] : a;
   const T* c = Inputs > 2 ? inputs[2] : a;
   const T* d = Inputs > 3 ? inputs[3] : a;
+  const Valid<T> va = valid[0], vb = valid[Inputs > 1 ? 1 : 0], vc = valid[Inputs > 2 ? 2 : 0],
+                 vd = valid[Inputs > 3 ? 3 : 0];
   if (condition)
     for (std::int64_t j = 0; j < n; ++j) {
-      const bool valid = (a[j] == a[j]) & (b[j] == b[j]) & (c[j] == c[j]) & (d[j] == d[j]);
-      out[j] = valid ? ((result[j] < 0) | (result[j] > 0) ? 1.0f : 0.0f) : NAN;
+      const bool ok = passes(a[j], va) & passes(b[j], vb) & passes(c[j], vc) & passes(d[j], vd);
+      out[j] = ok ? ((result[j] < 0) | (result[j] > 0) ? 1.0f : 0.0f) : NAN;
     }
   else
     for (std::int64_t j = 0; j < n; ++j) {
-      const bool valid = (a[j] == a[j]) & (b[j] == b[j]) & (c[j] == c[j]) & (d[j] == d[j]);
-      out[j] = valid ? static_cast<float>(result[j]) : NAN;
+      const bool ok = passes(a[j], va) & passes(b[j], vb) & passes(c[j], vc) & passes(d[j], vd);
+      out[j] = ok ? static_cast<float>(result[j]) : NAN;
     }
 }
 
 template <class T>
-void finish(const T* result, const T* const* inputs, std::size_t count, std::int64_t n, bool condition,
-            float* __restrict out) {
+void finish(const T* result, const T* const* inputs, const Valid<T>* valid, std::size_t count, std::int64_t n,
+            bool condition, float* __restrict out) {
   switch (std::min<std::size_t>(count, 4)) {
-    case 1: finish_pass<1>(result, inputs, condition, n, out); break;
-    case 2: finish_pass<2>(result, inputs, condition, n, out); break;
-    case 3: finish_pass<3>(result, inputs, condition, n, out); break;
-    default: finish_pass<4>(result, inputs, condition, n, out); break;
+    case 1: finish_pass<1>(result, inputs, valid, condition, n, out); break;
+    case 2: finish_pass<2>(result, inputs, valid, condition, n, out); break;
+    case 3: finish_pass<3>(result, inputs, valid, condition, n, out); break;
+    default: finish_pass<4>(result, inputs, valid, condition, n, out); break;
   }
   for (std::size_t i = 4; i < count; ++i) {
     const T* in = inputs[i];
-    for (std::int64_t j = 0; j < n; ++j) out[j] = in[j] == in[j] ? out[j] : NAN;
+    const Valid<T> v = valid[i];
+    for (std::int64_t j = 0; j < n; ++j) out[j] = passes(in[j], v) ? out[j] : NAN;
   }
 }

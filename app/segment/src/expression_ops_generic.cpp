@@ -18,14 +18,16 @@ void apply_generic(Program::Op op, const float* const* sources, std::size_t arit
   apply(op, sources, arity, n, out);
 }
 
-void finish_generic(const double* result, const double* const* inputs, std::size_t count, std::int64_t n, bool condition,
+void finish_generic(const double* result, const double* const* inputs, const Valid<double>* valid,
+                    std::size_t count, std::int64_t n, bool condition,
                     float* out) {
-  finish(result, inputs, count, n, condition, out);
+  finish(result, inputs, valid, count, n, condition, out);
 }
 
-void finish_generic(const float* result, const float* const* inputs, std::size_t count, std::int64_t n, bool condition,
+void finish_generic(const float* result, const float* const* inputs, const Valid<float>* valid,
+                    std::size_t count, std::int64_t n, bool condition,
                     float* out) {
-  finish(result, inputs, count, n, condition, out);
+  finish(result, inputs, valid, count, n, condition, out);
 }
 
 }  // namespace volseg::segment::expression::detail

@@ -268,16 +268,16 @@ void Program::evaluate(const T* const* inputs, std::int64_t count, T* out) {
 }
 
 template <class T>
-void Program::run(const T* const* inputs, std::int64_t count, bool condition, float* out) {
+void Program::run(const T* const* inputs, const Valid<T>* valid, std::int64_t count, bool condition, float* out) {
   const T* result = run_steps(inputs, count);
-  if (avx2()) detail::finish_avx2(result, inputs, variables_, count, condition, out);
-  else detail::finish_generic(result, inputs, variables_, count, condition, out);
+  if (avx2()) detail::finish_avx2(result, inputs, valid, variables_, count, condition, out);
+  else detail::finish_generic(result, inputs, valid, variables_, count, condition, out);
 }
 
 template void Program::evaluate(const float* const*, std::int64_t, float*);
 template void Program::evaluate(const double* const*, std::int64_t, double*);
-template void Program::run(const float* const*, std::int64_t, bool, float*);
-template void Program::run(const double* const*, std::int64_t, bool, float*);
+template void Program::run(const float* const*, const Valid<float>*, std::int64_t, bool, float*);
+template void Program::run(const double* const*, const Valid<double>*, std::int64_t, bool, float*);
 
 std::string Program::describe() const {
   std::string text;

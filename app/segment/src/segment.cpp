@@ -308,8 +308,7 @@ SegmentPlan plan_segment(const Comm& comm, const SegmentOptions& options, Segmen
                                options.histogram);
   const bool chunked_output = io.output_format == io::FileFormat::zarr || io.output_format == io::FileFormat::ome_zarr;
   const io::Index3 shape = options.brick_shape.value_or(
-      BrickLayout::job_shape(info.dims, io::dtype_size(info.dtype),
-                             detail::chunks_for_bricks(reader->chunks(), io.output_format), chunked_output));
+      BrickLayout::job_shape(*reader, detail::chunks_for_bricks(reader->chunks(), io.output_format), chunked_output));
   const BrickLayout layout(info.dims, shape);
   result.brick_shape = layout.shape();
   result.brick_grid = layout.grid();

@@ -8,6 +8,10 @@
 
 #include "volseg/io/types.hpp"
 
+namespace volseg::io {
+class VolumeReader;
+}
+
 namespace volseg::segment {
 
 // Splits a volume into bricks of one shape; the last brick on each axis may
@@ -35,8 +39,16 @@ class BrickLayout {
   // stays in cache for the kernel (Zarr in, Zarr out: 1.7 s -> 0.9 s on
   // 1024^3 f32 in 64^3 chunks, docs/zarr.md); smaller chunks are grown to
   // about 1 MiB.
+  //
+  // A reader that computes its values from several stored ones (an
+  // expression: reader.staged_bytes_per_voxel() above its value's size) gets
+  // bricks of about 4 MiB staged, so that the operands are still in cache
+  // when it evaluates them (3 float32 variables from NetCDF-4, 256^3: 0.100 s
+  // in 12 MiB bricks, 0.079 s in 4 MiB, against 0.042 s to read them).
   static io::Index3 job_shape(const io::Index3& dims, std::size_t element_size,
                               const std::optional<io::Index3>& chunks, bool one_chunk = false);
+  static io::Index3 job_shape(const io::VolumeReader& reader, const std::optional<io::Index3>& chunks,
+                              bool one_chunk = false);
 
   const io::Index3& dims() const { return dims_; }
   const io::Index3& shape() const { return shape_; }

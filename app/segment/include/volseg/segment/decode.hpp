@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "volseg/io/types.hpp"
 
@@ -24,6 +25,16 @@ class Decoder {
   // The unpacked range valid voxels can have, when the file says it
   // (valid_range); otherwise false.
   bool declared_range(double& min, double& max) const;
+
+  // Where stored values are their own decoded values (float32 or float64,
+  // not packed), the test a valid one passes, so that a caller may use them
+  // in place: v is valid when lo <= v <= hi, v != fill and v != missing
+  // (fill and missing NaN where there are none; lo > hi where nothing is
+  // valid). The same rules as to_float's, in the stored type's own values.
+  struct InPlace {
+    double lo, hi, fill, missing;
+  };
+  std::optional<InPlace> in_place() const;
 
  private:
   io::VolumeInfo info_;

@@ -23,6 +23,14 @@ namespace volseg::segment::expression {
 // a short expression stay in the first-level cache.
 inline constexpr std::int64_t kBlock = 512;
 
+// The test an input's valid values pass (Decoder::InPlace, in T): lo <= v
+// <= hi, v != fill and v != missing; NaN never passes. A decoded input's
+// test is {-inf, inf, NaN, NaN}: only NaN is missing.
+template <class T>
+struct Valid {
+  T lo, hi, fill, missing;
+};
+
 class Program {
  public:
   // Compiles text, which muparser has accepted, over the variables `names`
@@ -37,11 +45,11 @@ class Program {
   // the operands are float32 (as numpy computes float32 arrays).
   template <class T>
   void evaluate(const T* const* inputs, std::int64_t count, T* out);
-  // The same as float, NaN where any input is NaN (a missing operand makes
-  // the voxel missing, whatever the expression makes of NaN); a condition's
-  // value is 1 where it is neither 0 nor NaN, else 0.
+  // The same as float, NaN where any input is not valid[i] (a missing
+  // operand makes the voxel missing, whatever the expression makes of it); a
+  // condition's value is 1 where it is neither 0 nor NaN, else 0.
   template <class T>
-  void run(const T* const* inputs, std::int64_t count, bool condition, float* out);
+  void run(const T* const* inputs, const Valid<T>* valid, std::int64_t count, bool condition, float* out);
 
   // The operations, as text: "mul add sqrt" (for the tests).
   std::string describe() const;
