@@ -176,15 +176,20 @@ segment::ProgressMode Verbosity::mode() const {
   return quiet ? segment::ProgressMode::none : segment::parse_progress_mode(progress);
 }
 
-void Selection::add_to(CLI::App& sub, bool with_glob) {
+void Selection::add_to(CLI::App& sub, bool with_glob, bool series) {
   sub.add_option("--var", variable,
                  "NetCDF or HDF5 variable (/group/name; 'volseg info' lists them), or a .vti point data array "
                  "(default: the only 3D one)");
-  sub.add_option("--time", time, "Step of a 4D variable's first (record/time) dimension, or an ImageJ hyperstack's frame");
+  sub.add_option("--time", time,
+                 series ? "Step of a 4D variable's first (record/time) dimension, or an ImageJ hyperstack's frame; or "
+                          "several: all, A:B[:S] (A to B-1, every S-th, as xarray's isel), one job per step"
+                        : "Step of a 4D variable's first (record/time) dimension, or an ImageJ hyperstack's frame");
+  series_ = series;
+  command_ = sub.get_name();
   auto* expr = sub.add_option("--expr", expression,
-                               "A field computed voxel by voxel from the file's variables, used as a stored one: "
-                               "'sqrt(u*u + v*v + w*w)' (muparser: + - * / ^, sqrt exp log sin abs min max ..., "
-                               "a ? b : c); missing in any operand is missing");
+                              "A field computed voxel by voxel from the file's variables, used as a stored one: "
+                              "'sqrt(u*u + v*v + w*w)' (muparser: + - * / ^, sqrt exp log sin abs min max ..., "
+                              "a ? b : c); missing in any operand is missing");
   auto* where = sub.add_option("--where", condition,
                                "A condition on the file's variables, 1 where it holds and 0 where not: "
                                "'T > 10 && S < 34.5' (segment with --lo 1 --hi 1)");
@@ -195,8 +200,16 @@ void Selection::add_to(CLI::App& sub, bool with_glob) {
                    "in natural order)");
 }
 
+std::optional<segment::TimeSelection> Selection::time_selection() const {
+  if (time.empty()) return std::nullopt;
+  return segment::parse_time(time);
+}
+
 std::vector<std::string> Selection::hints() const {
-  auto hints = selection_hints(variable, time, glob);
+  const auto t = time_selection();
+  if (t && t->range() && !series_)
+    throw Error("--time " + time + ": 'volseg " + command_ + "' takes one step (segment and label take a range)");
+  auto hints = selection_hints(variable, t && t->single ? t->single : std::nullopt, glob);
   if (!expression.empty()) hints.push_back("expr=" + expression);
   if (!condition.empty()) hints.push_back("where=" + condition);
   return hints;

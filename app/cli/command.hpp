@@ -14,6 +14,7 @@
 
 #include "volseg/io/comm.hpp"
 #include "volseg/segment/progress.hpp"
+#include "volseg/segment/series.hpp"
 
 namespace volseg::cli {
 
@@ -71,10 +72,19 @@ std::vector<std::string> selection_hints(const std::string& variable, const std:
 // folders of TIFF slices) --glob, with one help text for every command.
 struct Selection {
   std::string variable, glob;
-  std::optional<std::int64_t> time;
+  std::string time;                   // --time N | all | A:B[:S]
   std::string expression, condition;  // --expr, --where: a field computed from the file's variables
-  void add_to(CLI::App& sub, bool with_glob = true);
+  // series: the command runs a job per step (segment, label); else a range
+  // is refused with one line.
+  void add_to(CLI::App& sub, bool with_glob = true, bool series = false);
+  // The reader's hints (time=N for one step; none for a range).
   std::vector<std::string> hints() const;
+  // --time as given, parsed (a range, or one step); nullopt when absent.
+  std::optional<segment::TimeSelection> time_selection() const;
+
+ private:
+  bool series_ = false;
+  std::string command_;
 };
 
 }  // namespace volseg::cli

@@ -53,7 +53,7 @@ class LabelCommand final : public Command {
     sub->add_option("--values-expr", values_expression_,
                     "A field of --values' variables for the table, as --expr: 'sqrt(u*u + v*v)'")
         ->excludes("--values-var");
-    selection_.add_to(*sub);
+    selection_.add_to(*sub, true, true);
     sub->add_option("--format", o.format, "Labels format: raw | cdf5 | netcdf4 | hdf5 | zarr (default: by --out, else the input's; "
                                           "CDF-2 holds no u32, so a CDF-1/2 input gives CDF-5)");
     sub->add_option("--backend", o.backend, "Backend that reads (auto: as segment)")->capture_default_str();
@@ -66,12 +66,28 @@ class LabelCommand final : public Command {
     sub->add_option("--seed", o.seed, "Seed of --assign random")->capture_default_str();
     sub->add_option("--report", o.report, "JSON report: counts, per-rank times and peak memory, the object table");
     sub->add_flag("--force", o.force, "Replace existing labels, table and report");
+    sub->add_option("--track", track_,
+                    "With --time A:B: link the objects of consecutive steps that share voxels into this CSV "
+                    "(t,id,next_id,overlap_voxels), with TRACK.steps.csv (births, deaths, merges, splits per step) "
+                    "and a plot TRACK.png");
+    sub->add_flag("!--no-plot", plot_, "With --track: no PNG (no matplotlib needed)");
     verbosity_.add_to(*sub);
     return sub;
   }
 
   void run(const Context& context) override {
     plan(context.command_line);
+    const auto time = selection_.time_selection();
+    if (time && time->range()) {
+      const auto steps = segment::input_steps(context.comm, options_.backend, options_.input, options_.input_hints, *time);
+      const auto series = segment::run_label_series(context.comm, options_, steps, track_, plot_);
+      if (context.comm.rank() == 0 && !verbosity_.quiet) {
+        std::fputs(segment::series_summary(series, track_).c_str(), stdout);
+        std::fflush(stdout);
+      }
+      return;
+    }
+    if (!track_.empty()) throw Error("--track links the objects of several steps: give --time all or A:B[:S]");
     const auto result = segment::run_label(context.comm, options_);
     if (context.comm.rank() == 0 && !verbosity_.quiet) {
       std::fputs(segment::label_summary(options_, result).c_str(), stdout);
@@ -110,6 +126,8 @@ class LabelCommand final : public Command {
   segment::LabelOptions options_;
   std::string brick_, assign_ = "block", values_variable_, values_expression_, memory_;
   std::optional<std::int64_t> values_time_;
+  std::string track_;
+  bool plot_ = true;
   Selection selection_;
   std::optional<double> lo_, hi_;
   Verbosity verbosity_;

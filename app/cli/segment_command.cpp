@@ -64,7 +64,7 @@ class SegmentCommand final : public Command {
                     "Output mask: NAME.nhdr (raw), NAME.nii, NAME.vti, NAME.tif, NAME.nc, NAME.nc4, NAME.hdf5 or "
                     "NAME.zarr (Zarr v2, compressed: --hint compressor=)")
         ->required();
-    selection_.add_to(*sub);
+    selection_.add_to(*sub, true, true);
     sub->add_option("--format", o.format,
                     "Mask format: raw | cdf2 | cdf5 | netcdf4 | hdf5 | zarr | ome-zarr (default: by the --out extension)");
     sub->add_option("--backend", o.backend,
@@ -109,6 +109,17 @@ class SegmentCommand final : public Command {
     plan(context.command_line);
     SchedulerSignals signals;
     options_.interrupt = &signals.received();
+    if (const auto time = selection_.time_selection(); time && time->range()) {
+      if (!label_.empty() || pyramid_) throw Error("--time with several steps: --label and --pyramid take one step");
+      const auto steps = segment::input_steps(context.comm, options_.backend, options_.input, options_.input_hints, *time);
+      const auto series = segment::run_segment_series(context.comm, options_, steps);
+      if (context.comm.rank() == 0 && !verbosity_.quiet) {
+        std::fputs(segment::series_summary(series).c_str(), stdout);
+        if (!report_.empty()) std::printf("  report: %s\n", report_.c_str());
+        std::fflush(stdout);
+      }
+      return;
+    }
     auto result = segment::run_segment(context.comm, options_);
     if (context.comm.rank() == 0 && !verbosity_.quiet) {
       std::fputs(segment::summary(options_, result).c_str(), stdout);

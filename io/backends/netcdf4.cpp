@@ -305,6 +305,8 @@ class Netcdf4Reader final : public VolumeReader {
     if (!dtype) netcdf::refuse_type(path_, chosen.name, type);
     refuse_missing_filters(chosen.name);
     info_.dims = shape.dims;
+    info_.steps = shape.steps;
+    info_.step = shape.time;
     info_.dtype = *dtype;
     info_.byte_order = native_byte_order();  // netCDF-C converts to native
     info_.variable = chosen.name;

@@ -207,6 +207,8 @@ class PnetcdfReader final : public VolumeReader {
     if (type == NC_BYTE && text_attribute("_Unsigned") == "true") dtype = DType::u8;  // NUG: unsigned bytes in CDF-1/2
     data_offset_ = refuse_truncated(chosen, *dtype, shape.time.value_or(0));
     info_.dims = shape.dims;
+    info_.steps = shape.steps;
+    info_.step = shape.time;
     info_.dtype = *dtype;
     info_.byte_order = ByteOrder::big;  // CDF files are big-endian; PnetCDF converts
     info_.variable = chosen.name;

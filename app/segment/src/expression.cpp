@@ -186,6 +186,8 @@ class ExpressionReader final : public io::VolumeReader {
     info_.spacing = first.spacing;
     info_.origin = first.origin;
     info_.coordinates = first.coordinates;
+    info_.steps = first.steps;
+    info_.step = first.step;
     for (const auto& [key, value] : first.attributes)
       if (key.size() == 4 && key.rfind("dim", 0) == 0) info_.attributes[key] = value;  // dimension names
     info_.attributes[request.condition ? "where" : "expression"] = request.text;

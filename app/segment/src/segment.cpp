@@ -262,6 +262,12 @@ std::unique_ptr<Journal> open_journal(const Comm& comm, const SegmentOptions& op
                   "the job ends (write NAME.nii to resume, then gzip it)");
     return nullptr;
   }
+  // A record appended to a NetCDF series (--time A:B into one file) is
+  // written in place; the series is renamed whole at its end, or removed.
+  if (std::find(options.output_hints.begin(), options.output_hints.end(), "append=1") != options.output_hints.end()) {
+    if (options.resume) throw Error("--resume: a record appended to a NetCDF series is not resumable");
+    return nullptr;
+  }
   const std::string data_file =
       output_format == io::FileFormat::raw ? io::data_path_for_header(options.output) : options.output;
   auto journal = std::make_unique<Journal>(

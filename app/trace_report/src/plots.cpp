@@ -2,11 +2,7 @@
 // The report's figures: the numbers come from summarize() (one source of
 // truth for buckets and CDFs), written as small CSVs; matplotlib, through
 // scripts/trace_plots.py, only draws them (and the timeline, from the trace).
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -14,9 +10,8 @@
 #include <vector>
 
 #include "volseg/io/error.hpp"
+#include "volseg/io/script.hpp"
 #include "volseg/trace_report/trace_report.hpp"
-
-extern char** environ;
 
 namespace volseg::trace_report {
 namespace {
@@ -57,19 +52,6 @@ void append_cdf(std::string& out, const char* kind, const SizeDistribution& d) {
 
 // The plot script: installed in ../share/volseg beside the program's bin/
 // (relocatable), or in the build tree's share/volseg, copied there by CMake.
-std::string plot_script() {
-  namespace fs = std::filesystem;
-  std::vector<fs::path> candidates;
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) candidates.push_back(self.parent_path() / ".." / "share" / "volseg" / "trace_plots.py");
-  candidates.push_back(fs::path(VOLSEG_BUILD_DATADIR) / "trace_plots.py");
-  for (const auto& candidate : candidates)
-    if (fs::exists(candidate, ec)) return candidate.lexically_normal().string();
-  throw Error("plot script trace_plots.py is missing (looked in " + candidates.front().lexically_normal().string() +
-              " and " + candidates.back().string() + ")");
-}
-
 }  // namespace
 
 std::vector<std::string> write_plots(const Summary& summary, const std::string& trace_path, const std::string& dir) {
@@ -83,27 +65,11 @@ std::vector<std::string> write_plots(const Summary& summary, const std::string& 
   append_cdf(cdf, "write", summary.writes);
   write_text((fs::path(dir) / "cdf.csv").string(), cdf);
 
-  const std::string script = plot_script();
-  const std::string python = "/usr/bin/python3";  // DEPENDENCIES.md: the one with numpy and matplotlib
-  std::vector<std::string> args{python, script, dir, trace_path};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  if (int rc = ::posix_spawn(&pid, python.c_str(), nullptr, nullptr, argv.data(), environ); rc != 0)
-    throw_errno("run", python, rc);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) throw_errno("wait for", script);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw Error("plot script " + script + " failed (" +
-                (WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status))
-                                   : "signal " + std::to_string(WTERMSIG(status))) +
-                "); its message is above");
+  io::run_script("trace_plots.py", {dir, trace_path});
   std::vector<std::string> pngs;
   for (const char* name : {"histogram.png", "cdf.png", "timeline.png"}) {
     const std::string path = (fs::path(dir) / name).string();
-    if (!fs::exists(path)) throw Error("plot script " + script + " did not write " + path);
+    if (!fs::exists(path)) throw Error("plot script trace_plots.py did not write " + path);
     pngs.push_back(path);
   }
   return pngs;

@@ -130,11 +130,12 @@ VolumeShape volume_shape(const VariableShape& variable, const Selection& selecti
     std::int64_t time = selection.time.value_or(0);
     if (!selection.time && steps != 1)
       throw Error(path + ": variable " + variable.name + " has " + std::to_string(steps) + " steps along " +
-                  variable.dim_names[0] + "; choose one with --time 0.." + std::to_string(steps - 1));
+                  variable.dim_names[0] + "; choose one with --time 0.." + std::to_string(steps - 1) + ", or a range: --time all, A:B[:S]");
     if (time >= steps)
       throw Error(path + ": --time " + std::to_string(time) + " is past the last step " + std::to_string(steps - 1) +
                   " of " + variable.name);
     shape.time = time;
+    shape.steps = steps;
     for (std::size_t a = 0; a < 3; ++a) shape.dims[a] = variable.dim_lengths[a + 1];
   } else {
     throw Error(path + ": variable " + variable.name + " is " + std::to_string(rank) +

@@ -96,6 +96,10 @@ struct VolumeInfo {
   // x, y, z: the axes' coordinate variables, where the file has them. A
   // uniform increasing one also sets spacing and origin; set_coordinate.
   std::array<std::optional<Coordinate>, 3> coordinates;
+  // A 4D variable's time (record) axis: how many steps it has and the one
+  // read (--time); 1 and none for a 3D volume.
+  std::int64_t steps = 1;
+  std::optional<std::int64_t> step;
   std::map<std::string, std::string> attributes;
 
   std::int64_t voxels() const { return dims[0] * dims[1] * dims[2]; }

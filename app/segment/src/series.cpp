@@ -1,0 +1,453 @@
+// SPDX-License-Identifier: MIT
+#include "volseg/segment/series.hpp"
+
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <unordered_map>
+
+#include "volseg/io/auto_backend.hpp"
+#include "volseg/io/dtype_dispatch.hpp"
+#include "volseg/io/error.hpp"
+#include "volseg/io/files.hpp"
+#include "volseg/io/format.hpp"
+#include "volseg/io/messages.hpp"
+#include "volseg/io/registry.hpp"
+#include "volseg/io/script.hpp"
+#include "volseg/segment/brick_layout.hpp"
+#include "volseg/segment/expression.hpp"
+#include "job_outputs.hpp"
+
+namespace volseg::segment {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::optional<std::int64_t> integer(const std::string& text, const std::string& whole) {
+  if (text.empty()) return std::nullopt;
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size())
+    throw Error("--time '" + whole + "': '" + text + "' is not a whole number (give N, all, or A:B[:S])");
+  return value;
+}
+
+// The hints less any time=.
+std::vector<std::string> without_time(std::vector<std::string> hints) {
+  std::erase_if(hints, [](const std::string& h) { return h.rfind("time=", 0) == 0; });
+  return hints;
+}
+
+double since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Rank 0's answer, on every rank.
+bool everyone(const Comm& comm, bool rank0) {
+  int value = rank0 ? 1 : 0;
+  check_mpi(MPI_Bcast(&value, 1, MPI_INT, 0, comm.get()), "MPI_Bcast");
+  return value != 0;
+}
+
+}  // namespace
+
+TimeSelection parse_time(const std::string& text) {
+  TimeSelection selection;
+  if (text == "all") return selection;
+  const auto first = text.find(':');
+  if (first == std::string::npos) {
+    selection.single = integer(text, text);
+    if (!selection.single) throw Error("--time: empty (give N, all, or A:B[:S])");
+    if (*selection.single < 0) throw Error("--time " + text + ": steps are counted from 0");
+    return selection;
+  }
+  const auto second = text.find(':', first + 1);
+  if (second != std::string::npos && text.find(':', second + 1) != std::string::npos)
+    throw Error("--time '" + text + "': at most A:B:S");
+  selection.start = integer(text.substr(0, first), text);
+  selection.stop = integer(text.substr(first + 1, second == std::string::npos ? std::string::npos : second - first - 1), text);
+  if (second != std::string::npos) {
+    const auto stride = integer(text.substr(second + 1), text);
+    if (stride) selection.stride = *stride;
+  }
+  if (selection.stride <= 0) throw Error("--time '" + text + "': the stride S must be 1 or more");
+  for (const auto& bound : {selection.start, selection.stop})
+    if (bound && *bound < 0) throw Error("--time '" + text + "': steps are counted from 0");
+  return selection;
+}
+
+std::vector<std::int64_t> steps_in(const TimeSelection& selection, std::int64_t count) {
+  if (selection.single) {
+    if (*selection.single >= count)
+      throw Error("--time " + std::to_string(*selection.single) + " is past the last step " + std::to_string(count - 1));
+    return {*selection.single};
+  }
+  const std::int64_t start = selection.start.value_or(0), stop = selection.stop.value_or(count);
+  if (start >= count)
+    throw Error("--time: the first step " + std::to_string(start) + " is past the last step " + std::to_string(count - 1) +
+                " (" + std::to_string(count) + " steps)");
+  if (stop > count)
+    throw Error("--time: the range ends at " + std::to_string(stop) + ", past the file's " + std::to_string(count) +
+                " steps (A:B takes A to B-1)");
+  std::vector<std::int64_t> steps;
+  for (std::int64_t t = start; t < stop; t += selection.stride) steps.push_back(t);
+  if (steps.empty())
+    throw Error("--time " + std::to_string(start) + ":" + std::to_string(stop) + " names no step (A:B takes A to B-1)");
+  return steps;
+}
+
+std::vector<std::int64_t> input_steps(const Comm& comm, const std::string& backend, const std::string& path,
+                                      const std::vector<std::string>& hints, const TimeSelection& selection) {
+  auto first = without_time(hints);
+  first.push_back("time=0");
+  std::int64_t count = 0;
+  {
+    std::unique_ptr<io::VolumeReader> reader;
+    try {
+      const std::string chosen =
+          backend == "auto"
+              ? io::choose_backend(comm, io::detect_format(comm, path), path, io::Access::stream).backend
+              : backend;
+      reader = open_input(chosen, path, comm, first);
+    } catch (const Error& e) {
+      const std::string text = e.what();
+      if (text.find("is 3D; --time does not apply") != std::string::npos)
+        throw Error(path + ": the variable is 3D, with no time steps; --time does not apply");
+      throw;
+    }
+    count = reader->info().steps;
+    reader->close();
+  }
+  return steps_in(selection, count);
+}
+
+bool names_steps(const std::string& path) {
+  const auto at = path.find('%');
+  if (at == std::string::npos) return false;
+  std::size_t end = at + 1;
+  while (end < path.size() && (std::isdigit(static_cast<unsigned char>(path[end])) != 0)) ++end;
+  if (end >= path.size() || (path[end] != 'd' && path[end] != 'i') || path.find('%', end) != std::string::npos)
+    throw Error(path + ": name the steps with one %d (or %04d), and no other '%'");
+  return true;
+}
+
+std::string step_path(const std::string& pattern, std::int64_t step) {
+  const auto at = pattern.find('%');
+  std::size_t end = at + 1;
+  while (std::isdigit(static_cast<unsigned char>(pattern[end])) != 0) ++end;
+  const std::string spec = pattern.substr(at, end - at) + "lld";
+  char number[64];
+  std::snprintf(number, sizeof number, spec.c_str(), static_cast<long long>(step));
+  return pattern.substr(0, at) + number + pattern.substr(end + 1);
+}
+
+// --- segment -------------------------------------------------------------
+
+namespace {
+
+std::string series_temp(const std::string& output) {
+  const fs::path path(output);
+  return (path.parent_path() / ("." + path.filename().string() + ".volseg-series")).string();
+}
+
+void write_segment_report(const SegmentOptions& options, const SegmentSeriesResult& result) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (std::size_t k = 0; k < result.per_step.size(); ++k) {
+    SegmentOptions step = options;
+    step.output = result.outputs[std::min(k, result.outputs.size() - 1)];
+    auto row = nlohmann::json::parse(report_json(step, result.per_step[k]));
+    row["step"] = result.steps[k];
+    rows.push_back(std::move(row));
+  }
+  nlohmann::json report{{"tool", "volseg segment"},
+                        {"input", options.input},
+                        {"output", options.output},
+                        {"steps", result.steps},
+                        {"steps_resumed", result.steps_resumed},
+                        {"seconds", result.seconds},
+                        {"per_step", std::move(rows)}};
+  io::write_file_atomically(options.report, report.dump(2) + "\n");
+}
+
+}  // namespace
+
+SegmentSeriesResult run_segment_series(const Comm& comm, SegmentOptions options, const std::vector<std::int64_t>& steps) {
+  const auto start = std::chrono::steady_clock::now();
+  SegmentSeriesResult result;
+  const bool per_step = names_steps(options.output);
+  std::string temp;
+  if (!per_step) {
+    const std::string extension = fs::path(options.output).extension().string();
+    const bool cdf = extension == ".nc" && (options.format.empty() || options.format == "cdf5" || options.format == "cdf2");
+    if (!cdf)
+      throw Error("--time with several steps: name each step's mask with %d in --out (mask_%03d.nhdr), or write "
+                  "one NetCDF mask (NAME.nc, CDF-5) that keeps the time dimension");
+    if (options.resume)
+      throw Error("--resume over steps needs a mask per step (%d in --out): a NetCDF series is written whole");
+    if (options.format.empty()) options.format = "cdf5";
+    if (options.output_backend.empty()) options.output_backend = "pnetcdf";
+    if (comm.rank() == 0) {
+      detail::refuse_output_over_input(options.output, {options.input});
+      io::refuse_existing(options.output, options.force, io::Streams::written_in_place);
+    }
+    agree(comm, nullptr);
+    temp = series_temp(options.output);
+  }
+  const std::string report = options.report;
+  options.report.clear();  // the series writes one, with a row per step
+  const auto hints = without_time(options.input_hints);
+  try {
+    if (!temp.empty() && comm.rank() == 0) fs::remove(temp);  // a failed series' leftover
+    for (const std::int64_t t : steps) {
+      SegmentOptions step = options;
+      step.input_hints = hints;
+      step.input_hints.push_back("time=" + std::to_string(t));
+      if (per_step) {
+        step.output = step_path(options.output, t);
+        if (options.resume && everyone(comm, comm.rank() == 0 && fs::exists(step.output))) {
+          ++result.steps_resumed;
+          continue;
+        }
+      } else {
+        step.output = temp;
+        step.force = true;
+        step.output_hints.push_back("append=1");
+        step.output_hints.push_back("record_time=" + std::to_string(t));
+      }
+      result.steps.push_back(t);
+      result.outputs.push_back(step.output);
+      result.per_step.push_back(run_segment(comm, step));
+    }
+    if (!temp.empty()) {
+      std::exception_ptr error;
+      if (comm.rank() == 0) try {
+          if (io::rename_file(temp, options.output) != 0) throw_errno("rename " + temp + " to", options.output);
+          io::sync_folder_of(options.output);
+        } catch (...) {
+          error = std::current_exception();
+        }
+      agree(comm, error);
+      result.outputs.assign(1, options.output);
+    }
+  } catch (...) {
+    if (!temp.empty() && comm.rank() == 0) {
+      std::error_code ignored;
+      fs::remove(temp, ignored);
+    }
+    throw;
+  }
+  result.seconds = since(start);
+  options.report = report;
+  if (!report.empty() && comm.rank() == 0) write_segment_report(options, result);
+  return result;
+}
+
+std::string series_summary(const SegmentSeriesResult& result) {
+  std::string text = "volseg segment: " + std::to_string(result.steps.size()) + " step(s)";
+  if (result.steps_resumed) text += " (" + std::to_string(result.steps_resumed) + " done before: resumed)";
+  char line[160];
+  std::snprintf(line, sizeof line, " in %.2f s\n", result.seconds);
+  text += line;
+  for (std::size_t k = 0; k < result.steps.size(); ++k) {
+    const auto& r = result.per_step[k];
+    const double share = r.stats.valid ? 100.0 * static_cast<double>(r.stats.in_range) / static_cast<double>(r.stats.valid) : 0;
+    std::snprintf(line, sizeof line, "  step %lld: %llu voxels in range (%.2f%% of valid), %.2f s\n",
+                  static_cast<long long>(result.steps[k]), static_cast<unsigned long long>(r.stats.in_range), share,
+                  r.seconds);
+    text += line;
+  }
+  text += "  mask: " + (result.outputs.size() == 1 ? result.outputs.front() : result.outputs.front() + " ... " + result.outputs.back()) + "\n";
+  return text;
+}
+
+
+// --- label and track ----------------------------------------------------------
+
+namespace {
+
+// Labels as 64-bit ids, whatever type they were written in.
+void to_ids(io::DType dtype, const std::vector<std::byte>& raw, std::int64_t count, std::vector<std::uint64_t>& ids) {
+  ids.resize(static_cast<std::size_t>(count));
+  io::visit_dtype(dtype, [&]<class T>(std::type_identity<T>) {
+    if constexpr (std::is_integral_v<T>) {
+      for (std::int64_t i = 0; i < count; ++i) {
+        T value;
+        std::memcpy(&value, raw.data() + static_cast<std::size_t>(i) * sizeof(T), sizeof(T));
+        ids[static_cast<std::size_t>(i)] = static_cast<std::uint64_t>(value);
+      }
+    } else {
+      throw Error("labels of type " + std::string(io::dtype_name(dtype)) + ": expected integers");
+    }
+  });
+}
+
+std::unique_ptr<io::VolumeReader> open_labels(const Comm& comm, const std::string& path) {
+  const auto format = io::detect_format(comm, path);
+  return io::open_reader(io::choose_backend(comm, format, path, io::Access::stream).backend, path, comm, io::Hints{});
+}
+
+// Collective. The pairs of labels of two steps' label volumes that share
+// voxels: each rank counts those of its bricks (every size-th), rank 0
+// sums them (on rank 0 only; sorted by id, then next_id).
+std::vector<TrackPair> overlaps(const Comm& comm, const std::string& before, const std::string& after,
+                                std::int64_t step) {
+  auto a = open_labels(comm, before);
+  auto b = open_labels(comm, after);
+  if (a->info().dims != b->info().dims)
+    throw Error("--track: " + before + " and " + after + " have different shapes");
+  const BrickLayout layout(a->info().dims, BrickLayout::default_shape(a->info().dims, 16));
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::uint64_t> counts;
+  std::vector<std::byte> raw;
+  std::vector<std::uint64_t> ids_a, ids_b;
+  for (std::int64_t k = comm.rank(); k < layout.count(); k += comm.size()) {
+    const io::Extent extent = layout.brick(k);
+    for (auto* reader : {a.get(), b.get()}) {
+      raw.resize(static_cast<std::size_t>(extent.voxels()) * io::dtype_size(reader->info().dtype));
+      reader->read(extent, raw.data());
+      to_ids(reader->info().dtype, raw, extent.voxels(), reader == a.get() ? ids_a : ids_b);
+    }
+    for (std::size_t i = 0; i < ids_a.size(); ++i)
+      if (ids_a[i] != 0 && ids_b[i] != 0) ++counts[{ids_a[i], ids_b[i]}];
+  }
+  a->close();
+  b->close();
+  std::vector<TrackPair> mine;
+  for (const auto& [pair, overlap] : counts) mine.push_back({step, pair.first, pair.second, overlap});
+  const auto all = io::gather<TrackPair>(comm.get(), mine);
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::uint64_t> merged;
+  for (const auto& p : all) merged[{p.id, p.next_id}] += p.overlap;
+  std::vector<TrackPair> result;
+  for (const auto& [pair, overlap] : merged) result.push_back({step, pair.first, pair.second, overlap});
+  return result;
+}
+
+// What the pairs between step k-1 and k make of their objects.
+void summarize(TrackStep& now, std::uint64_t objects_before, const std::vector<TrackPair>& pairs) {
+  std::unordered_map<std::uint64_t, std::uint64_t> successors, predecessors;
+  for (const auto& p : pairs) {
+    ++successors[p.id];
+    ++predecessors[p.next_id];
+  }
+  now.deaths = objects_before - successors.size();
+  now.births = now.objects - predecessors.size();
+  for (const auto& [id, n] : successors) now.splits += n > 1;
+  for (const auto& [id, n] : predecessors) now.merges += n > 1;
+  for (const auto& p : pairs) now.continuing += successors[p.id] == 1 && predecessors[p.next_id] == 1;
+}
+
+std::string track_csv(const std::vector<TrackPair>& pairs) {
+  std::string text = "t,id,next_id,overlap_voxels\n";
+  for (const auto& p : pairs)
+    text += std::to_string(p.step) + "," + std::to_string(p.id) + "," + std::to_string(p.next_id) + "," +
+            std::to_string(p.overlap) + "\n";
+  return text;
+}
+
+std::string steps_csv(const std::vector<TrackStep>& steps) {
+  std::string text = "step,objects,largest,births,deaths,merges,splits,continuing\n";
+  for (const auto& s : steps)
+    text += std::to_string(s.step) + "," + std::to_string(s.objects) + "," + std::to_string(s.largest) + "," +
+            std::to_string(s.births) + "," + std::to_string(s.deaths) + "," + std::to_string(s.merges) + "," +
+            std::to_string(s.splits) + "," + std::to_string(s.continuing) + "\n";
+  return text;
+}
+
+std::string without_extension(const std::string& path) {
+  const fs::path p(path);
+  return (p.parent_path() / p.stem()).string();
+}
+
+}  // namespace
+
+LabelSeriesResult run_label_series(const Comm& comm, LabelOptions options, const std::vector<std::int64_t>& steps,
+                                   const std::string& track, bool plot) {
+  const auto start = std::chrono::steady_clock::now();
+  if (!names_steps(options.output))
+    throw Error("label --time with several steps: name each step's labels with %d in --out (labels_%03d.nc)");
+  if (!options.stats.empty() && !names_steps(options.stats))
+    throw Error("label --time with several steps: name each step's table with %d in --stats (objects_%03d.csv)");
+  if (!options.report.empty())
+    throw Error("label --time with several steps: --report takes one step (the summary and --track cover the series)");
+  const std::string steps_path = track.empty() ? "" : without_extension(track) + ".steps.csv";
+  const std::string png = track.empty() || !plot ? "" : without_extension(track) + ".png";
+  if (!track.empty()) {
+    if (steps.size() < 2) throw Error("--track needs two steps or more (--time A:B)");
+    if (comm.rank() == 0)
+      for (const auto& path : {track, steps_path, png})
+        if (!path.empty()) io::refuse_existing(path, options.force);
+    agree(comm, nullptr);
+  }
+  LabelSeriesResult result;
+  const auto hints = without_time(options.input_hints);
+  const std::string pattern = options.output, stats = options.stats;
+  for (const std::int64_t t : steps) {
+    LabelOptions step = options;
+    step.input_hints = hints;
+    step.input_hints.push_back("time=" + std::to_string(t));
+    step.output = step_path(pattern, t);
+    if (!stats.empty()) step.stats = step_path(stats, t);
+    result.steps.push_back(t);
+    result.outputs.push_back(step.output);
+    result.per_step.push_back(run_label(comm, step));
+    TrackStep summary;
+    summary.step = t;
+    summary.objects = result.per_step.back().summary.objects;
+    summary.largest = result.per_step.back().summary.largest;
+    if (!track.empty() && result.outputs.size() > 1) {
+      auto pairs = overlaps(comm, result.outputs[result.outputs.size() - 2], step.output, result.steps[result.steps.size() - 2]);
+      if (comm.rank() == 0) {
+        summarize(summary, result.track.back().objects, pairs);
+        result.pairs.insert(result.pairs.end(), pairs.begin(), pairs.end());
+      }
+    }
+    result.track.push_back(summary);
+  }
+  if (!track.empty()) {
+    std::exception_ptr error;
+    if (comm.rank() == 0) try {
+        io::write_file_atomically(track, track_csv(result.pairs));
+        io::write_file_atomically(steps_path, steps_csv(result.track));
+        if (!png.empty()) io::run_script("track_plot.py", {steps_path, png});
+      } catch (...) {
+        error = std::current_exception();
+      }
+    agree(comm, error);
+  }
+  result.seconds = since(start);
+  return result;
+}
+
+std::string series_summary(const LabelSeriesResult& result, const std::string& track) {
+  std::string text = "volseg label: " + std::to_string(result.steps.size()) + " step(s)";
+  char line[200];
+  std::snprintf(line, sizeof line, " in %.2f s\n", result.seconds);
+  text += line;
+  for (std::size_t k = 0; k < result.track.size(); ++k) {
+    const auto& s = result.track[k];
+    if (k == 0 || track.empty())
+      std::snprintf(line, sizeof line, "  step %lld: %llu objects (largest %llu voxels)\n", static_cast<long long>(s.step),
+                    static_cast<unsigned long long>(s.objects), static_cast<unsigned long long>(s.largest));
+    else
+      std::snprintf(line, sizeof line,
+                    "  step %lld: %llu objects (largest %llu voxels): %llu continuing, %llu born, %llu ended, %llu "
+                    "merged, %llu split\n",
+                    static_cast<long long>(s.step), static_cast<unsigned long long>(s.objects),
+                    static_cast<unsigned long long>(s.largest), static_cast<unsigned long long>(s.continuing),
+                    static_cast<unsigned long long>(s.births), static_cast<unsigned long long>(s.deaths),
+                    static_cast<unsigned long long>(s.merges), static_cast<unsigned long long>(s.splits));
+    text += line;
+  }
+  text += "  labels: " + result.outputs.front() + " ... " + result.outputs.back() + "\n";
+  if (!track.empty()) text += "  track: " + track + " (and " + without_extension(track) + ".steps.csv, .png)\n";
+  return text;
+}
+
+}  // namespace volseg::segment

@@ -1,0 +1,214 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Time series as a user runs them: --time all | A:B[:S] over NetCDF-4 and
+CDF-5 files with a time dimension, written by netCDF4-python, on 1 and 3
+ranks. Masks per step (one file per step, or records of one NetCDF file)
+equal numpy's; labels per step equal scipy's (first-voxel order); the
+track table equals the overlaps of scipy's labels of consecutive steps, and
+its per-step summary what those overlaps say; --resume does only the steps
+left; bad ranges and --track without --time get one line."""
+import csv
+import json
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e_util as e  # noqa: E402
+
+try:
+    import netCDF4
+except ImportError:  # pragma: no cover
+    netCDF4 = None
+try:
+    from scipy import ndimage
+except ImportError:  # pragma: no cover
+    ndimage = None
+
+STEPS, SHAPE = 4, (10, 14, 18)
+LO, HI = 0.15, 10.0
+
+
+@unittest.skipIf(netCDF4 is None or ndimage is None, "missing python3-netcdf4 or python3-scipy")
+class TimeSeries(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        e.require_binary()
+        cls.tmp = tempfile.TemporaryDirectory(prefix="volseg-timeseries-")
+        cls.dir = cls.tmp.name
+        rng = np.random.default_rng(11)
+        base = ndimage.gaussian_filter(rng.normal(size=SHAPE), 1.5) * 4
+        # Blobs that drift one voxel a step along x, with noise: objects
+        # continue, merge, split, are born and end.
+        cls.u = np.stack([np.roll(base, t, axis=2) + 0.1 * rng.normal(size=SHAPE) for t in range(STEPS)]).astype(np.float32)
+        cls.v = rng.normal(size=(STEPS,) + SHAPE).astype(np.float32)
+        cls.files = {}
+        for fmt, name in (("NETCDF4", "ts.nc4"), ("NETCDF3_64BIT_DATA", "ts.nc")):
+            path = os.path.join(cls.dir, name)
+            with netCDF4.Dataset(path, "w", format=fmt) as d:
+                d.createDimension("time", None)
+                for dim, n in zip("zyx", SHAPE):
+                    d.createDimension(dim, n)
+                d.createVariable("time", "f8", ("time",))[:] = np.arange(STEPS) * 6.0
+                d.createVariable("u", "f4", ("time", "z", "y", "x"))[:] = cls.u
+                d.createVariable("v", "f4", ("time", "z", "y", "x"))[:] = cls.v
+                d.createVariable("still", "f4", ("z", "y", "x"))[:] = cls.u[0]
+            cls.files[fmt] = path
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def out(self, name):
+        return os.path.join(self.dir, name)
+
+    def expected_mask(self, t):
+        return (self.u[t] >= LO) & (self.u[t] <= HI)
+
+    def test_masks_of_every_step_equal_numpy(self):
+        for fmt, path in self.files.items():
+            for ranks in (1, 3):
+                with self.subTest(fmt=fmt, ranks=ranks):
+                    folder = self.out("masks-%s-%d" % (fmt, ranks))
+                    os.mkdir(folder)
+                    report = os.path.join(folder, "report.json")
+                    e.check_ok(self, e.run(["segment", path, "--var", "u", "--time", "all", "--lo", str(LO), "--hi",
+                                            str(HI), "--out", os.path.join(folder, "m_%02d.nhdr"), "--report", report,
+                                            "--quiet"], ranks=ranks))
+                    for t in range(STEPS):
+                        mask = e.read_volume(os.path.join(folder, "m_%02d.nhdr" % t))[1]
+                        np.testing.assert_array_equal(mask != 0, self.expected_mask(t))
+                    with open(report) as f:
+                        rows = json.load(f)
+                    self.assertEqual(rows["steps"], list(range(STEPS)))
+                    self.assertEqual([r["stats"]["in_range"] for r in rows["per_step"]],
+                                     [int(self.expected_mask(t).sum()) for t in range(STEPS)])
+
+    def test_a_range_into_one_netcdf_file_keeps_the_time_dimension(self):
+        out = self.out("series.nc")
+        e.check_ok(self, e.run(["segment", self.files["NETCDF4"], "--var", "u", "--time", "1:4:2", "--lo", str(LO), "--hi",
+                                str(HI), "--out", out, "--quiet"], ranks=2))
+        with netCDF4.Dataset(out) as d:
+            self.assertTrue(d.dimensions["time"].isunlimited())
+            mask = np.asarray(d["mask"][:])
+            self.assertEqual(list(d["time"][:]), [1, 3])
+        self.assertEqual(mask.shape, (2,) + SHAPE)
+        for k, t in enumerate((1, 3)):
+            np.testing.assert_array_equal(mask[k] != 0, self.expected_mask(t))
+        self.assertEqual([n for n in os.listdir(self.dir) if "volseg-series" in n], [])
+
+    def test_an_expression_over_every_step(self):
+        folder = self.out("expr")
+        os.mkdir(folder)
+        e.check_ok(self, e.run(["segment", self.files["NETCDF3_64BIT_DATA"], "--expr", "sqrt(u*u + v*v)", "--time",
+                                "all", "--lo", "1", "--hi", "2", "--out", os.path.join(folder, "s_%d.nhdr"), "--quiet"],
+                               ranks=2))
+        for t in range(STEPS):
+            speed = np.sqrt(self.u[t].astype(np.float64) ** 2 + self.v[t].astype(np.float64) ** 2)
+            mask = e.read_volume(os.path.join(folder, "s_%d.nhdr" % t))[1] != 0
+            np.testing.assert_array_equal(mask, (speed >= 1) & (speed <= 2))
+
+    def scipy_labels(self, t):
+        labels, count = ndimage.label(self.expected_mask(t), structure=np.ones((3, 3, 3)))
+        return labels, count
+
+    def test_labels_per_step_and_the_track_equal_scipy(self):
+        for ranks in (1, 3):
+            with self.subTest(ranks=ranks):
+                folder = self.out("labels-%d" % ranks)
+                os.mkdir(folder)
+                track = os.path.join(folder, "track.csv")
+                e.check_ok(self, e.run(["label", self.files["NETCDF4"], "--var", "u", "--time", "all", "--lo", str(LO),
+                                        "--hi", str(HI), "--out", os.path.join(folder, "l_%d.nc"), "--track", track,
+                                        "--quiet"], ranks=ranks))
+                labels = []
+                for t in range(STEPS):
+                    with netCDF4.Dataset(os.path.join(folder, "l_%d.nc" % t)) as d:
+                        got = np.asarray(d["labels"][:])
+                    want, _ = self.scipy_labels(t)
+                    np.testing.assert_array_equal(got, want)  # restart at 1, first-voxel order
+                    labels.append(want)
+                # The overlaps of consecutive steps' labels, and what they make of the objects.
+                want_rows, want_steps = [], []
+                for t in range(STEPS):
+                    count = int(labels[t].max())
+                    sizes = np.bincount(labels[t].ravel())[1:]
+                    row = {"step": t, "objects": count, "largest": int(sizes.max()) if count else 0,
+                           "births": 0, "deaths": 0, "merges": 0, "splits": 0, "continuing": 0}
+                    if t > 0:
+                        a, b = labels[t - 1].ravel(), labels[t].ravel()
+                        both = (a != 0) & (b != 0)
+                        pairs, overlap = np.unique(np.stack([a[both], b[both]], axis=1), axis=0, return_counts=True)
+                        want_rows += [[t - 1, int(i), int(j), int(n)] for (i, j), n in zip(pairs, overlap)]
+                        succ = np.bincount(pairs[:, 0], minlength=int(labels[t - 1].max()) + 1)
+                        pred = np.bincount(pairs[:, 1], minlength=count + 1)
+                        row["deaths"] = int((succ[1:] == 0).sum())
+                        row["births"] = int((pred[1:] == 0).sum())
+                        row["splits"] = int((succ > 1).sum())
+                        row["merges"] = int((pred > 1).sum())
+                        row["continuing"] = int(sum(1 for i, j in pairs if succ[i] == 1 and pred[j] == 1))
+                    want_steps.append(row)
+                with open(track) as f:
+                    rows = list(csv.reader(f))
+                self.assertEqual(rows[0], ["t", "id", "next_id", "overlap_voxels"])
+                self.assertEqual([[int(x) for x in r] for r in rows[1:]], want_rows)
+                self.assertGreater(len(want_rows), 0)
+                with open(os.path.join(folder, "track.steps.csv")) as f:
+                    got_steps = [{k: int(v) for k, v in r.items()} for r in csv.DictReader(f)]
+                self.assertEqual(got_steps, want_steps)
+                self.assertTrue(any(r["continuing"] for r in want_steps))  # the data make the test bite
+                png = os.path.join(folder, "track.png")
+                with open(png, "rb") as f:
+                    self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+
+    def test_resume_does_only_the_steps_left(self):
+        folder = self.out("resume")
+        os.mkdir(folder)
+        args = ["segment", self.files["NETCDF4"], "--var", "u", "--time", "all", "--lo", str(LO), "--hi", str(HI),
+                "--out", os.path.join(folder, "m_%d.nhdr"), "--quiet"]
+        e.check_ok(self, e.run(args, ranks=2))
+        before = {n: os.path.getmtime(os.path.join(folder, n)) for n in os.listdir(folder)}
+        for name in ("m_2.nhdr", "m_2.raw"):
+            os.unlink(os.path.join(folder, name))
+        report = os.path.join(folder, "report.json")
+        e.check_ok(self, e.run(args + ["--resume", "--report", report], ranks=2))
+        with open(report) as f:
+            rows = json.load(f)
+        self.assertEqual(rows["steps"], [2])
+        self.assertEqual(rows["steps_resumed"], 3)
+        for name, mtime in before.items():
+            if not name.startswith("m_2"):
+                self.assertEqual(os.path.getmtime(os.path.join(folder, name)), mtime, name)
+        mask = e.read_volume(os.path.join(folder, "m_2.nhdr"))[1] != 0
+        np.testing.assert_array_equal(mask, self.expected_mask(2))
+
+    def test_bad_ranges_get_one_line_and_write_nothing(self):
+        path = self.files["NETCDF4"]
+        folder = self.out("bad")
+        os.mkdir(folder)
+        masks = os.path.join(folder, "m_%d.nhdr")
+        cases = [
+            (["segment", "--var", "u", "--time", "0:9", "--out", masks], r"past the file's 4 steps"),
+            (["segment", "--var", "u", "--time", "5:", "--out", masks], r"first step 5 is past the last step 3"),
+            (["segment", "--var", "u", "--time", "3:1", "--out", masks], r"names no step"),
+            (["segment", "--var", "u", "--time", "0:4:0", "--out", masks], r"stride S must be 1 or more"),
+            (["segment", "--var", "u", "--time", "x", "--out", masks], r"'x' is not a whole number"),
+            (["segment", "--var", "still", "--time", "all", "--out", masks], r"3D, with no time steps"),
+            (["segment", "--var", "u", "--time", "all", "--out", os.path.join(folder, "one.nhdr")], r"%d in --out"),
+            (["label", "--var", "u", "--time", "1", "--out", os.path.join(folder, "l.nc"), "--track",
+              os.path.join(folder, "t.csv")], r"--track links the objects of several steps"),
+            (["render", "--var", "u", "--time", "all", "--out", os.path.join(folder, "f.png")], r"takes one step"),
+        ]
+        for args, pattern in cases:
+            with self.subTest(args=args):
+                proc = e.run([args[0], path] + args[1:] + ["--lo", str(LO), "--hi", str(HI), "--quiet"], ranks=2)
+                e.assert_clean_failure(self, proc, pattern)
+                self.assertEqual(os.listdir(folder), [])
+
+
+if __name__ == "__main__":
+    e.main()
