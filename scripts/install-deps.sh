@@ -15,6 +15,8 @@ packages=(
   # ParaView SDK (VTK, IceT, Catalyst) and Qt5
   paraview-dev python3-paraview libqt5opengl5-dev libglew-dev qtbase5-dev
   libxml2-dev libboost-dev
+  # the SDK's vtkIOFFMPEG (render --movie) finds FFmpeg's headers when configured
+  libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # headless display, checking tools, Python for plots and independent checks

@@ -7,6 +7,7 @@
 
 #include "command.hpp"
 #include "volseg/render/job.hpp"
+#include "volseg/render/series.hpp"
 
 #include <cstdio>
 #include <sstream>
@@ -65,6 +66,8 @@ class RenderJobCommand final : public Command {
   std::vector<std::string> modes_, hints_;
   std::vector<double> iso_;
   std::optional<double> tf_lo_, tf_hi_, zoom_;
+  std::string movie_;
+  int fps_ = 10;
   bool parallel_ = false, no_annotations_ = false, no_shade_ = false, no_cull_ = false, quiet_ = false;
 };
 
@@ -73,8 +76,11 @@ CLI::App* RenderJobCommand::add_to(CLI::App& app) {
   auto& o = options_;
   sub->add_option("input", o.input, input_help)->required();
   sub->add_option("--out", o.output, "Output image NAME.png (--orbit: NAME-000.png ...; --progressive: "
-                                      "NAME-levelK.png first)")->required();
-  selection_.add_to(*sub);
+                                      "NAME-levelK.png first; --time A:B: frame_%04d.png, a frame per step)")->required();
+  selection_.add_to(*sub, true, true);
+  sub->add_option("--movie", movie_,
+                  "With --time A:B: the frames encoded into NAME.avi (VTK's FFMPEG writer, MPEG-4 video)");
+  sub->add_option("--fps", fps_, "Frames per second of --movie")->capture_default_str();
   sub->add_option("--mask", o.mask, "Mask volume of the same shape (from 'volseg segment')");
   sub->add_option("--mode", modes_,
                   "volume | mask | iso | slices, combined with commas or repeated (default: volume, and the mask's "
@@ -180,6 +186,17 @@ void RenderJobCommand::run(const Context& context) {
   o.input_hints.insert(o.input_hints.end(), selection.begin(), selection.end());
   o.input_hints.insert(o.input_hints.end(), hints_.begin(), hints_.end());
   o.progress = quiet_ ? segment::ProgressMode::none : segment::parse_progress_mode(progress_);
+  if (const auto time = selection_.time_selection(); time && time->range()) {
+    if (fps_ < 1 || fps_ > 120) throw Error("--fps must be 1 to 120");
+    const auto steps = segment::input_steps(comm, o.backend, o.input, o.input_hints, *time);
+    const auto series = render::run_render_series(comm, o, steps, movie_, fps_);
+    if (comm.rank() != 0 || quiet_) return;
+    std::printf("render: %zu frames, %s ... %s, colour range [%g, %g] for all, %.2f s\n", series.frames.size(),
+                series.frames.front().c_str(), series.frames.back().c_str(), series.lo, series.hi, series.seconds);
+    if (!series.movie.empty()) std::printf("  movie: %s\n", series.movie.c_str());
+    return;
+  }
+  if (!movie_.empty()) throw Error("--movie encodes the frames of several steps: give --time all or A:B[:S]");
   const auto result = render::run_render(comm, o);
   if (comm.rank() != 0 || quiet_) return;
   for (const auto& frame : result.frames)

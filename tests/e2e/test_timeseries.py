@@ -10,6 +10,7 @@ left; bad ranges and --track without --time get one line."""
 import csv
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -165,6 +166,30 @@ class TimeSeries(unittest.TestCase):
                 with open(png, "rb") as f:
                     self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
 
+    @unittest.skipUnless(e.WITH_PARAVIEW, "a build without ParaView does not render")
+    def test_render_a_frame_per_step_with_one_colour_range_and_a_movie(self):
+        folder = self.out("frames")
+        os.mkdir(folder)
+        movie = os.path.join(folder, "u.avi")
+        proc = e.run(["render", self.files["NETCDF4"], "--var", "u", "--time", "all", "--out",
+                      os.path.join(folder, "f_%03d.png"), "--movie", movie, "--size", "320x240", "--lo", str(LO),
+                      "--hi", str(HI), "--mode", "volume,mask"], ranks=2, timeout=300)
+        e.check_ok(self, proc)
+        frames = sorted(n for n in os.listdir(folder) if n.endswith(".png"))
+        self.assertEqual(frames, ["f_%03d.png" % t for t in range(STEPS)])
+        # One colour range, the series' own (not each step's).
+        lo, hi = float(self.u.min()), float(self.u.max())
+        match = re.search(r"colour range \[(\S+), (\S+)\] for all", proc.stdout)
+        self.assertIsNotNone(match, proc.stdout)
+        np.testing.assert_allclose([float(match.group(1)), float(match.group(2))], [lo, hi], rtol=1e-5)
+        # The AVI's main header counts the frames (dwTotalFrames).
+        with open(movie, "rb") as f:
+            data = f.read()
+        self.assertEqual((data[:4], data[8:12]), (b"RIFF", b"AVI "))
+        at = data.find(b"avih")
+        self.assertEqual(int.from_bytes(data[at + 8 + 16:at + 8 + 20], "little"), STEPS)
+        self.assertEqual([n for n in os.listdir(folder) if n.startswith(".")], [])
+
     def test_resume_does_only_the_steps_left(self):
         folder = self.out("resume")
         os.mkdir(folder)
@@ -201,11 +226,12 @@ class TimeSeries(unittest.TestCase):
             (["segment", "--var", "u", "--time", "all", "--out", os.path.join(folder, "one.nhdr")], r"%d in --out"),
             (["label", "--var", "u", "--time", "1", "--out", os.path.join(folder, "l.nc"), "--track",
               os.path.join(folder, "t.csv")], r"--track links the objects of several steps"),
-            (["render", "--var", "u", "--time", "all", "--out", os.path.join(folder, "f.png")], r"takes one step"),
+            (["info", "--var", "u", "--time", "all"], r"takes one step"),
         ]
         for args, pattern in cases:
             with self.subTest(args=args):
-                proc = e.run([args[0], path] + args[1:] + ["--lo", str(LO), "--hi", str(HI), "--quiet"], ranks=2)
+                extra = ["--lo", str(LO), "--hi", str(HI), "--quiet"] if args[0] in ("segment", "label") else []
+                proc = e.run([args[0], path] + args[1:] + extra, ranks=2)
                 e.assert_clean_failure(self, proc, pattern)
                 self.assertEqual(os.listdir(folder), [])
 
