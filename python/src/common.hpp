@@ -29,6 +29,9 @@ const char* numpy_name(io::DType type);
 io::DType dtype_of(const py::array& array);
 // volseg.Error unless the array is C-contiguous: volseg never copies behind a user's back.
 void require_contiguous(const py::array& array, const char* what);
+// The reader's hints. var is a variable's name, or, from volseg's Python
+// wrappers (their expr= and where= arguments), "expr=TEXT" or "where=TEXT":
+// a derived field, which segment::open_input opens.
 std::vector<std::string> hint_list(const std::optional<std::string>& var, const std::optional<std::int64_t>& time,
                                    const std::string& glob);
 py::object json_loads(const std::string& text);

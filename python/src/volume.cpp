@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "common.hpp"
+#include "volseg/segment/expression.hpp"
 #include "volseg/io/auto_backend.hpp"
 #include "volseg/io/comm.hpp"
 #include "volseg/io/error.hpp"
@@ -24,7 +25,7 @@ class Volume {
     comm_ = std::make_unique<Comm>(handle);
     format_ = io::detect_format(*comm_, path);
     backend_ = backend == "auto" ? io::choose_backend(*comm_, format_, path, io::Access::stream).backend : backend;
-    reader_ = io::open_reader(backend_, path, *comm_, io::Hints::parse(hint_list(var, time, glob)));
+    reader_ = segment::open_input(backend_, path, *comm_, hint_list(var, time, glob));  // a variable, or a derived field
   }
 
   const io::VolumeInfo& info() const { return reader().info(); }

@@ -295,3 +295,43 @@ def test_coords_of_a_cf_file():
     COMM.Barrier()
     if COMM.rank == 0:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_derived_fields_open_segment_and_label():
+    """expr= and where= (the command line's --expr and --where): a field
+    computed from a file's variables reads as numpy computes it (float32
+    operands in float, a missing operand missing), segments and labels as
+    numpy and scipy do; var= beside an expression is refused on every rank."""
+    netCDF4 = pytest.importorskip("netCDF4")
+    ndimage = pytest.importorskip("scipy.ndimage")
+    folder = shared_dir()
+    path = os.path.join(folder, "uv.nc")
+    rng = np.random.default_rng(5)
+    u = rng.normal(size=(6, 7, 9)).astype(np.float32)
+    v = rng.normal(size=(6, 7, 9)).astype(np.float32)
+    u[0, 0, :3] = -999.0
+    if COMM.rank == 0:
+        with netCDF4.Dataset(path, "w") as d:
+            for name, n in zip("zyx", u.shape):
+                d.createDimension(name, n)
+            d.createVariable("u", "f4", ("z", "y", "x"), fill_value=-999.0)[:] = np.ma.masked_equal(u, -999.0)
+            d.createVariable("v", "f4", ("z", "y", "x"))[:] = v
+    COMM.Barrier()
+    speed = np.sqrt(u * u + v * v)  # float32, as numpy computes float32 arrays
+    speed[0, 0, :3] = np.nan
+    with volseg.open(path, expr="sqrt(u*u + v*v)") as vol:
+        assert vol.dtype == np.float32
+        got = vol.read((0, 0, 0), u.shape)
+    np.testing.assert_allclose(got, speed, rtol=1e-6, equal_nan=True)
+    out = os.path.join(folder, "fast.nc")
+    report = volseg.segment(path, 1, 2, out, expr="sqrt(u*u + v*v)", force=True)
+    assert report["stats"]["in_range"] == int(((speed >= 1) & (speed <= 2)).sum())
+    labels = os.path.join(folder, "where.nc")
+    counts = volseg.label_file(path, labels, where="u > 0 && v > 0", mask_input=False, lo=1, hi=1, force=True)
+    want, objects = ndimage.label((u > 0) & (v > 0) & (u != -999.0), structure=np.ones((3, 3, 3)))
+    assert counts["objects"] == objects
+    with pytest.raises(volseg.Error, match="give one of var and expr"):
+        volseg.open(path, var="u", expr="u")
+    COMM.Barrier()
+    if COMM.rank == 0:
+        shutil.rmtree(folder, ignore_errors=True)
