@@ -48,6 +48,7 @@ Options read_options(const Hints& hints) {
   else throw Error("pnetcdf writes format=cdf2 or format=cdf5, not '" + format + "'");
   options.fsync = hints.get_bool("fsync", false);
   options.append = hints.get_bool("append", false);
+  options.record_time_given = hints.has("record_time");
   const std::string record_time = hints.get_string("record_time", "0");
   try {
     std::size_t used = 0;

@@ -131,7 +131,10 @@ class PnetcdfWriter final : public VolumeWriter {
     if (options_.append)  // the record's time; rank 0 writes it, the others join empty
       collectively(comm_, [&] {
         const MPI_Offset start = record_, count = comm_.rank() == 0 ? 1 : 0;
-        check_nc(ncmpi_put_vara_double_all(ncid_, time_varid_, &start, &count, &options_.record_time),
+        const double time = options_.record_time_given
+                                ? options_.record_time
+                                : info_.step_time.value_or(static_cast<double>(info_.step.value_or(0)));
+        check_nc(ncmpi_put_vara_double_all(ncid_, time_varid_, &start, &count, &time),
                  "write the time of " + path_);
       });
     if (options_.fsync)
@@ -249,6 +252,10 @@ class PnetcdfWriter final : public VolumeWriter {
       check_nc(ncmpi_def_var(ncid_, "time", NC_DOUBLE, 1, dims, &time_varid_), path_);
       const std::string axis = "T";
       check_nc(ncmpi_put_att_text(ncid_, time_varid_, "axis", 1, axis.c_str()), path_);
+      if (!info_.time_units.empty())  // the input's, with its times in the records
+        check_nc(ncmpi_put_att_text(ncid_, time_varid_, "units", static_cast<MPI_Offset>(info_.time_units.size()),
+                                    info_.time_units.c_str()),
+                 path_);
     }
     for (std::size_t a = 0; a < 3; ++a)
       check_nc(ncmpi_def_dim(ncid_, layout.dim_names[a].c_str(), info_.dims[a], &dims[a + static_cast<std::size_t>(first)]), path_);

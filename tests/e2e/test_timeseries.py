@@ -54,7 +54,9 @@ class TimeSeries(unittest.TestCase):
                 d.createDimension("time", None)
                 for dim, n in zip("zyx", SHAPE):
                     d.createDimension(dim, n)
-                d.createVariable("time", "f8", ("time",))[:] = np.arange(STEPS) * 6.0
+                time = d.createVariable("time", "f8", ("time",))
+                time.units = "hours since 2000-01-01"
+                time[:] = np.arange(STEPS) * 6.0
                 d.createVariable("u", "f4", ("time", "z", "y", "x"))[:] = cls.u
                 d.createVariable("v", "f4", ("time", "z", "y", "x"))[:] = cls.v
                 d.createVariable("still", "f4", ("z", "y", "x"))[:] = cls.u[0]
@@ -96,7 +98,8 @@ class TimeSeries(unittest.TestCase):
         with netCDF4.Dataset(out) as d:
             self.assertTrue(d.dimensions["time"].isunlimited())
             mask = np.asarray(d["mask"][:])
-            self.assertEqual(list(d["time"][:]), [1, 3])
+            self.assertEqual(list(d["time"][:]), [6.0, 18.0])  # the input's times of steps 1 and 3
+            self.assertEqual(d["time"].units, "hours since 2000-01-01")
         self.assertEqual(mask.shape, (2,) + SHAPE)
         for k, t in enumerate((1, 3)):
             np.testing.assert_array_equal(mask[k] != 0, self.expected_mask(t))

@@ -106,6 +106,9 @@ io::VolumeInfo mask_info(const io::VolumeInfo& input, double lo, double hi, cons
   mask.variable = "mask";
   mask.spacing = input.spacing;
   mask.origin = input.origin;
+  mask.step = input.step;  // a series' record: its time
+  mask.step_time = input.step_time;
+  mask.time_units = input.time_units;
   mask.coordinates = input.coordinates;  // written back as coordinate variables: ParaView and xarray place the mask
   auto number = [](double value) {
     char text[64];

@@ -219,8 +219,7 @@ SegmentSeriesResult run_segment_series(const Comm& comm, SegmentOptions options,
       } else {
         step.output = temp;
         step.force = true;
-        step.output_hints.push_back("append=1");
-        step.output_hints.push_back("record_time=" + std::to_string(t));
+        step.output_hints.push_back("append=1");  // its record's time: the input's (or the step number)
       }
       result.steps.push_back(t);
       result.outputs.push_back(step.output);

@@ -109,6 +109,19 @@ inline std::string trimmed(std::string text) {
 template <class Api>
 void read_coordinates(int ncid, const VariableShape& variable, VolumeInfo& info, const std::string& path) {
   const std::size_t rank = variable.dim_names.size();
+  if (rank == 4 && info.step) {  // the step's time, for a series' records
+    int varid = -1;
+    if (Api::inq_varid(ncid, variable.dim_names[0].c_str(), &varid) == 0) {
+      const VariableShape shape = shape_of<Api>(ncid, varid, path);
+      if (shape.dim_names.size() == 1 && shape.dim_lengths[0] == variable.dim_lengths[0] &&
+          !Api::is_text(shape.nc_type)) {
+        std::vector<double> times(static_cast<std::size_t>(shape.dim_lengths[0]));
+        Api::check(Api::get_var_double(ncid, varid, times.data()), path + ": time variable " + variable.dim_names[0]);
+        info.step_time = times[static_cast<std::size_t>(*info.step)];
+        info.time_units = trimmed(Api::text_attribute(ncid, varid, "units"));
+      }
+    }
+  }
   for (std::size_t a = 0; a < 3; ++a) {  // file order z, y, x
     const std::string& name = variable.dim_names[rank - 3 + a];
     const std::int64_t length = variable.dim_lengths[rank - 3 + a];

@@ -100,6 +100,10 @@ struct VolumeInfo {
   // read (--time); 1 and none for a 3D volume.
   std::int64_t steps = 1;
   std::optional<std::int64_t> step;
+  // That step's value of the time coordinate variable, and its units
+  // ("days since 2000-01-01"), where the file has one.
+  std::optional<double> step_time;
+  std::string time_units;
   std::map<std::string, std::string> attributes;
 
   std::int64_t voxels() const { return dims[0] * dims[1] * dims[2]; }
