@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
-// The block program's loops: included, inside an anonymous namespace, by
-// expression_ops_generic.cpp and expression_ops_avx2.cpp (built with -O3,
+// The block program's loops: included, inside namespace
+// volseg::segment::expression::detail, by expression_ops_generic.cpp and
+// expression_ops_avx2.cpp (built with -O3,
 // -fno-math-errno, so that sqrt is one instruction, and -fno-trapping-math,
 // so that a conversion may be made where its result is not kept).
+
+namespace {
 
 // What each operation does to n values. muparser's definitions: rint is
 // floor(v + 0.5); sign of 0 (and NaN) is 0; && and || take NaN for true, as
@@ -125,4 +128,30 @@ void finish(const T* result, const T* const* inputs, const Valid<T>* valid, std:
     const Valid<T> v = valid[i];
     for (std::int64_t j = 0; j < n; ++j) out[j] = passes(in[j], v) ? out[j] : NAN;
   }
+}
+
+}  // namespace
+
+// The entry points of this build (VOLSEG_OPS_BUILD: generic or avx2, set by
+// the file that includes this one).
+#define VOLSEG_OPS_JOIN2(name, build) name##_##build
+#define VOLSEG_OPS_JOIN(name, build) VOLSEG_OPS_JOIN2(name, build)
+#define VOLSEG_OPS(name) VOLSEG_OPS_JOIN(name, VOLSEG_OPS_BUILD)
+
+void VOLSEG_OPS(apply)(Program::Op op, const double* const* sources, std::size_t arity, std::int64_t n, double* out) {
+  apply(op, sources, arity, n, out);
+}
+
+void VOLSEG_OPS(apply)(Program::Op op, const float* const* sources, std::size_t arity, std::int64_t n, float* out) {
+  apply(op, sources, arity, n, out);
+}
+
+void VOLSEG_OPS(finish)(const double* result, const double* const* inputs, const Valid<double>* valid,
+                        std::size_t count, std::int64_t n, bool condition, float* out) {
+  finish(result, inputs, valid, count, n, condition, out);
+}
+
+void VOLSEG_OPS(finish)(const float* result, const float* const* inputs, const Valid<float>* valid,
+                        std::size_t count, std::int64_t n, bool condition, float* out) {
+  finish(result, inputs, valid, count, n, condition, out);
 }

@@ -6,28 +6,6 @@
 #include "expression_ops.hpp"
 
 namespace volseg::segment::expression::detail {
-namespace {
+#define VOLSEG_OPS_BUILD avx2
 #include "expression_ops.inl"
-}  // namespace
-
-void apply_avx2(Program::Op op, const double* const* sources, std::size_t arity, std::int64_t n, double* out) {
-  apply(op, sources, arity, n, out);
-}
-
-void apply_avx2(Program::Op op, const float* const* sources, std::size_t arity, std::int64_t n, float* out) {
-  apply(op, sources, arity, n, out);
-}
-
-void finish_avx2(const double* result, const double* const* inputs, const Valid<double>* valid,
-                 std::size_t count, std::int64_t n, bool condition,
-                 float* out) {
-  finish(result, inputs, valid, count, n, condition, out);
-}
-
-void finish_avx2(const float* result, const float* const* inputs, const Valid<float>* valid,
-                 std::size_t count, std::int64_t n, bool condition,
-                 float* out) {
-  finish(result, inputs, valid, count, n, condition, out);
-}
-
 }  // namespace volseg::segment::expression::detail
