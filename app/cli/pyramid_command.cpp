@@ -19,10 +19,12 @@ class PyramidCommand final : public Command {
     sub->add_option("input", o.input,
                     std::string(input_help) + " (an OME-Zarr image also gets its levels as its datasets 1, 2, ...)")
         ->required();
-    selection_.add_to(*sub);
+    selection_.add_to(*sub, true, true);
     sub->add_option("--backend", o.backend, "Backend that reads (auto: by format)")->capture_default_str();
     sub->add_option("--hint", o.input_hints, "Reader hint key=value (repeatable)");
-    sub->add_option("--pyramid-dir", o.directory, "Where to write it (default: beside the input, NAME.pyramid)");
+    sub->add_option("--pyramid-dir", o.directory,
+                    "Where to write it (default: beside the input, NAME.pyramid; --time A:B: one a step, "
+                    "NAME_%d.pyramid)");
     sub->add_option("--brick", o.brick, "Level-0 brick edge, a power of two from 2 to 1024")->capture_default_str();
     sub->add_option("--levels", o.levels, "Coarse levels, 1 to log2(brick) (0: until the coarsest fits one brick)")
         ->capture_default_str();
@@ -43,6 +45,20 @@ class PyramidCommand final : public Command {
     o.input_hints.insert(o.input_hints.begin(), selection.begin(), selection.end());
     o.progress = verbosity_.mode();
     o.command_line = context.command_line;
+    if (const auto time = selection_.time_selection(); time && time->range()) {
+      if (!segment::names_steps(o.directory))
+        throw Error("pyramid --time with several steps: name each step's pyramid with %d in --pyramid-dir "
+                    "(NAME_%d.pyramid)");
+      const std::string pattern = o.directory;
+      for (const std::int64_t t : segment::input_steps(context.comm, o.backend, o.input, o.input_hints, *time)) {
+        pyramid::BuildOptions step = o;
+        step.input_hints.push_back("time=" + std::to_string(t));
+        step.directory = segment::step_path(pattern, t);
+        const auto p = pyramid::build(context.comm, step);
+        if (context.comm.rank() == 0 && !verbosity_.quiet) print_summary(p);
+      }
+      return;
+    }
     const auto p = pyramid::build(context.comm, o);
     if (context.comm.rank() == 0 && !verbosity_.quiet) print_summary(p);
   }

@@ -93,6 +93,8 @@ RenderSeriesResult run_render_series(const Comm& comm, RenderOptions options, co
       h.input = options.input;
       h.backend = options.backend;
       h.input_hints = at_step(options.input_hints, t);
+      if (!options.pyramid_dir.empty() && segment::names_steps(options.pyramid_dir))
+        h.directory = segment::step_path(options.pyramid_dir, t);
       const auto histogram = pyramid::histogram(comm, h);
       lo = std::min(lo, histogram.edges().lo);
       hi = std::max(hi, histogram.edges().hi);
@@ -102,13 +104,15 @@ RenderSeriesResult run_render_series(const Comm& comm, RenderOptions options, co
   }
   result.lo = *transfer.lo;
   result.hi = *transfer.hi;
-  const std::string frames = options.output, mask = options.mask;
+  const std::string frames = options.output, mask = options.mask, pyramids = options.pyramid_dir;
   const bool mask_per_step = !mask.empty() && segment::names_steps(mask);
+  const bool pyramid_per_step = !pyramids.empty() && segment::names_steps(pyramids);
   for (const std::int64_t t : steps) {
     RenderOptions step = options;
     step.input_hints = at_step(options.input_hints, t);
     step.output = segment::step_path(frames, t);
     if (mask_per_step) step.mask = segment::step_path(mask, t);
+    if (pyramid_per_step) step.pyramid_dir = segment::step_path(pyramids, t);
     run_render(comm, step);
     result.frames.push_back(step.output);
   }

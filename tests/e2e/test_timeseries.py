@@ -193,6 +193,22 @@ class TimeSeries(unittest.TestCase):
         self.assertEqual(int.from_bytes(data[at + 8 + 16:at + 8 + 20], "little"), STEPS)
         self.assertEqual([n for n in os.listdir(folder) if n.startswith(".")], [])
 
+    def test_a_pyramid_per_step(self):
+        folder = self.out("pyramids")
+        os.mkdir(folder)
+        e.check_ok(self, e.run(["pyramid", self.files["NETCDF4"], "--var", "u", "--time", "1:4:2", "--pyramid-dir",
+                                os.path.join(folder, "u_%d.pyramid"), "--brick", "8", "--quiet"], ranks=2))
+        self.assertEqual(sorted(os.listdir(folder)), ["u_1.pyramid", "u_3.pyramid"])
+        for t in (1, 3):
+            with open(os.path.join(folder, "u_%d.pyramid" % t, "index.json")) as f:
+                index = json.load(f)
+            self.assertEqual(index["source"]["hints"], ["var=u", "time=%d" % t])
+            self.assertAlmostEqual(index["histogram"]["lo"], float(self.u[t].min()), places=5)
+            self.assertAlmostEqual(index["histogram"]["hi"], float(self.u[t].max()), places=5)
+        proc = e.run(["pyramid", self.files["NETCDF4"], "--var", "u", "--time", "all", "--pyramid-dir",
+                      os.path.join(folder, "one.pyramid"), "--quiet"], ranks=2)
+        e.assert_clean_failure(self, proc, r"%d in --pyramid-dir")
+
     def test_resume_does_only_the_steps_left(self):
         folder = self.out("resume")
         os.mkdir(folder)

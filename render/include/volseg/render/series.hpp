@@ -23,7 +23,8 @@ struct RenderSeriesResult {
 };
 
 // Collective. options.output names the frames with %d (frame_%04d.png); a
-// mask path with %d is each step's mask, else the one mask of every step.
+// mask path with %d is each step's mask, else the one mask of every step; a
+// pyramid directory with %d each step's pyramid (volseg pyramid --time).
 RenderSeriesResult run_render_series(const Comm& comm, RenderOptions options, const std::vector<std::int64_t>& steps,
                                      const std::string& movie, int frames_per_second = 10);
 
