@@ -111,3 +111,41 @@ def test_hook_bad_input(folder):
     with pytest.raises(volseg.Error, match="finalized"):
         hook.publish(step=1, time=0, global_dims=(8, 8, 8), box=((z0, 0, 0), (nz, 8, 8)),
                      values=np.zeros((nz, 8, 8), np.float32))
+
+
+def test_insitu_track_equals_the_batch_one(folder):
+    """--label --track in situ (each rank publishes its slab of each step)
+    writes the same track and per-step tables as `volseg label --time all
+    --track` over a file holding the same steps."""
+    netCDF4 = pytest.importorskip("netCDF4")
+    ndimage = pytest.importorskip("scipy.ndimage")
+    shape, steps, lo, hi = (12, 14, 16), 4, 0.15, 10.0
+    rng = np.random.default_rng(21)
+    base = ndimage.gaussian_filter(rng.normal(size=shape), 1.5) * 4
+    fields = [(np.roll(base, t, axis=2) + 0.1 * rng.normal(size=shape)).astype(np.float32) for t in range(steps)]
+    path = os.path.join(folder, "track.nc")
+    if COMM.rank == 0:
+        with netCDF4.Dataset(path, "w") as d:
+            d.createDimension("time", None)
+            for name, n in zip("zyx", shape):
+                d.createDimension(name, n)
+            d.createVariable("u", "f4", ("time", "z", "y", "x"))[:] = np.stack(fields)
+        proc = cli("label", path, "--var", "u", "--time", "all", "--lo", str(lo), "--hi", str(hi), "--out",
+                   os.path.join(folder, "batch_%d.nc"), "--track", os.path.join(folder, "batch.csv"), "--no-plot",
+                   "--quiet")
+        assert proc.returncode == 0, proc.stderr
+    COMM.Barrier()
+    z0, nz = gray_scott.slab(shape[0], COMM.rank, COMM.size)
+    insitu = os.path.join(folder, "insitu.csv")
+    with volseg.insitu.Hook(COMM, "--lo %g --hi %g --label --track %s" % (lo, hi, insitu)) as hook:
+        for t in range(steps):
+            hook.publish(step=t, time=float(t), global_dims=shape, box=((z0, 0, 0), (nz,) + shape[1:]),
+                         values=np.ascontiguousarray(fields[t][z0:z0 + nz]))
+    COMM.Barrier()
+    if COMM.rank == 0:
+        for name in ("%s.csv", "%s.steps.csv"):
+            with open(os.path.join(folder, name % "batch")) as f:
+                batch = f.read()
+            with open(os.path.join(folder, name % "insitu")) as f:
+                assert f.read() == batch, name
+        assert batch.count("\n") == steps + 1 and "0,0,0,0,0" in batch.splitlines()[1]

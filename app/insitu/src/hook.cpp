@@ -20,12 +20,14 @@
 #include "outputs.hpp"
 #include "volseg/io/comm.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/io/files.hpp"
 #include "volseg/io/format.hpp"
 #include "volseg/io/registry.hpp"
 #include "volseg/io/rounds.hpp"
 #include "volseg/segment/brick_driver.hpp"
 #include "volseg/segment/decode.hpp"
 #include "volseg/segment/segment.hpp"
+#include "volseg/segment/series.hpp"
 #include "volseg/segment/threshold.hpp"
 
 namespace volseg::insitu {
@@ -171,6 +173,14 @@ struct Hook::Impl {
 
   // Per step
   std::vector<std::uint8_t> mask, ghosted_mask;
+  // --track: this rank's block's labels of this step and of the last one
+  // labelled; rank 0 keeps the tables.
+  std::vector<std::uint64_t> ids, previous_ids;
+  std::optional<io::Extent> previous_box;
+  std::int64_t previous_step = 0;
+  std::vector<segment::TrackPair> track_pairs;
+  std::vector<segment::TrackStep> track_steps;
+  void track(const Field& field, const StepRecord& record);
 
   Impl(MPI_Comm parent, Options o) : comm(parent), options(std::move(o)), governor(options.budget) {}
 
@@ -223,6 +233,7 @@ Hook::Hook(MPI_Comm comm, Options options) : impl_(std::make_unique<Impl>(comm, 
   if (!o.image.empty()) m.image = std::make_unique<detail::ImageOutput>(m.comm, m.options);
   collectively(m.comm, [&] {
     if (m.comm.rank() == 0 && !o.stats.empty()) m.series = std::make_unique<detail::TimeSeries>(o.stats, o.force);
+    if (m.comm.rank() == 0 && !o.track.empty()) io::refuse_existing(o.track, o.force);
   });
   m.history = "volseg_insitu " + o.text;
   m.create_seconds = since(start);
@@ -405,7 +416,9 @@ const std::uint8_t* Hook::Impl::run_volseg(const Field& field, const io::Extent&
   seconds[1] = since(t);
   if (options.label && parts.segment) {
     t = Clock::now();
-    detail::count_objects(comm, field, mask, options.connectivity, record);
+    detail::count_objects(comm, field, mask, options.connectivity, record,
+                          options.track.empty() ? nullptr : &ids);
+    if (!options.track.empty()) track(field, record);
     record.label = since(t);
   }
   if (parts.write) {
@@ -500,6 +513,30 @@ void Hook::Impl::write_mask(const Field& field, StepRecord& record) {
   record.mask = appending ? path + "[" + std::to_string(records_written++) + "]" : path;
 }
 
+// Collective. Links this step's objects to the last labelled step's, where
+// every rank's block is the same box as then (else the track starts again).
+void Hook::Impl::track(const Field& field, const StepRecord& record) {
+  segment::TrackStep now;
+  now.step = field.step;
+  now.objects = record.objects.value_or(0);
+  now.largest = record.largest;
+  int same = previous_box && *previous_box == field.box ? 1 : 0;
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &same, 1, MPI_INT, MPI_MIN, comm.get()), "MPI_Allreduce");
+  if (same) {
+    segment::PairCounts counts;
+    segment::count_pairs(previous_ids, ids, counts);
+    auto pairs = segment::gather_pairs(comm, counts, previous_step);
+    if (comm.rank() == 0) {
+      segment::summarize_track(now, track_steps.back().objects, pairs);
+      track_pairs.insert(track_pairs.end(), pairs.begin(), pairs.end());
+    }
+  }
+  if (comm.rank() == 0) track_steps.push_back(now);
+  previous_ids.swap(ids);
+  previous_box = field.box;
+  previous_step = field.step;
+}
+
 void Hook::finalize() {
   auto& m = *impl_;
   if (m.finalized) return;
@@ -516,6 +553,12 @@ void Hook::finalize() {
   collectively(m.comm, [&] {
     if (m.comm.rank() != 0) return;
     if (m.series) m.series->finish(m.records, m.create_seconds, m.options);
+    if (!m.options.track.empty()) {
+      const std::filesystem::path track(m.options.track);
+      io::write_file_atomically(m.options.track, segment::track_csv(m.track_pairs));
+      io::write_file_atomically((track.parent_path() / (track.stem().string() + ".steps.csv")).string(),
+                                segment::track_steps_csv(m.track_steps));
+    }
     // ParaView's index of a mask per step (NetCDF: its readers take a file
     // series; one appended file is a series by itself).
     if (!m.options.out.empty() && !m.appending && *m.format != io::FileFormat::raw &&

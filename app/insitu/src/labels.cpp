@@ -12,7 +12,7 @@ namespace volseg::insitu::detail {
 // The mask's objects across the ranks' blocks, by segment's labeling with a
 // brick per rank (blocks need not form a grid: neighbours by contact).
 void count_objects(const Comm& comm, const Field& field, const std::vector<std::uint8_t>& mask, int connectivity,
-                   StepRecord& record) {
+                   StepRecord& record, std::vector<std::uint64_t>* ids) {
   std::int64_t mine[6];
   for (int a = 0; a < 3; ++a) mine[a] = field.box.offset[a], mine[3 + a] = field.box.count[a];
   std::vector<std::int64_t> all(static_cast<std::size_t>(6 * comm.size()));
@@ -33,6 +33,10 @@ void count_objects(const Comm& comm, const Field& field, const std::vector<std::
     segment::Labeling labeling(comm, std::move(map), connectivity, false);
     if (!labeling.mine().empty()) labeling.add(labeling.mine().front(), mask.data());
     const auto summary = labeling.finish(0, false);
+    if (ids) {
+      ids->assign(static_cast<std::size_t>(field.box.voxels()), 0);
+      if (!labeling.mine().empty()) labeling.labeler().paint(labeling.ids(labeling.mine().front()), ids->data());
+    }
     figures[0] = summary.objects;
     figures[1] = summary.largest;
   } catch (...) {

@@ -14,7 +14,9 @@ namespace volseg::insitu::detail {
 // over field.box), counted across every rank's block with segment's
 // labelling (a brick per rank, neighbours by contact); sets record.objects
 // and record.largest on every rank.
+// With ids, also this rank's block's labels (the objects' global ids, 0
+// outside), field.box's voxels, as `volseg label` numbers them.
 void count_objects(const Comm& comm, const Field& field, const std::vector<std::uint8_t>& mask, int connectivity,
-                   StepRecord& record);
+                   StepRecord& record, std::vector<std::uint64_t>* ids = nullptr);
 
 }  // namespace volseg::insitu::detail

@@ -117,6 +117,7 @@ void parse_into(Options& options, const std::vector<std::string>& args, int dept
     else if (option == "--var") options.variable = value();
     else if (option == "--label") options.label = true;
     else if (option == "--connectivity") options.connectivity = parse_count(option, value(), 1);
+    else if (option == "--track") options.track = value();
     else if (option == "--force") options.force = true;
     else if (option == "--verbose") options.verbose = true;
     else if (option == "--config") {
@@ -125,7 +126,7 @@ void parse_into(Options& options, const std::vector<std::string>& args, int dept
     } else {
       throw Error("unknown in-situ option '" + option + "' (the options: --lo --hi --every --out --format --backend "
                   "--hint --series --stats --image --image-every --size --camera --catalyst-script --budget --var "
-                  "--label --connectivity --force --verbose --config)");
+                  "--label --connectivity --track --force --verbose --config)");
     }
   }
 }
@@ -145,6 +146,8 @@ Options parse_options(const std::vector<std::string>& args) {
     throw Error("in-situ options: --out needs the threshold range (--lo and --hi)");
   if (options.label && !options.have_range)
     throw Error("in-situ options: --label needs the threshold range (--lo and --hi)");
+  if (!options.track.empty() && !options.label)
+    throw Error("in-situ options: --track links the objects --label finds: give --label too");
   if (options.connectivity != 6 && options.connectivity != 18 && options.connectivity != 26)
     throw Error("in-situ option --connectivity: " + std::to_string(options.connectivity) +
                 " is not 6, 18 or 26 (faces; and edges; and corners)");
@@ -181,6 +184,9 @@ std::string options_help() {
   --label                count the mask's connected components across all ranks' blocks each step
                          (--stats gains objects and largest; as volseg label)
   --connectivity N       of --label: 6 (faces) | 18 (and edges) | 26 (and corners; default)
+  --track FILE.csv       of --label: link the objects of consecutive labelled steps that share voxels
+                         (t,id,next_id,overlap_voxels; FILE.steps.csv: births, deaths, merges, splits),
+                         as 'volseg label --time A:B --track'; written at finalize
   --force                replace existing outputs
   --verbose              a line per in-situ step on rank 0
   --config FILE          more options from FILE

@@ -9,40 +9,11 @@
 
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
+#include "volseg/segment/series.hpp"
 
 namespace volseg::insitu::detail {
 
-std::string format_step(const std::string& pattern, std::int64_t step) {
-  std::string out;
-  int conversions = 0;
-  for (std::size_t i = 0; i < pattern.size(); ++i) {
-    if (pattern[i] != '%') {
-      out += pattern[i];
-      continue;
-    }
-    if (i + 1 < pattern.size() && pattern[i + 1] == '%') {
-      out += '%';
-      ++i;
-      continue;
-    }
-    std::size_t j = i + 1;
-    bool zero = false;
-    if (j < pattern.size() && pattern[j] == '0') zero = true, ++j;
-    std::size_t width = 0;
-    while (j < pattern.size() && pattern[j] >= '0' && pattern[j] <= '9' && width < 64)
-      width = width * 10 + static_cast<std::size_t>(pattern[j++] - '0');
-    if (j >= pattern.size() || (pattern[j] != 'd' && pattern[j] != 'i'))
-      throw Error("'" + pattern + "': the only conversion allowed is one %d for the step (say %06d)");
-    std::string digits = std::to_string(step < 0 ? -step : step);
-    const std::size_t sign = step < 0 ? 1 : 0;
-    if (digits.size() + sign < width) digits.insert(0, width - digits.size() - sign, zero ? '0' : ' ');
-    out += (step < 0 ? "-" : "") + digits;
-    ++conversions;
-    i = j;
-  }
-  if (conversions != 1) throw Error("'" + pattern + "' needs exactly one %d for the step, not " + std::to_string(conversions));
-  return out;
-}
+std::string format_step(const std::string& pattern, std::int64_t step) { return segment::step_path(pattern, step); }
 
 namespace {
 

@@ -14,7 +14,8 @@
 
 namespace volseg::insitu::detail {
 
-// "mask_%06d.nc" with step 42 -> "mask_000042.nc". Throws volseg::Error
+// "mask_%06d.nc" with step 42 -> "mask_000042.nc" (segment::step_path, as
+// the batch jobs' --time series name their files). Throws volseg::Error
 // unless the pattern has exactly one %d (flags and width allowed; %% is %).
 std::string format_step(const std::string& pattern, std::int64_t step);
 

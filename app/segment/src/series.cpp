@@ -129,24 +129,54 @@ std::vector<std::int64_t> input_steps(const Comm& comm, const std::string& backe
   return steps_in(selection, count);
 }
 
+namespace {
+
+// The step's number in place of the pattern's %d conversions (flags 0 and a
+// width allowed; %% is %); how many there are.
+std::pair<std::string, int> formatted(const std::string& pattern, std::int64_t step) {
+  std::string out;
+  int conversions = 0;
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] != '%') {
+      out += pattern[i];
+      continue;
+    }
+    if (i + 1 < pattern.size() && pattern[i + 1] == '%') {
+      out += '%';
+      ++i;
+      continue;
+    }
+    std::size_t j = i + 1;
+    bool zero = false;
+    if (j < pattern.size() && pattern[j] == '0') zero = true, ++j;
+    std::size_t width = 0;
+    while (j < pattern.size() && pattern[j] >= '0' && pattern[j] <= '9' && width < 64)
+      width = width * 10 + static_cast<std::size_t>(pattern[j++] - '0');
+    if (j >= pattern.size() || (pattern[j] != 'd' && pattern[j] != 'i'))
+      throw Error("'" + pattern + "': the only conversion allowed is one %d for the step (say %06d)");
+    std::string digits = std::to_string(step < 0 ? -step : step);
+    const std::size_t sign = step < 0 ? 1 : 0;
+    if (digits.size() + sign < width) digits.insert(0, width - digits.size() - sign, zero ? '0' : ' ');
+    out += (step < 0 ? "-" : "") + digits;
+    ++conversions;
+    i = j;
+  }
+  return {out, conversions};
+}
+
+}  // namespace
+
 bool names_steps(const std::string& path) {
-  const auto at = path.find('%');
-  if (at == std::string::npos) return false;
-  std::size_t end = at + 1;
-  while (end < path.size() && (std::isdigit(static_cast<unsigned char>(path[end])) != 0)) ++end;
-  if (end >= path.size() || (path[end] != 'd' && path[end] != 'i') || path.find('%', end) != std::string::npos)
-    throw Error(path + ": name the steps with one %d (or %04d), and no other '%'");
-  return true;
+  const int conversions = formatted(path, 0).second;
+  if (conversions > 1) throw Error("'" + path + "' needs exactly one %d for the step, not " + std::to_string(conversions));
+  return conversions == 1;
 }
 
 std::string step_path(const std::string& pattern, std::int64_t step) {
-  const auto at = pattern.find('%');
-  std::size_t end = at + 1;
-  while (std::isdigit(static_cast<unsigned char>(pattern[end])) != 0) ++end;
-  const std::string spec = pattern.substr(at, end - at) + "lld";
-  char number[64];
-  std::snprintf(number, sizeof number, spec.c_str(), static_cast<long long>(step));
-  return pattern.substr(0, at) + number + pattern.substr(end + 1);
+  auto [path, conversions] = formatted(pattern, step);
+  if (conversions != 1)
+    throw Error("'" + pattern + "' needs exactly one %d for the step, not " + std::to_string(conversions));
+  return path;
 }
 
 // --- segment -------------------------------------------------------------
@@ -303,7 +333,7 @@ std::vector<TrackPair> overlaps(const Comm& comm, const std::string& before, con
   if (a->info().dims != b->info().dims)
     throw Error("--track: " + before + " and " + after + " have different shapes");
   const BrickLayout layout(a->info().dims, BrickLayout::default_shape(a->info().dims, 16));
-  std::map<std::pair<std::uint64_t, std::uint64_t>, std::uint64_t> counts;
+  PairCounts counts;
   std::vector<std::byte> raw;
   std::vector<std::uint64_t> ids_a, ids_b;
   for (std::int64_t k = comm.rank(); k < layout.count(); k += comm.size()) {
@@ -313,23 +343,37 @@ std::vector<TrackPair> overlaps(const Comm& comm, const std::string& before, con
       reader->read(extent, raw.data());
       to_ids(reader->info().dtype, raw, extent.voxels(), reader == a.get() ? ids_a : ids_b);
     }
-    for (std::size_t i = 0; i < ids_a.size(); ++i)
-      if (ids_a[i] != 0 && ids_b[i] != 0) ++counts[{ids_a[i], ids_b[i]}];
+    count_pairs(ids_a, ids_b, counts);
   }
   a->close();
   b->close();
-  std::vector<TrackPair> mine;
-  for (const auto& [pair, overlap] : counts) mine.push_back({step, pair.first, pair.second, overlap});
-  const auto all = io::gather<TrackPair>(comm.get(), mine);
-  std::map<std::pair<std::uint64_t, std::uint64_t>, std::uint64_t> merged;
+  return gather_pairs(comm, counts, step);
+}
+
+std::string without_extension(const std::string& path) {
+  const fs::path p(path);
+  return (p.parent_path() / p.stem()).string();
+}
+
+}  // namespace
+
+std::vector<TrackPair> gather_pairs(const Comm& comm, const PairCounts& mine, std::int64_t step) {
+  std::vector<TrackPair> local;
+  for (const auto& [pair, overlap] : mine) local.push_back({step, pair.first, pair.second, overlap});
+  const auto all = io::gather<TrackPair>(comm.get(), local);
+  PairCounts merged;
   for (const auto& p : all) merged[{p.id, p.next_id}] += p.overlap;
   std::vector<TrackPair> result;
   for (const auto& [pair, overlap] : merged) result.push_back({step, pair.first, pair.second, overlap});
   return result;
 }
 
-// What the pairs between step k-1 and k make of their objects.
-void summarize(TrackStep& now, std::uint64_t objects_before, const std::vector<TrackPair>& pairs) {
+void count_pairs(std::span<const std::uint64_t> before, std::span<const std::uint64_t> after, PairCounts& counts) {
+  for (std::size_t i = 0; i < before.size(); ++i)
+    if (before[i] != 0 && after[i] != 0) ++counts[{before[i], after[i]}];
+}
+
+void summarize_track(TrackStep& now, std::uint64_t objects_before, const std::vector<TrackPair>& pairs) {
   std::unordered_map<std::uint64_t, std::uint64_t> successors, predecessors;
   for (const auto& p : pairs) {
     ++successors[p.id];
@@ -342,15 +386,15 @@ void summarize(TrackStep& now, std::uint64_t objects_before, const std::vector<T
   for (const auto& p : pairs) now.continuing += successors[p.id] == 1 && predecessors[p.next_id] == 1;
 }
 
-std::string track_csv(const std::vector<TrackPair>& pairs) {
-  std::string text = "t,id,next_id,overlap_voxels\n";
+std::string track_csv(const std::vector<TrackPair>& pairs, bool header) {
+  std::string text = header ? "t,id,next_id,overlap_voxels\n" : "";
   for (const auto& p : pairs)
     text += std::to_string(p.step) + "," + std::to_string(p.id) + "," + std::to_string(p.next_id) + "," +
             std::to_string(p.overlap) + "\n";
   return text;
 }
 
-std::string steps_csv(const std::vector<TrackStep>& steps) {
+std::string track_steps_csv(const std::vector<TrackStep>& steps) {
   std::string text = "step,objects,largest,births,deaths,merges,splits,continuing\n";
   for (const auto& s : steps)
     text += std::to_string(s.step) + "," + std::to_string(s.objects) + "," + std::to_string(s.largest) + "," +
@@ -358,13 +402,6 @@ std::string steps_csv(const std::vector<TrackStep>& steps) {
             std::to_string(s.splits) + "," + std::to_string(s.continuing) + "\n";
   return text;
 }
-
-std::string without_extension(const std::string& path) {
-  const fs::path p(path);
-  return (p.parent_path() / p.stem()).string();
-}
-
-}  // namespace
 
 LabelSeriesResult run_label_series(const Comm& comm, LabelOptions options, const std::vector<std::int64_t>& steps,
                                    const std::string& track, bool plot) {
@@ -403,7 +440,7 @@ LabelSeriesResult run_label_series(const Comm& comm, LabelOptions options, const
     if (!track.empty() && result.outputs.size() > 1) {
       auto pairs = overlaps(comm, result.outputs[result.outputs.size() - 2], step.output, result.steps[result.steps.size() - 2]);
       if (comm.rank() == 0) {
-        summarize(summary, result.track.back().objects, pairs);
+        summarize_track(summary, result.track.back().objects, pairs);
         result.pairs.insert(result.pairs.end(), pairs.begin(), pairs.end());
       }
     }
@@ -413,7 +450,7 @@ LabelSeriesResult run_label_series(const Comm& comm, LabelOptions options, const
     std::exception_ptr error;
     if (comm.rank() == 0) try {
         io::write_file_atomically(track, track_csv(result.pairs));
-        io::write_file_atomically(steps_path, steps_csv(result.track));
+        io::write_file_atomically(steps_path, track_steps_csv(result.track));
         if (!png.empty()) io::run_script("track_plot.py", {steps_path, png});
       } catch (...) {
         error = std::current_exception();

@@ -46,6 +46,10 @@ struct Options {
   std::string variable = "field";    // the field's name in files and in Catalyst
   bool label = false;                // count the mask's connected components per step
   int connectivity = 26;             // of --label: 6 | 18 | 26
+  // With --label: links the objects of consecutive labelled steps that
+  // share voxels (as `volseg label --time A:B --track`): this CSV, and
+  // NAME.steps.csv beside it, written at finalize; empty: none.
+  std::string track;
   bool force = false;                // replace existing outputs
   bool verbose = false;              // a line per in-situ step on rank 0
   std::string text;                  // the options as given (the masks' history)

@@ -12,7 +12,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -43,8 +45,9 @@ std::vector<std::int64_t> steps_in(const TimeSelection& selection, std::int64_t 
 std::vector<std::int64_t> input_steps(const Comm& comm, const std::string& backend, const std::string& path,
                                       const std::vector<std::string>& hints, const TimeSelection& selection);
 
-// Whether path holds one printf integer conversion (%d, %04d, %i), and the
-// path of one step. Throws on a pattern with anything else after '%'.
+// Whether path holds one printf integer conversion (%d, %04d, %i; %% is a
+// '%'), and the path of one step ("mask_%06d.nc", 42 -> "mask_000042.nc").
+// Throws on any other conversion, or on several.
 bool names_steps(const std::string& path);
 std::string step_path(const std::string& pattern, std::int64_t step);
 
@@ -78,6 +81,21 @@ struct TrackStep {
   // objects that continue one to one.
   std::uint64_t births = 0, deaths = 0, merges = 0, splits = 0, continuing = 0;
 };
+
+// Collective. This rank's counts of (id in step, id in the next step)
+// pairs, summed on rank 0 (sorted by id, then next_id; empty elsewhere).
+using PairCounts = std::map<std::pair<std::uint64_t, std::uint64_t>, std::uint64_t>;
+std::vector<TrackPair> gather_pairs(const Comm& comm, const PairCounts& mine, std::int64_t step);
+// Counts the pairs of two label arrays of one extent (both ids nonzero).
+void count_pairs(std::span<const std::uint64_t> before, std::span<const std::uint64_t> after, PairCounts& counts);
+// What the pairs from the step before (objects_before objects) make of the
+// objects of `now` (now.objects set): births, deaths, merges, splits and
+// those continuing one to one.
+void summarize_track(TrackStep& now, std::uint64_t objects_before, const std::vector<TrackPair>& pairs);
+// The tables as CSV: the pairs (t,id,next_id,overlap_voxels), with or
+// without the header line; the steps (step,objects,largest,births,...).
+std::string track_csv(const std::vector<TrackPair>& pairs, bool header = true);
+std::string track_steps_csv(const std::vector<TrackStep>& steps);
 
 struct LabelSeriesResult {
   std::vector<std::int64_t> steps;
