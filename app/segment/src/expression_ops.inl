@@ -37,8 +37,8 @@ void apply(Program::Op op, const T* const* s, std::size_t arity, std::int64_t n,
     case O::ge: return binary([](T x, T y) { return x >= y ? one : zero; });
     case O::eq: return binary([](T x, T y) { return x == y ? one : zero; });
     case O::ne: return binary([](T x, T y) { return x == y ? zero : one; });
-    case O::land: return binary([](T x, T y) { return (x == 0) | (y == 0) ? zero : one; });
-    case O::lor: return binary([](T x, T y) { return (x == 0) & (y == 0) ? zero : one; });
+    case O::land: return binary([](T x, T y) { return ((x == 0) | (y == 0)) ? zero : one; });
+    case O::lor: return binary([](T x, T y) { return ((x == 0) & (y == 0)) ? zero : one; });
     case O::neg: return unary([](T x) { return -x; });
     case O::select: {
       const T* c = s[2];
@@ -88,9 +88,11 @@ void apply(Program::Op op, const T* const* s, std::size_t arity, std::int64_t n,
 // of it (a comparison is false, && takes NaN for true; a fill value read in
 // place is any number). One pass for up to four inputs, then one more for
 // each further input.
+// 1 or 0: combined with & (no branch; && would be one per value).
 template <class T>
-bool passes(T x, const Valid<T>& v) {
-  return (x >= v.lo) & (x <= v.hi) & (x != v.fill) & (x != v.missing);
+int passes(T x, const Valid<T>& v) {
+  return static_cast<int>(x >= v.lo) & static_cast<int>(x <= v.hi) & static_cast<int>(x != v.fill) &
+         static_cast<int>(x != v.missing);
 }
 
 template <int Inputs, class T>
@@ -104,12 +106,12 @@ void finish_pass(const T* __restrict result, const T* const* inputs, const Valid
                  vd = valid[Inputs > 3 ? 3 : 0];
   if (condition)
     for (std::int64_t j = 0; j < n; ++j) {
-      const bool ok = passes(a[j], va) & passes(b[j], vb) & passes(c[j], vc) & passes(d[j], vd);
-      out[j] = ok ? ((result[j] < 0) | (result[j] > 0) ? 1.0f : 0.0f) : NAN;
+      const int ok = passes(a[j], va) & passes(b[j], vb) & passes(c[j], vc) & passes(d[j], vd);
+      out[j] = ok ? (((result[j] < 0) | (result[j] > 0)) ? 1.0f : 0.0f) : NAN;
     }
   else
     for (std::int64_t j = 0; j < n; ++j) {
-      const bool ok = passes(a[j], va) & passes(b[j], vb) & passes(c[j], vc) & passes(d[j], vd);
+      const int ok = passes(a[j], va) & passes(b[j], vb) & passes(c[j], vc) & passes(d[j], vd);
       out[j] = ok ? static_cast<float>(result[j]) : NAN;
     }
 }
