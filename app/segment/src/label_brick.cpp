@@ -8,10 +8,12 @@
 // whole volume would. Cost: one pass over the bytes (8 at a time) and one
 // over the runs per neighbouring row.
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -105,66 +107,77 @@ void BrickLabeler::find_runs(const std::uint8_t* mask) {
   row_start_[static_cast<std::size_t>(rows)] = static_cast<std::uint32_t>(runs_.size());
 }
 
-std::uint32_t BrickLabeler::find(std::uint32_t run) {
-  while (parent_[run] != run) {
-    parent_[run] = parent_[parent_[run]];  // path halving
-    run = parent_[run];
+namespace {
+
+// The rows before (z, y) that can touch it, and how far a run reaches into
+// them along x (1: diagonally), by the neighbours the connectivity allows.
+struct Before {
+  int dz, dy;
+  std::int32_t reach;
+};
+template <int Connectivity>
+constexpr auto rows_before() {
+  constexpr std::int32_t edge = Connectivity >= 18, corner = Connectivity == 26;
+  if constexpr (Connectivity == 6) return std::array<Before, 2>{{{0, -1, 0}, {-1, 0, 0}}};
+  else return std::array<Before, 4>{{{0, -1, edge}, {-1, 0, edge}, {-1, -1, corner}, {-1, 1, corner}}};
+}
+
+inline std::uint32_t find_root(std::uint32_t* parent, std::uint32_t run) {
+  while (parent[run] != run) {
+    parent[run] = parent[parent[run]];  // path halving
+    run = parent[run];
   }
   return run;
 }
 
+// Joins the runs of one row to those of one row before it that they touch:
+// the two lists are in x order, so one sweep meets every touching pair.
+template <std::int32_t Reach, class Run>
+inline void join_row_pair(const Run* runs, std::uint32_t* parent, std::uint32_t i, std::uint32_t end,
+                          std::uint32_t k, std::uint32_t k_end) {
+  while (i < end && k < k_end) {
+    const Run a = runs[i], b = runs[k];
+    if (b.end + Reach <= a.begin) {
+      ++k;
+    } else if (a.end + Reach <= b.begin) {
+      ++i;
+    } else {
+      const std::uint32_t ra = find_root(parent, i), rb = find_root(parent, k);
+      if (ra < rb) parent[rb] = ra;
+      else if (rb < ra) parent[ra] = rb;
+      // The one that ends first touches nothing further in the other row.
+      if (b.end < a.end) ++k;
+      else ++i;
+    }
+  }
+}
+
+}  // namespace
+
+template <int Connectivity>
 void BrickLabeler::join_rows() {
   const std::int64_t depth = shape_[0], height = shape_[1];
   parent_.resize(runs_.size());
   for (std::uint32_t i = 0; i < parent_.size(); ++i) parent_[i] = i;
-  // Rows before (z, y) that can touch it, and how far a run reaches along x
-  // into them (1: diagonally), by the neighbours the connectivity allows.
-  struct Before {
-    int dz, dy;
-    std::int32_t reach;
-  };
-  std::vector<Before> before{{0, -1, connectivity_ >= 18}, {-1, 0, connectivity_ >= 18}};
-  if (connectivity_ >= 18) before.insert(before.end(), {{-1, -1, connectivity_ == 26}, {-1, 1, connectivity_ == 26}});
-  struct Cursor {
-    std::uint32_t at, end;
-    std::int32_t reach;
-  };
   std::uint32_t* const parent = parent_.data();
+  const Run* const runs = runs_.data();
+  const std::uint32_t* const start = row_start_.data();
+  constexpr auto before = rows_before<Connectivity>();
   for (std::int64_t z = 0; z < depth; ++z)
     for (std::int64_t y = 0; y < height; ++y) {
-      const std::uint32_t begin = row_start_[static_cast<std::size_t>(z * height + y)];
-      const std::uint32_t end = row_start_[static_cast<std::size_t>(z * height + y + 1)];
+      const auto row = static_cast<std::size_t>(z * height + y);
+      const std::uint32_t begin = start[row], end = start[row + 1];
       if (begin == end) continue;
-      Cursor cursors[4];
-      int count = 0;
-      for (const auto& b : before) {
-        const std::int64_t nz = z + b.dz, ny = y + b.dy;
-        if (nz < 0 || ny < 0 || ny >= height) continue;
-        const auto row = static_cast<std::size_t>(nz * height + ny);
-        if (row_start_[row] != row_start_[row + 1]) cursors[count++] = {row_start_[row], row_start_[row + 1], b.reach};
-      }
-      if (count == 0) continue;
-      for (std::uint32_t i = begin; i < end; ++i) {
-        const Run run = runs_[i];
-        std::uint32_t root = i;  // always a root: the smaller of two roots wins
-        for (int c = 0; c < count; ++c) {
-          Cursor& cursor = cursors[c];
-          while (cursor.at < cursor.end && runs_[cursor.at].end + cursor.reach <= run.begin) ++cursor.at;
-          for (std::uint32_t k = cursor.at; k < cursor.end && runs_[k].begin < run.end + cursor.reach; ++k) {
-            std::uint32_t other = k;  // find, inline: path halving
-            while (parent[other] != other) {
-              parent[other] = parent[parent[other]];
-              other = parent[other];
-            }
-            if (other < root) {
-              parent[root] = other;
-              root = other;
-            } else if (root < other) {
-              parent[other] = root;
-            }
-          }
-        }
-      }
+      [&]<std::size_t... B>(std::index_sequence<B...>) {
+        auto join = [&]<std::size_t S>(std::integral_constant<std::size_t, S>) {
+          constexpr Before b = before[S];
+          const std::int64_t nz = z + b.dz, ny = y + b.dy;
+          if (nz < 0 || ny < 0 || ny >= height) return;
+          const auto other = static_cast<std::size_t>(nz * height + ny);
+          join_row_pair<b.reach>(runs, parent, begin, end, start[other], start[other + 1]);
+        };
+        (join(std::integral_constant<std::size_t, B>{}), ...);
+      }(std::make_index_sequence<before.size()>{});
     }
   // Number the roots in run order. In place: a run's parent has a smaller
   // index, so it already holds its label when the run is reached.
@@ -180,7 +193,11 @@ void BrickLabeler::label(const std::uint8_t* mask, const io::Index3& shape) {
                 " voxels is too large to label (at most 2^31 - 1; choose a smaller --brick)");
   shape_ = shape;
   find_runs(mask);
-  join_rows();
+  switch (connectivity_) {
+    case 6: join_rows<6>(); break;
+    case 18: join_rows<18>(); break;
+    default: join_rows<26>(); break;
+  }
 }
 
 void BrickLabeler::relabel(const std::uint8_t* mask, const io::Index3& shape, std::span<const std::uint32_t> labels,
@@ -315,12 +332,14 @@ std::vector<std::uint32_t> BrickLabeler::face(int axis, bool high) const {
   return plane;
 }
 
+// Row by row, so that the row is still in cache when its runs are drawn.
 template <class T>
 void BrickLabeler::paint(std::span<const std::uint64_t> ids, T* out) const {
   const std::int64_t rows = shape_[0] * shape_[1], width = shape_[2];
-  std::fill(out, out + rows * width, static_cast<T>(ids[0]));
+  const auto background = static_cast<T>(ids[0]);
   for (std::int64_t r = 0; r < rows; ++r) {
     T* row = out + r * width;
+    std::fill(row, row + width, background);
     for (std::uint32_t i = row_start_[static_cast<std::size_t>(r)]; i < row_start_[static_cast<std::size_t>(r + 1)];
          ++i)
       std::fill(row + runs_[i].begin, row + runs_[i].end, static_cast<T>(ids[parent_[i]]));

@@ -132,14 +132,12 @@ struct Row {
   std::uint64_t node;
 };
 
-// The positions of parts in the order of their first voxels, or none when
-// they are in that order already (one rank's slab of whole planes): counted
-// into z planes, then sorted within each (a plane's objects fit in cache).
+// The positions of parts in the order of their first voxels (the caller
+// skips this when they are in that order already, as one rank's slab of
+// whole planes is): counted into z planes, then sorted within each (a
+// plane's objects fit in cache).
 std::vector<std::uint64_t> order_by_first(const Chunked<ObjectPart>& parts, std::uint64_t plane) {
   const std::size_t n = parts.size();
-  bool sorted = true;
-  for (std::size_t i = 1; i < n && sorted; ++i) sorted = parts[i - 1].first < parts[i].first;
-  if (sorted) return {};
   std::uint64_t z0 = UINT64_MAX, z1 = 0;
   for (std::size_t i = 0; i < n; ++i) {
     z0 = std::min(z0, parts[i].first / plane);
@@ -336,14 +334,17 @@ MergedObjects merge_objects(const Comm& comm, const NodeRanges& nodes, const io:
   };
   const std::uint64_t plane = static_cast<std::uint64_t>(dims[1]) * static_cast<std::uint64_t>(dims[2]);
   std::vector<std::uint64_t> per_plane(static_cast<std::size_t>(dims[0]), 0);
+  std::uint64_t largest = 0;
   for (std::uint64_t n = 0; n < count; ++n) {
     if (parent[n] != n || absorbed_here[n]) continue;
-    if (parts[n].voxels < min_voxels) {
+    const std::uint64_t voxels = parts[n].voxels;
+    if (voxels < min_voxels) {
       ++figures[1];
       continue;
     }
     ++figures[0];
-    figures[2] += parts[n].voxels;
+    figures[2] += voxels;
+    largest = std::max(largest, voxels);
     ++per_plane[static_cast<std::size_t>(parts[n].first / plane)];
   }
   figures[3] = static_cast<std::uint64_t>(std::count(joined.begin(), joined.end(), true));
@@ -352,6 +353,8 @@ MergedObjects merge_objects(const Comm& comm, const NodeRanges& nodes, const io:
   free_vector(per_plane);
   const bool table_values = with_values && with_table;
   std::vector<std::uint64_t> held;  // the node of each object in parts
+  bool in_order = true;              // parts' first voxels ascend as they are
+  held.reserve(count);
   {
     auto rows_out = per_rank<Row>(ranks);
     auto values_out = per_rank<ObjectValues>(ranks);
@@ -360,8 +363,11 @@ MergedObjects merge_objects(const Comm& comm, const NodeRanges& nodes, const io:
       if (!kept_object(n)) continue;
       const int to = rank_of[static_cast<std::size_t>(parts[n].first / plane)];
       if (to == me) {
-        parts[kept] = parts[n];
-        if (table_values) values[kept] = values[n];
+        if (kept != n) {
+          parts[kept] = parts[n];
+          if (table_values) values[kept] = values[n];
+        }
+        in_order = in_order && (kept == 0 || parts[kept - 1].first < parts[kept].first);
         held.push_back(base + n);
         ++kept;
       } else {
@@ -376,12 +382,13 @@ MergedObjects merge_objects(const Comm& comm, const NodeRanges& nodes, const io:
     const auto rows = io::exchange(mpi, rows_out);
     const auto row_values = io::exchange(mpi, values_out);
     for (const auto& row : rows) {
+      in_order = in_order && (parts.empty() || parts[parts.size() - 1].first < row.part.first);
       parts.push_back(row.part);
       held.push_back(row.node);
     }
     for (const auto& v : row_values) values.push_back(v);
   }
-  auto order = order_by_first(parts, plane);
+  auto order = in_order ? std::vector<std::uint64_t>{} : order_by_first(parts, plane);
   auto position = [&](std::uint64_t i) { return order.empty() ? i : order[i]; };
   std::uint64_t numbered_here = parts.size(), first_id = 0;
   check_mpi(MPI_Exscan(&numbered_here, &first_id, 1, MPI_UINT64_T, MPI_SUM, mpi), "MPI_Exscan");
@@ -392,13 +399,10 @@ MergedObjects merge_objects(const Comm& comm, const NodeRanges& nodes, const io:
   MergedObjects merged;
   merged.ids.assign(count, 0);
   auto numbered = per_rank<Named>(ranks);
-  std::uint64_t largest = 0;
   for (std::uint64_t i = 0; i < numbered_here; ++i) {
-    const std::uint64_t at = position(i), node = held[at], id = first_id + i + 1;
-    const int owner = nodes.owner(node);
-    if (owner == me) merged.ids[node - base] = id;
-    else numbered[static_cast<std::size_t>(owner)].push_back({node, id});
-    largest = std::max(largest, parts[at].voxels);
+    const std::uint64_t node = held[position(i)], id = first_id + i + 1;
+    if (node - base < count) merged.ids[node - base] = id;  // this rank's
+    else numbered[static_cast<std::size_t>(nodes.owner(node))].push_back({node, id});
   }
   free_vector(held);
   summary.table = ObjectTable{};

@@ -127,8 +127,8 @@ class BrickLabeler {
     std::int32_t begin, end;
   };
   void find_runs(const std::uint8_t* mask);
+  template <int Connectivity>
   void join_rows();
-  std::uint32_t find(std::uint32_t run);
 
   int connectivity_;
   io::Index3 shape_{};
