@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 """Connected components: 'volseg label' against cc3d and scipy.ndimage.label.
 
-Part 1, 1 rank, 512^3 random masks at three densities: the time of the same
+Part 1, 1 rank, 512^3 random masks at three densities and two smooth ones
+(volseg generate's shells and smooth fields, thresholded): the time of the same
 job for each tool, file to file (read the u8 mask, label, write u32 labels;
 the files in the page cache), and each library's compute alone. cc3d
 (connected-components-3d from PyPI, single-threaded) runs in a virtual
@@ -85,6 +86,34 @@ def write_mask(path, n, density, seed):
     return path + ".nhdr", raw
 
 
+# The smooth masks: a field of volseg generate, thresholded (lo, hi) in slabs.
+SMOOTH = {"shells": ("shells", 20.0, 30.0), "smooth": ("smooth", 0.25, 0.5)}
+
+
+def write_smooth_mask(args, path, n, name):
+    """A u8 mask of n^3 from volseg's generated field, and its NRRD header."""
+    field, lo, hi = SMOOTH[name]
+    source = path + "-field.nhdr"
+    subprocess.run([args.volseg, "generate", source, "--field", field, "--dims", str(n), "--quiet"], check=True)
+    values = np.memmap(path + "-field.raw", dtype=np.float32, mode="r", shape=(n, n, n))
+    raw = path + ".raw"
+    with open(raw, "wb") as f:
+        for z in range(0, n, 64):
+            slab = values[z:z + 64]
+            f.write(((slab >= lo) & (slab <= hi)).astype(np.uint8).tobytes())
+    del values
+    for leftover in (source, path + "-field.raw"):
+        os.remove(leftover)
+    with open(path + ".nhdr", "w") as f:
+        f.write("NRRD0004\ntype: uint8\ndimension: 3\nsizes: %d %d %d\nendian: little\nencoding: raw\n"
+                "data file: %s\n\n" % (n, n, n, os.path.basename(raw)))
+    return path + ".nhdr", raw, "%s %g..%g" % (field, lo, hi)
+
+
+def mask_name(row):
+    return row.get("mask") or "random %.2f" % row["density"]
+
+
 def run_volseg(args, volseg, mask, out, conn, ranks, report):
     argv = [volseg, "label", mask, "--mask-input", "--out", out, "--connectivity", str(conn), "--force", "--quiet",
             "--report", report]
@@ -125,8 +154,13 @@ def best(runs, key="total"):
 def part1(args, python_cc3d, work):
     rows = []
     n = args.size1
-    for density in args.densities:
-        mask, raw = write_mask(os.path.join(work, "m%d" % int(density * 100)), n, density, 1)
+    masks = [(density, None) for density in args.densities] + [(None, name) for name in args.smooth]
+    for density, smooth in masks:
+        if smooth:
+            mask, raw, name = write_smooth_mask(args, os.path.join(work, smooth), n, smooth)
+        else:
+            mask, raw = write_mask(os.path.join(work, "m%d" % int(density * 100)), n, density, 1)
+            name = "random %.2f" % density
         labels = {tool: os.path.join(work, "%s.u32" % tool) for tool in ("cc3d", "scipy")}
         out = os.path.join(work, "volseg.nhdr")
         report = os.path.join(work, "volseg.json")
@@ -141,7 +175,7 @@ def part1(args, python_cc3d, work):
             count = v["objects"]
             checks = {"cc3d": c["objects"] == count and same_up_to_renumbering(os.path.join(work, "volseg.raw"),
                                                                                  labels["cc3d"], count)}
-            row = {"size": n, "density": density, "connectivity": conn, "objects": count,
+            row = {"size": n, "mask": name, "density": density, "connectivity": conn, "objects": count,
                    "volseg": v, "cc3d": c, "cc3d_compute": best(got["cc3d"], "compute")["compute"],
                    "checks": checks}
             if got["scipy"]:
@@ -151,8 +185,8 @@ def part1(args, python_cc3d, work):
                 row["scipy"] = s
                 row["scipy_compute"] = best(got["scipy"], "compute")["compute"]
             rows.append(row)
-            log("%d^3 d=%.2f c=%d: volseg %.2f s (process %.2f), cc3d %.2f s (compute %.2f), scipy %s; %d objects; "
-                "same labels: %s" % (n, density, conn, v["job"], v["total"], c["total"], row["cc3d_compute"],
+            log("%d^3 %s c=%d: volseg %.2f s (process %.2f), cc3d %.2f s (compute %.2f), scipy %s; %d objects; "
+                "same labels: %s" % (n, name, conn, v["job"], v["total"], c["total"], row["cc3d_compute"],
                                       "%.2f s" % row["scipy"]["total"] if "scipy" in row else "-", count, checks))
         for path in (raw, mask):
             os.remove(path)
@@ -188,20 +222,21 @@ def markdown(rows1, rows2, command):
              "(volseg: the report's `seconds`; the whole `volseg label` process, MPI start-up and library loading "
              "included, is in the JSON as `total`, about 0.4 s more)." % command, ""]
     if rows1:
-        lines += ["## 1 rank, %d^3 random masks" % rows1[0]["size"], "",
-                  "| density | conn. | objects | volseg s | cc3d s (compute) | scipy s (compute) | "
+        lines += ["## 1 rank, %d^3 masks" % rows1[0]["size"], "",
+                  "| mask | conn. | objects | volseg s | cc3d s (compute) | scipy s (compute) | "
                   "volseg/cc3d | volseg/cc3d compute | volseg/scipy | same labels |",
                   "|---|---|---|---|---|---|---|---|---|---|"]
         for r in rows1:
             v, c = r["volseg"]["job"], r["cc3d"]["total"]
             s = r["scipy"]["total"] if "scipy" in r else None
-            lines.append("| %.2f | %d | %d | %.2f | %.2f (%.2f) | %s | %.2fx | %.2fx | %s | %s |" % (
-                r["density"], r["connectivity"], r["objects"], v, c, r["cc3d_compute"],
+            lines.append("| %s | %d | %d | %.2f | %.2f (%.2f) | %s | %.2fx | %.2fx | %s | %s |" % (
+                mask_name(r), r["connectivity"], r["objects"], v, c, r["cc3d_compute"],
                 "%.2f (%.2f)" % (s, r["scipy_compute"]) if s else "-", c / v, r["cc3d_compute"] / v,
                 "%.2fx" % (s / v) if s else "-", ", ".join("%s %s" % (k, "yes" if ok else "NO")
                                                           for k, ok in r["checks"].items())))
         lines += ["", "volseg's phases (s): " + "; ".join(
-            "d=%.2f: pass 1 %.2f, merge %.2f, pass 2 and write %.2f" % (r["density"], r["volseg"]["label"],
+            "%s/%d: pass 1 %.2f, merge %.2f, pass 2 and write %.2f" % (mask_name(r), r["connectivity"],
+                                                                      r["volseg"]["label"],
                                                                        r["volseg"]["merge"], r["volseg"]["write"])
             for r in rows1), ""]
     if rows2:
@@ -225,7 +260,7 @@ def plot(rows1, rows2, path):
     axes = list(axes[0])
     if rows1:
         ax = axes.pop(0)
-        labels = ["d=%.1f\n%d-conn." % (r["density"], r["connectivity"]) for r in rows1]
+        labels = ["%s\n%d-conn." % (mask_name(r).replace("random ", "d="), r["connectivity"]) for r in rows1]
         x = np.arange(len(rows1))
         mvox = rows1[0]["size"] ** 3 / 1e6
         series = [("volseg label (file to file)", [mvox / r["volseg"]["job"] for r in rows1], "tab:blue"),
@@ -239,7 +274,7 @@ def plot(rows1, rows2, path):
             ax.bar(x + (i - (len(series) - 1) / 2) * width, values, width, label=name, color=colour)
         ax.set_xticks(x, labels)
         ax.set_ylabel("Mvoxels/s (1 core)")
-        ax.set_title("%d^3 random masks, 1 rank" % rows1[0]["size"])
+        ax.set_title("%d^3 masks, 1 rank" % rows1[0]["size"])
         ax.legend(fontsize=8)
     if rows2:
         ax = axes.pop(0)
@@ -276,7 +311,9 @@ def main():
     parser.add_argument("--part", type=int, choices=(1, 2), help="only this part")
     parser.add_argument("--size1", type=int, default=512)
     parser.add_argument("--size2", type=int, default=1024)
-    parser.add_argument("--densities", type=float, nargs="+", default=[0.1, 0.3, 0.5])
+    parser.add_argument("--densities", type=float, nargs="*", default=[0.1, 0.3, 0.5])
+    parser.add_argument("--smooth", nargs="*", choices=sorted(SMOOTH), default=sorted(SMOOTH),
+                        help="smooth masks too: volseg generate's fields, thresholded (none: --smooth with no name)")
     parser.add_argument("--densities2", type=float, nargs="+", default=[0.001, 0.1, 0.5])
     parser.add_argument("--connectivity", type=int, nargs="+", default=[26])
     parser.add_argument("--repeat", type=int, default=3)
