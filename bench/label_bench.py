@@ -130,6 +130,15 @@ def run_volseg(args, volseg, mask, out, conn, ranks, report):
             "write": max(x["write_s"] for x in r["ranks"])}
 
 
+def run_kernel(args, raw, n, conn):
+    """volseg's brick labeller alone, in memory (bench/label_kernel): label + paint."""
+    if not os.path.exists(args.kernel):
+        return None
+    proc = subprocess.run([args.kernel, raw, "--dims", "%d,%d,%d" % (n, n, n), "--connectivity", str(conn),
+                           "--repeat", str(args.repeat)], capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout)
+
+
 def run_worker(python, tool, raw, n, conn, out):
     proc = subprocess.run([python, "-c", WORKER, tool, raw, "%d,%d,%d" % (n, n, n), str(conn), out],
                           capture_output=True, text=True, check=True)
@@ -172,12 +181,13 @@ def part1(args, python_cc3d, work):
                 if not args.no_scipy:
                     got["scipy"].append(run_worker("/usr/bin/python3", "scipy", raw, n, conn, labels["scipy"]))
             v, c = best(got["volseg"], "job"), best(got["cc3d"])
+            kernel = run_kernel(args, raw, n, conn)
             count = v["objects"]
             checks = {"cc3d": c["objects"] == count and same_up_to_renumbering(os.path.join(work, "volseg.raw"),
                                                                                  labels["cc3d"], count)}
             row = {"size": n, "mask": name, "density": density, "connectivity": conn, "objects": count,
                    "volseg": v, "cc3d": c, "cc3d_compute": best(got["cc3d"], "compute")["compute"],
-                   "checks": checks}
+                   "checks": checks, "kernel": kernel}
             if got["scipy"]:
                 s = best(got["scipy"])
                 checks["scipy"] = s["objects"] == count and same_up_to_renumbering(
@@ -234,6 +244,20 @@ def markdown(rows1, rows2, command):
                 "%.2f (%.2f)" % (s, r["scipy_compute"]) if s else "-", c / v, r["cc3d_compute"] / v,
                 "%.2fx" % (s / v) if s else "-", ", ".join("%s %s" % (k, "yes" if ok else "NO")
                                                           for k, ok in r["checks"].items())))
+        kernels = [r for r in rows1 if r.get("kernel")]
+        if kernels:
+            lines += ["", "The labelling alone against cc3d's compute: volseg's brick labeller in memory "
+                      "(`build/bench/volseg-label-kernel`: runs, row joins, numbering and painting u32 labels, "
+                      "slab brick by slab brick; no files, object table, merge or second pass), best of the "
+                      "repeats:", "",
+                      "| mask | conn. | label s | paint s | together | cc3d compute s | cc3d compute / volseg labeller |",
+                      "|---|---|---|---|---|---|---|"]
+            for r in kernels:
+                k = r["kernel"]
+                together = k["label_s"] + k["paint_s"]
+                lines.append("| %s | %d | %.2f | %.2f | %.2f | %.2f | %.2fx |" % (
+                    mask_name(r), r["connectivity"], k["label_s"], k["paint_s"], together, r["cc3d_compute"],
+                    r["cc3d_compute"] / together))
         lines += ["", "volseg's phases (s): " + "; ".join(
             "%s/%d: pass 1 %.2f, merge %.2f, pass 2 and write %.2f" % (mask_name(r), r["connectivity"],
                                                                       r["volseg"]["label"],
@@ -256,11 +280,14 @@ def plot(rows1, rows2, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     panels = (1 if rows1 else 0) + (1 if rows2 else 0)
-    fig, axes = plt.subplots(1, panels, figsize=(6.5 * panels, 4.5), squeeze=False)
+    width1 = max(6.5, 1.0 * len(rows1))
+    fig, axes = plt.subplots(1, panels, figsize=(width1 + 6.5 * (panels - 1), 4.5), squeeze=False,
+                             gridspec_kw={"width_ratios": [width1 / 6.5] + [1] * (panels - 1)})
     axes = list(axes[0])
     if rows1:
         ax = axes.pop(0)
-        labels = ["%s\n%d-conn." % (mask_name(r).replace("random ", "d="), r["connectivity"]) for r in rows1]
+        short = lambda r: mask_name(r).replace("random ", "d=").split(" ")[0]  # noqa: E731
+        labels = ["%s\n%d-conn." % (short(r), r["connectivity"]) for r in rows1]
         x = np.arange(len(rows1))
         mvox = rows1[0]["size"] ** 3 / 1e6
         series = [("volseg label (file to file)", [mvox / r["volseg"]["job"] for r in rows1], "tab:blue"),
@@ -305,6 +332,8 @@ def write_results(out, rows1, rows2, command):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--volseg", default=os.path.join(ROOT, "build", "app", "cli", "volseg"))
+    parser.add_argument("--kernel", default=os.path.join(ROOT, "build", "bench", "volseg-label-kernel"),
+                        help="the labeller-alone benchmark (skipped when missing)")
     parser.add_argument("--dir", default=None, help="scratch folder (default: a new one in /tmp)")
     parser.add_argument("--venv", default=os.path.join(tempfile.gettempdir(), "volseg-cc3d-venv"))
     parser.add_argument("--out", default=os.path.join(ROOT, "docs", "results"))

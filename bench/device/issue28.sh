@@ -3,4 +3,4 @@
 set -u
 FORMATS="nhdr zarr" bash bench/device/label16.sh
 bash bench/device/percore.sh
-JOBS="${JOBS:-label 6,label 26,label 6 zarr,label 26 zarr}" LIMIT="${LIMIT:-330}" bash bench/device/study.sh
+JOBS="${JOBS:-label 6,label 26}" LIMIT="${LIMIT:-300}" bash bench/device/study.sh
