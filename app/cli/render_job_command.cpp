@@ -79,7 +79,7 @@ CLI::App* RenderJobCommand::add_to(CLI::App& app) {
                                       "NAME-levelK.png first; --time A:B: frame_%04d.png, a frame per step)")->required();
   selection_.add_to(*sub, true, true);
   sub->add_option("--movie", movie_,
-                  "With --time A:B: the frames encoded into NAME.avi (VTK's FFMPEG writer, MPEG-4 video)");
+                  "With --time A:B: the frames encoded into NAME.mp4, .mov or .mkv (H.264) or NAME.avi (MPEG-4), by FFmpeg's libraries");
   sub->add_option("--fps", fps_, "Frames per second of --movie")->capture_default_str();
   sub->add_option("--mask", o.mask, "Mask volume of the same shape (from 'volseg segment')");
   sub->add_option("--mode", modes_,

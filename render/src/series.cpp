@@ -1,26 +1,17 @@
 // SPDX-License-Identifier: MIT
 #include "volseg/render/series.hpp"
 
-#include <vtkFFMPEGWriter.h>
-#include <vtkNew.h>
-#include <vtkPNGReader.h>
-
-extern "C" {
-#include <libavutil/log.h>
-}
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <filesystem>
 
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
 #include "volseg/pyramid/pyramid.hpp"
 #include "volseg/segment/series.hpp"
+#include "movie.hpp"
 
 namespace volseg::render {
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -28,42 +19,6 @@ std::vector<std::string> at_step(std::vector<std::string> hints, std::int64_t t)
   std::erase_if(hints, [](const std::string& h) { return h.rfind("time=", 0) == 0; });
   hints.push_back("time=" + std::to_string(t));
   return hints;
-}
-
-// The frames, in order, into one AVI (rank 0): under a temporary name,
-// renamed when the writer has closed it without an error.
-void encode(const std::vector<std::string>& frames, const std::string& movie, int rate) {
-  const std::string temp = io::temporary_path(movie) + ".avi";  // the writer's container from the name
-  av_log_set_level(AV_LOG_ERROR);  // no notes about pixel formats; errors still print
-  vtkNew<vtkPNGReader> reader;
-  vtkNew<vtkFFMPEGWriter> writer;
-  writer->SetInputConnection(reader->GetOutputPort());
-  writer->SetFileName(temp.c_str());
-  writer->SetRate(rate);
-  writer->SetQuality(2);
-  bool started = false;
-  try {
-    for (const auto& frame : frames) {
-      reader->SetFileName(frame.c_str());
-      reader->Update();
-      if (reader->GetErrorCode() != 0) throw Error("--movie: cannot read the frame " + frame);
-      if (!started) {
-        writer->Start();
-        started = true;
-      }
-      writer->Write();
-      if (writer->GetError() != 0) throw Error("--movie " + movie + ": VTK's FFMPEG writer failed on " + frame);
-    }
-    writer->End();
-    if (writer->GetError() != 0) throw Error("--movie " + movie + ": VTK's FFMPEG writer failed to finish the file");
-    if (!fs::exists(temp) || fs::file_size(temp) == 0) throw Error("--movie " + movie + ": no file was written");
-    if (io::rename_file(temp, movie) != 0) throw_errno("rename " + temp + " to", movie);
-    io::sync_folder_of(movie);
-  } catch (...) {
-    std::error_code ignored;
-    fs::remove(temp, ignored);
-    throw;
-  }
 }
 
 }  // namespace
@@ -76,8 +31,8 @@ RenderSeriesResult run_render_series(const Comm& comm, RenderOptions options, co
   if (options.orbit > 0 || options.progressive)
     throw Error("render --time with several steps draws one frame a step: --orbit and --progressive take one step");
   if (!movie.empty()) {
-    if (fs::path(movie).extension() != ".avi")
-      throw Error("--movie " + movie + ": VTK's FFMPEG writer writes AVI (MPEG-4 video): name it NAME.avi");
+    check_movie_name(movie);
+    if (frames_per_second < 1) throw Error("--fps must be at least 1, not " + std::to_string(frames_per_second));
     if (comm.rank() == 0) io::refuse_existing(movie, options.force);
     agree(comm, nullptr);
   }
@@ -119,7 +74,7 @@ RenderSeriesResult run_render_series(const Comm& comm, RenderOptions options, co
   if (!movie.empty()) {
     std::exception_ptr error;
     if (comm.rank() == 0) try {
-        encode(result.frames, movie, frames_per_second);
+        encode_movie(result.frames, movie, frames_per_second);
       } catch (...) {
         error = std::current_exception();
       }

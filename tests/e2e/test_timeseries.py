@@ -35,6 +35,23 @@ LO, HI = 0.15, 10.0
 
 
 @unittest.skipIf(netCDF4 is None or ndimage is None, "missing python3-netcdf4 or python3-scipy")
+
+def mp4_video(path):
+    """The video track of an MP4 file, read from its boxes (ISO/IEC 14496-12):
+    the sample entry's codec and size, and the sample count of stsz."""
+    with open(path, "rb") as f:
+        data = f.read()
+    assert data[4:8] == b"ftyp", "not an MP4 file"
+    stsd = data.find(b"stsd")
+    entry = stsd + 4 + 8  # version/flags, entry count
+    codec = data[entry + 4:entry + 8]
+    # A visual sample entry: 6 reserved, 2 index, 16 predefined/reserved, then width, height.
+    width = int.from_bytes(data[entry + 8 + 24:entry + 8 + 26], "big")
+    height = int.from_bytes(data[entry + 8 + 26:entry + 8 + 28], "big")
+    stsz = data.find(b"stsz")
+    samples = int.from_bytes(data[stsz + 12:stsz + 16], "big")  # after version/flags and sample size
+    return {"codec": codec, "samples": samples, "width": width, "height": height}
+
 class TimeSeries(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -173,9 +190,9 @@ class TimeSeries(unittest.TestCase):
     def test_render_a_frame_per_step_with_one_colour_range_and_a_movie(self):
         folder = self.out("frames")
         os.mkdir(folder)
-        movie = os.path.join(folder, "u.avi")
+        movie = os.path.join(folder, "u.mp4")
         proc = e.run(["render", self.files["NETCDF4"], "--var", "u", "--time", "all", "--out",
-                      os.path.join(folder, "f_%03d.png"), "--movie", movie, "--size", "320x240", "--lo", str(LO),
+                      os.path.join(folder, "f_%03d.png"), "--movie", movie, "--size", "321x240", "--lo", str(LO),
                       "--hi", str(HI), "--mode", "volume,mask"], ranks=2, timeout=300)
         e.check_ok(self, proc)
         frames = sorted(n for n in os.listdir(folder) if n.endswith(".png"))
@@ -185,13 +202,26 @@ class TimeSeries(unittest.TestCase):
         match = re.search(r"colour range \[(\S+), (\S+)\] for all", proc.stdout)
         self.assertIsNotNone(match, proc.stdout)
         np.testing.assert_allclose([float(match.group(1)), float(match.group(2))], [lo, hi], rtol=1e-5)
-        # The AVI's main header counts the frames (dwTotalFrames).
-        with open(movie, "rb") as f:
+        # H.264 in MP4: the sample table holds a sample per frame, the
+        # sample description names avc1, the track is 320x240 (the odd
+        # column left out).
+        self.assertEqual(mp4_video(movie), {"codec": b"avc1", "samples": STEPS, "width": 320, "height": 240})
+        self.assertEqual([n for n in os.listdir(folder) if n.startswith(".")], [])
+        # The same frames into AVI (MPEG-4 Part 2): its main header counts them.
+        avi = os.path.join(folder, "u.avi")
+        proc = e.run(["render", self.files["NETCDF4"], "--var", "u", "--time", "0:2", "--out",
+                      os.path.join(folder, "g_%03d.png"), "--movie", avi, "--size", "160x120"], ranks=1, timeout=300)
+        e.check_ok(self, proc)
+        with open(avi, "rb") as f:
             data = f.read()
         self.assertEqual((data[:4], data[8:12]), (b"RIFF", b"AVI "))
         at = data.find(b"avih")
-        self.assertEqual(int.from_bytes(data[at + 8 + 16:at + 8 + 20], "little"), STEPS)
-        self.assertEqual([n for n in os.listdir(folder) if n.startswith(".")], [])
+        self.assertEqual(int.from_bytes(data[at + 8 + 16:at + 8 + 20], "little"), 2)
+        # Another container: refused before anything is drawn.
+        proc = e.run(["render", self.files["NETCDF4"], "--var", "u", "--time", "all", "--out",
+                      os.path.join(folder, "h_%03d.png"), "--movie", os.path.join(folder, "u.gif")], ranks=1)
+        e.assert_clean_failure(self, proc, r"--movie .*u\.gif: name it NAME\.mp4")
+        self.assertFalse(any(n.startswith("h_") for n in os.listdir(folder)))
 
     def test_a_pyramid_per_step(self):
         folder = self.out("pyramids")
