@@ -51,7 +51,6 @@ std::optional<Request> expression_in(const std::vector<std::string>& hints) {
   return request;
 }
 
-std::string option(const Request& r) { return std::string(r.condition ? "--where" : "--expr") + " '" + r.text + "'"; }
 
 // The 1-based column of name as a whole word in text (0 when absent).
 std::size_t column_of(const std::string& text, const std::string& name) {
@@ -62,90 +61,81 @@ std::size_t column_of(const std::string& text, const std::string& name) {
   return 0;
 }
 
-// The expression, checked by muparser (its messages name the column) and
-// compiled once into a block program; evaluate() runs it a block at a time.
-class Evaluator {
- public:
-  explicit Evaluator(const Request& request) : request_(request) {
-    mu::Parser parser;
-    try {
-      parser.SetExpr(request.text);
-      for (const auto& [name, unused] : parser.GetUsedVar()) names_.push_back(name);
-    } catch (const mu::Parser::exception_type& e) {
-      // "foo(u)": muparser takes foo for a variable and stops at "(".
-      const std::string& text = request.text;
-      std::size_t end = std::min<std::size_t>(static_cast<std::size_t>(std::max(0, e.GetPos())), text.size());
-      while (end > 0 && text[end - 1] == ' ') --end;
-      std::size_t begin = end;
-      while (begin > 0 && (std::isalnum(static_cast<unsigned char>(text[begin - 1])) || text[begin - 1] == '_')) --begin;
-      if (e.GetCode() == mu::ecUNEXPECTED_PARENS && begin < end) {
-        const std::string name = text.substr(begin, end - begin);
-        if (parser.GetFunDef().count(name))  // muparser wants the "(" right after the name
-          throw Error(option(request) + ": write " + name + "(...) with no space before '(' (column " +
-                      std::to_string(end + 1) + ")");
-        throw Error(option(request) + ": unknown function '" + name + "' at column " + std::to_string(begin + 1));
-      }
-      throw Error(option(request) + ": " + e.GetMsg() + " (column " + std::to_string(e.GetPos() + 1) + ")");
+}  // namespace
+
+Expression::Expression(std::string text, bool condition) : text_(std::move(text)), condition_(condition) {
+  if (text_.find_first_not_of(" \t") == std::string::npos) throw Error(std::string(condition_ ? "--where" : "--expr") + ": empty expression");
+  mu::Parser parser;
+  try {
+    parser.SetExpr(text_);
+    for (const auto& [name, unused] : parser.GetUsedVar()) names_.push_back(name);
+  } catch (const mu::Parser::exception_type& e) {
+    // "foo(u)": muparser takes foo for a variable and stops at "(".
+    std::size_t end = std::min<std::size_t>(static_cast<std::size_t>(std::max(0, e.GetPos())), text_.size());
+    while (end > 0 && text_[end - 1] == ' ') --end;
+    std::size_t begin = end;
+    while (begin > 0 && (std::isalnum(static_cast<unsigned char>(text_[begin - 1])) || text_[begin - 1] == '_')) --begin;
+    if (e.GetCode() == mu::ecUNEXPECTED_PARENS && begin < end) {
+      const std::string name = text_.substr(begin, end - begin);
+      if (parser.GetFunDef().count(name))  // muparser wants the "(" right after the name
+        throw Error(option() + ": write " + name + "(...) with no space before '(' (column " +
+                    std::to_string(end + 1) + ")");
+      throw Error(option() + ": unknown function '" + name + "' at column " + std::to_string(begin + 1));
     }
-    if (names_.empty()) throw Error(option(request) + ": names no variable of the file");
-    program_.emplace(request.text, names_, parser.GetConst());
+    throw Error(option() + ": " + e.GetMsg() + " (column " + std::to_string(e.GetPos() + 1) + ")");
   }
+  if (names_.empty()) throw Error(option() + ": names no variable of the file");
+  program_.emplace(text_, names_, parser.GetConst());
+}
 
-  const std::vector<std::string>& names() const { return names_; }
+Expression::~Expression() = default;
 
-  // raw[i] holds count values of names()[i] as its reader hands them out,
-  // decoded by decoders[i] a block at a time (NaN: missing) to float where
-  // single is set, else to double.
-  void evaluate(const std::vector<const std::byte*>& raw, const std::vector<Decoder>& decoders,
-                const std::vector<std::size_t>& sizes, bool single, std::int64_t count, float* out) {
-    if (single) evaluate_in(float_inputs_, raw, decoders, sizes, count, out);
-    else evaluate_in(double_inputs_, raw, decoders, sizes, count, out);
+std::string Expression::option() const { return std::string(condition_ ? "--where" : "--expr") + " '" + text_ + "'"; }
+
+std::size_t Expression::column_of(const std::string& name) const { return segment::column_of(text_, name); }
+
+void Expression::evaluate(const std::vector<const std::byte*>& raw, const std::vector<Decoder>& decoders,
+                          const std::vector<std::size_t>& sizes, bool single, std::int64_t count, float* out) {
+  if (single) evaluate_in(float_inputs_, raw, decoders, sizes, count, out);
+  else evaluate_in(double_inputs_, raw, decoders, sizes, count, out);
+}
+
+template <class T>
+void Expression::evaluate_in(std::vector<std::vector<T>>& blocks, const std::vector<const std::byte*>& raw,
+                             const std::vector<Decoder>& decoders, const std::vector<std::size_t>& sizes,
+                             std::int64_t count, float* out) {
+  // An operand stored as T, unpacked, is used where it was read (its
+  // fill values tested at the end, as the decoder would); any other is
+  // decoded a block at a time, its missing values NaN.
+  const std::size_t operands = names_.size();
+  blocks.resize(operands);
+  std::vector<const T*> inputs(operands);
+  std::vector<expression::Valid<T>> valid(operands);
+  std::vector<bool> in_place(operands);
+  constexpr T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+  for (std::size_t i = 0; i < operands; ++i) {
+    const auto test = sizes[i] == sizeof(T) ? decoders[i].in_place() : std::nullopt;
+    in_place[i] = test.has_value();
+    valid[i] = test ? expression::Valid<T>{static_cast<T>(test->lo), static_cast<T>(test->hi),
+                                           static_cast<T>(test->fill), static_cast<T>(test->missing)}
+                    : expression::Valid<T>{-inf, inf, nan, nan};
+    blocks[i].resize(in_place[i] ? 0 : static_cast<std::size_t>(expression::kBlock));
   }
-
- private:
-  template <class T>
-  void evaluate_in(std::vector<std::vector<T>>& blocks, const std::vector<const std::byte*>& raw,
-                   const std::vector<Decoder>& decoders, const std::vector<std::size_t>& sizes, std::int64_t count,
-                   float* out) {
-    // An operand stored as T, unpacked, is used where it was read (its
-    // fill values tested at the end, as the decoder would); any other is
-    // decoded a block at a time, its missing values NaN.
-    const std::size_t operands = names_.size();
-    blocks.resize(operands);
-    std::vector<const T*> inputs(operands);
-    std::vector<expression::Valid<T>> valid(operands);
-    std::vector<bool> in_place(operands);
-    constexpr T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+  for (std::int64_t at = 0; at < count; at += expression::kBlock) {
+    const std::int64_t n = std::min(expression::kBlock, count - at);
     for (std::size_t i = 0; i < operands; ++i) {
-      const auto test = sizes[i] == sizeof(T) ? decoders[i].in_place() : std::nullopt;
-      in_place[i] = test.has_value();
-      valid[i] = test ? expression::Valid<T>{static_cast<T>(test->lo), static_cast<T>(test->hi),
-                                             static_cast<T>(test->fill), static_cast<T>(test->missing)}
-                      : expression::Valid<T>{-inf, inf, nan, nan};
-      blocks[i].resize(in_place[i] ? 0 : static_cast<std::size_t>(expression::kBlock));
-    }
-    for (std::int64_t at = 0; at < count; at += expression::kBlock) {
-      const std::int64_t n = std::min(expression::kBlock, count - at);
-      for (std::size_t i = 0; i < operands; ++i) {
-        const std::byte* values = raw[i] + static_cast<std::size_t>(at) * sizes[i];
-        if (in_place[i]) {
-          inputs[i] = reinterpret_cast<const T*>(values);  // the reader's buffer: native order, aligned
-        } else {
-          if constexpr (std::is_same_v<T, float>) decoders[i].to_float(values, n, blocks[i].data());
-          else decoders[i].to_double(values, n, blocks[i].data());
-          inputs[i] = blocks[i].data();
-        }
+      const std::byte* values = raw[i] + static_cast<std::size_t>(at) * sizes[i];
+      if (in_place[i]) {
+        inputs[i] = reinterpret_cast<const T*>(values);  // the reader's buffer: native order, aligned
+      } else {
+        if constexpr (std::is_same_v<T, float>) decoders[i].to_float(values, n, blocks[i].data());
+        else decoders[i].to_double(values, n, blocks[i].data());
+        inputs[i] = blocks[i].data();
       }
-      program_->run(inputs.data(), valid.data(), n, request_.condition, out + at);
     }
+    program_->run(inputs.data(), valid.data(), n, condition_, out + at);
   }
-
-  Request request_;
-  std::vector<std::string> names_;
-  std::optional<expression::Program> program_;
-  std::vector<std::vector<float>> float_inputs_;
-  std::vector<std::vector<double>> double_inputs_;
-};
+}
 
 // Whether an operand's values are float32 values exactly: stored as float32
 // or as integers of 16 bits or fewer, not packed. An expression of such
@@ -166,9 +156,11 @@ bool in_single(const io::VolumeInfo& info) {
   }
 }
 
+namespace {
+
 class ExpressionReader final : public io::VolumeReader {
  public:
-  ExpressionReader(const Request& request, std::unique_ptr<Evaluator> evaluator,
+  ExpressionReader(const Request& request, std::unique_ptr<Expression> evaluator,
                    std::vector<std::unique_ptr<io::VolumeReader>> operands, bool collective)
       : io::VolumeReader(io::Capabilities{.collective = collective}),
         evaluator_(std::move(evaluator)),
@@ -196,7 +188,7 @@ class ExpressionReader final : public io::VolumeReader {
   // Opens the variables the expression names, from the same file.
   static std::unique_ptr<io::VolumeReader> open(const std::string& backend, const std::string& path,
                                                 const Comm& comm, const Request& request) {
-    auto evaluator = std::make_unique<Evaluator>(request);
+    auto evaluator = std::make_unique<Expression>(request.text, request.condition);
     std::vector<std::unique_ptr<io::VolumeReader>> operands;
     for (const auto& name : evaluator->names()) {
       std::vector<std::string> hints = request.others;
@@ -204,14 +196,14 @@ class ExpressionReader final : public io::VolumeReader {
       try {
         operands.push_back(io::open_reader(backend, path, comm, io::Hints::parse(hints)));
       } catch (const Error& e) {
-        throw Error(option(request) + ": unknown variable '" + name + "' at column " +
+        throw Error(evaluator->option() + ": unknown variable '" + name + "' at column " +
                     std::to_string(column_of(request.text, name)) + " (" + e.what() + ")");
       }
     }
     const io::VolumeInfo& first = operands.front()->info();
     for (std::size_t i = 1; i < operands.size(); ++i)
       if (operands[i]->info().dims != first.dims)
-        throw Error(option(request) + ": " + evaluator->names()[i] + " has dims " +
+        throw Error(evaluator->option() + ": " + evaluator->names()[i] + " has dims " +
                     io::to_string(operands[i]->info().whole()) + " but " + evaluator->names()[0] + " has " +
                     io::to_string(first.whole()) + ": operands must have one shape");
     const bool collective = std::any_of(operands.begin(), operands.end(), [](const auto& r) { return r->collective(); });
@@ -287,7 +279,7 @@ class ExpressionReader final : public io::VolumeReader {
     return result;
   }
 
-  std::unique_ptr<Evaluator> evaluator_;
+  std::unique_ptr<Expression> evaluator_;
   std::vector<std::unique_ptr<io::VolumeReader>> operands_;
   std::vector<Decoder> decoders_;
   std::vector<std::size_t> sizes_;                // bytes a value of each operand
