@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -126,14 +127,35 @@ class Hook {
   Hook& operator=(const Hook&) = delete;
 
   void publish(std::int64_t step, double time, const std::vector<std::int64_t>& global_dims,
-               const std::vector<std::vector<std::int64_t>>& box, const py::array& values, int ghost) {
+               const std::vector<std::vector<std::int64_t>>& box, const py::array& values, int ghost,
+               const std::map<std::string, py::array>& arrays) {
     if (!hook_) raise("publish: the hook is finalized");  // on every rank: finalize is collective
     const char* dtype = "f32";
-    const std::string problem = agree(comm_, check_publish(global_dims, box, values, ghost, &dtype));
+    std::string problem = check_publish(global_dims, box, values, ghost, &dtype);
+    // More arrays (for --expr and --where): each as the field is.
+    std::vector<const char*> names, dtypes;
+    std::vector<const void*> data;
+    for (const auto& [name, array] : arrays) {
+      const char* type = "f32";
+      if (problem.empty()) {
+        std::string wrong = check_publish(global_dims, box, array, ghost, &type);
+        if (wrong.rfind("publish: values", 0) == 0) wrong = "publish: arrays['" + name + "']" + wrong.substr(15);
+        if (wrong.empty() && (array.ndim() != values.ndim() ||
+                              !std::equal(values.shape(), values.shape() + values.ndim(), array.shape())))
+          wrong = "publish: arrays['" + name + "'] is not shaped as values";
+        problem = wrong;
+      }
+      names.push_back(name.c_str());
+      dtypes.push_back(type);
+      data.push_back(array.data());
+    }
+    problem = agree(comm_, problem);
     if (!problem.empty()) raise(problem);
     const std::int64_t dims[3] = {global_dims[0], global_dims[1], global_dims[2]};
     const std::int64_t offset[3] = {box[0][0], box[0][1], box[0][2]}, count[3] = {box[1][0], box[1][1], box[1][2]};
-    const int rc = volseg_insitu_publish(hook_, step, time, dims, offset, count, ghost, dtype, values.data());
+    const int rc = volseg_insitu_publish_arrays(hook_, step, time, dims, offset, count, ghost, dtype, values.data(),
+                                                static_cast<int>(names.size()), names.data(), dtypes.data(),
+                                                data.data());
     if (rc != VOLSEG_INSITU_OK) raise(volseg_insitu_last_error(hook_));
   }
 
@@ -161,9 +183,10 @@ PYBIND11_MODULE(_insitu, m) {
                    "--every 10 --out masks_%d.nc\"); the options are `volseg-sim --insitu-help`'s")
       .def(py::init<const py::object&, const std::string&>(), py::arg("comm"), py::arg("options"))
       .def("publish", &Hook::publish, py::arg("step"), py::arg("time"), py::arg("global_dims"), py::arg("box"),
-           py::arg("values"), py::arg("ghost") = 0,
+           py::arg("values"), py::arg("ghost") = 0, py::arg("arrays") = std::map<std::string, py::array>{},
            "Collective: one step of the field. box=((z0, y0, x0), (nz, ny, nx)) this rank's points; values holds "
-           "them plus `ghost` layers on every side that is not a face of the grid (read in place, not copied)")
+           "them plus `ghost` layers on every side that is not a face of the grid (read in place, not copied); "
+           "arrays={'u': u_block, ...}: more arrays laid out as values, which --expr and --where may name")
       .def("finalize", &Hook::finalize, "Collective: finish the outputs (series index, time series) and free the hook")
       .def("__enter__", [](Hook& h) -> Hook& { return h; })
       .def("__exit__", [](Hook& h, py::args) { h.finalize(); });

@@ -92,6 +92,40 @@ def test_gray_scott_masks_equal_numpy(folder):
     assert COMM.allreduce(total) > 0, "the simulation never reached the range: the check would be empty"
 
 
+def test_insitu_expression_over_published_arrays(folder):
+    """--where and --expr over the field and more published arrays (named as
+    published; the field by --var): each rank's block of each mask equals
+    numpy's, a NaN in any operand leaves its point out; an unknown name is
+    refused on every rank with its column and the names published."""
+    shape = (10, 12, 14)
+    rng = np.random.default_rng(5)
+    v = rng.random(shape, dtype=np.float32)
+    u = rng.random(shape)  # float64: the expression is computed in double, as numpy does
+    u[3, 4, 5] = np.nan
+    z0, nz = gray_scott.slab(shape[0], COMM.rank, COMM.size)
+    box = ((z0, 0, 0), (nz,) + shape[1:])
+    mine = lambda a: np.ascontiguousarray(a[z0:z0 + nz])  # noqa: E731
+    cases = {
+        "where": ("--var v --where 'v > 0.2 && u < 0.5'", (v > 0.2) & (u < 0.5)),
+        "expr": ("--var v --expr 'sqrt(u*u + v*v)' --lo 0.5 --hi 1",
+                 (lambda m: (m >= 0.5) & (m <= 1))(np.sqrt(u * u + v.astype(np.float64) ** 2).astype(np.float32))),
+    }
+    for name, (options, want) in cases.items():
+        pattern = os.path.join(folder, "expr_%s_%%d.nhdr" % name)
+        with volseg.insitu.Hook(COMM, "%s --out %s" % (options, pattern)) as hook:
+            hook.publish(step=0, time=0.0, global_dims=shape, box=box, values=mine(v), arrays={"u": mine(u)})
+        COMM.Barrier()
+        with volseg.open(pattern % 0) as vol:
+            mask = vol.read((z0, 0, 0), (nz,) + shape[1:])
+        np.testing.assert_array_equal(mask, mine(want).astype(np.uint8), name)
+        assert COMM.allreduce(int(mask.sum())) > 0 and not want[3, 4, 5], name  # the NaN is out, the mask not empty
+    with volseg.insitu.Hook(COMM, "--var v --where 'v > w'") as hook:
+        with pytest.raises(volseg.Error, match=r"unknown variable 'w' at column 5 \(the simulation publishes v, u\)"):
+            hook.publish(step=0, time=0.0, global_dims=shape, box=box, values=mine(v), arrays={"u": mine(u)})
+    with pytest.raises(volseg.Error, match=r"--expr 'sqrt \(u\)': write sqrt\(\.\.\.\) with no space"):
+        volseg.insitu.Hook(COMM, "--expr 'sqrt (u)' --lo 0 --hi 1")
+
+
 def test_hook_bad_input(folder):
     with pytest.raises(volseg.Error, match="unknown in-situ option '--bogus'"):
         volseg.insitu.Hook(COMM, "--bogus 3")

@@ -42,6 +42,8 @@ class GrayScott {
   int ghost() const { return ghost_; }
   // v over `stored` (x fastest), ghost layers current: what is published.
   const std::vector<double>& v() const { return v_; }
+  // u over `stored`, the same way: published beside v for --expr and --where.
+  const std::vector<double>& u() const { return u_; }
   MPI_Comm comm() const { return cart_; }
 
  private:

@@ -216,6 +216,7 @@ int main(int argc, char** argv) {
         field.step = step;
         field.time = step * o.parameters.dt;
         field.values = sim.v().data();
+        field.arrays = {{"u", io::DType::f64, sim.u().data()}};  // the other species, for --expr and --where
         field.source.clear();
         if (!o.dump.empty() && step % o.dump_every == 0) {
           t = Clock::now();

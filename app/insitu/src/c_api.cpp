@@ -62,11 +62,24 @@ int volseg_insitu_create_f(MPI_Fint comm, const char* options, volseg_insitu** h
 int volseg_insitu_publish(volseg_insitu* hook, int64_t step, double time, const int64_t global_dims[3],
                           const int64_t offset[3], const int64_t count[3], int ghost, const char* dtype,
                           const void* values) {
+  return volseg_insitu_publish_arrays(hook, step, time, global_dims, offset, count, ghost, dtype, values, 0, nullptr,
+                                      nullptr, nullptr);
+}
+
+int volseg_insitu_publish_arrays(volseg_insitu* hook, int64_t step, double time, const int64_t global_dims[3],
+                                 const int64_t offset[3], const int64_t count[3], int ghost, const char* dtype,
+                                 const void* values, int n, const char* const names[], const char* const dtypes[],
+                                 const void* const arrays[]) {
   if (!hook) return VOLSEG_INSITU_DISABLED;
   return guarded(hook, [&](volseg::insitu::Hook& h) {
     if (!global_dims || !offset || !count || !dtype) throw volseg::Error("in-situ publish: a null argument");
-    auto type = volseg::io::parse_dtype(dtype);
-    if (!type) throw volseg::Error(std::string("in-situ publish: unknown data type '") + dtype + "'");
+    if (n < 0 || (n > 0 && (!names || !dtypes || !arrays)))
+      throw volseg::Error("in-situ publish: " + std::to_string(n) + " more arrays and a null list of them");
+    auto parse = [](const char* text) {
+      auto type = text ? volseg::io::parse_dtype(text) : std::nullopt;
+      if (!type) throw volseg::Error(std::string("in-situ publish: unknown data type '") + (text ? text : "") + "'");
+      return *type;
+    };
     volseg::insitu::Field field;
     field.step = step;
     field.time = time;
@@ -76,8 +89,12 @@ int volseg_insitu_publish(volseg_insitu* hook, int64_t step, double time, const 
       field.box.count[a] = count[a];
     }
     field.ghost = ghost;
-    field.dtype = *type;
+    field.dtype = parse(dtype);
     field.values = values;
+    for (int i = 0; i < n; ++i) {
+      if (!names[i] || !*names[i]) throw volseg::Error("in-situ publish: array " + std::to_string(i) + " has no name");
+      field.arrays.push_back({names[i], parse(dtypes[i]), arrays[i]});
+    }
     h.publish(field);
   });
 }

@@ -26,6 +26,7 @@
 #include "volseg/io/rounds.hpp"
 #include "volseg/segment/brick_driver.hpp"
 #include "volseg/segment/decode.hpp"
+#include "volseg/segment/expression.hpp"
 #include "volseg/segment/segment.hpp"
 #include "volseg/segment/series.hpp"
 #include "volseg/segment/threshold.hpp"
@@ -181,6 +182,10 @@ struct Hook::Impl {
   std::vector<segment::TrackPair> track_pairs;
   std::vector<segment::TrackStep> track_steps;
   void track(const Field& field, const StepRecord& record);
+  // --expr / --where: compiled at creation; the field it computes, per step.
+  std::unique_ptr<segment::Expression> expression;
+  std::vector<float> derived_values;
+  Field derive(const Field& field);
 
   Impl(MPI_Comm parent, Options o) : comm(parent), options(std::move(o)), governor(options.budget) {}
 
@@ -227,6 +232,7 @@ Hook::Hook(MPI_Comm comm, Options options) : impl_(std::make_unique<Impl>(comm, 
       }
     }
     detail::check_image_options(o);
+    if (!o.expression.empty()) m.expression = std::make_unique<segment::Expression>(o.expression, o.condition);
   });
   detail::check_display_for(m.comm, o);
   m.catalyst = std::make_unique<detail::Catalyst>(m.comm, o.scripts, o.variable);
@@ -253,15 +259,15 @@ Hook::~Hook() {
 const std::vector<StepRecord>& Hook::records() const { return impl_->records; }
 double Hook::create_seconds() const { return impl_->create_seconds; }
 
-const StepRecord& Hook::publish(const Field& field) {
+const StepRecord& Hook::publish(const Field& published) {
   auto& m = *impl_;
   if (m.finalized) throw Error("in-situ publish after finalize");
   const auto start = Clock::now();
   const double simulation = std::chrono::duration<double>(start - m.last_exit).count();
   m.account(simulation);
-  if (field.step % m.options.every != 0) {  // not an in-situ step: no MPI, no work
+  if (published.step % m.options.every != 0) {  // not an in-situ step: no MPI, no work
     m.off_step = StepRecord{};
-    m.off_step.step = field.step;
+    m.off_step.step = published.step;
     m.off_step.action = "off-step";
     m.last_exit = Clock::now();
     m.hook_seconds += since(start);
@@ -269,7 +275,13 @@ const StepRecord& Hook::publish(const Field& field) {
     return m.off_step;
   }
 
-  collectively(m.comm, [&] { check_field(field); });
+  // With --expr or --where, the step's field is the expression's values.
+  Field derived;
+  collectively(m.comm, [&] {
+    check_field(published);
+    if (m.expression) derived = m.derive(published);
+  });
+  const Field& field = m.expression ? derived : published;
   // One reduction agrees on the grid, the step and the budget's credit.
   const bool box_changed = !m.last_box || *m.last_box != field.box || m.last_dims != field.global_dims;
   const double credit = m.governor.budget() ? *m.governor.budget() * m.simulation_seconds - m.hook_seconds : 0;
@@ -312,6 +324,52 @@ const StepRecord& Hook::publish(const Field& field) {
   m.hook_seconds += since(start);
   m.last_exit = Clock::now();
   return m.records.back();
+}
+
+// The expression's operands are the published arrays, named as published:
+// the field by --var, the others by their names; NaN in any is missing.
+Field Hook::Impl::derive(const Field& field) {
+  const io::Extent stored = stored_extent(field);
+  const std::int64_t count = stored.empty() ? 0 : stored.voxels();
+  std::vector<const std::byte*> raw;
+  std::vector<segment::Decoder> decoders;
+  std::vector<std::size_t> sizes;
+  bool single = true;
+  for (const auto& name : expression->names()) {
+    io::VolumeInfo info;
+    info.dims = field.global_dims;
+    const void* values = nullptr;
+    if (name == options.variable) {
+      info.dtype = field.dtype;
+      values = field.values;
+    } else {
+      const auto it = std::find_if(field.arrays.begin(), field.arrays.end(),
+                                   [&](const Field::Array& a) { return a.name == name; });
+      if (it == field.arrays.end()) {
+        std::string published = options.variable;
+        for (const auto& a : field.arrays) published += ", " + a.name;
+        throw Error("in-situ " + expression->option() + ": unknown variable '" + name + "' at column " +
+                    std::to_string(expression->column_of(name)) + " (the simulation publishes " + published + ")");
+      }
+      info.dtype = it->dtype;
+      values = it->values;
+    }
+    if (values == nullptr && count > 0)
+      throw Error("in-situ publish: the array '" + name + "' of " + expression->option() + " is a null pointer");
+    raw.push_back(static_cast<const std::byte*>(values));
+    decoders.emplace_back(info);
+    sizes.push_back(io::dtype_size(info.dtype));
+    single = single && segment::in_single(info);
+  }
+  derived_values.resize(static_cast<std::size_t>(count));
+  expression->evaluate(raw, decoders, sizes, single, count, derived_values.data());
+  Field out = field;
+  out.dtype = io::DType::f32;
+  out.values = derived_values.data();
+  out.arrays.clear();
+  out.source = (field.source.empty() ? "in situ, step " + std::to_string(field.step) : field.source) + ": " +
+               expression->option();
+  return out;
 }
 
 void Hook::Impl::account(double interval) {

@@ -56,12 +56,13 @@ void parse_size(const std::string& text, int& width, int& height) {
 std::vector<std::string> split_words(const std::string& text) {
   std::vector<std::string> words;
   std::string word;
-  bool in_word = false, quoted = false;
+  bool in_word = false;
+  char quote = 0;  // the quote a word is inside: " or ' (as a shell takes them; the other is a character there)
   for (char c : text) {
-    if (c == '"') {
-      quoted = !quoted;
+    if ((c == '"' || c == '\'') && (quote == 0 || quote == c)) {
+      quote = quote == 0 ? c : 0;
       in_word = true;
-    } else if (!quoted && (c == ' ' || c == '\t' || c == '\n' || c == '\r')) {
+    } else if (quote == 0 && (c == ' ' || c == '\t' || c == '\n' || c == '\r')) {
       if (in_word) words.push_back(word);
       word.clear();
       in_word = false;
@@ -70,7 +71,7 @@ std::vector<std::string> split_words(const std::string& text) {
       in_word = true;
     }
   }
-  if (quoted) throw Error("in-situ options: unbalanced quote in '" + text + "'");
+  if (quote != 0) throw Error(std::string("in-situ options: unbalanced quote (") + quote + ") in '" + text + "'");
   if (in_word) words.push_back(word);
   return words;
 }
@@ -115,6 +116,11 @@ void parse_into(Options& options, const std::vector<std::string>& args, int dept
     else if (option == "--catalyst-script") options.scripts.push_back(value());
     else if (option == "--budget") options.budget = parse_budget(value());
     else if (option == "--var") options.variable = value();
+    else if (option == "--expr" || option == "--where") {
+      if (!options.expression.empty()) throw Error("in-situ options: give one --expr or --where");
+      options.expression = value();
+      options.condition = option == "--where";
+    }
     else if (option == "--label") options.label = true;
     else if (option == "--connectivity") options.connectivity = parse_count(option, value(), 1);
     else if (option == "--track") options.track = value();
@@ -126,7 +132,7 @@ void parse_into(Options& options, const std::vector<std::string>& args, int dept
     } else {
       throw Error("unknown in-situ option '" + option + "' (the options: --lo --hi --every --out --format --backend "
                   "--hint --series --stats --image --image-every --size --camera --catalyst-script --budget --var "
-                  "--label --connectivity --track --force --verbose --config)");
+                  "--expr --where --label --connectivity --track --force --verbose --config)");
     }
   }
 }
@@ -137,7 +143,13 @@ Options parse_options(const std::vector<std::string>& args) {
   Options options;
   bool have_lo = false, have_hi = false;
   parse_into(options, args, 0, have_lo, have_hi);
-  for (const auto& arg : args) options.text += (options.text.empty() ? "" : " ") + arg;
+  for (const auto& arg : args) {  // as typed: a word with spaces in quotes
+    const bool spaced = arg.find_first_of(" \t") != std::string::npos;
+    const char quote = arg.find('\'') == std::string::npos ? '\'' : '"';
+    options.text += (options.text.empty() ? "" : " ") + (spaced ? quote + arg + quote : arg);
+  }
+  // --where COND: the mask is where it holds (its values are 1 and 0).
+  if (options.condition && !have_lo && !have_hi) options.lo = options.hi = 1, have_lo = have_hi = true;
   options.have_range = have_lo && have_hi;
   if (have_lo != have_hi) throw Error("in-situ options: give both --lo and --hi, or neither");
   if (options.have_range && options.lo > options.hi)
@@ -181,6 +193,10 @@ std::string options_help() {
   --catalyst-script FILE a ParaView 5.11 Catalyst Python script (repeatable); its input is named 'input'
   --budget P%            keep the hook within P% of the simulation's time (skip or coarsen work)
   --var NAME             the field's name in files and in Catalyst (default field)
+  --expr TEXT            threshold (write, label, render) a field computed from the published arrays,
+                         named as published (the field by --var): 'sqrt(u*u + v*v)' (muparser, as volseg
+                         segment --expr); NaN in an operand makes the point missing
+  --where COND           the mask is where COND holds: 'v > 0.2 && u < 0.5' (--lo 1 --hi 1 implied)
   --label                count the mask's connected components across all ranks' blocks each step
                          (--stats gains objects and largest; as volseg label)
   --connectivity N       of --label: 6 (faces) | 18 (and edges) | 26 (and corners; default)

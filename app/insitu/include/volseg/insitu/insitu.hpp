@@ -44,6 +44,11 @@ struct Options {
   std::vector<std::string> scripts;  // ParaView Catalyst (5.11 "V2") Python scripts
   std::optional<double> budget;      // fraction of the simulation's time (0.1 = 10%)
   std::string variable = "field";    // the field's name in files and in Catalyst
+  // --expr TEXT / --where COND: what is thresholded, written and drawn is
+  // this expression of the published arrays (Field::values as `variable`,
+  // Field::arrays by their names), as volseg segment --expr; empty: the field.
+  std::string expression;
+  bool condition = false;            // --where: 1 where it holds, else 0
   bool label = false;                // count the mask's connected components per step
   int connectivity = 26;             // of --label: 6 | 18 | 26
   // With --label: links the objects of consecutive labelled steps that
@@ -60,7 +65,7 @@ struct Options {
 // from a file: one "option value" per line, '#' comments. Throws
 // volseg::Error naming the first bad option.
 Options parse_options(const std::vector<std::string>& args);
-Options parse_options(const std::string& text);  // split on white space, "quotes" group
+Options parse_options(const std::string& text);  // split on white space; "double" or 'single' quotes group, as in a shell
 std::string options_help();
 
 // One step of the simulation's field on this rank.
@@ -72,6 +77,14 @@ struct Field {
   int ghost = 0;             // layers around box in memory (none beyond the grid's faces)
   io::DType dtype = io::DType::f32;
   const void* values = nullptr;  // (box grown by ghost, clipped to the grid).voxels() values, x fastest
+  // More arrays over the same points (same box, ghost and layout), which
+  // --expr and --where may name; the hook reads them during publish only.
+  struct Array {
+    std::string name;
+    io::DType dtype = io::DType::f32;
+    const void* values = nullptr;
+  };
+  std::vector<Array> arrays;
   std::array<double, 3> spacing{1, 1, 1}, origin{0, 0, 0};  // x, y, z
   // What the mask's source_file attribute names: the file the simulation
   // wrote this step's field to, if it did; else "in situ: <variable> step N".

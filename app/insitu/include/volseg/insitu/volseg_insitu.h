@@ -51,6 +51,14 @@ int volseg_insitu_publish(volseg_insitu* hook, int64_t step, double time, const 
                           const int64_t offset[3], const int64_t count[3], int ghost, const char* dtype,
                           const void* values);
 
+/* Collective. As volseg_insitu_publish, with n more arrays over the same
+ * points in the same layout (names[i], dtypes[i], arrays[i]), which the
+ * options --expr and --where may name beside the field (named by --var). */
+int volseg_insitu_publish_arrays(volseg_insitu* hook, int64_t step, double time, const int64_t global_dims[3],
+                                 const int64_t offset[3], const int64_t count[3], int ghost, const char* dtype,
+                                 const void* values, int n, const char* const names[], const char* const dtypes[],
+                                 const void* const arrays[]);
+
 /* Collective. Finishes outputs (series index, time series), frees the hook.
  * Call it before MPI_Finalize. NULL is accepted. */
 int volseg_insitu_finalize(volseg_insitu* hook);
