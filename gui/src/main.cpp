@@ -52,6 +52,10 @@ int main(int argc, char** argv) {
                  "Every action can be given here too, so a session can run unattended."};
     app.add_option("file", script.file, "Volume to open: a raw volume's .nhdr header, a NetCDF file, a Zarr v2 array or an OME-Zarr image");
     app.add_option("--var", script.var, "NetCDF variable (default: the first)");
+    auto* expr = app.add_option("--expr", script.expr,
+                                "A field computed from the file's variables, opened instead of one: 'sqrt(u*u + v*v)'");
+    app.add_option("--where", script.where, "A condition on the file's variables (1 where it holds): 'T > 10 && S < 34.5'")
+        ->excludes(expr);
     app.add_option("--time", script.time, "Step of a 4D variable");
     app.add_option("--backend", script.backend, "Backend that reads the input (auto: by format)")->capture_default_str();
     app.add_option("--hint", script.hints, "Backend hint key=value (repeatable), as for 'volseg segment'");

@@ -93,6 +93,8 @@ MainWindow::MainWindow(Comm comm, Script script) : script_(std::move(script)), r
     for (const auto& h : script_.hints) joined += (joined.empty() ? "" : " ") + h;
     return joined;
   }()));
+  expression_->setText(QString::fromStdString(script_.where.empty() ? script_.expr : script_.where));
+  condition_->setChecked(!script_.where.empty());
   if (!script_.file.empty()) QTimer::singleShot(0, this, [this] { open_file(QString::fromStdString(script_.file)); });
 }
 
@@ -103,7 +105,10 @@ MainWindow::~MainWindow() {
 Json MainWindow::open_request() const {
   Json request{{"kind", "open"}, {"path", path_->text().toStdString()}, {"backend", script_.backend}};
   if (!script_.pyramid_dir.empty()) request["pyramid_dir"] = script_.pyramid_dir;
-  if (variable_->isEnabled() && variable_->currentIndex() >= 0) {
+  const std::string expression = expression_->text().trimmed().toStdString();
+  if (!expression.empty()) {
+    request[condition_->isChecked() ? "where" : "expr"] = expression;
+  } else if (variable_->isEnabled() && variable_->currentIndex() >= 0) {
     const std::string line = variable_->currentText().toStdString();
     request["var"] = line.substr(0, line.find('('));
   } else if (!script_.var.empty()) {

@@ -40,6 +40,7 @@ class Worker;
 // session can run unattended.
 struct Script {
   std::string file, var, backend = "auto", pyramid_dir;
+  std::string expr, where;  // a field computed from the file's variables, or a condition (--expr, --where)
   std::optional<long long> time;
   std::vector<std::string> hints;
   std::optional<double> lo, hi;
@@ -152,6 +153,8 @@ class MainWindow : public QMainWindow {
   QComboBox *variable_ = nullptr, *backend_ = nullptr, *format_ = nullptr;
   QSpinBox* time_ = nullptr;
   QLineEdit *path_ = nullptr, *hints_ = nullptr, *output_ = nullptr;
+  QLineEdit* expression_ = nullptr;  // the Volume tab's field: an expression of the variables
+  QCheckBox* condition_ = nullptr;   // ... taken as a condition (1 where it holds)
   QPushButton *segment_button_ = nullptr, *cancel_button_ = nullptr;
   QVBoxLayout* rank_bars_layout_ = nullptr;
   std::vector<QProgressBar*> rank_bars_;

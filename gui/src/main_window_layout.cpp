@@ -193,6 +193,15 @@ QWidget* MainWindow::build_volume_tab() {
   time_->setEnabled(false);
   variable_->setEnabled(false);
   vf->addRow(tr("Variable"), variable_);
+  // Or a field computed from the variables as they are read, as volseg
+  // segment --expr and --where do; Enter opens it, an empty one the variable.
+  expression_ = new QLineEdit(volume);
+  expression_->setPlaceholderText(tr("sqrt(u*u + v*v), or a condition: T > 10 && S < 34.5"));
+  expression_->setToolTip(tr("An expression of the file's variables (muparser: + - * / ^, sqrt exp log sin abs min max "
+                             "..., a ? b : c), opened instead of the variable; Enter to open, empty for the variable"));
+  condition_ = new QCheckBox(tr("a condition: the mask is where it holds (segment 1..1)"), volume);
+  vf->addRow(tr("Expression"), expression_);
+  vf->addRow(QString(), condition_);
   vf->addRow(tr("Time step"), time_);
   info_ = new QPlainTextEdit(volume);
   info_->setReadOnly(true);
@@ -201,7 +210,14 @@ QWidget* MainWindow::build_volume_tab() {
   auto reopen = [this] {
     if (!opened_.is_null()) open_file(path_->text());
   };
-  connect(variable_, qOverload<int>(&QComboBox::activated), this, reopen);
+  connect(variable_, qOverload<int>(&QComboBox::activated), this, [this, reopen] {
+    expression_->clear();  // a variable picked: the variable, not the expression
+    reopen();
+  });
+  connect(expression_, &QLineEdit::returnPressed, this, reopen);
+  connect(condition_, &QCheckBox::toggled, this, [this, reopen] {
+    if (!expression_->text().trimmed().isEmpty()) reopen();
+  });
   connect(time_, &QSpinBox::editingFinished, this, reopen);
   return volume;
 }

@@ -17,6 +17,7 @@
 #include "volseg/io/registry.hpp"
 #include "volseg/render/load.hpp"
 #include "volseg/segment/decode.hpp"
+#include "volseg/segment/expression.hpp"
 #include "volseg/segment/segment.hpp"
 
 namespace volseg::gui {
@@ -64,6 +65,20 @@ std::unique_ptr<io::VolumeReader> open_plane_reader(const pyramid::Pyramid& pyra
   return pyramid.open_level(level, self, backend, hints);
 }
 
+// A selection's part of its pyramid's folder name: a variable's name or a
+// step, or for an expression "expr-" and a hash of its text (FNV-1a: the same
+// in every build, so the pyramid is found again next time).
+std::string pyramid_name_part(const std::string& selected) {
+  const auto eq = selected.find('=');
+  const std::string key = selected.substr(0, eq), value = selected.substr(eq + 1);
+  if (key != "expr" && key != "where") return value;
+  std::uint64_t hash = 14695981039346656037ull;
+  for (const unsigned char c : value) hash = (hash ^ c) * 1099511628211ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  return key + "-" + hex;
+}
+
 // The volume's pyramid: the one found (in pyramid_dir, or beside the file),
 // or one built now; pyramid_dir becomes where it is. A pyramid of another
 // variable or step of the same file is not this one's.
@@ -85,7 +100,7 @@ std::optional<pyramid::Pyramid> find_or_build_pyramid(const Comm& comm, const st
     // One pyramid per variable and step, beside the file.
     std::string name = pyramid::default_directory(path);
     name = name.substr(0, name.size() - std::string(".pyramid").size());
-    for (const auto& s : selection) name += "-" + s.substr(s.find('=') + 1);
+    for (const auto& s : selection) name += "-" + pyramid_name_part(s);
     pyramid_dir = name + ".pyramid";
   }
   build.directory = pyramid_dir;
@@ -167,7 +182,14 @@ void Session::open(const Json& request, Reply& reply) {
   const std::string path = text(request, "path");
   const std::string backend = text(request, "backend", "auto");
   std::vector<std::string> selection;
-  if (!text(request, "var").empty()) selection.push_back("var=" + text(request, "var"));
+  // The field: a variable, or an expression or condition of the file's
+  // variables (volseg segment --expr / --where), computed as it is read.
+  const std::string expression = text(request, "expr"), condition = text(request, "where");
+  if (!expression.empty() && !condition.empty()) throw Error("open: an expression or a condition, not both");
+  if (!expression.empty()) selection.push_back("expr=" + expression);
+  else if (!condition.empty()) selection.push_back("where=" + condition);
+  else if (!text(request, "var").empty()) selection.push_back("var=" + text(request, "var"));
+  const bool field_chosen = !selection.empty();
   if (request.contains("time") && !request.at("time").is_null())
     selection.push_back("time=" + std::to_string(request.at("time").get<long long>()));
   const io::FileFormat format = io::detect_format(comm_, path);
@@ -179,12 +201,12 @@ void Session::open(const Json& request, Reply& reply) {
   if (entry.list_variables) {
     for (const auto& line : entry.list_variables(path, comm_)) variables.push_back(line);
     // A file of several variables opens its first until the user picks one.
-    if (selection.empty() && variables.size() > 1) {
+    if (!field_chosen && variables.size() > 1) {
       const std::string first = variables[0].get<std::string>();
       selection.push_back("var=" + first.substr(0, first.find('(')));
     }
   }
-  auto reader = io::open_reader(reading, path, comm_, io::Hints::parse(selection));
+  auto reader = segment::open_input(reading, path, comm_, selection);
   const io::VolumeInfo info = reader->info();
   reader->close();
 
@@ -220,6 +242,8 @@ void Session::open(const Json& request, Reply& reply) {
   d["variables"] = variables;
   d["selection"] = selection;
   d["variable"] = info.variable;
+  if (!expression.empty()) d["expr"] = expression;
+  if (!condition.empty()) d["where"] = condition;
   d["dims"] = {info.dims[0], info.dims[1], info.dims[2]};
   d["dtype"] = std::string(io::dtype_name(info.dtype));
   d["spacing"] = {info.spacing[0], info.spacing[1], info.spacing[2]};
@@ -235,7 +259,7 @@ void Session::check(const Json& request, Reply& reply) {
   const std::string backend = text(request, "backend", "auto");
   // The backend the segment job will use, so its hints are the ones checked.
   const std::string reading = io::resolve_backend(comm_, backend, path_, io::Access::stream).backend;
-  auto reader = io::open_reader(reading, path_, comm_, io::Hints::parse(hints));
+  auto reader = segment::open_input(reading, path_, comm_, hints);
   reader->close();
   reply.data["backend"] = reading;
 }

@@ -5,7 +5,7 @@
 // pyramid, render). No Qt here: the window only sees Replies.
 //
 // Requests, and what their reply carries on rank 0:
-//   open     {path, var?, time?, backend?, pyramid_dir?}
+//   open     {path, var? or expr? or where?, time?, backend?, pyramid_dir?}
 //            -> info text, variables, dims, levels, value range and the
 //               full-resolution histogram (the pyramid's, built on first open)
 //   check    {backend, hints[]}   -> ok, or the error opening the input gives

@@ -47,6 +47,64 @@ struct Outcome {
   bool histogram_exact = false;
 };
 
+// The Volume tab's expression (what its line edit sends): a session opened
+// on a condition of a NetCDF file's variable shows its own histogram (1s
+// and 0s) and segments, on every rank, the bytes batch --where writes.
+int expression_session(const Comm& world, const volseg::testing::SharedTempDir& dir) {
+  const std::string input = dir / "u.nc", gui_mask = dir / "where-gui.nhdr", batch_mask = dir / "where-batch.nhdr";
+  const std::string condition = "u > 2 && u < 5";
+  {
+    io::VolumeInfo info;
+    info.dims = {20, 24, 28};
+    info.dtype = io::DType::f32;
+    info.variable = "u";
+    auto writer = io::create_writer("pnetcdf", {input, info, false}, world);
+    datasets::generate(world, {datasets::Field::shells, 3, 1}, *writer, segment::ProgressMode::none);
+    writer->close();
+  }
+  int failed = 0;
+  auto fail = [&](const std::string& why) {
+    if (world.rank() == 0) std::fprintf(stderr, "FAIL (expression session): %s\n", why.c_str());
+    failed = 1;
+  };
+  {
+    gui::Session session(world);
+    auto reply = session.execute({{"kind", "open"}, {"path", input}, {"backend", "auto"}, {"where", condition}});
+    if (!reply.error.empty()) fail("open: " + reply.error);
+    if (world.rank() == 0 && !failed) {
+      if (reply.data.value("where", "") != condition) fail("the reply does not name the condition");
+      const auto& h = reply.data.at("histogram");
+      if (h.at("lo").get<double>() != 0 || h.at("hi").get<double>() != 1) fail("the condition's values are not 0..1");
+    }
+    if (!failed) {
+      reply = session.execute({{"kind", "segment"}, {"lo", 1}, {"hi", 1}, {"output", gui_mask},
+                               {"hints", gui::Json::array()}});
+      if (!reply.error.empty()) fail("segment: " + reply.error);
+    }
+    // A name the file does not hold: one line naming it and its column.
+    reply = session.execute({{"kind", "open"}, {"path", input}, {"backend", "auto"}, {"where", "u > 2 && w < 1"}});
+    if (reply.error.find("unknown variable 'w' at column 10") == std::string::npos)
+      fail("an unknown variable gave: '" + reply.error + "'");
+  }
+  if (!failed) {
+    segment::SegmentOptions options;
+    options.input = input;
+    options.input_hints = {"where=" + condition};
+    options.output = batch_mask;
+    options.lo = options.hi = 1;
+    options.progress = segment::ProgressMode::none;
+    const auto result = segment::run_segment(world, options);
+    if (world.rank() == 0) {
+      const auto a = file_bytes(io::data_path_for_header(gui_mask)), b = file_bytes(io::data_path_for_header(batch_mask));
+      if (a.empty() || a != b) fail("the GUI's mask of the condition differs from batch --where's");
+      else if (result.stats.in_range == 0) fail("the condition holds nowhere: the check would be empty");
+      else std::printf("PASS: the session's mask of --where '%s' equals batch --where's byte for byte\n", condition.c_str());
+    }
+  }
+  MPI_Bcast(&failed, 1, MPI_INT, 0, world.get());
+  return failed;
+}
+
 }  // namespace
 
 class GuiTest : public QObject {
@@ -205,6 +263,7 @@ int main(int argc, char** argv) {
       }
     }
     MPI_Bcast(&failed, 1, MPI_INT, 0, world.get());
+    if (!failed) failed = expression_session(world, dir);
   }
   MPI_Finalize();
   return failed ? 1 : 0;
