@@ -194,6 +194,9 @@ void Selection::add_to(CLI::App& sub, bool with_glob, bool series) {
                                "A condition on the file's variables, 1 where it holds and 0 where not: "
                                "'T > 10 && S < 34.5' (segment with --lo 1 --hi 1)");
   expr->excludes(where);
+  sub.add_option("--operand", operands,
+                 "NAME=FILE[:VAR]: the expression's variable NAME read from another file of the same shape (its "
+                 "variable VAR, else its only volume), e.g. --expr 'a - b' --operand b=run2.nc:TEMP (repeatable)");
   if (with_glob)
     sub.add_option("--glob", glob,
                    "A folder of TIFF slices: the files that are slices (fnmatch pattern; default *.tif and *.tiff, "
@@ -212,6 +215,9 @@ std::vector<std::string> Selection::hints() const {
   auto hints = selection_hints(variable, t && t->single ? t->single : std::nullopt, glob);
   if (!expression.empty()) hints.push_back("expr=" + expression);
   if (!condition.empty()) hints.push_back("where=" + condition);
+  if (!operands.empty() && expression.empty() && condition.empty())
+    throw Error("--operand names a variable of --expr or --where: give one");
+  for (const auto& operand : operands) hints.push_back("operand=" + operand);
   return hints;
 }
 

@@ -74,6 +74,7 @@ struct Selection {
   std::string variable, glob;
   std::string time;                   // --time N | all | A:B[:S]
   std::string expression, condition;  // --expr, --where: a field computed from the file's variables
+  std::vector<std::string> operands;  // --operand NAME=FILE[:VAR]: an expression's variable from another file
   // series: the command runs a job per step (segment, label); else a range
   // is refused with one line.
   void add_to(CLI::App& sub, bool with_glob = true, bool series = false);

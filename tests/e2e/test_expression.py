@@ -140,6 +140,51 @@ class Expression(unittest.TestCase):
         np.testing.assert_allclose(got[~missing], expected[~missing], rtol=1e-6)
         self.assertTrue(np.isnan(got[missing]).all())
 
+    def test_operands_from_other_files(self):
+        """--operand NAME=FILE[:VAR]: a run's difference from another run's
+        file (CDF-5 against NetCDF-4, the variable renamed), and a raw NRRD
+        volume (no variable) as a third operand; missing in any is missing."""
+        rng = np.random.default_rng(11)
+        other = rng.normal(size=SHAPE).astype(np.float32)
+        other[rng.random(SHAPE) < 0.02] = FILL
+        run2 = os.path.join(self.dir, "run2.nc")
+        with netCDF4.Dataset(run2, "w", format="NETCDF3_64BIT_DATA") as d:
+            for dim, n in zip("zyx", SHAPE):
+                d.createDimension(dim, n)
+            v = d.createVariable("u", "f4", ("z", "y", "x"), fill_value=FILL)
+            v.set_auto_mask(False)
+            v[:] = other
+        weight = rng.uniform(0.5, 2, SHAPE).astype(np.float32)
+        nrrd = os.path.join(self.dir, "weight.nhdr")
+        weight.tofile(os.path.join(self.dir, "weight.raw"))
+        with open(nrrd, "w") as f:
+            f.write("NRRD0004\ntype: float\ndimension: 3\nsizes: %d %d %d\nendian: little\nencoding: raw\n"
+                    "data file: weight.raw\n\n" % SHAPE[::-1])
+        u = self.values["u"]
+        diff = (u - other) * weight  # float32 operands: computed in float32, as numpy does
+        expected = (diff >= 0.5) & (diff <= 3) & ~self.missing("u") & (other != FILL)
+        for ranks in (1, 3):
+            with self.subTest(ranks=ranks):
+                out = os.path.join(self.dir, "diff-%d.nc" % ranks)
+                e.check_ok(self, e.run(["segment", self.files["NETCDF4"], "--expr", "(u - b) * w", "--operand",
+                                        "b=%s:u" % run2, "--operand", "w=%s" % nrrd, "--lo", "0.5", "--hi", "3",
+                                        "--out", out, "--force", "--quiet"], ranks=ranks))
+                np.testing.assert_array_equal(self.read_mask(out), expected)
+        self.assertGreater(int(expected.sum()), 0)
+        bad = [
+            (["--expr", "u - b", "--operand", "b=%s:nope" % run2], r"--operand b=.*run2\.nc:nope: .*nope"),
+            (["--expr", "u - b", "--operand", "c=%s" % nrrd], r"--operand c=.*: --expr 'u - b' has no variable c"),
+            (["--expr", "u - b", "--operand", "b=%s" % os.path.join(self.dir, "absent.nc")], r"--operand b=.*absent"),
+            (["--var", "u", "--operand", "b=%s" % nrrd], r"--operand names a variable of --expr or --where"),
+        ]
+        for args, pattern in bad:
+            with self.subTest(args=args):
+                out = os.path.join(self.dir, "bad-operand.nc")
+                proc = e.run(["segment", self.files["NETCDF4"], "--lo", "0", "--hi", "1", "--out", out, "--quiet"]
+                             + args, ranks=2)
+                e.assert_clean_failure(self, proc, pattern)
+                self.assertFalse(os.path.exists(out))
+
     def test_bad_expressions_get_one_line(self):
         path = self.files["NETCDF4"]
         cases = [

@@ -7,12 +7,15 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <optional>
 #include <span>
 
+#include "volseg/io/auto_backend.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/io/format.hpp"
 #include "volseg/io/registry.hpp"
 #include "volseg/segment/decode.hpp"
 #include "volseg/segment/expression_program.hpp"
@@ -23,8 +26,27 @@ namespace {
 struct Request {
   std::string text;
   bool condition = false;            // where=: 1 where it holds, 0 where not
-  std::vector<std::string> others;  // the hints without expr=/where=
+  std::vector<std::string> others;  // the hints without expr=/where=/operand=
+  // operand=NAME=FILE[:VAR]: NAME read from another file (its VAR, or its only volume).
+  struct Operand {
+    std::string path, variable;
+  };
+  std::map<std::string, Operand> operands;
 };
+
+// "NAME=FILE[:VAR]": VAR after the last ':' unless FILE exists as written.
+std::pair<std::string, Request::Operand> parse_operand(const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    throw Error("--operand " + text + ": write NAME=FILE or NAME=FILE:VAR");
+  const std::string name = text.substr(0, eq), target = text.substr(eq + 1);
+  Request::Operand operand{target, ""};
+  const auto colon = target.rfind(':');
+  if (!std::filesystem::exists(target) && colon != std::string::npos && colon > 0 && colon + 1 < target.size() &&
+      target.find('/', colon) == std::string::npos)
+    operand = {target.substr(0, colon), target.substr(colon + 1)};
+  return {name, operand};
+}
 
 std::optional<Request> expression_in(const std::vector<std::string>& hints) {
   Request request;
@@ -38,12 +60,18 @@ std::optional<Request> expression_in(const std::vector<std::string>& hints) {
       request.text = item.substr(6);
       request.condition = true;
       ++found;
+    } else if (item.rfind("operand=", 0) == 0) {
+      auto [name, operand] = parse_operand(item.substr(8));
+      if (!request.operands.emplace(name, operand).second) throw Error("--operand " + name + ": given twice");
     } else {
       variable = variable || item.rfind("var=", 0) == 0;
       request.others.push_back(item);
     }
   }
-  if (found == 0) return std::nullopt;
+  if (found == 0) {
+    if (!request.operands.empty()) throw Error("--operand names a variable of --expr or --where: give one");
+    return std::nullopt;
+  }
   if (found > 1) throw Error("--expr and --where: give one (a condition is --where COND alone)");
   if (variable) throw Error("--var and an expression: the expression names the variables it reads");
   if (request.text.find_first_not_of(" \t") == std::string::npos)
@@ -185,19 +213,42 @@ class ExpressionReader final : public io::VolumeReader {
     info_.attributes[request.condition ? "where" : "expression"] = request.text;
   }
 
-  // Opens the variables the expression names, from the same file.
+  // Opens the variables the expression names: from the same file, or an
+  // --operand's from its own file (with the backend its format reads with,
+  // and of the other hints only the step).
   static std::unique_ptr<io::VolumeReader> open(const std::string& backend, const std::string& path,
                                                 const Comm& comm, const Request& request) {
     auto evaluator = std::make_unique<Expression>(request.text, request.condition);
+    const auto& names = evaluator->names();
+    for (const auto& [name, operand] : request.operands)
+      if (std::find(names.begin(), names.end(), name) == names.end())
+        throw Error("--operand " + name + "=" + operand.path + ": " + evaluator->option() + " has no variable " + name);
     std::vector<std::unique_ptr<io::VolumeReader>> operands;
-    for (const auto& name : evaluator->names()) {
+    for (const auto& name : names) {
+      const auto other = request.operands.find(name);
+      if (other != request.operands.end()) {
+        const auto& [file, variable] = other->second;
+        std::vector<std::string> hints;
+        for (const auto& h : request.others)
+          if (h.rfind("time=", 0) == 0) hints.push_back(h);
+        if (!variable.empty()) hints.push_back("var=" + variable);
+        try {
+          const std::string reading =
+              io::choose_backend(comm, io::detect_format(comm, file), file, io::Access::stream).backend;
+          operands.push_back(io::open_reader(reading, file, comm, io::Hints::parse(hints)));
+        } catch (const Error& e) {
+          throw Error("--operand " + name + "=" + file + (variable.empty() ? "" : ":" + variable) + ": " + e.what());
+        }
+        continue;
+      }
       std::vector<std::string> hints = request.others;
       hints.push_back("var=" + name);
       try {
         operands.push_back(io::open_reader(backend, path, comm, io::Hints::parse(hints)));
       } catch (const Error& e) {
         throw Error(evaluator->option() + ": unknown variable '" + name + "' at column " +
-                    std::to_string(column_of(request.text, name)) + " (" + e.what() + ")");
+                    std::to_string(column_of(request.text, name)) + " (" + e.what() +
+                    "; --operand NAME=FILE reads one from another file)");
       }
     }
     const io::VolumeInfo& first = operands.front()->info();
@@ -221,7 +272,13 @@ class ExpressionReader final : public io::VolumeReader {
     for (const auto& r : operands_) total += r->bytes_read();
     return total;
   }
-  std::vector<std::string> files() const override { return operands_.front()->files(); }
+  std::vector<std::string> files() const override {  // every operand's, once
+    std::vector<std::string> all;
+    for (const auto& r : operands_)
+      for (auto& f : r->files())
+        if (std::find(all.begin(), all.end(), f) == all.end()) all.push_back(std::move(f));
+    return all;
+  }
   std::size_t staged_bytes_per_voxel() const override {
     std::size_t total = io::dtype_size(info_.dtype);  // the values handed out
     for (const auto size : sizes_) total += size;
