@@ -109,18 +109,23 @@ class TimeSeries(unittest.TestCase):
                                      [int(self.expected_mask(t).sum()) for t in range(STEPS)])
 
     def test_a_range_into_one_netcdf_file_keeps_the_time_dimension(self):
-        out = self.out("series.nc")
-        e.check_ok(self, e.run(["segment", self.files["NETCDF4"], "--var", "u", "--time", "1:4:2", "--lo", str(LO), "--hi",
-                                str(HI), "--out", out, "--quiet"], ranks=2))
-        with netCDF4.Dataset(out) as d:
-            self.assertTrue(d.dimensions["time"].isunlimited())
-            mask = np.asarray(d["mask"][:])
-            self.assertEqual(list(d["time"][:]), [6.0, 18.0])  # the input's times of steps 1 and 3
-            self.assertEqual(d["time"].units, "hours since 2000-01-01")
-        self.assertEqual(mask.shape, (2,) + SHAPE)
-        for k, t in enumerate((1, 3)):
-            np.testing.assert_array_equal(mask[k] != 0, self.expected_mask(t))
-        self.assertEqual([n for n in os.listdir(self.dir) if "volseg-series" in n], [])
+        # CDF-5 records by PnetCDF (.nc), and a NetCDF-4 record variable (.nc4).
+        for name, model in (("series.nc", "NETCDF3_64BIT_DATA"), ("series.nc4", "NETCDF4")):
+            with self.subTest(out=name):
+                out = self.out(name)
+                e.check_ok(self, e.run(["segment", self.files["NETCDF4"], "--var", "u", "--time", "1:4:2", "--lo",
+                                        str(LO), "--hi", str(HI), "--out", out, "--quiet"], ranks=2))
+                with netCDF4.Dataset(out) as d:
+                    self.assertEqual(d.data_model, model)
+                    self.assertTrue(d.dimensions["time"].isunlimited())
+                    self.assertEqual(d["mask"].dimensions, ("time", "z", "y", "x"))
+                    mask = np.asarray(d["mask"][:])
+                    self.assertEqual(list(d["time"][:]), [6.0, 18.0])  # the input's times of steps 1 and 3
+                    self.assertEqual(d["time"].units, "hours since 2000-01-01")
+                self.assertEqual(mask.shape, (2,) + SHAPE)
+                for k, t in enumerate((1, 3)):
+                    np.testing.assert_array_equal(mask[k] != 0, self.expected_mask(t))
+                self.assertEqual([n for n in os.listdir(self.dir) if "volseg-series" in n], [])
 
     def test_an_expression_over_every_step(self):
         folder = self.out("expr")

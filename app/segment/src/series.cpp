@@ -215,15 +215,20 @@ SegmentSeriesResult run_segment_series(const Comm& comm, SegmentOptions options,
   const bool per_step = names_steps(options.output);
   std::string temp;
   if (!per_step) {
+    // One NetCDF file with the time dimension: CDF-5 (or CDF-2) records by
+    // PnetCDF, or a NetCDF-4 record variable (chunked a record at a time).
     const std::string extension = fs::path(options.output).extension().string();
     const bool cdf = extension == ".nc" && (options.format.empty() || options.format == "cdf5" || options.format == "cdf2");
-    if (!cdf)
+    const bool netcdf4 = (extension == ".nc4" && (options.format.empty() || options.format == "netcdf4")) ||
+                         ((extension == ".nc" || extension == ".nc4") && options.format == "netcdf4");
+    if (!cdf && !netcdf4)
       throw Error("--time with several steps: name each step's mask with %d in --out (mask_%03d.nhdr), or write "
-                  "one NetCDF mask (NAME.nc, CDF-5) that keeps the time dimension");
+                  "one NetCDF mask that keeps the time dimension (NAME.nc: CDF-5; NAME.nc4 or --format netcdf4: "
+                  "NetCDF-4)");
     if (options.resume)
       throw Error("--resume over steps needs a mask per step (%d in --out): a NetCDF series is written whole");
-    if (options.format.empty()) options.format = "cdf5";
-    if (options.output_backend.empty()) options.output_backend = "pnetcdf";
+    if (options.format.empty()) options.format = netcdf4 ? "netcdf4" : "cdf5";
+    if (options.output_backend.empty()) options.output_backend = netcdf4 ? "netcdf4" : "pnetcdf";
     if (comm.rank() == 0) {
       detail::refuse_output_over_input(options.output, {options.input});
       io::refuse_existing(options.output, options.force, io::Streams::written_in_place);
