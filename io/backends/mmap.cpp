@@ -133,6 +133,7 @@ class MmapReader final : public VolumeReader {
   }
 
   int prefetch_depth() const override { return advise_depth_; }
+  bool reads_ahead() const override { return advise_depth_ > 0; }
   void do_will_need(const Extent& extent) override {
     if (advise_depth_ == 0 || extent.empty()) return;
     const std::size_t size = dtype_size(info().dtype);

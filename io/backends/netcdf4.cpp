@@ -374,6 +374,13 @@ class Netcdf4Reader final : public VolumeReader {
     by_pread_ = true;
   }
 
+  // A contiguous dataset's bytes ahead (a chunked one's are HDF5's to find).
+  bool reads_ahead() const override { return fd_ >= 0; }
+  void do_will_need(const Extent& extent) override {
+    if (fd_ < 0 || extent.empty()) return;
+    raw::advise_ranges(fd_, info_.dims, extent, dtype_size(info_.dtype), contiguous_offset_, path_);
+  }
+
   void read_contiguous(const Extent& extent, void* buffer) {
     const std::size_t size = dtype_size(info_.dtype);
     auto* out = static_cast<std::byte*>(buffer);

@@ -10,6 +10,7 @@
 // Outputs follow io's protocol (files.hpp): the file is created under a
 // hidden temporary name and renamed by rank 0 (AtomicCommit) after every
 // rank's ncmpi_close succeeded; with fsync=1 the folder is synced after.
+#include <fcntl.h>
 #include <mpi.h>
 #include <pnetcdf.h>
 #include <sys/stat.h>
@@ -137,7 +138,20 @@ class PnetcdfReader final : public VolumeReader {
     });
   }
 
+  // The variable's (or this step's record's) bytes ahead, through a
+  // descriptor of its own: PnetCDF's MPI-IO file has none to lend.
+  bool reads_ahead() const override { return true; }
+  void do_will_need(const Extent& extent) override {
+    if (extent.empty()) return;
+    if (advise_fd_ < 0) {
+      advise_fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+      if (advise_fd_ < 0) throw_errno("open", path_);
+    }
+    raw::advise_ranges(advise_fd_, info_.dims, extent, dtype_size(info_.dtype), data_offset_, path_);
+  }
+
   void do_close() override {
+    if (const int fd = std::exchange(advise_fd_, -1); fd >= 0 && ::close(fd) != 0) throw_errno("close", path_);
     collectively(comm_, [&] {
       int ncid = std::exchange(ncid_, -1);
       trace::Span span(trace::Op::close);
@@ -277,6 +291,7 @@ class PnetcdfReader final : public VolumeReader {
   int ncid_ = -1, varid_ = -1;
   std::optional<std::int64_t> time_;
   std::uint64_t data_offset_ = 0;
+  int advise_fd_ = -1;  // will_need's descriptor, opened at its first call
   VolumeInfo info_;
   std::atomic<std::uint64_t> bytes_read_{0};
 };

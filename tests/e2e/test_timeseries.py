@@ -107,6 +107,12 @@ class TimeSeries(unittest.TestCase):
                     self.assertEqual(rows["steps"], list(range(STEPS)))
                     self.assertEqual([r["stats"]["in_range"] for r in rows["per_step"]],
                                      [int(self.expected_mask(t).sum()) for t in range(STEPS)])
+                    # Before each step the next one's bytes went to the kernel as read-ahead:
+                    # the CDF-5 record's, every rank its planes; a chunked NetCDF-4 variable
+                    # (netCDF4-python chunks a record variable) has none the reader can name.
+                    step_bytes = int(np.prod(SHAPE)) * 4 if fmt == "NETCDF3_64BIT_DATA" else 0
+                    self.assertEqual([r["next_step_announced_bytes"] for r in rows["per_step"]],
+                                     [step_bytes] * (STEPS - 1) + [0])
 
     def test_a_range_into_one_netcdf_file_keeps_the_time_dimension(self):
         # CDF-5 records by PnetCDF (.nc), and a NetCDF-4 record variable (.nc4).

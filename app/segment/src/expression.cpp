@@ -272,6 +272,9 @@ class ExpressionReader final : public io::VolumeReader {
     for (const auto& r : operands_) total += r->bytes_read();
     return total;
   }
+  bool reads_ahead() const override {
+    return std::all_of(operands_.begin(), operands_.end(), [](const auto& r) { return r->reads_ahead(); });
+  }
   std::vector<std::string> files() const override {  // every operand's, once
     std::vector<std::string> all;
     for (const auto& r : operands_)
@@ -286,6 +289,9 @@ class ExpressionReader final : public io::VolumeReader {
   }
 
  protected:
+  void do_will_need(const io::Extent& extent) override {  // each operand's bytes ahead
+    for (const auto& r : operands_) r->will_need(extent);
+  }
   void do_read(const io::Extent& extent, void* buffer) override {
     raw_.resize(operands_.size());
     for (std::size_t i = 0; i < operands_.size(); ++i) {

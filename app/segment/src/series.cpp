@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
 #include <chrono>
 #include <cstdio>
@@ -195,6 +196,7 @@ void write_segment_report(const SegmentOptions& options, const SegmentSeriesResu
     step.output = result.outputs[std::min(k, result.outputs.size() - 1)];
     auto row = nlohmann::json::parse(report_json(step, result.per_step[k]));
     row["step"] = result.steps[k];
+    row["next_step_announced_bytes"] = result.next_announced[k];
     rows.push_back(std::move(row));
   }
   nlohmann::json report{{"tool", "volseg segment"},
@@ -208,6 +210,32 @@ void write_segment_report(const SegmentOptions& options, const SegmentSeriesResu
 }
 
 }  // namespace
+
+std::uint64_t announce_step(const Comm& comm, const std::string& backend, const std::string& path,
+                            const std::vector<std::string>& hints, std::int64_t t) {
+  if (const char* off = std::getenv("VOLSEG_SERIES_PREFETCH"); off != nullptr && std::string(off) == "0") return 0;
+  std::vector<std::string> at = hints;
+  at.push_back("time=" + std::to_string(t));
+  const std::string reading = io::resolve_backend(comm, backend, path, io::Access::stream).backend;
+  auto reader = open_input(reading, path, comm, at);
+  const io::Index3 dims = reader->info().dims;
+  const std::int64_t z0 = dims[0] * comm.rank() / comm.size(), z1 = dims[0] * (comm.rank() + 1) / comm.size();
+  std::uint64_t bytes = 0;
+  std::exception_ptr error;
+  try {
+    if (z1 > z0 && reader->reads_ahead()) {
+      const io::Extent slab{{z0, 0, 0}, {z1 - z0, dims[1], dims[2]}};
+      reader->will_need(slab);
+      bytes = static_cast<std::uint64_t>(slab.voxels()) * reader->staged_bytes_per_voxel();
+    }
+  } catch (...) {
+    error = std::current_exception();
+  }
+  agree(comm, error);
+  reader->close();
+  io::sum_in_place(comm.get(), std::span<std::uint64_t>(&bytes, 1));
+  return bytes;
+}
 
 SegmentSeriesResult run_segment_series(const Comm& comm, SegmentOptions options, const std::vector<std::int64_t>& steps) {
   const auto start = std::chrono::steady_clock::now();
@@ -258,6 +286,10 @@ SegmentSeriesResult run_segment_series(const Comm& comm, SegmentOptions options,
       }
       result.steps.push_back(t);
       result.outputs.push_back(step.output);
+      // The next step read ahead while this one runs.
+      const auto at = std::find(steps.begin(), steps.end(), t);
+      result.next_announced.push_back(
+          at + 1 != steps.end() ? announce_step(comm, options.backend, options.input, hints, *(at + 1)) : 0);
       result.per_step.push_back(run_segment(comm, step));
     }
     if (!temp.empty()) {
@@ -437,6 +469,8 @@ LabelSeriesResult run_label_series(const Comm& comm, LabelOptions options, const
     if (!stats.empty()) step.stats = step_path(stats, t);
     result.steps.push_back(t);
     result.outputs.push_back(step.output);
+    const std::size_t k = result.steps.size();  // the next step read ahead while this one is labelled
+    result.next_announced.push_back(k < steps.size() ? announce_step(comm, options.backend, options.input, hints, steps[k]) : 0);
     result.per_step.push_back(run_label(comm, step));
     TrackStep summary;
     summary.step = t;

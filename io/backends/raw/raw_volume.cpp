@@ -480,4 +480,14 @@ void RawOutput::close() {
   });
 }
 
+void advise_ranges(int fd, const Index3& dims, const Extent& extent, std::size_t element_size, std::uint64_t base_offset,
+                   const std::string& path) {
+  for_each_run(dims, extent, element_size, base_offset, [&](std::uint64_t offset, std::int64_t count, std::int64_t) {
+    const auto bytes = static_cast<std::uint64_t>(count) * element_size;
+    trace::Span span(trace::Op::advise, static_cast<std::int64_t>(offset), bytes);
+    const int rc = ::posix_fadvise(fd, static_cast<off_t>(offset), static_cast<off_t>(bytes), POSIX_FADV_WILLNEED);
+    if (rc != 0) throw_errno("posix_fadvise", path, rc);
+  });
+}
+
 }  // namespace volseg::io::raw

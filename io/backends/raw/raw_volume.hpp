@@ -43,6 +43,11 @@ void for_each_run(const Index3& dims, const Extent& extent, std::size_t element_
 // for_each_run computes it; where a trace record of a whole-extent call starts.
 std::uint64_t first_byte(const Index3& dims, const Extent& extent, std::size_t element_size, std::uint64_t base_offset);
 
+// posix_fadvise(WILLNEED) on each contiguous piece of extent, as for_each_run
+// finds them in the file behind fd: the kernel reads them ahead.
+void advise_ranges(int fd, const Index3& dims, const Extent& extent, std::size_t element_size, std::uint64_t base_offset,
+                   const std::string& path);
+
 void swap_bytes(void* data, std::int64_t count, std::size_t element_size);
 void copy_swapped(void* destination, const void* source, std::int64_t count, std::size_t element_size);
 // Copies a window's values into a packed buffer of the extent, in native

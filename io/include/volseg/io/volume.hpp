@@ -122,6 +122,9 @@ class VolumeReader {
   void will_need(const Extent& extent);
   // How many extents ahead the caller should announce with will_need().
   virtual int prefetch_depth() const { return 0; }
+  // Whether will_need reaches the kernel: the reader knows where an
+  // extent's bytes lie in its file (raw, CDF, contiguous NetCDF-4 datasets).
+  virtual bool reads_ahead() const { return false; }
 
   // Zero-copy access, where capabilities().map (mmap).
   Mapping map(const Extent& extent);

@@ -56,8 +56,20 @@ struct SegmentSeriesResult {
   std::vector<std::string> outputs;      // one per step, or the one file
   std::vector<SegmentResult> per_step;   // on every rank; ranks' times on rank 0
   std::int64_t steps_resumed = 0;        // --resume: steps whose mask was there
+  // The next step's bytes each step announced to the kernel before it ran
+  // (announce_step), summed over ranks; 0 where the reader cannot tell.
+  std::vector<std::uint64_t> next_announced;
   double seconds = 0;
 };
+
+// Collective. Opens step t of an input (hints without time=) and asks the
+// kernel to read its bytes ahead, each rank its slab of planes (the
+// reader's will_need: posix_fadvise WILLNEED where it knows where the bytes
+// are: CDF records, contiguous NetCDF-4 datasets), so that the disk reads
+// the next step while this one computes. Returns the bytes announced,
+// summed over ranks. VOLSEG_SERIES_PREFETCH=0 turns it off (benchmarks).
+std::uint64_t announce_step(const Comm& comm, const std::string& backend, const std::string& path,
+                            const std::vector<std::string>& hints, std::int64_t t);
 
 // Collective. segment on every step: options.output names the steps (%d)
 // or is one NetCDF-3/5 file that gets a record per step. With --resume a
@@ -103,6 +115,7 @@ struct LabelSeriesResult {
   std::vector<LabelResult> per_step;
   std::vector<TrackPair> pairs;   // rank 0, with track
   std::vector<TrackStep> track;   // rank 0, one per step
+  std::vector<std::uint64_t> next_announced;  // as SegmentSeriesResult's
   double seconds = 0;
 };
 
