@@ -150,16 +150,7 @@ Options read_options(const Hints& hints) {
   options.fsync = hints.get_bool("fsync", false);
   options.pread = hints.get_bool("pread", true);
   options.append = hints.get_bool("append", false);
-  if (hints.has("record_time")) {
-    const std::string text = hints.get_string("record_time", "0");
-    try {
-      std::size_t used = 0;
-      options.record_time = std::stod(text, &used);
-      if (used != text.size()) throw std::invalid_argument(text);
-    } catch (const std::exception&) {
-      throw Error("netcdf4 hint record_time='" + text + "' is not a number");
-    }
-  }
+  options.record_time = netcdf::read_record_time(hints, "netcdf4");
   options.library_hints = hints.take_matching(library_hint);
   hints.reject_unused("netcdf4");
   return options;

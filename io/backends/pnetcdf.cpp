@@ -49,15 +49,7 @@ Options read_options(const Hints& hints) {
   else throw Error("pnetcdf writes format=cdf2 or format=cdf5, not '" + format + "'");
   options.fsync = hints.get_bool("fsync", false);
   options.append = hints.get_bool("append", false);
-  options.record_time_given = hints.has("record_time");
-  const std::string record_time = hints.get_string("record_time", "0");
-  try {
-    std::size_t used = 0;
-    options.record_time = std::stod(record_time, &used);
-    if (used != record_time.size()) throw std::invalid_argument(record_time);
-  } catch (const std::exception&) {
-    throw Error("pnetcdf hint record_time='" + record_time + "' is not a number");
-  }
+  options.record_time = netcdf::read_record_time(hints, "pnetcdf");
   options.library_hints = hints.take_matching(library_hint);
   hints.reject_unused("pnetcdf");
   return options;

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -80,8 +81,7 @@ struct Options {
   // Writers: append one record along an unlimited "time" dimension (made
   // when the file is new), with this value in the time coordinate.
   bool append = false;
-  double record_time = 0;
-  bool record_time_given = false;  // else the volume's own: its step's time (VolumeInfo::step_time), or its step
+  std::optional<double> record_time;  // else the volume's own: its step's time (VolumeInfo::step_time), or its step
   int format = NC_FORMAT_CDF5;
   bool fsync = false;  // writers: ncmpi_sync before the close
   std::vector<std::pair<std::string, std::string>> library_hints;

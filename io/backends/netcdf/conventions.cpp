@@ -2,10 +2,24 @@
 #include "netcdf/conventions.hpp"
 
 #include <cmath>
+#include <exception>
+#include <string>
 
 #include "volseg/io/error.hpp"
 
 namespace volseg::io::netcdf {
+
+std::optional<double> read_record_time(const Hints& hints, const std::string& backend) {
+  if (!hints.has("record_time")) return std::nullopt;
+  const std::string text = hints.get_string("record_time", "0");
+  try {
+    std::size_t used = 0;
+    const double time = std::stod(text, &used);
+    if (used == text.size()) return time;
+  } catch (const std::exception&) {
+  }
+  throw Error(backend + " hint record_time='" + text + "' is not a number");
+}
 
 Selection read_selection(const Hints& hints) {
   Selection selection;

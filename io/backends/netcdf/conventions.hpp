@@ -23,6 +23,10 @@ struct Selection {
 };
 Selection read_selection(const Hints& hints);
 
+// Writers' hint record_time=T (append=1: the time of the record written);
+// nullopt when absent. backend names the writer in the message.
+std::optional<double> read_record_time(const Hints& hints, const std::string& backend);
+
 struct VariableShape {
   std::string name;
   std::vector<std::string> dim_names;
