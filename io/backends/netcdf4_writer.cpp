@@ -112,8 +112,7 @@ class Netcdf4Writer final : public VolumeWriter {
     if (options_.append)  // the record's time; rank 0 writes it, the others join empty
       collectively(comm_, [&] {
         const std::size_t start = record_, count = comm_.rank() == 0 ? 1 : 0;
-        const double time =
-            options_.record_time.value_or(info_.step_time.value_or(static_cast<double>(info_.step.value_or(0))));
+        const double time = netcdf::record_time_of(options_.record_time, info_);
         check_nc(nc_put_vara_double(ncid_, time_varid_, &start, &count, &time), "write the time of " + path_);
       });
     if (options_.fsync)

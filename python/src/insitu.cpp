@@ -34,11 +34,12 @@ py::handle error_type() {
 }
 
 // The hook's dtype name of a numpy array, or what is wrong with it.
-std::string hook_dtype(const py::array& a, const char** name) {
+std::string hook_dtype(const py::array& a, const char** name, const std::string& what) {
   const py::dtype t = a.dtype();
   const char k = t.kind();
   const auto n = t.itemsize();
-  if (t.byteorder() == '>') return "publish: values are big-endian; pass values.astype(values.dtype.newbyteorder('='))";
+  if (t.byteorder() == '>')
+    return "publish: " + what + " are big-endian; pass " + what + ".astype(" + what + ".dtype.newbyteorder('='))";
   if (k == 'u' && n == 1) *name = "u8";
   else if (k == 'i' && n == 2) *name = "i16";
   else if (k == 'u' && n == 2) *name = "u16";
@@ -46,7 +47,7 @@ std::string hook_dtype(const py::array& a, const char** name) {
   else if (k == 'f' && n == 4) *name = "f32";
   else if (k == 'f' && n == 8) *name = "f64";
   else
-    return "publish: values of " + py::str(static_cast<py::handle>(t)).cast<std::string>() +
+    return "publish: " + what + " of " + py::str(static_cast<py::handle>(t)).cast<std::string>() +
            " are not a type the hook takes (uint8, int16, uint16, int32, float32, float64)";
   return {};
 }
@@ -70,16 +71,17 @@ std::string agree(MPI_Comm comm, const std::string& mine) {
   return root == rank ? message : "rank " + std::to_string(root) + ": " + message;
 }
 
-// What is wrong with one rank's publish arguments, or "".
+// What is wrong with one rank's publish arguments, or ""; what names the
+// array in messages (values, or one of arrays).
 std::string check_publish(const std::vector<std::int64_t>& global_dims, const std::vector<std::vector<std::int64_t>>& box,
-                          const py::array& values, int ghost, const char** dtype) {
+                          const py::array& values, int ghost, const char** dtype, const std::string& what = "values") {
   if (global_dims.size() != 3) return "publish: global_dims: three numbers (z, y, x)";
   if (box.size() != 2 || box[0].size() != 3 || box[1].size() != 3)
     return "publish: box=((z0, y0, x0), (nz, ny, nx)): this rank's offset and count";
   if (ghost < 0) return "publish: ghost " + std::to_string(ghost) + " is negative";
   if (!(values.flags() & py::array::c_style))
-    return "publish: values are not C-contiguous; the hook reads them in place: pass numpy.ascontiguousarray(...)";
-  if (auto wrong = hook_dtype(values, dtype); !wrong.empty()) return wrong;
+    return "publish: " + what + " are not C-contiguous; the hook reads them in place: pass numpy.ascontiguousarray(...)";
+  if (auto wrong = hook_dtype(values, dtype, what); !wrong.empty()) return wrong;
   bool empty = false;
   for (int a = 0; a < 3; ++a) {
     const std::int64_t offset = box[0][a], count = box[1][a], dims = global_dims[a];
@@ -89,14 +91,14 @@ std::string check_publish(const std::vector<std::int64_t>& global_dims, const st
     empty = empty || count == 0;
   }
   if (empty) return {};  // a rank that owns no points publishes nothing
-  if (values.ndim() != 3) return "publish: values must have 3 dimensions (z, y, x), not " + std::to_string(values.ndim());
+  if (values.ndim() != 3) return "publish: " + what + " must have 3 dimensions (z, y, x), not " + std::to_string(values.ndim());
   for (int a = 0; a < 3; ++a) {
     // count plus the ghost layers the grid has room for on each side (io::with_ghost).
     const std::int64_t offset = box[0][a], count = box[1][a], dims = global_dims[a];
     const std::int64_t expected = count + std::min<std::int64_t>(ghost, offset) +
                                   std::min<std::int64_t>(ghost, dims - offset - count);
     if (values.shape(a) != expected)
-      return "publish: values' axis " + std::to_string(a) + " has " + std::to_string(values.shape(a)) +
+      return "publish: " + (what == "values" ? what + "'" : what + "'s") + " axis " + std::to_string(a) + " has " + std::to_string(values.shape(a)) +
              " points; box " + std::to_string(count) + " with ghost " + std::to_string(ghost) +
              " inside the grid needs " + std::to_string(expected);
   }
@@ -138,12 +140,11 @@ class Hook {
     for (const auto& [name, array] : arrays) {
       const char* type = "f32";
       if (problem.empty()) {
-        std::string wrong = check_publish(global_dims, box, array, ghost, &type);
-        if (wrong.rfind("publish: values", 0) == 0) wrong = "publish: arrays['" + name + "']" + wrong.substr(15);
-        if (wrong.empty() && (array.ndim() != values.ndim() ||
-                              !std::equal(values.shape(), values.shape() + values.ndim(), array.shape())))
-          wrong = "publish: arrays['" + name + "'] is not shaped as values";
-        problem = wrong;
+        const std::string what = "arrays['" + name + "']";
+        problem = check_publish(global_dims, box, array, ghost, &type, what);
+        if (problem.empty() && (array.ndim() != values.ndim() ||
+                                !std::equal(values.shape(), values.shape() + values.ndim(), array.shape())))
+          problem = "publish: " + what + " is not shaped as values";
       }
       names.push_back(name.c_str());
       dtypes.push_back(type);

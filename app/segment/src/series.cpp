@@ -269,7 +269,8 @@ SegmentSeriesResult run_segment_series(const Comm& comm, SegmentOptions options,
   const auto hints = without_time(options.input_hints);
   try {
     if (!temp.empty() && comm.rank() == 0) fs::remove(temp);  // a failed series' leftover
-    for (const std::int64_t t : steps) {
+    for (std::size_t k = 0; k < steps.size(); ++k) {
+      const std::int64_t t = steps[k];
       SegmentOptions step = options;
       step.input_hints = hints;
       step.input_hints.push_back("time=" + std::to_string(t));
@@ -287,9 +288,8 @@ SegmentSeriesResult run_segment_series(const Comm& comm, SegmentOptions options,
       result.steps.push_back(t);
       result.outputs.push_back(step.output);
       // The next step read ahead while this one runs.
-      const auto at = std::find(steps.begin(), steps.end(), t);
       result.next_announced.push_back(
-          at + 1 != steps.end() ? announce_step(comm, options.backend, options.input, hints, *(at + 1)) : 0);
+          k + 1 < steps.size() ? announce_step(comm, options.backend, options.input, hints, steps[k + 1]) : 0);
       result.per_step.push_back(run_segment(comm, step));
     }
     if (!temp.empty()) {

@@ -21,6 +21,10 @@ std::optional<double> read_record_time(const Hints& hints, const std::string& ba
   throw Error(backend + " hint record_time='" + text + "' is not a number");
 }
 
+double record_time_of(const std::optional<double>& hint, const VolumeInfo& info) {
+  return hint.value_or(info.step_time.value_or(static_cast<double>(info.step.value_or(0))));
+}
+
 Selection read_selection(const Hints& hints) {
   Selection selection;
   selection.variable = hints.get_string("var", "");

@@ -26,6 +26,9 @@ Selection read_selection(const Hints& hints);
 // Writers' hint record_time=T (append=1: the time of the record written);
 // nullopt when absent. backend names the writer in the message.
 std::optional<double> read_record_time(const Hints& hints, const std::string& backend);
+// The time an appended record gets: the hint's, else the volume's step's
+// time (VolumeInfo::step_time), else its step number.
+double record_time_of(const std::optional<double>& hint, const VolumeInfo& info);
 
 struct VariableShape {
   std::string name;
