@@ -276,13 +276,8 @@ const StepRecord& Hook::publish(const Field& published) {
     return m.off_step;
   }
 
-  // With --expr or --where, the step's field is the expression's values.
-  Field derived;
-  collectively(m.comm, [&] {
-    check_field(published);
-    if (m.expression) derived = m.derive(published);
-  });
-  const Field& field = m.expression ? derived : published;
+  const Field& field = published;  // what the ranks agree on (with --expr, the arrays it reads)
+  collectively(m.comm, [&] { check_field(field); });
   // One reduction agrees on the grid, the step and the budget's credit.
   const bool box_changed = !m.last_box || *m.last_box != field.box || m.last_dims != field.global_dims;
   const double credit = m.governor.budget() ? *m.governor.budget() * m.simulation_seconds - m.hook_seconds : 0;
@@ -319,7 +314,12 @@ const StepRecord& Hook::publish(const Field& published) {
   wants.scripts = m.catalyst->has_scripts();
   const auto level = m.governor.choose(wants, -agreed[11]);
 
-  StepRecord record = m.run_step(field, level, simulation);
+  // With --expr or --where, a step that runs works on the expression's
+  // values, computed once the governor has chosen to run it.
+  const bool derive = m.expression && level != detail::Level::skipped;
+  Field derived;
+  if (derive) collectively(m.comm, [&] { derived = m.derive(published); });
+  StepRecord record = m.run_step(derive ? derived : published, level, simulation);
   m.last_call_worked = level != detail::Level::skipped;
   m.records.push_back(record);
   m.hook_seconds += since(start);
