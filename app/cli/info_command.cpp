@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // `volseg info`: a volume's dimensions, type, byte order and attributes.
+#include <algorithm>
 #include <cstdio>
 
 #include "command.hpp"
@@ -39,7 +40,23 @@ class InfoCommand final : public Command {
         return;
       }
     }
-    auto reader = segment::open_input(backend, path_, comm, selection_.hints());
+    std::unique_ptr<io::VolumeReader> reader;
+    auto hints = selection_.hints();
+    try {
+      reader = segment::open_input(backend, path_, comm, hints);
+    } catch (const Error&) {
+      // A series with no --time: its first step is described (the line
+      // "time:" says how many there are); any other error stands.
+      const auto error = std::current_exception();
+      if (std::any_of(hints.begin(), hints.end(), [](const std::string& h) { return h.rfind("time=", 0) == 0; }))
+        throw;
+      hints.push_back("time=0");
+      try {
+        reader = segment::open_input(backend, path_, comm, hints);
+      } catch (const Error&) {
+        std::rethrow_exception(error);
+      }
+    }
     const auto& info = reader->info();
     if (comm.rank() == 0) std::fputs(io::describe(path_, format, backend, info).c_str(), stdout);
     reader->close();

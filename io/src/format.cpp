@@ -194,6 +194,14 @@ std::string describe(const std::string& path, FileFormat format, const std::stri
   if (!info.variable.empty()) add(std::snprintf(line, sizeof line, "  variable:      %s\n", info.variable.c_str()));
   add(std::snprintf(line, sizeof line, "  dims (z,y,x):  %lld %lld %lld\n", static_cast<long long>(info.dims[0]),
                     static_cast<long long>(info.dims[1]), static_cast<long long>(info.dims[2])));
+  if (info.step) {  // a series: the step described, of how many, and its time
+    add(std::snprintf(line, sizeof line, "  time:          step %lld of %lld (--time 0..%lld)", static_cast<long long>(*info.step),
+                      static_cast<long long>(info.steps), static_cast<long long>(info.steps - 1)));
+    if (info.step_time)
+      add(std::snprintf(line, sizeof line, ", %g%s%s", *info.step_time, info.time_units.empty() ? "" : " ",
+                        info.time_units.c_str()));
+    text += "\n";
+  }
   add(std::snprintf(line, sizeof line, "  dtype:         %s, %s-endian\n", std::string(dtype_name(info.dtype)).c_str(),
                     std::string(byte_order_name(info.byte_order)).c_str()));
   add(std::snprintf(line, sizeof line, "  size:          %llu bytes (%.3f GB)\n", static_cast<unsigned long long>(info.bytes()),

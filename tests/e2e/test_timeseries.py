@@ -26,6 +26,11 @@ try:
 except ImportError:  # pragma: no cover
     netCDF4 = None
 try:
+    import numcodecs
+    import zarr
+except ImportError:  # pragma: no cover
+    zarr = None
+try:
     from scipy import ndimage
 except ImportError:  # pragma: no cover
     ndimage = None
@@ -132,6 +137,81 @@ class TimeSeries(unittest.TestCase):
                 for k, t in enumerate((1, 3)):
                     np.testing.assert_array_equal(mask[k] != 0, self.expected_mask(t))
                 self.assertEqual([n for n in os.listdir(self.dir) if "volseg-series" in n], [])
+
+    @unittest.skipIf(zarr is None, "missing python3-zarr")
+    def test_a_range_into_one_zarr_array_or_hdf5_file_keeps_the_time_dimension(self):
+        # A 4D Zarr array (t, z, y, x), one step a chunk, read back by
+        # zarr-python; OME-Zarr with a time axis first; .h5 is NetCDF-4 (HDF5).
+        for name, ranks in (("series.zarr", 3), ("series.ome.zarr", 2), ("series.h5", 2)):
+            with self.subTest(out=name):
+                out = self.out(name)
+                e.check_ok(self, e.run(["segment", self.files["NETCDF4"], "--var", "u", "--time", "1:4:2", "--lo",
+                                        str(LO), "--hi", str(HI), "--out", out, "--brick", "8,8,8", "--quiet"],
+                                       ranks=ranks))
+                if name.endswith(".h5"):
+                    with netCDF4.Dataset(out) as d:
+                        self.assertEqual(d["mask"].dimensions, ("time", "z", "y", "x"))
+                        mask = np.asarray(d["mask"][:])
+                        self.assertEqual(list(d["time"][:]), [6.0, 18.0])
+                else:
+                    array = zarr.open(out + ("/0" if ".ome." in name else ""), "r")
+                    self.assertEqual(array.chunks[0], 1)
+                    mask = array[:]
+                    attrs = zarr.open(out, "r").attrs.asdict()
+                    if ".ome." in name:
+                        axes = attrs["multiscales"][0]["axes"]
+                        self.assertEqual([(a["name"], a["type"]) for a in axes],
+                                         [("t", "time"), ("z", "space"), ("y", "space"), ("x", "space")])
+                        attrs = array.attrs.asdict()
+                    self.assertEqual(attrs["volseg"]["times"], [6.0, 18.0])
+                    self.assertEqual(attrs["volseg"]["time_units"], "hours since 2000-01-01")
+                self.assertEqual(mask.shape, (2,) + SHAPE)
+                for k, t in enumerate((1, 3)):
+                    np.testing.assert_array_equal(mask[k] != 0, self.expected_mask(t))
+                self.assertEqual([n for n in os.listdir(self.dir) if "volseg-series" in n], [])
+                # volseg reads the series back, a step at a time, with its times.
+                info = e.run(["info", out, "--time", "1"], ranks=1)
+                e.check_ok(self, info)
+                self.assertRegex(info.stdout, r"time: +step 1 of 2 \(--time 0\.\.1\), 18 hours since 2000-01-01")
+        # --force replaces a Zarr series; without it the old one stays.
+        out = self.out("series.zarr")
+        proc = e.run(["segment", self.files["NETCDF4"], "--var", "u", "--time", "0:1", "--lo", str(LO), "--hi",
+                      str(HI), "--out", out, "--quiet"], ranks=1)
+        e.assert_clean_failure(self, proc, r"exists")
+        self.assertEqual(zarr.open(out, "r").shape[0], 2)
+        e.check_ok(self, e.run(["segment", self.files["NETCDF4"], "--var", "u", "--time", "0:1", "--lo", str(LO),
+                                "--hi", str(HI), "--out", out, "--quiet", "--force"], ranks=1))
+        self.assertEqual(zarr.open(out, "r").shape, (1,) + SHAPE)
+
+    @unittest.skipIf(zarr is None, "missing python3-zarr")
+    def test_a_4d_zarr_array_as_xarray_writes_it_is_a_series(self):
+        # A group as xarray writes a dataset: u(time, z, y, x) chunked two
+        # steps at a time, its time a coordinate array with CF units.
+        store = self.out("xr.zarr")
+        group = zarr.open_group(store, "w")
+        u = group.create_dataset("u", data=self.u, chunks=(2, 5, 7, 9), compressor=numcodecs.Zlib(1))
+        u.attrs["_ARRAY_DIMENSIONS"] = ["time", "z", "y", "x"]
+        time = group.create_dataset("time", data=np.arange(STEPS) * 6.0)
+        time.attrs.update({"_ARRAY_DIMENSIONS": ["time"], "units": "hours since 2000-01-01"})
+        folder = self.out("from-zarr")
+        os.mkdir(folder)
+        e.check_ok(self, e.run(["segment", store + "/u", "--time", "all", "--lo", str(LO), "--hi", str(HI), "--out",
+                                os.path.join(folder, "m_%d.nhdr"), "--quiet"], ranks=2))
+        for t in range(STEPS):
+            mask = e.read_volume(os.path.join(folder, "m_%d.nhdr" % t))[1] != 0
+            np.testing.assert_array_equal(mask, self.expected_mask(t))
+        info = e.run(["info", store + "/u", "--time", "3"], ranks=1)
+        e.check_ok(self, info)
+        self.assertRegex(info.stdout, r"time: +step 3 of 4 \(--time 0\.\.3\), 18 hours since 2000-01-01")
+        e.assert_clean_failure(self, e.run(["segment", store + "/u", "--lo", "0", "--hi", "1", "--out", self.out("no.nhdr")],
+                                           ranks=1), r"has 4 steps along its first axis; choose one with --time")
+        e.assert_clean_failure(self, e.run(["segment", store + "/u", "--time", "4", "--lo", "0", "--hi", "1", "--out",
+                                            self.out("no.nhdr")], ranks=1), r"--time 4 is past the last step 3")
+        flat = self.out("flat.zarr")
+        zarr.open(flat, "w", shape=SHAPE, chunks=SHAPE, dtype="f4")[:] = self.u[0]
+        e.assert_clean_failure(self, e.run(["segment", flat, "--time", "all", "--lo", "0", "--hi", "1", "--out",
+                                            self.out("m_%d.nhdr")], ranks=1), r"3D, with no time steps")
+        self.assertFalse(os.path.exists(self.out("no.nhdr")))
 
     def test_an_expression_over_every_step(self):
         folder = self.out("expr")

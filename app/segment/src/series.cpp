@@ -243,20 +243,26 @@ SegmentSeriesResult run_segment_series(const Comm& comm, SegmentOptions options,
   const bool per_step = names_steps(options.output);
   std::string temp;
   if (!per_step) {
-    // One NetCDF file with the time dimension: CDF-5 (or CDF-2) records by
-    // PnetCDF, or a NetCDF-4 record variable (chunked a record at a time).
+    // One output with the time dimension: CDF-5 (or CDF-2) records by
+    // PnetCDF, a NetCDF-4 (HDF5) record variable chunked a record at a time,
+    // or a 4D Zarr array (OME-Zarr: axes t, z, y, x) a step a chunk.
     const std::string extension = fs::path(options.output).extension().string();
+    io::FileFormat format = io::FileFormat::raw;
+    try {
+      format = io::output_format(options.output, options.format);
+    } catch (const Error&) {  // an extension of no format: said below
+    }
     const bool cdf = extension == ".nc" && (options.format.empty() || options.format == "cdf5" || options.format == "cdf2");
-    const bool netcdf4 = (extension == ".nc4" && (options.format.empty() || options.format == "netcdf4")) ||
-                         ((extension == ".nc" || extension == ".nc4") && options.format == "netcdf4");
-    if (!cdf && !netcdf4)
+    const bool netcdf4 = format == io::FileFormat::netcdf4;
+    const bool zarr = format == io::FileFormat::zarr || format == io::FileFormat::ome_zarr;
+    if (!cdf && !netcdf4 && !zarr)
       throw Error("--time with several steps: name each step's mask with %d in --out (mask_%03d.nhdr), or write "
-                  "one NetCDF mask that keeps the time dimension (NAME.nc: CDF-5; NAME.nc4 or --format netcdf4: "
-                  "NetCDF-4)");
+                  "one mask that keeps the time dimension (NAME.nc: CDF-5; NAME.nc4, NAME.h5 or --format netcdf4: "
+                  "NetCDF-4; NAME.zarr or NAME.ome.zarr: a 4D Zarr array)");
     if (options.resume)
       throw Error("--resume over steps needs a mask per step (%d in --out): a NetCDF series is written whole");
-    if (options.format.empty()) options.format = netcdf4 ? "netcdf4" : "cdf5";
-    if (options.output_backend.empty()) options.output_backend = netcdf4 ? "netcdf4" : "pnetcdf";
+    if (options.format.empty()) options.format = zarr ? io::format_name(format) : netcdf4 ? "netcdf4" : "cdf5";
+    if (options.output_backend.empty()) options.output_backend = zarr ? "zarr" : netcdf4 ? "netcdf4" : "pnetcdf";
     if (comm.rank() == 0) {
       detail::refuse_output_over_input(options.output, {options.input});
       io::refuse_existing(options.output, options.force, io::Streams::written_in_place);
@@ -268,7 +274,7 @@ SegmentSeriesResult run_segment_series(const Comm& comm, SegmentOptions options,
   options.report.clear();  // the series writes one, with a row per step
   const auto hints = without_time(options.input_hints);
   try {
-    if (!temp.empty() && comm.rank() == 0) fs::remove(temp);  // a failed series' leftover
+    if (!temp.empty() && comm.rank() == 0) fs::remove_all(temp);  // a failed series' leftover
     for (std::size_t k = 0; k < steps.size(); ++k) {
       const std::int64_t t = steps[k];
       SegmentOptions step = options;
@@ -295,7 +301,17 @@ SegmentSeriesResult run_segment_series(const Comm& comm, SegmentOptions options,
     if (!temp.empty()) {
       std::exception_ptr error;
       if (comm.rank() == 0) try {
-          if (io::rename_file(temp, options.output) != 0) throw_errno("rename " + temp + " to", options.output);
+          // A folder (Zarr) replaced with --force is renamed away first:
+          // rename(2) does not replace a folder that holds files.
+          const std::string old = temp + ".old";
+          const bool folder = fs::is_directory(options.output);
+          if (folder && io::rename_file(options.output, old) != 0) throw_errno("rename away the old", options.output);
+          if (io::rename_file(temp, options.output) != 0) {
+            const int saved = errno;
+            if (folder) io::rename_file(old, options.output);
+            throw_errno("rename " + temp + " to", options.output, saved);
+          }
+          if (folder) fs::remove_all(old);
           io::sync_folder_of(options.output);
         } catch (...) {
           error = std::current_exception();
@@ -306,7 +322,7 @@ SegmentSeriesResult run_segment_series(const Comm& comm, SegmentOptions options,
   } catch (...) {
     if (!temp.empty() && comm.rank() == 0) {
       std::error_code ignored;
-      fs::remove(temp, ignored);
+      fs::remove_all(temp, ignored);
     }
     throw;
   }

@@ -4,6 +4,8 @@
 // extents touch, and keeps the latest decoded chunks up to a byte budget
 // (hint cache=, default 64 MiB) so a chunk that straddles a rank's bricks is
 // decoded once. A missing chunk is all fill_value, as the specification says.
+// A 4D array (t, z, y, x) is a series: hint time= (--time) picks the step,
+// whose time comes from xarray's coordinate array of t or volseg's "times".
 // Writing: zarr_writer.cpp.
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -80,7 +82,8 @@ void to_native(std::byte* data, std::size_t count, std::size_t size) {
 
 class ZarrReader final : public VolumeReader {
  public:
-  ZarrReader(const std::string& path, const Comm& comm, std::uint64_t cache_bytes, bool fill_is_data)
+  ZarrReader(const std::string& path, const Comm& comm, std::uint64_t cache_bytes, bool fill_is_data,
+             std::optional<std::int64_t> time)
       : path_(path), array_(path), cache_bytes_(cache_bytes) {
     std::string text, attributes, group, coordinates;
     collectively(comm, [&] {
@@ -96,10 +99,11 @@ class ZarrReader final : public VolumeReader {
         if (!bytes) throw Error(array_ + ": the OME-Zarr image's first dataset is not a Zarr v2 array (no .zarray)");
       }
       text.assign(reinterpret_cast<const char*>(bytes->data()), bytes->size());
-      zarr::parse_array(text, array_ + "/.zarray");  // refused on every rank, before any broadcast
+      const auto meta = zarr::parse_array(text, array_ + "/.zarray");  // refused on every rank, before any broadcast
+      select_step(meta, time);
       if (auto extra = read_file(array_ + "/.zattrs"))
         attributes.assign(reinterpret_cast<const char*>(extra->data()), extra->size());
-      coordinates = read_xarray_coordinates(attributes, zarr::parse_array(text, array_ + "/.zarray").shape).dump();
+      coordinates = read_xarray_coordinates(attributes, meta).dump();
     });
     text = comm.broadcast(text);
     attributes = comm.broadcast(attributes);
@@ -107,6 +111,8 @@ class ZarrReader final : public VolumeReader {
     group = comm.broadcast(group);
     array_ = comm.broadcast(array_);
     meta_ = zarr::parse_array(text, array_ + "/.zarray");
+    meta_.step = select_step(meta_, time);
+    if (meta_.steps > 0) info_.steps = meta_.steps, info_.step = meta_.step;
     read_attributes(attributes);
     if (!group.empty()) read_ome(group);
     apply_coordinates(nlohmann::json::parse(coordinates));
@@ -126,6 +132,7 @@ class ZarrReader final : public VolumeReader {
                   ", shuffle " + std::to_string(meta_.compressor.shuffle) + ")"
             : meta_.compressor.id + " (level " + std::to_string(meta_.compressor.level) + ")";
     info_.attributes["zarr_dimension_separator"] = std::string(1, meta_.separator);
+    if (meta_.steps > 0) info_.attributes["zarr_steps"] = std::to_string(meta_.steps);
     fill_chunk_.resize(meta_.chunk_bytes());
     zarr::fill_values(meta_, fill_chunk_.data());
   }
@@ -165,6 +172,22 @@ class ZarrReader final : public VolumeReader {
   }
 
  private:
+  // The step a time selection reads: refused for a 3D array, required where
+  // a 4D one has several steps (as the NetCDF readers do).
+  std::int64_t select_step(const zarr::ArrayMeta& meta, std::optional<std::int64_t> time) const {
+    if (meta.steps == 0) {
+      if (time) throw Error(path_ + ": the Zarr array is 3D; --time does not apply");
+      return 0;
+    }
+    if (!time && meta.steps != 1)
+      throw Error(path_ + ": the Zarr array has " + std::to_string(meta.steps) + " steps along its first axis; choose "
+                  "one with --time 0.." + std::to_string(meta.steps - 1) + ", or a range: --time all, A:B[:S]");
+    if (time && *time >= meta.steps)
+      throw Error(path_ + ": --time " + std::to_string(*time) + " is past the last step " +
+                  std::to_string(meta.steps - 1));
+    return time.value_or(0);
+  }
+
   // What volseg wrote in .zattrs ("volseg": its attributes, spacing_xyz,
   // origin_xyz); other tools' attributes are left alone, and a .zattrs that
   // is not JSON is ignored like a missing one (the array is what is read).
@@ -173,6 +196,15 @@ class ZarrReader final : public VolumeReader {
     const auto doc = nlohmann::json::parse(text, nullptr, false);
     if (doc.is_discarded() || !doc.is_object() || !doc.contains("volseg") || !doc["volseg"].is_object()) return;
     for (const auto& [key, value] : doc["volseg"].items()) {
+      if (key == "time_units" && value.is_string()) {
+        info_.time_units = value.get<std::string>();
+        continue;
+      }
+      if (key == "times" && value.is_array() && static_cast<std::int64_t>(value.size()) == meta_.steps &&
+          value[static_cast<std::size_t>(meta_.step)].is_number()) {
+        info_.step_time = value[static_cast<std::size_t>(meta_.step)].get<double>();
+        continue;
+      }
       if (value.is_string()) info_.attributes[key] = value.get<std::string>();
       const bool triple = value.is_array() && value.size() == 3 &&
                           std::all_of(value.begin(), value.end(), [](const auto& v) { return v.is_number(); });
@@ -184,31 +216,32 @@ class ZarrReader final : public VolumeReader {
   // xarray's coordinates: the array's _ARRAY_DIMENSIONS name its
   // dimensions, and a sibling array of each name, one-dimensional and
   // numeric, holds that axis's coordinate (CF attributes units and positive
-  // in its .zattrs). Also the variable's own units. Rank 0 reads them; a
-  // coordinate array it cannot read is passed by, as CF readers do.
-  nlohmann::json read_xarray_coordinates(const std::string& attributes, const Index3& shape) const {
+  // in its .zattrs); a 4D array's first is its time. Also the variable's own
+  // units. Rank 0 reads them; a coordinate array it cannot read is passed
+  // by, as CF readers do.
+  nlohmann::json read_xarray_coordinates(const std::string& attributes, const zarr::ArrayMeta& meta) const {
     nlohmann::json found = nlohmann::json::object();
     const auto doc = nlohmann::json::parse(attributes.empty() ? std::string("{}") : attributes, nullptr, false);
     if (doc.is_discarded() || !doc.is_object()) return found;
     if (doc.contains("units") && doc["units"].is_string()) found["units"] = doc["units"];
     const auto& dims = doc.value("_ARRAY_DIMENSIONS", nlohmann::json());
-    if (!dims.is_array() || dims.size() != 3) return found;
+    const std::size_t first = meta.steps > 0 ? 1 : 0;
+    if (!dims.is_array() || dims.size() != 3 + first) return found;
     std::string array = array_;
     while (array.size() > 1 && array.back() == '/') array.pop_back();
     const std::string parent = std::filesystem::path(array).parent_path().string();
-    nlohmann::json axes = nlohmann::json::array();
-    for (std::size_t a = 0; a < 3; ++a) {
-      nlohmann::json axis;  // null: none
-      if (dims[a].is_string()) {
-        try {
-          axis = read_coordinate_array(parent, dims[a].get<std::string>(), shape[a]);
-        } catch (const std::exception&) {  // a malformed coordinate array is passed by
-          axis = nullptr;
-        }
+    auto coordinate = [&](const nlohmann::json& name, std::int64_t length) -> nlohmann::json {
+      if (!name.is_string()) return nullptr;
+      try {
+        return read_coordinate_array(parent, name.get<std::string>(), length);
+      } catch (const std::exception&) {  // a malformed coordinate array is passed by
+        return nullptr;
       }
-      axes.push_back(axis);
-    }
+    };
+    nlohmann::json axes = nlohmann::json::array();
+    for (std::size_t a = 0; a < 3; ++a) axes.push_back(coordinate(dims[first + a], meta.shape[a]));
     found["axes"] = axes;
+    if (first == 1) found["time"] = coordinate(dims[0], meta.steps);
     return found;
   }
 
@@ -256,6 +289,11 @@ class ZarrReader final : public VolumeReader {
 
   void apply_coordinates(const nlohmann::json& found) {
     if (found.contains("units")) info_.attributes["units"] = found["units"].get<std::string>();
+    if (found.contains("time") && !found["time"].is_null()) {
+      const auto& time = found["time"];
+      info_.step_time = time["values"][static_cast<std::size_t>(meta_.step)].get<double>();
+      info_.time_units = time.value("units", std::string());
+    }
     if (!found.contains("axes")) return;
     for (std::size_t a = 0; a < 3; ++a) {
       const auto& axis = found["axes"][a];
@@ -280,7 +318,13 @@ class ZarrReader final : public VolumeReader {
     }
     bytes_read_ += stored_.size();
     const std::size_t bytes = meta_.chunk_bytes();
-    zarr::decode_chunk(meta_, stored_, {out, bytes}, path_ + ": chunk " + key);
+    if (meta_.step_chunk > 1) {  // a chunk of several steps: decoded whole, the step's part kept
+      steps_.resize(meta_.stored_chunk_bytes());
+      zarr::decode_chunk(meta_, stored_, steps_, path_ + ": chunk " + key);
+      std::memcpy(out, steps_.data() + static_cast<std::size_t>(meta_.step % meta_.step_chunk) * bytes, bytes);
+    } else {
+      zarr::decode_chunk(meta_, stored_, {out, bytes}, path_ + ": chunk " + key);
+    }
     if (meta_.byte_order == ByteOrder::big && dtype_size(meta_.dtype) > 1)
       to_native(out, bytes / dtype_size(meta_.dtype), dtype_size(meta_.dtype));
     return true;
@@ -297,9 +341,11 @@ class ZarrReader final : public VolumeReader {
       throw Error(where + ": a Zarr group, not an array, and not an OME-Zarr image (no multiscales): name one of its "
                   "arrays (" + where + "/NAME)");
     const auto& axes = m[0].value("axes", nlohmann::json());
-    if (axes.is_array() && axes.size() != 3)
+    const bool series = axes.is_array() && axes.size() == 4 && axes[0].is_object() &&
+                        axes[0].value("type", std::string()) == "time";
+    if (axes.is_array() && axes.size() != 3 && !series)
       throw Error(at + ": an OME-Zarr image of " + std::to_string(axes.size()) +
-                  " axes; volseg reads 3 spatial axes (z, y, x)");
+                  " axes; volseg reads 3 spatial axes (z, y, x), or time and 3 spatial axes (t, z, y, x)");
     const auto& datasets = m[0].value("datasets", nlohmann::json());
     if (!datasets.is_array() || datasets.empty() || !datasets[0].is_object() || !datasets[0].contains("path") ||
         !datasets[0]["path"].is_string())
@@ -319,9 +365,10 @@ class ZarrReader final : public VolumeReader {
     for (const auto& t : dataset.value("coordinateTransformations", nlohmann::json::array())) {
       const std::string type = t.value("type", std::string());
       const char* key = type == "scale" ? "scale" : type == "translation" ? "translation" : nullptr;
-      if (!key || !t.contains(key) || !t[key].is_array() || t[key].size() != 3) continue;
+      if (!key || !t.contains(key) || !t[key].is_array() || (t[key].size() != 3 && t[key].size() != 4)) continue;
       if (!std::all_of(t[key].begin(), t[key].end(), [](const auto& v) { return v.is_number(); })) continue;
-      const std::array<double, 3> zyx = t[key].template get<std::array<double, 3>>();
+      const auto values = t[key].template get<std::vector<double>>();  // t first in a series: passed by
+      const std::array<double, 3> zyx{values[values.size() - 3], values[values.size() - 2], values.back()};
       auto& target = type == "scale" ? info_.spacing : info_.origin;
       target = {zyx[2], zyx[1], zyx[0]};
     }
@@ -369,6 +416,7 @@ class ZarrReader final : public VolumeReader {
   };
   std::vector<std::unique_ptr<std::byte[]>> spare_;
   std::vector<std::byte> stored_;  // the chunk file being decoded
+  std::vector<std::byte> steps_;   // a chunk of several steps, decoded
   std::string path_, array_;  // what the user named; the array's folder (an OME-Zarr image's dataset)
   zarr::ArrayMeta meta_;
   VolumeInfo info_;
@@ -388,9 +436,11 @@ Backend make_zarr_backend() {
   backend.extension = ".zarr";
   backend.description =
       "reads: each rank decodes the chunks its bricks touch, keeping recent ones (hint cache=64MiB; fill=data: "
-      "fill_value is a value, not missing); writes: each "
-      "rank its own chunks, aligned to the bricks (hints compressor=blosc-lz4, level=, shuffle=, chunks=Z,Y,X)";
+      "fill_value is a value, not missing; time=T: a step of a 4D array, t first); writes: each "
+      "rank its own chunks, aligned to the bricks (hints compressor=blosc-lz4, level=, shuffle=, chunks=Z,Y,X; "
+      "append=1: a step added to a 4D array)";
   backend.hints = {{"cache", HintFor::readers},       {"compressor", HintFor::writers},
+                   {"time", HintFor::readers},        {"append", HintFor::writers},
                    {"level", HintFor::writers},       {"shuffle", HintFor::writers},
                    {"chunks", HintFor::writers},      {"dimension_separator", HintFor::writers},
                    {"fsync", HintFor::writers},       {"ome", HintFor::writers},
@@ -400,8 +450,13 @@ Backend make_zarr_backend() {
     const std::string fill = hints.get_string("fill", "missing");
     if (fill != "missing" && fill != "data")
       throw Error("hint fill=" + fill + " is neither missing (voxels equal to fill_value are missing data) nor data");
+    std::optional<std::int64_t> time;
+    if (hints.has("time")) {
+      time = hints.get_int("time", 0);
+      if (*time < 0) throw Error("--time must be 0 or more");
+    }
     hints.reject_unused("zarr");
-    return std::make_unique<ZarrReader>(path, comm, cache, fill == "data");
+    return std::make_unique<ZarrReader>(path, comm, cache, fill == "data", time);
   };
   backend.create = [](const CreateRequest& request, const Comm& comm,
                       const Hints& hints) -> std::unique_ptr<VolumeWriter> {

@@ -35,15 +35,16 @@ DType parse_dtype(const std::string& text, ByteOrder& order, const std::string& 
   throw Error(where + ": dtype \"" + text + "\" is not one volseg reads (u1, i1, b1, u2, i2, u4, i4, u8, i8, f4, f8)");
 }
 
-Index3 parse_index3(const json& value, const char* field, const std::string& where) {
-  if (!value.is_array() || value.size() != 3)
-    throw Error(where + ": \"" + field + "\" must list 3 dimensions (z, y, x)" +
+// "shape" or "chunks": 3 dimensions (z, y, x), or 4 (t, z, y, x).
+std::vector<std::int64_t> parse_dims(const json& value, const char* field, const std::string& where) {
+  if (!value.is_array() || (value.size() != 3 && value.size() != 4))
+    throw Error(where + ": \"" + field + "\" must list 3 dimensions (z, y, x) or 4 (t, z, y, x)" +
                 (value.is_array() ? ", not " + std::to_string(value.size()) : ""));
-  Index3 out{};
-  for (int a = 0; a < 3; ++a) {
-    if (!value[static_cast<std::size_t>(a)].is_number_integer() || value[static_cast<std::size_t>(a)].get<std::int64_t>() <= 0)
+  std::vector<std::int64_t> out;
+  for (const auto& v : value) {
+    if (!v.is_number_integer() || v.get<std::int64_t>() <= 0)
       throw Error(where + ": \"" + field + "\" must hold positive integers, not " + value.dump());
-    out[static_cast<std::size_t>(a)] = value[static_cast<std::size_t>(a)].get<std::int64_t>();
+    out.push_back(v.get<std::int64_t>());
   }
   return out;
 }
@@ -106,8 +107,10 @@ std::size_t ArrayMeta::chunk_bytes() const {
   return static_cast<std::size_t>(chunks[0] * chunks[1] * chunks[2]) * dtype_size(dtype);
 }
 
+std::size_t ArrayMeta::stored_chunk_bytes() const { return static_cast<std::size_t>(step_chunk) * chunk_bytes(); }
+
 std::string ArrayMeta::chunk_key(const Index3& chunk) const {
-  return std::to_string(chunk[0]) + separator + std::to_string(chunk[1]) + separator + std::to_string(chunk[2]);
+  return (steps > 0 ? std::to_string(step / step_chunk) + separator : std::string()) + std::to_string(chunk[0]) + separator + std::to_string(chunk[1]) + separator + std::to_string(chunk[2]);
 }
 
 Extent ArrayMeta::chunk_box(const Index3& chunk) const {
@@ -139,8 +142,13 @@ ArrayMeta parse_array(const std::string& text, const std::string& where) {
     if (!doc.contains(key)) throw Error(where + ": no \"" + std::string(key) + "\"");
   if (doc["zarr_format"] != 2) throw Error(where + ": zarr_format " + doc["zarr_format"].dump() + " (volseg reads 2)");
   ArrayMeta m;
-  m.shape = parse_index3(doc["shape"], "shape", where);
-  m.chunks = parse_index3(doc["chunks"], "chunks", where);
+  const auto shape = parse_dims(doc["shape"], "shape", where), chunks = parse_dims(doc["chunks"], "chunks", where);
+  if (shape.size() != chunks.size())
+    throw Error(where + ": \"shape\" has " + std::to_string(shape.size()) + " dimensions and \"chunks\" " +
+                std::to_string(chunks.size()));
+  const std::size_t first = shape.size() - 3;  // a 4D array's t comes first
+  if (first == 1) m.steps = shape[0], m.step_chunk = chunks[0];
+  for (std::size_t a = 0; a < 3; ++a) m.shape[a] = shape[first + a], m.chunks[a] = chunks[first + a];
   if (!doc["dtype"].is_string()) throw Error(where + ": dtype " + doc["dtype"].dump() + " is not a type string (structured types are not read)");
   m.dtype_text = doc["dtype"].get<std::string>();
   m.dtype = parse_dtype(m.dtype_text, m.byte_order, where);
@@ -159,7 +167,8 @@ ArrayMeta parse_array(const std::string& text, const std::string& where) {
     if (sep != "." && sep != "/") throw Error(where + ": dimension_separator " + sep.dump() + " is neither \".\" nor \"/\"");
     m.separator = sep.get<std::string>()[0];
   }
-  const long double bytes = static_cast<long double>(m.chunks[0]) * m.chunks[1] * m.chunks[2] * dtype_size(m.dtype);
+  const long double bytes =
+      static_cast<long double>(m.step_chunk) * m.chunks[0] * m.chunks[1] * m.chunks[2] * dtype_size(m.dtype);
   if (bytes > static_cast<long double>(std::int64_t{1} << 31))
     throw Error(where + ": chunks of " + std::to_string(static_cast<std::uint64_t>(bytes)) +
                 " bytes are larger than volseg decodes (2 GiB)");
@@ -195,6 +204,10 @@ std::string array_json(const ArrayMeta& meta) {
   doc["zarr_format"] = 2;
   doc["shape"] = {meta.shape[0], meta.shape[1], meta.shape[2]};
   doc["chunks"] = {meta.chunks[0], meta.chunks[1], meta.chunks[2]};
+  if (meta.steps > 0) {
+    doc["shape"].insert(doc["shape"].begin(), meta.steps);
+    doc["chunks"].insert(doc["chunks"].begin(), meta.step_chunk);
+  }
   doc["dtype"] = meta.dtype_text;
   doc["order"] = "C";
   doc["filters"] = nullptr;

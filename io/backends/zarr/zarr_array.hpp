@@ -25,6 +25,9 @@ struct Compressor {
 
 struct ArrayMeta {
   Index3 shape{}, chunks{};  // z, y, x
+  // A 4D array (t, z, y, x), a series of volumes: its steps along t (0: a
+  // 3D array), its chunks' length along t, and the step read or written.
+  std::int64_t steps = 0, step_chunk = 1, step = 0;
   DType dtype = DType::u8;
   ByteOrder byte_order = ByteOrder::little;
   std::optional<long double> fill_value;  // null: none
@@ -34,8 +37,9 @@ struct ArrayMeta {
   std::string dtype_text;                 // as written: "<f4"
 
   Index3 grid() const;                    // chunks along z, y, x
-  std::size_t chunk_bytes() const;        // a whole chunk, decoded (edge chunks are padded)
-  std::string chunk_key(const Index3& chunk) const;  // "1.0.3" or "1/0/3"
+  std::size_t chunk_bytes() const;        // a whole chunk of one step, decoded (edge chunks are padded)
+  std::size_t stored_chunk_bytes() const; // a chunk file decoded: step_chunk steps of chunk_bytes()
+  std::string chunk_key(const Index3& chunk) const;  // "1.0.3" or "1/0/3"; 4D: step's chunk first, "7.1.0.3"
   Extent chunk_box(const Index3& chunk) const;       // its place in the array, padding included
 };
 
@@ -52,7 +56,8 @@ ArrayMeta parse_array(const std::string& text, const std::string& where);
 // into data (chunk_bytes()).
 void fill_values(const ArrayMeta& meta, std::byte* data);
 
-// The .zarray text of meta (zarr_format 2, C order, no filters).
+// The .zarray text of meta (zarr_format 2, C order, no filters; 4 dimensions
+// where meta.steps > 0).
 std::string array_json(const ArrayMeta& meta);
 
 // Encodes one chunk (chunk_bytes() of native values) as meta's compressor
@@ -65,7 +70,7 @@ std::vector<std::byte> encode_chunk(const ArrayMeta& meta, std::span<const std::
 // 1-byte types and byte otherwise).
 Compressor compressor_from(const std::string& name, int level, const std::string& shuffle, DType dtype);
 
-// Decodes one chunk file into out (chunk_bytes() of it); throws naming `where`.
+// Decodes one chunk file into out (stored_chunk_bytes() of it); throws naming `where`.
 void decode_chunk(const ArrayMeta& meta, std::span<const std::byte> stored, std::span<std::byte> out,
                   const std::string& where);
 

@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <span>
@@ -37,13 +39,26 @@ namespace {
 // A resumable job (segment --resume, io::Partial) writes into the fixed
 // DIR/.NAME.volseg-partial instead, kept when the job fails; a rerun opens it
 // as it is and rewrites the chunks of the bricks its journal does not list.
+//
+// With append=1 the writer adds a step to a 4D array (t, z, y, x; chunks one
+// step long) written in place at its name, or starts one: a series' steps,
+// each a job of its own, into the folder the series renames when all are
+// written (segment --time). Each step's time goes into .zattrs' "times".
 class ZarrWriter final : public VolumeWriter {
  public:
-  ZarrWriter(const CreateRequest& request, const Comm& comm, ArrayMeta meta, bool fsync, bool ome)
+  ZarrWriter(const CreateRequest& request, const Comm& comm, ArrayMeta meta, bool fsync, bool ome, bool append)
       : comm_(comm), path_(request.path), info_(request.info), meta_(std::move(meta)), fsync_(fsync),
-        overwrite_(request.overwrite), ome_(ome), partial_(request.partial) {
+        overwrite_(request.overwrite), ome_(ome), append_(append), partial_(request.partial) {
+    if (append_ && partial_ != Partial::none)
+      throw Error("zarr " + path_ + ": append=1 adds a step to a series, which is not resumed brick by brick");
+    std::string series;  // append=1: the array and its steps' times, as rank 0 found or began them
     collectively(comm, [&] {
       if (comm.rank() != 0) return;
+      if (append_) {
+        temporary_ = path_;
+        series = open_series();
+        return;
+      }
       temporary_ = partial_ == Partial::none ? temporary_path(path_) : partial_path(path_);
       if (partial_ == Partial::reopen) {
         if (!std::filesystem::is_directory(array_folder()))
@@ -56,11 +71,18 @@ class ZarrWriter final : public VolumeWriter {
       if (ome_ && ::mkdir((temporary_ + "/0").c_str(), 0777) != 0) throw_errno("mkdir", temporary_ + "/0");
     });
     temporary_ = comm.broadcast(temporary_);
+    if (append_) {
+      const auto doc = nlohmann::json::parse(comm.broadcast(series));
+      meta_ = parse_array(doc["array"].get<std::string>(), path_ + "/.zarray");
+      meta_.step = meta_.steps - 1;
+      times_ = doc["times"].get<std::vector<double>>();
+    }
     owner_ = comm.rank() == 0;
     fill_ = fill_chunk();
   }
   ~ZarrWriter() override {
-    if (owner_ && !temporary_.empty() && partial_ == Partial::none) {  // a partial store is its journal's
+    // A partial store is its journal's; a series' folder, the series'.
+    if (owner_ && !temporary_.empty() && partial_ == Partial::none && !append_) {
       std::error_code ec;
       std::filesystem::remove_all(temporary_, ec);
     }
@@ -116,6 +138,7 @@ class ZarrWriter final : public VolumeWriter {
       error = std::current_exception();
     }
     agree(comm_, error);
+    if (append_) times_.push_back(info_.step_time.value_or(static_cast<double>(info_.step.value_or(meta_.step))));
     collectively(comm_, [&] {
       if (comm_.rank() != 0) return;
       const std::string array = array_folder();
@@ -127,6 +150,7 @@ class ZarrWriter final : public VolumeWriter {
         write_text(temporary_ + "/.zattrs", ome_json());
         if (fsync_) sync_folder_of(temporary_ + "/.zattrs");
       }
+      if (append_) return;  // in place: the series renames its folder when whole
       std::string old;
       if (std::filesystem::exists(path_)) {
         if (!overwrite_) throw Error(path_ + " exists (use --force to replace it)");
@@ -145,6 +169,38 @@ class ZarrWriter final : public VolumeWriter {
   }
 
  private:
+  // append=1, rank 0: the series at path_ this step is added to, checked
+  // against the step, or a new one; returns {"array": its .zarray with this
+  // step counted, "times": the earlier steps' times}.
+  std::string open_series() {
+    nlohmann::json times = nlohmann::json::array();
+    const std::string zarray = array_folder() + "/.zarray";
+    if (std::filesystem::exists(zarray)) {
+      std::ifstream in(zarray);
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      ArrayMeta found = parse_array(text, zarray);
+      const std::string refused = path_ + ": cannot add a step to the Zarr series: ";
+      if (found.steps == 0 || found.step_chunk != 1) throw Error(refused + "its array is not 4D with one step a chunk");
+      if (found.shape != meta_.shape || found.chunks != meta_.chunks || found.dtype != meta_.dtype)
+        throw Error(refused + "its steps' shape, chunks or type differ from this one's");
+      found.steps += 1;
+      meta_ = found;
+      std::ifstream extra(array_folder() + "/.zattrs");
+      const auto doc = nlohmann::json::parse(extra, nullptr, false);
+      if (!doc.is_discarded() && doc.is_object() && doc.contains("volseg") && doc["volseg"].contains("times"))
+        times = doc["volseg"]["times"];
+    } else {
+      if (std::filesystem::exists(path_))
+        throw Error(path_ + ": exists and is not a Zarr series to add a step to");
+      if (::mkdir(path_.c_str(), 0777) != 0) throw_errno("mkdir", path_);
+      if (ome_ && ::mkdir((path_ + "/0").c_str(), 0777) != 0) throw_errno("mkdir", path_ + "/0");
+    }
+    if (!times.is_array() || times.size() + 1 != static_cast<std::size_t>(meta_.steps))
+      throw Error(path_ + ": the Zarr series' .zattrs lists " + std::to_string(times.size()) + " step times for " +
+                  std::to_string(meta_.steps - 1) + " steps");
+    return nlohmann::json{{"array", array_json(meta_)}, {"times", times}}.dump();
+  }
+
   struct Pending {
     std::vector<std::byte> values;
     std::int64_t covered = 0;
@@ -200,10 +256,15 @@ class ZarrWriter final : public VolumeWriter {
     const auto& sp = info_.spacing;
     const auto& o = info_.origin;
     json axes = json::array();
+    json scale = {sp[2], sp[1], sp[0]}, translation = {o[2], o[1], o[0]};
+    if (meta_.steps > 0) {  // a series: time first, a step apart
+      axes.push_back({{"name", "t"}, {"type", "time"}});
+      scale.insert(scale.begin(), 1.0);
+      translation.insert(translation.begin(), 0.0);
+    }
     for (const char* name : {"z", "y", "x"}) axes.push_back({{"name", name}, {"type", "space"}});
-    json transforms = json::array({json{{"type", "scale"}, {"scale", {sp[2], sp[1], sp[0]}}}});
-    if (o[0] != 0 || o[1] != 0 || o[2] != 0)
-      transforms.push_back({{"type", "translation"}, {"translation", {o[2], o[1], o[0]}}});
+    json transforms = json::array({json{{"type", "scale"}, {"scale", scale}}});
+    if (o[0] != 0 || o[1] != 0 || o[2] != 0) transforms.push_back({{"type", "translation"}, {"translation", translation}});
     const std::string name = std::filesystem::path(path_).filename().string();
     json doc;
     doc["multiscales"] = json::array({json{{"version", "0.4"},
@@ -220,13 +281,18 @@ class ZarrWriter final : public VolumeWriter {
     return doc.dump(4) + "\n";
   }
 
-  // volseg's attributes and the grid's spacing and origin (x, y, z).
+  // volseg's attributes and the grid's spacing and origin (x, y, z); a
+  // series' steps' times and their units.
   std::string attributes_json() const {
     nlohmann::json doc;
     nlohmann::json volseg = nlohmann::json::object();
     for (const auto& [key, value] : info_.attributes) volseg[key] = value;
     volseg["spacing_xyz"] = info_.spacing;
     volseg["origin_xyz"] = info_.origin;
+    if (append_) {
+      volseg["times"] = times_;
+      if (!info_.time_units.empty()) volseg["time_units"] = info_.time_units;
+    }
     doc["volseg"] = volseg;
     return doc.dump(4) + "\n";
   }
@@ -235,7 +301,8 @@ class ZarrWriter final : public VolumeWriter {
   std::string path_, temporary_;
   VolumeInfo info_;
   ArrayMeta meta_;
-  bool fsync_, overwrite_, ome_, owner_ = false;
+  bool fsync_, overwrite_, ome_, append_, owner_ = false;
+  std::vector<double> times_;  // append=1: the series' steps' times, this one's last at close
   Partial partial_;
   std::uint64_t bytes_written_ = 0;
   std::map<std::string, Pending> pending_;
@@ -275,6 +342,7 @@ ArrayMeta meta_for(const CreateRequest& request, const Comm& comm, const Hints& 
     meta.chunks = request.bricks.value_or(Index3{64, 64, 64});
   }
   for (std::size_t a = 0; a < 3; ++a) meta.chunks[a] = std::min(meta.chunks[a], std::max<std::int64_t>(info.dims[a], 1));
+  if (hints.get_bool("append", false)) meta.steps = 1;  // a series' first step, unless the writer finds more
   if (static_cast<long double>(meta.chunk_bytes()) > static_cast<long double>(std::int64_t{1} << 31))
     throw Error("zarr chunks of " + std::to_string(meta.chunk_bytes()) + " bytes are past 2 GiB: hint smaller chunks=");
   if (comm.size() > 1) {
@@ -299,8 +367,9 @@ std::unique_ptr<VolumeWriter> create_writer(const CreateRequest& request, const 
   ArrayMeta meta = meta_for(request, comm, hints);
   const bool fsync = hints.get_bool("fsync", false);
   const bool ome = hints.get_bool("ome", false);
+  const bool append = hints.get_bool("append", false);
   hints.reject_unused("zarr");
-  return std::make_unique<ZarrWriter>(request, comm, std::move(meta), fsync, ome);
+  return std::make_unique<ZarrWriter>(request, comm, std::move(meta), fsync, ome, append);
 }
 
 }  // namespace volseg::io::zarr

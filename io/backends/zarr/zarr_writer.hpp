@@ -12,7 +12,7 @@
 namespace volseg::io::zarr {
 
 // Collective. The writer a request and the hints ask for (compressor=,
-// level=, shuffle=, chunks=, dimension_separator=, fsync=, ome=); refused
+// level=, shuffle=, chunks=, dimension_separator=, fsync=, ome=, append=); refused
 // before anything is written when chunks would have two writers.
 std::unique_ptr<VolumeWriter> create_writer(const CreateRequest& request, const Comm& comm, const Hints& hints);
 
