@@ -350,6 +350,7 @@ class Netcdf4Reader final : public VolumeReader {
 
   // A contiguous dataset's bytes ahead (a chunked one's are HDF5's to find).
   bool reads_ahead() const override { return fd_ >= 0; }
+  bool reads_locally() const override { return fd_ >= 0 || options_.independent; }
   void do_will_need(const Extent& extent) override {
     if (fd_ < 0 || extent.empty()) return;
     raw::advise_ranges(fd_, info_.dims, extent, dtype_size(info_.dtype), contiguous_offset_, path_);

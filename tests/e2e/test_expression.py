@@ -6,6 +6,7 @@ on 1 and 3 ranks. The masks equal numpy's evaluation of the same
 expression (a voxel missing in any operand is outside); labels of a
 condition equal scipy's labels of numpy's; convert writes the derived
 field numpy computes; bad expressions get one line with the column."""
+import json
 import os
 import sys
 import tempfile
@@ -80,6 +81,34 @@ class Expression(unittest.TestCase):
                     e.check_ok(self, e.run(["segment", path, "--expr", "sqrt(u*u + v*v + w*w)", "--lo", "1", "--hi",
                                             "2", "--out", out, "--force", "--quiet"], ranks=ranks))
                     np.testing.assert_array_equal(self.read_mask(out), expected)
+
+    def test_pieces_of_pread_operands_equal_numpy(self):
+        # A contiguous NetCDF-4 variable is read by pread, a piece at a time
+        # (512 KiB staged: 32 Ki voxels of three float32 operands and the
+        # result), each evaluated at once: pieces of whole planes, and rows of
+        # a plane larger than a piece, with the last piece short in each.
+        rng = np.random.default_rng(5)
+        for shape in ((70, 40, 50), (3, 190, 200)):
+            with self.subTest(shape=shape):
+                path = os.path.join(self.dir, "pieces-%d.nc4" % shape[0])
+                values = {}
+                with netCDF4.Dataset(path, "w", format="NETCDF4") as d:
+                    for dim, n in zip("zyx", shape):
+                        d.createDimension(dim, n)
+                    for name in "uvw":
+                        values[name] = rng.normal(size=shape).astype(np.float32)
+                        v = d.createVariable(name, "f4", ("z", "y", "x"), contiguous=True)
+                        v[:] = values[name]
+                u, v, w = (values[n].astype(np.float64) for n in "uvw")
+                speed = np.sqrt(u * u + v * v + w * w)
+                for ranks in (1, 2):
+                    out = os.path.join(self.dir, "pieces-%d-%d.nc" % (shape[0], ranks))
+                    report = out + ".json"
+                    e.check_ok(self, e.run(["segment", path, "--expr", "sqrt(u*u + v*v + w*w)", "--lo", "1", "--hi",
+                                            "2", "--out", out, "--force", "--quiet", "--report", report], ranks=ranks))
+                    np.testing.assert_array_equal(self.read_mask(out), (speed >= 1) & (speed <= 2))
+                    with open(report) as f:
+                        self.assertIn("by pread", json.load(f)["implementation"])
 
     def test_where_condition_masks_and_labels(self):
         T, S, u = self.values["T"], self.values["S"], self.values["u"]

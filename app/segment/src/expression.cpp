@@ -292,7 +292,12 @@ class ExpressionReader final : public io::VolumeReader {
   void do_will_need(const io::Extent& extent) override {  // each operand's bytes ahead
     for (const auto& r : operands_) r->will_need(extent);
   }
+  bool reads_locally() const override {
+    return std::all_of(operands_.begin(), operands_.end(), [](const auto& r) { return r->reads_locally(); });
+  }
+
   void do_read(const io::Extent& extent, void* buffer) override {
+    if (reads_locally()) return read_in_pieces(extent, static_cast<float*>(buffer));
     raw_.resize(operands_.size());
     for (std::size_t i = 0; i < operands_.size(); ++i) {
       raw_[i].resize(static_cast<std::size_t>(extent.voxels()) * sizes_[i]);
@@ -301,8 +306,14 @@ class ExpressionReader final : public io::VolumeReader {
     evaluator_->evaluate(pointers(raw_, 0), decoders_, sizes_, single_, extent.voxels(), static_cast<float*>(buffer));
   }
 
-  // Each operand's extents in one collective call, then each extent evaluated.
+  // Each operand's extents in one collective call, then each extent evaluated
+  // (operands read locally: each extent in pieces, every rank still joining
+  // the caller's rounds).
   void do_read_all(std::span<const io::Extent> extents, std::span<void* const> buffers) override {
+    if (reads_locally()) {
+      for (std::size_t e = 0; e < extents.size(); ++e) read_in_pieces(extents[e], static_cast<float*>(buffers[e]));
+      return;
+    }
     std::int64_t voxels = 0;
     for (const auto& extent : extents) voxels += extent.voxels();
     raw_.resize(operands_.size());
@@ -335,6 +346,37 @@ class ExpressionReader final : public io::VolumeReader {
   }
 
  private:
+  // Operands that read locally are read a piece of the extent at a time,
+  // each piece evaluated while its values are still in cache (a piece of
+  // whole planes, or of rows of one plane, about kPieceBytes staged): reading
+  // the whole extent first and evaluating it after costs another pass over
+  // memory, as much as the read itself for a file in the page cache.
+  void read_in_pieces(const io::Extent& extent, float* out) {
+    if (extent.empty()) return;
+    constexpr std::int64_t kPieceBytes = std::int64_t{1} << 19;
+    const std::int64_t target = std::max<std::int64_t>(1, kPieceBytes / static_cast<std::int64_t>(staged_bytes_per_voxel()));
+    const auto& [cz, cy, cx] = extent.count;
+    raw_.resize(operands_.size());
+    auto piece = [&](const io::Extent& part, std::int64_t at) {
+      for (std::size_t i = 0; i < operands_.size(); ++i) {
+        raw_[i].resize(static_cast<std::size_t>(part.voxels()) * sizes_[i]);
+        operands_[i]->read(part, raw_[i].data());
+      }
+      evaluator_->evaluate(pointers(raw_, 0), decoders_, sizes_, single_, part.voxels(), out + at);
+    };
+    const auto& o = extent.offset;
+    if (cy * cx <= target) {  // slabs of whole planes
+      const std::int64_t planes = std::max<std::int64_t>(1, target / (cy * cx));
+      for (std::int64_t z = 0; z < cz; z += planes)
+        piece({{o[0] + z, o[1], o[2]}, {std::min(planes, cz - z), cy, cx}}, z * cy * cx);
+      return;
+    }
+    const std::int64_t rows = std::max<std::int64_t>(1, target / cx);  // rows of one plane
+    for (std::int64_t z = 0; z < cz; ++z)
+      for (std::int64_t y = 0; y < cy; y += rows)
+        piece({{o[0] + z, o[1] + y, o[2]}, {1, std::min(rows, cy - y), cx}}, (z * cy + y) * cx);
+  }
+
   // Each operand's values from voxel `at` of raw.
   std::vector<const std::byte*> pointers(const std::vector<std::vector<std::byte>>& raw, std::int64_t at) const {
     std::vector<const std::byte*> result;

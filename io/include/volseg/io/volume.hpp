@@ -125,6 +125,12 @@ class VolumeReader {
   // Whether will_need reaches the kernel: the reader knows where an
   // extent's bytes lie in its file (raw, CDF, contiguous NetCDF-4 datasets).
   virtual bool reads_ahead() const { return false; }
+  // Whether read() touches nothing collective, so that a rank may call it
+  // for any part of its extents, as often as it likes: every independent
+  // reader, and a collective one that reads its file by pread (a contiguous
+  // NetCDF-4 dataset). An expression reads such operands a cache-sized piece
+  // at a time.
+  virtual bool reads_locally() const { return !collective(); }
 
   // Zero-copy access, where capabilities().map (mmap).
   Mapping map(const Extent& extent);
