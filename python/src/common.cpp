@@ -56,8 +56,16 @@ void require_contiguous(const py::array& array, const char* what) {
 std::vector<std::string> hint_list(const std::optional<std::string>& var, const std::optional<std::int64_t>& time,
                                    const std::string& glob) {
   std::vector<std::string> hints;
-  if (var && (var->rfind("expr=", 0) == 0 || var->rfind("where=", 0) == 0)) hints.push_back(*var);
-  else if (var && !var->empty()) hints.push_back("var=" + *var);
+  if (var && (var->rfind("expr=", 0) == 0 || var->rfind("where=", 0) == 0)) {
+    // A derived field, then its operands from other files, each after a
+    // unit separator (\x1f): "expr=T - S\x1foperand=S=salt.nc:SALT".
+    std::size_t at = 0;
+    for (std::size_t end; (end = var->find('\x1f', at)) != std::string::npos; at = end + 1)
+      hints.push_back(var->substr(at, end - at));
+    hints.push_back(var->substr(at));
+  } else if (var && !var->empty()) {
+    hints.push_back("var=" + *var);
+  }
   if (time) hints.push_back("time=" + std::to_string(*time));
   if (!glob.empty()) hints.push_back("glob=" + glob);
   return hints;

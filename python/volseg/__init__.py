@@ -18,6 +18,8 @@ takes comm= (default MPI.COMM_WORLD) and runs on every rank of it, under
 Errors raise volseg.Error with the command line's message, on every rank of a
 collective call. See docs/python.md.
 """
+import os
+
 from mpi4py import MPI  # initialises MPI before the extension uses it
 
 from ._volseg import Error, Histogram, Volume, label, threshold  # noqa: F401
@@ -31,32 +33,45 @@ def _comm(comm):
     return MPI.COMM_WORLD if comm is None else comm
 
 
-def _field(var, expr, where):
+def _field(var, expr, where, operands=None):
     """What the extension's var= carries: a variable's name, or a derived
-    field (expr= or where=, the command line's --expr and --where)."""
+    field (expr= or where=, the command line's --expr and --where) and the
+    operands it reads from other files (operands=, the command line's
+    --operand: {"S": "salt.nc"} or {"S": ("salt.nc", "SALT")}), each after a
+    unit separator."""
     given = [name for name, value in (("var", var), ("expr", expr), ("where", where)) if value is not None]
     if len(given) > 1:
         raise Error("give one of %s: an expression names the variables it reads" % " and ".join(given))
+    if operands and expr is None and where is None:
+        raise Error("operands= reads variables of expr= or where= from other files: give one")
+    field = var
     if expr is not None:
-        return "expr=" + str(expr)
+        field = "expr=" + str(expr)
     if where is not None:
-        return "where=" + str(where)
-    return var
+        field = "where=" + str(where)
+    for name, operand in (operands or {}).items():
+        path, variable = (operand, "") if isinstance(operand, (str, os.PathLike)) else operand
+        field += "\x1foperand=%s=%s%s" % (name, os.fspath(path), ":" + variable if variable else "")
+    return field
 
 
-def open(path, var=None, time=None, backend="auto", glob="", comm=None, expr=None, where=None):  # noqa: A001
+def open(path, var=None, time=None, backend="auto", glob="", comm=None, expr=None, where=None,
+         operands=None):  # noqa: A001
     """Open a volume on every rank of comm (collective): any format volseg
     reads (NRRD, NIfTI, VTK image data, TIFF, NetCDF, HDF5, Zarr). var names
     a NetCDF/HDF5 variable (/group/name) or a .vti array; time a step of a 4D
     one; glob a folder's TIFF slices. expr="sqrt(u*u + v*v)" opens a field
     computed from the file's variables, where="T > 10 && S < 34.5" a
-    condition (1 where it holds, 0 where not), as --expr and --where do. Use
+    condition (1 where it holds, 0 where not), as --expr and --where do;
+    operands={"S": "salt.nc"} or {"S": ("salt.nc", "SALT")} reads a variable
+    of the expression from another file of the same shape, as --operand. Use
     it in a `with` block, or close() it on every rank: closing is collective."""
-    return _volseg._open(str(path), _field(var, expr, where), time, backend, glob, _comm(comm))
+    return _volseg._open(str(path), _field(var, expr, where, operands), time, backend, glob, _comm(comm))
 
 
 def segment(input, lo, hi, out, comm=None, force=False, backend="auto", brick=None, progress=None, var=None,
-            time=None, format="", hints=(), resume=False, histogram=False, expr=None, where=None):
+            time=None, format="", hints=(), resume=False, histogram=False, expr=None, where=None,
+            operands=None):
     """Threshold input into the mask out (lo <= v <= hi), as `volseg segment`
     does, byte for byte: collective; returns the JSON report as a dict.
     progress: a callable (bricks done, total) called on rank 0, or "bar" or
@@ -64,44 +79,45 @@ def segment(input, lo, hi, out, comm=None, force=False, backend="auto", brick=No
     bins the mask's voxels (the report's stats.histogram), as --histogram.
     expr= / where= threshold a derived field (see open)."""
     return _volseg._segment(str(input), float(lo), float(hi), str(out), _comm(comm), force, backend,
-                            None if brick is None else list(brick), progress, _field(var, expr, where), time, format,
+                            None if brick is None else list(brick), progress, _field(var, expr, where, operands), time, format,
                             list(hints),
                             resume, histogram)
 
 
 def label_file(input, out, connectivity=26, stats="", comm=None, mask_input=True, lo=None, hi=None,
-               min_voxels=0, force=False, backend="auto", var=None, time=None, expr=None, where=None):
+               min_voxels=0, force=False, backend="auto", var=None, time=None, expr=None, where=None,
+               operands=None):
     """Label the connected components of a mask file (or of lo <= v <= hi of
     a volume, or of a derived field: expr=, where=) into out, as `volseg
     label`: collective; returns counts."""
     return _volseg._label_file(str(input), str(out), _comm(comm), connectivity, mask_input, lo, hi, stats,
-                               min_voxels, force, backend, _field(var, expr, where), time)
+                               min_voxels, force, backend, _field(var, expr, where, operands), time)
 
 
 def convert(input, out, comm=None, force=False, format="", var=None, time=None, glob="", out_hints=(), expr=None,
-            where=None):
+            where=None, operands=None):
     """Copy a volume (or a derived field: expr=, where=) into another format,
     as `volseg convert`: collective."""
-    return _volseg._convert(str(input), str(out), _comm(comm), force, format, _field(var, expr, where), time, glob,
+    return _volseg._convert(str(input), str(out), _comm(comm), force, format, _field(var, expr, where, operands), time, glob,
                             list(out_hints))
 
 
 def histogram(input, bins=1024, comm=None, var=None, time=None, glob="", backend="auto", pyramid="",
-              progress=None, expr=None, where=None):
+              progress=None, expr=None, where=None, operands=None):
     """The exact histogram of a volume's valid voxels (NaN, fill and values
     outside valid_range left out), over bins equal bins of its range (one
     integer a bin for integer data of a narrower range): the GUI's. A current
     pyramid's tables when there is one (volseg pyramid), else one pass over
     the volume (two when its range is not declared). Collective; returns a
     volseg.Histogram (counts, edges, count(lo, hi)) on every rank."""
-    return _volseg._histogram(str(input), int(bins), _comm(comm), _field(var, expr, where), time, glob, backend,
+    return _volseg._histogram(str(input), int(bins), _comm(comm), _field(var, expr, where, operands), time, glob, backend,
                               str(pyramid), progress)
 
 
 def render(input, mask=None, mode=None, lo=None, hi=None, size=(800, 600), camera=None, view="",
            level="auto", colormap="viridis", opacity="ramp", iso=(), out="", title="", annotations=True, comm=None,
            var=None, time=None, backend="auto", memory=512 << 20, mask_surface="smooth", scale=None, expr=None,
-           where=None):
+           where=None, operands=None):
     """Render a volume (and a mask) as `volseg render` does, on every rank of
     comm (collective, IceT compositing): an HxWx3 uint8 numpy image on rank 0,
     None elsewhere. camera=(azimuth, elevation[, zoom]) in degrees (default
@@ -121,7 +137,7 @@ def render(input, mask=None, mode=None, lo=None, hi=None, size=(800, 600), camer
     level = str(level)
     return _render.render(str(input), None if mask is None else str(mask), mode, list(iso), lo, hi, list(size),
                           list(camera) if camera is not None else [], view, level, colormap, opacity, str(out), title,
-                          annotations, _comm(comm), _field(var, expr, where), time, backend, int(memory),
+                          annotations, _comm(comm), _field(var, expr, where, operands), time, backend, int(memory),
                           mask_surface,
                           [float(v) for v in scale] if scale is not None else [])
 

@@ -332,6 +332,23 @@ def test_derived_fields_open_segment_and_label():
     assert counts["objects"] == objects
     with pytest.raises(volseg.Error, match="give one of var and expr"):
         volseg.open(path, var="u", expr="u")
+    # An operand from another file of the same shape (the command line's --operand).
+    salt = os.path.join(folder, "salt.nc")
+    if COMM.rank == 0:
+        with netCDF4.Dataset(salt, "w") as d:
+            for name, n in zip("zyx", u.shape):
+                d.createDimension(name, n)
+            d.createVariable("SALT", "f4", ("z", "y", "x"))[:] = v * 2
+    COMM.Barrier()
+    for operands in ({"s": (salt, "SALT")}, {"s": salt}):
+        with volseg.open(path, expr="v - s", operands=operands) as vol:
+            np.testing.assert_allclose(vol.read((0, 0, 0), u.shape), v - v * 2, rtol=1e-6)
+    report = volseg.segment(path, 1, 1, out, where="s > v", operands={"s": salt}, force=True)
+    assert report["stats"]["in_range"] == int((v * 2 > v).sum())
+    with pytest.raises(volseg.Error, match="operands= reads variables of expr= or where="):
+        volseg.open(path, var="u", operands={"s": salt})
+    with pytest.raises(volseg.Error, match="has no variable q"):
+        volseg.open(path, expr="u + v", operands={"q": salt})
     COMM.Barrier()
     if COMM.rank == 0:
         shutil.rmtree(folder, ignore_errors=True)
