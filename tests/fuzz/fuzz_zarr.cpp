@@ -34,17 +34,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const volseg::Error& e) {
     volseg::fuzz::invariant_broken(std::string(".zarray volseg wrote does not parse: ") + e.what());
   }
-  if (again.shape != meta.shape || again.chunks != meta.chunks || again.dtype != meta.dtype ||
+  if (again.shape != meta.shape || again.chunks != meta.chunks || again.steps != meta.steps ||
+      again.step_chunk != meta.step_chunk || again.dtype != meta.dtype ||
       again.byte_order != meta.byte_order || again.separator != meta.separator ||
       again.compressor.id != meta.compressor.id || again.compressor.cname != meta.compressor.cname ||
       again.fill_value.has_value() != meta.fill_value.has_value())
     volseg::fuzz::invariant_broken(".zarray volseg wrote parses to another array");
   // Chunks past 1 MiB would only measure the allocator; the decoders' checks
   // do not depend on the size.
-  if (meta.chunk_bytes() > (std::size_t{1} << 20) || nul == end) return 0;
+  if (meta.stored_chunk_bytes() > (std::size_t{1} << 20) || nul == end) return 0;
   const std::span<const std::byte> stored(reinterpret_cast<const std::byte*>(nul + 1),
                                           static_cast<std::size_t>(end - nul - 1));
-  std::vector<std::byte> chunk(meta.chunk_bytes());
+  std::vector<std::byte> chunk(meta.stored_chunk_bytes());  // a 4D array's chunk: its steps' along t
   try {
     zarr::decode_chunk(meta, stored, chunk, "fuzz.zarr: chunk 0.0.0");
   } catch (const volseg::Error&) {
@@ -58,7 +59,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const volseg::Error&) {
     return 0;
   }
-  std::vector<std::byte> back(meta.chunk_bytes());
+  std::vector<std::byte> back(meta.stored_chunk_bytes());
   try {
     zarr::decode_chunk(meta, encoded, back, "fuzz.zarr: chunk 0.0.0 (written)");
   } catch (const volseg::Error& e) {
