@@ -329,6 +329,7 @@ void MainWindow::show_error(const QString& context, const QString& message) {
 }
 
 void MainWindow::on_reply(std::shared_ptr<Reply> reply) {
+  worker_->delivered();
   if (!reply->error.empty()) {
     if (reply->kind == "check") {
       hint_status_->setText(QString::fromStdString(reply->error));
@@ -373,23 +374,21 @@ void MainWindow::on_opened(const Reply& reply) {
   const std::string chosen = opened_.value("variable", "");
   variable_->blockSignals(true);
   variable_->clear();
-  long long steps = 0;
   for (const auto& v : variables) {
     const std::string line = v.get<std::string>();
     variable_->addItem(QString::fromStdString(line));
-    if (line.substr(0, line.find('(')) == chosen) {
-      variable_->setCurrentIndex(variable_->count() - 1);
-      // "name(time=12, z=..., ...)": a 4D variable's first dimension is its steps
-      const auto open = line.find('('), eq = line.find('=', open);
-      const auto comma = line.find(',', eq);
-      if (std::count(line.begin(), line.end(), '=') >= 4 && eq != std::string::npos)
-        steps = std::stoll(line.substr(eq + 1, comma - eq - 1));
-    }
+    if (line.substr(0, line.find('(')) == chosen) variable_->setCurrentIndex(variable_->count() - 1);
   }
   variable_->setEnabled(!variables.empty());
   variable_->blockSignals(false);
-  time_->setEnabled(steps > 0);
+  // A series (a 4D NetCDF or HDF5 variable, a 4D Zarr array): its steps, and
+  // the one open.
+  const long long steps = opened_.value("steps", 1LL);
+  time_->blockSignals(true);
+  time_->setEnabled(opened_.contains("step"));
   time_->setRange(0, static_cast<int>(std::max<long long>(0, steps - 1)));
+  time_->setValue(static_cast<int>(opened_.value("step", 0LL)));
+  time_->blockSignals(false);
   const auto& h = opened_.at("histogram");
   segment::HistogramEdges edges;
   edges.lo = h.at("lo").get<double>();

@@ -244,6 +244,10 @@ void Session::open(const Json& request, Reply& reply) {
   d["variable"] = info.variable;
   if (!expression.empty()) d["expr"] = expression;
   if (!condition.empty()) d["where"] = condition;
+  if (info.step) {  // a series: how many steps, and the one open
+    d["steps"] = info.steps;
+    d["step"] = *info.step;
+  }
   d["dims"] = {info.dims[0], info.dims[1], info.dims[2]};
   d["dtype"] = std::string(io::dtype_name(info.dtype));
   d["spacing"] = {info.spacing[0], info.spacing[1], info.spacing[2]};
@@ -348,6 +352,10 @@ void Session::draw(const Json& request, Reply& reply) {
   frame.transfer.lo = range_[0];
   frame.transfer.hi = range_[1];
   frame.transfer.opacity = render::parse_opacity(text(request, "opacity", "ramp"), range_[0], range_[1]);
+  // With a mask (or the threshold surface) drawn, the volume is its context:
+  // faint enough that the surface inside it shows through.
+  if (frame.modes.volume && frame.modes.mask && !request.contains("opacity"))
+    for (auto& point : frame.transfer.opacity) point.alpha *= 0.03;
   frame.mask_opacity = request.value("mask_opacity", 1.0);
   frame.mask_surface = render::parse_mask_surface(text(request, "mask_surface", "smooth"));
   if (request.contains("scale"))
@@ -407,6 +415,7 @@ void Session::draw(const Json& request, Reply& reply) {
       }
       render::Culling culling;
       culling.enabled = false;  // one piece serves every transfer function and threshold
+      culling.modes.volume = culling.modes.slices = true;  // and every mode: the field is loaded
       render::LoadStats load;
       render::Piece piece = render::load_piece(comm_, field, mask, level, culling, load);
       load_seconds = load.seconds;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "worker.hpp"
 
+#include <algorithm>
+
 namespace volseg::gui {
 
 Worker::Worker(Comm comm, ReplyFn on_reply, segment::ProgressObserver on_progress)
@@ -43,7 +45,12 @@ void Worker::quit() {
 
 int Worker::pending() const {
   std::lock_guard lock(mutex_);
-  return static_cast<int>(queue_.size()) + (running_request_ ? 1 : 0);
+  return static_cast<int>(queue_.size()) + (running_request_ ? 1 : 0) + replies_out_;
+}
+
+void Worker::delivered() {
+  std::lock_guard lock(mutex_);
+  replies_out_ = std::max(0, replies_out_ - 1);
 }
 
 void Worker::run() {
@@ -66,6 +73,7 @@ void Worker::run() {
     {
       std::lock_guard lock(mutex_);
       running_request_ = false;
+      ++replies_out_;
     }
     on_reply_(std::move(reply));
   }

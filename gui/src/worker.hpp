@@ -33,8 +33,12 @@ class Worker {
   void cancel();
   // Ends every rank's loop after the request under way; joins the thread.
   void quit();
-  // Requests queued or running.
+  // Requests queued or running, and replies not yet delivered().
   int pending() const;
+  // The window has taken a reply in (the first thing its slot does): until
+  // then the reply waits in the event queue and counts as pending, so an
+  // unattended script does not finish before the last reply is shown.
+  void delivered();
 
  private:
   void run();
@@ -47,6 +51,7 @@ class Worker {
   std::condition_variable wake_;
   std::deque<Json> queue_;
   bool running_request_ = false, quitting_ = false;
+  int replies_out_ = 0;  // sent to the window, not yet delivered()
   std::thread thread_;
 };
 

@@ -128,6 +128,22 @@ class GuiTest : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(!histogram->histogram().counts().empty(), 60000);
     QTRY_VERIFY_WITH_TIMEOUT(window.frames_shown() >= 1 && !window.busy(), 60000);
     QCOMPARE(window.last_error(), QString());
+    // Before any mask, the 3D view draws the volume (and the threshold
+    // surface): the shells cover the centre of the frame, which is not the
+    // background.
+    {
+      const render::Image& first = window.view()->image();
+      const std::uint8_t* corner = &first.rgba[0];
+      std::size_t centre = 0, drawn = 0;
+      for (int py = first.height * 3 / 8; py < first.height * 5 / 8; ++py)
+        for (int px = first.width * 3 / 8; px < first.width * 5 / 8; ++px) {
+          const std::uint8_t* p = &first.rgba[(static_cast<std::size_t>(py) * static_cast<std::size_t>(first.width) +
+                                               static_cast<std::size_t>(px)) * 4];
+          ++centre;
+          drawn += std::abs(p[0] - corner[0]) + std::abs(p[1] - corner[1]) + std::abs(p[2] - corner[2]) > 30;
+        }
+      QVERIFY2(drawn > centre / 2, "the volume is not drawn before a mask exists");
+    }
 
     // Drag from about 2 to about 5 across the histogram.
     const int y = histogram->height() / 2;
