@@ -195,8 +195,9 @@ std::string describe(const std::string& path, FileFormat format, const std::stri
   add(std::snprintf(line, sizeof line, "  dims (z,y,x):  %lld %lld %lld\n", static_cast<long long>(info.dims[0]),
                     static_cast<long long>(info.dims[1]), static_cast<long long>(info.dims[2])));
   if (info.step) {  // a series: the step described, of how many, and its time
-    add(std::snprintf(line, sizeof line, "  time:          step %lld of %lld (--time 0..%lld)", static_cast<long long>(*info.step),
-                      static_cast<long long>(info.steps), static_cast<long long>(info.steps - 1)));
+    add(std::snprintf(line, sizeof line, "  time:          step %lld of %lld (--time 0..%lld)",
+                      static_cast<long long>(*info.step), static_cast<long long>(info.steps),
+                      static_cast<long long>(info.steps - 1)));
     if (info.step_time)
       add(std::snprintf(line, sizeof line, ", %g%s%s", *info.step_time, info.time_units.empty() ? "" : " ",
                         info.time_units.c_str()));

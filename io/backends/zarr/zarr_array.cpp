@@ -110,7 +110,9 @@ std::size_t ArrayMeta::chunk_bytes() const {
 std::size_t ArrayMeta::stored_chunk_bytes() const { return static_cast<std::size_t>(step_chunk) * chunk_bytes(); }
 
 std::string ArrayMeta::chunk_key(const Index3& chunk) const {
-  return (steps > 0 ? std::to_string(step / step_chunk) + separator : std::string()) + std::to_string(chunk[0]) + separator + std::to_string(chunk[1]) + separator + std::to_string(chunk[2]);
+  const std::string key =
+      std::to_string(chunk[0]) + separator + std::to_string(chunk[1]) + separator + std::to_string(chunk[2]);
+  return steps > 0 ? std::to_string(step / step_chunk) + separator + key : key;
 }
 
 Extent ArrayMeta::chunk_box(const Index3& chunk) const {

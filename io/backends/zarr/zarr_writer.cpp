@@ -264,7 +264,8 @@ class ZarrWriter final : public VolumeWriter {
     }
     for (const char* name : {"z", "y", "x"}) axes.push_back({{"name", name}, {"type", "space"}});
     json transforms = json::array({json{{"type", "scale"}, {"scale", scale}}});
-    if (o[0] != 0 || o[1] != 0 || o[2] != 0) transforms.push_back({{"type", "translation"}, {"translation", translation}});
+    if (o[0] != 0 || o[1] != 0 || o[2] != 0)
+      transforms.push_back({{"type", "translation"}, {"translation", translation}});
     const std::string name = std::filesystem::path(path_).filename().string();
     json doc;
     doc["multiscales"] = json::array({json{{"version", "0.4"},
