@@ -41,6 +41,7 @@ class TiffReader final : public VolumeReader {
     try {
       collectively(comm, [&] {
         info_ = tiff_info(stack_);
+        if (stack_.frames > 1) info_.steps = stack_.frames, info_.step = stack_.frame;  // a hyperstack's frame
         first_ = open_plane(0);
       });
     } catch (...) {  // the destructor does not run: a refused file is closed here

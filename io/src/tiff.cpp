@@ -316,6 +316,8 @@ TiffStack scan_tiff(const std::string& path, const std::string& glob, std::optio
     if (*time < 0 || *time >= frames)
       throw Error("--time " + std::to_string(*time) + ": " + path + " has frames 0 to " + std::to_string(frames - 1));
     const std::int64_t slices_per_frame = planes / frames;
+    stack.frames = frames;
+    stack.frame = *time;
     stack.first_plane = *time * slices_per_frame;
     if (stack.imagej_planes == 0) {
       std::vector<std::uint64_t> mine(stack.directories.begin() + stack.first_plane,
@@ -337,8 +339,8 @@ std::int64_t TiffStack::planes() const {
 
 std::string TiffStack::serialize() const {
   std::ostringstream out;
-  out << (folder ? 1 : 0) << ' ' << imagej_planes << ' ' << first_plane << ' ' << files.size() << ' '
-      << directories.size() << '\n';
+  out << (folder ? 1 : 0) << ' ' << imagej_planes << ' ' << first_plane << ' ' << frames << ' ' << frame << ' '
+      << files.size() << ' ' << directories.size() << '\n';
   for (const auto& file : files) out << file.size() << ' ' << file;
   for (auto d : directories) out << ' ' << d;
   return out.str();
@@ -349,7 +351,7 @@ TiffStack TiffStack::deserialize(const std::string& text) {
   TiffStack stack;
   int folder = 0;
   std::size_t files = 0, directories = 0;
-  in >> folder >> stack.imagej_planes >> stack.first_plane >> files >> directories;
+  in >> folder >> stack.imagej_planes >> stack.first_plane >> stack.frames >> stack.frame >> files >> directories;
   stack.folder = folder != 0;
   in.get();
   for (std::size_t i = 0; i < files; ++i) {

@@ -118,8 +118,19 @@ class Tiff(unittest.TestCase):
         frames = np.stack([self.u16, self.u16[::-1]])
         tifffile.imwrite(self.path("tzyx.tif"), frames, imagej=True, metadata={"axes": "TZYX"})
         self.assert_reads(self.path("tzyx.tif"), self.u16[::-1], "--time", "1")
+        # info describes the first frame and says how many there are; a job
+        # without --time is refused, and --time all runs one per frame.
         proc = e.run(["info", self.path("tzyx.tif")], ranks=1)
+        e.check_ok(self, proc)
+        self.assertRegex(proc.stdout, r"time: +step 0 of 2 \(--time 0\.\.1\)")
+        proc = e.run(["segment", self.path("tzyx.tif"), "--lo", "0", "--hi", "1", "--out", self.path("t.nhdr")], ranks=1)
         e.assert_clean_failure(self, proc, "hyperstack of 2 frames .*--time")
+        lo, hi = np.percentile(self.u16, [30, 60])
+        e.check_ok(self, e.run(["segment", self.path("tzyx.tif"), "--time", "all", "--lo", str(lo), "--hi", str(hi),
+                                "--out", self.path("frame_%d.nhdr"), "--quiet"], ranks=2))
+        for t, frame in enumerate(frames):
+            mask = e.read_volume(self.path("frame_%d.nhdr" % t))[1] != 0
+            np.testing.assert_array_equal(mask, (frame >= lo) & (frame <= hi))
         # ImageJ's own stacks past 4 GiB: one directory, the planes one after another.
         self.assertEqual(write_imagej_contiguous(self.path("contiguous.tif"), self.u16), 1)
         self.assert_reads(self.path("contiguous.tif"), self.u16)

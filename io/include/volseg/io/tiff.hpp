@@ -45,6 +45,8 @@ struct TiffStack {
   // after another from its strip (0: a directory a plane); first_plane is
   // where the --time frame starts among them.
   std::int64_t imagej_planes = 0, first_plane = 0;
+  // An ImageJ hyperstack's frames (1: one 3D stack) and the one read.
+  std::int64_t frames = 1, frame = 0;
 
   std::int64_t planes() const;
   const std::string& file_of(std::int64_t z) const { return files[folder ? static_cast<std::size_t>(z) : 0]; }
