@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -65,29 +66,66 @@ std::unique_ptr<io::VolumeReader> open_plane_reader(const pyramid::Pyramid& pyra
   return pyramid.open_level(level, self, backend, hints);
 }
 
+// FNV-1a of a text, in hex: the same in every build, so a name made with it
+// is found again next time.
+std::string stable_hash(const std::string& text) {
+  std::uint64_t hash = 14695981039346656037ull;
+  for (const unsigned char c : text) hash = (hash ^ c) * 1099511628211ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  return hex;
+}
+
 // A selection's part of its pyramid's folder name: a variable's name or a
-// step, or for an expression "expr-" and a hash of its text (FNV-1a: the same
-// in every build, so the pyramid is found again next time).
+// step, or for an expression "expr-" and a hash of its text.
 std::string pyramid_name_part(const std::string& selected) {
   const auto eq = selected.find('=');
   const std::string key = selected.substr(0, eq), value = selected.substr(eq + 1);
   if (key != "expr" && key != "where") return value;
-  std::uint64_t hash = 14695981039346656037ull;
-  for (const unsigned char c : value) hash = (hash ^ c) * 1099511628211ull;
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
-  return key + "-" + hex;
+  return key + "-" + stable_hash(value);
 }
 
-// The volume's pyramid: the one found (in pyramid_dir, or beside the file),
-// or one built now; pyramid_dir becomes where it is. A pyramid of another
-// variable or step of the same file is not this one's.
+// Where the window keeps the pyramid of a volume it opens, unless the user
+// names a folder: beside the file (NAME.pyramid, or NAME-VAR-STEP.pyramid
+// for a variable, step or expression of it), or, where the file's folder is
+// not this user's to write (a shared read-only dataset), in the user's cache
+// ($XDG_CACHE_HOME or ~/.cache, volseg/pyramids/), named by the file's full
+// path. Rank 0 decides.
+std::string default_pyramid_dir(const Comm& comm, const std::string& path, const std::vector<std::string>& selection) {
+  std::string dir;
+  collectively(comm, [&] {
+    if (comm.rank() != 0) return;
+    dir = pyramid::default_directory(path);
+    const std::filesystem::path folder = std::filesystem::path(dir).parent_path();
+    if (::access(folder.empty() ? "." : folder.c_str(), W_OK) != 0) {
+      const char* xdg = std::getenv("XDG_CACHE_HOME");
+      const char* home = std::getenv("HOME");
+      const std::filesystem::path cache = xdg && *xdg ? std::filesystem::path(xdg)
+                                          : home && *home ? std::filesystem::path(home) / ".cache"
+                                                          : std::filesystem::temp_directory_path();
+      const std::filesystem::path absolute = std::filesystem::absolute(path).lexically_normal();
+      const std::string name = absolute.stem().string() + "-" + stable_hash(absolute.string()) + ".pyramid";
+      dir = (cache / "volseg" / "pyramids" / name).string();
+      std::filesystem::create_directories(std::filesystem::path(dir).parent_path());
+    }
+    if (!selection.empty()) {  // one pyramid per variable, step and expression
+      dir = dir.substr(0, dir.size() - std::string(".pyramid").size());
+      for (const auto& s : selection) dir += "-" + pyramid_name_part(s);
+      dir += ".pyramid";
+    }
+  });
+  return comm.broadcast(dir);
+}
+
+// The volume's pyramid: the one found in pyramid_dir (empty: the default
+// above), if it belongs to this selection and is not stale, or one built
+// there now; pyramid_dir becomes where it is.
 std::optional<pyramid::Pyramid> find_or_build_pyramid(const Comm& comm, const std::string& path,
                                                       const std::string& backend,
                                                       const std::vector<std::string>& selection,
                                                       std::string& pyramid_dir, Reply& reply) {
-  auto found = render::find_pyramid(comm, path, pyramid_dir);
-  if (found && !selection.empty()) found.reset();
+  if (pyramid_dir.empty()) pyramid_dir = default_pyramid_dir(comm, path, selection);
+  auto found = render::find_pyramid(comm, path, pyramid_dir, selection);
   if (found) return found;
   pyramid::BuildOptions build;
   build.input = path;
@@ -96,13 +134,6 @@ std::optional<pyramid::Pyramid> find_or_build_pyramid(const Comm& comm, const st
   build.force = true;
   build.progress = segment::ProgressMode::none;
   build.command_line = "volseg-gui";
-  if (!selection.empty() && pyramid_dir.empty()) {
-    // One pyramid per variable and step, beside the file.
-    std::string name = pyramid::default_directory(path);
-    name = name.substr(0, name.size() - std::string(".pyramid").size());
-    for (const auto& s : selection) name += "-" + pyramid_name_part(s);
-    pyramid_dir = name + ".pyramid";
-  }
   build.directory = pyramid_dir;
   found = pyramid::build(comm, build);
   reply.data["pyramid_built"] = true;

@@ -85,6 +85,61 @@ class ScriptedGui(unittest.TestCase):
             self.assertTrue((va == vb).all())
             self.assertGreater(int(va.sum()), 0)
 
+    def test_pyramids_are_found_again_and_kept_in_the_cache_beside_read_only_files(self):
+        # A variable and step of a NetCDF file keep their pyramid beside it:
+        # the second open finds it instead of building it again. A file in a
+        # folder the user cannot write (a shared dataset) gets its pyramid in
+        # the user's cache, $XDG_CACHE_HOME/volseg/pyramids; before, it could
+        # not be opened at all.
+        import shutil
+        try:
+            import netCDF4
+            import numpy as np
+        except ImportError:
+            self.skipTest("missing python3-netcdf4")
+        base = tempfile.mkdtemp(prefix="volseg-gui-pyramids-")  # another user (nobody) must reach it
+        self.addCleanup(shutil.rmtree, base, True)
+        os.chmod(base, 0o755)
+        nc = os.path.join(base, "two.nc")
+        with netCDF4.Dataset(nc, "w") as f:
+            for dim, n in (("time", 2), ("z", 12), ("y", 14), ("x", 16)):
+                f.createDimension(dim, n)
+            for name in ("u", "v"):
+                f.createVariable(name, "f4", ("time", "z", "y", "x"))[:] = np.random.default_rng(1).random((2, 12, 14, 16))
+        pyramid = os.path.join(base, "two-u-1.pyramid", "index.json")
+        proc = gui([nc, "--var", "u", "--time", 1, "--quit"], ranks=1)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        built = os.stat(pyramid).st_mtime_ns
+        proc = gui([nc, "--var", "u", "--time", 1, "--quit"], ranks=1)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(os.stat(pyramid).st_mtime_ns, built, "the pyramid was built again")
+
+        shared, cache = os.path.join(base, "shared"), os.path.join(base, "cache")
+        os.mkdir(shared)
+        os.mkdir(cache)
+        os.chmod(cache, 0o777)
+        shutil.copy(nc, shared)
+        os.chmod(os.path.join(shared, "two.nc"), 0o644)
+        os.chmod(shared, 0o555)
+        try:
+            args = [os.path.join(shared, "two.nc"), "--var", "v", "--time", 0, "--quit"]
+            if os.geteuid() == 0:  # root writes anywhere: run as nobody, on an X server that lets it in
+                if not shutil.which("setpriv") or not shutil.which("xvfb-run"):
+                    self.skipTest("root without setpriv or xvfb-run: cannot run as another user")
+                argv = ["xvfb-run", "-a", "-s", "-ac -screen 0 1280x1024x24", "setpriv", "--reuid=nobody",
+                        "--regid=nogroup", "--clear-groups", "env", "HOME=" + cache, "XDG_CACHE_HOME=" + cache,
+                        "XAUTHORITY=/dev/null", GUI] + [str(a) for a in args]
+                proc = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+            else:
+                proc = gui(args, ranks=1, env=dict(os.environ, XDG_CACHE_HOME=cache))
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertEqual(os.listdir(shared), ["two.nc"])
+            kept = os.listdir(os.path.join(cache, "volseg", "pyramids"))
+            self.assertEqual(len(kept), 1, kept)
+            self.assertRegex(kept[0], r"^two-[0-9a-f]{16}-v-0\.pyramid$")
+        finally:
+            os.chmod(shared, 0o755)
+
     def test_bad_input_one_line(self):
         d = self.dir.name
         cases = [
