@@ -48,24 +48,17 @@ class Netcdf4Writer final : public VolumeWriter {
  public:
   Netcdf4Writer(const CreateRequest& request, const Comm& comm, Options options)
       : VolumeWriter({.collective = !options.independent}), comm_(comm.duplicate()), path_(request.path), info_(request.info), options_(std::move(options)) {
-    namespace fs = std::filesystem;
     check_parallel_netcdf();
     if (request.partial != Partial::none)
       throw Error(path_ + ": a NetCDF-4 output cannot be resumed: a file HDF5 1.10 left behind when its writer was "
                           "killed is often unreadable, so it is never kept");
     // append=1 to a file that exists: a record added in place (a series
     // writes its file under a temporary name and renames it at the end).
-    int appending = 0;
-    collectively(comm_, [&] {
-      if (comm_.rank() != 0) return;
-      appending = options_.append && fs::exists(path_);
-      if (appending) return;
+    const bool appending = netcdf::append_or_create(comm_, path_, options_.append, [&] {
       if (!options_.append) refuse_existing(path_, request.overwrite);
       commit_ = AtomicCommit(path_, temporary_path(path_));
-      temp_path_ = commit_.temporary();
-    });
-    check_mpi(MPI_Bcast(&appending, 1, MPI_INT, 0, comm_.get()), "MPI_Bcast");
-    temp_path_ = comm_.broadcast(temp_path_);
+      return commit_.temporary();
+    }, temp_path_);
     MpiInfo info(options_.library_hints);
     if (appending) {
       collectively(comm_, [&] {

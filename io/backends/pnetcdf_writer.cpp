@@ -43,11 +43,7 @@ class PnetcdfWriter final : public VolumeWriter {
     // Appending to a file that exists writes in place: PnetCDF updates the
     // record count in the header only at close, so a job that dies leaves
     // the earlier records and the old count, never a half record.
-    int appending = 0;
-    collectively(comm_, [&] {
-      if (comm_.rank() != 0) return;
-      appending = options_.append && fs::exists(path_);
-      if (appending) return;
+    const bool appending = netcdf::append_or_create(comm_, path_, options_.append, [&] {
       if (!options_.append) refuse_existing(path_, request.overwrite);
       if (!options_.append && fs::is_directory(path_))  // refused now, not at the commit after the job
         throw Error(path_ + " exists and is not a file: --force replaces files only");
@@ -55,10 +51,8 @@ class PnetcdfWriter final : public VolumeWriter {
       commit_ = request.partial != Partial::none
                     ? AtomicCommit(path_, partial_path(path_), AtomicCommit::Uncommitted::kept)
                     : AtomicCommit(path_, temporary_path(path_));
-      temp_path_ = commit_.temporary();
-    });
-    check_mpi(MPI_Bcast(&appending, 1, MPI_INT, 0, comm_.get()), "MPI_Bcast");
-    temp_path_ = comm_.broadcast(temp_path_);
+      return commit_.temporary();
+    }, temp_path_);
     MpiInfo info(options_.library_hints);
     if (appending) {
       collectively(comm_, [&] {

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <exception>
+#include <filesystem>
 #include <string>
 
 #include "volseg/io/error.hpp"
@@ -23,6 +24,19 @@ std::optional<double> read_record_time(const Hints& hints, const std::string& ba
 
 double record_time_of(const std::optional<double>& hint, const VolumeInfo& info) {
   return hint.value_or(info.step_time.value_or(static_cast<double>(info.step.value_or(0))));
+}
+
+bool append_or_create(const Comm& comm, const std::string& path, bool append,
+                      const std::function<std::string()>& create, std::string& temporary) {
+  int appending = 0;
+  collectively(comm, [&] {
+    if (comm.rank() != 0) return;
+    appending = append && std::filesystem::exists(path);
+    if (!appending) temporary = create();
+  });
+  check_mpi(MPI_Bcast(&appending, 1, MPI_INT, 0, comm.get()), "MPI_Bcast");
+  temporary = comm.broadcast(temporary);
+  return appending != 0;
 }
 
 Selection read_selection(const Hints& hints) {

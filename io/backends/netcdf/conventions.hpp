@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "volseg/io/comm.hpp"
 #include "volseg/io/hints.hpp"
 #include "volseg/io/types.hpp"
 
@@ -29,6 +30,13 @@ std::optional<double> read_record_time(const Hints& hints, const std::string& ba
 // The time an appended record gets: the hint's, else the volume's step's
 // time (VolumeInfo::step_time), else its step number.
 double record_time_of(const std::optional<double>& hint, const VolumeInfo& info);
+
+// Collective. Whether a writer asked to append adds a record in place to the
+// file at `path` (append and the file exists: rank 0 decides). Otherwise
+// rank 0 runs `create`, which refuses what it must and returns the temporary
+// name the output is written under, and every rank gets that name.
+bool append_or_create(const Comm& comm, const std::string& path, bool append,
+                      const std::function<std::string()>& create, std::string& temporary);
 
 struct VariableShape {
   std::string name;
