@@ -20,6 +20,7 @@
 #include "command.hpp"
 #include "volseg/io/comm.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/io/memory.hpp"
 #include "volseg/io/registry.hpp"
 #include "volseg/io/watchdog.hpp"
 #include "volseg/segment/cancel.hpp"
@@ -29,6 +30,19 @@ namespace {
 
 // --timeout of the command that runs (every job adds it with Verbosity).
 double command_line_timeout = 0;
+
+// --memory of the command that runs, where it reads a volume (add_commands).
+std::string command_line_memory;
+constexpr const char* memory_help =
+    "Memory budget per rank (512MiB, 4GiB): the most one strip, tile, chunk or block of the input may take "
+    "decoded; a larger one is refused before it is read (default: VOLSEG_MEMORY, else 1GiB)";
+
+// A command's --memory, when given, bounds what its readers decode at once.
+void apply_memory_option(const CLI::App& sub) {
+  const CLI::Option* option = sub.get_option_no_throw("--memory");
+  if (!option || option->count() == 0) return;
+  io::set_piece_budget(io::parse_memory_size("--memory", option->as<std::string>()), "--memory");
+}
 
 // Before MPI_Init a process knows its rank only from its launcher's
 // environment (Open MPI, PMIx, MPICH's PMI, Slurm's srun); alone it is 0.
@@ -85,7 +99,8 @@ int report_and_exit(const std::string& message, int code) {
 // Runs the parsed command on every rank; returns the exit status. The
 // watchdog (--timeout, VOLSEG_TIMEOUT) watches it from MPI_Init to before
 // MPI_Finalize.
-int run_parsed(Command& command, const std::string& command_line, const std::string& name) {
+int run_parsed(Command& command, const CLI::App& sub, const std::string& command_line) {
+  const std::string name = sub.get_name();
   int code = 0;
   int provided = 0;
   // MULTIPLE lets collective I/O run on an I/O thread beside the compute
@@ -104,6 +119,7 @@ int run_parsed(Command& command, const std::string& command_line, const std::str
                           rank);
       const io::watchdog::Phase phase(name.c_str());
       io::check_parallel_netcdf();
+      apply_memory_option(sub);
       command.run(Context{world, command_line});
     } catch (const segment::Interrupted& e) {
       // Not a failure of the job: its scheduler asked it to stop (75: EX_TEMPFAIL).
@@ -124,7 +140,14 @@ int run_parsed(Command& command, const std::string& command_line, const std::str
 std::vector<CLI::App*> add_commands(CLI::App& app, const CommandList& commands) {
   app.require_subcommand(1);
   std::vector<CLI::App*> added;
-  for (const auto& command : commands) added.push_back(command->add_to(app));
+  for (const auto& command : commands) {
+    CLI::App* sub = command->add_to(app);
+    // Every command that reads a volume bounds what its readers decode
+    // (label and render have a --memory of their own, which does as well).
+    if (sub->get_option_no_throw("--var") && !sub->get_option_no_throw("--memory"))
+      sub->add_option("--memory", command_line_memory, memory_help);
+    added.push_back(sub);
+  }
   app.footer("Dimensions and brick shapes are given in file order Z,Y,X (x fastest), as ncdump lists them.\n"
              "Run 'volseg SUBCOMMAND --help' for the options of each.");
   return added;
@@ -148,9 +171,9 @@ int run_main(int argc, char** argv, const CommandList& commands) {
     return report_and_exit(std::string("volseg: error: ") + e.what() + " (see 'volseg --help')", 2);
   }
   Command* chosen = nullptr;
-  std::string name;
+  const CLI::App* sub = nullptr;
   for (std::size_t i = 0; i < commands.size(); ++i)
-    if (subcommands[i]->parsed()) chosen = commands[i].get(), name = subcommands[i]->get_name();
+    if (subcommands[i]->parsed()) chosen = commands[i].get(), sub = subcommands[i];
   if (!chosen) return 2;  // require_subcommand(1) makes this unreachable
   if (const auto program = chosen->program(); !program.empty()) {
     try {
@@ -159,7 +182,7 @@ int run_main(int argc, char** argv, const CommandList& commands) {
       return report_and_exit(std::string("volseg: error: ") + e.what(), 1);
     }
   }
-  return run_parsed(*chosen, command_line_of(argc, argv), name);
+  return run_parsed(*chosen, *sub, command_line_of(argc, argv));
 }
 
 void Verbosity::add_to(CLI::App& sub) {

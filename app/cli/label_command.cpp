@@ -46,7 +46,8 @@ class LabelCommand final : public Command {
     sub->add_option("--memory", memory_,
                     "Memory per rank the job may use (512MiB, 4GiB; default: this node's available memory shared "
                     "by its ranks). Refused before it starts when bricks and buffers do not fit; stopped in pass 1 "
-                    "when its objects outgrow it");
+                    "when its objects outgrow it. Also the most one strip, tile or chunk of the input may take "
+                    "decoded (default: VOLSEG_MEMORY, else 1GiB)");
     sub->add_option("--values", o.values, "Source scalar volume, voxel for voxel, for the table's min/mean/max");
     sub->add_option("--values-var", values_variable_, "NetCDF variable of --values");
     sub->add_option("--values-time", values_time_, "Step of --values' 4D variable");

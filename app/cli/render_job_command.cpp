@@ -96,7 +96,8 @@ CLI::App* RenderJobCommand::add_to(CLI::App& app) {
   sub->add_option("--orbit", o.orbit, "Render N frames around the volume (one PNG each)");
   sub->add_option("--level", o.level, "Pyramid level: 0 is full resolution, or auto (finest that fits --memory)")
       ->capture_default_str();
-  sub->add_option("--memory", memory_, "Memory budget per rank for --level auto (512MiB, 2GiB)")->capture_default_str();
+  sub->add_option("--memory", memory_, "Memory budget per rank for --level auto (512MiB, 2GiB); given, also the most one strip, tile or chunk of "
+                  "the input may take decoded (else VOLSEG_MEMORY, else 1GiB)")->capture_default_str();
   sub->add_flag("--progressive", o.progressive, "Write coarser levels' images first, then the finer ones");
   sub->add_option("--pyramid-dir", o.pyramid_dir, "The volume's pyramid (default: NAME.pyramid beside it)");
   sub->add_option("--mask-pyramid-dir", o.mask_pyramid_dir, "The mask's pyramid (default: beside the mask)");

@@ -2,9 +2,13 @@
 #include "volseg/io/memory.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <mutex>
+#include <optional>
 #include <sstream>
 
 #include "volseg/io/error.hpp"
@@ -77,6 +81,75 @@ MemoryBound memory_per_rank(const Comm& comm, std::uint64_t requested) {
   std::ostringstream source;
   source << "this node's " << where << " (" << mib_text(spare) << ") shared by its " << local << " rank(s)";
   return {bytes, source.str()};
+}
+
+namespace {
+
+constexpr std::uint64_t kDefaultPieceBudget = std::uint64_t{1} << 30;
+
+std::mutex budget_mutex;
+std::optional<PieceBudget> budget_set;
+
+}  // namespace
+
+std::uint64_t parse_memory_size(const std::string& what, const std::string& text) {
+  std::uint64_t number = 0;
+  const char* begin = text.data();
+  const char* end = begin + text.size();
+  auto [stop, ec] = std::from_chars(begin, end, number);
+  const std::string suffix(stop, end);
+  std::uint64_t scale = 1;
+  if (suffix.empty() || suffix == "B") scale = 1;
+  else if (suffix == "K" || suffix == "k" || suffix == "KiB") scale = std::uint64_t{1} << 10;
+  else if (suffix == "M" || suffix == "MiB") scale = std::uint64_t{1} << 20;
+  else if (suffix == "G" || suffix == "GiB") scale = std::uint64_t{1} << 30;
+  else if (suffix == "T" || suffix == "TiB") scale = std::uint64_t{1} << 40;
+  else ec = std::errc::invalid_argument;
+  if (ec != std::errc() || stop == begin || number == 0)
+    throw Error(what + " " + text + ": not a positive size (4096, 512M, 2GiB)");
+  if (number > std::numeric_limits<std::uint64_t>::max() / scale) throw Error(what + " " + text + ": too large");
+  return number * scale;
+}
+
+PieceBudget piece_budget() {
+  {
+    const std::lock_guard lock(budget_mutex);
+    if (budget_set) return *budget_set;
+  }
+  if (const char* text = std::getenv("VOLSEG_MEMORY"); text && *text)
+    return {parse_memory_size("VOLSEG_MEMORY", text), "VOLSEG_MEMORY"};
+  return {kDefaultPieceBudget, "the default"};
+}
+
+void set_piece_budget(std::uint64_t bytes, std::string source) {
+  if (bytes == 0) throw Error(source + ": a memory budget of 0 bytes");
+  const std::lock_guard lock(budget_mutex);
+  budget_set = PieceBudget{bytes, std::move(source)};
+}
+
+std::uint64_t saturating_product(std::initializer_list<std::uint64_t> factors) {
+  std::uint64_t product = 1;
+  for (const std::uint64_t factor : factors) {
+    if (factor == 0) return 0;
+    if (product > std::numeric_limits<std::uint64_t>::max() / factor) {
+      // Saturated; a later 0 still makes the product 0.
+      for (const std::uint64_t rest : factors)
+        if (rest == 0) return 0;
+      return std::numeric_limits<std::uint64_t>::max();
+    }
+    product *= factor;
+  }
+  return product;
+}
+
+void check_piece(const std::string& what, std::uint64_t bytes) {
+  const PieceBudget budget = piece_budget();
+  if (bytes <= budget.bytes) return;
+  const std::string size = bytes == std::numeric_limits<std::uint64_t>::max()
+                               ? std::string("more than 2^64 bytes")
+                               : std::to_string(bytes) + " bytes (" + mib_text(bytes) + ")";
+  throw Error(what + " is " + size + ", more than the memory budget for one piece (" + mib_text(budget.bytes) +
+              ", " + budget.source + "; --memory SIZE allows more)");
 }
 
 }  // namespace volseg::io

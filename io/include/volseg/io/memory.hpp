@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "volseg/io/comm.hpp"
@@ -32,5 +33,32 @@ std::uint64_t peak_resident_bytes();
 
 // "12 MiB", rounded to the nearest MiB.
 std::string mib_text(std::uint64_t bytes);
+
+// The most memory one piece that a reader decodes whole may take: a TIFF
+// strip or tile, a Zarr, HDF5 or NetCDF-4 chunk, a VTI zlib block. A header
+// decides how large these are, so a reader checks the claim against this
+// budget before it allocates. A piece larger than the budget in a legitimate
+// file is refused with the number and the option that allows it.
+struct PieceBudget {
+  std::uint64_t bytes = 0;
+  std::string source;  // for messages: "--memory", "VOLSEG_MEMORY" or "the default"
+};
+
+// The budget now: what set_piece_budget last set; else VOLSEG_MEMORY (a
+// size: 4096, 512M, 2GiB) from the environment; else the default, 1 GiB.
+PieceBudget piece_budget();
+// Sets the budget of this process (the CLI's --memory). bytes > 0.
+void set_piece_budget(std::uint64_t bytes, std::string source);
+// The product of the factors, or UINT64_MAX where it would not fit 64 bits:
+// a size taken from a header, compared without overflow.
+std::uint64_t saturating_product(std::initializer_list<std::uint64_t> factors);
+// Throws volseg::Error "WHAT is N bytes (X MiB), more than the memory budget
+// for one piece (1024 MiB, the default; --memory SIZE allows more)" when
+// bytes exceeds the budget. WHAT names the file and the piece:
+// "x.zarr: chunk 1024 x 1024 x 1024 of f4".
+void check_piece(const std::string& what, std::uint64_t bytes);
+// A size as --memory and VOLSEG_MEMORY take it (4096, 16M, 512MiB, 2G,
+// 2GiB), in bytes; throws naming `what` on anything else or on 0.
+std::uint64_t parse_memory_size(const std::string& what, const std::string& text);
 
 }  // namespace volseg::io
