@@ -23,6 +23,7 @@
 #include "raw/raw_volume.hpp"
 #include "tiff_file.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/io/memory.hpp"
 #include "volseg/io/registry.hpp"
 #include "volseg/io/tiff.hpp"
 
@@ -177,6 +178,9 @@ class TiffReader final : public VolumeReader {
     const auto piece = static_cast<std::uint32_t>(index);
     const tmsize_t capacity = page.tiled ? TIFFTileSize(tif) : TIFFStripSize(tif);
     if (capacity <= 0) file_->fail("page of plane " + std::to_string(z) + ": no strip or tile size");
+    // The scan checked the first page's; a file that changed since is checked again.
+    check_piece(file_->path() + ": plane " + std::to_string(z) + ": " + (page.tiled ? "a tile" : "a strip"),
+                static_cast<std::uint64_t>(capacity));
     decoded_.resize(static_cast<std::size_t>(capacity));
     decoded_index_ = -1;
     const tmsize_t got = page.tiled ? TIFFReadEncodedTile(tif, piece, decoded_.data(), capacity)

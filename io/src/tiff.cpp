@@ -16,6 +16,7 @@
 
 #include "tiff_file.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/io/memory.hpp"
 
 namespace volseg::io {
 
@@ -67,7 +68,11 @@ bool File::next_page() {
   if (TIFFLastDirectory(tif_)) return false;
   error_.clear();
   const std::uint64_t before = directory_;
-  if (!TIFFReadDirectory(tif_)) fail("cannot read the page after the one at byte " + std::to_string(before));
+  if (!TIFFReadDirectory(tif_)) {
+    // libtiff stops a chain that loops back without a message of its own.
+    if (error_.empty()) error_ = "its directory is damaged, or the chain of pages loops back";
+    fail("cannot read the page after the one at byte " + std::to_string(before));
+  }
   directory_ = TIFFCurrentDirOffset(tif_);
   return true;
 }
@@ -218,19 +223,49 @@ bool tiff_extension(const std::string& path) { return has_tiff_extension(path); 
 namespace {
 
 // Refuses a page whose strips or tiles end past the file (a truncated file),
-// before any rank reads it.
+// or that lists more of them than its bytes can hold, before any rank reads it.
 void check_inside(tiff::File& file, const std::string& where) {
   std::error_code error;
   const std::uint64_t size = std::filesystem::file_size(file.path(), error);
   if (error) throw Error("stat " + file.path() + ": " + error.message());
   TIFF* tif = file.get();
   const std::uint32_t pieces = TIFFNumberOfStrips(tif);  // strips, or tiles of a tiled page
+  // Past one, each piece's offset takes at least 4 bytes of the file.
+  if (pieces > size / 4 + 1)
+    throw Error(where + ": " + std::to_string(pieces) + (TIFFIsTiled(tif) ? " tiles" : " strips") +
+                ", more than a file of " + std::to_string(size) + " bytes can list");
   for (std::uint32_t i = 0; i < pieces; ++i) {
     const std::uint64_t end = TIFFGetStrileOffset(tif, i) + TIFFGetStrileByteCount(tif, i);
     if (end > size)
       throw Error(where + ": its data end at byte " + std::to_string(end) + ", past the end of the file (" +
                   std::to_string(size) + " bytes): a truncated file?");
   }
+}
+
+// A tile may pass the image's edge by less than one tile's alignment (16
+// pixels, the TIFF 6.0 rule); a larger one is a damaged header.
+std::uint64_t rounded_up_to_a_tile(std::uint32_t pixels) { return (std::uint64_t{pixels} + 15) / 16 * 16; }
+
+// Refuses a page whose header claims strips or tiles that its image cannot
+// hold, or that decode to more than the memory budget allows: the reader
+// decodes a compressed or tiled page a strip or tile at a time, into a buffer
+// of that size. Uncompressed strips are read in place, whatever their size.
+void check_pieces(const tiff::Page& page, DType type, const std::string& where) {
+  const std::string tile = std::to_string(page.tile_width) + " x " + std::to_string(page.tile_height);
+  if (page.tiled) {
+    if (page.tile_width == 0 || page.tile_height == 0) throw Error(where + ": tile " + tile + " is empty");
+    if (page.tile_width > rounded_up_to_a_tile(page.width))
+      throw Error(where + ": tile " + tile + " is wider than the image (" + std::to_string(page.width) + " pixels)");
+    if (page.tile_height > rounded_up_to_a_tile(page.height))
+      throw Error(where + ": tile " + tile + " is taller than the image (" + std::to_string(page.height) + " rows)");
+  }
+  if (!page.tiled && page.compression == COMPRESSION_NONE) return;
+  const std::string what = page.tiled ? "tile " + tile
+                                      : "strip of " + std::to_string(page.rows_per_strip) + " rows of " +
+                                            std::to_string(page.width) + " pixels";
+  const std::uint64_t width = page.tiled ? page.tile_width : page.width;
+  const std::uint64_t height = page.tiled ? page.tile_height : page.rows_per_strip;
+  check_piece(where + ": " + what + " of " + std::string(dtype_name(type)), saturating_product({width, height, dtype_size(type)}));
 }
 
 }  // namespace
@@ -242,6 +277,7 @@ TiffStack scan_tiff(const std::string& path, const std::string& glob, std::optio
   std::string first_where;
   auto check = [&](const tiff::Page& page, const std::string& where) {
     const DType type = page.dtype(where);
+    check_pieces(page, type, where);
     if (!first) {
       first = page;
       first_where = where;

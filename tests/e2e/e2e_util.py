@@ -189,6 +189,59 @@ def assert_clean_failure(test, proc, pattern=None):
         test.assertRegex(lines[0], pattern, where)
 
 
+# What one run on a lying header may cost (issue bars: 256 MiB of RSS on
+# any rank). Time is printed, never asserted (the machines are shared).
+LYING_HEADER_RSS_MIB = 256
+
+
+# Runs argv[2:] and writes its peak RSS in KiB (wait4's ru_maxrss: the
+# largest of it and the children it waited for, the ranks under mpirun) to
+# the file argv[1]. A fresh small interpreter, because a child's ru_maxrss
+# starts from its parent's RSS at fork: measured from the test's own process
+# (numpy, VTK) it would count the test's memory, not volseg's.
+_MEASURE = """
+import os, sys
+pid = os.posix_spawn(sys.argv[2], sys.argv[2:], os.environ)
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as f:
+    f.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status) & 0xff)
+"""
+
+
+def run_measured(args, ranks=1, timeout=120):
+    """Runs volseg ARGS on RANKS ranks (1: a singleton, no mpirun); returns
+    (CompletedProcess, seconds, peak RSS in MiB of its largest process)."""
+    import shutil
+    import tempfile
+    import time
+    argv = command(args, ranks, mpi=ranks > 1)
+    argv[0] = shutil.which(argv[0]) or argv[0]
+    with tempfile.NamedTemporaryFile("r") as rss:
+        start = time.monotonic()
+        proc = subprocess.run(["/usr/bin/python3", "-S", "-c", _MEASURE, rss.name] + argv, capture_output=True,
+                              text=True, timeout=timeout)
+        seconds = time.monotonic() - start
+        kib = int(rss.read() or 0)
+    return subprocess.CompletedProcess(argv, proc.returncode, proc.stdout, proc.stderr), seconds, kib // 1024
+
+
+def check_lying_header(test, args, pattern, ranks_list=(1, 3)):
+    """A file whose header claims what its bytes cannot hold: on every rank
+    count, one line matching pattern, a non-zero exit, nothing new in the
+    folder of the file (args[1]) where the outputs go, and at most
+    LYING_HEADER_RSS_MIB of RSS. Prints each run's seconds and RSS."""
+    folder = os.path.dirname(os.path.abspath(str(args[1])))
+    before = sorted(os.listdir(folder))
+    for ranks in ranks_list:
+        proc, seconds, rss = run_measured(args, ranks)
+        assert_clean_failure(test, proc, pattern)
+        print("  volseg %s, %d rank(s): exit %d, %.2f s, %d MiB: %s"
+              % (args[0], ranks, proc.returncode, seconds, rss, proc.stderr.strip()), file=sys.stderr)
+        test.assertLessEqual(rss, LYING_HEADER_RSS_MIB, "%s took %d MiB of RSS" % (" ".join(proc.args), rss))
+        test.assertEqual(sorted(os.listdir(folder)), before, "%s left files behind" % " ".join(proc.args))
+
+
 # ctest's SKIP_RETURN_CODE for every e2e script (tests/e2e/CMakeLists.txt).
 SKIPPED_FOR_A_MISSING_TOOL = 77
 

@@ -197,6 +197,102 @@ class Tiff(unittest.TestCase):
         e.assert_clean_failure(self, e.run(["info", folder, "--glob", "*.png"], ranks=1), "without TIFF slices")
 
 
+@unittest.skipIf(tifffile is None, "missing python3-tifffile")
+class LyingHeaders(unittest.TestCase):
+    """Pages whose directories claim what their bytes cannot hold: `info`
+    and `segment` refuse them at once, on 1 and 3 ranks, in one line naming
+    the file and the field, within 256 MiB of RSS (e2e_util.check_lying_header)."""
+
+    @classmethod
+    def setUpClass(cls):
+        e.require_binary()
+        cls.tmp = tempfile.TemporaryDirectory(prefix="volseg-e2e-tiff-lies-")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.tmp.name, name)
+
+    def refused(self, name, pattern):
+        path = self.path(name)
+        e.check_lying_header(self, ["info", path], pattern)
+        e.check_lying_header(self, ["segment", path, "--lo", "0", "--hi", "1", "--out", self.path("m.nhdr")],
+                             pattern)
+
+    def test_tile_wider_than_the_image(self):
+        # The input libFuzzer found (tests/fuzz/corpus/fuzz_tiff/oom-tile-wider-than-the-image):
+        # tiles of 704643088 x 16 for a 7 x 6 image made volseg allocate 11 GB.
+        tifffile.imwrite(self.path("wide.tif"), np.arange(42, dtype=np.uint8).reshape(6, 7), tile=(16, 16),
+                         compression="zlib")
+        patch_tags(self.path("wide.tif"), {322: 704643088})
+        self.refused("wide.tif", r"wide\.tif page 0: tile 704643088 x 16 is wider than the image \(7 pixels\)")
+        tifffile.imwrite(self.path("tall.tif"), np.zeros((2, 6, 7), np.uint16), tile=(16, 16), photometric="minisblack")
+        patch_tags(self.path("tall.tif"), {323: 1 << 20})
+        self.refused("tall.tif", r"tall\.tif page 0: tile 16 x 1048576 is taller than the image \(6 rows\)")
+
+    def test_strip_past_the_memory_budget(self):
+        # One deflated strip of 100000 x 100000 pixels: 9.3 GiB decoded at once.
+        tifffile.imwrite(self.path("strip.tif"), np.zeros((6, 7), np.uint8), compression="zlib",
+                         rowsperstrip=6)
+        patch_tags(self.path("strip.tif"), {256: 100000, 257: 100000, 278: 100000})
+        self.refused("strip.tif", r"strip\.tif page 0: strip of 100000 rows of 100000 pixels of u8 is 10000000000 "
+                                  r"bytes \(9537 MiB\), more than the memory budget for one piece \(1024 MiB, "
+                                  r"the default; --memory SIZE allows more\)")
+
+    def test_memory_option_moves_the_budget(self):
+        # A legitimate 2 MiB strip: refused under --memory 1M, read under the default.
+        volume = np.arange(2 * 1024 * 1024, dtype=np.uint8).reshape(1, 1024, 2048)
+        tifffile.imwrite(self.path("big_strip.tif"), volume, compression="zlib", rowsperstrip=1024)
+        out = self.path("big_strip_mask.nhdr")
+        proc = e.run(["segment", self.path("big_strip.tif"), "--lo", "0", "--hi", "9", "--out", out, "--quiet",
+                      "--memory", "1M"], ranks=1)
+        e.assert_clean_failure(self, proc, r"strip of 1024 rows of 2048 pixels of u8 is 2097152 bytes \(2 MiB\), "
+                                           r"more than the memory budget for one piece \(1 MiB, --memory")
+        self.assertFalse(os.path.exists(out))
+        e.check_ok(self, e.run(["segment", self.path("big_strip.tif"), "--lo", "0", "--hi", "9", "--out", out,
+                                "--quiet"], ranks=1))
+        env_proc = subprocess.run(e.command(["info", self.path("big_strip.tif")], ranks=1, mpi=False),
+                                  capture_output=True, text=True, env=dict(os.environ, VOLSEG_MEMORY="512K"))
+        e.assert_clean_failure(self, env_proc, r"\(1 MiB, VOLSEG_MEMORY")
+
+    def test_bigtiff_claiming_2_to_the_40_pages(self):
+        tifffile.imwrite(self.path("pages.tif"), np.zeros((1, 8, 8), np.uint16), bigtiff=True,
+                         description="ImageJ=1.53t\nimages=%d\nslices=%d\n" % (1 << 40, 1 << 40), metadata=None)
+        self.refused("pages.tif", r"pages\.tif: an ImageJ stack of 1099511627776 planes")
+
+    def test_page_chain_that_loops(self):
+        tifffile.imwrite(self.path("loop.tif"), np.zeros((3, 8, 8), np.uint16), bigtiff=True, metadata=None,
+                         photometric="minisblack")
+        with tifffile.TiffFile(self.path("loop.tif")) as t:
+            offsets = [page.offset for page in t.pages]
+        with open(self.path("loop.tif"), "r+b") as f:
+            # The third page's "next" points back at the first.
+            f.seek(offsets[2])
+            count = struct.unpack("<Q", f.read(8))[0]
+            f.seek(offsets[2] + 8 + 20 * count)
+            f.write(struct.pack("<Q", offsets[0]))
+        self.refused("loop.tif", r"loop\.tif: cannot read the page after the one at byte \d+ \(.*loops back\)")
+
+
+def patch_tags(path, values):
+    """Rewrites the values of tags of a classic little-endian TIFF's first
+    page in place (as LONG where a tag held a SHORT)."""
+    with open(path, "r+b") as f:
+        data = bytearray(f.read())
+        at = struct.unpack("<I", data[4:8])[0]
+        count = struct.unpack("<H", data[at:at + 2])[0]
+        for i in range(count):
+            entry = at + 2 + 12 * i
+            tag = struct.unpack("<H", data[entry:entry + 2])[0]
+            if tag in values:
+                data[entry + 2:entry + 4] = struct.pack("<H", 4)
+                data[entry + 8:entry + 12] = struct.pack("<I", values[tag])
+        f.seek(0)
+        f.write(data)
+
+
 def write_imagej_contiguous(path, volume):
     """A classic TIFF as ImageJ writes stacks past 4 GiB: one page directory
     whose description says images=N, then the N planes uncompressed and
