@@ -44,10 +44,11 @@
 namespace volseg::io {
 namespace {
 
-// One rank's position in the decompressed stream.
+// One rank's position in the decompressed stream, which must end at end
+// (the header's vox_offset and voxels): nothing past it is decoded.
 class GzStream {
  public:
-  GzStream(const std::string& path, unsigned buffer_bytes) : path_(path) {
+  GzStream(const std::string& path, unsigned buffer_bytes, std::uint64_t end) : path_(path), end_(end) {
     file_ = gzopen(path.c_str(), "rb");
     if (!file_) {
       if (errno != 0) throw_errno("open", path);
@@ -64,6 +65,9 @@ class GzStream {
   // Exactly length decompressed bytes from offset on (an earlier offset
   // starts the stream again); throws naming the file on a corrupt or short stream.
   void read(std::uint64_t offset, void* into, std::uint64_t length) {
+    if (offset > end_ || length > end_ - offset)
+      throw Error(path_ + ": internal error: a read of bytes " + std::to_string(offset) + " to " +
+                  std::to_string(offset + length) + " past the volume's end at " + std::to_string(end_));
     if (offset < position_) {
       if (gzrewind(file_) != 0) fail("rewind");
       position_ = 0;
@@ -105,6 +109,21 @@ class GzStream {
       length -= static_cast<std::uint64_t>(got);
       position_ += static_cast<std::uint64_t>(got);
     }
+    if (position_ == end_) check_end();
+  }
+
+  // The stream must end with the voxels: one more byte means it goes on
+  // (a small header in front of a gzip bomb), refused after at most one
+  // buffer's worth decoded. Trailing bytes that are no gzip member are
+  // ignored, as zlib's gzread and every gzip reader ignore them.
+  void check_end() {
+    char extra = 0;
+    const int got = gzread(file_, &extra, 1);
+    if (got < 0) fail("decompress");
+    if (got > 0)
+      throw Error(path_ + ": the gzip stream goes on past the " + std::to_string(end_) +
+                  " bytes that its header's vox_offset and dim[1..3] describe (a gzip bomb, or data that are not "
+                  "this header's)");
   }
 
   [[noreturn]] void fail(const char* what) {
@@ -116,10 +135,37 @@ class GzStream {
   }
 
   std::string path_;
+  std::uint64_t end_ = 0;
   gzFile file_ = nullptr;
   std::uint64_t position_ = 0;
   std::vector<char> scratch_;
 };
+
+// The bytes a header describes (vox_offset and the voxels after it)
+// against the compressed file, before a job is planned for them: more than
+// deflate can expand its bytes to (1032:1, zlib's documentation), or far
+// fewer than its bytes hold, which a gzip bomb behind a small header is.
+// Decoding checks the rest: the stream ends where the voxels do
+// (GzStream::check_end).
+void check_stream_size(const NrrdHeader& header, const std::string& path) {
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0) throw_errno("stat", path);
+  const auto compressed = static_cast<std::uint64_t>(st.st_size);
+  const std::uint64_t expected = header.byte_skip + header.info.bytes();  // < 2^63: parse_nifti checked it
+  const std::string sizes = "dim[1..3] " + sizes_text(header.info);
+  const std::string skip = "vox_offset " + std::to_string(header.byte_skip);
+  if (expected / 1032 > compressed)
+    throw Error(path + ": " + sizes + " need " + claimed_bytes_text(header.info) + " bytes from " + skip +
+                ", more than its " + std::to_string(compressed) +
+                " bytes of gzip data can hold (deflate expands at most 1032:1)");
+  // Every gzip member costs 18 bytes and more around the bytes it holds;
+  // 32 times the volume, and 64 KiB for header fields, is far more than
+  // any gzip file of it takes.
+  if (compressed / 32 > expected + 2048)
+    throw Error(path + ": its " + std::to_string(compressed) + " bytes of gzip data are far more than " + sizes +
+                " from " + skip + " (" + std::to_string(expected) +
+                " bytes) can take: the stream goes on past the volume (a gzip bomb?)");
+}
 
 class GzipReader final : public VolumeReader {
  public:
@@ -137,13 +183,14 @@ class GzipReader final : public VolumeReader {
       text.resize(static_cast<std::size_t>(got));
       if (!is_nifti(text))
         throw Error(path + ": a gzip-compressed file that is not NIfTI; volseg reads gzip-compressed NIfTI (.nii.gz) only");
-      (void)parse_nifti(text, path);  // refused here, on rank 0, with its reason
+      check_stream_size(parse_nifti(text, path), path);  // refused here, on rank 0, with its reason
     });
     text = comm.broadcast(text);
     header_ = parse_nifti(text, path);
     if (header_.data_path != path)
       throw Error(path + ": a compressed NIfTI header names a separate .img; volseg reads .nii.gz files only");
-    collectively(comm, [&] { stream_ = std::make_unique<GzStream>(path, buffer_bytes); });
+    const std::uint64_t end = header_.byte_skip + header_.info.bytes();
+    collectively(comm, [&] { stream_ = std::make_unique<GzStream>(path, buffer_bytes, end); });
   }
 
   const VolumeInfo& info() const override { return header_.info; }

@@ -10,6 +10,7 @@
 // is inflated once per rank. Uncompressed raw appended files go through the
 // raw backends instead, mapped (volseg/io/vti.hpp).
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <lz4.h>
 #include <lzma.h>
@@ -27,6 +28,7 @@
 
 #include "raw/raw_volume.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/io/memory.hpp"
 #include "volseg/io/registry.hpp"
 #include "volseg/io/vti.hpp"
 
@@ -159,8 +161,27 @@ class VtiReader final : public VolumeReader {
             bytes.begin() + static_cast<std::ptrdiff_t>(skip + length)};
   }
 
+  // Bytes as stored in the file: base64 takes 4 characters for every 3.
+  std::uint64_t stored_length(std::uint64_t bytes) const { return layout_.base64 ? (bytes + 2) / 3 * 4 : bytes; }
+
+  // "zlib", "LZ4", "LZMA": the compressor, for messages.
+  std::string compressor_name() const {
+    if (layout_.compressor == "vtkLZ4DataCompressor") return "LZ4";
+    if (layout_.compressor == "vtkLZMADataCompressor") return "LZMA";
+    return "zlib";
+  }
+
+  // The block header, checked before anything is sized from it: its count
+  // of blocks against the extent and the file's bytes, each block's size
+  // against the memory budget, and the compressed sizes against the file
+  // (and, for zlib, the extent against what deflate can expand them to).
   void read_block_table() {
     const std::size_t c = layout_.count_size;
+    struct stat st{};
+    if (::fstat(fd_, &st) != 0) throw_errno("stat", path_);
+    const auto file_bytes = static_cast<std::uint64_t>(st.st_size);
+    const std::string where = path_ + ": VTK image data, array " + info().variable + ": ";
+    const std::string array = " of array \"" + info().variable + "\"";
     const auto first = stored(layout_.array_start, 0, 3 * c);
     const std::uint64_t blocks = integer(first.data()), block_size = integer(first.data() + c),
                         last_size = integer(first.data() + 2 * c);
@@ -171,18 +192,36 @@ class VtiReader final : public VolumeReader {
       throw Error(path_ + ": VTK image data: a compressed block header of " + std::to_string(blocks) + " blocks of " +
                   std::to_string(block_size) + " bytes (last " + std::to_string(last_size) +
                   ") that does not hold the extent's " + std::to_string(bytes) + " bytes");
-    const std::uint64_t header_bytes = (3 + blocks) * c;
+    const std::uint64_t header_bytes = saturating_product({blocks + 3, c});
+    if (header_bytes > file_bytes || layout_.array_start + stored_length(header_bytes) > file_bytes)
+      throw Error(where + "a block header of " + std::to_string(blocks) + " blocks needs " +
+                  std::to_string(stored_length(header_bytes)) + " bytes from byte " + std::to_string(layout_.array_start) +
+                  ", more than the file holds (" + std::to_string(file_bytes) + " bytes)");
+    check_piece(path_ + ": " + compressor_name() + " block" + array, block_size);
     const auto table = stored(layout_.array_start, 0, header_bytes);
     block_size_ = block_size;
     last_size_ = last_size == 0 ? block_size : last_size;
+    // Where the blocks start: after the header as stored (base64: its own characters).
+    data_start_ = layout_.array_start + stored_length(header_bytes);
     offsets_.assign(blocks + 1, 0);
     for (std::uint64_t k = 0; k < blocks; ++k) {
       const std::uint64_t size = integer(table.data() + (3 + k) * c);
-      if (size > (std::uint64_t{1} << 40)) throw Error(path_ + ": VTK image data: block " + std::to_string(k) + " is too large");
+      const std::string block = compressor_name() + " block " + std::to_string(k) + array;
+      // Each size is at most the file's, so the sum does not overflow.
+      if (size > file_bytes || data_start_ + stored_length(offsets_[k] + size) > file_bytes)
+        throw Error(path_ + ": " + block + ": its " + std::to_string(size) + " compressed bytes from byte " +
+                    std::to_string(data_start_ + stored_length(offsets_[k])) + " reach past the end of the file (" +
+                    std::to_string(file_bytes) + " bytes)");
+      check_piece(path_ + ": " + block + " (compressed)", size);
       offsets_[k + 1] = offsets_[k] + size;
     }
-    // Where the blocks start: after the header as stored (base64: its own characters).
-    data_start_ = layout_.array_start + (layout_.base64 ? (header_bytes + 2) / 3 * 4 : header_bytes);
+    // Deflate expands at most 1032:1 (zlib's documentation), so fewer
+    // compressed bytes cannot hold the extent: refused before a job is
+    // planned for it. LZ4 and LZMA blocks are bounded block by block.
+    if (compressor_name() == "zlib" && bytes / 1032 > offsets_[blocks])
+      throw Error(where + "WholeExtent of " + sizes_text(info()) + " needs " + std::to_string(bytes) +
+                  " bytes, more than its " + std::to_string(offsets_[blocks]) +
+                  " bytes of zlib blocks can hold (deflate expands at most 1032:1)");
   }
 
   // One block with the file's compressor, exactly filling out; what went

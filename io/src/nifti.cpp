@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <limits>
 #include <optional>
 
 #include "volseg/io/byteswap.hpp"
@@ -316,7 +315,7 @@ std::string format_nifti(const VolumeInfo& info) {
 
 bool is_nifti(std::string_view bytes) { return kind_of(bytes).has_value(); }
 
-NrrdHeader parse_nifti(std::string_view bytes, const std::string& path) {
+NrrdHeader parse_nifti(std::string_view bytes, const std::string& path, const DataFileSize& file_size) {
   const auto kind = kind_of(bytes);
   if (!kind) throw Error(path + ": not a NIfTI-1 or NIfTI-2 header");
   const Layout& l = *kind->layout;
@@ -345,7 +344,6 @@ NrrdHeader parse_nifti(std::string_view bytes, const std::string& path) {
     throw Error(where + "datatype " + type_name(code) +
                 " is not one volseg reads (integers of 8 to 64 bits, float32, float64)");
   info.dtype = *dtype;
-  if (!fits_in_a_file(info.dims, info.dtype)) throw Error(where + "dimensions too large for one file");
   const bool file_little = (native_byte_order() == ByteOrder::little) != kind->swap;
   info.byte_order = file_little ? ByteOrder::little : ByteOrder::big;
 
@@ -356,8 +354,6 @@ NrrdHeader parse_nifti(std::string_view bytes, const std::string& path) {
   if (kind->attached && offset < static_cast<double>(l.size))
     throw Error(where + "vox_offset " + number(offset) + " is inside the " + std::to_string(l.size) + "-byte header");
   header.byte_skip = static_cast<std::uint64_t>(offset);
-  if (header.byte_skip > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) - info.bytes())
-    throw Error(where + "vox_offset and dimensions reach past the largest file");
   if (kind->attached) {
     header.data_path = path;
   } else {
@@ -366,6 +362,7 @@ NrrdHeader parse_nifti(std::string_view bytes, const std::string& path) {
     data.replace_extension(ext == ".HDR" ? ".IMG" : ".img");
     header.data_path = data.string();
   }
+  check_data_claim(header, path, where, "dim[1..3] " + sizes_text(info), "vox_offset " + number(offset), file_size);
 
   std::array<double, 3> step{};
   for (int i = 0; i < 3; ++i) {

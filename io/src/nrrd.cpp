@@ -4,12 +4,15 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <limits>
 #include <sstream>
 #include <vector>
 
 #include "volseg/io/error.hpp"
+#include "volseg/io/memory.hpp"
 
 namespace volseg::io {
 namespace {
@@ -216,8 +219,10 @@ void parse_field(const std::string& field, const std::string& value, NrrdHeader&
   }
 }
 
-// The fields every header needs, the data's place, and sizes a file can hold.
-void check_complete(NrrdHeader& header, const FieldsSeen& seen, std::size_t data_start, const std::string& path) {
+// The fields every header needs, the data's place, and sizes its data
+// file (and any file) can hold.
+void check_complete(NrrdHeader& header, const FieldsSeen& seen, std::size_t data_start, const std::string& path,
+                    const DataFileSize& file_size) {
   VolumeInfo& info = header.info;
   if (!seen.dtype) throw Error(path + ": malformed NRRD header: no type");
   if (!seen.have_sizes) throw Error(path + ": malformed NRRD header: no sizes");
@@ -228,20 +233,46 @@ void check_complete(NrrdHeader& header, const FieldsSeen& seen, std::size_t data
     header.data_path = path;
     header.byte_skip += data_start;
   }
-  // Sizes that no file holds would overflow the data's size, and with it the
-  // reader's check of the data file's length.
-  const std::string sizes = std::to_string(info.dims[2]) + " " + std::to_string(info.dims[1]) + " " +
-                            std::to_string(info.dims[0]) + " of " + std::string(dtype_name(info.dtype));
-  if (!fits_in_a_file(info.dims, info.dtype))
-    throw Error(path + ": malformed NRRD header: sizes " + sizes + " describe more bytes than a file holds");
-  if (header.byte_skip > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) - info.bytes())
-    throw Error(path + ": malformed NRRD header: byte skip " + std::to_string(header.byte_skip) + " and sizes " +
-                sizes + " end past the largest file size");
+  const std::string skip = seen.detached ? "byte skip " + std::to_string(header.byte_skip)
+                                         : "byte " + std::to_string(header.byte_skip) + " of the file";
+  check_data_claim(header, path, path + ": ", "sizes " + sizes_text(info), skip, file_size);
 }
 
 }  // namespace
 
-NrrdHeader parse_nrrd(const std::string& text, const std::string& header_path) {
+std::string sizes_text(const VolumeInfo& info) {
+  return std::to_string(info.dims[2]) + " x " + std::to_string(info.dims[1]) + " x " + std::to_string(info.dims[0]) +
+         " of " + std::string(dtype_name(info.dtype));
+}
+
+std::string claimed_bytes_text(const VolumeInfo& info) {
+  long double bytes = static_cast<long double>(dtype_size(info.dtype));
+  for (const std::int64_t n : info.dims) bytes *= static_cast<long double>(n);
+  if (bytes < 1e15L) return std::to_string(static_cast<std::uint64_t>(bytes));
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2Lg", bytes);  // "9.9e+27"
+  std::string result = text;
+  if (const auto plus = result.find('+'); plus != std::string::npos) result.erase(plus, 1);
+  return result;
+}
+
+void check_data_claim(const NrrdHeader& header, const std::string& path, const std::string& where,
+                      const std::string& sizes, const std::string& skip, const DataFileSize& file_size) {
+  const VolumeInfo& info = header.info;
+  constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+  std::uint64_t end = dtype_size(info.dtype);
+  for (const std::int64_t n : info.dims) end = saturating_product({end, n < 0 ? kMax : static_cast<std::uint64_t>(n)});
+  end = end > kMax - header.byte_skip ? kMax : end + header.byte_skip;
+  const std::string claim = where + sizes + " need " + claimed_bytes_text(info) + " bytes from " + skip + ", more than ";
+  if (const auto held = file_size ? file_size(header.data_path) : std::nullopt; held && end > *held)
+    throw Error(claim + (header.data_path == path ? "the file holds (" : "its data file " + header.data_path + " holds (") +
+                std::to_string(*held) + " bytes)");
+  // Past 2^63 bytes the data's size and its end overflow the readers' file offsets.
+  if (end > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+    throw Error(claim + "a file holds (2^63 bytes)");
+}
+
+NrrdHeader parse_nrrd(const std::string& text, const std::string& header_path, const DataFileSize& file_size) {
   const std::string& path = header_path;
   if (text.rfind("NRRD000", 0) != 0) throw Error(path + ": not a NRRD header (no NRRD000x magic line)");
 
@@ -267,7 +298,7 @@ NrrdHeader parse_nrrd(const std::string& text, const std::string& header_path) {
     if (colon == std::string::npos) throw Error(path + ": malformed NRRD header line '" + line + "'");
     parse_field(trim(line.substr(0, colon)), trim(line.substr(colon + 2)), header, seen, path);
   }
-  check_complete(header, seen, data_start, path);
+  check_complete(header, seen, data_start, path, file_size);
   return header;
 }
 

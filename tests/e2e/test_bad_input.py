@@ -4,6 +4,7 @@
 mpirun) and on 2 ranks (mpirun -np 2): exactly one stderr line starting
 'volseg: error:', no crash or stack trace, a non-zero exit, and no new file
 (hidden temporaries included) where volseg writes."""
+import gzip
 import math
 import os
 import shlex
@@ -370,6 +371,56 @@ class FullDisk(Base):
         for backend in BACKENDS:
             self.check_full(["generate", "full/g.nhdr", "--dims", "40,50,60", "--backend", backend],
                             "No space|too large")
+
+
+class NrrdLyingHeaders(unittest.TestCase):
+    """NRRD headers whose sizes the data cannot hold: one line naming the
+    file and the field from 'volseg info' and 'volseg segment', on 1 and 3
+    ranks, in at most 256 MiB, nothing written (e2e.check_lying_header)."""
+
+    @classmethod
+    def setUpClass(cls):
+        e.require_binary()
+        cls.tmp = tempfile.TemporaryDirectory(prefix="volseg-e2e-nrrd-lying-")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def check(self, name, header, data, pattern):
+        path = os.path.join(self.tmp.name, name)
+        with open(path, "wb") as f:
+            f.write(header.encode() + data)
+        out = os.path.join(self.tmp.name, "out.nhdr")
+        for argv in (["info", path], ["segment", path, "--lo", "0", "--hi", "1", "--out", out]):
+            with self.subTest(name=name, command=argv[0]):
+                e.check_lying_header(self, argv, pattern)
+
+    @staticmethod
+    def header(sizes, rest):
+        return "NRRD0004\ntype: uint8\ndimension: 3\nsizes: %s\nencoding: raw\n%s" % (sizes, rest)
+
+    def test_sizes_past_a_tiny_data_file(self):
+        with open(os.path.join(self.tmp.name, "tiny.raw"), "wb") as f:
+            f.write(b"0123456789")
+        self.check("huge.nhdr", self.header("1099511627776 1099511627776 1099511627776", "data file: tiny.raw\n"), b"",
+                   r"huge\.nhdr: sizes 1099511627776 x 1099511627776 x 1099511627776 of u8 need 1\.3e36 bytes from "
+                   r"byte skip 0, more than its data file \S*tiny\.raw holds \(10 bytes\)$")
+        self.check("long.nhdr", self.header("1099511627776 1 1", "data file: tiny.raw\n"), b"",
+                   r"long\.nhdr: sizes 1099511627776 x 1 x 1 of u8 need 1099511627776 bytes from byte skip 0, more "
+                   r"than its data file \S*tiny\.raw holds \(10 bytes\)$")
+
+    def test_attached_sizes_past_the_file(self):
+        header = self.header("1099511627776 1099511627776 1099511627776", "\n")
+        self.check("attached.nrrd", header, b"0123456789",
+                   r"attached\.nrrd: sizes 1099511627776 x 1099511627776 x 1099511627776 of u8 need 1\.3e36 bytes from "
+                   r"byte %d of the file, more than the file holds \(%d bytes\)$" % (len(header), len(header) + 10))
+
+    def test_gzip_encoding_is_refused(self):
+        # volseg reads raw NRRD data only: a gzip-encoded one is refused by its header, decoding nothing.
+        header = self.header("1099511627776 1 1", "").replace("encoding: raw", "encoding: gzip") + "\n"
+        self.check("gzip.nrrd", header, gzip.compress(bytes(1 << 20)),
+                   r"gzip\.nrrd: unsupported NRRD encoding 'gzip' \(volseg reads raw\)$")
 
 
 if __name__ == "__main__":

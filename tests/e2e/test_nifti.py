@@ -12,6 +12,7 @@ import struct
 import sys
 import tempfile
 import unittest
+import zlib
 
 import numpy as np
 
@@ -204,7 +205,9 @@ class NiftiInput(unittest.TestCase):
             "offset.nii": (lambda d: struct.pack_into("<f", d, 108, 100.0), r"vox_offset 100 is inside the 348-byte header"),
             "type.nii": (lambda d: struct.pack_into("<h", d, 70, 32), r"datatype complex64 is not one volseg reads"),
             "dim.nii": (lambda d: struct.pack_into("<h", d, 44, -3), r"dim\[2\] -3 is not positive"),
-            "short.nii": (lambda d: d.__delitem__(slice(len(d) - 1000, None)), r"header and data size disagree"),
+            "short.nii": (lambda d: d.__delitem__(slice(len(d) - 1000, None)),
+                          r"dim\[1\.\.3\] 31 x 29 x 23 of f32 need 82708 bytes from vox_offset 352, more than the file "
+                          r"holds \(82060 bytes\)"),
             "pixdim.nii": (lambda d: struct.pack_into("<f", d, 80, float("inf")), r"pixdim\[1\] is not finite"),
         }
         for name, (edit, message) in cases.items():
@@ -288,6 +291,109 @@ class NiftiInput(unittest.TestCase):
                           "--quiet", *extra], ranks=2)
             e.assert_clean_failure(self, proc, message)
             self.assertEqual([n for n in os.listdir(self.tmp.name) if n.startswith(("x.", ".x."))], [])
+
+
+def nifti1_header(nx, ny, nz):
+    """A little-endian NIfTI-1 header of u8 voxels at vox_offset 352."""
+    h = bytearray(352)
+    struct.pack_into("<i", h, 0, 348)
+    struct.pack_into("<8h", h, 40, 3, nx, ny, nz, 1, 1, 1, 1)
+    struct.pack_into("<hh", h, 70, 2, 8)  # datatype u8, bitpix
+    struct.pack_into("<8f", h, 76, 1, 1, 1, 1, 1, 1, 1, 1)
+    struct.pack_into("<f", h, 108, 352.0)
+    h[344:348] = b"n+1\0"
+    return bytes(h)
+
+
+def nifti2_header(nx, ny, nz):
+    """A little-endian NIfTI-2 header of u8 voxels at vox_offset 544."""
+    h = bytearray(544)
+    struct.pack_into("<i", h, 0, 540)
+    h[4:12] = b"n+2\0\r\n\x1a\n"
+    struct.pack_into("<hh", h, 12, 2, 8)
+    struct.pack_into("<8q", h, 16, 3, nx, ny, nz, 1, 1, 1, 1)
+    struct.pack_into("<8d", h, 104, 1, 1, 1, 1, 1, 1, 1, 1)
+    struct.pack_into("<q", h, 168, 544)
+    return bytes(h)
+
+
+def write_gzip_bomb(path, head, zeros_mib):
+    """One gzip member of head and then zeros_mib MiB of zeros, deflated at
+    1032:1 (a gzip bomb: 1 GiB in about 1 MiB). Every MiB of zeros ends in a
+    full flush, so its compressed bytes are the same each time: deflated
+    once, written zeros_mib times, and the file is never held whole."""
+    zeros = bytes(1 << 20)
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+    start = deflate.compress(head) + deflate.flush(zlib.Z_FULL_FLUSH)
+    block = deflate.compress(zeros) + deflate.flush(zlib.Z_FULL_FLUSH)
+    crc = zlib.crc32(head)
+    with open(path, "wb") as f:
+        f.write(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\x03" + start)
+        for _ in range(zeros_mib):
+            f.write(block)
+            crc = zlib.crc32(zeros, crc)
+        f.write(deflate.flush(zlib.Z_FINISH))
+        f.write(struct.pack("<II", crc, (len(head) + (zeros_mib << 20)) & 0xFFFFFFFF))
+
+
+class NiftiLyingHeaders(unittest.TestCase):
+    """Headers that claim what their files cannot hold: one line naming the
+    file and the field from 'volseg info' and 'volseg segment', on 1 and 3
+    ranks, in at most 256 MiB, nothing written (e2e.check_lying_header)."""
+
+    @classmethod
+    def setUpClass(cls):
+        e.require_binary()
+        cls.tmp = tempfile.TemporaryDirectory(prefix="volseg-e2e-nifti-lying-")
+        # 1 GiB of zeros behind each header, in about 1 MiB of gzip.
+        cls.bombs = {}
+        for name, head in (("small", nifti1_header(8, 8, 8)), ("huge", nifti1_header(32767, 32767, 32767)),
+                           ("past", nifti1_header(64, 64, 64))):
+            cls.bombs[name] = os.path.join(cls.tmp.name, name + ".nii.gz")
+            write_gzip_bomb(cls.bombs[name], head, 1024)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def check(self, path, pattern, commands=("info", "segment"), extra=()):
+        out = os.path.join(os.path.dirname(path), "out.nhdr")
+        argv = {"info": ["info", path], "segment": ["segment", path, "--lo", "0", "--hi", "1", "--out", out, *extra]}
+        for command in commands:
+            with self.subTest(command=command):
+                e.check_lying_header(self, argv[command], pattern)
+
+    def test_dims_past_a_400_byte_file(self):
+        path = os.path.join(self.tmp.name, "dims1.nii")
+        with open(path, "wb") as f:
+            f.write(nifti1_header(32767, 32767, 32767) + bytes(48))
+        self.check(path, r"dims1\.nii: NIfTI-1 header: dim\[1\.\.3\] 32767 x 32767 x 32767 of u8 need 35181150961663 "
+                         r"bytes from vox_offset 352, more than the file holds \(400 bytes\)$")
+        path = os.path.join(self.tmp.name, "dims2.nii")
+        with open(path, "wb") as f:
+            f.write(nifti2_header(1 << 31, 1 << 31, 1 << 31) + bytes(56))
+        self.check(path, r"dims2\.nii: NIfTI-2 header: dim\[1\.\.3\] 2147483648 x 2147483648 x 2147483648 of u8 need "
+                         r"9\.9e27 bytes from vox_offset 544, more than the file holds \(600 bytes\)$")
+
+    def test_gzip_bomb_behind_small_dims(self):
+        self.assertLess(os.path.getsize(self.bombs["small"]), 2 << 20)
+        self.check(self.bombs["small"], r"small\.nii\.gz: its \d+ bytes of gzip data are far more than dim\[1\.\.3\] "
+                                        r"8 x 8 x 8 of u8 from vox_offset 352 \(864 bytes\) can take")
+
+    def test_gzip_bomb_behind_huge_dims(self):
+        self.check(self.bombs["huge"], r"huge\.nii\.gz: dim\[1\.\.3\] 32767 x 32767 x 32767 of u8 need 35181150961663 "
+                                       r"bytes from vox_offset 352, more than its \d+ bytes of gzip data can hold "
+                                       r"\(deflate expands at most 1032:1\)")
+
+    def test_gzip_stream_past_the_voxels(self):
+        """256 KiB of voxels, which 1 MiB of gzip may well hold: the header
+        is described (its voxels are there), and a job refuses the stream
+        when it goes on past them, having decoded one buffer more."""
+        info = e.run(["info", self.bombs["past"]], ranks=1)
+        e.check_ok(self, info)
+        self.check(self.bombs["past"], r"past\.nii\.gz: the gzip stream goes on past the 262496 bytes that its "
+                                       r"header's vox_offset and dim\[1\.\.3\] describe", commands=("segment",),
+                   extra=["--quiet"])  # the job has started: no progress line beside the error
 
 
 if __name__ == "__main__":

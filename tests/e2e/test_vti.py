@@ -9,7 +9,9 @@ zlib-compressed files as ParaView saves them (base64 or raw blocks) are read
 by the vti backend; uncompressed base64 and inline files, several pieces,
 unmarked arrays and damaged blocks get one line naming what to change, and
 leave nothing behind."""
+import importlib.util
 import os
+import struct
 import sys
 import tempfile
 import unittest
@@ -19,11 +21,21 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e_util as e  # noqa: E402
 
-try:
-    import vtk
-    from vtkmodules.util.numpy_support import numpy_to_vtk, vtk_to_numpy
-except ImportError:  # pragma: no cover - python3-paraview comes with the ParaView build
-    vtk = None
+HAVE_VTK = importlib.util.find_spec("vtk") is not None  # python3-paraview comes with the ParaView build
+vtk = numpy_to_vtk = vtk_to_numpy = None
+
+
+def import_vtk():
+    """VTK's Python modules, imported by the class that uses them and not
+    before: a Python process holding them (about 270 MiB) hands its peak RSS
+    to every child it starts (ru_maxrss survives fork and exec), which
+    check_lying_header would count as volseg's. So LyingHeaders, which runs
+    first (unittest takes the classes in name order), starts volseg from a
+    small process."""
+    global vtk, numpy_to_vtk, vtk_to_numpy
+    import vtk as modules
+    from vtkmodules.util import numpy_support
+    vtk, numpy_to_vtk, vtk_to_numpy = modules, numpy_support.numpy_to_vtk, numpy_support.vtk_to_numpy
 
 DIMS_XYZ = (31, 29, 23)
 
@@ -64,11 +76,12 @@ def write_vti(path, values_zyx, extent0=(0, 0, 0), spacing=(0.5, 0.75, 2.0), ori
     assert w.Write() == 1
 
 
-@unittest.skipIf(vtk is None, "missing VTK's Python modules (python3-paraview)")
+@unittest.skipIf(not HAVE_VTK, "missing VTK's Python modules (python3-paraview)")
 class Vti(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         e.require_binary()
+        import_vtk()
         cls.tmp = tempfile.TemporaryDirectory(prefix="volseg-e2e-vti-")
 
     @classmethod
@@ -211,7 +224,8 @@ class Vti(unittest.TestCase):
         cases = {"base64.vti": r"uncompressed base64 appended data",
                  "inline.vti": r"format binary; volseg reads appended raw data",
                  "unmarked.vti": r"several point data arrays \(values, b\) and none marked Scalars: name one with --var",
-                 "short.vti": r"header and data size disagree"}
+                 "short.vti": r"WholeExtent \"0 30 0 28 0 22\" of f32 need 82708 bytes from byte \d+ \(offset 0\), "
+                              r"more than the file holds"}
         for name, message in cases.items():
             with self.subTest(name=name):
                 out = self.path("bad-" + name + ".nhdr")
@@ -221,6 +235,67 @@ class Vti(unittest.TestCase):
                 self.assertEqual(len(lines), 1, proc.stderr)
                 self.assertRegex(lines[0], message)
                 self.assertFalse(os.path.exists(out))
+
+
+def vti_header(extent, compressor=""):
+    """The XML of a .vti file with one UInt8 point data array "v", appended
+    raw, UInt64 block headers, up to the appended data's "_"."""
+    compressed = ' compressor="%s"' % compressor if compressor else ""
+    return ('<?xml version="1.0"?>\n<VTKFile type="ImageData" version="1.0" byte_order="LittleEndian" '
+            'header_type="UInt64"%s>\n<ImageData WholeExtent="%s" Origin="0 0 0" Spacing="1 1 1">\n'
+            '<Piece Extent="%s"><PointData Scalars="v">\n'
+            '<DataArray type="UInt8" Name="v" format="appended" offset="0"/>\n</PointData></Piece>\n'
+            '</ImageData>\n<AppendedData encoding="raw">\n_' % (compressed, extent, extent)).encode()
+
+
+class LyingHeaders(unittest.TestCase):
+    """An extent of 2^20 cubed with 10 bytes of data, raw and
+    zlib-compressed: one line naming the file and the field from 'volseg
+    info' and 'volseg segment', on 1 and 3 ranks, in at most 256 MiB,
+    nothing written (e2e.check_lying_header). Needs no VTK."""
+
+    EXTENT = "0 1048575 0 1048575 0 1048575"
+
+    @classmethod
+    def setUpClass(cls):
+        e.require_binary()
+        cls.tmp = tempfile.TemporaryDirectory(prefix="volseg-e2e-vti-lying-")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def check(self, name, content, pattern):
+        path = os.path.join(self.tmp.name, name)
+        with open(path, "wb") as f:
+            f.write(content)
+        out = os.path.join(self.tmp.name, "out.nhdr")
+        for argv in (["info", path], ["segment", path, "--lo", "0", "--hi", "1", "--out", out]):
+            with self.subTest(command=argv[0]):
+                e.check_lying_header(self, argv, pattern)
+
+    def test_raw_extent_past_ten_bytes(self):
+        # The array's byte count says what the extent needs; the file holds 10 bytes of it.
+        content = vti_header(self.EXTENT) + struct.pack("<Q", 1 << 60) + b"0123456789"
+        self.check("raw.vti", content,
+                   r"raw\.vti: VTK image data, array v: WholeExtent \"%s\" of u8 need 1\.2e18 bytes from byte \d+ "
+                   r"\(offset 0\), more than the file holds \(%d bytes\)$" % (self.EXTENT, len(content)))
+
+    def test_zlib_block_count_past_ten_bytes(self):
+        # 2^60 bytes in 2^45 blocks of 32 KiB: a block header of 256 TiB.
+        content = (vti_header(self.EXTENT, "vtkZLibDataCompressor") + struct.pack("<QQQ", 1 << 45, 32768, 32768) +
+                   b"0123456789")
+        self.check("blocks.vti", content,
+                   r"blocks\.vti: VTK image data, array v: a block header of 35184372088832 blocks needs "
+                   r"281474976710680 bytes from byte \d+, more than the file holds \(%d bytes\)$" % len(content))
+
+    def test_zlib_block_larger_than_the_budget(self):
+        # One block of 2 GiB: its size against the memory budget, which --memory raises.
+        content = (vti_header("0 2047 0 1023 0 1023", "vtkZLibDataCompressor") +
+                   struct.pack("<QQQQ", 1, 1 << 31, 0, 10) + b"0123456789")
+        self.check("block.vti", content,
+                   r"block\.vti: zlib block of array \"v\" is 2147483648 bytes \(2048 MiB\), more than the memory "
+                   r"budget for one piece \(1024 MiB, the default; --memory SIZE allows more\)$")
 
 
 if __name__ == "__main__":

@@ -2,11 +2,14 @@
 // libFuzzer target: the NIfTI-1/NIfTI-2 header parser (io/src/nifti.cpp).
 // An input is the start of a file, as a raw reader reads it from a .nii or
 // a .hdr. What follows a successful parse is what volseg does with a
-// header: size the data it describes (the reader's size check) and describe
-// it ('volseg info'); spacing and origin must be finite, spacing positive.
+// header: size the data it describes (the reader's size check, against the
+// input's own length as the data file's, as a .nii holds its voxels) and
+// describe it ('volseg info'); spacing and origin must be finite, spacing
+// positive.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -20,6 +23,14 @@ using namespace volseg::io;
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
   if (!is_nifti(bytes)) return 0;
+  // The same header against a data file as long as the input: what parses
+  // lies within it.
+  try {
+    const NrrdHeader sized = parse_nifti(bytes, "fuzz/volume.nii",
+                                          [size](const std::string&) { return std::optional<std::uint64_t>(size); });
+    if (sized.byte_skip + sized.info.bytes() > size) volseg::fuzz::invariant_broken("voxels past the end of the file");
+  } catch (const volseg::Error&) {
+  }
   NrrdHeader header;
   try {
     header = parse_nifti(bytes, "fuzz/volume.nii");

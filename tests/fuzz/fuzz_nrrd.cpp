@@ -2,11 +2,13 @@
 // libFuzzer target: the NRRD header parser (io/src/nrrd.cpp). An input is
 // header text, as a raw reader reads it from a .nhdr or an attached .nrrd.
 // What follows a successful parse is what volseg does with a header: size
-// the data it describes (the reader's size check), describe it ('volseg
+// the data it describes (the reader's size check, against the input's own
+// length as the data file's), describe it ('volseg
 // info'), and write it back for an output (segment's mask header), which
 // must parse again to the same volume.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "fuzz_support.hpp"
@@ -18,6 +20,14 @@ using namespace volseg::io;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
+  // The same header against a data file as long as the input: what parses
+  // lies within it.
+  try {
+    const NrrdHeader sized = parse_nrrd(text, "fuzz/volume.nhdr",
+                                          [size](const std::string&) { return std::optional<std::uint64_t>(size); });
+    if (sized.byte_skip + sized.info.bytes() > size) volseg::fuzz::invariant_broken("data past the end of the data file");
+  } catch (const volseg::Error&) {
+  }
   NrrdHeader header;
   try {
     header = parse_nrrd(text, "fuzz/volume.nhdr");

@@ -3,10 +3,12 @@
 // (io/src/vti.cpp). An input is the start of a file, as a raw reader reads
 // it: the XML header up to the appended data's "_" and a few bytes after.
 // What follows a successful parse is what volseg does with a header: size
-// the data it describes (the reader's size check) and describe it.
+// the data it describes (the reader's size check, against a file as long
+// as the input) and describe it.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -21,6 +23,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   if (!is_vti(text)) return 0;
   (void)vti_header_length(text);
+  // The same header against a data file as long as the input: what parses
+  // lies within it.
+  try {
+    const NrrdHeader sized = parse_vti(text, "fuzz/volume.vti", {},
+                                          [size](const std::string&) { return std::optional<std::uint64_t>(size); });
+    if (sized.byte_skip + sized.info.bytes() > size) volseg::fuzz::invariant_broken("values past the end of the file");
+  } catch (const volseg::Error&) {
+  }
   NrrdHeader header;
   try {
     header = parse_vti(text, "fuzz/volume.vti");

@@ -120,8 +120,8 @@ TEST(Nrrd, RefusesSizesNoFileHolds) {
     FAIL() << "sizes of 2^96 values were accepted";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
-              "x.nhdr: malformed NRRD header: sizes 4294967296 4294967296 4294967296 of f64 describe more bytes than "
-              "a file holds");
+              "x.nhdr: sizes 4294967296 x 4294967296 x 4294967296 of f64 need 6.3e29 bytes from byte skip 0, more "
+              "than a file holds (2^63 bytes)");
   }
   EXPECT_THROW(parse_nrrd(header("double", "2048 2097152 1073741824", ""), "x.nhdr"), Error);  // 2^65 bytes
   EXPECT_NO_THROW(parse_nrrd(header("uint8", "2048 2097152 1073741823", ""), "x.nhdr"));       // < 2^63 bytes

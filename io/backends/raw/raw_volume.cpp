@@ -125,13 +125,14 @@ void write_fully(int fd, const void* buffer, std::size_t length, std::uint64_t o
   }
 }
 
-NrrdHeader parse_raw_header(const std::string& text, const std::string& path, const std::string& array) {
-  if (is_vti(text)) return parse_vti(text, path, array);
+NrrdHeader parse_raw_header(const std::string& text, const std::string& path, const std::string& array,
+                            const DataFileSize& file_size) {
+  if (is_vti(text)) return parse_vti(text, path, array, file_size);
   if (!array.empty())
     throw Error("--var " + array + ": " + path + " holds one volume (--var names a NetCDF or HDF5 variable, or a "
                 ".vti file's point data array)");
-  if (is_nifti(text)) return parse_nifti(text, path);
-  return parse_nrrd(text, path);
+  if (is_nifti(text)) return parse_nifti(text, path, file_size);
+  return parse_nrrd(text, path, file_size);
 }
 
 std::string read_header_text(const std::string& path, std::size_t max_bytes) {
@@ -188,7 +189,14 @@ RawInput::RawInput(const std::string& header_path, const Comm& comm, bool open_d
   collectively(comm_, [&] {
     if (comm_.rank() != 0) return;
     text = read_header_text(header_path, 1 << 20);
-    NrrdHeader header = parse_raw_header(text, header_path, array);
+    // The header's sizes are checked against the data file before anything
+    // is sized from them; a file that is missing is reported below.
+    const DataFileSize file_size = [](const std::string& data_path) -> std::optional<std::uint64_t> {
+      struct stat st{};
+      if (::stat(data_path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+      return static_cast<std::uint64_t>(st.st_size);
+    };
+    NrrdHeader header = parse_raw_header(text, header_path, array, file_size);
     struct stat st{};
     if (::stat(header.data_path.c_str(), &st) != 0) throw_errno("open", header.data_path);
     if (!S_ISREG(st.st_mode)) throw Error(header_path + ": data file " + header.data_path + " is not a regular file");

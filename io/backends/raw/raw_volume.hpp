@@ -140,6 +140,8 @@ class RawOutput {
 // header bytes (volseg/io/nifti.hpp), and what either says.
 std::string read_header_text(const std::string& path, std::size_t max_bytes);
 // array: a .vti's point data array (--var); refused for the other formats, which hold one.
-NrrdHeader parse_raw_header(const std::string& text, const std::string& path, const std::string& array = {});
+// file_size: the data file's size where known, which the header's claim must fit.
+NrrdHeader parse_raw_header(const std::string& text, const std::string& path, const std::string& array = {},
+                            const DataFileSize& file_size = {});
 
 }  // namespace volseg::io::raw

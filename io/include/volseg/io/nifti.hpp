@@ -39,8 +39,9 @@ bool is_nifti(std::string_view bytes);
 // Parses the header at the start of bytes (at least the header's size);
 // path names the file in messages and is the data file of a ".nii" (for a
 // ".hdr", its ".img"). Throws volseg::Error, naming the path and the field,
-// on anything malformed or unsupported.
-NrrdHeader parse_nifti(std::string_view bytes, const std::string& path);
+// on anything malformed or unsupported, and on dim[1..3] and vox_offset
+// that reach past the data file (file_size, where given) or any file.
+NrrdHeader parse_nifti(std::string_view bytes, const std::string& path, const DataFileSize& file_size = {});
 
 // The voxels of a NIfTI file volseg writes start here, after the 348-byte
 // header and the 4 bytes that say no extension follows.

@@ -42,8 +42,10 @@ std::size_t vti_header_length(std::string_view text);
 // file, which is its own data file. Throws volseg::Error naming the path
 // and what is refused.
 // array: the point data array to read (--var); empty: the one marked
-// Scalars, or the only one.
-NrrdHeader parse_vti(std::string_view text, const std::string& path, const std::string& array = {});
+// Scalars, or the only one. file_size, where given: the file's size, which
+// raw values must lie within (check_data_claim).
+NrrdHeader parse_vti(std::string_view text, const std::string& path, const std::string& array = {},
+                     const DataFileSize& file_size = {});
 
 // Where and how the chosen array lies: the header (dims, type, byte order,
 // spacing, origin) with byte_skip where its raw values start when it is
@@ -61,7 +63,8 @@ struct VtiLayout {
 };
 // As parse_vti, but compressed (zlib) and base64-encoded arrays are
 // described rather than refused.
-VtiLayout parse_vti_layout(std::string_view text, const std::string& path, const std::string& array = {});
+VtiLayout parse_vti_layout(std::string_view text, const std::string& path, const std::string& array = {},
+                           const DataFileSize& file_size = {});
 // Whether a header's arrays are compressed or base64-encoded (the vti
 // backend's), whichever array is read; false where it does not parse.
 bool vti_packed(std::string_view text);
