@@ -38,6 +38,7 @@
 #include "netcdf/conventions.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
+#include "volseg/io/memory.hpp"
 #include "volseg/io/registry.hpp"
 #include "volseg/io/trace.hpp"
 
@@ -56,6 +57,12 @@ void check_parallel_netcdf() {
                 ") answers netCDF calls; volseg needs the parallel one (link netCDF::netcdf into the executable "
                 "before VTK)");
 }
+
+// hdf5.cpp: the chunked datasets of an HDF5 file whose chunk is longer than
+// the dataset's maximum along a fixed dimension, by path (no leading "/"),
+// each with what is wrong; empty where HDF5 cannot open the file on its own.
+// One rank, before netCDF opens the file.
+std::map<std::string, std::string> hdf5_impossible_chunks(const std::string& path);
 
 namespace {
 
@@ -200,6 +207,16 @@ class Netcdf4Reader final : public VolumeReader {
         if (comm_.rank() == 0) places = netcdf::serialize(netcdf::contiguous_datasets(path));
       });
     contiguous_ = netcdf::deserialize(comm_.broadcast(places));
+    std::string impossible;  // "name\tmessage\n" a dataset
+    collectively(comm_, [&] {
+      if (comm_.rank() == 0)
+        for (const auto& [name, message] : hdf5_impossible_chunks(path)) impossible += name + "\t" + message + "\n";
+    });
+    impossible = comm_.broadcast(impossible);
+    for (std::size_t at = 0, tab, end; (tab = impossible.find('\t', at)) != std::string::npos; at = end + 1) {
+      end = impossible.find('\n', tab);
+      impossible_chunks_[impossible.substr(at, tab - at)] = impossible.substr(tab + 1, end - tab - 1);
+    }
     collectively(comm_,
                  [&] { check_nc(nc_open_par(path.c_str(), NC_NOWRITE, comm_.get(), info.get(), &ncid_), "open " + path); });
     try {
@@ -294,6 +311,7 @@ class Netcdf4Reader final : public VolumeReader {
     auto dtype = netcdf::dtype_of(type);
     if (!dtype) netcdf::refuse_type(path_, chosen.name, type);
     refuse_missing_filters(chosen.name);
+    check_chunking(chosen, *dtype);
     info_.dims = shape.dims;
     info_.steps = shape.steps;
     info_.step = shape.time;
@@ -373,6 +391,33 @@ class Netcdf4Reader final : public VolumeReader {
     return nc_inq_var_filter_ids(gid_, varid_, &count, nullptr) == NC_NOERR && count > 0;
   }
 
+  // HDF5 reads a chunked variable chunk by chunk, and holds (and inflates)
+  // a chunk whole; the chunk that the file declares is checked before the
+  // first read: against the dataset's maximum along a dimension that cannot
+  // grow (HDF5 itself refuses to create such a chunk), and against the
+  // memory budget. A variable larger than the file is not refused:
+  // unwritten chunks read as the fill value.
+  void check_chunking(const netcdf::VariableShape& chosen, DType dtype) {
+    const std::size_t rank = chosen.dim_lengths.size();
+    int storage = NC_CONTIGUOUS;
+    std::vector<std::size_t> sizes(rank);
+    check_nc(nc_inq_var_chunking(gid_, varid_, &storage, sizes.data()), path_ + ": variable " + chosen.name);
+    if (storage != NC_CHUNKED) return;
+    std::string text;
+    std::uint64_t bytes = dtype_size(dtype);
+    for (std::size_t a = 0; a < rank; ++a) {
+      text += (a ? " x " : "") + std::to_string(sizes[a]);
+      bytes = saturating_product({bytes, sizes[a]});
+    }
+    // netCDF shows a dimension that HDF5 lets grow to a finite maximum as
+    // fixed at its length: HDF5's own maxima decide (hdf5_impossible_chunks).
+    const std::string name = chosen.name[0] == '/' ? chosen.name.substr(1) : chosen.name;
+    if (const auto it = impossible_chunks_.find(name); it != impossible_chunks_.end())
+      throw Error(path_ + ": variable " + chosen.name + ": " + it->second);
+    check_piece(path_ + ": variable " + chosen.name + ": chunk " + text + " of " + std::string(dtype_name(dtype)),
+                bytes);
+  }
+
   // A variable compressed with a filter this library cannot decode (a
   // plugin that is not installed) would fail at the first read, on every
   // rank; refuse it at open with its filter id.
@@ -395,6 +440,7 @@ class Netcdf4Reader final : public VolumeReader {
   std::optional<std::int64_t> time_;
   VolumeInfo info_;
   std::map<std::string, netcdf::Contiguous> contiguous_;  // the file's contiguous datasets
+  std::map<std::string, std::string> impossible_chunks_;   // hdf5_impossible_chunks(path_)
   int fd_ = -1;                                   // the chosen one's file, when it is one of them
   std::uint64_t contiguous_offset_ = 0;
   bool contiguous_swap_ = false, by_pread_ = false;

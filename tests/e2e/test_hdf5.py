@@ -10,6 +10,7 @@ one, get one line. Masks written as plain HDF5 (--format hdf5) are read back
 by h5py."""
 import json
 import os
+import struct
 import sys
 import tempfile
 import unittest
@@ -160,6 +161,66 @@ class Hdf5(unittest.TestCase):
         lines = [l for l in proc.stderr.splitlines() if l.startswith("volseg:")]
         self.assertEqual(len(lines), 1, proc.stderr)
         self.assertIn("image", lines[0])
+
+
+@unittest.skipIf(h5py is None, "missing python3-h5py")
+class Hdf5LyingChunks(unittest.TestCase):
+    """Chunk shapes that HDF5 would hold whole in memory: refused by info and
+    segment before the first read, in one line naming the file, the dataset
+    and the chunk; a legitimate extendible dataset still reads."""
+
+    def setUp(self):
+        e.require_binary()
+        self.tmp = tempfile.TemporaryDirectory(prefix="volseg-e2e-hdf5-chunks-")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.tmp.name, name)
+
+    def check_lying(self, source, pattern):
+        out = self.path("never.nhdr")
+        e.check_lying_header(self, ["info", source], pattern)
+        e.check_lying_header(self, ["segment", source, "--lo", "0", "--hi", "1", "--out", out], pattern)
+
+    def test_chunk_larger_than_a_fixed_dataset(self):
+        # h5py writes a chunk of 64 inside maxshape 64; the dataspace's
+        # maximum dimensions are then rewritten to the dataset's 4, as HDF5
+        # itself would never create it.
+        source = self.path("fixed-chunk.h5")
+        with h5py.File(source, "w") as f:
+            f.create_dataset("v", shape=(4, 4, 4), maxshape=(64, 64, 64), chunks=(64, 64, 64), dtype="f4")
+            f["v"][...] = 1
+        with open(source, "rb") as f:
+            data = bytearray(f.read())
+        dims = struct.pack("<6Q", 4, 4, 4, 64, 64, 64)  # the dataspace message: dimensions, then maxima
+        at = data.find(dims)
+        self.assertTrue(at >= 0 and data.find(dims, at + 1) < 0, "one dataspace message")
+        data[at:at + 48] = struct.pack("<6Q", 4, 4, 4, 4, 4, 4)
+        with open(source, "wb") as f:
+            f.write(data)
+        self.check_lying(source, r"fixed-chunk\.h5: variable v: chunk 64 x 64 x 64 is larger than the dataset "
+                                 r"\(4 x 4 x 4 at most\) along a fixed dimension")
+
+    def test_chunk_over_the_memory_budget(self):
+        source = self.path("big-chunk.h5")
+        with h5py.File(source, "w") as f:  # 2 GiB a chunk (HDF5 allows up to 4), no chunk written
+            f.create_dataset("v", shape=(4, 4, 4), maxshape=(None, None, None), chunks=(512, 1024, 1024), dtype="f4")
+        self.check_lying(source, r"big-chunk\.h5: variable v: chunk 512 x 1024 x 1024 of f32 is 2147483648 bytes "
+                                 r"\(2048 MiB\), more than the memory budget for one piece .*--memory")
+
+    def test_extendible_dataset_with_chunks_past_its_size_reads(self):
+        source = self.path("grows.h5")
+        values = np.arange(64, dtype="f4").reshape(4, 4, 4)
+        with h5py.File(source, "w") as f:
+            f.create_dataset("v", data=values, maxshape=(64, 64, None), chunks=(64, 64, 64))
+        out = self.path("grows.nhdr")
+        for ranks in (1, 3):
+            e.check_ok(self, e.run(["segment", source, "--lo", "10", "--hi", "40", "--out", out, "--quiet",
+                                    "--force"], ranks=ranks))
+            got = np.fromfile(self.path("grows.raw"), dtype=np.uint8).reshape(4, 4, 4)
+            np.testing.assert_array_equal(got, ((values >= 10) & (values <= 40)).astype(np.uint8))
 
 
 if __name__ == "__main__":

@@ -268,6 +268,38 @@ data:
         self.assertNotEqual(tool(self, ["ncdump", self.path("lzf.h5")], ok=False).returncode, 0)
         self.expect_error(self.segment_args("lzf.h5"), r"lzf\.h5.*variable v.*filter 32000")
 
+    def chunked_netcdf4(self, name, dims, chunks):
+        """A NetCDF-4 variable v (f4) of dims, chunked so, with no chunk
+        written: a few KiB however large the chunks."""
+        with netCDF4.Dataset(self.path(name), "w") as d:
+            for axis, length in zip("zyx", dims):
+                d.createDimension(axis, length)
+            d.createVariable("v", "f4", ("z", "y", "x"), chunksizes=chunks)
+        return self.path(name)
+
+    def test_netcdf4_chunk_over_the_memory_budget(self):
+        if netCDF4 is None:
+            self.skipTest("python3-netcdf4 is not installed")
+        source = self.chunked_netcdf4("big-chunk.nc", (512, 1024, 1024), (512, 1024, 1024))
+        pattern = (r"big-chunk\.nc: variable v: chunk 512 x 1024 x 1024 of f32 is 2147483648 bytes \(2048 MiB\), "
+                   r"more than the memory budget for one piece \(1024 MiB, the default; --memory SIZE allows more\)")
+        e.check_lying_header(self, ["info", source], pattern)
+        e.check_lying_header(self, ["segment", source, "--lo", "0", "--hi", "1", "--out", self.path("never.nhdr")],
+                             pattern)
+
+    def test_netcdf4_memory_option_allows_a_larger_chunk(self):
+        if netCDF4 is None:
+            self.skipTest("python3-netcdf4 is not installed")
+        source = self.chunked_netcdf4("16MiB-chunk.nc", (16, 512, 512), (16, 512, 512))
+        refused = e.run(["info", source, "--memory", "8M"], ranks=1, mpi=False)
+        self.assert_clean_failure(refused, r"16MiB-chunk\.nc: variable v: chunk 16 x 512 x 512 of f32 is 16777216 "
+                                           r"bytes \(16 MiB\), more than the memory budget for one piece \(8 MiB, --memory;")
+        e.check_ok(self, e.run(["info", source], ranks=1, mpi=False))
+        env_refused = e.run(["info", source], ranks=1, mpi=False, prefix=("env", "VOLSEG_MEMORY=8MiB"))
+        self.assert_clean_failure(env_refused, r"16MiB-chunk\.nc: variable v: chunk .*VOLSEG_MEMORY")
+        e.check_ok(self, e.run(["segment", source, "--lo", "0", "--hi", "1", "--out", self.path("ok.nhdr"),
+                                "--quiet"], ranks=2))
+
     def test_cdf2_refuses_unsigned_and_64_bit_types(self):
         for dtype in ("u16", "u32", "i64", "u64"):
             self.expect_error(["generate", "g.nc", "--format", "cdf2", "--dtype", dtype, "--dims", "5,6,7"],

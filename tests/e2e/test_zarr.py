@@ -362,6 +362,73 @@ class ZarrInput(unittest.TestCase):
                 with self.subTest(source=os.path.basename(source), ranks=ranks):
                     self.assert_refused(source, pattern, ranks)
 
+    # Headers that claim what volseg must not take on trust: each refused,
+    # by info and by segment, in one line naming the file and the field,
+    # before anything is allocated for the claim.
+    def lying_array(self, name, chunks, compressor, chunk_file=None, shape=(8, 8, 8), dtype="|u1"):
+        path = self.path(name)
+        os.makedirs(path)
+        meta = {"zarr_format": 2, "shape": list(shape), "chunks": list(chunks), "dtype": dtype, "order": "C",
+                "compressor": compressor, "fill_value": 0, "filters": None}
+        with open(os.path.join(path, ".zarray"), "w") as f:
+            json.dump(meta, f)
+        if chunk_file is not None:
+            with open(os.path.join(path, "0.0.0"), "wb") as f:
+                f.write(chunk_file)
+        return path
+
+    def check_lying(self, source, pattern):
+        out = os.path.join(os.path.dirname(source), "never.nhdr")
+        e.check_lying_header(self, ["info", source], pattern)
+        e.check_lying_header(self, ["segment", source, "--lo", "0", "--hi", "1", "--out", out], pattern)
+
+    def test_chunk_larger_than_the_memory_budget(self):
+        source = self.lying_array("huge-chunk.zarr", (1 << 30, 1 << 30, 1), None)
+        self.check_lying(source, r"huge-chunk\.zarr/\.zarray: chunk 1073741824 x 1073741824 x 1 of u1 is "
+                                 r"\d+ bytes .*more than the memory budget for one piece .*--memory")
+
+    def test_blosc_header_declaring_another_size(self):
+        chunk = bytearray(numcodecs.Blosc("lz4", 5, numcodecs.Blosc.SHUFFLE).encode(np.ones(512, np.uint8)))
+        chunk[4:8] = (1 << 31).to_bytes(4, "little")  # nbytes: 2 GiB decoded, says the header
+        blosc = {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1, "blocksize": 0}
+        source = self.lying_array("blosc-nbytes.zarr", (8, 8, 8), blosc, bytes(chunk))
+        self.check_lying(source, r"blosc-nbytes\.zarr: chunk 0\.0\.0: blosc header declares nbytes 2147483648, "
+                                 r"not the chunk's 512 bytes")
+
+    def test_zstd_frame_declaring_another_size(self):
+        chunk = numcodecs.Zstd(1).encode(np.zeros(64 << 20, np.uint8))  # a frame of 64 MiB, a few KiB stored
+        source = self.lying_array("zstd-size.zarr", (8, 8, 8), {"id": "zstd", "level": 1}, chunk)
+        self.check_lying(source, r"zstd-size\.zarr: chunk 0\.0\.0: zstd frame declares a content size of "
+                                 r"67108864 bytes, not the chunk's 512")
+
+    def test_zlib_stream_decoding_past_the_chunk(self):
+        import zlib
+        packer = zlib.compressobj(9)
+        zeros = bytes(1 << 20)
+        chunk = b"".join(packer.compress(zeros) for _ in range(16)) + packer.flush()  # 16 MiB decoded
+        source = self.lying_array("zlib-long.zarr", (8, 8, 8), {"id": "zlib", "level": 1}, chunk)
+        self.check_lying(source, r"zlib-long\.zarr: chunk 0\.0\.0: zlib stream decodes to more than the "
+                                 r"chunk's 512 bytes")
+
+    def test_chunk_file_larger_than_any_chunk(self):
+        source = self.lying_array("sparse-file.zarr", (8, 8, 8), {"id": "zlib", "level": 1})
+        with open(os.path.join(source, "0.0.0"), "wb") as f:
+            f.truncate(64 << 30)  # a sparse file: 64 GiB that no chunk of 512 bytes compresses to
+        self.check_lying(source, r"sparse-file\.zarr/0\.0\.0: 68719476736 bytes, more than a chunk can be "
+                                 r"stored in")
+
+    def test_memory_option_allows_a_larger_chunk(self):
+        shape = (16, 1024, 1024)  # one chunk of 16 MiB, not stored: all fill
+        source = self.lying_array("one-chunk.zarr", shape, None, shape=shape)
+        refused = e.run(["info", source, "--memory", "8M"], ranks=1)
+        e.assert_clean_failure(self, refused, r"one-chunk\.zarr/\.zarray: chunk 16 x 1024 x 1024 of u1 is 16777216 "
+                                              r"bytes \(16 MiB\), more than the memory budget .*--memory")
+        e.check_ok(self, e.run(["info", source], ranks=1))
+        out = self.path("one-chunk.nhdr")
+        e.check_ok(self, e.run(["segment", source, "--lo", "0", "--hi", "0", "--out", out, "--quiet",
+                                "--memory", "64M"], ranks=1))
+        self.assertEqual(os.path.getsize(self.path("one-chunk.raw")), 16 << 20)
+
 
 if __name__ == "__main__":
     e.main(verbosity=2)

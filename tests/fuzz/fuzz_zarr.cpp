@@ -6,6 +6,9 @@
 // bytes (or refuse it with an Error naming it), and what its writer does:
 // write the metadata back, which must parse to the same array, and encode
 // the decoded chunk, which must decode to the same bytes when it encodes.
+// A parsed array's chunk must fit the memory budget for one piece, and a
+// chunk file past zarr::max_stored_bytes is not decoded (the reader refuses
+// it before reading it); a chunk volseg encodes must fit under that bound.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -14,6 +17,7 @@
 
 #include "fuzz_support.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/io/memory.hpp"
 #include "zarr/zarr_array.hpp"
 
 using namespace volseg::io;
@@ -28,6 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const volseg::Error&) {
     return 0;
   }
+  if (meta.stored_chunk_bytes() > piece_budget().bytes)
+    volseg::fuzz::invariant_broken(".zarray parsed with a chunk past the memory budget for one piece");
   zarr::ArrayMeta again;
   try {
     again = zarr::parse_array(zarr::array_json(meta), "fuzz.zarr/.zarray (written)");
@@ -45,6 +51,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (meta.stored_chunk_bytes() > (std::size_t{1} << 20) || nul == end) return 0;
   const std::span<const std::byte> stored(reinterpret_cast<const std::byte*>(nul + 1),
                                           static_cast<std::size_t>(end - nul - 1));
+  if (stored.size() > zarr::max_stored_bytes(meta)) return 0;
   std::vector<std::byte> chunk(meta.stored_chunk_bytes());  // a 4D array's chunk: its steps' along t
   try {
     zarr::decode_chunk(meta, stored, chunk, "fuzz.zarr: chunk 0.0.0");
@@ -59,6 +66,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const volseg::Error&) {
     return 0;
   }
+  if (encoded.size() > zarr::max_stored_bytes(meta))
+    volseg::fuzz::invariant_broken("a chunk volseg encoded is larger than the reader accepts a chunk file");
   std::vector<std::byte> back(meta.stored_chunk_bytes());
   try {
     zarr::decode_chunk(meta, encoded, back, "fuzz.zarr: chunk 0.0.0 (written)");

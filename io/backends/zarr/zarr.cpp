@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <list>
 #include <map>
 #include <memory>
@@ -35,8 +36,11 @@ namespace volseg::io {
 namespace {
 
 // The whole of a file into `data` (sized by fstat, read until its end);
-// false when it does not exist.
-bool read_whole(const std::string& path, std::vector<std::byte>& data) {
+// false when it does not exist. A file of more than `limit` bytes is refused
+// before it is read: a chunk file cannot be larger than its codec makes a
+// chunk (zarr::max_stored_bytes).
+bool read_whole(const std::string& path, std::vector<std::byte>& data,
+                std::uint64_t limit = std::numeric_limits<std::uint64_t>::max()) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return false;
@@ -44,11 +48,19 @@ bool read_whole(const std::string& path, std::vector<std::byte>& data) {
   }
   struct stat st {};
   int saved = ::fstat(fd, &st) == 0 ? 0 : errno;
+  if (saved == 0 && static_cast<std::uint64_t>(st.st_size) > limit) {
+    ::close(fd);
+    throw Error(path + ": " + std::to_string(st.st_size) + " bytes, more than a chunk can be stored in (" +
+                std::to_string(limit) + ")");
+  }
   std::size_t got = 0;
   if (saved == 0) {
     data.resize(static_cast<std::size_t>(st.st_size) + 1);  // one more: a file that grew is read to its end
     for (;;) {
-      if (got == data.size()) data.resize(data.size() * 2);
+      if (got == data.size()) {
+        if (got > limit) break;  // grew past the limit while read: refused below
+        data.resize(data.size() * 2);
+      }
       const ssize_t n = ::read(fd, data.data() + got, data.size() - got);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) saved = errno;
@@ -58,6 +70,7 @@ bool read_whole(const std::string& path, std::vector<std::byte>& data) {
   }
   if (::close(fd) != 0 && saved == 0) saved = errno;
   if (saved != 0) throw_errno("read", path, saved);
+  if (got > limit) throw Error(path + ": more than a chunk can be stored in (" + std::to_string(limit) + " bytes)");
   data.resize(got);
   return true;
 }
@@ -100,7 +113,8 @@ class ZarrReader final : public VolumeReader {
       }
       text.assign(reinterpret_cast<const char*>(bytes->data()), bytes->size());
       const auto meta = zarr::parse_array(text, array_ + "/.zarray");  // refused on every rank, before any broadcast
-      select_step(meta, time);
+      const auto step = select_step(meta, time);
+      check_first_chunk(meta, step);
       if (auto extra = read_file(array_ + "/.zattrs"))
         attributes.assign(reinterpret_cast<const char*>(extra->data()), extra->size());
       coordinates = read_xarray_coordinates(attributes, meta).dump();
@@ -188,6 +202,19 @@ class ZarrReader final : public VolumeReader {
     return time.value_or(0);
   }
 
+  // The step's first chunk, where it is stored, decoded and dropped: a
+  // header that lies about it is refused when the array is opened, so
+  // `volseg info` does not describe an array it cannot read. Later chunks
+  // are checked as they are decoded.
+  void check_first_chunk(zarr::ArrayMeta meta, std::int64_t step) const {
+    meta.step = step;
+    const std::string key = meta.chunk_key({0, 0, 0});
+    std::vector<std::byte> stored;
+    if (!read_whole(array_ + "/" + key, stored, zarr::max_stored_bytes(meta))) return;
+    std::vector<std::byte> decoded(meta.stored_chunk_bytes());
+    zarr::decode_chunk(meta, stored, decoded, path_ + ": chunk " + key);
+  }
+
   // What volseg wrote in .zattrs ("volseg": its attributes, spacing_xyz,
   // origin_xyz); other tools' attributes are left alone, and a .zattrs that
   // is not JSON is ignored like a missing one (the array is what is read).
@@ -266,7 +293,8 @@ class ZarrReader final : public VolumeReader {
     std::vector<std::byte> chunk(meta.chunk_bytes()), stored;
     const std::size_t size = dtype_size(meta.dtype);
     for (std::int64_t c = 0; c < meta.grid()[2]; ++c) {
-      if (!read_whole(where + "/" + std::to_string(c), stored)) return nullptr;  // a coordinate is all there
+      if (!read_whole(where + "/" + std::to_string(c), stored, zarr::max_stored_bytes(meta)))
+        return nullptr;  // a coordinate is all there
       zarr::decode_chunk(meta, stored, chunk, where + ": chunk " + std::to_string(c));
       if (meta.byte_order == ByteOrder::big && size > 1) to_native(chunk.data(), chunk.size() / size, size);
       const std::int64_t first = c * meta.chunks[2], count = std::min(meta.chunks[2], length - first);
@@ -312,7 +340,7 @@ class ZarrReader final : public VolumeReader {
   // missing chunk is fill. Returns whether the chunk was stored.
   bool decode_into(const Index3& chunk, std::byte* out) {
     const std::string key = meta_.chunk_key(chunk);
-    if (!read_whole(array_ + "/" + key, stored_)) {
+    if (!read_whole(array_ + "/" + key, stored_, zarr::max_stored_bytes(meta_))) {
       std::memcpy(out, fill_chunk_.data(), fill_chunk_.size());
       return false;
     }

@@ -3,14 +3,17 @@
 
 #include <blosc.h>
 #include <zlib.h>
+#define ZSTD_STATIC_LINKING_ONLY  // ZSTD_findDecompressedSize
 #include <zstd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
 
 #include "volseg/io/error.hpp"
+#include "volseg/io/memory.hpp"
 
 namespace volseg::io::zarr {
 namespace {
@@ -169,11 +172,14 @@ ArrayMeta parse_array(const std::string& text, const std::string& where) {
     if (sep != "." && sep != "/") throw Error(where + ": dimension_separator " + sep.dump() + " is neither \".\" nor \"/\"");
     m.separator = sep.get<std::string>()[0];
   }
-  const long double bytes =
-      static_cast<long double>(m.step_chunk) * m.chunks[0] * m.chunks[1] * m.chunks[2] * dtype_size(m.dtype);
-  if (bytes > static_cast<long double>(std::int64_t{1} << 31))
-    throw Error(where + ": chunks of " + std::to_string(static_cast<std::uint64_t>(bytes)) +
-                " bytes are larger than volseg decodes (2 GiB)");
+  // A chunk is decoded whole: its size, as the header claims it, is checked
+  // against the budget before anything allocates it.
+  std::string dims;
+  for (const auto d : chunks) dims += (dims.empty() ? "" : " x ") + std::to_string(d);
+  check_piece(where + ": chunk " + dims + " of " + m.dtype_text.substr(1),
+              saturating_product({static_cast<std::uint64_t>(m.step_chunk), static_cast<std::uint64_t>(m.chunks[0]),
+                                  static_cast<std::uint64_t>(m.chunks[1]), static_cast<std::uint64_t>(m.chunks[2]),
+                                  dtype_size(m.dtype)}));
   return m;
 }
 
@@ -304,47 +310,119 @@ std::vector<std::byte> encode_chunk(const ArrayMeta& meta, std::span<const std::
   return out;
 }
 
+std::uint64_t max_stored_bytes(const ArrayMeta& meta) {
+  const std::uint64_t n = meta.stored_chunk_bytes();
+  if (meta.compressor.id.empty()) return n;
+  // The codecs' worst cases are a few bytes per block over n (deflate: 5
+  // per 16 KiB, zstd: ZSTD_compressBound, blosc: 16 in all); n/64 and
+  // 64 KiB more leave room for a gzip header's name and for several frames.
+  return n + n / 64 + (std::uint64_t{64} << 10);
+}
+
+void check_declared_size(const ArrayMeta& meta, std::span<const std::byte> stored, std::size_t want,
+                         const std::string& where) {
+  const auto& id = meta.compressor.id;
+  if (id == "blosc") {
+    if (stored.size() < BLOSC_MIN_HEADER_LENGTH)
+      throw Error(where + ": too short for a blosc chunk (" + std::to_string(stored.size()) + " bytes)");
+    std::size_t nbytes = 0, cbytes = 0, blocksize = 0;
+    blosc_cbuffer_sizes(stored.data(), &nbytes, &cbytes, &blocksize);
+    // 32-bit fields that blosc reads as signed: past 2^31 they come back sign-extended.
+    nbytes = static_cast<std::uint32_t>(nbytes), cbytes = static_cast<std::uint32_t>(cbytes);
+    blocksize = static_cast<std::uint32_t>(blocksize);
+    if (nbytes != want)
+      throw Error(where + ": blosc header declares nbytes " + std::to_string(nbytes) + ", not the chunk's " +
+                  std::to_string(want) + " bytes");
+    if (cbytes != stored.size())
+      throw Error(where + ": blosc header declares cbytes " + std::to_string(cbytes) + ", the file has " +
+                  std::to_string(stored.size()));
+    // blosc allocates a block's worth of scratch per thread from this field.
+    if (blocksize > nbytes)
+      throw Error(where + ": blosc header declares blocksize " + std::to_string(blocksize) + ", more than its nbytes " +
+                  std::to_string(nbytes));
+  } else if (id == "zstd") {
+    // The sum over its frames (one, as numcodecs writes), from their headers.
+    const unsigned long long declared = ZSTD_findDecompressedSize(stored.data(), stored.size());
+    if (declared == ZSTD_CONTENTSIZE_ERROR) throw Error(where + ": not a sequence of zstd frames");
+    if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != want)
+      throw Error(where + ": zstd frame declares a content size of " + std::to_string(declared) +
+                  " bytes, not the chunk's " + std::to_string(want));
+  }
+}
+
+namespace {
+
+// zlib or gzip into out, stopping where out is full: a stream that decodes
+// past the chunk's size is refused there, never followed.
+void inflate_chunk(const std::string& id, std::span<const std::byte> stored, std::span<std::byte> out,
+                   const std::string& where) {
+  const std::size_t want = out.size();
+  z_stream z{};
+  if (inflateInit2(&z, id == "gzip" ? 16 + MAX_WBITS : MAX_WBITS) != Z_OK) throw Error(where + ": inflateInit2 failed");
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<std::byte*>(stored.data()));
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  // avail_in and avail_out are 32-bit: a chunk past 4 GiB (--memory allows
+  // one) is fed in turns.
+  const std::size_t turn = std::numeric_limits<uInt>::max();
+  std::size_t in_left = stored.size(), out_left = want;
+  std::byte probe{};  // once out is full: one more byte means the stream is longer than the chunk
+  bool longer = false;
+  int status = Z_OK;
+  while (status == Z_OK || status == Z_BUF_ERROR) {
+    const bool full = out_left == 0;
+    if (full) z.next_out = reinterpret_cast<Bytef*>(&probe);
+    z.avail_out = full ? 1 : static_cast<uInt>(std::min(out_left, turn));
+    z.avail_in = static_cast<uInt>(std::min(in_left, turn));
+    const uInt in_turn = z.avail_in, out_turn = z.avail_out;
+    status = inflate(&z, Z_NO_FLUSH);
+    in_left -= in_turn - z.avail_in;
+    if (full && z.avail_out == 0) {
+      longer = true;
+      break;
+    }
+    if (!full) out_left -= out_turn - z.avail_out;
+    if (status != Z_STREAM_END && in_turn == z.avail_in && out_turn == z.avail_out) break;  // no progress: input ended
+  }
+  const std::string message = z.msg ? z.msg : std::to_string(status);
+  inflateEnd(&z);
+  const std::size_t got = want - out_left;
+  if (longer)
+    throw Error(where + ": " + id + " stream decodes to more than the chunk's " + std::to_string(want) + " bytes");
+  if (status == Z_OK || status == Z_BUF_ERROR)
+    throw Error(where + ": " + id + " failed to decompress it (the stream stops after " + std::to_string(got) +
+                " bytes, before its end)");
+  if (status != Z_STREAM_END) throw Error(where + ": " + id + " failed to decompress it (" + message + ")");
+  if (got != want)
+    throw Error(where + ": decodes to " + std::to_string(got) + " bytes, not the chunk's " + std::to_string(want));
+  if (in_left != 0) throw Error(where + ": " + std::to_string(in_left) + " bytes after the " + id + " stream");
+}
+
+}  // namespace
+
 void decode_chunk(const ArrayMeta& meta, std::span<const std::byte> stored, std::span<std::byte> out,
                   const std::string& where) {
   const std::size_t want = out.size();
   const auto& id = meta.compressor.id;
-  auto size_error = [&](std::size_t got) {
-    return Error(where + ": decodes to " + std::to_string(got) + " bytes, not the chunk's " + std::to_string(want));
-  };
   if (id.empty()) {
-    if (stored.size() != want) throw size_error(stored.size());
+    if (stored.size() != want)
+      throw Error(where + ": " + std::to_string(stored.size()) + " bytes, not the chunk's " + std::to_string(want));
     std::memcpy(out.data(), stored.data(), want);
   } else if (id == "blosc") {
-    std::size_t nbytes = 0, cbytes = 0, blocksize = 0;
-    if (stored.size() < BLOSC_MIN_HEADER_LENGTH) throw Error(where + ": too short for a blosc chunk (" + std::to_string(stored.size()) + " bytes)");
-    blosc_cbuffer_sizes(stored.data(), &nbytes, &cbytes, &blocksize);
-    if (cbytes != stored.size()) throw Error(where + ": blosc header says " + std::to_string(cbytes) + " bytes, the file has " + std::to_string(stored.size()));
-    if (nbytes != want) throw size_error(nbytes);
+    check_declared_size(meta, stored, want, where);
+    std::size_t validated = 0;
+    if (blosc_cbuffer_validate(stored.data(), stored.size(), &validated) < 0 || validated != want)
+      throw Error(where + ": blosc header is not valid");
     const int got = blosc_decompress_ctx(stored.data(), out.data(), want, 1);
     if (got < 0 || static_cast<std::size_t>(got) != want)
       throw Error(where + ": blosc failed to decompress it (" + std::to_string(got) + ")");
   } else if (id == "zlib" || id == "gzip") {
-    z_stream z{};
-    if (inflateInit2(&z, id == "gzip" ? 16 + MAX_WBITS : MAX_WBITS) != Z_OK) throw Error(where + ": inflateInit2 failed");
-    z.next_in = reinterpret_cast<Bytef*>(const_cast<std::byte*>(stored.data()));
-    z.avail_in = static_cast<uInt>(stored.size());
-    z.next_out = reinterpret_cast<Bytef*>(out.data());
-    z.avail_out = static_cast<uInt>(want);
-    const int status = inflate(&z, Z_FINISH);
-    const std::size_t got = want - z.avail_out;
-    const bool rest = z.avail_in != 0;
-    const std::string message = z.msg ? z.msg : std::to_string(status);
-    inflateEnd(&z);
-    if (status != Z_STREAM_END) {
-      if (status == Z_BUF_ERROR && z.avail_out == 0) throw Error(where + ": decodes to more than the chunk's " + std::to_string(want) + " bytes");
-      throw Error(where + ": " + id + " failed to decompress it (" + message + ")");
-    }
-    if (got != want) throw size_error(got);
-    if (rest) throw Error(where + ": " + std::to_string(z.avail_in) + " bytes after the " + id + " stream");
+    inflate_chunk(id, stored, out, where);
   } else if (id == "zstd") {
+    check_declared_size(meta, stored, want, where);
     const std::size_t got = ZSTD_decompress(out.data(), want, stored.data(), stored.size());
     if (ZSTD_isError(got)) throw Error(where + ": zstd failed to decompress it (" + ZSTD_getErrorName(got) + ")");
-    if (got != want) throw size_error(got);
+    if (got != want)
+      throw Error(where + ": decodes to " + std::to_string(got) + " bytes, not the chunk's " + std::to_string(want));
   } else {
     throw Error(where + ": compressor \"" + id + "\" is unknown");
   }

@@ -70,7 +70,21 @@ std::vector<std::byte> encode_chunk(const ArrayMeta& meta, std::span<const std::
 // 1-byte types and byte otherwise).
 Compressor compressor_from(const std::string& name, int level, const std::string& shuffle, DType dtype);
 
-// Decodes one chunk file into out (stored_chunk_bytes() of it); throws naming `where`.
+// The most bytes a chunk file of meta may hold: what its codec can make of
+// stored_chunk_bytes() at worst, with room to spare. A larger file is not
+// read into memory.
+std::uint64_t max_stored_bytes(const ArrayMeta& meta);
+
+// Checks the size that a chunk file's codec header declares (blosc's
+// nbytes, cbytes and blocksize; zstd's frame content size) against `want`
+// bytes decoded, before anything is allocated or decoded for it; throws
+// naming `where` and the field. zlib and gzip declare no size: their
+// decoding stops at `want`.
+void check_declared_size(const ArrayMeta& meta, std::span<const std::byte> stored, std::size_t want,
+                         const std::string& where);
+
+// Decodes one chunk file into out (stored_chunk_bytes() of it), never
+// writing past out; throws naming `where`.
 void decode_chunk(const ArrayMeta& meta, std::span<const std::byte> stored, std::span<std::byte> out,
                   const std::string& where);
 
