@@ -15,8 +15,19 @@
 #include <string>
 
 #include "volseg/io/comm.hpp"
+#include "volseg/io/memory.hpp"
 
 namespace volseg::fuzz {
+
+// What a reader may decode at once (io::check_piece), well under the 512 MiB
+// that one allocation may take (-malloc_limit_mb): an allocation past it
+// means a size taken from a header that no check bounded. Set before any
+// input runs, in every target (an inline variable of this header).
+inline constexpr std::uint64_t kPieceBudget = std::uint64_t{64} << 20;
+inline const bool piece_budget_set = [] {
+  io::set_piece_budget(kPieceBudget, "the fuzz target's budget");
+  return true;
+}();
 
 // An invariant of the code under test does not hold: libFuzzer saves the input.
 [[noreturn]] inline void invariant_broken(const std::string& what) {
