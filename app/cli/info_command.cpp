@@ -2,6 +2,7 @@
 // `volseg info`: a volume's dimensions, type, byte order and attributes.
 #include <algorithm>
 #include <cstdio>
+#include <string>
 
 #include "command.hpp"
 #include "volseg/io/auto_backend.hpp"
@@ -28,15 +29,16 @@ class InfoCommand final : public Command {
     const io::FileFormat format = io::detect_format(comm, path_);
     if (backend == "auto") backend = io::choose_backend(comm, format, path_, io::Access::stream).backend;
     const auto& entry = io::builtin_registry().get(backend);
+    // What is printed waits until the volume has opened: a file that
+    // cannot be read is refused with one line and not described.
+    std::string listing;
     if (entry.list_variables) {
       const auto variables = entry.list_variables(path_, comm);
-      if (comm.rank() == 0) {
-        std::printf("%s (%s): variables with 3 or more dimensions\n", path_.c_str(), io::format_name(format).c_str());
-        for (const auto& line : variables) std::printf("  %s\n", line.c_str());
-      }
+      listing = path_ + " (" + io::format_name(format) + "): variables with 3 or more dimensions\n";
+      for (const auto& line : variables) listing += "  " + line + "\n";
       if (variables.size() > 1 && selection_.variable.empty() && selection_.expression.empty() &&
           selection_.condition.empty()) {
-        if (comm.rank() == 0) std::printf("name one with --var to see its details\n");
+        if (comm.rank() == 0) std::fputs((listing + "name one with --var to see its details\n").c_str(), stdout);
         return;
       }
     }
@@ -58,7 +60,7 @@ class InfoCommand final : public Command {
       }
     }
     const auto& info = reader->info();
-    if (comm.rank() == 0) std::fputs(io::describe(path_, format, backend, info).c_str(), stdout);
+    if (comm.rank() == 0) std::fputs((listing + io::describe(path_, format, backend, info)).c_str(), stdout);
     reader->close();
   }
 

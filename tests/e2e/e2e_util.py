@@ -228,7 +228,8 @@ def run_measured(args, ranks=1, timeout=120):
 
 def check_lying_header(test, args, pattern, ranks_list=(1, 3)):
     """A file whose header claims what its bytes cannot hold: on every rank
-    count, one line matching pattern, a non-zero exit, nothing new in the
+    count, one line matching pattern, a non-zero exit, nothing on stdout
+    from info (it describes nothing it cannot read), nothing new in the
     folder of the file (args[1]) where the outputs go, and at most
     LYING_HEADER_RSS_MIB of RSS. Prints each run's seconds and RSS."""
     folder = os.path.dirname(os.path.abspath(str(args[1])))
@@ -236,6 +237,8 @@ def check_lying_header(test, args, pattern, ranks_list=(1, 3)):
     for ranks in ranks_list:
         proc, seconds, rss = run_measured(args, ranks)
         assert_clean_failure(test, proc, pattern)
+        if args[0] == "info":
+            test.assertEqual(proc.stdout, "", "info described what it cannot read: %s" % " ".join(proc.args))
         print("  volseg %s, %d rank(s): exit %d, %.2f s, %d MiB: %s"
               % (args[0], ranks, proc.returncode, seconds, rss, proc.stderr.strip()), file=sys.stderr)
         test.assertLessEqual(rss, LYING_HEADER_RSS_MIB, "%s took %d MiB of RSS" % (" ".join(proc.args), rss))

@@ -112,8 +112,8 @@ class NrrdHeaderFields(Base):
     def test_sizes_whose_bytes_overflow(self):
         # Each size fits; their product (times 4 bytes) does not fit 64 bits.
         self.expect_header_error(self.edit("sizes:", "sizes: 4611686018427387904 4611686018427387904 8"),
-                                 r"malformed NRRD header: sizes 4611686018427387904 4611686018427387904 8 of f32 "
-                                 r"describe more bytes than a file holds")
+                                 r"sizes 4611686018427387904 x 4611686018427387904 x 8 of f32 need 6\.8e38 bytes from "
+                                 r"byte skip 0, more than its data file .*in\.raw holds \(6720 bytes\)")
 
     def test_data_file_list(self):
         for line in ("data file: LIST", "data file: in.raw in.raw"):
@@ -127,8 +127,8 @@ class NrrdHeaderFields(Base):
                                  r"malformed NRRD header: byte skip 'four' is not an integer")
         # Past the end of the data file: the file is shorter than skip + data.
         self.expect_header_error(self.before_data_file("byte skip: 100000"),
-                                 r"header and data size disagree: .*in\.raw has 6720 bytes, the header describes "
-                                 r"106720")
+                                 r"sizes 14 x 12 x 10 of f32 need 6720 bytes from byte skip 100000, more than its "
+                                 r"data file .*in\.raw holds \(6720 bytes\)")
 
     def test_line_skip(self):
         self.expect_header_error(self.before_data_file("line skip: 1"), r"unsupported NRRD line skip 1")
@@ -174,8 +174,8 @@ class NrrdHeaderFields(Base):
         self.expect_header_error(header, r"malformed NRRD header: no data file and no attached data",
                                  name="att.nrrd")
         # Attached data shorter than the header says (256 bytes).
-        self.expect_header_error(header + "\n" + "\0" * 100, r"header and data size disagree: file has \d+ bytes, "
-                                 r"the header describes \d+", name="att.nrrd")
+        self.expect_header_error(header + "\n" + "\0" * 100, r"sizes 4 x 4 x 4 of f32 need 256 bytes from byte \d+ "
+                                 r"of the file, more than the file holds \(\d+ bytes\)", name="att.nrrd")
 
 
 class NetcdfVariables(Base):
@@ -263,7 +263,7 @@ class RenderOptions(Base):
         self.expect_error(self.render("--range-lo", "5", "--range-hi", "1"), r"--range-lo must be below --range-hi")
 
     def test_memory_and_iso(self):
-        self.expect_error(self.render("--memory", "lots"), r"memory=lots: not a size")
+        self.expect_error(self.render("--memory", "lots"), r"--memory lots: not a positive size")
         self.expect_error(self.render("--mode", "iso"), r"mode iso needs values \(--iso VALUE\.\.\.\)")
 
 

@@ -26,12 +26,9 @@ vtk = numpy_to_vtk = vtk_to_numpy = None
 
 
 def import_vtk():
-    """VTK's Python modules, imported by the class that uses them and not
-    before: a Python process holding them (about 270 MiB) hands its peak RSS
-    to every child it starts (ru_maxrss survives fork and exec), which
-    check_lying_header would count as volseg's. So LyingHeaders, which runs
-    first (unittest takes the classes in name order), starts volseg from a
-    small process."""
+    """VTK's Python modules (about 270 MiB), imported by the class that
+    uses them and not before: the other classes, LyingHeaders among them,
+    run without them."""
     global vtk, numpy_to_vtk, vtk_to_numpy
     import vtk as modules
     from vtkmodules.util import numpy_support
