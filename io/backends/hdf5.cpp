@@ -14,15 +14,13 @@
 // as hyperslabs, collectively by default (access=independent: each rank on
 // its own). Layout contiguous, or chunks=Z,Y,X|brick with deflate=N (HDF5
 // 1.10.2+ writes compressed chunks collectively). Reading HDF5 is the
-// netcdf4 backend's (parallel netCDF-C reads any HDF5 file); this file
-// gives it HDF5's own view of chunk shapes (hdf5_impossible_chunks).
+// netcdf4 backend's (parallel netCDF-C reads any HDF5 file).
 #include <hdf5.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdio>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -317,66 +315,7 @@ class Hdf5Writer final : public VolumeWriter {
   std::atomic<std::uint64_t> bytes_written_{0};
 };
 
-// A chunked dataset's chunk and maximum dimensions; false where it is not
-// chunked or HDF5 cannot say.
-bool chunk_and_maximum(hid_t dataset, std::vector<hsize_t>& chunk, std::vector<hsize_t>& maximum) {
-  const hid_t create = H5Dget_create_plist(dataset);
-  const hid_t space = H5Dget_space(dataset);
-  bool found = false;
-  if (create >= 0 && space >= 0 && H5Pget_layout(create) == H5D_CHUNKED) {
-    const int rank = H5Sget_simple_extent_ndims(space);
-    if (rank > 0 && rank <= H5S_MAX_RANK) {
-      chunk.resize(static_cast<std::size_t>(rank));
-      maximum.resize(chunk.size());
-      std::vector<hsize_t> dims(chunk.size());
-      found = H5Pget_chunk(create, rank, chunk.data()) == rank &&
-              H5Sget_simple_extent_dims(space, dims.data(), maximum.data()) == rank;
-    }
-  }
-  if (space >= 0) H5Sclose(space);
-  if (create >= 0) H5Pclose(create);
-  return found;
-}
-
-// H5Ovisit's callback (C: it must not throw): a chunked dataset whose chunk
-// is longer than its maximum along a dimension that cannot grow, noted.
-herr_t note_impossible_chunk(hid_t object, const char* name, const H5O_info_t* info, void* data) {
-  if (info->type != H5O_TYPE_DATASET) return 0;
-  const hid_t dataset = H5Dopen2(object, name, H5P_DEFAULT);
-  if (dataset < 0) return 0;  // netCDF's open says what is wrong with it
-  std::vector<hsize_t> chunk, maximum;
-  const bool chunked = chunk_and_maximum(dataset, chunk, maximum);
-  H5Dclose(dataset);
-  if (!chunked) return 0;
-  bool impossible = false;
-  std::string chunk_text, maximum_text;
-  for (std::size_t a = 0; a < chunk.size(); ++a) {
-    impossible |= maximum[a] != H5S_UNLIMITED && chunk[a] > maximum[a];
-    chunk_text += (a ? " x " : "") + std::to_string(chunk[a]);
-    maximum_text += (a ? " x " : "") + (maximum[a] == H5S_UNLIMITED ? std::string("unlimited") : std::to_string(maximum[a]));
-  }
-  if (impossible)
-    (*static_cast<std::map<std::string, std::string>*>(data))[name] =
-        "chunk " + chunk_text + " is larger than the dataset (" + maximum_text + " at most) along a fixed dimension";
-  return 0;
-}
-
 }  // namespace
-
-std::map<std::string, std::string> hdf5_impossible_chunks(const std::string& path) {
-  std::map<std::string, std::string> found;
-  H5E_auto2_t report = nullptr;
-  void* report_data = nullptr;
-  H5Eget_auto2(H5E_DEFAULT, &report, &report_data);
-  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (file >= 0) {
-    H5Ovisit2(file, H5_INDEX_NAME, H5_ITER_NATIVE, note_impossible_chunk, &found, H5O_INFO_BASIC);
-    H5Fclose(file);
-  }
-  H5Eset_auto2(H5E_DEFAULT, report, report_data);
-  return found;
-}
 
 Backend make_hdf5_backend() {
   Backend backend;

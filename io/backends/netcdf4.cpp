@@ -32,7 +32,7 @@
 
 #include "mpi_support.hpp"
 #include "netcdf4_support.hpp"
-#include "netcdf/contiguous.hpp"
+#include "netcdf/hdf5_catalog.hpp"
 #include "raw/raw_volume.hpp"
 #include "netcdf/catalog.hpp"
 #include "netcdf/conventions.hpp"
@@ -57,12 +57,6 @@ void check_parallel_netcdf() {
                 ") answers netCDF calls; volseg needs the parallel one (link netCDF::netcdf into the executable "
                 "before VTK)");
 }
-
-// hdf5.cpp: the chunked datasets of an HDF5 file whose chunk is longer than
-// the dataset's maximum along a fixed dimension, by path (no leading "/"),
-// each with what is wrong; empty where HDF5 cannot open the file on its own.
-// One rank, before netCDF opens the file.
-std::map<std::string, std::string> hdf5_impossible_chunks(const std::string& path);
 
 namespace {
 
@@ -201,22 +195,16 @@ class Netcdf4Reader final : public VolumeReader {
     check_parallel_netcdf();
     MpiInfo info(options_.library_hints);
     trace::Span span(trace::Op::open);  // the open and the metadata's inquiries
-    std::string places;
-    if (options_.pread)
-      collectively(comm_, [&] {
-        if (comm_.rank() == 0) places = netcdf::serialize(netcdf::contiguous_datasets(path));
-      });
-    contiguous_ = netcdf::deserialize(comm_.broadcast(places));
-    std::string impossible;  // "name\tmessage\n" a dataset
+    // What HDF5 says of the datasets, in one walk on rank 0: chunks no
+    // dataset can have (refused when the variable is chosen) and, for the
+    // pread path, where contiguous ones lie.
+    std::string catalog;
     collectively(comm_, [&] {
-      if (comm_.rank() == 0)
-        for (const auto& [name, message] : hdf5_impossible_chunks(path)) impossible += name + "\t" + message + "\n";
+      if (comm_.rank() == 0) catalog = netcdf::serialize(netcdf::hdf5_catalog(path));
     });
-    impossible = comm_.broadcast(impossible);
-    for (std::size_t at = 0, tab, end; (tab = impossible.find('\t', at)) != std::string::npos; at = end + 1) {
-      end = impossible.find('\n', tab);
-      impossible_chunks_[impossible.substr(at, tab - at)] = impossible.substr(tab + 1, end - tab - 1);
-    }
+    netcdf::Hdf5Catalog found = netcdf::deserialize(comm_.broadcast(catalog));
+    if (options_.pread) contiguous_ = std::move(found.contiguous);
+    impossible_chunks_ = std::move(found.impossible_chunks);
     collectively(comm_,
                  [&] { check_nc(nc_open_par(path.c_str(), NC_NOWRITE, comm_.get(), info.get(), &ncid_), "open " + path); });
     try {
@@ -410,7 +398,7 @@ class Netcdf4Reader final : public VolumeReader {
       bytes = saturating_product({bytes, sizes[a]});
     }
     // netCDF shows a dimension that HDF5 lets grow to a finite maximum as
-    // fixed at its length: HDF5's own maxima decide (hdf5_impossible_chunks).
+    // fixed at its length: HDF5's own maxima decide (netcdf::hdf5_catalog).
     const std::string name = chosen.name[0] == '/' ? chosen.name.substr(1) : chosen.name;
     if (const auto it = impossible_chunks_.find(name); it != impossible_chunks_.end())
       throw Error(path_ + ": variable " + chosen.name + ": " + it->second);
@@ -440,7 +428,7 @@ class Netcdf4Reader final : public VolumeReader {
   std::optional<std::int64_t> time_;
   VolumeInfo info_;
   std::map<std::string, netcdf::Contiguous> contiguous_;  // the file's contiguous datasets
-  std::map<std::string, std::string> impossible_chunks_;   // hdf5_impossible_chunks(path_)
+  std::map<std::string, std::string> impossible_chunks_;   // netcdf::Hdf5Catalog::impossible_chunks
   int fd_ = -1;                                   // the chosen one's file, when it is one of them
   std::uint64_t contiguous_offset_ = 0;
   bool contiguous_swap_ = false, by_pread_ = false;
