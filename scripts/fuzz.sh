@@ -29,7 +29,7 @@ while [ $# -gt 0 ]; do
     --long) mode=long minutes=${2:?--long MINUTES}; shift 2 ;;
     --scale) scale=${2:?--scale K}; shift 2 ;;
     --findings) findings=${2:?--findings DIR}; shift 2 ;;
-    -h|--help) sed -n '3,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "fuzz.sh: unknown argument $1 (see fuzz.sh --help)" >&2; exit 2 ;;
   esac
 done
