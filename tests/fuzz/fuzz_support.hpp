@@ -49,9 +49,14 @@ inline const Comm& world() {
 }
 
 // The targets that open whole files (NetCDF, TIFF) write each input to a
-// file of this process in /dev/shm, named once.
+// file of this process in /dev/shm, named once. The process id is padded to
+// ten digits: a name of the same length in every run, so that messages
+// naming the file, and the code that builds them, take the same paths (a CI
+// campaign is the same executions on every run).
 inline std::string scratch_file(const std::string& name, const std::string& extension) {
-  return "/dev/shm/volseg-fuzz-" + name + "-" + std::to_string(::getpid()) + extension;
+  char pid[16];
+  std::snprintf(pid, sizeof pid, "%010d", static_cast<int>(::getpid()));
+  return "/dev/shm/volseg-fuzz-" + name + "-" + pid + extension;
 }
 
 inline void write_scratch(const std::string& path, const std::uint8_t* data, std::size_t size) {

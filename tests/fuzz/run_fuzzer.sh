@@ -22,9 +22,19 @@ args=(-rss_limit_mb=1024 -malloc_limit_mb=512 -print_final_stats=1)
 if [ -n "$dict" ]; then args+=(-dict="$dict"); fi
 case $mode in
   ci)
-    # A generous per-input limit: a timeout must mean a hang, not a slow machine.
-    exec "$fuzzer" "${args[@]}" -timeout=60 -seed="${VOLSEG_FUZZ_SEED:-44}" -runs="$amount" \
-      -artifact_prefix="$work/" "$@" "$work/corpus"
+    # The same executions every time: a fixed seed and number of runs, no
+    # re-reading of the corpus folder on a timer (-reload=0), and the same
+    # addresses (no ASLR, where setarch may turn it off): compared pointers
+    # feed libFuzzer's mutations. A generous per-input limit: a timeout must
+    # mean a hang, not a slow machine.
+    same_addresses=()
+    if setarch "$(uname -m)" -R true 2> /dev/null; then same_addresses=(setarch "$(uname -m)" -R); fi
+    # An empty working folder: a relative path in an input names nothing
+    # that another target or an earlier run left there.
+    mkdir -p "$work/cwd"
+    cd "$work/cwd"
+    exec "${same_addresses[@]}" "$fuzzer" "${args[@]}" -timeout=60 -reload=0 -seed="${VOLSEG_FUZZ_SEED:-44}" \
+      -runs="$amount" -artifact_prefix="$work/" "$@" "$work/corpus"
     ;;
   long)
     findings=${VOLSEG_FUZZ_FINDINGS:?set VOLSEG_FUZZ_FINDINGS to the folder of findings}/$name
