@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-# Every third-party dependency, found once, with the fixes of DEPENDENCIES.md.
+# Every third-party dependency, found once, with the fixes the Debian
+# packages need (each explained where it is made).
 
 find_package(MPI REQUIRED COMPONENTS C CXX)
 find_package(Threads REQUIRED)
@@ -12,7 +13,8 @@ pkg_check_modules(PNETCDF REQUIRED IMPORTED_TARGET pnetcdf)
 set(netCDF_DIR "${PROJECT_SOURCE_DIR}/cmake/netcdf" CACHE PATH "netCDF config (volseg wrapper)" FORCE)
 find_package(netCDF REQUIRED CONFIG)
 # VTK's netcdf module (pulled in by Catalyst) asks for NetCDF::NetCDF: the
-# same parallel library, never the serial one (DEPENDENCIES.md item 9).
+# same parallel library, never the serial one (two netCDF libraries in one
+# process answer each other's calls).
 if(NOT TARGET NetCDF::NetCDF)
   add_library(NetCDF::NetCDF INTERFACE IMPORTED)
   target_link_libraries(NetCDF::NetCDF INTERFACE netCDF::netcdf)

@@ -68,7 +68,7 @@ function(_volseg_export_library target)
   if(NOT "MPI::MPI_C" IN_LIST kept)
     list(APPEND kept MPI::MPI_C)
   endif()
-  # DEPENDENCIES.md pitfall 2: every user executable must name the parallel
+  # ParaView's VTK brings in the serial netCDF: every user executable must name the parallel
   # netCDF in its own NEEDED entries, ahead of the serial one VTK brings in,
   # even when it calls no nc_* function itself: Debian's linker drops such a
   # library (--as-needed by default) unless told otherwise. One flag item,
@@ -98,7 +98,8 @@ function(_volseg_export_library target)
 endfunction()
 
 # After every volseg_install_library: the export, volsegConfig.cmake and its
-# version, the netCDF wrapper (DEPENDENCIES.md pitfall 1) and the .pc file.
+# version, the netCDF wrapper (cmake/netcdf: netCDF-C's parallel CMake
+# config points at the serial headers) and the .pc file.
 function(volseg_install_package)
   get_property(exported GLOBAL PROPERTY VOLSEG_EXPORTED_TARGETS)
   if(NOT exported)

@@ -113,7 +113,8 @@ int run_parsed(Command& command, const CLI::App& sub, const std::string& command
   {
     Comm world(MPI_COMM_WORLD);
     try {
-      // DEPENDENCIES.md pitfall 2: refuse to run with the serial netCDF
+      // ParaView's VTK links Debian's serial libnetcdf, which can shadow
+      // the parallel one volseg needs: refuse to run with the serial
       // library answering (it would fail later, and less clearly).
       io::watchdog::start(command_line_timeout > 0 ? command_line_timeout : io::watchdog::timeout_from_environment(),
                           rank);

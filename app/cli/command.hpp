@@ -2,7 +2,8 @@
 // A subcommand of `volseg`. Each is one file, NAME_command.cpp, defining
 // make_NAME_command(), and one word in VOLSEG_CLI_COMMANDS
 // (app/cli/CMakeLists.txt), the one list from which the CLI's and the
-// fuzzer's make_commands() is generated (explicit registration, STYLE.md 2).
+// fuzzer's make_commands() is generated (explicit registration: no static
+// self-registering objects, so the list is one place a reader can see).
 #pragma once
 
 #include <CLI/CLI.hpp>
