@@ -264,7 +264,7 @@ SegmentSeriesResult run_segment_series(const Comm& comm, SegmentOptions options,
       io::refuse_existing(options.output, options.force, io::Streams::written_in_place);
     }
     agree(comm, nullptr);
-    temp = io::temporary_path(options.output);
+    temp = comm.broadcast(io::temporary_path(options.output));  // rank 0's PID names it
     if (comm.rank() == 0) series = io::AtomicCommit(options.output, temp);
   }
   const std::string report = options.report;
