@@ -19,15 +19,15 @@
 
 #include <algorithm>
 #include <bit>
-#include <numeric>
 #include <span>
 #include <unordered_map>
 
+#include "disjoint_set.hpp"
+#include "label_objects.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/messages.hpp"
 #include "volseg/io/watchdog.hpp"
 #include "volseg/segment/label.hpp"
-#include "label_objects.hpp"
 
 namespace volseg::segment {
 
@@ -122,15 +122,7 @@ std::vector<Pair> join_faces(const io::Extent& a, const std::vector<std::uint32_
   for (const auto label : a_face) most_a = std::max(most_a, label);
   for (const auto label : b_face) most_b = std::max(most_b, label);
   // Nodes: a's label l is l - 1, b's label l is most_a + l - 1.
-  std::vector<std::uint32_t> parent(static_cast<std::size_t>(most_a) + most_b);
-  std::iota(parent.begin(), parent.end(), std::uint32_t{0});
-  auto find = [&](std::uint32_t x) {
-    while (parent[x] != x) {
-      parent[x] = parent[parent[x]];
-      x = parent[x];
-    }
-    return x;
-  };
+  detail::DisjointSet<std::uint32_t> joined(static_cast<std::size_t>(most_a) + most_b);
   std::vector<Pair> pairs;
   std::uint32_t last_a = 0, last_b = 0;
   // Step by step, over the rectangle of a's face whose voxels land in b: two
@@ -162,10 +154,7 @@ std::vector<Pair> join_faces(const io::Extent& a, const std::vector<std::uint32_
           if (la == last_a && lb == last_b) continue;
           last_a = la;
           last_b = lb;
-          const std::uint32_t ra = find(la - 1), rb = find(most_a + lb - 1);
-          if (ra == rb) continue;
-          parent[std::max(ra, rb)] = std::min(ra, rb);
-          pairs.push_back({la, lb});
+          if (joined.join(la - 1, most_a + lb - 1)) pairs.push_back({la, lb});
         }
       }
     }
