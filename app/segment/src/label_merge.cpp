@@ -393,8 +393,9 @@ LabelSummary Labeling::finish(std::uint64_t min_voxels, bool with_table) {
 
   const Nodes nodes = number_nodes(comm, ranks, map_, mine_, s.part_start);
   const std::uint64_t count = s.part_start.back();
-  std::vector<detail::LocalEdge> local;
-  std::vector<detail::CrossEdge> cross;
+  detail::MergeInput input{std::move(s.parts), std::move(s.values), {}, {}};
+  s.parts.clear();  // a moved-from Chunked keeps its size
+  s.values.clear();
   collectively(comm_, [&] {
     std::vector<ObjectValues>().swap(s.brick_values);
     // (brick, label) is node base[brick] + label - 1; the later brick of a join is always this rank's.
@@ -404,15 +405,16 @@ LabelSummary Labeling::finish(std::uint64_t min_voxels, bool with_table) {
     };
     for (const Edge& e : s.edges) {
       const std::uint64_t b = node(e.brick_b, e.label_b) - base;
-      if (map_.owner[static_cast<std::size_t>(e.brick_a)] == me) local.push_back({node(e.brick_a, e.label_a) - base, b});
-      else cross.push_back({node(e.brick_a, e.label_a), b});
+      if (map_.owner[static_cast<std::size_t>(e.brick_a)] == me)
+        input.local_edges.push_back({node(e.brick_a, e.label_a) - base, b});
+      else
+        input.cross_edges.push_back({node(e.brick_a, e.label_a), b});
     }
     std::vector<Edge>().swap(s.edges);
   });
 
-  LabelSummary summary;
-  auto merged = detail::merge_objects(comm_, detail::NodeRanges{nodes.rank_base}, map_.dims, s.parts, s.values,
-                                      with_values_, local, cross, min_voxels, with_table, summary);
+  const detail::MergeRules rules{map_.dims, min_voxels, with_values_, with_table};
+  auto merged = detail::merge_objects(comm_, detail::NodeRanges{nodes.rank_base}, std::move(input), rules);
   // Per brick: 0 for the background, then its labels' ids; in place, the
   // last brick first (brick i's ids move up by i + 1).
   s.ids = std::move(merged.ids);
@@ -423,7 +425,7 @@ LabelSummary Labeling::finish(std::uint64_t min_voxels, bool with_table) {
     s.ids[s.part_start[i] + i] = 0;
   }
   s.finished = true;
-  return summary;
+  return std::move(merged.summary);
 }
 
 std::span<const std::uint64_t> Labeling::ids(std::int64_t brick) const {
