@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Installs every Debian package volseg needs (see shared/DEPENDENCIES.md).
+# Installs every Debian package volseg needs (docs/dependencies.md lists them).
 # Idempotent: packages already present are not touched, and apt-get runs
 # only when something is missing.
 set -euo pipefail
