@@ -6,8 +6,8 @@
 set -euo pipefail
 
 packages=(
-  # build
-  cmake ninja-build g++ pkg-config ccache
+  # build; clang-format (14) for scripts/check-style.sh
+  cmake ninja-build g++ pkg-config ccache clang-format
   # MPI and parallel I/O libraries (all built against OpenMPI)
   libopenmpi-dev openmpi-bin
   libpnetcdf-dev pnetcdf-bin
