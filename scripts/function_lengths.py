@@ -6,7 +6,8 @@ A function is a brace block opened right after a parameter list (")" and
 qualifiers such as const, noexcept, override, or a trailing return type, or
 a constructor's initializer list) at namespace or class level; lambdas and
 blocks inside it count toward it. Comments, strings and character literals
-are skipped. Usage: function_lengths.py [--max N] FILE_OR_DIR...
+are skipped. Not seen: function-try-blocks, and bodies whose "{" follows a
+name or ">" with no space (clang-format puts one there). Usage: function_lengths.py [--max N] FILE_OR_DIR...
 """
 import argparse
 import os
@@ -65,9 +66,25 @@ SIGNATURE_END = re.compile(
 INITIALIZER = re.compile(r"\)\s*:\s*[\w:]+\s*[({]")
 
 
+def brace_inits_as_parens(code):
+    """Code with brace initializers (a "{" right after a name or ">": x{v},
+    Type<T>{}) written as parentheses, so that a constructor's initializer list
+    reads as one signature and an initialized member is not taken for a scope."""
+    chars, stack = list(code), []
+    for i, c in enumerate(chars):
+        if c == "{":
+            init = i > 0 and (code[i - 1].isalnum() or code[i - 1] in "_>")
+            stack.append(init)
+            if init:
+                chars[i] = "("
+        elif c == "}" and stack and stack.pop():
+            chars[i] = ")"
+    return "".join(chars)
+
+
 def functions(text):
     """(first line, last line, name) of each function at namespace/class level."""
-    code = strip(text)
+    code = brace_inits_as_parens(strip(text))
     stack = []  # for each open brace: 'scope', 'function' or 'block'
     starts = []
     results = []
