@@ -44,7 +44,7 @@
 
 namespace volseg::io {
 
-// DEPENDENCIES.md pitfall 2: the serial libnetcdf (which VTK links) has no
+// The serial libnetcdf (which VTK links) has no
 // symbol versions; if the loader reached it first it answers every nc_*
 // call, and nc_create_par fails with NC_ENOPAR. Say so instead.
 void check_parallel_netcdf() {

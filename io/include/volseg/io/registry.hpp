@@ -49,7 +49,7 @@ class Registry {
 };
 
 // Throws volseg::Error if the serial netCDF library, not the parallel one,
-// answers netCDF calls in this process (DEPENDENCIES.md pitfall 2).
+// answers netCDF calls in this process (docs/dependencies.md, "Two netCDF libraries").
 void check_parallel_netcdf();
 
 // Every backend volseg has, in one place.
