@@ -13,8 +13,7 @@ Hints Hints::parse(const std::vector<std::string>& items) {
   Hints hints;
   for (const auto& item : items) {
     auto eq = item.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw Error("malformed hint '" + item + "': expected key=value");
+    if (eq == std::string::npos || eq == 0) throw Error("malformed hint '" + item + "': expected key=value");
     std::string key = item.substr(0, eq);
     if (hints.values_.count(key)) throw Error("hint '" + key + "' given twice");
     hints.set(key, item.substr(eq + 1));
@@ -58,11 +57,16 @@ std::int64_t Hints::get_size(const std::string& key, std::int64_t fallback) cons
   auto [end, ec] = std::from_chars(value->data(), value->data() + value->size(), number);
   std::string suffix(end, value->data() + value->size());
   std::int64_t scale = 1;
-  if (suffix.empty() || suffix == "B") scale = 1;
-  else if (suffix == "K" || suffix == "KiB" || suffix == "k") scale = 1LL << 10;
-  else if (suffix == "M" || suffix == "MiB") scale = 1LL << 20;
-  else if (suffix == "G" || suffix == "GiB") scale = 1LL << 30;
-  else ec = std::errc::invalid_argument;
+  if (suffix.empty() || suffix == "B")
+    scale = 1;
+  else if (suffix == "K" || suffix == "KiB" || suffix == "k")
+    scale = 1LL << 10;
+  else if (suffix == "M" || suffix == "MiB")
+    scale = 1LL << 20;
+  else if (suffix == "G" || suffix == "GiB")
+    scale = 1LL << 30;
+  else
+    ec = std::errc::invalid_argument;
   if (ec != std::errc() || number < 0) throw Error("hint " + key + "=" + *value + ": not a size (e.g. 4096, 16M)");
   if (number > std::numeric_limits<std::int64_t>::max() / scale)
     throw Error("hint " + key + "=" + *value + ": too large (at most 2^63 - 1 bytes)");
@@ -110,6 +114,37 @@ std::vector<std::string> Hints::to_strings() const {
   std::vector<std::string> result;
   for (const auto& [key, value] : values_) result.push_back(key + "=" + value);
   return result;
+}
+
+namespace {
+bool has_key(const std::string& item, std::string_view key) {
+  return item.size() > key.size() && item.compare(0, key.size(), key) == 0 && item[key.size()] == '=';
+}
+}  // namespace
+
+std::optional<std::string> hint_in(const std::vector<std::string>& items, std::string_view key) {
+  std::optional<std::string> value;
+  for (const auto& item : items)
+    if (has_key(item, key)) value = item.substr(key.size() + 1);
+  return value;
+}
+
+std::vector<std::string> with_hint(std::vector<std::string> items, std::string_view key,
+                                   const std::optional<std::string>& value) {
+  std::erase_if(items, [&](const std::string& item) { return has_key(item, key); });
+  if (value) items.push_back(std::string(key) + "=" + *value);
+  return items;
+}
+
+std::vector<std::string> hints_of(const std::vector<std::string>& items, std::initializer_list<std::string_view> keys) {
+  std::vector<std::string> chosen;
+  for (const auto& item : items)
+    for (const auto key : keys)
+      if (has_key(item, key)) {
+        chosen.push_back(item);
+        break;
+      }
+  return chosen;
 }
 
 }  // namespace volseg::io

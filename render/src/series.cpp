@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "volseg/io/error.hpp"
+#include "volseg/io/hints.hpp"
 #include "volseg/io/files.hpp"
 #include "volseg/pyramid/pyramid.hpp"
 #include "volseg/segment/series.hpp"
@@ -16,9 +17,7 @@ namespace volseg::render {
 namespace {
 
 std::vector<std::string> at_step(std::vector<std::string> hints, std::int64_t t) {
-  std::erase_if(hints, [](const std::string& h) { return h.rfind("time=", 0) == 0; });
-  hints.push_back("time=" + std::to_string(t));
-  return hints;
+  return io::with_hint(std::move(hints), "time", std::to_string(t));
 }
 
 }  // namespace

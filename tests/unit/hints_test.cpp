@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <gtest/gtest.h>
+#include <optional>
 
 #include "volseg/io/error.hpp"
 #include "volseg/io/hints.hpp"
@@ -70,10 +71,11 @@ TEST(Hints, EachRoleRefusesTheOtherRolesHints) {
             "hint append= is for writers (pnetcdf)");
   EXPECT_EQ(refusal([&] { volseg::io::open_reader("posix", "absent.nhdr", comm, Hints::parse({"fsync=1"})); }),
             "hint fsync= is for writers (posix)");
-  EXPECT_EQ(refusal([&] {
-              volseg::io::create_writer("ranged-mmap", {"absent.nhdr", {}, false}, comm, Hints::parse({"queue_depth=4"}));
-            }),
-            "hint queue_depth= is for readers (ranged-mmap)");
+  EXPECT_EQ(
+      refusal([&] {
+        volseg::io::create_writer("ranged-mmap", {"absent.nhdr", {}, false}, comm, Hints::parse({"queue_depth=4"}));
+      }),
+      "hint queue_depth= is for readers (ranged-mmap)");
 }
 
 // Hints given to both roles at once (segment --hint): each role keeps those
@@ -83,9 +85,25 @@ TEST(Hints, SharedHintsReachTheRoleThatKnowsThem) {
   using volseg::io::hints_for;
   using volseg::io::Role;
   const std::vector<std::string> shared = {"append=1", "nonblocking=1", "cb_nodes=2", "typo=1"};
-  EXPECT_EQ(hints_for("pnetcdf", Role::reader, shared), (std::vector<std::string>{"nonblocking=1", "cb_nodes=2", "typo=1"}));
+  EXPECT_EQ(hints_for("pnetcdf", Role::reader, shared),
+            (std::vector<std::string>{"nonblocking=1", "cb_nodes=2", "typo=1"}));
   EXPECT_EQ(hints_for("pnetcdf", Role::writer, shared), shared);
   EXPECT_EQ(hints_for("posix", Role::reader, {"fsync=1", "direct_write=0"}), std::vector<std::string>{});
   EXPECT_EQ(hints_for("mmap-advise", Role::writer, {"advise_depth=2", "populate=0"}),
             std::vector<std::string>{"populate=0"});
+}
+
+TEST(Hints, JobHintListsAreReadByKeyNotByPrefix) {
+  using volseg::io::hint_in;
+  using volseg::io::hints_of;
+  using volseg::io::with_hint;
+  const std::vector<std::string> items{"var=T", "timeout=5", "time=1", "cache=0", "time=3", "variable=x"};
+  EXPECT_EQ(hint_in(items, "time"), std::optional<std::string>("3"));  // the last one, not "timeout"
+  EXPECT_EQ(hint_in(items, "var"), std::optional<std::string>("T"));   // not "variable"
+  EXPECT_EQ(hint_in(items, "glob"), std::nullopt);
+  EXPECT_EQ(with_hint(items, "time", "7"),
+            (std::vector<std::string>{"var=T", "timeout=5", "cache=0", "variable=x", "time=7"}));
+  EXPECT_EQ(with_hint(items, "time", std::nullopt),
+            (std::vector<std::string>{"var=T", "timeout=5", "cache=0", "variable=x"}));
+  EXPECT_EQ(hints_of(items, {"var", "time"}), (std::vector<std::string>{"var=T", "time=1", "time=3"}));
 }

@@ -18,6 +18,7 @@
 #include "files.hpp"
 #include "reduce.hpp"
 #include "volseg/io/auto_backend.hpp"
+#include "volseg/io/hints.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
 #include "volseg/io/format.hpp"
@@ -313,10 +314,7 @@ nlohmann::json index_json(const BuildOptions& options, const std::string& direct
   source["dims"] = info.dims;
   source["dtype"] = std::string(io::dtype_name(info.dtype));
   source["variable"] = info.variable;
-  json hints = json::array();
-  for (const auto& hint : options.input_hints)
-    if (hint.starts_with("var=") || hint.starts_with("time=")) hints.push_back(hint);
-  source["hints"] = hints;
+  source["hints"] = io::hints_of(options.input_hints, {"var", "time"});
   source["files"] = json::array();
   for (const auto& file : source_files) {
     struct stat st {};
@@ -430,10 +428,8 @@ Pyramid build(const Comm& comm, const BuildOptions& options) {
 namespace {
 // The hints that choose what is read (var=, time=), in a set.
 std::set<std::string> selection(const std::vector<std::string>& hints) {
-  std::set<std::string> chosen;
-  for (const auto& h : hints)
-    if (h.starts_with("var=") || h.starts_with("time=")) chosen.insert(h);
-  return chosen;
+  const auto chosen = io::hints_of(hints, {"var", "time"});
+  return {chosen.begin(), chosen.end()};
 }
 }  // namespace
 

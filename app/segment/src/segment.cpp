@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "volseg/io/error.hpp"
+#include "volseg/io/hints.hpp"
 #include "volseg/io/auto_backend.hpp"
 #include "volseg/io/files.hpp"
 #include "volseg/io/format.hpp"
@@ -63,9 +64,7 @@ JournalIdentity job_identity(const SegmentOptions& options, const std::vector<st
     stamps += (stamps.empty() ? "" : ",") + std::to_string(st.st_size) + "@" + std::to_string(st.st_mtim.tv_sec) +
               "." + std::to_string(st.st_mtim.tv_nsec);
   }
-  std::string time;
-  for (const auto& hint : joined(options.hints, options.input_hints))
-    if (hint.rfind("time=", 0) == 0) time = hint.substr(5);
+  const std::string time = io::hint_in(joined(options.hints, options.input_hints), "time").value_or("");
   std::error_code ec;
   const auto output = fs::weakly_canonical(options.output, ec);
   return {{"input", files},

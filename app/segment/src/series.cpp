@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "volseg/io/auto_backend.hpp"
+#include "volseg/io/hints.hpp"
 #include "volseg/io/dtype_dispatch.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
@@ -43,8 +44,7 @@ std::optional<std::int64_t> integer(const std::string& text, const std::string& 
 
 // The hints less any time=.
 std::vector<std::string> without_time(std::vector<std::string> hints) {
-  std::erase_if(hints, [](const std::string& h) { return h.rfind("time=", 0) == 0; });
-  return hints;
+  return io::with_hint(std::move(hints), "time", std::nullopt);
 }
 
 double since(std::chrono::steady_clock::time_point start) {
