@@ -67,7 +67,10 @@ using pnetcdf::read_options;
 class PnetcdfReader final : public VolumeReader {
  public:
   PnetcdfReader(const std::string& path, const Comm& comm, Options options)
-      : VolumeReader({.collective = true}), comm_(comm.duplicate()), path_(path), options_(std::move(options)) {
+      : VolumeReader({.collective = true, .reads_ahead = true}),
+        comm_(comm.duplicate()),
+        path_(path),
+        options_(std::move(options)) {
     MpiInfo info(options_.library_hints);
     trace::Span span(trace::Op::open);  // the open and the header's inquiries
     collectively(comm_, [&] {
@@ -132,7 +135,6 @@ class PnetcdfReader final : public VolumeReader {
 
   // The variable's (or this step's record's) bytes ahead, through a
   // descriptor of its own: PnetCDF's MPI-IO file has none to lend.
-  bool reads_ahead() const override { return true; }
   void do_will_need(const Extent& extent) override {
     if (extent.empty()) return;
     if (advise_fd_ < 0) {

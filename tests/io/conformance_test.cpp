@@ -119,7 +119,7 @@ class Conformance : public ::testing::Test {
     auto writer = create_writer(backend_, {file, info, false}, comm_, backend_hints());
     segment::BrickLayout layout(kDims, {5, 6, 7});
     const auto bricks = segment::assign_bricks(layout.count(), comm_.rank(), comm_.size(), segment::Assignment::cyclic);
-    if (writer->collective()) {  // ranks hold different numbers of bricks: one write_all
+    if (writer->capabilities().collective) {  // ranks hold different numbers of bricks: one write_all
       std::vector<Extent> extents;
       std::vector<std::vector<std::byte>> values;
       std::vector<const void*> pointers;
@@ -153,7 +153,7 @@ class Conformance : public ::testing::Test {
 
   // Rank 0 writes extent; collective backends need every rank in the call.
   void write_from_rank0(VolumeWriter& writer, const Extent& extent, const void* values) {
-    if (!writer.collective()) {
+    if (!writer.capabilities().collective) {
       if (comm_.rank() == 0) writer.write(extent, values);
       return;
     }
@@ -259,7 +259,7 @@ TEST_F(Conformance, ReadAllWithUnevenListsAndPrefetchHints) {
   }
   reader->read_all(mine, pointers);
   for (std::size_t k = 0; k < mine.size(); ++k) EXPECT_EQ(buffers[k], expected_extent(DType::i16, mine[k])) << to_string(mine[k]);
-  EXPECT_GE(reader->prefetch_depth(), 0);
+  EXPECT_GE(reader->capabilities().prefetch_depth, 0);
   reader->close();
 }
 
