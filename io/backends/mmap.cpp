@@ -115,7 +115,10 @@ Mapping map_extent(int fd, const VolumeInfo& info, std::uint64_t base_offset, co
 class MmapReader final : public VolumeReader {
  public:
   MmapReader(const std::string& path, const Comm& comm, int advise_depth, bool populate, const std::string& array)
-      : VolumeReader({.map = true}), input_(path, comm, true, array), advise_depth_(advise_depth), populate_(populate) {}
+      : VolumeReader({.map = true, .reads_ahead = advise_depth > 0, .prefetch_depth = advise_depth}),
+        input_(path, comm, true, array),
+        advise_depth_(advise_depth),
+        populate_(populate) {}
   const VolumeInfo& info() const override { return input_.header().info; }
   std::string backend_name() const override { return advise_depth_ > 0 ? "mmap-advise" : "mmap"; }
 
@@ -132,8 +135,6 @@ class MmapReader final : public VolumeReader {
     mapping.release();
   }
 
-  int prefetch_depth() const override { return advise_depth_; }
-  bool reads_ahead() const override { return advise_depth_ > 0; }
   void do_will_need(const Extent& extent) override {
     if (advise_depth_ == 0 || extent.empty()) return;
     const std::size_t size = dtype_size(info().dtype);

@@ -223,6 +223,11 @@ class Netcdf4Reader final : public VolumeReader {
       if (fd_ >= 0) ::close(std::exchange(fd_, -1));
       throw;
     }
+    // A contiguous dataset read by pread: its bytes ahead reach the kernel
+    // (a chunked one's are HDF5's to find), and read() is local.
+    set_capabilities({.collective = !options_.independent,
+                      .reads_locally = fd_ >= 0 || options_.independent,
+                      .reads_ahead = fd_ >= 0});
   }
   ~Netcdf4Reader() override {
     if (ncid_ >= 0) nc_close(ncid_);
@@ -247,7 +252,9 @@ class Netcdf4Reader final : public VolumeReader {
   }
 
   void do_read_all(std::span<const Extent> extents, std::span<void* const> buffers) override {
-    if (options_.independent || fd_ >= 0) return VolumeReader::do_read_all(extents, buffers);
+    if (options_.independent) return VolumeReader::do_read_all(extents, buffers);
+    // By pread, still collective to the caller: one rank's failure reaches every rank.
+    if (fd_ >= 0) return collectively(comm_, [&] { VolumeReader::do_read_all(extents, buffers); });
     in_rounds(comm_, extents, buffers, [&](const Extent* extent, void* buffer) {
       if (extent && !extent->empty()) return do_read(*extent, buffer);
       auto [start, count] = corners(Extent{});  // join the round with nothing
@@ -353,9 +360,6 @@ class Netcdf4Reader final : public VolumeReader {
     by_pread_ = true;
   }
 
-  // A contiguous dataset's bytes ahead (a chunked one's are HDF5's to find).
-  bool reads_ahead() const override { return fd_ >= 0; }
-  bool reads_locally() const override { return fd_ >= 0 || options_.independent; }
   void do_will_need(const Extent& extent) override {
     if (fd_ < 0 || extent.empty()) return;
     raw::advise_ranges(fd_, info_.dims, extent, dtype_size(info_.dtype), contiguous_offset_, path_);

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 // Backend "pnetcdf": NetCDF classic files through PnetCDF. Reads CDF-1,
 // CDF-2 ("NetCDF-64") and CDF-5; writes CDF-2 or CDF-5 (hint format=).
-// Collective ncmpi_get_vara_all/put_vara_all by default; with hint
-// nonblocking=1, ncmpi_iget_vara/iput_vara posted for every extent of a
-// round and completed by one ncmpi_wait_all. PnetCDF and MPI-IO hints
+// A read_all is one collective call: ncmpi_iget_vara posted for every
+// extent of the list and completed by one ncmpi_wait_all. Writes are
+// collective ncmpi_put_vara_all by default; with hint nonblocking=1,
+// ncmpi_iput_vara posted for every extent of a round and completed by one
+// ncmpi_wait_all. PnetCDF and MPI-IO hints
 // (nc_header_align_size, nc_var_align_size, cb_buffer_size, ...) pass
 // through to the library as MPI_Info.
 //
@@ -67,7 +69,10 @@ using pnetcdf::read_options;
 class PnetcdfReader final : public VolumeReader {
  public:
   PnetcdfReader(const std::string& path, const Comm& comm, Options options)
-      : VolumeReader({.collective = true}), comm_(comm.duplicate()), path_(path), options_(std::move(options)) {
+      : VolumeReader({.collective = true, .reads_ahead = true}),
+        comm_(comm.duplicate()),
+        path_(path),
+        options_(std::move(options)) {
     MpiInfo info(options_.library_hints);
     trace::Span span(trace::Op::open);  // the open and the header's inquiries
     collectively(comm_, [&] {
@@ -92,8 +97,7 @@ class PnetcdfReader final : public VolumeReader {
   std::string backend_name() const override { return "pnetcdf"; }
   std::string implementation() const override {
     const std::string version = ncmpi_inq_libvers();
-    return "PnetCDF " + version.substr(0, version.find(' ')) + " on " + kind_ +
-           (options_.nonblocking ? ", non-blocking" : "");
+    return "PnetCDF " + version.substr(0, version.find(' ')) + " on " + kind_ + ", requests completed by one wait_all";
   }
 
   // Independent reads of a collective-mode file: every rank enters and
@@ -111,28 +115,26 @@ class PnetcdfReader final : public VolumeReader {
     bytes_read_ += static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info_.dtype);
   }
 
+  // One collective call for the whole list, whatever its length (none
+  // too): a request per extent (ncmpi_iget_vara into the extent's own
+  // buffer), all completed by one ncmpi_wait_all, which PnetCDF makes one
+  // MPI-IO collective read. Not ncmpi_get_varn_all: it fills one buffer for
+  // every extent, and a caller's buffers lie apart. PnetCDF 1.12's wait_all
+  // leaves requests whose file regions overlap unfilled (zeros, in the
+  // conformance suite's lists), so where any rank's list has extents that
+  // overlap, every rank reads as before: a collective ncmpi_get_vara_all
+  // per extent, in rounds. The reduction that learns it takes the place of
+  // the rounds' own (io::Rounds), which a list read in one call needs not.
   void do_read_all(std::span<const Extent> extents, std::span<void* const> buffers) override {
-    if (options_.nonblocking) return read_all_nonblocking(extents, buffers);
-    in_rounds(comm_, extents, buffers, [&](const Extent* extent, void* buffer) {
-      if (!extent || extent->empty()) {  // join the round with nothing to read
-        auto [start, count] = corners(Extent{});
-        trace::Span span(trace::Op::read);
-        check_nc(ncmpi_get_vara_all(ncid_, varid_, start.data(), count.data(), nullptr, 0, mpi_type(info_.dtype)),
-                 "read " + path_);
-        return;
-      }
-      auto [start, count] = corners(*extent);
-      trace::Span span(trace::Op::read, file_offset(*extent), extent_bytes(*extent));
-      check_nc(ncmpi_get_vara_all(ncid_, varid_, start.data(), count.data(), buffer, extent->voxels(),
-                                  mpi_type(info_.dtype)),
-               "read " + path_);
-      bytes_read_ += static_cast<std::uint64_t>(extent->voxels()) * dtype_size(info_.dtype);
-    });
+    const int mine = overlapping(extents) ? 1 : 0;
+    int any = 0;
+    check_mpi(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, comm_.get()), "MPI_Allreduce");
+    if (any != 0) return read_each(extents, buffers);
+    read_as_requests(extents, buffers);
   }
 
   // The variable's (or this step's record's) bytes ahead, through a
   // descriptor of its own: PnetCDF's MPI-IO file has none to lend.
-  bool reads_ahead() const override { return true; }
   void do_will_need(const Extent& extent) override {
     if (extent.empty()) return;
     if (advise_fd_ < 0) {
@@ -154,27 +156,72 @@ class PnetcdfReader final : public VolumeReader {
   std::vector<std::string> files() const override { return {path_}; }
 
  private:
-  void read_all_nonblocking(std::span<const Extent> extents, std::span<void* const> buffers) {
+  // The outcome is agreed, so a failure on one rank (a request refused, a
+  // read that failed) is thrown on every rank.
+  void read_as_requests(std::span<const Extent> extents, std::span<void* const> buffers) {
+    std::exception_ptr failure;
     std::vector<int> requests;
-    for (std::size_t i = 0; i < extents.size(); ++i) {
-      if (extents[i].empty()) continue;
-      auto [start, count] = corners(extents[i]);
-      int request = 0;
-      // The request as posted; the transfer's time goes to the wait below.
-      trace::Span span(trace::Op::read, file_offset(extents[i]), extent_bytes(extents[i]));
-      check_nc(ncmpi_iget_vara(ncid_, varid_, start.data(), count.data(), buffers[i], extents[i].voxels(),
-                               mpi_type(info_.dtype), &request),
-               "read " + path_);
-      requests.push_back(request);
-      bytes_read_ += static_cast<std::uint64_t>(extents[i].voxels()) * dtype_size(info_.dtype);
+    std::uint64_t bytes = 0;
+    try {
+      for (std::size_t i = 0; i < extents.size(); ++i) {
+        if (extents[i].empty()) continue;
+        auto [start, count] = corners(extents[i]);
+        int request = 0;
+        // The request as posted; the transfer's time goes to the wait below.
+        trace::Span span(trace::Op::read, file_offset(extents[i]), extent_bytes(extents[i]));
+        check_nc(ncmpi_iget_vara(ncid_, varid_, start.data(), count.data(), buffers[i], extents[i].voxels(),
+                                 mpi_type(info_.dtype), &request),
+                 "read " + path_);
+        requests.push_back(request);
+        bytes += extent_bytes(extents[i]);
+      }
+    } catch (...) {
+      failure = std::current_exception();  // still joins the wait, with the requests posted
     }
     std::vector<int> statuses(requests.size());
+    int status = NC_NOERR;
     {
       trace::Span span(trace::Op::wait);
-      check_nc(ncmpi_wait_all(ncid_, static_cast<int>(requests.size()), requests.data(), statuses.data()),
-               "read " + path_);
+      status = ncmpi_wait_all(ncid_, static_cast<int>(requests.size()), requests.data(), statuses.data());
     }
-    for (int status : statuses) check_nc(status, "read " + path_);
+    try {
+      check_nc(status, "read " + path_);
+      for (const int each : statuses) check_nc(each, "read " + path_);
+    } catch (...) {
+      if (!failure) failure = std::current_exception();
+    }
+    if (!failure) bytes_read_ += bytes;
+    agree(comm_, failure);
+  }
+
+  void read_each(std::span<const Extent> extents, std::span<void* const> buffers) {
+    in_rounds(comm_, extents, buffers, [&](const Extent* extent, void* buffer) {
+      if (!extent || extent->empty()) {  // join the round with nothing to read
+        auto [start, count] = corners(Extent{});
+        trace::Span span(trace::Op::read);
+        check_nc(ncmpi_get_vara_all(ncid_, varid_, start.data(), count.data(), nullptr, 0, mpi_type(info_.dtype)),
+                 "read " + path_);
+        return;
+      }
+      auto [start, count] = corners(*extent);
+      trace::Span span(trace::Op::read, file_offset(*extent), extent_bytes(*extent));
+      check_nc(ncmpi_get_vara_all(ncid_, varid_, start.data(), count.data(), buffer, extent->voxels(),
+                                  mpi_type(info_.dtype)),
+               "read " + path_);
+      bytes_read_ += extent_bytes(*extent);
+    });
+  }
+
+  static bool overlapping(std::span<const Extent> extents) {
+    auto meet = [](const Extent& a, const Extent& b) {
+      for (int i = 0; i < 3; ++i)
+        if (a.offset[i] >= b.offset[i] + b.count[i] || b.offset[i] >= a.offset[i] + a.count[i]) return false;
+      return true;
+    };
+    for (std::size_t i = 0; i < extents.size(); ++i)
+      for (std::size_t j = i + 1; j < extents.size(); ++j)
+        if (!extents[i].empty() && !extents[j].empty() && meet(extents[i], extents[j])) return true;
+    return false;
   }
 
   // Where a trace record of extent starts: the variable's (or the record's)
@@ -333,7 +380,7 @@ Backend make_pnetcdf_backend() {
   backend.name = "pnetcdf";
   backend.formats = "NetCDF CDF-1/2/5 (.nc)";
   backend.extension = ".nc";
-  backend.description = "PnetCDF collective get/put_vara_all, or iget/iput + wait_all (nonblocking=1)";
+  backend.description = "PnetCDF iget + one wait_all per read_all; put_vara_all, or iput + wait_all (nonblocking=1)";
   backend.list_variables = list_variables;
   backend.hints = cdf_hints();
   backend.open = [](const OpenRequest& request, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {

@@ -49,6 +49,7 @@ class TiffReader final : public VolumeReader {
       if (fd_ >= 0) ::close(std::exchange(fd_, -1));
       throw;
     }
+    set_capabilities({.chunks = stored_chunks()});
   }
   ~TiffReader() override {
     if (fd_ >= 0) ::close(fd_);
@@ -58,12 +59,6 @@ class TiffReader final : public VolumeReader {
   std::string backend_name() const override { return "tiff"; }
   std::uint64_t bytes_read() const override { return bytes_read_; }
   std::vector<std::string> files() const override { return stack_.files; }
-  // Compressed pages decode a strip or tile at a time: bricks of whole ones.
-  std::optional<Index3> chunks() const override {
-    if (first_.compression == COMPRESSION_NONE) return std::nullopt;
-    if (first_.tiled) return Index3{1, first_.tile_height, first_.tile_width};
-    return Index3{1, first_.rows_per_strip, info_.dims[2]};
-  }
 
  protected:
   void do_read(const Extent& extent, void* buffer) override {
@@ -88,6 +83,13 @@ class TiffReader final : public VolumeReader {
   }
 
  private:
+  // Compressed pages decode a strip or tile at a time: bricks of whole ones.
+  std::optional<Index3> stored_chunks() const {
+    if (first_.compression == COMPRESSION_NONE) return std::nullopt;
+    if (first_.tiled) return Index3{1, first_.tile_height, first_.tile_width};
+    return Index3{1, first_.rows_per_strip, info_.dims[2]};
+  }
+
   // Opens plane z's file and page; sets raw_base_ where its voxels lie as raw
   // rows one after another (0 where libtiff must decode them).
   tiff::Page open_plane(std::int64_t z) {

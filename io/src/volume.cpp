@@ -69,6 +69,12 @@ void check_lists(const char* call, std::span<const Extent> extents, std::span<Bu
 
 }  // namespace
 
+void VolumeReader::set_capabilities(Capabilities capabilities) {
+  // An independent reader's read() touches nothing collective by definition.
+  if (!capabilities.collective) capabilities.reads_locally = true;
+  capabilities_ = std::move(capabilities);
+}
+
 void VolumeReader::check_open(const char* call) const {
   if (closed_) throw Error(std::string(call) + " after close (backend " + backend_name() + ")");
 }

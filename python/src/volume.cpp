@@ -64,7 +64,7 @@ class Volume {
   }
   std::string describe() const { return io::describe(path_, format_, backend_, info()); }
   std::string backend() const { return backend_; }
-  bool collective() const { return reader().collective(); }
+  bool collective() const { return reader().capabilities().collective; }
   std::string path() const { return path_; }
 
   // This rank's block [offset, offset + count), as stored (native byte order).
@@ -84,7 +84,7 @@ class Volume {
     void* buffer = out.mutable_data();
     {
       py::gil_scoped_release release;
-      if (reader().collective()) {
+      if (reader().capabilities().collective) {
         // NetCDF and HDF5 readers read collectively: every rank calls read()
         // as often as the others (a rank with nothing asks for a count of 0).
         std::vector<io::Extent> extents;

@@ -73,7 +73,7 @@ void read_box(const Comm& comm, io::VolumeReader& reader, const io::Extent& box,
   // backend: a rank that failed (a short file, EIO) joins the rest with
   // nothing to read.
   segment::BrickDriver driver(comm, std::move(slabs), {}, {});
-  driver.run(reader.collective(), [&](std::optional<std::size_t> k) {
+  driver.run(reader.capabilities().collective, [&](std::optional<std::size_t> k) {
     const io::Extent* slab = k ? &driver.extent(*k) : nullptr;
     io::read_in_round(reader, slab, staging.data());
     if (slab) convert(staging.data(), slab->voxels(), out.data() + (slab->offset[0] - box.offset[0]) * plane);

@@ -60,7 +60,7 @@ Axis plan_axis(const io::Coordinate& c, io::Coordinate& uniform) {
 class Resampled final : public io::VolumeReader {
  public:
   Resampled(std::unique_ptr<io::VolumeReader> source, const Coordinates& grid, Resampling how)
-      : io::VolumeReader(io::Capabilities{.collective = source->collective()}),
+      : io::VolumeReader(io::Capabilities{.collective = source->capabilities().collective}),
         source_(std::move(source)),
         decoder_(source_->info()) {
     const io::VolumeInfo& in = source_->info();

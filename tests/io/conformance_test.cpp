@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <string>
 #include <vector>
 
 #include "support/temp_dir.hpp"
@@ -119,7 +120,7 @@ class Conformance : public ::testing::Test {
     auto writer = create_writer(backend_, {file, info, false}, comm_, backend_hints());
     segment::BrickLayout layout(kDims, {5, 6, 7});
     const auto bricks = segment::assign_bricks(layout.count(), comm_.rank(), comm_.size(), segment::Assignment::cyclic);
-    if (writer->collective()) {  // ranks hold different numbers of bricks: one write_all
+    if (writer->capabilities().collective) {  // ranks hold different numbers of bricks: one write_all
       std::vector<Extent> extents;
       std::vector<std::vector<std::byte>> values;
       std::vector<const void*> pointers;
@@ -153,7 +154,7 @@ class Conformance : public ::testing::Test {
 
   // Rank 0 writes extent; collective backends need every rank in the call.
   void write_from_rank0(VolumeWriter& writer, const Extent& extent, const void* values) {
-    if (!writer.collective()) {
+    if (!writer.capabilities().collective) {
       if (comm_.rank() == 0) writer.write(extent, values);
       return;
     }
@@ -259,7 +260,69 @@ TEST_F(Conformance, ReadAllWithUnevenListsAndPrefetchHints) {
   }
   reader->read_all(mine, pointers);
   for (std::size_t k = 0; k < mine.size(); ++k) EXPECT_EQ(buffers[k], expected_extent(DType::i16, mine[k])) << to_string(mine[k]);
-  EXPECT_GE(reader->prefetch_depth(), 0);
+  EXPECT_GE(reader->capabilities().prefetch_depth, 0);
+  reader->close();
+}
+
+// One read_all of many bricks (PnetCDF makes it one collective call: a
+// request per brick, one wait): ranks hold different numbers of bricks,
+// rank 0 none when there are several, and empty extents among them; the
+// buffers lie apart, in an order other than the list's. Every voxel's value
+// is its own index, so a brick given another's data, or a shifted one, fails.
+TEST_F(Conformance, ReadAllOfManyBricksGivesEachBrickItsOwnValues) {
+  const std::string file = path("many_bricks");
+  const Extent whole{{0, 0, 0}, kDims};
+  std::vector<float> index(static_cast<std::size_t>(whole.voxels()));
+  for (std::size_t i = 0; i < index.size(); ++i) index[i] = static_cast<float>(i);
+  VolumeInfo info;
+  info.dims = kDims;
+  info.dtype = DType::f32;
+  info.byte_order = ByteOrder::little;
+  auto writer = create_writer(backend_, {file, info, false}, comm_, backend_hints());
+  write_from_rank0(*writer, whole, index.data());
+  writer->close();
+
+  auto reader = open_reader(backend_, file, comm_, backend_hints());
+  segment::BrickLayout layout(kDims, {4, 5, 6});  // 64 bricks, some cut by the volume's faces
+  const int rank = comm_.rank();
+  const std::int64_t count = comm_.size() == 1 ? 20 : rank * 5;
+  std::vector<Extent> mine;
+  for (std::int64_t k = 0; k < count; ++k) {
+    mine.push_back(layout.brick((rank * 7 + k * 11) % layout.count()));
+    if (k % 4 == 1) mine.push_back(Extent{{1, 2, 3}, {0, 0, 0}});
+  }
+  std::size_t total = 0;
+  for (const auto& e : mine) total += static_cast<std::size_t>(e.voxels()) + 1;  // a guard value after each
+  std::vector<float> memory(total, -1.0f);
+  std::vector<void*> pointers(mine.size());
+  std::vector<std::size_t> at(mine.size());
+  for (std::size_t k = mine.size(), next = 0; k-- > 0;) {  // the last extent's buffer first
+    at[k] = next;
+    pointers[k] = memory.data() + next;
+    next += static_cast<std::size_t>(mine[k].voxels()) + 1;
+  }
+  reader->read_all(mine, pointers);
+  // Counted, not asserted: a rank that left early would leave the others in close().
+  std::int64_t wrong = 0;
+  std::string first;
+  for (std::size_t k = 0; k < mine.size(); ++k) {
+    const Extent& e = mine[k];
+    const float* got = memory.data() + at[k];
+    std::int64_t i = 0;
+    for (std::int64_t z = e.offset[0]; z < e.offset[0] + e.count[0]; ++z)
+      for (std::int64_t y = e.offset[1]; y < e.offset[1] + e.count[1]; ++y)
+        for (std::int64_t x = e.offset[2]; x < e.offset[2] + e.count[2]; ++x, ++i)
+          if (got[i] != static_cast<float>((z * kDims[1] + y) * kDims[2] + x) && wrong++ == 0)
+            first = "brick " + std::to_string(k) + " " + to_string(e) + " value " + std::to_string(i) + " is " +
+                    std::to_string(got[i]);
+    if (got[e.voxels()] != -1.0f && wrong++ == 0) first = "past brick " + std::to_string(k) + " " + to_string(e);
+  }
+  EXPECT_EQ(wrong, 0) << first;
+  // Every rank the whole volume in one call: the ranks' extents overlap.
+  std::vector<float> everything(index.size(), -1.0f);
+  void* into = everything.data();
+  reader->read_all({&whole, 1}, {&into, 1});
+  EXPECT_EQ(everything, index);
   reader->close();
 }
 

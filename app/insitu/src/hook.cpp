@@ -523,7 +523,7 @@ void Hook::Impl::write_mask(const Field& field, StepRecord& record) {
   // One brick, this rank's block, through the brick driver: every rank
   // agrees on the outcome.
   segment::BrickDriver driver(comm, {field.box}, {}, {});
-  driver.run(writer->collective(), [&](std::optional<std::size_t> k) {
+  driver.run(writer->capabilities().collective, [&](std::optional<std::size_t> k) {
     io::write_in_round(*writer, k ? &driver.extent(*k) : nullptr, mask.data());
   });
   writer->close();

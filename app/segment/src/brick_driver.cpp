@@ -68,10 +68,12 @@ int BrickDriver::agree_stop() {
   if (const int already = stopped_.load()) return already;
   if (!controls_.stop && !controls_.interrupt) return 0;
   // A scheduler's signal on any rank stops every rank; the user's Cancel,
-  // asked on rank 0, is broadcast when there is none.
-  int here = controls_.interrupt ? controls_.interrupt->load() : 0, any = 0;
-  check_mpi(MPI_Allreduce(&here, &any, 1, MPI_INT, MPI_MAX, comm_.get()), "MPI_Allreduce");
-  if (any == 0 && controls_.stop && controls_.stop->agreed()) any = kCancelled;
+  // asked on rank 0, when there is none. One reduction carries both.
+  const int here[2] = {controls_.interrupt ? controls_.interrupt->load() : 0,
+                       controls_.stop && controls_.stop->asked() ? 1 : 0};
+  int all[2] = {0, 0};
+  check_mpi(MPI_Allreduce(here, all, 2, MPI_INT, MPI_MAX, comm_.get()), "MPI_Allreduce");
+  const int any = all[0] != 0 ? all[0] : all[1] != 0 ? kCancelled : 0;
   stopped_.store(any);
   return any;
 }

@@ -61,7 +61,7 @@ io::Index3 BrickLayout::job_shape(const io::Index3& dims, std::size_t element_si
 io::Index3 BrickLayout::job_shape(const io::VolumeReader& reader, const std::optional<io::Index3>& chunks,
                                   bool one_chunk) {
   const std::size_t element = io::dtype_size(reader.info().dtype);
-  const std::size_t staged = std::max(element, reader.staged_bytes_per_voxel());
+  const std::size_t staged = element + reader.capabilities().extra_staged_bytes_per_voxel;
   if (staged == element || chunks) return job_shape(reader.info().dims, staged, chunks, one_chunk);
   return default_shape(reader.info().dims, staged, std::size_t{4} << 20);
 }

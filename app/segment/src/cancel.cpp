@@ -5,7 +5,7 @@
 
 namespace volseg::segment {
 
-Stop::Stop(const Comm& comm, const CancelFlag* flag) : async_(comm.duplicate()), sync_(comm.duplicate()), flag_(flag) {
+Stop::Stop(const Comm& comm, const CancelFlag* flag) : async_(comm.duplicate()), flag_(flag) {
   // The other ranks post their half of the broadcast now; rank 0 posts its
   // half when asked to stop, or at finish() with "go on".
   if (async_.rank() != 0) {
@@ -40,11 +40,7 @@ bool Stop::requested() {
   return arrived_ && value_ != 0;
 }
 
-bool Stop::agreed() {
-  int value = async_.rank() == 0 && flag_ && flag_->requested() ? 1 : 0;
-  check_mpi(MPI_Bcast(&value, 1, MPI_INT, 0, sync_.get()), "MPI_Bcast");
-  return value != 0;
-}
+bool Stop::asked() const { return async_.rank() == 0 && flag_ && flag_->requested(); }
 
 void Stop::finish() {
   if (finished_) return;

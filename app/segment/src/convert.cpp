@@ -95,9 +95,8 @@ ConvertResult run_convert(const Comm& comm, const ConvertOptions& options) {
   result.info = output_info(in, format, options, result.dropped);
 
   const bool chunked_output = format == io::FileFormat::zarr || format == io::FileFormat::ome_zarr;
-  const io::Index3 shape = options.brick_shape.value_or(
-      BrickLayout::job_shape(*reader, detail::chunks_for_bricks(reader->chunks(), format),
-                             chunked_output));
+  const io::Index3 shape = options.brick_shape.value_or(BrickLayout::job_shape(
+      *reader, detail::chunks_for_bricks(reader->capabilities().chunks, format), chunked_output));
   const BrickLayout layout(in.dims, shape);
   result.brick_shape = layout.shape();
   result.bricks = layout.count();
@@ -107,7 +106,7 @@ ConvertResult run_convert(const Comm& comm, const ConvertOptions& options) {
   request.bricks = shape;
   auto writer = io::create_writer(writing.backend, request, comm, io::Hints::parse(writer_hints));
 
-  const bool collective = reader->collective() || writer->collective();
+  const bool collective = reader->capabilities().collective || writer->capabilities().collective;
   const auto bricks = assign_bricks(layout.count(), comm.rank(), comm.size(), Assignment::block, 0);
   {
     const io::watchdog::Phase phase("convert, the bricks");
@@ -122,9 +121,11 @@ ConvertResult run_convert(const Comm& comm, const ConvertOptions& options) {
         if (k) extents.push_back(driver.extent(*k));
         void* into[] = {buffer.data()};
         const void* from[] = {buffer.data()};
-        if (reader->collective()) reader->read_all(extents, {into, extents.size()});
+        if (reader->capabilities().collective)
+          reader->read_all(extents, {into, extents.size()});
         else if (k) reader->read(extents[0], buffer.data());
-        if (writer->collective()) writer->write_all(extents, {from, extents.size()});
+        if (writer->capabilities().collective)
+          writer->write_all(extents, {from, extents.size()});
         else if (k) writer->write(extents[0], buffer.data());
       });
     } catch (...) {

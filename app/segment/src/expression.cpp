@@ -216,15 +216,21 @@ namespace {
 class ExpressionReader final : public io::VolumeReader {
  public:
   ExpressionReader(const Request& request, std::unique_ptr<Expression> evaluator,
-                   std::vector<std::unique_ptr<io::VolumeReader>> operands, bool collective)
-      : io::VolumeReader(io::Capabilities{.collective = collective}),
-        evaluator_(std::move(evaluator)),
-        operands_(std::move(operands)) {
+                   std::vector<std::unique_ptr<io::VolumeReader>> operands)
+      : evaluator_(std::move(evaluator)), operands_(std::move(operands)) {
+    // Collective if any operand is; locally and ahead only if every one
+    // reads so; the operands' values held besides the one handed out.
+    io::Capabilities capabilities{.reads_locally = true, .reads_ahead = true};
     for (const auto& r : operands_) {
       decoders_.emplace_back(r->info());
       sizes_.push_back(io::dtype_size(r->info().dtype));
       single_ = single_ && in_single(r->info());
+      capabilities.collective = capabilities.collective || r->capabilities().collective;
+      capabilities.reads_locally = capabilities.reads_locally && r->capabilities().reads_locally;
+      capabilities.reads_ahead = capabilities.reads_ahead && r->capabilities().reads_ahead;
+      capabilities.extra_staged_bytes_per_voxel += sizes_.back();
     }
+    set_capabilities(capabilities);
     const io::VolumeInfo& first = operands_.front()->info();
     info_.dims = first.dims;
     info_.dtype = io::DType::f32;
@@ -280,8 +286,7 @@ class ExpressionReader final : public io::VolumeReader {
         throw Error(evaluator->option() + ": " + evaluator->names()[i] + " has dims " +
                     io::to_string(operands[i]->info().whole()) + " but " + evaluator->names()[0] + " has " +
                     io::to_string(first.whole()) + ": operands must have one shape");
-    const bool collective = std::any_of(operands.begin(), operands.end(), [](const auto& r) { return r->collective(); });
-    return std::make_unique<ExpressionReader>(request, std::move(evaluator), std::move(operands), collective);
+    return std::make_unique<ExpressionReader>(request, std::move(evaluator), std::move(operands));
   }
 
   const io::VolumeInfo& info() const override { return info_; }
@@ -295,9 +300,6 @@ class ExpressionReader final : public io::VolumeReader {
     for (const auto& r : operands_) total += r->bytes_read();
     return total;
   }
-  bool reads_ahead() const override {
-    return std::all_of(operands_.begin(), operands_.end(), [](const auto& r) { return r->reads_ahead(); });
-  }
   std::vector<std::string> files() const override {  // every operand's, once
     std::vector<std::string> all;
     for (const auto& r : operands_)
@@ -305,22 +307,13 @@ class ExpressionReader final : public io::VolumeReader {
         if (std::find(all.begin(), all.end(), f) == all.end()) all.push_back(std::move(f));
     return all;
   }
-  std::size_t staged_bytes_per_voxel() const override {
-    std::size_t total = io::dtype_size(info_.dtype);  // the values handed out
-    for (const auto size : sizes_) total += size;
-    return total;
-  }
 
  protected:
   void do_will_need(const io::Extent& extent) override {  // each operand's bytes ahead
     for (const auto& r : operands_) r->will_need(extent);
   }
-  bool reads_locally() const override {
-    return std::all_of(operands_.begin(), operands_.end(), [](const auto& r) { return r->reads_locally(); });
-  }
-
   void do_read(const io::Extent& extent, void* buffer) override {
-    if (reads_locally()) return read_in_pieces(extent, static_cast<float*>(buffer));
+    if (capabilities().reads_locally) return read_in_pieces(extent, static_cast<float*>(buffer));
     raw_.resize(operands_.size());
     for (std::size_t i = 0; i < operands_.size(); ++i) {
       raw_[i].resize(static_cast<std::size_t>(extent.voxels()) * sizes_[i]);
@@ -333,7 +326,7 @@ class ExpressionReader final : public io::VolumeReader {
   // (operands read locally: each extent in pieces, every rank still joining
   // the caller's rounds).
   void do_read_all(std::span<const io::Extent> extents, std::span<void* const> buffers) override {
-    if (reads_locally()) {
+    if (capabilities().reads_locally) {
       for (std::size_t e = 0; e < extents.size(); ++e) read_in_pieces(extents[e], static_cast<float*>(buffers[e]));
       return;
     }
@@ -377,7 +370,8 @@ class ExpressionReader final : public io::VolumeReader {
   void read_in_pieces(const io::Extent& extent, float* out) {
     if (extent.empty()) return;
     constexpr std::int64_t kPieceBytes = std::int64_t{1} << 19;
-    const std::int64_t target = std::max<std::int64_t>(1, kPieceBytes / static_cast<std::int64_t>(staged_bytes_per_voxel()));
+    const auto staged = io::dtype_size(info_.dtype) + capabilities().extra_staged_bytes_per_voxel;
+    const std::int64_t target = std::max<std::int64_t>(1, kPieceBytes / static_cast<std::int64_t>(staged));
     const auto& [cz, cy, cx] = extent.count;
     raw_.resize(operands_.size());
     auto piece = [&](const io::Extent& part, std::int64_t at) {

@@ -311,7 +311,7 @@ LabelPlan plan_label(const Comm& comm, const LabelOptions& options, LabelResult&
   // its mask, its labels and ~12 bytes a run of foreground.
   // Large bricks whatever the output: each brick face is merge work.
   const io::Index3 shape = options.brick_shape.value_or(BrickLayout::job_shape(
-      info.dims, 4, detail::chunks_for_bricks(reader->chunks(), io::parse_format(result.output_format))));
+      info.dims, 4, detail::chunks_for_bricks(reader->capabilities().chunks, io::parse_format(result.output_format))));
   const BrickLayout layout(info.dims, shape);
   result.brick_shape = layout.shape();
   result.brick_grid = layout.grid();
@@ -367,7 +367,8 @@ struct LabelPasses {
     auto& reader = *plan.reader;
     auto* values = plan.values.get();
     auto bricks = driver(io::dtype_size(info.dtype));
-    bricks.run(reader.collective() || (values && values->collective()), [&](std::optional<std::size_t> k) {
+    const bool collective = reader.capabilities().collective || (values && values->capabilities().collective);
+    bricks.run(collective, [&](std::optional<std::size_t> k) {
       const io::Extent* extent = k ? &bricks.extent(*k) : nullptr;
       io::read_in_round(reader, extent, input.data());
       if (values) io::read_in_round(*values, extent, source.data());
@@ -398,7 +399,7 @@ struct LabelPasses {
     std::vector<std::byte> out(brick_voxels * io::dtype_size(type));
     BrickLabeler labeler(options.connectivity);
     auto bricks = driver(io::dtype_size(type));
-    bricks.run(reader.collective() || writer.collective(), [&](std::optional<std::size_t> k) {
+    bricks.run(reader.capabilities().collective || writer.capabilities().collective, [&](std::optional<std::size_t> k) {
       const io::Extent* extent = k ? &bricks.extent(*k) : nullptr;
       io::read_in_round(reader, extent, input.data());
       if (extent) {

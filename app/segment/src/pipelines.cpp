@@ -141,7 +141,7 @@ class MaskWriter {
 // bricks. The mask goes out through a MaskWriter.
 void run_mapped(Job& job) {
   auto& driver = job.driver;
-  const int depth = job.reader.prefetch_depth();
+  const int depth = job.reader.capabilities().prefetch_depth;
   auto advise = [&](std::size_t k) {
     if (k < driver.size()) job.reader.will_need(driver.extent(k));
   };
@@ -229,7 +229,7 @@ void run_collective(Job& job) {
   const std::size_t largest = std::max<std::size_t>(driver.largest_voxels(), 1);
   // No more slots than this rank has bricks: a rank with none (or only
   // small ones) must not size its buffers and statistics by round_bytes.
-  const std::size_t staged = std::max(element, job.reader.staged_bytes_per_voxel());
+  const std::size_t staged = element + job.reader.capabilities().extra_staged_bytes_per_voxel;
   const std::size_t batch = std::min(driver.items_per_round(largest * staged), std::max<std::size_t>(driver.size(), 1));
   // The calls are pipelined below, so failures are agreed by the backends'
   // collective calls and the job's end.

@@ -315,8 +315,8 @@ SegmentPlan plan_segment(const Comm& comm, const SegmentOptions& options, Segmen
                                                      info.missing_value},
                                options.histogram);
   const bool chunked_output = io.output_format == io::FileFormat::zarr || io.output_format == io::FileFormat::ome_zarr;
-  const io::Index3 shape = options.brick_shape.value_or(
-      BrickLayout::job_shape(*reader, detail::chunks_for_bricks(reader->chunks(), io.output_format), chunked_output));
+  const io::Index3 shape = options.brick_shape.value_or(BrickLayout::job_shape(
+      *reader, detail::chunks_for_bricks(reader->capabilities().chunks, io.output_format), chunked_output));
   const BrickLayout layout(info.dims, shape);
   result.brick_shape = layout.shape();
   result.brick_grid = layout.grid();
@@ -360,7 +360,7 @@ void run_pipeline(const Comm& comm, const SegmentOptions& options, SegmentPlan& 
   Stats& local = run.local;
   RankTimes& times = run.times;
     const auto bricks = bricks_to_do(layout, journal.get(), comm, options);
-    const bool collective = reader->collective() || writer->collective();
+    const bool collective = reader->capabilities().collective || writer->capabilities().collective;
     const bool any_order = !collective && reader->capabilities().read_any;
     const bool mapped = !collective && !any_order && reader->capabilities().map;
     result.pipeline = collective ? "collective" : any_order ? "any-order" : mapped ? "mapped" : "buffered";

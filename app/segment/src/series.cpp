@@ -218,10 +218,11 @@ std::uint64_t announce_step(const Comm& comm, const std::string& backend, const 
   std::uint64_t bytes = 0;
   std::exception_ptr error;
   try {
-    if (z1 > z0 && reader->reads_ahead()) {
+    if (z1 > z0 && reader->capabilities().reads_ahead) {
       const io::Extent slab{{z0, 0, 0}, {z1 - z0, dims[1], dims[2]}};
       reader->will_need(slab);
-      bytes = static_cast<std::uint64_t>(slab.voxels()) * reader->staged_bytes_per_voxel();
+      bytes = static_cast<std::uint64_t>(slab.voxels()) *
+              (io::dtype_size(reader->info().dtype) + reader->capabilities().extra_staged_bytes_per_voxel);
     }
   } catch (...) {
     error = std::current_exception();

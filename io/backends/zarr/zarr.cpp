@@ -150,11 +150,11 @@ class ZarrReader final : public VolumeReader {
     if (meta_.steps > 0) info_.attributes["zarr_steps"] = std::to_string(meta_.steps);
     fill_chunk_.resize(meta_.chunk_bytes());
     zarr::fill_values(meta_, fill_chunk_.data());
+    set_capabilities({.chunks = meta_.chunks});
   }
 
   const VolumeInfo& info() const override { return info_; }
   std::string backend_name() const override { return "zarr"; }
-  std::optional<Index3> chunks() const override { return meta_.chunks; }
   std::uint64_t bytes_read() const override { return bytes_read_; }
   std::vector<std::string> files() const override { return {path_, array_ + "/.zarray"}; }
 

@@ -81,7 +81,7 @@ class Rounds {
 // One round's I/O of one extent (nullptr: this rank joins with nothing): the
 // collective call for a collective backend, else the independent one.
 inline void read_in_round(VolumeReader& reader, const Extent* extent, void* buffer) {
-  if (!reader.collective()) {
+  if (!reader.capabilities().collective) {
     if (extent) reader.read(*extent, buffer);
     return;
   }
@@ -92,7 +92,7 @@ inline void read_in_round(VolumeReader& reader, const Extent* extent, void* buff
 }
 
 inline void write_in_round(VolumeWriter& writer, const Extent* extent, const void* buffer) {
-  if (!writer.collective()) {
+  if (!writer.capabilities().collective) {
     if (extent) writer.write(*extent, buffer);
     return;
   }

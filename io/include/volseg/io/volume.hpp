@@ -71,10 +71,12 @@ class Arrivals {
   virtual std::uint64_t out_of_order() const = 0;
 };
 
-// What an I/O method can do beyond read and write, fixed when it is opened.
-// Callers ask before they choose how to run (segment: collective, any-order,
-// mapped or buffered); a call the method cannot make is refused by the base
-// class, naming the backend.
+// What an I/O method can do beyond read and write, and how callers should
+// drive it: every "can you" question, answered once when it is opened (each
+// backend fills one value, in its constructor). Callers ask
+// reader.capabilities().x before they choose how to run (segment:
+// collective, any-order, mapped or buffered); a call the method cannot make
+// is refused by the base class, naming the backend.
 struct Capabilities {
   // read_all/write_all are MPI collective: callers run them in rounds that
   // every rank joins (io::Rounds), from the thread that initialised MPI.
@@ -83,6 +85,26 @@ struct Capabilities {
   bool collective = false;
   bool map = false;       // map() hands out zero-copy windows (mmap)
   bool read_any = false;  // read_any() hands extents out as their data arrive (ranged)
+  // Whether read() touches nothing collective, so that a rank may call it
+  // for any part of its extents, as often as it likes: every independent
+  // reader (the base class sets it when `collective` is not), and a
+  // collective one that reads its file by pread (a contiguous NetCDF-4
+  // dataset). An expression reads such operands a cache-sized piece at a time.
+  bool reads_locally = false;
+  // Whether will_need reaches the kernel: the reader knows where an
+  // extent's bytes lie in its file (raw, CDF, contiguous NetCDF-4 datasets).
+  bool reads_ahead = false;
+  // How many extents ahead the caller should announce with will_need().
+  int prefetch_depth = 0;
+  // The shape (z, y, x) of the stored chunks, where the format has them
+  // (Zarr, compressed TIFF): bricks of whole chunks read each chunk once.
+  std::optional<Index3> chunks = std::nullopt;
+  // Bytes read from storage and held for each voxel besides the value
+  // handed out: 0, or more where a reader computes each voxel from several
+  // stored ones (an expression of three variables holds their three values).
+  // Collective pipelines size their rounds by the value's size plus this,
+  // so --batch-bytes bounds what is held.
+  std::size_t extra_staged_bytes_per_voxel = 0;
 };
 
 // One named figure of a backend's own, for reports.
@@ -107,56 +129,62 @@ struct Metrics {
 // of equal length, buffers given, nothing after close) and then calls the
 // backend's protected do_* function, so a backend never repeats a check and
 // every backend refuses a bad call with the same message.
+//
+// What the calls throw (error.hpp), as each says below: volseg::Error for a
+// call that is wrong whatever the file holds (an extent outside the volume,
+// a call after close, a call the backend cannot make) and for data that are
+// not what the format says (a damaged chunk or strip, one past the memory
+// budget); RankError for a failure of this rank's storage or library call (a
+// short read, EIO, a library's error code). A collective call agrees on the
+// outcome first: every rank throws the lowest failing rank's message and
+// kind, and a RankError met by some ranks only names that rank.
 class VolumeReader {
  public:
   virtual ~VolumeReader() = default;
   virtual const VolumeInfo& info() const = 0;
   virtual std::string backend_name() const = 0;
+  // What the method can do and how to drive it, fixed when it was opened.
+  const Capabilities& capabilities() const { return capabilities_; }
 
-  // Independent. Fills buffer with extent.voxels() values, packed, native order.
+  // Independent. Fills buffer with extent.voxels() values, packed, native
+  // order. Throws Error for an extent outside the volume, a null buffer for
+  // a non-empty extent, a call after close, or damaged data; RankError when
+  // the storage or the library fails on this rank. Nothing is agreed: the
+  // caller's rounds carry it to the other ranks.
   void read(const Extent& extent, void* buffer);
-  // Collective: every rank calls it, with its own (possibly empty) list.
+  // Collective where capabilities().collective: every rank calls it, with
+  // its own (possibly empty) list; elsewhere read() of each extent. Throws
+  // Error, on this rank alone and before any communication, for lists of
+  // unequal length or a bad extent or buffer, as read(); then, where
+  // collective, what the lowest failing rank met, agreed by every rank.
   void read_all(std::span<const Extent> extents, std::span<void* const> buffers);
 
-  // Prefetch hint for an extent needed soon; backends may ignore it.
+  // Prefetch hint for an extent needed soon (capabilities().reads_ahead:
+  // it reaches the kernel; else ignored). Throws Error for an extent outside
+  // the volume or a call after close; RankError when the kernel refuses
+  // the advice (posix_fadvise, madvise).
   void will_need(const Extent& extent);
-  // How many extents ahead the caller should announce with will_need().
-  virtual int prefetch_depth() const { return 0; }
-  // Whether will_need reaches the kernel: the reader knows where an
-  // extent's bytes lie in its file (raw, CDF, contiguous NetCDF-4 datasets).
-  virtual bool reads_ahead() const { return false; }
-  // Whether read() touches nothing collective, so that a rank may call it
-  // for any part of its extents, as often as it likes: every independent
-  // reader, and a collective one that reads its file by pread (a contiguous
-  // NetCDF-4 dataset). An expression reads such operands a cache-sized piece
-  // at a time.
-  virtual bool reads_locally() const { return !collective(); }
 
-  // Zero-copy access, where capabilities().map (mmap).
+  // Zero-copy access, where capabilities().map (mmap). Throws Error where
+  // the backend cannot map, for an extent outside the volume or after
+  // close; RankError when mmap fails. The window's release() throws
+  // RankError when munmap fails.
   Mapping map(const Extent& extent);
 
   // Independent, where capabilities().read_any: the extents in the order
-  // their data arrive (ranged backends).
+  // their data arrive (ranged backends). Throws Error where the backend
+  // reads in order only, for an extent outside the volume or after close;
+  // the reads' failures come from Arrivals::next() and close() as RankError.
   std::unique_ptr<Arrivals> read_any(std::span<const Extent> extents);
 
-  const Capabilities& capabilities() const { return capabilities_; }
-  // capabilities().collective, which io::Rounds asks.
-  bool collective() const { return capabilities_.collective; }
   // What did the I/O ("OMPIO", "ROMIO", a library version), for reports.
   virtual std::string implementation() const { return backend_name(); }
-  // The shape (z, y, x) of the stored chunks, where the format has them
-  // (Zarr): bricks of whole chunks read each chunk once.
-  virtual std::optional<Index3> chunks() const { return std::nullopt; }
-  // Bytes read from storage and held for each voxel handed out: the value's
-  // size, or more where a reader computes each voxel from several stored
-  // ones (an expression of three variables holds three values). Collective
-  // pipelines size their rounds by it, so --batch-bytes bounds what is held.
-  virtual std::size_t staged_bytes_per_voxel() const { return dtype_size(info().dtype); }
   // The backend's own figures of its calls so far (none by default).
   virtual Metrics metrics() const { return {}; }
 
-  // Collective. Reports every error (Fogal & Krüger: always check close).
-  // Once: any call after it is refused.
+  // Collective. Reports every error (Fogal & Krüger: always check close):
+  // agreed by every rank, what the lowest failing rank met closing its file
+  // (RankError). Once: a second call, or any call after it, throws Error.
   void close();
 
   // Bytes moved from storage by this rank so far.
@@ -167,7 +195,10 @@ class VolumeReader {
   virtual std::vector<std::string> files() const = 0;
 
  protected:
-  explicit VolumeReader(Capabilities capabilities = {}) : capabilities_(capabilities) {}
+  explicit VolumeReader(Capabilities capabilities = {}) { set_capabilities(capabilities); }
+  // For a backend that knows what it can do only once its file is open:
+  // once, in its constructor.
+  void set_capabilities(Capabilities capabilities);
 
   // Called with arguments already checked.
   virtual void do_read(const Extent& extent, void* buffer) = 0;
@@ -183,30 +214,40 @@ class VolumeReader {
   bool closed_ = false;
 };
 
+// A writer's calls throw as a reader's (see VolumeReader): Error for a call
+// that is wrong whatever the file holds, RankError for this rank's storage
+// or library failing, agreed by every rank in the collective calls.
 class VolumeWriter {
  public:
   virtual ~VolumeWriter() = default;
   virtual const VolumeInfo& info() const = 0;
   virtual std::string backend_name() const = 0;
+  // As VolumeReader's; a writer answers collective and map only.
+  const Capabilities& capabilities() const { return capabilities_; }
 
   // Independent. buffer holds extent.voxels() packed values in native order.
+  // Throws Error for an extent outside the volume, a null buffer for a
+  // non-empty extent, or a call after close; RankError when the storage or
+  // the library fails on this rank (ENOSPC, EIO), not agreed.
   void write(const Extent& extent, const void* buffer);
-  // Collective.
+  // Collective where capabilities().collective, every rank with its own
+  // (possibly empty) list; elsewhere write() of each extent. Throws Error,
+  // on this rank alone and before any communication, for lists of unequal
+  // length or a bad extent or buffer; then, where collective, what the
+  // lowest failing rank met, agreed by every rank.
   void write_all(std::span<const Extent> extents, std::span<const void* const> buffers);
 
   // A writable window, where capabilities().map; the caller fills it in
-  // file byte order.
+  // file byte order. Throws as VolumeReader::map.
   Mapping map(const Extent& extent);
 
-  // As VolumeReader's (read_any is a reader's only).
-  const Capabilities& capabilities() const { return capabilities_; }
-  bool collective() const { return capabilities_.collective; }
   virtual Metrics metrics() const { return {}; }
 
   // Collective: flushes and closes on every rank and, only if every rank
-  // succeeded, renames the temporary output to its final name. Throws on any
-  // rank's failure, leaving no output behind. Once: any call after it is
-  // refused.
+  // succeeded, renames the temporary output to its final name. Throws,
+  // agreed by every rank, any rank's failure (RankError: a flush, fsync,
+  // close or rename that failed), leaving no output behind. Once: a second
+  // call, or any call after it, throws Error.
   void close();
 
   virtual std::uint64_t bytes_written() const = 0;

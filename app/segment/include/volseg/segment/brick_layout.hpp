@@ -41,7 +41,7 @@ class BrickLayout {
   // about 1 MiB.
   //
   // A reader that computes its values from several stored ones (an
-  // expression: reader.staged_bytes_per_voxel() above its value's size) gets
+  // expression: reader.capabilities().extra_staged_bytes_per_voxel above 0) gets
   // bricks of about 4 MiB staged, so that the operands are still in cache
   // when it evaluates them (3 float32 variables from NetCDF-4, 256^3: 0.100 s
   // in 12 MiB bricks, 0.079 s in 4 MiB, against 0.042 s to read them).

@@ -47,8 +47,10 @@ using volseg::Interrupted;
 //    a non-blocking broadcast that the other ranks posted at construction
 //    and test here. For pipelines whose ranks make no collective calls
 //    while they work: each rank stops at its next brick.
-//  - agreed(): collective, and every rank gets the same answer, so a
-//    pipeline of collective rounds can skip the same rounds on every rank.
+//  - asked(): not collective: rank 0's flag there, false elsewhere. A
+//    pipeline of collective rounds reduces it over the ranks (MAX) in the
+//    agreement it makes before each round (BrickDriver::agree_stop), so
+//    every rank gets the same answer and skips the same rounds.
 // Collective lifetime over comm; finish() (or the destructor) completes the
 // broadcast on every rank.
 class Stop {
@@ -59,13 +61,13 @@ class Stop {
   ~Stop();
 
   bool requested();
-  bool agreed();
+  bool asked() const;
   void finish();  // collective
 
  private:
   void start_broadcast(int value);
 
-  Comm async_, sync_;
+  Comm async_;
   const CancelFlag* flag_ = nullptr;
   MPI_Request request_ = MPI_REQUEST_NULL;
   int value_ = 0;
