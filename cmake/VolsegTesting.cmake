@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # volseg_add_mpi_test(NAME target RANKS 1 2 3 4 [ARGS ...] [ENV VAR=value ...])
 # Registers one ctest per rank count, oversubscribed and allowed to run as
-# root (DEPENDENCIES.md pitfalls 4 and 6).
+# root, as OpenMPI requires on a small machine (docs/dependencies.md, "MPI
+# as root").
 set(VOLSEG_MPI_TEST_ENV
   OMPI_ALLOW_RUN_AS_ROOT=1
   OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

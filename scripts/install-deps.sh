@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Installs every Debian package volseg needs (see shared/DEPENDENCIES.md).
+# Installs every Debian package volseg needs (docs/dependencies.md lists them).
 # Idempotent: packages already present are not touched, and apt-get runs
 # only when something is missing.
 set -euo pipefail
 
 packages=(
-  # build
-  cmake ninja-build g++ pkg-config ccache
+  # build; clang-format (14) for scripts/check-style.sh
+  cmake ninja-build g++ pkg-config ccache clang-format
   # MPI and parallel I/O libraries (all built against OpenMPI)
   libopenmpi-dev openmpi-bin
   libpnetcdf-dev pnetcdf-bin

@@ -245,6 +245,22 @@ std::vector<std::string> Selection::hints() const {
   return hints;
 }
 
+io::Selection Selection::selection() const {
+  const auto t = time_selection();
+  if (t && t->range() && !series_)
+    throw Error("--time " + time + ": 'volseg " + command_ + "' takes one step (segment and label take a range)");
+  if (!operands.empty() && expression.empty() && condition.empty())
+    throw Error("--operand names a variable of --expr or --where: give one");
+  io::Selection result;
+  result.variable = variable;
+  result.glob = glob;
+  if (t && t->single) result.step = *t->single;
+  result.expression = condition.empty() ? expression : condition;
+  result.condition = !condition.empty();
+  result.operands = operands;
+  return result;
+}
+
 std::vector<std::string> selection_hints(const std::string& variable, const std::optional<std::int64_t>& time,
                                          const std::string& glob) {
   std::vector<std::string> hints;

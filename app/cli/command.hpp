@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "volseg/io/comm.hpp"
+#include "volseg/io/selection.hpp"
 #include "volseg/segment/progress.hpp"
 #include "volseg/segment/series.hpp"
 
@@ -81,6 +82,8 @@ struct Selection {
   void add_to(CLI::App& sub, bool with_glob = true, bool series = false);
   // The reader's hints (time=N for one step; none for a range).
   std::vector<std::string> hints() const;
+  // The same, typed: the selection open_input reads (a range refused alike).
+  io::Selection selection() const;
   // --time as given, parsed (a range, or one step); nullopt when absent.
   std::optional<segment::TimeSelection> time_selection() const;
 

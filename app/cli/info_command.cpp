@@ -42,18 +42,15 @@ class InfoCommand final : public Command {
       }
     }
     std::unique_ptr<io::VolumeReader> reader;
-    auto hints = selection_.hints();
+    io::OpenRequest request{path_, selection_.selection()};
     try {
-      reader = segment::open_input(backend, path_, comm, hints);
-    } catch (const Error&) {
+      reader = segment::open_input(backend, request, comm, {});
+    } catch (const StepRequired&) {
       // A series with no --time: its first step is described (the line
       // "time:" says how many there are); any other error stands.
       const auto error = std::current_exception();
-      if (std::any_of(hints.begin(), hints.end(), [](const std::string& h) { return h.rfind("time=", 0) == 0; }))
-        throw;
-      hints.push_back("time=0");
       try {
-        reader = segment::open_input(backend, path_, comm, hints);
+        reader = segment::open_input(backend, {path_, request.selection.at_step(0)}, comm, {});
       } catch (const Error&) {
         std::rethrow_exception(error);
       }

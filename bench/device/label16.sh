@@ -1,5 +1,5 @@
 # Run on a lent machine from the checkout root, after pack.sh and with setup.sh copied into .devpkg/
-# (../shared/device/README.md): run with carry [".devpkg"], command "bash bench/device/NAME.sh".
+# (the device tool's notes): run with carry [".devpkg"], command "bash bench/device/NAME.sh".
 # label 6 and 26 on the 768^3 mask of the study (seed 7), 1 and 16 ranks, phases per rank from the report;
 # FORMATS (default "nhdr") names the label files' formats (nhdr zarr); the start-up of an empty job beside them.
 set -u

@@ -1,5 +1,5 @@
 # Run on a lent machine from the checkout root, after pack.sh, with setup.sh and cc3d.tar.xz copied into .devpkg/
-# (../shared/device/README.md). cc3d.tar.xz: the cc3d package folder for that machine's Python (3.12 there):
+# (the device tool's notes). cc3d.tar.xz: the cc3d package folder for that machine's Python (3.12 there):
 #   pip download connected-components-3d --python-version 3.12 --only-binary=:all: --no-deps \
 #     --platform manylinux_2_28_x86_64 -d W && unzip W/*.whl 'cc3d/*' -d W && tar -C W -cJf .devpkg/cc3d.tar.xz cc3d
 # Per-core labelling on the study's 768^3 mask (density 0.3, seed 7): cc3d file to file (read the u8 mask,

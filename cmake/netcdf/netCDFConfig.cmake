@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-# Wrapper around Debian's parallel netCDF-C config (DEPENDENCIES.md pitfall 1):
+# Wrapper around Debian's parallel netCDF-C config (docs/dependencies.md, "netCDF-C's
+# parallel config"):
 # the Debian config points the include dir at /usr/include (the serial
 # headers) and names link items that are not installed (libblosc.so).
 set(_volseg_netcdf_debian_dir "/usr/lib/x86_64-linux-gnu/cmake/netCDF_pnetcdf")

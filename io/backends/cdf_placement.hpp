@@ -12,6 +12,7 @@
 
 #include "volseg/io/comm.hpp"
 #include "volseg/io/hints.hpp"
+#include "volseg/io/selection.hpp"
 #include "volseg/io/volume.hpp"
 
 namespace volseg::io {
@@ -26,7 +27,7 @@ std::vector<KnownHint> cdf_hints();
 
 // Collective. The PnetCDF reader and writer, which keep the header (and, for
 // the writer, the temporary-name protocol and the final rename in close()).
-std::unique_ptr<VolumeReader> open_cdf_placed(const std::string& path, const Comm& comm, const Hints& hints,
+std::unique_ptr<VolumeReader> open_cdf_placed(const OpenRequest& request, const Comm& comm, const Hints& hints,
                                               CdfPlacement& placement);
 std::unique_ptr<VolumeWriter> create_cdf_placed(const CreateRequest& request, const Comm& comm, const Hints& hints,
                                                 CdfPlacement& placement);

@@ -427,12 +427,14 @@ Backend make_gzip_backend() {
       "reads: each rank inflates the stream from its start to its own bricks (hint buffer=256KiB), at least one whole "
       "decompression a job; writes: each brick a gzip member, compressed in parallel (hints level=1, fsync=1)";
   backend.hints = {{"buffer", HintFor::readers}, {"level", HintFor::writers}, {"fsync", HintFor::writers}};
-  backend.open = [](const std::string& path, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
+  backend.open = [](const OpenRequest& request, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
     const std::int64_t buffer = hints.get_size("buffer", std::int64_t{256} << 10);
     if (buffer < 8192 || buffer > (std::int64_t{1} << 30))
       throw Error("hint buffer=" + std::to_string(buffer) + " is not between 8 KiB and 1 GiB");
+    request.selection.refuse_step_and_glob("gzip");
+    request.selection.refuse_variable("gzip");
     hints.reject_unused("gzip");
-    return std::make_unique<GzipReader>(path, comm, static_cast<unsigned>(buffer));
+    return std::make_unique<GzipReader>(request.path, comm, static_cast<unsigned>(buffer));
   };
   backend.create = [](const CreateRequest& request, const Comm& comm,
                       const Hints& hints) -> std::unique_ptr<VolumeWriter> {

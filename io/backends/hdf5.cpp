@@ -327,9 +327,10 @@ Backend make_hdf5_backend() {
       "access=independent, chunks=contiguous|brick|Z,Y,X, deflate=N, fsync=1)";
   backend.hints = {{"dataset", HintFor::writers}, {"access", HintFor::writers}, {"chunks", HintFor::writers},
                    {"deflate", HintFor::writers}, {"fsync", HintFor::writers}};
-  backend.open = [](const std::string& path, const Comm&, const Hints&) -> std::unique_ptr<VolumeReader> {
-    throw Error(path + ": the hdf5 backend writes only; HDF5 files are read by the netcdf4 backend (--backend auto "
-                       "picks it)");
+  backend.open = [](const OpenRequest& request, const Comm&, const Hints&) -> std::unique_ptr<VolumeReader> {
+    throw Error(request.path +
+                ": the hdf5 backend writes only; HDF5 files are read by the netcdf4 backend (--backend auto "
+                "picks it)");
   };
   backend.create = [](const CreateRequest& request, const Comm& comm,
                       const Hints& hints) -> std::unique_ptr<VolumeWriter> {

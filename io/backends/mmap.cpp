@@ -203,14 +203,14 @@ Backend make_mmap_backend(const std::string& name, bool advise) {
                                : "mmap of the current brick, processed in place";
   backend.hints = {{"populate", HintFor::both}, {"fsync", HintFor::writers}, {"direct_write", HintFor::writers}};
   if (advise) backend.hints.push_back({"advise_depth", HintFor::readers});
-  backend.open = [name, advise](const std::string& path, const Comm& comm,
+  backend.open = [name, advise](const OpenRequest& request, const Comm& comm,
                                 const Hints& hints) -> std::unique_ptr<VolumeReader> {
     int depth = advise ? static_cast<int>(hints.get_int("advise_depth", 1)) : 0;
     if (advise && depth < 1) throw Error("hint advise_depth must be at least 1");
     bool populate = hints.get_bool("populate", true);
-    const std::string array = hints.get_string("var", "");
+    request.selection.refuse_step_and_glob(name);
     hints.reject_unused(name);
-    return std::make_unique<MmapReader>(path, comm, depth, populate, array);
+    return std::make_unique<MmapReader>(request.path, comm, depth, populate, request.selection.variable);
   };
   backend.create = [name](const CreateRequest& request, const Comm& comm,
                                   const Hints& hints) -> std::unique_ptr<VolumeWriter> {

@@ -392,10 +392,10 @@ Backend make_mpiio_backend() {
   backend.extension = ".nhdr";
   backend.description = "MPI_File_read_all/write_all with subarray views (the MPI library's OMPIO or ROMIO)";
   backend.hints = {{"fsync", HintFor::writers}};
-  backend.open = [](const std::string& path, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
-    const std::string array = hints.get_string("var", "");
+  backend.open = [](const OpenRequest& request, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
+    request.selection.refuse_step_and_glob("mpiio");
     hints.reject_unused("mpiio");
-    return std::make_unique<MpiioReader>(path, comm, array);
+    return std::make_unique<MpiioReader>(request.path, comm, request.selection.variable);
   };
   backend.create = [](const CreateRequest& request, const Comm& comm,
                       const Hints& hints) -> std::unique_ptr<VolumeWriter> {

@@ -44,7 +44,7 @@
 
 namespace volseg::io {
 
-// DEPENDENCIES.md pitfall 2: the serial libnetcdf (which VTK links) has no
+// The serial libnetcdf (which VTK links) has no
 // symbol versions; if the loader reached it first it answers every nc_*
 // call, and nc_create_par fails with NC_ENOPAR. Say so instead.
 void check_parallel_netcdf() {
@@ -127,9 +127,9 @@ struct NetcdfApi {
 
 namespace netcdf4 {
 
-Options read_options(const Hints& hints) {
+Options read_options(const Hints& hints, const Selection& selection) {
   Options options;
-  options.selection = netcdf::read_selection(hints);
+  options.selection = netcdf::read_selection(selection);
   std::string access = hints.get_string("access", "collective");
   if (access != "collective" && access != "independent")
     throw Error("netcdf4: access=collective or access=independent, not '" + access + "'");
@@ -146,7 +146,6 @@ Options read_options(const Hints& hints) {
   hints.reject_unused("netcdf4");
   return options;
 }
-
 
 }  // namespace netcdf4
 
@@ -469,8 +468,9 @@ Backend make_netcdf4_backend() {
                    {"chunks", HintFor::writers},  {"deflate", HintFor::writers}, {"fsync", HintFor::writers},
                    {"shuffle", HintFor::writers}, {"pread", HintFor::readers},    {"append", HintFor::writers},
                    {"record_time", HintFor::writers}};
-  backend.open = [](const std::string& path, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
-    return std::make_unique<Netcdf4Reader>(path, comm, read_options(hints));
+  backend.open = [](const OpenRequest& request, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
+    request.selection.refuse_glob("netcdf4");
+    return std::make_unique<Netcdf4Reader>(request.path, comm, read_options(hints, request.selection));
   };
   backend.create = [](const CreateRequest& request, const Comm& comm,
                       const Hints& hints) -> std::unique_ptr<VolumeWriter> {

@@ -39,7 +39,7 @@ struct Options {
   std::vector<std::pair<std::string, std::string>> library_hints;
 };
 
-Options read_options(const Hints& hints);
+Options read_options(const Hints& hints, const Selection& selection = {});
 // chunks=Z,Y,X as sizes (throws on anything else).
 std::vector<std::size_t> parse_chunks(const std::string& text);
 

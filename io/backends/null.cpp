@@ -46,9 +46,11 @@ Backend make_null_backend() {
   backend.formats = "raw (NRRD .nhdr), read-only";
   backend.extension = ".nhdr";
   backend.description = "reads the header only: every voxel 0 (tests, costs beside the I/O)";
-  backend.open = [](const std::string& path, const Comm&, const Hints& hints) -> std::unique_ptr<VolumeReader> {
+  backend.open = [](const OpenRequest& request, const Comm&, const Hints& hints) -> std::unique_ptr<VolumeReader> {
+    request.selection.refuse_step_and_glob("null");
+    request.selection.refuse_variable("null");
     hints.reject_unused("null");
-    return std::make_unique<NullReader>(path);
+    return std::make_unique<NullReader>(request.path);
   };
   backend.create = [](const CreateRequest&, const Comm&, const Hints&) -> std::unique_ptr<VolumeWriter> {
     throw Error("backend null only reads");

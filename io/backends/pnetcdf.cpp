@@ -39,9 +39,9 @@
 namespace volseg::io {
 namespace pnetcdf {
 
-Options read_options(const Hints& hints) {
+Options read_options(const Hints& hints, const Selection& selection) {
   Options options;
-  options.selection = netcdf::read_selection(hints);
+  options.selection = netcdf::read_selection(selection);
   options.nonblocking = hints.get_bool("nonblocking", false);
   std::string format = hints.get_string("format", "cdf5");
   if (format == "cdf2") options.format = NC_FORMAT_CDF2;
@@ -313,9 +313,10 @@ std::vector<KnownHint> cdf_hints() {
           {"fsync", HintFor::writers}};
 }
 
-std::unique_ptr<VolumeReader> open_cdf_placed(const std::string& path, const Comm& comm, const Hints& hints,
+std::unique_ptr<VolumeReader> open_cdf_placed(const OpenRequest& request, const Comm& comm, const Hints& hints,
                                               CdfPlacement& placement) {
-  auto reader = std::make_unique<PnetcdfReader>(path, comm, read_options(hints));
+  const std::string& path = request.path;
+  auto reader = std::make_unique<PnetcdfReader>(path, comm, read_options(hints, request.selection));
   placement = CdfPlacement{path, reader->data_offset()};
   return reader;
 }
@@ -335,8 +336,9 @@ Backend make_pnetcdf_backend() {
   backend.description = "PnetCDF collective get/put_vara_all, or iget/iput + wait_all (nonblocking=1)";
   backend.list_variables = list_variables;
   backend.hints = cdf_hints();
-  backend.open = [](const std::string& path, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
-    return std::make_unique<PnetcdfReader>(path, comm, read_options(hints));
+  backend.open = [](const OpenRequest& request, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
+    request.selection.refuse_glob("pnetcdf");
+    return std::make_unique<PnetcdfReader>(request.path, comm, read_options(hints, request.selection));
   };
   backend.create = [](const CreateRequest& request, const Comm& comm,
                       const Hints& hints) -> std::unique_ptr<VolumeWriter> {

@@ -88,7 +88,7 @@ struct Options {
 };
 
 // Reads and checks the hints of either role; throws volseg::Error.
-Options read_options(const Hints& hints);
+Options read_options(const Hints& hints, const Selection& selection = {});
 
 // The CDF writer, with where its variable's bytes begin in its temporary
 // file, for volseg's own engines that write those bytes (cdf_placement.hpp).

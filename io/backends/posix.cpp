@@ -68,10 +68,10 @@ Backend make_posix_backend() {
   backend.extension = ".nhdr";
   backend.description = "pread/pwrite per contiguous run";
   backend.hints = {{"fsync", HintFor::writers}, {"direct_write", HintFor::writers}};
-  backend.open = [](const std::string& path, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
-    const std::string array = hints.get_string("var", "");
+  backend.open = [](const OpenRequest& request, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
+    request.selection.refuse_step_and_glob("posix");
     hints.reject_unused("posix");
-    return std::make_unique<PosixReader>(path, comm, array);
+    return std::make_unique<PosixReader>(request.path, comm, request.selection.variable);
   };
   backend.create = [](const CreateRequest& request, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeWriter> {
     bool fsync = hints.get_bool("fsync", false);

@@ -161,12 +161,12 @@ Backend make_ranged_backend(ranged::Engine engine) {
                    {"max_memory", HintFor::readers},   {"direct", HintFor::readers},
                    {"fsync", HintFor::writers},        {"direct_write", HintFor::writers}};
   const std::string name = backend.name;
-  backend.open = [name, engine](const std::string& path, const Comm& comm,
+  backend.open = [name, engine](const OpenRequest& request, const Comm& comm,
                                 const Hints& hints) -> std::unique_ptr<VolumeReader> {
     auto options = options_from(hints);
-    const std::string array = hints.get_string("var", "");
+    request.selection.refuse_step_and_glob(name);
     hints.reject_unused(name);
-    return std::make_unique<RangedReader>(path, comm, engine, options, array);
+    return std::make_unique<RangedReader>(request.path, comm, engine, options, request.selection.variable);
   };
   // Masks: pwrite, as posix (which reads fsync and checks the rest).
   backend.create = make_posix_backend().create;

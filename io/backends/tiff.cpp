@@ -226,12 +226,10 @@ Backend make_tiff_backend() {
       "rank 0 lists the pages, each rank reads its own planes: uncompressed strips raw, others through libtiff's "
       "decoders (hint glob=PATTERN: a folder's slices)";
   backend.hints = {{"glob", HintFor::readers}, {"time", HintFor::readers}};
-  backend.open = [](const std::string& path, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
-    const std::string glob = hints.get_string("glob", "");
-    std::optional<std::int64_t> time;
-    if (hints.has("time")) time = hints.get_int("time", 0);
+  backend.open = [](const OpenRequest& request, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
+    request.selection.refuse_variable("tiff");
     hints.reject_unused("tiff");
-    return std::make_unique<TiffReader>(path, comm, glob, time);
+    return std::make_unique<TiffReader>(request.path, comm, request.selection.glob, request.selection.step);
   };
   backend.create = [](const CreateRequest& request, const Comm&, const Hints&) -> std::unique_ptr<VolumeWriter> {
     throw Error(request.path + ": the tiff backend reads only; .tif outputs are written uncompressed by the raw writers");

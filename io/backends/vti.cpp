@@ -285,11 +285,11 @@ Backend make_vti_backend() {
   backend.extension = ".vti";
   backend.description = "each rank inflates the compressed blocks its bricks touch (hint cache=16MiB)";
   backend.hints = {{"cache", HintFor::readers}, {"var", HintFor::readers}};
-  backend.open = [](const std::string& path, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
+  backend.open = [](const OpenRequest& request, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
     const auto cache = static_cast<std::uint64_t>(hints.get_size("cache", std::int64_t{16} << 20));
-    const std::string array = hints.get_string("var", "");
+    request.selection.refuse_step_and_glob("vti");
     hints.reject_unused("vti");
-    return std::make_unique<VtiReader>(path, comm, cache, array);
+    return std::make_unique<VtiReader>(request.path, comm, cache, request.selection.variable);
   };
   backend.create = [](const CreateRequest& request, const Comm&, const Hints&) -> std::unique_ptr<VolumeWriter> {
     throw Error(request.path + ": the vti backend reads only; .vti outputs are written raw by the raw writers");

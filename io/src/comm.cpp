@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "volseg/io/error.hpp"
+#include "volseg/io/selection.hpp"
 #include "volseg/io/watchdog.hpp"
 
 namespace volseg {
@@ -58,7 +59,7 @@ namespace {
 
 // What agree() broadcasts ahead of the message, so that every rank throws
 // the failing rank's type, not only its text.
-enum class Kind : char { error = 'E', rank_error = 'R', cancelled = 'C', interrupted = 'I' };
+enum class Kind : char { error = 'E', rank_error = 'R', cancelled = 'C', interrupted = 'I', step_required = 'S' };
 
 Kind kind_of(std::exception_ptr error, std::string& message) {
   try {
@@ -72,6 +73,9 @@ Kind kind_of(std::exception_ptr error, std::string& message) {
   } catch (const RankError& e) {
     message = e.what();
     return Kind::rank_error;
+  } catch (const StepRequired& e) {
+    message = e.what();
+    return Kind::step_required;
   } catch (const std::exception& e) {
     message = e.what();
   } catch (...) {
@@ -108,6 +112,8 @@ void agree(const Comm& comm, std::exception_ptr local_error) {
       // happened; one that every rank met (bad input) needs no rank.
       if (all[2]) throw RankError(shared + " (on rank " + std::to_string(lowest) + ")");
       throw RankError(shared);
+    case Kind::step_required:
+      throw StepRequired(shared);
     case Kind::error:
       break;
   }

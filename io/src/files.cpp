@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <utility>
 #include <vector>
@@ -33,11 +34,6 @@ std::string temporary_path(const std::string& path) {
       .string();
 }
 
-int rename_file(const std::string& from, const std::string& to) {
-  const auto fault = faults::at(faults::Call::rename);
-  return fault.error ? (errno = fault.error, -1) : ::rename(from.c_str(), to.c_str());
-}
-
 void sync_folder_of(const std::string& path) {
   std::filesystem::path folder = std::filesystem::path(path).parent_path();
   if (folder.empty()) folder = ".";
@@ -48,6 +44,55 @@ void sync_folder_of(const std::string& path) {
   ::close(fd);
   if (rc != 0 && saved != EINVAL) throw_errno("fsync the folder of", path, saved);
 }
+
+namespace {
+
+// rename(2), failed on demand by fault injection (VOLSEG_FAULTS rename): 0, or
+// -1 with errno set. Every output's rename is one of AtomicCommit's.
+int rename_file(const std::string& from, const std::string& to) {
+  const auto fault = faults::at(faults::Call::rename);
+  return fault.error ? (errno = fault.error, -1) : ::rename(from.c_str(), to.c_str());
+}
+
+bool is_folder(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// DIR/.NAME.volseg-old-PID for DIR/NAME: where an output being replaced
+// waits until its successor is in place.
+std::string aside_path(const std::string& path) {
+  const std::filesystem::path target(path);
+  return (target.parent_path() / ("." + target.filename().string() + ".volseg-old-" + std::to_string(::getpid())))
+      .string();
+}
+
+// fsync of one file or folder; a file system that cannot sync it (EINVAL)
+// has nothing to sync.
+void sync_entry(const std::string& path, bool folder) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (folder ? O_DIRECTORY : 0));
+  if (fd < 0) throw_errno("open", path);
+  const int rc = ::fsync(fd);
+  const int saved = errno;
+  ::close(fd);
+  if (rc != 0 && saved != EINVAL) throw_errno("fsync", path, saved);
+}
+
+// Every file and folder under folder, and folder itself, synced: the data
+// and the names a folder output holds reach the disk before its name does.
+void sync_tree(const std::string& folder) {
+  std::error_code ec;
+  for (std::filesystem::recursive_directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+    const auto type = it->symlink_status(ec).type();
+    if (ec) break;
+    if (type == std::filesystem::file_type::regular || type == std::filesystem::file_type::directory)
+      sync_entry(it->path().string(), type == std::filesystem::file_type::directory);
+  }
+  if (ec) throw_errno("list", folder, ec.value());
+  sync_entry(folder, true);
+}
+
+}  // namespace
 
 AtomicCommit::AtomicCommit(std::string path, std::string temporary, Uncommitted uncommitted)
     : path_(std::move(path)), temporary_(std::move(temporary)), uncommitted_(uncommitted) {}
@@ -70,18 +115,45 @@ AtomicCommit& AtomicCommit::operator=(AtomicCommit&& other) noexcept {
 AtomicCommit::~AtomicCommit() { discard(); }
 
 void AtomicCommit::discard() {
-  if (pending() && !kept()) ::unlink(temporary_.c_str());
+  if (pending() && !kept()) {
+    std::error_code ignored;  // already gone, or nothing more to do on a failure path
+    std::filesystem::remove_all(temporary_, ignored);
+  }
   temporary_.clear();
 }
 
 void AtomicCommit::commit(bool sync_folder) {
   if (!pending()) return;
+  const bool folder = is_folder(temporary_);
+  if (folder && sync_folder) try {
+      sync_tree(temporary_);
+    } catch (...) {
+      discard();
+      throw;
+    }
+  // rename(2) replaces a file at once, but not a folder that holds files:
+  // the old output waits aside until the new one has its name.
+  struct stat st;
+  const bool swap = ::lstat(path_.c_str(), &st) == 0 && (folder || S_ISDIR(st.st_mode));
+  const std::string aside = swap ? aside_path(path_) : std::string();
+  if (swap && rename_file(path_, aside) != 0) {
+    const int saved = errno;
+    discard();
+    throw_errno("rename away the old", path_, saved);
+  }
   if (rename_file(temporary_, path_) != 0) {
     const int saved = errno;
     discard();
+    if (swap && ::rename(aside.c_str(), path_.c_str()) != 0)
+      throw RankError("rename to " + path_ + ": " + std::strerror(saved) + "; the old output is left as " + aside);
     throw_errno("rename to", path_, saved);
   }
   temporary_.clear();
+  if (swap) {
+    std::error_code ec;
+    std::filesystem::remove_all(aside, ec);
+    if (ec) throw_errno("remove the replaced", aside, ec.value());
+  }
   if (sync_folder) sync_folder_of(path_);
 }
 
@@ -107,12 +179,8 @@ struct Renames {
 }  // namespace
 
 void commit_together(std::span<AtomicCommit* const> files, bool sync_folder) {
-  const std::string suffix = ".volseg-old-" + std::to_string(::getpid());
   std::vector<Renames> renames;
-  for (AtomicCommit* file : files) {
-    const std::filesystem::path target(file->path());
-    renames.push_back({file, (target.parent_path() / ("." + target.filename().string() + suffix)).string()});
-  }
+  for (AtomicCommit* file : files) renames.push_back({file, aside_path(file->path())});
   // Everything back as it was; a kept temporary (a partial output) goes back
   // under its name for --resume, the others are removed.
   auto roll_back = [&] {

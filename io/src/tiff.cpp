@@ -17,6 +17,7 @@
 #include "tiff_file.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/memory.hpp"
+#include "volseg/io/selection.hpp"
 
 namespace volseg::io {
 
@@ -346,9 +347,9 @@ TiffStack scan_tiff(const std::string& path, const std::string& glob, std::optio
       throw Error(path + ": an ImageJ hyperstack of " + std::to_string(frames) + " frames in " +
                   std::to_string(planes) + " pages");
     if (!time)
-      throw Error(path + ": an ImageJ hyperstack of " + std::to_string(frames) + " frames of " +
-                  std::to_string(planes / frames) + " slices; name a frame with --time (0 to " +
-                  std::to_string(frames - 1) + ")");
+      throw StepRequired(path + ": an ImageJ hyperstack of " + std::to_string(frames) + " frames of " +
+                         std::to_string(planes / frames) + " slices; name a frame with --time (0 to " +
+                         std::to_string(frames - 1) + ")");
     if (*time < 0 || *time >= frames)
       throw Error("--time " + std::to_string(*time) + ": " + path + " has frames 0 to " + std::to_string(frames - 1));
     const std::int64_t slices_per_frame = planes / frames;

@@ -121,47 +121,78 @@ bool vti_packed(std::string_view text) {
   }
 }
 
-VtiLayout parse_vti_layout(std::string_view text, const std::string& path, const std::string& array,
-                           const DataFileSize& file_size) {
-  const std::string where = path + ": VTK image data";
-  const std::size_t n = text.size();
-  const auto file = find_tag(text, "VTKFile", 0, n, where);
+namespace {
+
+// <VTKFile>: an ImageData file, its byte order and header integers, and a
+// compressor volseg decompresses (its name, empty when none).
+struct VtiFile {
+  Tag tag;
+  std::string order, header_type, compressor;
+};
+
+VtiFile read_vti_file(std::string_view text, const std::string& path, const std::string& where) {
+  const auto file = find_tag(text, "VTKFile", 0, text.size(), where);
   if (!file) throw Error(where + ": no <VTKFile> element");
   if (file->get("type") != "ImageData")
     throw Error(path + ": a VTK XML file of type " + file->get("type", "?") + "; volseg reads ImageData (.vti)");
-  const std::string order = file->get("byte_order", "LittleEndian");
-  if (order != "LittleEndian" && order != "BigEndian") throw Error(where + ": byte_order " + order + " is unknown");
-  const std::string header_type = file->get("header_type", "UInt32");
-  if (header_type != "UInt32" && header_type != "UInt64") throw Error(where + ": header_type " + header_type + " is unknown");
-  VtiLayout layout;
-  layout.compressor = file->get("compressor");
-  if (!layout.compressor.empty() && layout.compressor != "vtkZLibDataCompressor" &&
-      layout.compressor != "vtkLZ4DataCompressor" && layout.compressor != "vtkLZMADataCompressor")
-    throw Error(where + ": its arrays are compressed with " + layout.compressor +
+  VtiFile result{*file, file->get("byte_order", "LittleEndian"), file->get("header_type", "UInt32"),
+                 file->get("compressor")};
+  if (result.order != "LittleEndian" && result.order != "BigEndian")
+    throw Error(where + ": byte_order " + result.order + " is unknown");
+  if (result.header_type != "UInt32" && result.header_type != "UInt64")
+    throw Error(where + ": header_type " + result.header_type + " is unknown");
+  const std::string& compressor = result.compressor;
+  if (!compressor.empty() && compressor != "vtkZLibDataCompressor" && compressor != "vtkLZ4DataCompressor" &&
+      compressor != "vtkLZMADataCompressor")
+    throw Error(where + ": its arrays are compressed with " + compressor +
                 "; volseg decompresses VTK's ZLib, LZ4 and LZMA compressors: save it again with one of those or None");
-  const auto image = find_tag(text, "ImageData", file->end, n, where);
-  if (!image) throw Error(where + ": no <ImageData> element");
-  const auto extent = numbers<6>(image->get("WholeExtent"), "WholeExtent", where);
-  for (double e : extent)
-    if (e != std::floor(e) || std::fabs(e) > 1e15) throw Error(where + ": WholeExtent has a number that is not an index");
-  Index3 dims{};
-  for (int a = 0; a < 3; ++a) {
-    const double count = extent[static_cast<std::size_t>(2 * a + 1)] - extent[static_cast<std::size_t>(2 * a)] + 1;
-    if (count < 1) throw Error(where + ": WholeExtent \"" + image->get("WholeExtent") + "\" is empty");
-    dims[static_cast<std::size_t>(2 - a)] = static_cast<std::int64_t>(count);
-  }
-  const auto spacing = numbers<3>(image->get("Spacing", "1 1 1"), "Spacing", where);
-  const auto origin = numbers<3>(image->get("Origin", "0 0 0"), "Origin", where);
-  const auto direction = numbers<9>(image->get("Direction", "1 0 0 0 1 0 0 0 1"), "Direction", where);
+  return result;
+}
 
-  const auto piece = find_tag(text, "Piece", image->end, n, where);
+// <ImageData>: the whole extent as sizes (z, y, x), spacing, origin and direction.
+struct VtiGrid {
+  Tag tag;
+  std::array<double, 6> extent{};
+  Index3 dims{};
+  std::array<double, 3> spacing{}, origin{};
+  std::array<double, 9> direction{};
+};
+
+VtiGrid read_vti_grid(std::string_view text, std::size_t from, const std::string& where) {
+  const auto image = find_tag(text, "ImageData", from, text.size(), where);
+  if (!image) throw Error(where + ": no <ImageData> element");
+  VtiGrid grid;
+  grid.tag = *image;
+  grid.extent = numbers<6>(image->get("WholeExtent"), "WholeExtent", where);
+  for (double e : grid.extent)
+    if (e != std::floor(e) || std::fabs(e) > 1e15)
+      throw Error(where + ": WholeExtent has a number that is not an index");
+  for (int a = 0; a < 3; ++a) {
+    const double count =
+        grid.extent[static_cast<std::size_t>(2 * a + 1)] - grid.extent[static_cast<std::size_t>(2 * a)] + 1;
+    if (count < 1) throw Error(where + ": WholeExtent \"" + image->get("WholeExtent") + "\" is empty");
+    grid.dims[static_cast<std::size_t>(2 - a)] = static_cast<std::int64_t>(count);
+  }
+  grid.spacing = numbers<3>(image->get("Spacing", "1 1 1"), "Spacing", where);
+  grid.origin = numbers<3>(image->get("Origin", "0 0 0"), "Origin", where);
+  grid.direction = numbers<9>(image->get("Direction", "1 0 0 0 1 0 0 0 1"), "Direction", where);
+  return grid;
+}
+
+// The single piece's point data array volseg reads: --var's, else the one
+// marked Scalars, else the only one.
+Tag choose_vti_array(std::string_view text, const VtiGrid& grid, const std::string& path, const std::string& array,
+                     const std::string& where) {
+  const std::size_t n = text.size();
+  const auto piece = find_tag(text, "Piece", grid.tag.end, n, where);
   if (!piece) throw Error(where + ": no <Piece> element");
-  if (numbers<6>(piece->get("Extent"), "Piece Extent", where) != extent)
+  if (numbers<6>(piece->get("Extent"), "Piece Extent", where) != grid.extent)
     throw Error(where + ": its piece's Extent differs from WholeExtent; volseg reads single-piece image data");
   if (find_tag(text, "Piece", piece->end, n, where))
     throw Error(where + ": several pieces; volseg reads single-piece image data");
   const std::size_t appended_at = text.find("<AppendedData");
-  const auto point = find_tag(text, "PointData", piece->end, appended_at == std::string_view::npos ? n : appended_at, where);
+  const auto point =
+      find_tag(text, "PointData", piece->end, appended_at == std::string_view::npos ? n : appended_at, where);
   const std::size_t point_end = point ? text.find("</PointData>", point->end) : std::string_view::npos;
   std::vector<Tag> arrays;
   if (point && point_end != std::string_view::npos)
@@ -183,74 +214,103 @@ VtiLayout parse_vti_layout(std::string_view text, const std::string& path, const
   if (!chosen && arrays.size() == 1) chosen = &arrays[0];
   if (!chosen)
     throw Error(where + ": several point data arrays (" + names + ") and none marked Scalars: name one with --var");
-  const std::string name = chosen->get("Name");
-  const std::string array_where = where + ", array " + name;
-  const auto dtype = dtype_of(chosen->get("type"));
-  if (!dtype) throw Error(array_where + ": type " + chosen->get("type", "?") + " is not one volseg reads");
-  if (chosen->get("NumberOfComponents", "1") != "1")
-    throw Error(array_where + ": " + chosen->get("NumberOfComponents") + " components; volseg reads scalars");
-  if (chosen->get("format") != "appended")
-    throw Error(array_where + ": format " + chosen->get("format", "?") +
-                "; volseg reads appended raw data (inline arrays cannot be mapped): save with Data Mode Appended");
-  const auto appended = find_tag(text, "AppendedData", 0, n, where);
+  return *chosen;
+}
+
+// The appended data's encoding, and where the chosen array starts after the
+// '_' mark (layout.base64, count_size, array_start). Returns the offset.
+std::uint64_t locate_vti_array(std::string_view text, const Tag& chosen, const VtiFile& file, const std::string& where,
+                               const std::string& array_where, VtiLayout& layout) {
+  const auto appended = find_tag(text, "AppendedData", 0, text.size(), where);
   if (!appended) throw Error(where + ": no <AppendedData> element");
   layout.base64 = appended->get("encoding") == "base64";
   if (!layout.base64 && appended->get("encoding") != "raw")
     throw Error(where + ": appended data encoded as " + appended->get("encoding", "?") + ", neither raw nor base64");
   if (layout.base64 && layout.compressor.empty())
-    throw Error(where + ": uncompressed base64 appended data; volseg reads raw appended data, or compressed data "
+    throw Error(where +
+                ": uncompressed base64 appended data; volseg reads raw appended data, or compressed data "
                 "(raw or base64): save with Encode Appended Data off (ParaView) or EncodeAppendedDataOff()");
   const std::size_t start = vti_header_length(text);
   if (start == 0) throw Error(where + ": the appended data has no '_' mark");
   char* end = nullptr;
-  const std::string offset_text = chosen->get("offset");
+  const std::string offset_text = chosen.get("offset");
   const unsigned long long offset = std::strtoull(offset_text.c_str(), &end, 10);
-  if (offset_text.empty() || *end != '\0' || offset > (1ull << 62)) throw Error(array_where + ": offset \"" + offset_text + "\" is not a byte offset");
-  const std::size_t count_size = header_type == "UInt32" ? 4 : 8;
-  layout.count_size = count_size;
+  if (offset_text.empty() || *end != '\0' || offset > (1ull << 62))
+    throw Error(array_where + ": offset \"" + offset_text + "\" is not a byte offset");
+  layout.count_size = file.header_type == "UInt32" ? 4 : 8;
   layout.array_start = static_cast<std::uint64_t>(start) + offset;
+  return offset;
+}
+
+// The byte count before the first raw array, where the text holds it, must be
+// what the extent and type need.
+void check_vti_byte_count(std::string_view text, const VtiLayout& layout, std::uint64_t offset,
+                          const std::string& array_where) {
+  const VolumeInfo& info = layout.header.info;
+  const std::size_t start = layout.array_start - offset, count_size = layout.count_size;
+  if (!layout.compressor.empty() || offset != 0 || text.size() < start + count_size) return;
+  std::uint64_t count = 0;
+  std::array<unsigned char, 8> raw{};
+  std::memcpy(raw.data(), text.data() + start, count_size);
+  const bool swap = (info.byte_order == ByteOrder::little) != (native_byte_order() == ByteOrder::little);
+  if (swap) std::reverse(raw.begin(), raw.begin() + static_cast<std::ptrdiff_t>(count_size));
+  if (count_size == 4) {
+    std::uint32_t c32 = 0;
+    std::memcpy(&c32, raw.data(), 4);
+    count = c32;
+  } else {
+    std::memcpy(&count, raw.data(), 8);
+  }
+  if (count != info.bytes())
+    throw Error(array_where + ": its data say " + std::to_string(count) + " bytes, the extent and type need " +
+                std::to_string(info.bytes()));
+}
+
+}  // namespace
+
+VtiLayout parse_vti_layout(std::string_view text, const std::string& path, const std::string& array,
+                           const DataFileSize& file_size) {
+  const std::string where = path + ": VTK image data";
+  const VtiFile file = read_vti_file(text, path, where);
+  VtiLayout layout;
+  layout.compressor = file.compressor;
+  const VtiGrid grid = read_vti_grid(text, file.tag.end, where);
+  const Tag chosen = choose_vti_array(text, grid, path, array, where);
+  const std::string name = chosen.get("Name");
+  const std::string array_where = where + ", array " + name;
+  const auto dtype = dtype_of(chosen.get("type"));
+  if (!dtype) throw Error(array_where + ": type " + chosen.get("type", "?") + " is not one volseg reads");
+  if (chosen.get("NumberOfComponents", "1") != "1")
+    throw Error(array_where + ": " + chosen.get("NumberOfComponents") + " components; volseg reads scalars");
+  if (chosen.get("format") != "appended")
+    throw Error(array_where + ": format " + chosen.get("format", "?") +
+                "; volseg reads appended raw data (inline arrays cannot be mapped): save with Data Mode Appended");
+  const std::uint64_t offset = locate_vti_array(text, chosen, file, where, array_where, layout);
 
   NrrdHeader& header = layout.header;
   VolumeInfo& info = header.info;
-  info.dims = dims;
+  info.dims = grid.dims;
   info.dtype = *dtype;
-  info.byte_order = order == "LittleEndian" ? ByteOrder::little : ByteOrder::big;
+  info.byte_order = file.order == "LittleEndian" ? ByteOrder::little : ByteOrder::big;
   info.variable = name;
   for (int a = 0; a < 3; ++a) {
     const auto i = static_cast<std::size_t>(a);
-    info.spacing[i] = spacing[i] == 0 ? 1.0 : std::fabs(spacing[i]);
-    info.origin[i] = origin[i] + extent[2 * i] * spacing[i];
+    info.spacing[i] = grid.spacing[i] == 0 ? 1.0 : std::fabs(grid.spacing[i]);
+    info.origin[i] = grid.origin[i] + grid.extent[2 * i] * grid.spacing[i];
   }
-  if (direction != std::array<double, 9>{1, 0, 0, 0, 1, 0, 0, 0, 1}) {
-    info.attributes["vti_direction"] = image->get("Direction");
+  if (grid.direction != std::array<double, 9>{1, 0, 0, 0, 1, 0, 0, 0, 1}) {
+    info.attributes["vti_direction"] = grid.tag.get("Direction");
   }
   header.data_path = path;
-  header.byte_skip = static_cast<std::uint64_t>(start) + offset + count_size;
+  header.byte_skip = layout.array_start + layout.count_size;
   // Raw values lie in the file as the extent says; compressed ones are the
   // vti backend's to check, block by block, against the file.
   std::string sizes = "WholeExtent \"";
-  sizes.append(image->get("WholeExtent")).append("\" of ").append(dtype_name(info.dtype));
+  sizes.append(grid.tag.get("WholeExtent")).append("\" of ").append(dtype_name(info.dtype));
   check_data_claim(header, path, array_where + ": ", sizes,
-                   "byte " + std::to_string(header.byte_skip) + " (offset " + offset_text + ")",
+                   "byte " + std::to_string(header.byte_skip) + " (offset " + chosen.get("offset") + ")",
                    layout.packed() ? DataFileSize{} : file_size);
-  // The array's byte count, where the text holds it (the first array's).
-  if (layout.compressor.empty() && offset == 0 && text.size() >= start + count_size) {
-    std::uint64_t count = 0;
-    std::array<unsigned char, 8> raw{};
-    std::memcpy(raw.data(), text.data() + start, count_size);
-    const bool swap = (info.byte_order == ByteOrder::little) != (native_byte_order() == ByteOrder::little);
-    if (swap) std::reverse(raw.begin(), raw.begin() + static_cast<std::ptrdiff_t>(count_size));
-    if (count_size == 4) {
-      std::uint32_t c32 = 0;
-      std::memcpy(&c32, raw.data(), 4);
-      count = c32;
-    } else {
-      std::memcpy(&count, raw.data(), 8);
-    }
-    if (count != info.bytes())
-      throw Error(array_where + ": its data say " + std::to_string(count) + " bytes, the extent and type need " +
-                  std::to_string(info.bytes()));
-  }
+  check_vti_byte_count(text, layout, offset, array_where);
   return layout;
 }
 

@@ -97,24 +97,26 @@ Metrics report(const std::vector<twophase::Timing>& calls) {
 
 class TwoPhaseReader final : public VolumeReader {
  public:
-  TwoPhaseReader(const std::string& path, const Comm& comm, const Hints& hints)
+  TwoPhaseReader(const OpenRequest& request, const Comm& comm, const Hints& hints)
       : VolumeReader({.collective = true}), comm_(comm.duplicate()) {
+    const std::string& path = request.path;
     const twophase::Options options = twophase::Options::from_hints(hints);
     const FileFormat format = detect_format(comm_, path);
     if (format == FileFormat::netcdf4)
       throw Error(path + " is NetCDF-4 (HDF5); twophase reads raw volumes and NetCDF classic (CDF-1/2/5) files: use "
                          "--backend netcdf4");
     if (format == FileFormat::raw) {
-      const std::string array = hints.get_string("var", "");
+      request.selection.refuse_step_and_glob("twophase");
       hints.reject_unused("twophase");
-      raw_.emplace(path, comm_, /*open_data=*/true, array);
+      raw_.emplace(path, comm_, /*open_data=*/true, request.selection.variable);
       info_ = raw_->header().info;
       data_path_ = raw_->header().data_path;
       base_ = raw_->header().byte_skip;
       fd_ = raw_->fd();
     } else {
       CdfPlacement placement;
-      header_ = open_cdf_placed(path, comm_, hints, placement);
+      request.selection.refuse_glob("pnetcdf");  // the CDF header's reader, as before
+      header_ = open_cdf_placed(request, comm_, hints, placement);
       info_ = header_->info();
       data_path_ = placement.data_path;
       base_ = placement.offset;
@@ -288,8 +290,8 @@ Backend make_twophase_backend() {
     backend.hints.push_back({key, HintFor::both});
   backend.hints.push_back({"direct_write", HintFor::writers});
   for (auto& known : cdf_hints()) backend.hints.push_back(std::move(known));  // fsync among them, for writers
-  backend.open = [](const std::string& path, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
-    return std::make_unique<TwoPhaseReader>(path, comm, hints);
+  backend.open = [](const OpenRequest& request, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
+    return std::make_unique<TwoPhaseReader>(request, comm, hints);
   };
   backend.create = [](const CreateRequest& request, const Comm& comm,
                       const Hints& hints) -> std::unique_ptr<VolumeWriter> {

@@ -185,17 +185,11 @@ void encode_movie(const std::vector<std::string>& frames, const std::string& mov
   if (rate < 1) throw Error("--fps must be at least 1, not " + std::to_string(rate));
   check_movie_name(movie);
   av_log_set_level(AV_LOG_ERROR);  // no notes about pixel formats or x264's settings; errors still print
-  const std::string temp = io::temporary_path(movie);
-  try {
-    write_movie(frames, movie, temp, rate);
-    if (!fs::exists(temp) || fs::file_size(temp) == 0) throw Error("--movie " + movie + ": no file was written");
-    if (io::rename_file(temp, movie) != 0) throw_errno("rename " + temp + " to", movie);
-    io::sync_folder_of(movie);
-  } catch (...) {
-    std::error_code ignored;
-    fs::remove(temp, ignored);
-    throw;
-  }
+  io::AtomicCommit commit(movie, io::temporary_path(movie));  // destroyed uncommitted, it removes the temporary
+  write_movie(frames, movie, commit.temporary(), rate);
+  std::error_code ec;
+  if (fs::file_size(commit.temporary(), ec) == 0 || ec) throw Error("--movie " + movie + ": no file was written");
+  commit.commit(true);
 }
 
 }  // namespace volseg::render

@@ -6,7 +6,7 @@
 # beside the ParaView SDK's VTK (catalyst-consumer/). Each program runs on 2
 # ranks (the CMake one also on 1 and 3) and must write the same masks, and
 # must name the parallel netCDF itself and load it ahead of the serial one
-# (DEPENDENCIES.md pitfalls 1, 2, 9).
+# (docs/dependencies.md: the netCDF pitfalls).
 # Environment (set by ctest): VOLSEG_BUILD, VOLSEG_EXAMPLE, VOLSEG_WORK,
 # VOLSEG_LIBDIR, CMAKE, CMAKE_GENERATOR, MPIEXEC, VOLSEG_WITH_PARAVIEW (ON/OFF).
 set -euo pipefail

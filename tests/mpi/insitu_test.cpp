@@ -153,6 +153,8 @@ TEST(InSitu, StatsToAPipeAreWrittenInPlace) {
     EXPECT_TRUE(S_ISFIFO(st.st_mode)) << fifo << " is no longer a FIFO";
     EXPECT_EQ(std::count(lines.begin(), lines.end(), '\n'), 3) << lines;  // the header and two steps
     EXPECT_FALSE(std::filesystem::exists(dir + "/series.csv.part"));
+    for (const auto& entry : std::filesystem::directory_iterator(dir))
+      EXPECT_EQ(entry.path().filename().string().find("volseg-tmp"), std::string::npos) << entry.path();
     EXPECT_FALSE(std::filesystem::exists(dir + "/series.json")) << "no summary beside a pipe";
   }
   MPI_Barrier(MPI_COMM_WORLD);

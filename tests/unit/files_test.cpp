@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // io's one commit protocol (files.hpp): the temporary's name, the refusal of
-// an existing output, a commit that renames and one that is discarded, and a
-// two-file commit that replaces an old output.
+// an existing output, a commit that renames and one that is discarded, a
+// two-file commit that replaces an old output, and a folder's commit.
 #include <gtest/gtest.h>
 #include <mpi.h>
 #include <unistd.h>
@@ -13,6 +13,7 @@
 
 #include "support/temp_dir.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/io/faults.hpp"
 #include "volseg/io/files.hpp"
 
 using namespace volseg;
@@ -98,6 +99,87 @@ TEST(Files, ATwoFileCommitRefusesADirectoryAndRemovesItsTemporaries) {
   EXPECT_FALSE(fs::exists(data));
   EXPECT_TRUE(fs::is_directory(header));
   EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator{}), 1);
+}
+
+// A folder output (a Zarr store, a series' folder) built under its temporary
+// name: a file and a nested folder, each holding text.
+void build_folder(const std::string& folder, const std::string& text) {
+  fs::create_directories(folder + "/0");
+  put(folder + "/.zarray", text);
+  put(folder + "/0/0.0.0", text);
+}
+
+std::size_t entries(const std::string& folder) {
+  return static_cast<std::size_t>(std::distance(fs::directory_iterator(folder), fs::directory_iterator{}));
+}
+
+TEST(Files, AFolderAppearsUnderItsNameOnlyOnCommit) {
+  volseg::testing::SharedTempDir dir(MPI_COMM_SELF);
+  const std::string path = dir / "o.zarr";
+  io::AtomicCommit commit(path, io::temporary_path(path));
+  build_folder(commit.temporary(), "new");
+  EXPECT_FALSE(fs::exists(path));
+  commit.commit(true);  // every file and folder synced, then the name
+  EXPECT_FALSE(commit.pending());
+  EXPECT_EQ(get(path + "/.zarray"), "new");
+  EXPECT_EQ(get(path + "/0/0.0.0"), "new");
+  EXPECT_EQ(entries(dir.path()), 1u) << "a temporary was left";
+}
+
+TEST(Files, AnAbandonedFolderLeavesNothingBehind) {
+  volseg::testing::SharedTempDir dir(MPI_COMM_SELF);
+  const std::string path = dir / "o.zarr";
+  {
+    io::AtomicCommit commit(path, io::temporary_path(path));
+    build_folder(commit.temporary(), "new");
+  }
+  EXPECT_EQ(entries(dir.path()), 0u);
+}
+
+TEST(Files, AnExistingFolderIsRefusedWithoutForceAndReplacedWithIt) {
+  volseg::testing::SharedTempDir dir(MPI_COMM_SELF);
+  const std::string path = dir / "o.zarr";
+  build_folder(path, "old");
+  put(path + "/only-old", "old");
+  try {
+    io::refuse_existing(path, false);
+    ADD_FAILURE() << "an existing folder was not refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.what(), path + " exists (use --force to replace it)");
+  }
+  io::refuse_existing(path, true);
+  io::AtomicCommit commit(path, io::temporary_path(path));
+  build_folder(commit.temporary(), "new");
+  commit.commit(false);
+  EXPECT_EQ(get(path + "/.zarray"), "new");
+  EXPECT_EQ(get(path + "/0/0.0.0"), "new");
+  EXPECT_FALSE(fs::exists(path + "/only-old")) << "the old folder's files were kept";
+  EXPECT_EQ(entries(dir.path()), 1u) << "the old folder or the temporary was left";
+}
+
+// The first rename moves the old folder aside, the second puts the new one
+// in place: either failing leaves the old folder whole under its name.
+TEST(Files, AFailedFolderRenameKeepsTheOldFolderAndRemovesTheTemporary) {
+  volseg::testing::SharedTempDir dir(MPI_COMM_SELF);
+  const std::string path = dir / "o.zarr";
+  build_folder(path, "old");
+  for (const char* fault : {"rename:eio@1", "rename:eio@2"}) {
+    SCOPED_TRACE(fault);
+    io::AtomicCommit commit(path, io::temporary_path(path));
+    build_folder(commit.temporary(), "new");
+    io::faults::configure(fault);
+    try {
+      commit.commit(true);
+      ADD_FAILURE() << "the injected rename fault was not reported";
+    } catch (const RankError& e) {
+      EXPECT_NE(std::string(e.what()).find(path + ": Input/output error"), std::string::npos) << e.what();
+    }
+    io::faults::configure("");
+    EXPECT_FALSE(commit.pending());
+    EXPECT_EQ(get(path + "/.zarray"), "old");
+    EXPECT_EQ(get(path + "/0/0.0.0"), "old");
+    EXPECT_EQ(entries(dir.path()), 1u) << "the temporary or the moved-aside folder was left";
+  }
 }
 
 }  // namespace

@@ -155,12 +155,154 @@ SimOptions parse(int argc, char** argv) {
   return o;
 }
 
+// The hook's side of a run: the hook while it lives, what it cost, the
+// records it kept, and its error and the step it failed at (0: creation), if any.
+struct HookRun {
+  std::unique_ptr<insitu::Hook> hook;
+  double seconds = 0, create_seconds = 0, first_publish = -1;
+  std::string error;
+  std::int64_t failed_at = -1;
+  std::vector<insitu::StepRecord> records;
+};
+
+// Collective: creates the hook on the simulation's communicator.
+void start_hook(const Comm& comm, const insitu::Options& options, HookRun& run) {
+  const auto t = Clock::now();
+  try {
+    run.hook = std::make_unique<insitu::Hook>(comm.get(), options);
+  } catch (const std::exception& e) {
+    run.error = e.what();
+    run.failed_at = 0;
+  }
+  run.create_seconds = run.seconds = since(t);
+}
+
+// Collective: publishes one step; a failure (on every rank: the hook agrees on
+// errors) ends the hook.
+void publish_step(const SimOptions& o, const insitu::Field& field, HookRun& run) {
+  const auto t = Clock::now();
+  try {
+    run.hook->publish(field);
+  } catch (const std::exception& e) {
+    run.error = e.what();
+    run.failed_at = field.step;
+    run.hook.reset();
+  }
+  const double spent = since(t);
+  run.seconds += spent;
+  if (run.first_publish < 0 && field.step % o.insitu->every == 0) run.first_publish = spent;
+}
+
+// Collective: the hook's records, then its end.
+void finish_hook(const SimOptions& o, HookRun& run) {
+  if (!run.hook) return;
+  const auto t = Clock::now();
+  try {
+    run.records = run.hook->records();
+    run.hook->finalize();
+  } catch (const std::exception& e) {
+    run.error = e.what();
+    run.failed_at = o.steps;
+  }
+  run.seconds += since(t);
+  run.hook.reset();
+}
+
+struct StepSeconds {
+  double simulate = 0, dump = 0;
+};
+
+// Collective: the steps, each simulated, dumped when due and published,
+// until the last or until a failed hook stops the run (--insitu-errors stop).
+StepSeconds run_steps(const Comm& comm, const SimOptions& o, int rank, sim::GrayScott& sim, HookRun& run,
+                      Clock::time_point start) {
+  const std::string variable = o.insitu ? o.insitu->variable : "v";
+  insitu::Field field;
+  field.global_dims = sim.dims();
+  field.box = sim.box();
+  field.ghost = sim.ghost();
+  field.dtype = io::DType::f64;
+  StepSeconds seconds;
+  int next_report = 1;
+  for (int step = 1; step <= o.steps && !(run.failed_at >= 0 && o.on_error == "stop"); ++step) {
+    auto t = Clock::now();
+    sim.step();
+    seconds.simulate += since(t);
+    field.step = step;
+    field.time = step * o.parameters.dt;
+    field.values = sim.v().data();
+    field.arrays = {{"u", io::DType::f64, sim.u().data()}};  // the other species, for --expr and --where
+    field.source.clear();
+    if (!o.dump.empty() && step % o.dump_every == 0) {
+      t = Clock::now();
+      field.source = step_path(o.dump, step);
+      dump_field(comm, sim, field, field.source, variable,
+                 io::output_format(o.dump, o.dump_format, std::nullopt, false, "--dump"));
+      seconds.dump += since(t);
+    }
+    if (run.hook) publish_step(o, field, run);
+    if (!o.quiet && rank == 0 && step * 10 >= next_report * o.steps) {
+      std::cerr << "volseg-sim: step " << step << "/" << o.steps << " (" << since(start) << " s)\n";
+      while (next_report * o.steps <= step * 10) ++next_report;
+    }
+  }
+  return seconds;
+}
+
+// Collective: the slowest rank's times; rank 0 prints the hook's error and
+// the summary, and writes the report (--report).
+void report_run(const Comm& comm, const SimOptions& o, int rank, const HookRun& run, const StepSeconds& seconds,
+                double wall) {
+  double mine[2] = {wall, run.seconds}, slowest[2];
+  check_mpi(MPI_Reduce(mine, slowest, 2, MPI_DOUBLE, MPI_MAX, 0, comm.get()), "MPI_Reduce");
+  if (rank != 0) return;
+  if (!run.error.empty())
+    std::cerr << "volseg-sim: in situ "
+              << (run.failed_at == 0 ? "not started" : "stopped at step " + std::to_string(run.failed_at)) << ": "
+              << run.error << (o.on_error == "continue" ? " (the simulation went on without it)" : "") << "\n";
+  if (!o.quiet)
+    std::cerr << "volseg-sim: " << o.steps << " steps of " << o.dims[0] << "x" << o.dims[1] << "x" << o.dims[2]
+              << " on " << comm.size() << " ranks in " << slowest[0] << " s (in situ " << slowest[1] << " s)\n";
+  if (o.report.empty()) return;
+  std::map<std::string, int> actions;
+  for (const auto& r : run.records) ++actions[r.action];
+  nlohmann::json report{{"wall_seconds", slowest[0]},
+                        {"hook_seconds", slowest[1]},
+                        {"hook_create_seconds", run.create_seconds},
+                        {"first_publish_seconds", run.first_publish},
+                        {"simulate_seconds", seconds.simulate},
+                        {"dump_seconds", seconds.dump},
+                        {"steps", o.steps},
+                        {"ranks", comm.size()},
+                        {"dims", o.dims},
+                        {"insitu", o.insitu.has_value()},
+                        {"actions", actions},
+                        {"hook_error", run.error}};
+  if (!run.records.empty()) report["final_share"] = run.records.back().share;
+  io::write_file_atomically(o.report, report.dump(1) + "\n");
+}
+
+// Collective: the whole run; the exit status (0, or 1 when a failed hook
+// stopped it, 3 when the simulation went on without it).
+int run_simulation(const SimOptions& o, int rank) {
+  const auto start = Clock::now();
+  Comm comm(MPI_COMM_WORLD);
+  sim::GrayScott sim(comm.get(), o.dims, o.ghost, o.parameters);
+  HookRun run;
+  if (o.insitu) start_hook(comm, *o.insitu, run);
+  const StepSeconds seconds = run_steps(comm, o, rank, sim, run, start);
+  finish_hook(o, run);
+  report_run(comm, o, rank, run, seconds, since(start));
+  if (run.error.empty()) return 0;
+  return o.on_error == "stop" ? 1 : 3;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int provided = 0;
   volseg::prefer_checked_mpi_io();  // errors reported, not dropped (OMPIO drops them)
-  volseg::prefer_lone_start();  // a singleton: no daemon, no fabric probes
+  volseg::prefer_lone_start();      // a singleton: no daemon, no fabric probes
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -170,8 +312,9 @@ int main(int argc, char** argv) {
     try {
       o = parse(argc, argv);
     } catch (const CLI::CallForHelp&) {
-      if (rank == 0) std::cout << "usage: volseg-sim [--dims Z,Y,X] [--steps N] [--ghost G] [--dump PATTERN] "
-                                  "[--report FILE] [--insitu-errors continue|stop] [--insitu HOOK OPTIONS...]\n";
+      if (rank == 0)
+        std::cout << "usage: volseg-sim [--dims Z,Y,X] [--steps N] [--ghost G] [--dump PATTERN] "
+                     "[--report FILE] [--insitu-errors continue|stop] [--insitu HOOK OPTIONS...]\n";
       MPI_Finalize();
       return 0;
     } catch (const insitu::Options&) {
@@ -184,103 +327,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     try {
-      const auto start = Clock::now();
-      Comm comm(MPI_COMM_WORLD);
-      sim::GrayScott sim(comm.get(), o.dims, o.ghost, o.parameters);
-      const std::string variable = o.insitu ? o.insitu->variable : "v";
-      std::unique_ptr<insitu::Hook> hook;
-      double hook_seconds = 0, create_seconds = 0, first_publish = -1;
-      std::string hook_error;
-      std::int64_t hook_failed_at = -1;
-      if (o.insitu) {
-        const auto t = Clock::now();
-        try {
-          hook = std::make_unique<insitu::Hook>(comm.get(), *o.insitu);
-        } catch (const std::exception& e) {
-          hook_error = e.what();
-          hook_failed_at = 0;
-        }
-        create_seconds = hook_seconds = since(t);
-      }
-      insitu::Field field;
-      field.global_dims = sim.dims();
-      field.box = sim.box();
-      field.ghost = sim.ghost();
-      field.dtype = io::DType::f64;
-      double simulate_seconds = 0, dump_seconds = 0;
-      int next_report = 1;
-      for (int step = 1; step <= o.steps && !(hook_failed_at >= 0 && o.on_error == "stop"); ++step) {
-        auto t = Clock::now();
-        sim.step();
-        simulate_seconds += since(t);
-        field.step = step;
-        field.time = step * o.parameters.dt;
-        field.values = sim.v().data();
-        field.arrays = {{"u", io::DType::f64, sim.u().data()}};  // the other species, for --expr and --where
-        field.source.clear();
-        if (!o.dump.empty() && step % o.dump_every == 0) {
-          t = Clock::now();
-          field.source = step_path(o.dump, step);
-          dump_field(comm, sim, field, field.source, variable,
-                     io::output_format(o.dump, o.dump_format, std::nullopt, false, "--dump"));
-          dump_seconds += since(t);
-        }
-        if (hook) {
-          t = Clock::now();
-          try {
-            hook->publish(field);
-          } catch (const std::exception& e) {  // every rank: the hook agrees on errors
-            hook_error = e.what();
-            hook_failed_at = step;
-            hook.reset();
-          }
-          const double spent = since(t);
-          hook_seconds += spent;
-          if (first_publish < 0 && step % o.insitu->every == 0) first_publish = spent;
-        }
-        if (!o.quiet && rank == 0 && step * 10 >= next_report * o.steps) {
-          std::cerr << "volseg-sim: step " << step << "/" << o.steps << " (" << since(start) << " s)\n";
-          while (next_report * o.steps <= step * 10) ++next_report;
-        }
-      }
-      std::vector<insitu::StepRecord> records;
-      if (hook) {
-        const auto t = Clock::now();
-        try {
-          records = hook->records();
-          hook->finalize();
-        } catch (const std::exception& e) {
-          hook_error = e.what();
-          hook_failed_at = o.steps;
-        }
-        hook_seconds += since(t);
-        hook.reset();
-      }
-      const double wall = since(start);
-      double mine[2] = {wall, hook_seconds}, slowest[2];
-      check_mpi(MPI_Reduce(mine, slowest, 2, MPI_DOUBLE, MPI_MAX, 0, comm.get()), "MPI_Reduce");
-      if (rank == 0) {
-        if (!hook_error.empty())
-          std::cerr << "volseg-sim: in situ " << (hook_failed_at == 0 ? "not started" : "stopped at step " + std::to_string(hook_failed_at))
-                    << ": " << hook_error << (o.on_error == "continue" ? " (the simulation went on without it)" : "")
-                    << "\n";
-        if (!o.quiet)
-          std::cerr << "volseg-sim: " << o.steps << " steps of " << o.dims[0] << "x" << o.dims[1] << "x" << o.dims[2]
-                    << " on " << comm.size() << " ranks in " << slowest[0] << " s (in situ " << slowest[1] << " s)\n";
-        if (!o.report.empty()) {
-          std::map<std::string, int> actions;
-          for (const auto& r : records) ++actions[r.action];
-          nlohmann::json report{{"wall_seconds", slowest[0]},       {"hook_seconds", slowest[1]},
-                                {"hook_create_seconds", create_seconds}, {"first_publish_seconds", first_publish},
-                                {"simulate_seconds", simulate_seconds}, {"dump_seconds", dump_seconds},
-                                {"steps", o.steps},                 {"ranks", comm.size()},
-                                {"dims", o.dims},                   {"insitu", o.insitu.has_value()},
-                                {"actions", actions},               {"hook_error", hook_error}};
-          if (!records.empty()) report["final_share"] = records.back().share;
-          io::write_file_atomically(o.report, report.dump(1) + "\n");
-        }
-      }
-      if (!hook_error.empty()) status = o.on_error == "stop" ? 1 : 3;
+      status = run_simulation(o, rank);
     } catch (const std::exception& e) {
       if (rank == 0) std::cerr << "volseg-sim: " << e.what() << "\n";
       status = 1;

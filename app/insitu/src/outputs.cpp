@@ -29,17 +29,17 @@ std::string label_columns(const StepRecord& r) {
 }  // namespace
 
 TimeSeries::TimeSeries(const std::string& path, bool force) : path_(path), stream_(io::is_stream(path)) {
-  if (!stream_ && std::filesystem::exists(path) && !force)
-    throw Error("in-situ time series " + path + " exists (--force replaces it)");
-  const std::string part = stream_ ? path : path + ".part";
+  io::refuse_existing(path, force, io::Streams::written_in_place);
+  if (!stream_) commit_ = io::AtomicCommit(path, io::temporary_path(path), io::AtomicCommit::Uncommitted::kept);
+  const std::string& target = written();
   if (const auto dir = std::filesystem::path(path).parent_path(); !stream_ && !dir.empty())
     std::filesystem::create_directories(dir);
-  file_ = std::fopen(part.c_str(), "w");
-  if (!file_) throw_errno("create", part);
+  file_ = std::fopen(target.c_str(), "w");
+  if (!file_) throw_errno("create", target);
   if (std::fputs("step,time,action,voxels,valid,in_range,min,max,segment_s,reduce_s,write_s,render_s,scripts_s,"
                  "total_s,simulation_s,share,script_errors,mask,image,objects,largest,label_s\n",
                  file_) < 0)
-    throw_errno("write", part);
+    throw_errno("write", target);
 }
 
 TimeSeries::~TimeSeries() {
@@ -55,23 +55,21 @@ void TimeSeries::append(const StepRecord& r) {
                               static_cast<unsigned long long>(r.voxels), static_cast<unsigned long long>(r.valid),
                               static_cast<unsigned long long>(r.in_range), r.min, r.max, r.segment, r.reduce, r.write,
                               r.render, r.scripts, r.total, r.simulation, r.share, r.script_errors);
-  const std::string part = stream_ ? path_ : path_ + ".part";
+  const std::string& target = written();
   if (n < 0 || std::fputs(line, file_) < 0 || std::fputs((r.mask + "," + r.image + "," + label_columns(r) + "\n").c_str(), file_) < 0 ||
       std::fflush(file_) != 0)
-    throw_errno("write", part);
+    throw_errno("write", target);
 }
 
 void TimeSeries::finish(const std::vector<StepRecord>& records, double create_seconds, const Options& options) {
   if (!file_) return;
-  const std::string part = stream_ ? path_ : path_ + ".part";
+  const std::string& target = written();
   std::FILE* file = std::exchange(file_, nullptr);
-  if (std::fclose(file) != 0) throw_errno("close", part);
+  if (std::fclose(file) != 0) throw_errno("close", target);
   // A device or pipe (say /dev/null) took the lines as they came; there is
   // no file beside it for the summary.
   if (stream_) return;
-  std::error_code error;
-  std::filesystem::rename(part, path_, error);
-  if (error) throw Error("rename " + part + " to " + path_ + ": " + error.message());
+  commit_.commit(false);
 
   nlohmann::json json;
   json["create_seconds"] = create_seconds;

@@ -247,7 +247,7 @@ std::unique_ptr<io::VolumeWriter> ome_level_writer(const Comm& comm, const Build
 
 // Collective. The OME-Zarr image's multiscales list its levels: dataset k
 // scaled by 2^k from dataset 0, and moved to the centre of the voxels it
-// reduces. Written beside and renamed over .zattrs.
+// reduces. Written under its temporary name and committed over .zattrs.
 void add_ome_levels(const Comm& comm, const std::string& image, const Plan& plan, Reduction reduction) {
   collectively(comm, [&] {
     if (comm.rank() != 0) return;
@@ -274,9 +274,7 @@ void add_ome_levels(const Comm& comm, const std::string& image, const Plan& plan
     }
     datasets = levels;
     m["type"] = reduction_name(reduction);
-    const std::string text = doc.dump(4) + "\n", temporary = path + ".volseg-tmp";
-    files::write_file(temporary, text.data(), text.size());
-    if (::rename(temporary.c_str(), path.c_str()) != 0) throw_errno("rename to", path);
+    io::write_file_atomically(path, doc.dump(4) + "\n");
   });
 }
 
@@ -417,9 +415,7 @@ Pyramid build(const Comm& comm, const BuildOptions& options) {
       if (comm.rank() != 0) return;
       const fs::path dir(directory);
       const std::string text = index_json(options, directory, info, source_files, reduction, plan, layout, edges).dump(2) + "\n";
-      const std::string temporary = (dir / files::index_temporary).string(), final_path = (dir / files::index).string();
-      files::write_file(temporary, text.data(), text.size());
-      if (::rename(temporary.c_str(), final_path.c_str()) != 0) throw_errno("rename to", final_path);
+      io::write_file_atomically((dir / files::index).string(), text);
     });
   } catch (...) {
     if (comm.rank() == 0) remove_partial(directory, created);

@@ -15,7 +15,7 @@ namespace volseg::pyramid::files {
 constexpr int format_version = 1;
 constexpr const char* format_name = "volseg-pyramid";
 constexpr const char* index = "index.json";
-constexpr const char* index_temporary = ".index.json.tmp";
+constexpr const char* index_temporary = ".index.json.volseg-tmp-";  // io::temporary_path's, any process's
 constexpr const char* bricks = "bricks.bin";
 constexpr const char* histograms = "histograms.u32";
 constexpr std::size_t brick_record_bytes = 32;  // f64 min, f64 max, u64 valid, u64 voxels

@@ -34,7 +34,7 @@
 //       or integer bins). Bricks hold at most 1024^3 voxels, so u32 holds
 //       every count. Summing bricks gives any region's or the volume's
 //       histogram.
-//   index.json  written last, under .index.json.tmp, then renamed: a
+//   index.json  written last, under .index.json.volseg-tmp-PID, then renamed: a
 //       directory without index.json is not a finished pyramid. Fields:
 //       format ("volseg-pyramid"), version (1), created_by (command line),
 //       source {path (relative to the pyramid directory when possible),

@@ -16,6 +16,7 @@
 namespace volseg::segment::detail {
 namespace {
 #include "kernel_impl.inl"
+
 #include "decode_impl.inl"
 }  // namespace
 

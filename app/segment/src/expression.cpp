@@ -25,9 +25,11 @@ namespace {
 
 struct Request {
   std::string text;
-  bool condition = false;            // where=: 1 where it holds, 0 where not
-  std::vector<std::string> others;  // the hints without expr=/where=/operand=
-  // operand=NAME=FILE[:VAR]: NAME read from another file (its VAR, or its only volume).
+  bool condition = false;  // --where: 1 where it holds, 0 where not
+  // The selection of each variable read from the input's file: its step
+  // and glob (its variable is the operand's name).
+  io::Selection others;
+  // --operand NAME=FILE[:VAR]: NAME read from another file (its VAR, or its only volume).
   struct Operand {
     std::string path, variable;
   };
@@ -48,37 +50,62 @@ std::pair<std::string, Request::Operand> parse_operand(const std::string& text) 
   return {name, operand};
 }
 
-std::optional<Request> expression_in(const std::vector<std::string>& hints) {
+// An operand's error with the expression's context, of the same kind where
+// a caller decides by it (a series opened with no step: info reads step 0).
+[[noreturn]] void rethrow_as(const Error& error, const std::string& message) {
+  if (dynamic_cast<const StepRequired*>(&error)) throw StepRequired(message);
+  throw Error(message);
+}
+
+// The expression request of a selection; nullopt when it has none.
+std::optional<Request> expression_in(const io::Selection& selection) {
   Request request;
-  int found = 0;
-  bool variable = false;
-  for (const auto& item : hints) {
-    if (item.rfind("expr=", 0) == 0) {
-      request.text = item.substr(5);
-      ++found;
-    } else if (item.rfind("where=", 0) == 0) {
-      request.text = item.substr(6);
-      request.condition = true;
-      ++found;
-    } else if (item.rfind("operand=", 0) == 0) {
-      auto [name, operand] = parse_operand(item.substr(8));
-      if (!request.operands.emplace(name, operand).second) throw Error("--operand " + name + ": given twice");
-    } else {
-      variable = variable || item.rfind("var=", 0) == 0;
-      request.others.push_back(item);
-    }
+  for (const auto& item : selection.operands) {
+    auto [name, operand] = parse_operand(item);
+    if (!request.operands.emplace(name, operand).second) throw Error("--operand " + name + ": given twice");
   }
-  if (found == 0) {
+  if (!selection.has_expression()) {
     if (!request.operands.empty()) throw Error("--operand names a variable of --expr or --where: give one");
     return std::nullopt;
   }
-  if (found > 1) throw Error("--expr and --where: give one (a condition is --where COND alone)");
-  if (variable) throw Error("--var and an expression: the expression names the variables it reads");
+  if (!selection.variable.empty()) throw Error("--var and an expression: the expression names the variables it reads");
+  request.text = selection.expression;
+  request.condition = selection.condition;
   if (request.text.find_first_not_of(" \t") == std::string::npos)
     throw Error(std::string(request.condition ? "--where" : "--expr") + ": empty expression");
+  request.others.step = selection.step;
+  request.others.glob = selection.glob;
   return request;
 }
 
+// Hints that still name the selection ("expr=", "where=", "operand=",
+// "var=", "time=", "glob="): the selection apart from the tuning hints.
+std::pair<io::Selection, std::vector<std::string>> selection_in(const std::vector<std::string>& hints) {
+  std::vector<std::string> named, tuning;
+  io::Selection selection;
+  int found = 0;
+  for (const auto& item : hints) {
+    const auto eq = item.find('=');
+    const std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    if (key == "expr" || key == "where") {
+      selection.expression = value;
+      selection.condition = key == "where";
+      ++found;
+    } else if (key == "operand") {
+      selection.operands.push_back(value);
+    } else if (key == "var" || key == "time" || key == "glob") {
+      named.push_back(item);
+    } else {
+      tuning.push_back(item);
+    }
+  }
+  if (found > 1) throw Error("--expr and --where: give one (a condition is --where COND alone)");
+  const io::Selection plain = io::Selection::from_hints(io::Hints::parse(named));
+  selection.variable = plain.variable;
+  selection.step = plain.step;
+  selection.glob = plain.glob;
+  return {selection, tuning};
+}
 
 // The 1-based column of name as a whole word in text (0 when absent).
 std::size_t column_of(const std::string& text, const std::string& name) {
@@ -215,9 +242,9 @@ class ExpressionReader final : public io::VolumeReader {
 
   // Opens the variables the expression names: from the same file, or an
   // --operand's from its own file (with the backend its format reads with,
-  // and of the other hints only the step).
-  static std::unique_ptr<io::VolumeReader> open(const std::string& backend, const std::string& path,
-                                                const Comm& comm, const Request& request) {
+  // and of the selection only the step, and no hints).
+  static std::unique_ptr<io::VolumeReader> open(const std::string& backend, const std::string& path, const Comm& comm,
+                                                const Request& request, const std::vector<std::string>& hints) {
     auto evaluator = std::make_unique<Expression>(request.text, request.condition);
     const auto& names = evaluator->names();
     for (const auto& [name, operand] : request.operands)
@@ -228,27 +255,23 @@ class ExpressionReader final : public io::VolumeReader {
       const auto other = request.operands.find(name);
       if (other != request.operands.end()) {
         const auto& [file, variable] = other->second;
-        std::vector<std::string> hints;
-        for (const auto& h : request.others)
-          if (h.rfind("time=", 0) == 0) hints.push_back(h);
-        if (!variable.empty()) hints.push_back("var=" + variable);
         try {
           const std::string reading =
               io::choose_backend(comm, io::detect_format(comm, file), file, io::Access::stream).backend;
-          operands.push_back(io::open_reader(reading, file, comm, io::Hints::parse(hints)));
+          operands.push_back(io::open_reader(reading, {file, request.others.of_variable(variable)}, comm));
         } catch (const Error& e) {
-          throw Error("--operand " + name + "=" + file + (variable.empty() ? "" : ":" + variable) + ": " + e.what());
+          rethrow_as(e, "--operand " + name + "=" + file + (variable.empty() ? "" : ":" + variable) + ": " + e.what());
         }
         continue;
       }
-      std::vector<std::string> hints = request.others;
-      hints.push_back("var=" + name);
+      io::Selection selection = request.others;
+      selection.variable = name;
       try {
-        operands.push_back(io::open_reader(backend, path, comm, io::Hints::parse(hints)));
+        operands.push_back(io::open_reader(backend, {path, selection}, comm, io::Hints::parse(hints)));
       } catch (const Error& e) {
-        throw Error(evaluator->option() + ": unknown variable '" + name + "' at column " +
-                    std::to_string(column_of(request.text, name)) + " (" + e.what() +
-                    "; --operand NAME=FILE reads one from another file)");
+        rethrow_as(e, evaluator->option() + ": unknown variable '" + name + "' at column " +
+                          std::to_string(column_of(request.text, name)) + " (" + e.what() +
+                          "; --operand NAME=FILE reads one from another file)");
       }
     }
     const io::VolumeInfo& first = operands.front()->info();
@@ -395,11 +418,17 @@ class ExpressionReader final : public io::VolumeReader {
 
 }  // namespace
 
+std::unique_ptr<io::VolumeReader> open_input(const std::string& backend, const io::OpenRequest& input, const Comm& comm,
+                                             const std::vector<std::string>& hints) {
+  const auto request = expression_in(input.selection);
+  if (!request) return io::open_reader(backend, input, comm, io::Hints::parse(hints));
+  return ExpressionReader::open(backend, input.path, comm, *request, hints);
+}
+
 std::unique_ptr<io::VolumeReader> open_input(const std::string& backend, const std::string& path, const Comm& comm,
                                              const std::vector<std::string>& hints) {
-  const auto request = expression_in(hints);
-  if (!request) return io::open_reader(backend, path, comm, io::Hints::parse(hints));
-  return ExpressionReader::open(backend, path, comm, *request);
+  auto [selection, tuning] = selection_in(hints);
+  return open_input(backend, io::OpenRequest{path, std::move(selection)}, comm, tuning);
 }
 
 }  // namespace volseg::segment

@@ -2,11 +2,11 @@
 // One brick's connected components. The foreground of each row (z, y) is cut
 // into runs along x; a run joins the runs of the rows before it that it
 // touches (the row above in y, and with 18 or 26 the rows of the plane
-// before in z), by union-find over run indices where the smaller index wins.
-// A component's root is then its first run in file order, so numbering the
-// roots in run order numbers objects by their first voxel, as a scan of the
-// whole volume would. Cost: one pass over the bytes (8 at a time) and one
-// over the runs per neighbouring row.
+// before in z), by union-find over run indices where the smaller index wins
+// (detail::DisjointSet). A component's root is then its first run in file
+// order, so numbering the roots in run order numbers objects by their first
+// voxel, as a scan of the whole volume would. Cost: one pass over the bytes
+// (8 at a time) and one over the runs per neighbouring row.
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -18,6 +18,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "disjoint_set.hpp"
 #include "volseg/io/dtype_dispatch.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/segment/label.hpp"
@@ -122,19 +123,11 @@ constexpr auto rows_before() {
   else return std::array<Before, 4>{{{0, -1, edge}, {-1, 0, edge}, {-1, -1, corner}, {-1, 1, corner}}};
 }
 
-inline std::uint32_t find_root(std::uint32_t* parent, std::uint32_t run) {
-  while (parent[run] != run) {
-    parent[run] = parent[parent[run]];  // path halving
-    run = parent[run];
-  }
-  return run;
-}
-
 // Joins the runs of one row to those of one row before it that they touch:
 // the two lists are in x order, so one sweep meets every touching pair.
 template <std::int32_t Reach, class Run>
-inline void join_row_pair(const Run* runs, std::uint32_t* parent, std::uint32_t i, std::uint32_t end,
-                          std::uint32_t k, std::uint32_t k_end) {
+inline void join_row_pair(const Run* runs, detail::DisjointSet<std::uint32_t>& joined, std::uint32_t i,
+                          std::uint32_t end, std::uint32_t k, std::uint32_t k_end) {
   while (i < end && k < k_end) {
     const Run a = runs[i], b = runs[k];
     if (b.end + Reach <= a.begin) {
@@ -142,9 +135,7 @@ inline void join_row_pair(const Run* runs, std::uint32_t* parent, std::uint32_t 
     } else if (a.end + Reach <= b.begin) {
       ++i;
     } else {
-      const std::uint32_t ra = find_root(parent, i), rb = find_root(parent, k);
-      if (ra < rb) parent[rb] = ra;
-      else if (rb < ra) parent[ra] = rb;
+      joined.join(i, k);
       // The one that ends first touches nothing further in the other row.
       if (b.end < a.end) ++k;
       else ++i;
@@ -157,9 +148,8 @@ inline void join_row_pair(const Run* runs, std::uint32_t* parent, std::uint32_t 
 template <int Connectivity>
 void BrickLabeler::join_rows() {
   const std::int64_t depth = shape_[0], height = shape_[1];
-  parent_.resize(runs_.size());
-  for (std::uint32_t i = 0; i < parent_.size(); ++i) parent_[i] = i;
-  std::uint32_t* const parent = parent_.data();
+  detail::DisjointSet<std::uint32_t> joined;
+  joined.reset(runs_.size(), std::move(labels_));  // the last brick's labels lend their memory
   const Run* const runs = runs_.data();
   const std::uint32_t* const start = row_start_.data();
   constexpr auto before = rows_before<Connectivity>();
@@ -174,15 +164,13 @@ void BrickLabeler::join_rows() {
           const std::int64_t nz = z + b.dz, ny = y + b.dy;
           if (nz < 0 || ny < 0 || ny >= height) return;
           const auto other = static_cast<std::size_t>(nz * height + ny);
-          join_row_pair<b.reach>(runs, parent, begin, end, start[other], start[other + 1]);
+          join_row_pair<b.reach>(runs, joined, begin, end, start[other], start[other + 1]);
         };
         (join(std::integral_constant<std::size_t, B>{}), ...);
       }(std::make_index_sequence<before.size()>{});
     }
-  // Number the roots in run order. In place: a run's parent has a smaller
-  // index, so it already holds its label when the run is reached.
-  objects_ = 0;
-  for (std::uint32_t i = 0; i < parent_.size(); ++i) parent_[i] = parent_[i] == i ? ++objects_ : parent_[parent_[i]];
+  // The roots in run order: objects numbered by their first voxels.
+  labels_ = joined.take_numbered(objects_);
 }
 
 void BrickLabeler::label(const std::uint8_t* mask, const io::Index3& shape) {
@@ -207,7 +195,7 @@ void BrickLabeler::relabel(const std::uint8_t* mask, const io::Index3& shape, st
   if (runs_.size() != labels.size())
     throw Error("internal error: a brick has " + std::to_string(runs_.size()) + " runs, its kept labels " +
                 std::to_string(labels.size()));
-  parent_.assign(labels.begin(), labels.end());
+  labels_.assign(labels.begin(), labels.end());
   objects_ = objects;
 }
 
@@ -227,7 +215,7 @@ void BrickLabeler::measure(const io::Extent& extent, const io::Index3& dims, Chu
       const auto z32 = static_cast<std::int32_t>(gz), y32 = static_cast<std::int32_t>(gy);
       for (std::uint32_t i = row_start_[static_cast<std::size_t>(z * height + y)];
            i < row_start_[static_cast<std::size_t>(z * height + y + 1)]; ++i) {
-        const std::uint32_t label = parent_[i];
+        const std::uint32_t label = labels_[i];
         const std::int64_t x0 = extent.offset[2] + runs_[i].begin, x1 = extent.offset[2] + runs_[i].end;
         const auto length = static_cast<std::uint64_t>(x1 - x0);
         const std::uint32_t border = row_border || x0 == 0 || x1 == dims[2];
@@ -298,7 +286,7 @@ void BrickLabeler::measure_values(const void* source, io::DType dtype, double sc
   values.assign(objects_, ObjectValues{});
   const std::int64_t rows = shape_[0] * shape_[1], width = shape_[2];
   io::visit_dtype(dtype, [&]<class T>(std::type_identity<T>) {
-    fold_values(static_cast<const T*>(source), parent_, row_start_, rows, width, runs_, scale, offset, values);
+    fold_values(static_cast<const T*>(source), labels_, row_start_, rows, width, runs_, scale, offset, values);
   });
 }
 
@@ -312,7 +300,7 @@ std::vector<std::uint32_t> BrickLabeler::face(int axis, bool high) const {
   };
   auto fill = [&](std::int64_t z, std::int64_t y, std::uint32_t* out) {
     auto [begin, end] = runs_of(z, y);
-    for (std::uint32_t i = begin; i < end; ++i) std::fill(out + runs_[i].begin, out + runs_[i].end, parent_[i]);
+    for (std::uint32_t i = begin; i < end; ++i) std::fill(out + runs_[i].begin, out + runs_[i].end, labels_[i]);
   };
   if (axis == 0) {
     const std::int64_t z = high ? depth - 1 : 0;
@@ -325,8 +313,8 @@ std::vector<std::uint32_t> BrickLabeler::face(int axis, bool high) const {
       for (std::int64_t y = 0; y < height; ++y) {
         auto [begin, end] = runs_of(z, y);
         if (begin == end) continue;
-        if (!high && runs_[begin].begin == 0) plane[static_cast<std::size_t>(z * height + y)] = parent_[begin];
-        if (high && runs_[end - 1].end == width) plane[static_cast<std::size_t>(z * height + y)] = parent_[end - 1];
+        if (!high && runs_[begin].begin == 0) plane[static_cast<std::size_t>(z * height + y)] = labels_[begin];
+        if (high && runs_[end - 1].end == width) plane[static_cast<std::size_t>(z * height + y)] = labels_[end - 1];
       }
   }
   return plane;
@@ -359,14 +347,14 @@ void BrickLabeler::paint(std::span<const std::uint64_t> ids, T* out) const {
     if ((r + 1) * width + kSpill > rows * width) {
       std::fill(row, row + width, background);
       for (std::uint32_t i = begin; i < end; ++i)
-        std::fill(row + runs_[i].begin, row + runs_[i].end, static_cast<T>(ids[parent_[i]]));
+        std::fill(row + runs_[i].begin, row + runs_[i].end, static_cast<T>(ids[labels_[i]]));
       continue;
     }
     std::int32_t x = 0;
     for (std::uint32_t i = begin; i < end; ++i) {
       const Run run = runs_[i];
       fill_over<kSpill>(row + x, run.begin - x, background);
-      fill_over<kSpill / 2>(row + run.begin, run.end - run.begin, static_cast<T>(ids[parent_[i]]));
+      fill_over<kSpill / 2>(row + run.begin, run.end - run.begin, static_cast<T>(ids[labels_[i]]));
       x = run.end;
     }
     fill_over<kSpill>(row + x, width - x, background);

@@ -19,15 +19,15 @@
 
 #include <algorithm>
 #include <bit>
-#include <numeric>
 #include <span>
 #include <unordered_map>
 
+#include "disjoint_set.hpp"
+#include "label_objects.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/messages.hpp"
 #include "volseg/io/watchdog.hpp"
 #include "volseg/segment/label.hpp"
-#include "label_objects.hpp"
 
 namespace volseg::segment {
 
@@ -122,15 +122,7 @@ std::vector<Pair> join_faces(const io::Extent& a, const std::vector<std::uint32_
   for (const auto label : a_face) most_a = std::max(most_a, label);
   for (const auto label : b_face) most_b = std::max(most_b, label);
   // Nodes: a's label l is l - 1, b's label l is most_a + l - 1.
-  std::vector<std::uint32_t> parent(static_cast<std::size_t>(most_a) + most_b);
-  std::iota(parent.begin(), parent.end(), std::uint32_t{0});
-  auto find = [&](std::uint32_t x) {
-    while (parent[x] != x) {
-      parent[x] = parent[parent[x]];
-      x = parent[x];
-    }
-    return x;
-  };
+  detail::DisjointSet<std::uint32_t> joined(static_cast<std::size_t>(most_a) + most_b);
   std::vector<Pair> pairs;
   std::uint32_t last_a = 0, last_b = 0;
   // Step by step, over the rectangle of a's face whose voxels land in b: two
@@ -162,10 +154,7 @@ std::vector<Pair> join_faces(const io::Extent& a, const std::vector<std::uint32_
           if (la == last_a && lb == last_b) continue;
           last_a = la;
           last_b = lb;
-          const std::uint32_t ra = find(la - 1), rb = find(most_a + lb - 1);
-          if (ra == rb) continue;
-          parent[std::max(ra, rb)] = std::min(ra, rb);
-          pairs.push_back({la, lb});
+          if (joined.join(la - 1, most_a + lb - 1)) pairs.push_back({la, lb});
         }
       }
     }
@@ -404,8 +393,9 @@ LabelSummary Labeling::finish(std::uint64_t min_voxels, bool with_table) {
 
   const Nodes nodes = number_nodes(comm, ranks, map_, mine_, s.part_start);
   const std::uint64_t count = s.part_start.back();
-  std::vector<detail::LocalEdge> local;
-  std::vector<detail::CrossEdge> cross;
+  detail::MergeInput input{std::move(s.parts), std::move(s.values), {}, {}};
+  s.parts.clear();  // a moved-from Chunked keeps its size
+  s.values.clear();
   collectively(comm_, [&] {
     std::vector<ObjectValues>().swap(s.brick_values);
     // (brick, label) is node base[brick] + label - 1; the later brick of a join is always this rank's.
@@ -415,15 +405,16 @@ LabelSummary Labeling::finish(std::uint64_t min_voxels, bool with_table) {
     };
     for (const Edge& e : s.edges) {
       const std::uint64_t b = node(e.brick_b, e.label_b) - base;
-      if (map_.owner[static_cast<std::size_t>(e.brick_a)] == me) local.push_back({node(e.brick_a, e.label_a) - base, b});
-      else cross.push_back({node(e.brick_a, e.label_a), b});
+      if (map_.owner[static_cast<std::size_t>(e.brick_a)] == me)
+        input.local_edges.push_back({node(e.brick_a, e.label_a) - base, b});
+      else
+        input.cross_edges.push_back({node(e.brick_a, e.label_a), b});
     }
     std::vector<Edge>().swap(s.edges);
   });
 
-  LabelSummary summary;
-  auto merged = detail::merge_objects(comm_, detail::NodeRanges{nodes.rank_base}, map_.dims, s.parts, s.values,
-                                      with_values_, local, cross, min_voxels, with_table, summary);
+  const detail::MergeRules rules{map_.dims, min_voxels, with_values_, with_table};
+  auto merged = detail::merge_objects(comm_, detail::NodeRanges{nodes.rank_base}, std::move(input), rules);
   // Per brick: 0 for the background, then its labels' ids; in place, the
   // last brick first (brick i's ids move up by i + 1).
   s.ids = std::move(merged.ids);
@@ -434,7 +425,7 @@ LabelSummary Labeling::finish(std::uint64_t min_voxels, bool with_table) {
     s.ids[s.part_start[i] + i] = 0;
   }
   s.finished = true;
-  return summary;
+  return std::move(merged.summary);
 }
 
 std::span<const std::uint64_t> Labeling::ids(std::int64_t brick) const {

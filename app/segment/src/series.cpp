@@ -181,11 +181,6 @@ std::string step_path(const std::string& pattern, std::int64_t step) {
 
 namespace {
 
-std::string series_temp(const std::string& output) {
-  const fs::path path(output);
-  return (path.parent_path() / ("." + path.filename().string() + ".volseg-series")).string();
-}
-
 void write_segment_report(const SegmentOptions& options, const SegmentSeriesResult& result) {
   nlohmann::json rows = nlohmann::json::array();
   for (std::size_t k = 0; k < result.per_step.size(); ++k) {
@@ -239,6 +234,7 @@ SegmentSeriesResult run_segment_series(const Comm& comm, SegmentOptions options,
   SegmentSeriesResult result;
   const bool per_step = names_steps(options.output);
   std::string temp;
+  io::AtomicCommit series;  // rank 0's: the one output's file or folder, removed unless every step is written
   if (!per_step) {
     // One output with the time dimension: CDF-5 (or CDF-2) records by
     // PnetCDF, a NetCDF-4 (HDF5) record variable chunked a record at a time,
@@ -258,63 +254,45 @@ SegmentSeriesResult run_segment_series(const Comm& comm, SegmentOptions options,
       io::refuse_existing(options.output, options.force, io::Streams::written_in_place);
     }
     agree(comm, nullptr);
-    temp = series_temp(options.output);
+    temp = comm.broadcast(io::temporary_path(options.output));  // rank 0's PID names it
+    if (comm.rank() == 0) series = io::AtomicCommit(options.output, temp);
   }
   const std::string report = options.report;
   options.report.clear();  // the series writes one, with a row per step
   const auto hints = without_time(options.input_hints);
-  try {
-    if (!temp.empty() && comm.rank() == 0) fs::remove_all(temp);  // a failed series' leftover
-    for (std::size_t k = 0; k < steps.size(); ++k) {
-      const std::int64_t t = steps[k];
-      SegmentOptions step = options;
-      step.input_hints = hints;
-      step.input_hints.push_back("time=" + std::to_string(t));
-      if (per_step) {
-        step.output = step_path(options.output, t);
-        if (options.resume && everyone(comm, comm.rank() == 0 && fs::exists(step.output))) {
-          ++result.steps_resumed;
-          continue;
-        }
-      } else {
-        step.output = temp;
-        step.force = true;
-        step.output_hints.push_back("append=1");  // its record's time: the input's (or the step number)
+  if (!temp.empty() && comm.rank() == 0) fs::remove_all(temp);  // a leftover of an earlier process with this PID
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    const std::int64_t t = steps[k];
+    SegmentOptions step = options;
+    step.input_hints = hints;
+    step.input_hints.push_back("time=" + std::to_string(t));
+    if (per_step) {
+      step.output = step_path(options.output, t);
+      if (options.resume && everyone(comm, comm.rank() == 0 && fs::exists(step.output))) {
+        ++result.steps_resumed;
+        continue;
       }
-      result.steps.push_back(t);
-      result.outputs.push_back(step.output);
-      // The next step read ahead while this one runs.
-      result.next_announced.push_back(
-          k + 1 < steps.size() ? announce_step(comm, options.backend, options.input, hints, steps[k + 1]) : 0);
-      result.per_step.push_back(run_segment(comm, step));
+    } else {
+      step.output = temp;
+      step.force = true;
+      step.output_hints.push_back("append=1");  // its record's time: the input's (or the step number)
     }
-    if (!temp.empty()) {
-      std::exception_ptr error;
-      if (comm.rank() == 0) try {
-          // A folder (Zarr) replaced with --force is renamed away first:
-          // rename(2) does not replace a folder that holds files.
-          const std::string old = temp + ".old";
-          const bool folder = fs::is_directory(options.output);
-          if (folder && io::rename_file(options.output, old) != 0) throw_errno("rename away the old", options.output);
-          if (io::rename_file(temp, options.output) != 0) {
-            const int saved = errno;
-            if (folder) io::rename_file(old, options.output);
-            throw_errno("rename " + temp + " to", options.output, saved);
-          }
-          if (folder) fs::remove_all(old);
-          io::sync_folder_of(options.output);
-        } catch (...) {
-          error = std::current_exception();
-        }
-      agree(comm, error);
-      result.outputs.assign(1, options.output);
+    result.steps.push_back(t);
+    result.outputs.push_back(step.output);
+    // The next step read ahead while this one runs.
+    result.next_announced.push_back(
+        k + 1 < steps.size() ? announce_step(comm, options.backend, options.input, hints, steps[k + 1]) : 0);
+    result.per_step.push_back(run_segment(comm, step));
+  }
+  if (!temp.empty()) {
+    std::exception_ptr error;
+    try {
+      series.commit(true);  // a Zarr folder replaced with --force is swapped (io::AtomicCommit)
+    } catch (...) {
+      error = std::current_exception();
     }
-  } catch (...) {
-    if (!temp.empty() && comm.rank() == 0) {
-      std::error_code ignored;
-      fs::remove_all(temp, ignored);
-    }
-    throw;
+    agree(comm, error);
+    result.outputs.assign(1, options.output);
   }
   result.seconds = since(start);
   options.report = report;

@@ -39,13 +39,12 @@ bool append_or_create(const Comm& comm, const std::string& path, bool append,
   return appending != 0;
 }
 
-Selection read_selection(const Hints& hints) {
+Selection read_selection(const io::Selection& chosen) {
   Selection selection;
-  selection.variable = hints.get_string("var", "");
-  if (hints.has("time")) {
-    std::int64_t time = hints.get_int("time", 0);
-    if (time < 0) throw Error("--time must be 0 or more");
-    selection.time = time;
+  selection.variable = chosen.variable;
+  if (chosen.step) {
+    if (*chosen.step < 0) throw Error("--time must be 0 or more");
+    selection.time = chosen.step;
   }
   return selection;
 }
@@ -161,8 +160,9 @@ VolumeShape volume_shape(const VariableShape& variable, const Selection& selecti
     const std::int64_t steps = variable.dim_lengths[0];
     std::int64_t time = selection.time.value_or(0);
     if (!selection.time && steps != 1)
-      throw Error(path + ": variable " + variable.name + " has " + std::to_string(steps) + " steps along " +
-                  variable.dim_names[0] + "; choose one with --time 0.." + std::to_string(steps - 1) + ", or a range: --time all, A:B[:S]");
+      throw StepRequired(path + ": variable " + variable.name + " has " + std::to_string(steps) + " steps along " +
+                         variable.dim_names[0] + "; choose one with --time 0.." + std::to_string(steps - 1) +
+                         ", or a range: --time all, A:B[:S]");
     if (time >= steps)
       throw Error(path + ": --time " + std::to_string(time) + " is past the last step " + std::to_string(steps - 1) +
                   " of " + variable.name);

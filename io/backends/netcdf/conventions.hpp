@@ -6,23 +6,24 @@
 
 #include <array>
 #include <functional>
-#include <utility>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "volseg/io/comm.hpp"
 #include "volseg/io/hints.hpp"
+#include "volseg/io/selection.hpp"
 #include "volseg/io/types.hpp"
 
 namespace volseg::io::netcdf {
 
-// What the user asked for: hints var=NAME, time=INDEX (the CLI's --var/--time).
+// What the user asked for (the CLI's --var/--time), as the readers hold it.
 struct Selection {
   std::string variable;
   std::optional<std::int64_t> time;
 };
-Selection read_selection(const Hints& hints);
+Selection read_selection(const io::Selection& chosen);
 
 // Writers' hint record_time=T (append=1: the time of the record written);
 // nullopt when absent. backend names the writer in the message.

@@ -29,10 +29,11 @@
 #include "volseg/io/dtype_dispatch.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/registry.hpp"
+#include "volseg/io/selection.hpp"
 #include "zarr/zarr_array.hpp"
 #include "zarr/zarr_writer.hpp"
 
-namespace volseg::io {
+    namespace volseg::io {
 namespace {
 
 // The whole of a file into `data` (sized by fstat, read until its end);
@@ -194,8 +195,10 @@ class ZarrReader final : public VolumeReader {
       return 0;
     }
     if (!time && meta.steps != 1)
-      throw Error(path_ + ": the Zarr array has " + std::to_string(meta.steps) + " steps along its first axis; choose "
-                  "one with --time 0.." + std::to_string(meta.steps - 1) + ", or a range: --time all, A:B[:S]");
+      throw StepRequired(path_ + ": the Zarr array has " + std::to_string(meta.steps) +
+                         " steps along its first axis; choose "
+                         "one with --time 0.." +
+                         std::to_string(meta.steps - 1) + ", or a range: --time all, A:B[:S]");
     if (time && *time >= meta.steps)
       throw Error(path_ + ": --time " + std::to_string(*time) + " is past the last step " +
                   std::to_string(meta.steps - 1));
@@ -473,18 +476,17 @@ Backend make_zarr_backend() {
                    {"chunks", HintFor::writers},      {"dimension_separator", HintFor::writers},
                    {"fsync", HintFor::writers},       {"ome", HintFor::writers},
                    {"fill", HintFor::readers}};
-  backend.open = [](const std::string& path, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
+  backend.open = [](const OpenRequest& request, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
     const auto cache = static_cast<std::uint64_t>(hints.get_size("cache", std::int64_t{64} << 20));
     const std::string fill = hints.get_string("fill", "missing");
     if (fill != "missing" && fill != "data")
       throw Error("hint fill=" + fill + " is neither missing (voxels equal to fill_value are missing data) nor data");
-    std::optional<std::int64_t> time;
-    if (hints.has("time")) {
-      time = hints.get_int("time", 0);
-      if (*time < 0) throw Error("--time must be 0 or more");
-    }
+    const std::optional<std::int64_t> time = request.selection.step;
+    if (time && *time < 0) throw Error("--time must be 0 or more");
+    request.selection.refuse_glob("zarr");
+    request.selection.refuse_variable("zarr");
     hints.reject_unused("zarr");
-    return std::make_unique<ZarrReader>(path, comm, cache, fill == "data", time);
+    return std::make_unique<ZarrReader>(request.path, comm, cache, fill == "data", time);
   };
   backend.create = [](const CreateRequest& request, const Comm& comm,
                       const Hints& hints) -> std::unique_ptr<VolumeWriter> {

@@ -30,8 +30,8 @@ namespace {
 // Writes a Zarr v2 array into a hidden directory beside the final name
 // (DIR/.NAME.volseg-tmp-PID of rank 0), each rank its own chunk files, and
 // at close, once every rank has succeeded, rank 0 writes .zarray (last) and
-// renames the directory into place: the store appears under its name only
-// when whole. Chunks all equal to fill_value are not written
+// commits the directory (io::AtomicCommit, which swaps folders): the store
+// appears under its name only when whole. Chunks all equal to fill_value are not written
 // (write_empty_chunks=False). A chunk a write covers only in part is kept
 // until the rest of it arrives; one still partial at close had another
 // writer, which the alignment of chunks to the job's bricks rules out.
@@ -60,6 +60,10 @@ class ZarrWriter final : public VolumeWriter {
         return;
       }
       temporary_ = partial_ == Partial::none ? temporary_path(path_) : partial_path(path_);
+      // A partial store is its journal's, kept for --resume when not committed.
+      commit_ = AtomicCommit(
+          path_, temporary_,
+          partial_ == Partial::none ? AtomicCommit::Uncommitted::removed : AtomicCommit::Uncommitted::kept);
       if (partial_ == Partial::reopen) {
         if (!std::filesystem::is_directory(array_folder()))
           throw Error(path_ + ": the partial store " + temporary_ + " to resume is not a Zarr store being written");
@@ -77,15 +81,7 @@ class ZarrWriter final : public VolumeWriter {
       meta_.step = meta_.steps - 1;
       times_ = doc["times"].get<std::vector<double>>();
     }
-    owner_ = comm.rank() == 0;
     fill_ = fill_chunk();
-  }
-  ~ZarrWriter() override {
-    // A partial store is its journal's; a series' folder, the series'.
-    if (owner_ && !temporary_.empty() && partial_ == Partial::none && !append_) {
-      std::error_code ec;
-      std::filesystem::remove_all(temporary_, ec);
-    }
   }
 
   const VolumeInfo& info() const override { return info_; }
@@ -150,21 +146,9 @@ class ZarrWriter final : public VolumeWriter {
         write_text(temporary_ + "/.zattrs", ome_json());
         if (fsync_) sync_folder_of(temporary_ + "/.zattrs");
       }
-      if (append_) return;  // in place: the series renames its folder when whole
-      std::string old;
-      if (std::filesystem::exists(path_)) {
-        if (!overwrite_) throw Error(path_ + " exists (use --force to replace it)");
-        old = temporary_ + ".old";
-        if (rename_file(path_, old) != 0) throw_errno("rename away the old", path_);
-      }
-      if (rename_file(temporary_, path_) != 0) {
-        const int saved = errno;
-        if (!old.empty()) rename_file(old, path_);
-        throw_errno("rename to", path_, saved);
-      }
-      temporary_.clear();
-      if (!old.empty()) std::filesystem::remove_all(old);
-      if (fsync_) sync_folder_of(path_);
+      if (append_) return;  // in place: the series commits its folder when whole
+      refuse_existing(path_, overwrite_);
+      commit_.commit(fsync_);
     });
   }
 
@@ -302,7 +286,8 @@ class ZarrWriter final : public VolumeWriter {
   std::string path_, temporary_;
   VolumeInfo info_;
   ArrayMeta meta_;
-  bool fsync_, overwrite_, ome_, append_, owner_ = false;
+  bool fsync_, overwrite_, ome_, append_;
+  AtomicCommit commit_;  // rank 0's store, unless it is a series' step written in place (append)
   std::vector<double> times_;  // append=1: the series' steps' times, this one's last at close
   Partial partial_;
   std::uint64_t bytes_written_ = 0;

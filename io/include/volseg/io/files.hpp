@@ -8,6 +8,9 @@
 //   - once whole, it is renamed to its final name (AtomicCommit::commit; an
 //     output of two files, commit_together), and with fsync asked the folder
 //     is synced after the rename, so the new name itself survives a crash;
+//   - an output that is a folder (a Zarr store, a series' folder) is built
+//     the same way under its temporary name and put in place by the same
+//     AtomicCommit, which moves an old one aside first (see commit);
 //   - on failure the temporary is removed, unless it is a partial output
 //     kept for --resume.
 // An existing output is replaced only when the user asked (refuse_existing).
@@ -39,18 +42,14 @@ void refuse_existing(const std::string& path, bool force, Streams streams = Stre
 // DIR/.NAME.volseg-tmp-PID for DIR/NAME: an output's name until it is whole.
 std::string temporary_path(const std::string& path);
 
-// rename(2), failed on demand by fault injection (VOLSEG_FAULTS rename): 0, or
-// -1 with errno set.
-int rename_file(const std::string& from, const std::string& to);
-
 // fsync of the folder that holds path, so that a file created or renamed in it
 // survives a crash; throws a RankError naming path. A file system that cannot
 // sync a folder (EINVAL) has nothing to sync.
 void sync_folder_of(const std::string& path);
 
-// One output's temporary, from its creation to its commit. Rank 0 of a
-// parallel writer holds the real one, the other ranks an empty one: the
-// rename and the removal happen once.
+// One output's temporary, from its creation to its commit: a file, or a
+// folder and all it holds. Rank 0 of a parallel writer holds the real one,
+// the other ranks an empty one: the rename and the removal happen once.
 class AtomicCommit {
  public:
   // What becomes of the temporary when the output is not committed.
@@ -72,11 +71,19 @@ class AtomicCommit {
   bool pending() const { return !temporary_.empty(); }
   bool kept() const { return uncommitted_ == Uncommitted::kept; }
 
-  // Renames the temporary to path (replacing what is there: one rename(2) is
-  // atomic), then with sync_folder syncs the folder. A failed rename throws
-  // RankError "rename to PATH: ..." and discards the temporary.
+  // Renames the temporary to path, then with sync_folder syncs the folder.
+  // A file replaces a file at once (one rename(2) is atomic). A folder, or
+  // anything replacing one, cannot be put in place by one rename(2), which
+  // does not replace a folder that holds files: with sync_folder every file
+  // and folder under the temporary is synced first; then the old output is
+  // renamed aside to the hidden .NAME.volseg-old-PID, the temporary renamed
+  // to path, and only then the old one removed. A job killed between those
+  // two renames leaves no PATH but both outputs whole under their hidden
+  // names, never neither. A failed rename puts the old output back, discards
+  // the temporary and throws RankError "rename away the old PATH: ..." or
+  // "rename to PATH: ...".
   void commit(bool sync_folder);
-  // Removes the temporary now, unless it is kept.
+  // Removes the temporary (a folder with all it holds) now, unless it is kept.
   void discard();
   // The temporary is no longer this object's: renamed by another way, or
   // never created by this process.

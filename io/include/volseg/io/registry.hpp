@@ -10,13 +10,16 @@
 
 #include "volseg/io/comm.hpp"
 #include "volseg/io/hints.hpp"
+#include "volseg/io/selection.hpp"
 #include "volseg/io/volume.hpp"
 
 namespace volseg::io {
 
 struct Backend {
-  using OpenFn = std::function<std::unique_ptr<VolumeReader>(const std::string& path, const Comm& comm,
-                                                             const Hints& hints)>;
+  // A backend that cannot honour a part of request.selection (a variable,
+  // a step, a glob) refuses it (Selection::refuse_*).
+  using OpenFn =
+      std::function<std::unique_ptr<VolumeReader>(const OpenRequest& request, const Comm& comm, const Hints& hints)>;
   using CreateFn = std::function<std::unique_ptr<VolumeWriter>(const CreateRequest& request,
                                                                const Comm& comm, const Hints& hints)>;
   std::string name;
@@ -49,7 +52,7 @@ class Registry {
 };
 
 // Throws volseg::Error if the serial netCDF library, not the parallel one,
-// answers netCDF calls in this process (DEPENDENCIES.md pitfall 2).
+// answers netCDF calls in this process (docs/dependencies.md, "Two netCDF libraries").
 void check_parallel_netcdf();
 
 // Every backend volseg has, in one place.
@@ -62,8 +65,12 @@ const Registry& builtin_registry();
 // both roles at once (segment --hint); unknown keys stay, to be refused.
 std::vector<std::string> hints_for(const std::string& backend, Role role, const std::vector<std::string>& items);
 
-// Collective over comm. Opens path with the named backend; every hint must be
-// known to the backend's readers.
+// Collective over comm. Opens request.path with the named backend, reading
+// request.selection; every hint must be known to the backend's readers.
+std::unique_ptr<VolumeReader> open_reader(const std::string& backend, const OpenRequest& request, const Comm& comm,
+                                          const Hints& hints = {});
+// The same, for callers that still name the selection among the hints
+// ("var=", "time=", "glob="; Selection::from_hints).
 std::unique_ptr<VolumeReader> open_reader(const std::string& backend, const std::string& path,
                                           const Comm& comm, const Hints& hints = {});
 std::unique_ptr<VolumeWriter> create_writer(const std::string& backend, const CreateRequest& request,

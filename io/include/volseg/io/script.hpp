@@ -2,7 +2,7 @@
 // volseg's Python scripts (the plots of trace-report and of label --track):
 // installed in share/volseg beside the program, found there from the
 // program's own place, or in the build tree's share/volseg; run by Debian's
-// /usr/bin/python3 (DEPENDENCIES.md: the one with numpy and matplotlib).
+// /usr/bin/python3 (the one with numpy and matplotlib).
 #pragma once
 
 #include <string>

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "volseg/io/comm.hpp"
+#include "volseg/io/selection.hpp"
 #include "volseg/io/volume.hpp"
 #include "volseg/segment/decode.hpp"
 #include "volseg/segment/expression_program.hpp"
@@ -77,6 +78,11 @@ bool in_single(const io::VolumeInfo& info);
 // Throws volseg::Error with one line (the column of a bad name or token,
 // operands of different shapes, --var beside an expression).
 std::unique_ptr<io::VolumeReader> open_input(const std::string& backend, const std::string& path, const Comm& comm,
+                                             const std::vector<std::string>& hints);
+// The same with the selection typed (input.selection: its expression and
+// operands, each operand opened with its own variable and the step);
+// hints are the backend's tuning hints only.
+std::unique_ptr<io::VolumeReader> open_input(const std::string& backend, const io::OpenRequest& input, const Comm& comm,
                                              const std::vector<std::string>& hints);
 
 }  // namespace volseg::segment

@@ -103,7 +103,7 @@ class BrickLabeler {
   std::uint32_t objects() const { return objects_; }
   // The label of every run of the brick last labelled, in run order: with
   // relabel(), a second pass over the same mask skips the joins.
-  std::span<const std::uint32_t> run_labels() const { return parent_; }
+  std::span<const std::uint32_t> run_labels() const { return labels_; }
   void relabel(const std::uint8_t* mask, const io::Index3& shape, std::span<const std::uint32_t> labels,
                std::uint32_t objects);
   const io::Index3& shape() const { return shape_; }
@@ -134,7 +134,7 @@ class BrickLabeler {
   io::Index3 shape_{};
   std::vector<Run> runs_;
   std::vector<std::uint32_t> row_start_;  // runs of row r: [row_start_[r], row_start_[r + 1])
-  std::vector<std::uint32_t> parent_;     // union-find over runs, then each run's label
+  std::vector<std::uint32_t> labels_;     // each run's label
   std::uint32_t objects_ = 0;
 };
 
