@@ -25,9 +25,8 @@ class InfoCommand final : public Command {
 
   void run(const Context& context) override {
     const Comm& comm = context.comm;
-    std::string backend = backend_;
     const io::FileFormat format = io::detect_format(comm, path_);
-    if (backend == "auto") backend = io::choose_backend(comm, format, path_, io::Access::stream).backend;
+    const std::string backend = io::resolve_backend(comm, backend_, format, path_, io::Access::stream).backend;
     const auto& entry = io::builtin_registry().get(backend);
     // What is printed waits until the volume has opened: a file that
     // cannot be read is refused with one line and not described.

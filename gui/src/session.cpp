@@ -225,8 +225,7 @@ void Session::open(const Json& request, Reply& reply) {
     selection.push_back("time=" + std::to_string(request.at("time").get<long long>()));
   const io::FileFormat format = io::detect_format(comm_, path);
   // What a job of this file reads it with (segment's, the pyramid build's).
-  const std::string reading =
-      backend == "auto" ? io::choose_backend(comm_, format, path, io::Access::stream).backend : backend;
+  const std::string reading = io::resolve_backend(comm_, backend, format, path, io::Access::stream).backend;
   const auto& entry = io::builtin_registry().get(reading);
   Json variables = Json::array();
   if (entry.list_variables) {

@@ -150,4 +150,10 @@ AutoChoice resolve_backend(const Comm& comm, const std::string& asked, const std
   return choose_backend(comm, detect_format(comm, input_path), input_path, access);
 }
 
+AutoChoice resolve_backend(const Comm& comm, const std::string& asked, FileFormat format,
+                           const std::string& input_path, Access access) {
+  if (asked != "auto") return {asked, {}, -1};
+  return choose_backend(comm, format, input_path, access);
+}
+
 }  // namespace volseg::io

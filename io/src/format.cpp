@@ -22,54 +22,112 @@
 
 namespace volseg::io {
 
-std::string format_name(FileFormat format) {
-  switch (format) {
-    case FileFormat::raw: return "raw";
-    case FileFormat::cdf1: return "cdf1";
-    case FileFormat::cdf2: return "cdf2";
-    case FileFormat::cdf5: return "cdf5";
-    case FileFormat::netcdf4: return "netcdf4";
-    case FileFormat::zarr: return "zarr";
-    case FileFormat::ome_zarr: return "ome-zarr";
-    case FileFormat::nifti_gz: return "nifti-gz";
-    case FileFormat::vti_compressed: return "vti-compressed";
-    case FileFormat::tiff: return "tiff";
-    case FileFormat::hdf5: return "hdf5";
-  }
-  return "?";
+const std::vector<FormatTraits>& format_table() {
+  // Raw outputs: a NRRD header with NAME.raw, NIfTI-1, VTK image data and
+  // TIFF are all written uncompressed by the raw backends. CDF-5 has ".nc"
+  // (output_format gives a NetCDF input's own kind). An HDF5 file is read as
+  // NetCDF-4: parallel netCDF-C reads any.
+  static const std::vector<FormatTraits> table = [] {
+    std::vector<FormatTraits> rows(11);
+    rows[0] = {.format = FileFormat::raw, .names = {"raw"},
+               .extensions = {{".nhdr"}, {".nii"}, {".vti"}, {".tif", true}, {".tiff", true}},
+               .reader = "mmap-advise", .writer = "mmap-advise", .resumable = true};
+    rows[1] = {.format = FileFormat::cdf1, .names = {"cdf1"}, .reader = "pnetcdf", .writer = "pnetcdf",
+               .writer_hints = {"format=cdf2"}, .written = false, .netcdf = true, .classic = true,
+               .resumable = true, .keeps_markers = true, .keeps_coordinates = true};
+    rows[2] = {.format = FileFormat::cdf2, .names = {"cdf2"}, .reader = "pnetcdf", .writer = "pnetcdf",
+               .writer_hints = {"format=cdf2"}, .netcdf = true, .classic = true, .resumable = true,
+               .appendable = true, .keeps_markers = true, .keeps_coordinates = true};
+    rows[3] = {.format = FileFormat::cdf5, .names = {"cdf5"}, .extensions = {{".nc"}}, .reader = "pnetcdf",
+               .writer = "pnetcdf", .writer_hints = {"format=cdf5"}, .netcdf = true, .classic = true,
+               .resumable = true, .appendable = true, .keeps_markers = true, .keeps_coordinates = true};
+    rows[4] = {.format = FileFormat::netcdf4, .names = {"netcdf4"}, .extensions = {{".nc4"}, {".h5"}},
+               .reader = "netcdf4", .writer = "netcdf4", .netcdf = true, .appendable = true,
+               .keeps_markers = true, .keeps_coordinates = true};
+    rows[5] = {.format = FileFormat::hdf5, .names = {"hdf5"}, .extensions = {{".hdf5"}}, .reader = "netcdf4",
+               .writer = "hdf5"};
+    rows[6] = {.format = FileFormat::zarr, .names = {"zarr"}, .extensions = {{".zarr"}}, .reader = "zarr",
+               .writer = "zarr", .zarr = true, .chunked = true, .resumable = true, .appendable = true,
+               .keeps_markers = true};
+    rows[7] = {.format = FileFormat::ome_zarr, .names = {"ome-zarr"}, .extensions = {{".ome.zarr"}},
+               .reader = "zarr", .writer = "zarr", .writer_hints = {"ome=1"}, .zarr = true, .chunked = true,
+               .resumable = true, .appendable = true, .keeps_markers = true};
+    // Each brick a gzip member, placed when the job ends.
+    rows[8] = {.format = FileFormat::nifti_gz, .names = {"nifti-gz"}, .extensions = {{".nii.gz"}},
+               .reader = "gzip", .writer = "gzip", .follows_input_chunks = false};
+    rows[9] = {.format = FileFormat::vti_compressed, .names = {"vti-compressed"}, .reader = "vti", .writer = "vti",
+               .resumable = true};
+    rows[10] = {.format = FileFormat::tiff, .names = {"tiff"}, .reader = "tiff", .writer = "tiff",
+                .resumable = true};
+    return rows;
+  }();
+  return table;
 }
 
+const FormatTraits& format_traits(FileFormat format) {
+  for (const FormatTraits& row : format_table())
+    if (row.format == format) return row;
+  throw Error("format " + std::to_string(static_cast<int>(format)) + " is not in the format table");
+}
+
+std::string format_name(FileFormat format) { return format_traits(format).names.front(); }
+
 FileFormat parse_format(const std::string& name) {
-  if (name == "raw") return FileFormat::raw;
-  if (name == "cdf2") return FileFormat::cdf2;
-  if (name == "cdf5") return FileFormat::cdf5;
-  if (name == "netcdf4") return FileFormat::netcdf4;
-  if (name == "zarr") return FileFormat::zarr;
-  if (name == "ome-zarr") return FileFormat::ome_zarr;
-  if (name == "nifti-gz") return FileFormat::nifti_gz;
-  if (name == "vti-compressed") return FileFormat::vti_compressed;
-  if (name == "tiff") return FileFormat::tiff;
-  if (name == "hdf5") return FileFormat::hdf5;
-  throw Error("unknown format '" + name + "' (known: raw, cdf2, cdf5, netcdf4, hdf5, zarr, ome-zarr)");
+  std::string known;
+  for (const FormatTraits& row : format_table())
+    for (const std::string& row_name : row.names) {
+      if (row_name == name) return row.format;
+      known += (known.empty() ? "" : ", ") + row_name;
+    }
+  throw Error("unknown format '" + name + "' (known: " + known + ")");
+}
+
+namespace {
+
+bool ends_with(const std::string& name, const Extension& extension) {
+  // The whole name is no extension: ".zarr" is a hidden file, not a store.
+  if (name.size() <= extension.suffix.size()) return false;
+  std::string tail = name.substr(name.size() - extension.suffix.size());
+  if (extension.any_case)
+    std::transform(tail.begin(), tail.end(), tail.begin(), [](unsigned char c) { return std::tolower(c); });
+  return tail == extension.suffix;
+}
+
+}  // namespace
+
+std::optional<FileFormat> format_of_extension(const std::string& path) {
+  const std::string name = std::filesystem::path(path).filename().string();
+  // The longest suffix wins: .ome.zarr over .zarr.
+  std::optional<FileFormat> found;
+  std::size_t longest = 0;
+  for (const FormatTraits& row : format_table())
+    for (const Extension& extension : row.extensions)
+      if (extension.suffix.size() > longest && ends_with(name, extension)) {
+        found = row.format;
+        longest = extension.suffix.size();
+      }
+  return found;
 }
 
 FileFormat output_format(const std::string& path, const std::string& named, std::optional<FileFormat> input,
                          bool wide_types, const std::string& option) {
-  if (!named.empty()) return parse_format(named);
-  const std::string extension = std::filesystem::path(path).extension().string();
-  if (extension == ".nhdr" || extension == ".nii" || extension == ".vti" || tiff_extension(path)) return FileFormat::raw;
-  if (extension == ".nc4" || extension == ".h5") return FileFormat::netcdf4;
-  if (extension == ".hdf5") return FileFormat::hdf5;
-  if (extension == ".gz" && std::filesystem::path(path).stem().extension() == ".nii") return FileFormat::nifti_gz;
-  if (extension == ".zarr")
-    return std::filesystem::path(path).stem().extension() == ".ome" ? FileFormat::ome_zarr : FileFormat::zarr;
-  if (extension == ".nc") {
+  if (!named.empty()) {
+    const FileFormat format = parse_format(named);
+    if (!format_traits(format).written)
+      throw Error("--format " + named + ": volseg reads " + named + " but does not write it (PnetCDF writes cdf2 "
+                  "and cdf5)");
+    return format;
+  }
+  const std::optional<FileFormat> format = format_of_extension(path);
+  if (format && format_traits(*format).classic) {
     // ".nc" names every NetCDF kind: a NetCDF input's own is what a user
     // who keeps the extension expects; PnetCDF writes CDF-2 and CDF-5 only.
     if (input == FileFormat::cdf1 || input == FileFormat::cdf2) return wide_types ? FileFormat::cdf5 : FileFormat::cdf2;
     if (input == FileFormat::cdf5 || input == FileFormat::netcdf4) return *input;
     return FileFormat::cdf5;
   }
+  if (format) return *format;
+  const std::string extension = std::filesystem::path(path).extension().string();
   throw Error(option + " " + path + ": cannot tell the format from the extension '" + extension +
               "' (.nhdr: raw, data in NAME.raw; .nii or .nii.gz: NIfTI-1; .vti: VTK image data; .tif: TIFF; .nc: NetCDF classic; .nc4 or .h5: NetCDF-4; .hdf5: plain HDF5; .zarr: Zarr v2; "
               ".ome.zarr: OME-Zarr; or name one with --format raw|cdf2|cdf5|netcdf4|hdf5|zarr|ome-zarr)");
@@ -144,44 +202,21 @@ FileFormat detect_format(const Comm& comm, const std::string& path) {
     if (comm.rank() == 0) name = format_name(detect_on_this_rank(path));
   });
   name = comm.broadcast(name);
-  return name == "cdf1" ? FileFormat::cdf1 : parse_format(name);
+  return parse_format(name);
 }
 
-std::string reading_backend(FileFormat format) {
-  switch (format) {
-    case FileFormat::raw: return "mmap-advise";
-    case FileFormat::cdf1:
-    case FileFormat::cdf2:
-    case FileFormat::cdf5: return "pnetcdf";
-    case FileFormat::netcdf4: return "netcdf4";
-    case FileFormat::zarr:
-    case FileFormat::ome_zarr: return "zarr";
-    case FileFormat::nifti_gz: return "gzip";
-    case FileFormat::vti_compressed: return "vti";
-    case FileFormat::tiff: return "tiff";
-    case FileFormat::hdf5: return "netcdf4";
-  }
-  return "posix";
-}
+std::string reading_backend(FileFormat format) { return format_traits(format).reader; }
 
 Writing writing_backend(FileFormat format, const std::string& input_backend) {
-  switch (format) {
-    case FileFormat::raw: {
-      const Backend& backend = builtin_registry().get(input_backend);
-      return {backend.extension == ".nhdr" ? input_backend : "mmap-advise", {}};
-    }
-    case FileFormat::cdf1:  // twophase writes CDF through its byte offsets too
-    case FileFormat::cdf2: return {input_backend == "twophase" ? "twophase" : "pnetcdf", {"format=cdf2"}};
-    case FileFormat::cdf5: return {input_backend == "twophase" ? "twophase" : "pnetcdf", {"format=cdf5"}};
-    case FileFormat::netcdf4: return {"netcdf4", {}};
-    case FileFormat::zarr: return {"zarr", {}};
-    case FileFormat::ome_zarr: return {"zarr", {"ome=1"}};
-    case FileFormat::nifti_gz: return {"gzip", {}};
-    case FileFormat::vti_compressed: return {"vti", {}};   // likewise
-    case FileFormat::tiff: return {"tiff", {}};      // likewise
-    case FileFormat::hdf5: return {"hdf5", {}};
+  const FormatTraits& traits = format_traits(format);
+  // A raw output keeps a raw input's backend; twophase writes CDF through
+  // its byte offsets too.
+  if (format == FileFormat::raw) {
+    const Backend& backend = builtin_registry().get(input_backend);
+    return {backend.extension == ".nhdr" ? input_backend : traits.writer, traits.writer_hints};
   }
-  return {"posix", {}};
+  if (traits.classic && input_backend == "twophase") return {"twophase", traits.writer_hints};
+  return {traits.writer, traits.writer_hints};
 }
 
 std::string describe(const std::string& path, FileFormat format, const std::string& backend, const VolumeInfo& info) {

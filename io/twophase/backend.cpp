@@ -183,8 +183,8 @@ class TwoPhaseWriter final : public VolumeWriter {
   TwoPhaseWriter(const CreateRequest& request, const Comm& comm, const Hints& hints)
       : VolumeWriter({.collective = true}), comm_(comm.duplicate()) {
     const twophase::Options options = twophase::Options::from_hints(hints);
-    const std::string extension = std::filesystem::path(request.path).extension().string();
-    if (extension == ".nc") {
+    const std::optional<FileFormat> format = format_of_extension(request.path);
+    if (format && format_traits(*format).classic) {
       // PnetCDF syncs its header at close; the engine's data are synced here.
       sync_data_ = hints.get_bool("fsync", false);
       CdfPlacement placement;

@@ -24,7 +24,7 @@ class Volume {
     py::gil_scoped_release release;
     comm_ = std::make_unique<Comm>(handle);
     format_ = io::detect_format(*comm_, path);
-    backend_ = backend == "auto" ? io::choose_backend(*comm_, format_, path, io::Access::stream).backend : backend;
+    backend_ = io::resolve_backend(*comm_, backend, format_, path, io::Access::stream).backend;
     reader_ = segment::open_input(backend_, path, *comm_, hint_list(var, time, glob));  // a variable, or a derived field
   }
 

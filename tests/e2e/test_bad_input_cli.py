@@ -218,7 +218,8 @@ class Options(Base):
 
     def test_unknown_format(self):
         self.expect_error(self.segment("in.nhdr", "--format", "hdf4"),
-                          r"unknown format 'hdf4' \(known: raw, cdf2, cdf5, netcdf4, hdf5, zarr, ome-zarr\)")
+                          r"unknown format 'hdf4' \(known: raw, cdf1, cdf2, cdf5, netcdf4, hdf5, zarr, ome-zarr, nifti-gz, "
+                          r"vti-compressed, tiff\)")
 
     def test_netcdf_options_on_a_raw_input(self):
         self.expect_error(self.segment("in.nhdr", "--var", "smooth"),

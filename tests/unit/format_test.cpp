@@ -56,3 +56,90 @@ TEST(OutputFormat, AnUnknownExtensionIsRefusedWithTheKnownOnes) {
   // Also with a NetCDF input: no silent fallback to the input's format.
   EXPECT_THROW(io::output_format("out.dat", "", FileFormat::cdf5), Error);
 }
+
+// The format table: every name parses back to its format, every extension
+// names its format, and the error of an unknown name lists them all.
+TEST(FormatTable, EveryNameRoundTrips) {
+  for (const io::FormatTraits& row : io::format_table()) {
+    EXPECT_EQ(io::format_traits(row.format).names, row.names);
+    EXPECT_EQ(io::format_name(row.format), row.names.front());
+    for (const std::string& name : row.names) EXPECT_EQ(io::parse_format(name), row.format) << name;
+  }
+  EXPECT_EQ(io::parse_format("cdf1"), FileFormat::cdf1);
+  EXPECT_EQ(io::format_table().size(), 11u);  // every FileFormat, once
+}
+
+TEST(FormatTable, EveryExtensionRoundTrips) {
+  for (const io::FormatTraits& row : io::format_table())
+    for (const io::Extension& extension : row.extensions) {
+      const std::string path = "dir/mask" + extension.suffix;
+      EXPECT_EQ(io::format_of_extension(path), row.format) << path;
+      EXPECT_EQ(io::output_format(path), row.format) << path;
+    }
+  EXPECT_EQ(io::output_format("m.TIF"), FileFormat::raw);  // TIFF's any case
+  EXPECT_EQ(io::format_of_extension("m.NC"), std::nullopt);
+  EXPECT_EQ(io::format_of_extension(".zarr"), std::nullopt);  // a hidden file, not a store
+  EXPECT_EQ(io::format_of_extension("dir.zarr/m"), std::nullopt);
+}
+
+TEST(FormatTable, TheErrorListsEveryName) {
+  try {
+    (void)io::parse_format("hdf4");
+    ADD_FAILURE() << "hdf4 was accepted";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    for (const io::FormatTraits& row : io::format_table())
+      for (const std::string& name : row.names) EXPECT_NE(message.find(name), std::string::npos) << name;
+  }
+}
+
+TEST(FormatTable, CdfOneIsReadNotWritten) {
+  EXPECT_THROW(io::output_format("m.nc", "cdf1"), Error);
+  EXPECT_EQ(io::reading_backend(FileFormat::cdf1), "pnetcdf");
+}
+
+TEST(FormatTable, Traits) {
+  struct Expected {
+    FileFormat format;
+    bool netcdf, classic, zarr, chunked, resumable, appendable, keeps_markers, keeps_coordinates, written;
+  };
+  const Expected expected[] = {
+      {FileFormat::raw, false, false, false, false, true, false, false, false, true},
+      {FileFormat::cdf1, true, true, false, false, true, false, true, true, false},
+      {FileFormat::cdf2, true, true, false, false, true, true, true, true, true},
+      {FileFormat::cdf5, true, true, false, false, true, true, true, true, true},
+      {FileFormat::netcdf4, true, false, false, false, false, true, true, true, true},
+      {FileFormat::hdf5, false, false, false, false, false, false, false, false, true},
+      {FileFormat::zarr, false, false, true, true, true, true, true, false, true},
+      {FileFormat::ome_zarr, false, false, true, true, true, true, true, false, true},
+      {FileFormat::nifti_gz, false, false, false, false, false, false, false, false, true},
+      {FileFormat::vti_compressed, false, false, false, false, true, false, false, false, true},
+      {FileFormat::tiff, false, false, false, false, true, false, false, false, true},
+  };
+  for (const Expected& e : expected) {
+    const io::FormatTraits& t = io::format_traits(e.format);
+    const std::string name = io::format_name(e.format);
+    EXPECT_EQ(t.netcdf, e.netcdf) << name;
+    EXPECT_EQ(t.classic, e.classic) << name;
+    EXPECT_EQ(t.zarr, e.zarr) << name;
+    EXPECT_EQ(t.chunked, e.chunked) << name;
+    EXPECT_EQ(t.resumable, e.resumable) << name;
+    EXPECT_EQ(t.appendable, e.appendable) << name;
+    EXPECT_EQ(t.keeps_markers, e.keeps_markers) << name;
+    EXPECT_EQ(t.keeps_coordinates, e.keeps_coordinates) << name;
+    EXPECT_EQ(t.written, e.written) << name;
+    EXPECT_EQ(t.follows_input_chunks, e.format != FileFormat::nifti_gz) << name;
+  }
+}
+
+// The backends each format is read and written by, as before the table.
+TEST(FormatTable, Backends) {
+  EXPECT_EQ(io::reading_backend(FileFormat::raw), "mmap-advise");
+  EXPECT_EQ(io::reading_backend(FileFormat::hdf5), "netcdf4");
+  EXPECT_EQ(io::reading_backend(FileFormat::ome_zarr), "zarr");
+  EXPECT_EQ(io::writing_backend(FileFormat::cdf1, "pnetcdf").hints, std::vector<std::string>{"format=cdf2"});
+  EXPECT_EQ(io::writing_backend(FileFormat::cdf5, "twophase").backend, "twophase");
+  EXPECT_EQ(io::writing_backend(FileFormat::cdf5, "posix").backend, "pnetcdf");
+  EXPECT_EQ(io::writing_backend(FileFormat::ome_zarr, "zarr").hints, std::vector<std::string>{"ome=1"});
+  EXPECT_EQ(io::writing_backend(FileFormat::hdf5, "netcdf4").backend, "hdf5");
+}

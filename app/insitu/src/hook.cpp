@@ -224,7 +224,7 @@ Hook::Hook(MPI_Comm comm, Options options) : impl_(std::make_unique<Impl>(comm, 
       if (!o.backend.empty()) io::builtin_registry().get(o.backend);
       m.appending = o.out.find('%') == std::string::npos;
       if (!m.appending) detail::format_step(o.out, 0);
-      else if (*m.format != io::FileFormat::cdf2 && *m.format != io::FileFormat::cdf5)
+      else if (!io::format_traits(*m.format).classic)
         throw Error("in-situ option --out: '" + o.out + "' has no %d for the step; one file with a record per step "
                     "is written as CDF-2 or CDF-5 (.nc), not " + io::format_name(*m.format));
       else if (m.comm.rank() == 0 && std::filesystem::exists(o.out)) {
@@ -518,7 +518,7 @@ void Hook::Impl::write_mask(const Field& field, StepRecord& record) {
     const auto parent = std::filesystem::path(path).parent_path();
     if (comm.rank() == 0 && !parent.empty()) std::filesystem::create_directories(parent);
   });
-  if (*format == io::FileFormat::zarr || *format == io::FileFormat::ome_zarr) request.bricks = block_grid(field);
+  if (io::format_traits(*format).chunked) request.bricks = block_grid(field);
   auto writer = io::create_writer(backend, request, comm, io::Hints::parse(hints));
   // One brick, this rank's block, through the brick driver: every rank
   // agrees on the outcome.
@@ -579,7 +579,7 @@ void Hook::finalize() {
     // ParaView's index of a mask per step (NetCDF: its readers take a file
     // series; one appended file is a series by itself).
     if (!m.options.out.empty() && !m.appending && *m.format != io::FileFormat::raw &&
-        *m.format != io::FileFormat::zarr && *m.format != io::FileFormat::ome_zarr) {
+        !io::format_traits(*m.format).zarr) {
       std::string index = m.options.series;
       if (index.empty()) {
         std::filesystem::path first(detail::format_step(m.options.out, 0));

@@ -25,11 +25,6 @@ bool needs_wide_types(io::DType type) {
          type == io::DType::u64;
 }
 
-bool is_netcdf(io::FileFormat format) {
-  return format == io::FileFormat::cdf1 || format == io::FileFormat::cdf2 || format == io::FileFormat::cdf5 ||
-         format == io::FileFormat::netcdf4;
-}
-
 // The output's description: the input's, less what described the input's
 // storage; refuses packing a format cannot record (its values would change
 // meaning) and lists the missing-value markers it cannot (they become values).
@@ -43,13 +38,13 @@ io::VolumeInfo output_info(const io::VolumeInfo& input, io::FileFormat format, c
                          key == "nifti_affine_from";
     it = storage ? info.attributes.erase(it) : std::next(it);
   }
-  const bool keeps_markers = is_netcdf(format) || format == io::FileFormat::zarr || format == io::FileFormat::ome_zarr;
-  if ((info.scale_factor || info.add_offset) && !is_netcdf(format))
+  const io::FormatTraits& traits = io::format_traits(format);
+  if ((info.scale_factor || info.add_offset) && !traits.netcdf)
     throw Error(options.input + ": its values are packed (value = stored * " +
                 std::to_string(info.scale_factor.value_or(1.0)) + " + " + std::to_string(info.add_offset.value_or(0.0)) +
                 "), which " + io::format_name(format) +
                 " cannot record; convert to NetCDF (.nc, .nc4) to keep the stored values and their packing");
-  if (!keeps_markers) {
+  if (!traits.keeps_markers) {
     if (info.fill_value) dropped.push_back("_FillValue");
     if (info.missing_value) dropped.push_back("missing_value");
     if (info.valid_range) dropped.push_back("valid_range");
@@ -57,7 +52,7 @@ io::VolumeInfo output_info(const io::VolumeInfo& input, io::FileFormat format, c
   // NetCDF places an axis by its coordinate variable: one made from the
   // spacing and origin where the input has none (a NRRD or NIfTI input;
   // ParaView and xarray then place the output as volseg placed the input).
-  if (is_netcdf(format))
+  if (traits.keeps_coordinates)
     for (std::size_t xyz = 0; xyz < 3; ++xyz) {
       if (info.coordinates[xyz] || (info.spacing[xyz] == 1 && info.origin[xyz] == 0)) continue;
       io::Coordinate c;
@@ -78,9 +73,7 @@ ConvertResult run_convert(const Comm& comm, const ConvertOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   ConvertResult result;
   const io::FileFormat input_format = io::detect_format(comm, options.input);
-  result.backend = options.backend == "auto"
-                       ? io::choose_backend(comm, input_format, options.input, io::Access::stream).backend
-                       : options.backend;
+  result.backend = io::resolve_backend(comm, options.backend, input_format, options.input, io::Access::stream).backend;
   auto reader = open_input(
       result.backend, options.input, comm,
       detail::joined(io::hints_for(result.backend, io::Role::reader, options.hints), options.input_hints));
@@ -94,9 +87,10 @@ ConvertResult run_convert(const Comm& comm, const ConvertOptions& options) {
   detail::refuse_output_over_input(options.output, reader->files());
   result.info = output_info(in, format, options, result.dropped);
 
-  const bool chunked_output = format == io::FileFormat::zarr || format == io::FileFormat::ome_zarr;
-  const io::Index3 shape = options.brick_shape.value_or(BrickLayout::job_shape(
-      *reader, detail::chunks_for_bricks(reader->capabilities().chunks, format), chunked_output));
+  const bool chunked_output = io::format_traits(format).chunked;
+  const io::Index3 shape = options.brick_shape.value_or(
+      BrickLayout::job_shape(*reader, detail::chunks_for_bricks(reader->capabilities().chunks, format),
+                             chunked_output));
   const BrickLayout layout(in.dims, shape);
   result.brick_shape = layout.shape();
   result.bricks = layout.count();

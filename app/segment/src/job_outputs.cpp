@@ -70,7 +70,7 @@ void add_backend_choice(nlohmann::json& report, const std::string& backend, cons
 }
 
 std::optional<io::Index3> chunks_for_bricks(const std::optional<io::Index3>& input_chunks, io::FileFormat output) {
-  if (output == io::FileFormat::nifti_gz) return std::nullopt;
+  if (!io::format_traits(output).follows_input_chunks) return std::nullopt;
   return input_chunks;
 }
 

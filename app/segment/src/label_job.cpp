@@ -208,14 +208,11 @@ void check_label_options(const LabelOptions& options) {
 // page cache), the output's format (wide label types) and writing backend.
 io::Writing choose_io(const Comm& comm, const LabelOptions& options, LabelResult& result) {
   const io::FileFormat input_format = io::detect_format(comm, options.input);
-  if (options.backend == "auto") {
-    const io::AutoChoice choice = io::choose_backend(comm, input_format, options.input, io::Access::stream);
-    result.backend = choice.backend;
-    result.backend_reason = choice.reason;
-    result.input_resident = choice.resident;
-  } else {
-    result.backend = options.backend;
-  }
+  const io::AutoChoice choice =
+      io::resolve_backend(comm, options.backend, input_format, options.input, io::Access::stream);
+  result.backend = choice.backend;
+  result.backend_reason = choice.reason;
+  result.input_resident = choice.resident;
   const io::FileFormat output_format =
       io::output_format(options.output, options.format, input_format, /*wide_types=*/true);
   result.output_format = io::format_name(output_format);

@@ -222,13 +222,11 @@ struct IoChoice {
 
 IoChoice choose_io(const Comm& comm, const SegmentOptions& options, SegmentResult& result) {
   const io::FileFormat input_format = io::detect_format(comm, options.input);
-  io::AutoChoice choice;
-  if (options.backend == "auto") {
-    choice = io::choose_backend(comm, input_format, options.input, io::Access::stream);
-    result.backend_reason = choice.reason;
-    result.input_resident = choice.resident;
-  }
-  result.backend = options.backend == "auto" ? choice.backend : options.backend;
+  const io::AutoChoice choice =
+      io::resolve_backend(comm, options.backend, input_format, options.input, io::Access::stream);
+  result.backend = choice.backend;
+  result.backend_reason = choice.reason;
+  result.input_resident = choice.resident;
   const io::FileFormat output_format = io::output_format(options.output, options.format, input_format);
   result.output_format = io::format_name(output_format);
   io::Writing writing = io::writing_backend(output_format, result.backend);
@@ -252,16 +250,13 @@ void check_outputs(const SegmentOptions& options, const std::vector<std::string>
 std::unique_ptr<Journal> open_journal(const Comm& comm, const SegmentOptions& options,
                                       const std::vector<std::string>& input_files, const BrickLayout& layout,
                                       io::FileFormat output_format, SegmentResult& result, Stats& resumed_stats) {
-  if (output_format == io::FileFormat::netcdf4 || output_format == io::FileFormat::hdf5) {
+  if (!io::format_traits(output_format).resumable) {
+    if (options.resume && output_format == io::FileFormat::nifti_gz)
+      throw Error("--resume works for raw, CDF and Zarr masks, not .nii.gz: its gzip members are placed only when "
+                  "the job ends (write NAME.nii to resume, then gzip it)");
     if (options.resume)
       throw Error("--resume works for raw, CDF and Zarr masks, not NetCDF-4 or HDF5: an HDF5 file that HDF5 1.10 "
                   "left when its writer was killed is often unreadable, so none is kept to resume");
-    return nullptr;
-  }
-  if (output_format == io::FileFormat::nifti_gz) {
-    if (options.resume)
-      throw Error("--resume works for raw, CDF and Zarr masks, not .nii.gz: its gzip members are placed only when "
-                  "the job ends (write NAME.nii to resume, then gzip it)");
     return nullptr;
   }
   // A record appended to a NetCDF series (--time A:B into one file) is
@@ -314,9 +309,9 @@ SegmentPlan plan_segment(const Comm& comm, const SegmentOptions& options, Segmen
   const ThresholdKernel kernel(info.dtype, Threshold{stored_lo, stored_hi, info.fill_value, info.valid_range,
                                                      info.missing_value},
                                options.histogram);
-  const bool chunked_output = io.output_format == io::FileFormat::zarr || io.output_format == io::FileFormat::ome_zarr;
-  const io::Index3 shape = options.brick_shape.value_or(BrickLayout::job_shape(
-      *reader, detail::chunks_for_bricks(reader->capabilities().chunks, io.output_format), chunked_output));
+  const bool chunked_output = io::format_traits(io.output_format).chunked;
+  const io::Index3 shape = options.brick_shape.value_or(
+      BrickLayout::job_shape(*reader, detail::chunks_for_bricks(reader->capabilities().chunks, io.output_format), chunked_output));
   const BrickLayout layout(info.dims, shape);
   result.brick_shape = layout.shape();
   result.brick_grid = layout.grid();

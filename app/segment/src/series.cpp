@@ -113,10 +113,7 @@ std::vector<std::int64_t> input_steps(const Comm& comm, const std::string& backe
   {
     std::unique_ptr<io::VolumeReader> reader;
     try {
-      const std::string chosen =
-          backend == "auto"
-              ? io::choose_backend(comm, io::detect_format(comm, path), path, io::Access::stream).backend
-              : backend;
+      const std::string chosen = io::resolve_backend(comm, backend, path, io::Access::stream).backend;
       reader = open_input(chosen, path, comm, first);
     } catch (const Error& e) {
       const std::string text = e.what();
@@ -243,23 +240,16 @@ SegmentSeriesResult run_segment_series(const Comm& comm, SegmentOptions options,
     // One output with the time dimension: CDF-5 (or CDF-2) records by
     // PnetCDF, a NetCDF-4 (HDF5) record variable chunked a record at a time,
     // or a 4D Zarr array (OME-Zarr: axes t, z, y, x) a step a chunk.
-    const std::string extension = fs::path(options.output).extension().string();
-    io::FileFormat format = io::FileFormat::raw;
-    try {
-      format = io::output_format(options.output, options.format);
-    } catch (const Error&) {  // an extension of no format: said below
-    }
-    const bool cdf = extension == ".nc" && (options.format.empty() || options.format == "cdf5" || options.format == "cdf2");
-    const bool netcdf4 = format == io::FileFormat::netcdf4;
-    const bool zarr = format == io::FileFormat::zarr || format == io::FileFormat::ome_zarr;
-    if (!cdf && !netcdf4 && !zarr)
+    const io::FileFormat format = io::output_format(options.output, options.format);
+    const io::FormatTraits& traits = io::format_traits(format);
+    if (!traits.appendable)
       throw Error("--time with several steps: name each step's mask with %d in --out (mask_%03d.nhdr), or write "
                   "one mask that keeps the time dimension (NAME.nc: CDF-5; NAME.nc4, NAME.h5 or --format netcdf4: "
                   "NetCDF-4; NAME.zarr or NAME.ome.zarr: a 4D Zarr array)");
     if (options.resume)
       throw Error("--resume over steps needs a mask per step (%d in --out): a NetCDF series is written whole");
-    if (options.format.empty()) options.format = zarr ? io::format_name(format) : netcdf4 ? "netcdf4" : "cdf5";
-    if (options.output_backend.empty()) options.output_backend = zarr ? "zarr" : netcdf4 ? "netcdf4" : "pnetcdf";
+    if (options.format.empty()) options.format = io::format_name(format);
+    if (options.output_backend.empty()) options.output_backend = traits.writer;
     if (comm.rank() == 0) {
       detail::refuse_output_over_input(options.output, {options.input});
       io::refuse_existing(options.output, options.force, io::Streams::written_in_place);

@@ -55,10 +55,13 @@ struct AutoChoice {
 AutoChoice choose_backend(const Comm& comm, FileFormat format, const std::string& input_path,
                           Access access = Access::stream);
 
-// Collective when `asked` is "auto": then choose_backend of the file's
-// format (detected here); any other name is returned as it is, without a
-// reason (nothing was chosen).
+// The one entry for `--backend auto`. Collective when `asked` is "auto":
+// then choose_backend of the file's format (detected here, or `format` when
+// the caller knows it already); any other name is returned as it is, without
+// a reason (nothing was chosen, resident -1).
 AutoChoice resolve_backend(const Comm& comm, const std::string& asked, const std::string& input_path,
                            Access access);
+AutoChoice resolve_backend(const Comm& comm, const std::string& asked, FileFormat format,
+                           const std::string& input_path, Access access);
 
 }  // namespace volseg::io

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "volseg/io/comm.hpp"
 #include "volseg/io/hints.hpp"
@@ -21,8 +22,44 @@ namespace volseg::io {
 // backend; HDF5 files are read as netcdf4 (parallel netCDF-C reads any).
 enum class FileFormat { raw, cdf1, cdf2, cdf5, netcdf4, zarr, ome_zarr, nifti_gz, vti_compressed, tiff, hdf5 };
 
+// An output's extension; `any_case`: .TIF as .tif (TIFF's custom), where
+// .NC is no NetCDF file.
+struct Extension {
+  std::string suffix;
+  bool any_case = false;
+};
+
+// What volseg knows of a format, one row of the table in format.cpp: every
+// question "is this Zarr, CDF, resumable, ..." asks it (format_traits)
+// rather than comparing formats or extensions where it is asked.
+struct FormatTraits {
+  FileFormat format = FileFormat::raw;
+  std::vector<std::string> names{};     // the first is format_name's; parse_format takes each
+  std::vector<Extension> extensions{};  // an output named so is written in this format (output_format)
+  std::string reader{};                 // its own reading backend (reading_backend)
+  std::string writer{};                 // and writing backend, with its hints (writing_backend)
+  std::vector<std::string> writer_hints{};
+  bool written = true;               // false: read only (PnetCDF writes no CDF-1)
+  bool netcdf = false;               // classic or NetCDF-4: records packing (scale_factor, add_offset)
+  bool classic = false;              // NetCDF classic (CDF-1/2/5): a header and byte offsets
+  bool zarr = false;                 // a Zarr store: a folder, a file per chunk
+  bool chunked = false;              // written chunk by chunk: a job's bricks follow its chunks
+  bool follows_input_chunks = true;  // a job's bricks may follow the input's chunks
+  bool resumable = false;            // a job's output kept partial with a journal (--resume)
+  bool appendable = false;           // one output holds several steps along time (--time A:B)
+  bool keeps_markers = false;        // records _FillValue, missing_value, valid_range
+  bool keeps_coordinates = false;    // records coordinate variables
+};
+
+// Every format, in the order names are listed.
+const std::vector<FormatTraits>& format_table();
+const FormatTraits& format_traits(FileFormat format);
+
 std::string format_name(FileFormat format);  // "raw", "cdf2", ...
-FileFormat parse_format(const std::string& name);  // raw | cdf2 | cdf5 | netcdf4
+// Any name in the table; throws volseg::Error listing them all.
+FileFormat parse_format(const std::string& name);
+// The format an output path's extension names (.nc: CDF-5), if any.
+std::optional<FileFormat> format_of_extension(const std::string& path);
 
 // The format an output is written in, from the format named (`--format`;
 // it wins when not empty) or else from the path's extension, the one rule
