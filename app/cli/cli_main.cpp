@@ -106,7 +106,7 @@ int run_parsed(Command& command, const CLI::App& sub, const std::string& command
   // MULTIPLE lets collective I/O run on an I/O thread beside the compute
   // (segment's collective pipeline); with less, that pipeline runs in turn.
   prefer_checked_mpi_io();  // errors reported, not dropped (OMPIO drops them)
-  prefer_lone_start();  // a singleton: no daemon, no fabric probes
+  prefer_lone_start();      // a singleton: no daemon, no fabric probes
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -149,8 +149,9 @@ std::vector<CLI::App*> add_commands(CLI::App& app, const CommandList& commands) 
       sub->add_option("--memory", command_line_memory, memory_help);
     added.push_back(sub);
   }
-  app.footer("Dimensions and brick shapes are given in file order Z,Y,X (x fastest), as ncdump lists them.\n"
-             "Run 'volseg SUBCOMMAND --help' for the options of each.");
+  app.footer(
+      "Dimensions and brick shapes are given in file order Z,Y,X (x fastest), as ncdump lists them.\n"
+      "Run 'volseg SUBCOMMAND --help' for the options of each.");
   return added;
 }
 

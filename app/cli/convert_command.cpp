@@ -14,16 +14,16 @@ class ConvertCommand final : public Command {
  public:
   CLI::App* add_to(CLI::App& app) override {
     auto* sub = app.add_subcommand(
-        "convert", "Copy a volume into another format, bricked and parallel (values as stored: same type and geometry)");
+        "convert",
+        "Copy a volume into another format, bricked and parallel (values as stored: same type and geometry)");
     auto& o = options_;
-    sub->add_option("input", o.input,
-                    input_help)
-        ->required();
+    sub->add_option("input", o.input, input_help)->required();
     sub->add_option("output", o.output,
                     "NAME.nhdr (raw), NAME.nii (NIfTI-1), NAME.vti (VTK image data), NAME.tif (TIFF), NAME.nc, "
                     "NAME.nc4, NAME.hdf5 (plain HDF5), NAME.zarr or NAME.ome.zarr")
         ->required();
-    sub->add_option("--format", o.format, "Output format: raw | cdf2 | cdf5 | netcdf4 | hdf5 | zarr | ome-zarr (default: by extension)");
+    sub->add_option("--format", o.format,
+                    "Output format: raw | cdf2 | cdf5 | netcdf4 | hdf5 | zarr | ome-zarr (default: by extension)");
     selection_.add_to(*sub);
     sub->add_option("--backend", o.backend, "Backend that reads (auto: by format)")->capture_default_str();
     sub->add_option("--out-backend", o.output_backend, "Backend that writes (default: by format)");
@@ -31,7 +31,8 @@ class ConvertCommand final : public Command {
     sub->add_option("--in-hint", input_hints_, "Hint for the reader only (repeatable)");
     sub->add_option("--out-hint", o.output_hints,
                     "Hint for the writer only (repeatable): compressor=, chunks= (Zarr), deflate= (NetCDF-4)");
-    sub->add_option("--brick", brick_, "Brick shape Z,Y,X (default: about 12 MiB of whole rows/planes, or the input's chunks)");
+    sub->add_option("--brick", brick_,
+                    "Brick shape Z,Y,X (default: about 12 MiB of whole rows/planes, or the input's chunks)");
     sub->add_flag("--force", o.force, "Replace an existing output");
     verbosity_.add_to(*sub);
     return sub;
@@ -47,8 +48,10 @@ class ConvertCommand final : public Command {
     const auto result = segment::run_convert(context.comm, o);
     if (context.comm.rank() != 0) return;
     for (const auto& what : result.dropped)
-      std::fprintf(stderr, "volseg: warning: %s: %s is not kept (the %s format has no place for it); those voxels are values there\n",
-                   o.output.c_str(), what.c_str(), result.output_format.c_str());
+      std::fprintf(
+          stderr,
+          "volseg: warning: %s: %s is not kept (the %s format has no place for it); those voxels are values there\n",
+          o.output.c_str(), what.c_str(), result.output_format.c_str());
     if (verbosity_.quiet) return;
     const auto& info = result.info;
     std::printf("converted %s -> %s (%s, written by %s)\n", o.input.c_str(), o.output.c_str(),
@@ -58,7 +61,8 @@ class ConvertCommand final : public Command {
                 static_cast<long long>(info.dims[0]), std::string(io::dtype_name(info.dtype)).c_str(),
                 static_cast<long long>(result.bricks), static_cast<long long>(result.brick_shape[2]),
                 static_cast<long long>(result.brick_shape[1]), static_cast<long long>(result.brick_shape[0]),
-                result.backend.c_str(), result.seconds, static_cast<double>(info.bytes()) / 1e6 / std::max(result.seconds, 1e-9));
+                result.backend.c_str(), result.seconds,
+                static_cast<double>(info.bytes()) / 1e6 / std::max(result.seconds, 1e-9));
     std::fflush(stdout);
   }
 

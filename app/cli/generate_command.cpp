@@ -99,8 +99,8 @@ class GenerateCommand final : public Command {
     io::refuse_existing(trace_, force_, io::Streams::written_in_place);
   }
 
-  std::string path_, field_ = "shells", dtype_ = "f32", endian_ = "little", dims_ = "256", backend_, format_,
-      variable_, trace_;
+  std::string path_, field_ = "shells", dtype_ = "f32", endian_ = "little", dims_ = "256", backend_, format_, variable_,
+                     trace_;
   std::int64_t shell_width_ = 8;
   std::uint64_t seed_ = 1;
   std::vector<std::string> hints_;

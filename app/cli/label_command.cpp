@@ -16,8 +16,9 @@ class LabelCommand final : public Command {
  public:
   CLI::App* add_to(CLI::App& app) override {
     auto* sub = app.add_subcommand(
-        "label", "Label the connected components of a mask (or of lo <= v <= hi), across bricks and ranks, and "
-                 "measure every object");
+        "label",
+        "Label the connected components of a mask (or of lo <= v <= hi), across bricks and ranks, and "
+        "measure every object");
     auto& o = options_;
     sub->add_option("input", o.input,
                     "A 0/1 mask (--mask-input) or a scalar volume (--lo/--hi). " + std::string(input_help))
@@ -34,8 +35,9 @@ class LabelCommand final : public Command {
         ->capture_default_str();
     sub->add_option("--type", o.type, "Label type: auto (u32, or u64 past 2^32 - 1 objects) | u8 | u16 | u32 | u64")
         ->capture_default_str();
-    sub->add_option("--stats", o.stats, "Object table (CSV): id, voxels, volume, bounding box, centroid in voxels and "
-                                        "in physical units, touches_boundary, and with --values min/mean/max");
+    sub->add_option("--stats", o.stats,
+                    "Object table (CSV): id, voxels, volume, bounding box, centroid in voxels and "
+                    "in physical units, touches_boundary, and with --values min/mean/max");
     sub->add_option("--min-voxels", o.min_voxels, "Drop objects smaller than this (they become 0; ids stay dense)")
         ->capture_default_str();
     sub->add_option_function<std::uint64_t>(
@@ -55,8 +57,9 @@ class LabelCommand final : public Command {
                     "A field of --values' variables for the table, as --expr: 'sqrt(u*u + v*v)'")
         ->excludes("--values-var");
     selection_.add_to(*sub, true, true);
-    sub->add_option("--format", o.format, "Labels format: raw | cdf5 | netcdf4 | hdf5 | zarr (default: by --out, else the input's; "
-                                          "CDF-2 holds no u32, so a CDF-1/2 input gives CDF-5)");
+    sub->add_option("--format", o.format,
+                    "Labels format: raw | cdf5 | netcdf4 | hdf5 | zarr (default: by --out, else the input's; "
+                    "CDF-2 holds no u32, so a CDF-1/2 input gives CDF-5)");
     sub->add_option("--backend", o.backend, "Backend that reads (auto: as segment)")->capture_default_str();
     sub->add_option("--out-backend", o.output_backend, "Backend that writes (default: by format)");
     sub->add_option("--hint", o.hints, "Backend hint key=value (repeatable)");
@@ -80,7 +83,8 @@ class LabelCommand final : public Command {
     plan(context.command_line);
     const auto time = selection_.time_selection();
     if (time && time->range()) {
-      const auto steps = segment::input_steps(context.comm, options_.backend, options_.input, options_.input_hints, *time);
+      const auto steps =
+          segment::input_steps(context.comm, options_.backend, options_.input, options_.input_hints, *time);
       const auto series = segment::run_label_series(context.comm, options_, steps, track_, plot_);
       if (context.comm.rank() == 0 && !verbosity_.quiet) {
         std::fputs(segment::series_summary(series, track_).c_str(), stdout);

@@ -13,8 +13,9 @@ namespace {
 class PyramidCommand final : public Command {
  public:
   CLI::App* add_to(CLI::App& app) override {
-    auto* sub = app.add_subcommand("pyramid", "Build a volume's brick pyramid: coarse levels, per-brick statistics "
-                                              "and histograms, for coarse-first views and brick culling");
+    auto* sub = app.add_subcommand("pyramid",
+                                   "Build a volume's brick pyramid: coarse levels, per-brick statistics "
+                                   "and histograms, for coarse-first views and brick culling");
     auto& o = options_;
     sub->add_option("input", o.input,
                     std::string(input_help) + " (an OME-Zarr image also gets its levels as its datasets 1, 2, ...)")
@@ -38,7 +39,8 @@ class PyramidCommand final : public Command {
   void run(const Context& context) override {
     auto& o = options_;
     if (!reduce_.empty()) {
-      if (reduce_ != "mean" && reduce_ != "max") throw Error("--reduce " + reduce_ + ": known reductions are mean and max");
+      if (reduce_ != "mean" && reduce_ != "max")
+        throw Error("--reduce " + reduce_ + ": known reductions are mean and max");
       o.reduction = reduce_ == "max" ? pyramid::Reduction::max : pyramid::Reduction::mean;
     }
     auto selection = selection_.hints();
@@ -47,8 +49,9 @@ class PyramidCommand final : public Command {
     o.command_line = context.command_line;
     if (const auto time = selection_.time_selection(); time && time->range()) {
       if (!segment::names_steps(o.directory))
-        throw Error("pyramid --time with several steps: name each step's pyramid with %d in --pyramid-dir "
-                    "(NAME_%d.pyramid)");
+        throw Error(
+            "pyramid --time with several steps: name each step's pyramid with %d in --pyramid-dir "
+            "(NAME_%d.pyramid)");
       const std::string pattern = o.directory;
       for (const std::int64_t t : segment::input_steps(context.comm, o.backend, o.input, o.input_hints, *time)) {
         pyramid::BuildOptions step = o;

@@ -23,8 +23,9 @@ class RenderCommand final : public Command {
   }
 
   void run(const Context&) override {
-    throw Error("render: this volseg was built without ParaView (VOLSEG_WITH_PARAVIEW=OFF): rendering needs the "
-                "ParaView SDK's VTK and IceT");
+    throw Error(
+        "render: this volseg was built without ParaView (VOLSEG_WITH_PARAVIEW=OFF): rendering needs the "
+        "ParaView SDK's VTK and IceT");
   }
 
 #ifdef VOLSEG_RENDER_PROGRAM

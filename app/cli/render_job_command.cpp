@@ -61,8 +61,8 @@ class RenderJobCommand final : public Command {
  private:
   render::RenderOptions options_;
   Selection selection_;
-  std::string size_ = "1024x1024", camera_, view_, colormap_ = "viridis", memory_ = "512MiB",
-              progress_ = "auto", mask_color_, background_, slice_at_, mask_surface_ = "smooth", scale_;
+  std::string size_ = "1024x1024", camera_, view_, colormap_ = "viridis", memory_ = "512MiB", progress_ = "auto",
+              mask_color_, background_, slice_at_, mask_surface_ = "smooth", scale_;
   std::vector<std::string> modes_, hints_;
   std::vector<double> iso_;
   std::optional<double> tf_lo_, tf_hi_, zoom_;
@@ -75,11 +75,14 @@ CLI::App* RenderJobCommand::add_to(CLI::App& app) {
   auto* sub = app.add_subcommand("render", "Render a volume, its mask and surfaces on all ranks into PNG images");
   auto& o = options_;
   sub->add_option("input", o.input, input_help)->required();
-  sub->add_option("--out", o.output, "Output image NAME.png (--orbit: NAME-000.png ...; --progressive: "
-                                      "NAME-levelK.png first; --time A:B: frame_%04d.png, a frame per step)")->required();
+  sub->add_option("--out", o.output,
+                  "Output image NAME.png (--orbit: NAME-000.png ...; --progressive: "
+                  "NAME-levelK.png first; --time A:B: frame_%04d.png, a frame per step)")
+      ->required();
   selection_.add_to(*sub, true, true);
   sub->add_option("--movie", movie_,
-                  "With --time A:B: the frames encoded into NAME.mp4, .mov or .mkv (H.264) or NAME.avi (MPEG-4), by FFmpeg's libraries");
+                  "With --time A:B: the frames encoded into NAME.mp4, .mov or .mkv (H.264) or NAME.avi (MPEG-4), by "
+                  "FFmpeg's libraries");
   sub->add_option("--fps", fps_, "Frames per second of --movie")->capture_default_str();
   sub->add_option("--mask", o.mask, "Mask volume of the same shape (from 'volseg segment')");
   sub->add_option("--mode", modes_,
@@ -96,8 +99,11 @@ CLI::App* RenderJobCommand::add_to(CLI::App& app) {
   sub->add_option("--orbit", o.orbit, "Render N frames around the volume (one PNG each)");
   sub->add_option("--level", o.level, "Pyramid level: 0 is full resolution, or auto (finest that fits --memory)")
       ->capture_default_str();
-  sub->add_option("--memory", memory_, "Memory budget per rank for --level auto (512MiB, 2GiB); given, also the most one strip, tile or chunk of "
-                  "the input may take decoded (else VOLSEG_MEMORY, else 1GiB)")->capture_default_str();
+  sub->add_option(
+         "--memory", memory_,
+         "Memory budget per rank for --level auto (512MiB, 2GiB); given, also the most one strip, tile or chunk of "
+         "the input may take decoded (else VOLSEG_MEMORY, else 1GiB)")
+      ->capture_default_str();
   sub->add_flag("--progressive", o.progressive, "Write coarser levels' images first, then the finer ones");
   sub->add_option("--pyramid-dir", o.pyramid_dir, "The volume's pyramid (default: NAME.pyramid beside it)");
   sub->add_option("--mask-pyramid-dir", o.mask_pyramid_dir, "The mask's pyramid (default: beside the mask)");
@@ -110,9 +116,10 @@ CLI::App* RenderJobCommand::add_to(CLI::App& app) {
   sub->add_option("--range-hi", tf_hi_, "High end of the colour range (default: the data's maximum)");
   sub->add_option("--mask-color", mask_color_, "R,G,B of the mask surface, each in [0, 1]");
   sub->add_option("--mask-opacity", o.frame.mask_opacity, "Opacity of the mask surface")->capture_default_str();
-  sub->add_option("--mask-surface", mask_surface_,
-                  "smooth (the mask smoothed over about a voxel, each voxel kept on its side, then its half-way surface) | "
-                  "voxels (the exact staircase of the voxels)")
+  sub->add_option(
+         "--mask-surface", mask_surface_,
+         "smooth (the mask smoothed over about a voxel, each voxel kept on its side, then its half-way surface) | "
+         "voxels (the exact staircase of the voxels)")
       ->capture_default_str();
   sub->add_option("--background", background_, "R,G,B of the background, each in [0, 1]");
   sub->add_option("--scale", scale_,

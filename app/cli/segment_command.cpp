@@ -45,9 +45,8 @@ class SchedulerSignals {
   const segment::Interrupt& received() const { return scheduler_signal; }
 
  private:
-  struct sigaction old_[2] {};
+  struct sigaction old_[2]{};
 };
-
 
 class SegmentCommand final : public Command {
  public:
@@ -55,9 +54,7 @@ class SegmentCommand final : public Command {
     auto* sub = app.add_subcommand("segment", "Threshold a volume into a u8 {0,1} mask: lo <= v <= hi");
     auto& o = options_;
     o.histogram = false;  // the batch job bins only when asked (--histogram)
-    sub->add_option("input", o.input,
-                    input_help)
-        ->required();
+    sub->add_option("input", o.input, input_help)->required();
     sub->add_option("--lo", o.lo, "Lowest value in the mask")->required();
     sub->add_option("--hi", o.hi, "Highest value in the mask")->required();
     sub->add_option("--out", o.output,
@@ -65,8 +62,9 @@ class SegmentCommand final : public Command {
                     "NAME.zarr (Zarr v2, compressed: --hint compressor=)")
         ->required();
     selection_.add_to(*sub, true, true);
-    sub->add_option("--format", o.format,
-                    "Mask format: raw | cdf2 | cdf5 | netcdf4 | hdf5 | zarr | ome-zarr (default: by the --out extension)");
+    sub->add_option(
+        "--format", o.format,
+        "Mask format: raw | cdf2 | cdf5 | netcdf4 | hdf5 | zarr | ome-zarr (default: by the --out extension)");
     sub->add_option("--backend", o.backend,
                     "Backend that reads (auto: by format and, for a raw volume, by how much of it is in the page "
                     "cache: mmap-advise warm, ranged-uring cold; see 'volseg backends')")
@@ -84,8 +82,9 @@ class SegmentCommand final : public Command {
     sub->add_option("--seed", o.seed, "Seed of --assign random")->capture_default_str();
     sub->add_option("--report", report_, "Write a JSON report with per-rank timings here");
     sub->add_option("--trace", o.trace, "Record every I/O call into this CSV file (docs/trace.md; see trace-report)");
-    sub->add_flag("--force", o.force,
-                  "Replace an existing mask and report (and pyramid, with --pyramid), and an unfinished job's partial mask");
+    sub->add_flag(
+        "--force", o.force,
+        "Replace an existing mask and report (and pyramid, with --pyramid), and an unfinished job's partial mask");
     sub->add_flag("--resume", o.resume,
                   "Finish the mask an interrupted job of the same input, thresholds and brick shape left (raw and CDF; "
                   "any rank count); start one if there is none");
@@ -111,7 +110,8 @@ class SegmentCommand final : public Command {
     options_.interrupt = &signals.received();
     if (const auto time = selection_.time_selection(); time && time->range()) {
       if (!label_.empty() || pyramid_) throw Error("--time with several steps: --label and --pyramid take one step");
-      const auto steps = segment::input_steps(context.comm, options_.backend, options_.input, options_.input_hints, *time);
+      const auto steps =
+          segment::input_steps(context.comm, options_.backend, options_.input, options_.input_hints, *time);
       const auto series = segment::run_segment_series(context.comm, options_, steps);
       if (context.comm.rank() == 0 && !verbosity_.quiet) {
         std::fputs(segment::series_summary(series).c_str(), stdout);

@@ -36,8 +36,10 @@ int main(int argc, char** argv) {
   int repeat = 5;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
-    if (a == "--mib") mib = std::stoll(argv[i + 1]);
-    else if (a == "--repeat") repeat = std::stoi(argv[i + 1]);
+    if (a == "--mib")
+      mib = std::stoll(argv[i + 1]);
+    else if (a == "--repeat")
+      repeat = std::stoi(argv[i + 1]);
   }
   // The smooth test field of `volseg generate`, as float32.
   const std::int64_t nx = 1024, ny = 256, nz = std::max<std::int64_t>(1, mib * 1024 * 1024 / (4 * nx * ny));

@@ -24,7 +24,8 @@ int main(int argc, char** argv) {
   app.add_option("mask", path, "Raw u8 mask file (x fastest)")->required();
   app.add_option("--dims", dims, "Z,Y,X")->delimiter(',')->expected(3)->required();
   app.add_option("--connectivity", connectivity, "6, 18 or 26")->capture_default_str();
-  app.add_option("--planes", planes, "Planes per brick (volseg label's default on 512^2 planes: 12)")->capture_default_str();
+  app.add_option("--planes", planes, "Planes per brick (volseg label's default on 512^2 planes: 12)")
+      ->capture_default_str();
   app.add_option("--repeat", repeat, "Best of")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {

@@ -31,8 +31,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -52,9 +52,7 @@ namespace {
 
 constexpr std::size_t kPage = 4096;
 
-[[noreturn]] void fail(const std::string& what) {
-  throw std::runtime_error(what + ": " + std::strerror(errno));
-}
+[[noreturn]] void fail(const std::string& what) { throw std::runtime_error(what + ": " + std::strerror(errno)); }
 
 struct AlignedBuffer {
   explicit AlignedBuffer(std::size_t bytes) : size(bytes) {
@@ -144,8 +142,10 @@ void by_pwrite(const Job& job, bool reserve, bool sparse) {
   const int fd = create(job, 0, reserve);
   for (std::size_t at = 0; at < job.size; at += job.chunk) {
     const std::size_t n = std::min(job.chunk, job.size - at);
-    if (sparse) pwrite_sparse(fd, job.mask + at, n, at, job.path);
-    else pwrite_all(fd, job.mask + at, n, at, job.path);
+    if (sparse)
+      pwrite_sparse(fd, job.mask + at, n, at, job.path);
+    else
+      pwrite_all(fd, job.mask + at, n, at, job.path);
   }
   finish(fd, job);
 }
@@ -157,8 +157,10 @@ void by_direct(const Job& job, bool sparse) {
     const std::size_t n = std::min(job.chunk, job.size - at);
     std::memcpy(buffer.data, job.mask + at, n);  // the kernel's output buffer, as segment has it
     if (n % kPage != 0) throw std::runtime_error("direct: --chunk and the size must be multiples of 4096");
-    if (sparse) pwrite_sparse(fd, static_cast<const std::uint8_t*>(buffer.data), n, at, job.path);
-    else pwrite_all(fd, buffer.data, n, at, job.path);
+    if (sparse)
+      pwrite_sparse(fd, static_cast<const std::uint8_t*>(buffer.data), n, at, job.path);
+    else
+      pwrite_all(fd, buffer.data, n, at, job.path);
   }
   finish(fd, job);
 }
@@ -205,16 +207,26 @@ int main(int argc, char** argv) try {
       if (i + 1 >= argc) throw std::runtime_error(a + " needs a value");
       return argv[++i];
     };
-    if (a == "--dir") dir = value();
-    else if (a == "--from") from = value();
-    else if (a == "--size") size_gib = std::stod(value());
-    else if (a == "--zero-share") zero_share = std::stod(value());
-    else if (a == "--chunk") chunk = std::stoull(value());
-    else if (a == "--repeat") repeat = std::stoi(value());
-    else if (a == "--sync") sync = true;
-    else if (a == "--pause") pause = std::stod(value());
-    else if (a == "--only") only.push_back(value());
-    else return usage();
+    if (a == "--dir")
+      dir = value();
+    else if (a == "--from")
+      from = value();
+    else if (a == "--size")
+      size_gib = std::stod(value());
+    else if (a == "--zero-share")
+      zero_share = std::stod(value());
+    else if (a == "--chunk")
+      chunk = std::stoull(value());
+    else if (a == "--repeat")
+      repeat = std::stoi(value());
+    else if (a == "--sync")
+      sync = true;
+    else if (a == "--pause")
+      pause = std::stod(value());
+    else if (a == "--only")
+      only.push_back(value());
+    else
+      return usage();
   }
   if (dir.empty() || chunk == 0 || repeat < 1) return usage();
 

@@ -115,14 +115,15 @@ double trimmed_mean(std::vector<double> values) {
 }
 
 const char* kHeader =
-    "case,method,impl,ranks,count,size,spacing,bytes,extent,reps,prefill,keep_open,verified,bw_mbs,time_s,write_s,sync_s,"
+    "case,method,impl,ranks,count,size,spacing,bytes,extent,reps,prefill,keep_open,verified,bw_mbs,time_s,write_s,sync_"
+    "s,"
     "min_bw_mbs,max_bw_mbs,tp_requests_s,tp_exchange_s,tp_io_s,tp_rounds,tp_io_calls,tp_file_bytes,tp_sieved,"
     "tp_naive,tp_contiguous,tp_partition,note";
 
 struct Result {
-  std::vector<double> bw, time, write, sync;                     // per rep, slowest rank
-  std::vector<double> requests, exchange, io;                   // twophase, per rep, slowest rank
-  tp::Timing counters;                                          // twophase, last rep, summed over ranks
+  std::vector<double> bw, time, write, sync;   // per rep, slowest rank
+  std::vector<double> requests, exchange, io;  // twophase, per rep, slowest rank
+  tp::Timing counters;                         // twophase, last rep, summed over ranks
   std::string partition, note;
   bool verified = false, tested = false;
 };
@@ -159,7 +160,8 @@ int main(int argc, char** argv) {
     app.add_option("--reps", reps, "timed repetitions per method (default 6; highest and lowest dropped)")
         ->check(CLI::PositiveNumber);
     app.add_option("--pause-ms", pause_ms, "pause after each run (default 20 ms)");
-    app.add_option("--batch", batch, "regions per list I/O batch (default 64, Ching et al.)")->check(CLI::PositiveNumber);
+    app.add_option("--batch", batch, "regions per list I/O batch (default 64, Ching et al.)")
+        ->check(CLI::PositiveNumber);
     app.add_option("--dir", dir, "where the test file goes (default /tmp)");
     app.add_option("--csv", csv_path, "append the rows to this file too");
     app.add_option("--hint", hint_items, "twophase option key=value (cb_nodes, cb_buffer_size, ds, ds_threshold, ...)");
@@ -213,7 +215,9 @@ int main(int argc, char** argv) {
       // timed run and closed after the last (truncated between runs all the
       // same): the steady state of a file written many times.
       std::vector<char> open_now(methods.size(), 0);
-      auto file_of = [&](std::size_t i, bool keep) { return keep ? shared_path + "." + std::to_string(i) : shared_path; };
+      auto file_of = [&](std::size_t i, bool keep) {
+        return keep ? shared_path + "." + std::to_string(i) : shared_path;
+      };
       auto run_once = [&](std::size_t i, bool file_prefill, bool keep) {
         Method& m = *methods[i];
         const std::string file = file_of(i, keep);
@@ -251,8 +255,8 @@ int main(int argc, char** argv) {
         if (!res.verified) {
           any_failed = true;
           if (rank == 0)
-            std::cerr << "volseg-ncio: " << case_name << " " << methods[i]->name() << " FAILED verification: " << res.note
-                      << "\n";
+            std::cerr << "volseg-ncio: " << case_name << " " << methods[i]->name()
+                      << " FAILED verification: " << res.note << "\n";
         }
       }
       // 2. Timed runs, interleaved across methods.
@@ -268,8 +272,13 @@ int main(int argc, char** argv) {
           std::array<double, 3> lead{run.timing.requests, run.timing.exchange, run.timing.io};
           MPI_Bcast(lead.data(), 3, MPI_DOUBLE, run.lead, MPI_COMM_WORLD);
           std::copy(lead.begin(), lead.end(), slowest.begin() + 3);
-          std::array<std::uint64_t, 7> counters{run.timing.rounds, run.timing.io_calls, run.timing.file_bytes,
-                                                run.timing.sieved, run.timing.naive, run.timing.contiguous, 0};
+          std::array<std::uint64_t, 7> counters{run.timing.rounds,
+                                                run.timing.io_calls,
+                                                run.timing.file_bytes,
+                                                run.timing.sieved,
+                                                run.timing.naive,
+                                                run.timing.contiguous,
+                                                0};
           MPI_Allreduce(MPI_IN_PLACE, counters.data(), 7, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
           res.tested = true;
           res.time.push_back(slowest[0]);
@@ -296,7 +305,8 @@ int main(int argc, char** argv) {
               for (int r = 0; r < ranks; ++r) {
                 const double* v = all.data() + 5 * r;
                 std::fprintf(stderr, " %d: %.2f/%.2f", r, 1e3 * v[0], 1e3 * v[1]);
-                if (!run.partition.empty()) std::fprintf(stderr, "[%.2f/%.2f/%.2f]", 1e3 * v[2], 1e3 * v[3], 1e3 * v[4]);
+                if (!run.partition.empty())
+                  std::fprintf(stderr, "[%.2f/%.2f/%.2f]", 1e3 * v[2], 1e3 * v[3], 1e3 * v[4]);
               }
               std::fprintf(stderr, "\n");
             }
@@ -318,7 +328,8 @@ int main(int argc, char** argv) {
         row.precision(6);
         row << case_name << ',' << m.name() << ',' << (m.impl().empty() ? "mpiio" : m.impl()) << ',' << ranks << ','
             << count << ',' << size << ',' << spacing << ',' << pattern.bytes << ',' << pattern.extent << ',' << reps
-            << ',' << (prefill ? (cold ? 2 : 1) : 0) << ',' << (keep_open ? 1 : 0) << ',' << (res.verified ? 1 : 0) << ',';
+            << ',' << (prefill ? (cold ? 2 : 1) : 0) << ',' << (keep_open ? 1 : 0) << ',' << (res.verified ? 1 : 0)
+            << ',';
         if (res.tested) {
           row << trimmed_mean(res.bw) << ',' << trimmed_mean(res.time) << ',' << trimmed_mean(res.write) << ','
               << trimmed_mean(res.sync) << ',' << *std::min_element(res.bw.begin(), res.bw.end()) << ','

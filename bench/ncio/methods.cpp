@@ -244,10 +244,11 @@ class MpiIo final : public Method {
           p.ranks * (p.size + p.spacing) > static_cast<std::uint64_t>(INT_MAX))
         fail("pattern too large for int MPI datatype arguments");
       if (p.kind.memory_nc)
-        check(MPI_Type_vector(static_cast<int>(p.count), static_cast<int>(p.size),
-                              static_cast<int>(p.size + p.spacing), MPI_BYTE, &memory_type_),
+        check(MPI_Type_vector(static_cast<int>(p.count), static_cast<int>(p.size), static_cast<int>(p.size + p.spacing),
+                              MPI_BYTE, &memory_type_),
               "MPI_Type_vector");
-      else check(MPI_Type_contiguous(static_cast<int>(mine), MPI_BYTE, &memory_type_), "MPI_Type_contiguous");
+      else
+        check(MPI_Type_contiguous(static_cast<int>(mine), MPI_BYTE, &memory_type_), "MPI_Type_contiguous");
       if (p.kind.file_nc) {
         check(MPI_Type_vector(static_cast<int>(p.count), static_cast<int>(p.size),
                               static_cast<int>(p.ranks * (p.size + p.spacing)), MPI_BYTE, &file_type_),
@@ -266,12 +267,12 @@ class MpiIo final : public Method {
     const double start = now();
     // set_view is part of the access: ROMIO flattens the filetype here, and
     // the two-phase engine does the same work inside write_all.
-    check(MPI_File_set_view(fh_, displacement_, MPI_BYTE, file_type_, "native", MPI_INFO_NULL),
-          "MPI_File_set_view");
+    check(MPI_File_set_view(fh_, displacement_, MPI_BYTE, file_type_, "native", MPI_INFO_NULL), "MPI_File_set_view");
     MPI_Status status;
     if (collective_)
       check(MPI_File_write_all(fh_, p.memory.data(), 1, memory_type_, &status), "MPI_File_write_all");
-    else check(MPI_File_write(fh_, p.memory.data(), 1, memory_type_, &status), "MPI_File_write");
+    else
+      check(MPI_File_write(fh_, p.memory.data(), 1, memory_type_, &status), "MPI_File_write");
     int written_bytes = 0;
     MPI_Get_count(&status, MPI_BYTE, &written_bytes);
     if (static_cast<std::uint64_t>(written_bytes) != p.count * p.size)

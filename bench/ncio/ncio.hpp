@@ -53,9 +53,7 @@ struct Pattern {
   std::uint64_t extent = 0;   // bytes of file the job covers, gaps included
   std::uint64_t bytes = 0;    // useful bytes of all ranks
 
-  bool in_region(std::uint64_t o) const {
-    return !kind.file_nc || o % (size + spacing) < size;
-  }
+  bool in_region(std::uint64_t o) const { return !kind.file_nc || o % (size + spacing) < size; }
 };
 
 Pattern make_pattern(const Case& kind, std::uint64_t count, std::uint64_t size, std::uint64_t spacing, int rank,

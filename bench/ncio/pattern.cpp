@@ -110,7 +110,7 @@ std::uint64_t verify_file(const std::string& path, const Pattern& p, std::string
   std::uint64_t bad = 0;
   std::string mine;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  struct stat st{};
+  struct stat st {};
   if (fd < 0 || ::fstat(fd, &st) != 0) {
     bad = 1;
     mine = "open " + path + ": " + std::strerror(errno);

@@ -36,9 +36,9 @@
 #include <cmath>
 #include <cstdint>
 #include <fstream>
-#include <utility>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -63,8 +63,8 @@ struct Request {
 struct PatternSpec {
   std::string name = "ncio";
   bool file_nc = true, memory_nc = true;
-  std::uint64_t count = 4096, size = 8, spacing = 128;  // ncio
-  std::uint64_t edge = 128;                             // coll_perf: n per rank
+  std::uint64_t count = 4096, size = 8, spacing = 128;                              // ncio
+  std::uint64_t edge = 128;                                                         // coll_perf: n per rank
   std::uint64_t points = 2048, elements = 100, element = 32, steps = 32, step = 0;  // realms
 };
 
@@ -140,9 +140,9 @@ int independent_plan(const PatternSpec& spec, int ranks, tp::Direction direction
   Sink sink(out_path);
   std::ostream& out = *sink.out;
   const char* op = direction == tp::Direction::read ? "read" : "write";
-  out << "# pattern=" << spec.name << "\n# ranks=" << ranks << "\n# aggregators=0\n# mode=independent\n# direction="
-      << op << "\n# cb_buffer_size=" << options.cb_buffer_size << "\n# region=" << lo << "-" << hi
-      << "\n# bytes=" << bytes << "\n# case=" << case_text << "\n";
+  out << "# pattern=" << spec.name << "\n# ranks=" << ranks
+      << "\n# aggregators=0\n# mode=independent\n# direction=" << op << "\n# cb_buffer_size=" << options.cb_buffer_size
+      << "\n# region=" << lo << "-" << hi << "\n# bytes=" << bytes << "\n# case=" << case_text << "\n";
   out << "aggregator,round,op,offset,length,pieces,clients\n";
   std::uint64_t accesses = 0, max_chunks = 0;
   const bool sieve_writes = !interleaved;
@@ -165,8 +165,8 @@ int independent_plan(const PatternSpec& spec, int ranks, tp::Direction direction
       }
       if (runs.empty()) runs.push_back({pieces[i++], 1});  // one piece longer than the buffer
       const std::uint64_t end = runs.back().first.offset + runs.back().first.length;
-      const bool sieve = (direction == tp::Direction::read || sieve_writes) &&
-                         detail::sieve_access(begin, end, runs.size(), options);
+      const bool sieve =
+          (direction == tp::Direction::read || sieve_writes) && detail::sieve_access(begin, end, runs.size(), options);
       std::size_t n = 0;
       for (const auto& run : runs) n += run.second;
       if (sieve || runs.size() == 1) {
@@ -201,12 +201,15 @@ int main(int argc, char** argv) {
   std::vector<std::string> hint_items;
   PatternSpec spec;
   app.add_option("--ranks", ranks, "MPI ranks of the job")->check(CLI::Range(1, 1 << 20));
-  app.add_option("--ranks-per-node", per_node, "ranks per node: one aggregator per node by default (4: Jaguar's quad-core nodes)")
+  app.add_option("--ranks-per-node", per_node,
+                 "ranks per node: one aggregator per node by default (4: Jaguar's quad-core nodes)")
       ->check(CLI::PositiveNumber);
   app.add_option("--aggregators", aggregators, "aggregators (cb_nodes); 0: ranks / ranks-per-node");
   app.add_option("--direction", direction_text, "read | write")->check(CLI::IsMember({"read", "write"}));
-  app.add_option("--pattern", spec.name, "ncio | coll_perf | realms")->check(CLI::IsMember({"ncio", "coll_perf", "realms"}));
-  app.add_option("--case", case_text, "ncio: c-c | nc-c | c-nc | nc-nc (memory-file; memory only decides which pieces merge)");
+  app.add_option("--pattern", spec.name, "ncio | coll_perf | realms")
+      ->check(CLI::IsMember({"ncio", "coll_perf", "realms"}));
+  app.add_option("--case", case_text,
+                 "ncio: c-c | nc-c | c-nc | nc-nc (memory-file; memory only decides which pieces merge)");
   app.add_option("--count", spec.count, "ncio: regions per rank")->check(CLI::PositiveNumber);
   app.add_option("--size", spec.size, "ncio: bytes per region")->check(CLI::PositiveNumber);
   app.add_option("--spacing", spec.spacing, "ncio: bytes between regions");
@@ -216,7 +219,8 @@ int main(int argc, char** argv) {
   app.add_option("--element", spec.element, "realms: bytes per element")->check(CLI::PositiveNumber);
   app.add_option("--steps", spec.steps, "realms: time steps in the file")->check(CLI::PositiveNumber);
   app.add_option("--step", spec.step, "realms: the call (time step) to plan");
-  app.add_option("--hint", hint_items, "two-phase hints: partition=, cb_buffer_size=, lock_size=, io_servers=, fs_profile=, ds=...");
+  app.add_option("--hint", hint_items,
+                 "two-phase hints: partition=, cb_buffer_size=, lock_size=, io_servers=, fs_profile=, ds=...");
   app.add_option("--out", out_path, "CSV file (default: standard output)");
   CLI11_PARSE(app, argc, argv);
   try {
@@ -228,9 +232,9 @@ int main(int argc, char** argv) {
     tp::Options options = tp::Options::from_hints(hints);
     hints.reject_unused("volseg-twophase-plan");
     const tp::Direction direction = direction_text == "read" ? tp::Direction::read : tp::Direction::write;
-    const int A = std::min(ranks, aggregators > 0 ? aggregators
-                                                  : options.cb_nodes > 0 ? options.cb_nodes
-                                                                         : std::max(1, ranks / per_node));
+    const int A = std::min(ranks, aggregators > 0        ? aggregators
+                                  : options.cb_nodes > 0 ? options.cb_nodes
+                                                         : std::max(1, ranks / per_node));
     const std::uint64_t window = options.cb_buffer_size;
 
     // 1. Every rank's extent, and the aggregate access region.
@@ -255,7 +259,8 @@ int main(int argc, char** argv) {
     // per run by the same rule (writes sieved only where not interleaved).
     std::sort(extents.begin(), extents.end());
     bool interleaved = false;
-    for (std::size_t i = 1; i < extents.size(); ++i) interleaved = interleaved || extents[i].first < extents[i - 1].second;
+    for (std::size_t i = 1; i < extents.size(); ++i)
+      interleaved = interleaved || extents[i].first < extents[i - 1].second;
     const tp::Aggregation aggregation = direction == tp::Direction::read ? options.cb_read : options.cb_write;
     if (aggregation == tp::Aggregation::disable || (aggregation == tp::Aggregation::automatic && !interleaved))
       return independent_plan(spec, ranks, direction, options, interleaved, out_path, case_text, lo, hi, bytes);
@@ -289,17 +294,18 @@ int main(int argc, char** argv) {
       pieces_of(spec, ranks, r, [&](std::uint64_t o, std::uint64_t n) {
         for (std::uint64_t at = o, end = o + n; at < end;) {
           const std::uint64_t stop = std::min(end, domains.piece_end(at));
-          from[static_cast<std::size_t>(domains.owner(at))][static_cast<std::size_t>(r)].push_back(Request{at, stop - at});
+          from[static_cast<std::size_t>(domains.owner(at))][static_cast<std::size_t>(r)].push_back(
+              Request{at, stop - at});
           at = stop;
         }
       });
 
     Sink sink(out_path);
     std::ostream& out = *sink.out;
-    out << "# pattern=" << spec.name << "\n# ranks=" << ranks << "\n# aggregators=" << A << "\n# mode=collective\n# direction="
-        << direction_text << "\n# partition=" << partitioner->chosen() << "\n# domains=" << domains.describe()
-        << "\n# cb_buffer_size=" << window << "\n# lock_size=" << context.lock_size << "\n# region=" << lo << "-"
-        << hi << "\n# bytes=" << bytes << "\n";
+    out << "# pattern=" << spec.name << "\n# ranks=" << ranks << "\n# aggregators=" << A
+        << "\n# mode=collective\n# direction=" << direction_text << "\n# partition=" << partitioner->chosen()
+        << "\n# domains=" << domains.describe() << "\n# cb_buffer_size=" << window
+        << "\n# lock_size=" << context.lock_size << "\n# region=" << lo << "-" << hi << "\n# bytes=" << bytes << "\n";
     if (spec.name == "ncio")
       out << "# case=" << case_text << "\n# count=" << spec.count << "\n# size=" << spec.size
           << "\n# spacing=" << spec.spacing << "\n";
@@ -372,7 +378,8 @@ int main(int argc, char** argv) {
           for (const auto& run : group.runs) {
             std::size_t pieces = 0;
             std::vector<int> run_sources;
-            for (; k < next && all[k].offset < run.offset + run.length; ++k, ++pieces) run_sources.push_back(all[k].source);
+            for (; k < next && all[k].offset < run.offset + run.length; ++k, ++pieces)
+              run_sources.push_back(all[k].source);
             std::sort(run_sources.begin(), run_sources.end());
             row(direction_text.c_str(), run.offset, run.length, pieces,
                 static_cast<std::size_t>(std::unique(run_sources.begin(), run_sources.end()) - run_sources.begin()));

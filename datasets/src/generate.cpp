@@ -49,8 +49,10 @@ T to_type(double value) {
 // Scale of the [0, 1] fields for integer types.
 template <class T>
 double unit_scale() {
-  if constexpr (std::is_floating_point_v<T>) return 1.0;
-  else return std::min(static_cast<double>(std::numeric_limits<T>::max()), 65535.0);
+  if constexpr (std::is_floating_point_v<T>)
+    return 1.0;
+  else
+    return std::min(static_cast<double>(std::numeric_limits<T>::max()), 65535.0);
 }
 
 template <class T>
@@ -87,7 +89,8 @@ void fill_typed(const FieldSpec& spec, const io::VolumeInfo& info, const io::Ext
         case Field::noise: {
           for (std::int64_t x = x0; x < x1; ++x, ++i) {
             const auto index = static_cast<std::uint64_t>((z * dims[1] + y) * dims[2] + x);
-            const double u = static_cast<double>(splitmix64(index ^ (spec.seed * 0x632be59bd9b4e019ULL)) >> 11) * 0x1.0p-53;
+            const double u =
+                static_cast<double>(splitmix64(index ^ (spec.seed * 0x632be59bd9b4e019ULL)) >> 11) * 0x1.0p-53;
             out[i] = to_type<T>(u * unit_scale<T>());
           }
           break;
@@ -153,7 +156,8 @@ std::uint64_t shells_in_range(const io::Index3& dims, io::DType dtype, std::int6
   auto k_lo = static_cast<std::int64_t>(std::max(0.0, std::ceil(lo)));
   if (static_cast<double>(k_lo) > top) return 0;
   const bool unbounded = std::floor(hi) >= top;
-  const std::int64_t k_hi = unbounded ? std::numeric_limits<std::int64_t>::max() / 4 : static_cast<std::int64_t>(std::floor(hi));
+  const std::int64_t k_hi =
+      unbounded ? std::numeric_limits<std::int64_t>::max() / 4 : static_cast<std::int64_t>(std::floor(hi));
   if (k_hi < k_lo) return 0;
   // k = floor(isqrt(d2) / 2w) is in [k_lo, k_hi]  <=>  (2w k_lo)^2 <= d2 < (2w (k_hi+1))^2.
   const std::int64_t step = 2 * width;

@@ -42,8 +42,8 @@ static void exchange_ghosts(double* u, int lower, int count, int below, int abov
   check_mpi(MPI_Sendrecv(u + at(lower, 0, 0), plane, MPI_DOUBLE, below, 0, u + at(lower + count, 0, 0), plane,
                          MPI_DOUBLE, above, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
             "ghost exchange downwards");
-  check_mpi(MPI_Sendrecv(u + at(lower + count - 1, 0, 0), plane, MPI_DOUBLE, above, 1, u, plane, MPI_DOUBLE,
-                         below, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+  check_mpi(MPI_Sendrecv(u + at(lower + count - 1, 0, 0), plane, MPI_DOUBLE, above, 1, u, plane, MPI_DOUBLE, below, 1,
+                         MPI_COMM_WORLD, MPI_STATUS_IGNORE),
             "ghost exchange upwards");
 }
 
@@ -122,8 +122,7 @@ int main(int argc, char** argv) {
   }
   volseg_insitu* hook = NULL;
   int hook_on = volseg_insitu_create(MPI_COMM_WORLD, options, &hook) == VOLSEG_INSITU_OK;
-  if (!hook_on && rank == 0)
-    fprintf(stderr, "insitu-heat: in-situ hook off: %s\n", volseg_insitu_last_error(hook));
+  if (!hook_on && rank == 0) fprintf(stderr, "insitu-heat: in-situ hook off: %s\n", volseg_insitu_last_error(hook));
 
   const int64_t global_dims[3] = {NZ, NY, NX}, offset[3] = {z0, 0, 0}, extent[3] = {count, NY, NX};
   for (long step = 0; step <= steps; ++step) {
@@ -153,8 +152,7 @@ int main(int argc, char** argv) {
     snprintf(mask, sizeof mask, "%s/mask_%06ld.nhdr", outdir, steps - steps % EVERY);
     snprintf(stats, sizeof stats, "%s/stats.csv", outdir);
     ok = ok && written_since(mask, started) && written_since(stats, started);
-    printf("insitu-heat: %ld steps on %d ranks; %s and %s %s\n", steps, size, mask, stats,
-           ok ? "written" : "missing");
+    printf("insitu-heat: %ld steps on %d ranks; %s and %s %s\n", steps, size, mask, stats, ok ? "written" : "missing");
   }
   check_mpi(MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
   check_mpi(MPI_Finalize(), "MPI_Finalize");

@@ -29,8 +29,8 @@ class HistogramView : public QWidget {
   QSize sizeHint() const override { return {420, 180}; }
 
  signals:
-  void range_dragged(double lo, double hi);   // while dragging
-  void range_chosen(double lo, double hi);    // on release
+  void range_dragged(double lo, double hi);  // while dragging
+  void range_chosen(double lo, double hi);   // on release
 
  protected:
   void paintEvent(QPaintEvent*) override;

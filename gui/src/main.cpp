@@ -3,9 +3,9 @@
 //   mpirun -np N volseg-gui [FILE] [--lo A --hi B --segment --out M.nhdr --screenshot S.png --quit]
 #include <mpi.h>
 
+#include <QVTKOpenGLNativeWidget.h>
 #include <QApplication>
 #include <QSurfaceFormat>
-#include <QVTKOpenGLNativeWidget.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -30,13 +30,12 @@ bool parse_size(const std::string& text, int& width, int& height) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const double start_epoch =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const double start_epoch = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   int provided = 0;
   // Rank 0 calls MPI from its worker thread only (not the one that
   // initialised MPI); segment's collective pipeline adds an I/O thread.
   volseg::prefer_checked_mpi_io();  // errors reported, not dropped (OMPIO drops them)
-  volseg::prefer_lone_start();  // a singleton: no daemon, no fabric probes
+  volseg::prefer_lone_start();      // a singleton: no daemon, no fabric probes
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   std::signal(SIGXFSZ, SIG_IGN);
   int rank = 0;
@@ -47,22 +46,27 @@ int main(int argc, char** argv) {
     volseg::gui::Script script;
     script.process_start_epoch = start_epoch;
     std::string size, camera;
-    CLI::App app{"volseg-gui: pick a threshold on the exact histogram, segment on every rank, see the result.\n"
-                 "Run it as 'mpirun -np N volseg-gui [FILE]': rank 0 shows the window, the other ranks work.\n"
-                 "Every action can be given here too, so a session can run unattended."};
-    app.add_option("file", script.file, "Volume to open: a raw volume's .nhdr header, a NetCDF file, a Zarr v2 array or an OME-Zarr image");
+    CLI::App app{
+        "volseg-gui: pick a threshold on the exact histogram, segment on every rank, see the result.\n"
+        "Run it as 'mpirun -np N volseg-gui [FILE]': rank 0 shows the window, the other ranks work.\n"
+        "Every action can be given here too, so a session can run unattended."};
+    app.add_option("file", script.file,
+                   "Volume to open: a raw volume's .nhdr header, a NetCDF file, a Zarr v2 array or an OME-Zarr image");
     app.add_option("--var", script.var, "NetCDF variable (default: the first)");
     auto* expr = app.add_option("--expr", script.expr,
                                 "A field computed from the file's variables, opened instead of one: 'sqrt(u*u + v*v)'");
-    app.add_option("--where", script.where, "A condition on the file's variables (1 where it holds): 'T > 10 && S < 34.5'")
+    app.add_option("--where", script.where,
+                   "A condition on the file's variables (1 where it holds): 'T > 10 && S < 34.5'")
         ->excludes(expr);
     app.add_option("--time", script.time, "Step of a 4D variable");
-    app.add_option("--backend", script.backend, "Backend that reads the input (auto: by format)")->capture_default_str();
+    app.add_option("--backend", script.backend, "Backend that reads the input (auto: by format)")
+        ->capture_default_str();
     app.add_option("--hint", script.hints, "Backend hint key=value (repeatable), as for 'volseg segment'");
     app.add_option("--pyramid-dir", script.pyramid_dir, "Where the input's brick pyramid is (default: beside it)");
     app.add_option("--lo", script.lo, "Lower threshold (inclusive)");
     app.add_option("--hi", script.hi, "Upper threshold (inclusive)");
-    app.add_flag("--snap", script.snap, "Move --lo and --hi to the nearest histogram bin edges (exact counts), as a drag does");
+    app.add_flag("--snap", script.snap,
+                 "Move --lo and --hi to the nearest histogram bin edges (exact counts), as a drag does");
     app.add_option("--out", script.output, "Mask file the Segment button writes (default: INPUT-mask.nhdr)");
     app.add_option("--format", script.format, "Mask format: raw, cdf2, cdf5 or netcdf4 (default: the input's)");
     app.add_flag("--force", script.force, "Replace an existing mask file");

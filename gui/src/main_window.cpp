@@ -114,8 +114,10 @@ Json MainWindow::open_request() const {
   } else if (!script_.var.empty()) {
     request["var"] = script_.var;
   }
-  if (time_->isEnabled()) request["time"] = time_->value();
-  else if (script_.time) request["time"] = *script_.time;
+  if (time_->isEnabled())
+    request["time"] = time_->value();
+  else if (script_.time)
+    request["time"] = *script_.time;
   return request;
 }
 
@@ -126,7 +128,8 @@ void MainWindow::open_file(const QString& path) {
     time_->setEnabled(false);
   }
   path_->setText(path);
-  statusBar()->showMessage(tr("opening %1 (the first open builds its brick pyramid: one pass over the data)").arg(path));
+  statusBar()->showMessage(
+      tr("opening %1 (the first open builds its brick pyramid: one pass over the data)").arg(path));
   mask_.clear();
   segmented_range_.reset();
   worker_->post(open_request());
@@ -233,10 +236,12 @@ void MainWindow::update_command() {
   if (show_mask_->isChecked()) modes += std::string(modes.empty() ? "" : ",") + "mask";
   if (show_slices_->isChecked()) modes += std::string(modes.empty() ? "" : ",") + "slices";
   if (modes.empty()) modes = "volume";
-  std::string ren = "mpirun -np " + std::to_string(ranks_) + " volseg render " + shell_word(input) + selection +
-                    " --mode " + modes;
-  if (!mask_.empty()) ren += " --mask " + shell_word(mask_);
-  else if (show_mask_->isChecked()) ren += " --lo " + number(lo_) + " --hi " + number(hi_);
+  std::string ren =
+      "mpirun -np " + std::to_string(ranks_) + " volseg render " + shell_word(input) + selection + " --mode " + modes;
+  if (!mask_.empty())
+    ren += " --mask " + shell_word(mask_);
+  else if (show_mask_->isChecked())
+    ren += " --lo " + number(lo_) + " --hi " + number(hi_);
   const QSize size = view_->frame_size();
   ren += " --size " + std::to_string(size.width()) + "x" + std::to_string(size.height()) + " --camera " +
          number(camera.azimuth) + "," + number(camera.elevation) + "," + number(camera.zoom);
@@ -272,9 +277,12 @@ void MainWindow::request_frame(bool coarse, const char* tag, int level) {
   // the one after a job and the benchmark's frames are all drawn.
   const std::string t = tag;
   request["replaceable"] = t == "view" || t == "drag" || t == "refine";
-  if (level >= 0) request["level"] = std::min(level, levels - 1);
-  else if (coarse) request["level"] = std::min(2, levels - 1);
-  else request["level"] = script_.level;
+  if (level >= 0)
+    request["level"] = std::min(level, levels - 1);
+  else if (coarse)
+    request["level"] = std::min(2, levels - 1);
+  else
+    request["level"] = script_.level;
   if (mask_.empty()) {
     request["lo"] = lo_;
     request["hi"] = hi_;
@@ -294,10 +302,13 @@ void MainWindow::start_segment() {
     show_error(tr("segment"), tr("name the mask file first (Segment tab)"));
     return;
   }
-  Json request{{"kind", "segment"},       {"lo", lo_},
-               {"hi", hi_},               {"output", output_->text().toStdString()},
+  Json request{{"kind", "segment"},
+               {"lo", lo_},
+               {"hi", hi_},
+               {"output", output_->text().toStdString()},
                {"backend", backend_->currentText().toStdString()},
-               {"hints", hint_list()},    {"format", format_->currentText().toStdString()},
+               {"hints", hint_list()},
+               {"format", format_->currentText().toStdString()},
                {"force", script_.force || !mask_.empty()},
                {"command_line", command_->toPlainText().section('\n', 0, 0).toStdString()}};
   job_running_ = true;
@@ -316,7 +327,8 @@ void MainWindow::cancel() {
 
 void MainWindow::on_progress(std::vector<std::int64_t> units, std::int64_t total) {
   // Bricks are dealt in equal shares (one rank's share: total / ranks).
-  const double share = std::max(1.0, std::ceil(static_cast<double>(total) / static_cast<double>(std::max<std::size_t>(1, units.size()))));
+  const double share = std::max(
+      1.0, std::ceil(static_cast<double>(total) / static_cast<double>(std::max<std::size_t>(1, units.size()))));
   for (std::size_t r = 0; r < units.size() && r < rank_bars_.size(); ++r)
     rank_bars_[r]->setValue(static_cast<int>(std::min(100.0, 100.0 * static_cast<double>(units[r]) / share)));
 }
@@ -353,9 +365,12 @@ void MainWindow::on_reply(std::shared_ptr<Reply> reply) {
     }
     return;
   }
-  if (reply->kind == "open") on_opened(*reply);
-  else if (reply->kind == "segment") on_segmented(*reply);
-  else if (reply->kind == "render") on_frame(*reply);
+  if (reply->kind == "open")
+    on_opened(*reply);
+  else if (reply->kind == "segment")
+    on_segmented(*reply);
+  else if (reply->kind == "render")
+    on_frame(*reply);
   else if (reply->kind == "slices" && reply->planes) {
     planes_ = reply->planes;
     show_planes(*planes_);
@@ -403,12 +418,16 @@ void MainWindow::on_opened(const Reply& reply) {
     output_->setText(QString::fromStdString((in.parent_path() / (in.stem().string() + "-mask.nhdr")).string()));
   }
   if (script_.lo && script_.hi && script_.snap)  // as a drag would: to the nearest bin edges
-    set_range(histogram_->snapped(*script_.lo), below_edge(histogram_data_.edges(), histogram_->snapped(*script_.hi)), false);
-  else if (script_.lo && script_.hi) set_range(*script_.lo, *script_.hi, false);
-  else set_range(histogram_->snapped(edges.lo + (edges.hi - edges.lo) * 0.5), below_edge(histogram_data_.edges(), histogram_->snapped(edges.hi)), false);
-  statusBar()->showMessage(tr("%1 open%2").arg(QString::fromStdString(opened_.value("path", "")),
-                                               opened_.value("pyramid_built", false) ? tr("; its pyramid was built")
-                                                                                     : QString()));
+    set_range(histogram_->snapped(*script_.lo), below_edge(histogram_data_.edges(), histogram_->snapped(*script_.hi)),
+              false);
+  else if (script_.lo && script_.hi)
+    set_range(*script_.lo, *script_.hi, false);
+  else
+    set_range(histogram_->snapped(edges.lo + (edges.hi - edges.lo) * 0.5),
+              below_edge(histogram_data_.edges(), histogram_->snapped(edges.hi)), false);
+  statusBar()->showMessage(tr("%1 open%2")
+                               .arg(QString::fromStdString(opened_.value("path", "")),
+                                    opened_.value("pyramid_built", false) ? tr("; its pyramid was built") : QString()));
   // Progressive: a coarse first image at full size, then the refined one.
   const int levels = static_cast<int>(opened_.at("levels").size());
   request_frame(false, "first", std::min(2, levels - 1));
@@ -431,7 +450,8 @@ void MainWindow::on_segmented(const Reply& reply) {
   summary_->setPlainText(QString::fromStdString(d.value("summary", "")));
   report_->set_report(d.at("ranks"), d.at("trace"));
   update_count();
-  statusBar()->showMessage(tr("segmented in %1 s: %2").arg(d.value("seconds", 0.0), 0, 'f', 2).arg(QString::fromStdString(mask_)));
+  statusBar()->showMessage(
+      tr("segmented in %1 s: %2").arg(d.value("seconds", 0.0), 0, 'f', 2).arg(QString::fromStdString(mask_)));
   tabs_->setCurrentIndex(2);
   request_slices();
   request_frame(false, "segmented");
@@ -454,9 +474,9 @@ void MainWindow::on_frame(const Reply& reply) {
                              .arg(reply.image.height)
                              .arg(reply.seconds, 0, 'f', 3));
   if (tag.rfind("time-", 0) == 0)
-    timed_frames_.push_back({level, reply.image.width, reply.image.height,
-                             reply.data.value("render", 0.0) + reply.data.value("scene", 0.0) +
-                                 reply.data.value("composite", 0.0)});
+    timed_frames_.push_back(
+        {level, reply.image.width, reply.image.height,
+         reply.data.value("render", 0.0) + reply.data.value("scene", 0.0) + reply.data.value("composite", 0.0)});
   // The first image is a coarse one (level 2 at most); the refined follows.
   if (tag == "first" && level != 0 && script_.level != std::to_string(level)) request_frame(false, "refine");
 }
@@ -473,16 +493,20 @@ void MainWindow::show_planes(const Planes& planes) {
     for (int r = 0; r < rows; ++r) {
       auto* line = reinterpret_cast<QRgb*>(image.scanLine(r));
       for (int c = 0; c < columns; ++c) {
-        const std::size_t i = static_cast<std::size_t>(r) * static_cast<std::size_t>(columns) + static_cast<std::size_t>(c);
+        const std::size_t i =
+            static_cast<std::size_t>(r) * static_cast<std::size_t>(columns) + static_cast<std::size_t>(c);
         const float v = values[i];
         if (std::isnan(v)) {
           line[c] = qRgb(60, 0, 60);
           continue;
         }
         const int g = std::clamp(static_cast<int>((v - lo) * scale), 0, 255);
-        if (!mask.empty() && mask[i]) line[c] = qRgb((g + 3 * 242) / 4, (g + 3 * 89) / 4, (g + 3 * 51) / 4);
-        else if (mask.empty() && v >= lo_ && v <= hi_) line[c] = qRgb((g + 242) / 2, (g + 89) / 2, (g + 51) / 2);
-        else line[c] = qRgb(g, g, g);
+        if (!mask.empty() && mask[i])
+          line[c] = qRgb((g + 3 * 242) / 4, (g + 3 * 89) / 4, (g + 3 * 51) / 4);
+        else if (mask.empty() && v >= lo_ && v <= hi_)
+          line[c] = qRgb((g + 242) / 2, (g + 89) / 2, (g + 51) / 2);
+        else
+          line[c] = qRgb(g, g, g);
       }
     }
     // pixel aspect: row spacing over column spacing (x, y, z spacing)
@@ -521,11 +545,12 @@ bool MainWindow::save_screenshot(const QString& path) {
 void MainWindow::save_mask_as() {
   if (opened_.is_null()) return;
   QString filter;
-  const QString path = QFileDialog::getSaveFileName(
-      this, tr("Save the mask"), output_->text(),
-      tr("NRRD raw (*.nhdr);;NIfTI-1 (*.nii);;VTK image data (*.vti);;TIFF, a page a plane (*.tif);;NetCDF-64, CDF-2 (*.nc);;CDF-5 (*.nc);;NetCDF-4 (*.nc);;"
-         "Zarr v2, compressed (*.zarr);;OME-Zarr label image (*.ome.zarr)"),
-      &filter);
+  const QString path =
+      QFileDialog::getSaveFileName(this, tr("Save the mask"), output_->text(),
+                                   tr("NRRD raw (*.nhdr);;NIfTI-1 (*.nii);;VTK image data (*.vti);;TIFF, a page a "
+                                      "plane (*.tif);;NetCDF-64, CDF-2 (*.nc);;CDF-5 (*.nc);;NetCDF-4 (*.nc);;"
+                                      "Zarr v2, compressed (*.zarr);;OME-Zarr label image (*.ome.zarr)"),
+                                   &filter);
   if (path.isEmpty()) return;
   output_->setText(path);
   format_->setCurrentText(filter.startsWith("NRRD") || filter.startsWith("NIfTI") || filter.startsWith("VTK") ||

@@ -51,7 +51,7 @@ struct Script {
   std::string level = "auto";  // of the refined frames
   std::optional<render::Camera> camera;
   int view_width = 0, view_height = 0;  // 0: the window's layout decides
-  double process_start_epoch = 0;  // seconds since the Unix epoch
+  double process_start_epoch = 0;       // seconds since the Unix epoch
 };
 
 class MainWindow : public QMainWindow {

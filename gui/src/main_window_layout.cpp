@@ -163,7 +163,8 @@ void MainWindow::connect_threshold_panel(QPushButton* mode, QPushButton* otsu_bu
     hi_box_->blockSignals(false);
     update_count();
   });
-  connect(histogram_, &HistogramView::range_chosen, this, [this](double lo, double hi) { set_range(lo, below_edge(histogram_data_.edges(), hi)); });
+  connect(histogram_, &HistogramView::range_chosen, this,
+          [this](double lo, double hi) { set_range(lo, below_edge(histogram_data_.edges(), hi)); });
   auto typed = [this] { set_range(lo_box_->value(), hi_box_->value()); };
   connect(lo_box_, qOverload<double>(&QDoubleSpinBox::valueChanged), this, typed);
   connect(hi_box_, qOverload<double>(&QDoubleSpinBox::valueChanged), this, typed);
@@ -174,9 +175,8 @@ void MainWindow::connect_threshold_panel(QPushButton* mode, QPushButton* otsu_bu
   });
   connect(otsu_button, &QPushButton::clicked, this, [this] {
     if (histogram_data_.counts().empty()) return;
-    set_range(histogram_->snapped(otsu(histogram_data_)), histogram_data_.edges().integers
-                                                                ? histogram_data_.edges().hi - 0.5
-                                                                : histogram_data_.edges().hi);
+    set_range(histogram_->snapped(otsu(histogram_data_)),
+              histogram_data_.edges().integers ? histogram_data_.edges().hi - 0.5 : histogram_data_.edges().hi);
   });
 }
 
@@ -197,8 +197,9 @@ QWidget* MainWindow::build_volume_tab() {
   // segment --expr and --where do; Enter opens it, an empty one the variable.
   expression_ = new QLineEdit(volume);
   expression_->setPlaceholderText(tr("sqrt(u*u + v*v), or a condition: T > 10 && S < 34.5"));
-  expression_->setToolTip(tr("An expression of the file's variables (muparser: + - * / ^, sqrt exp log sin abs min max "
-                             "..., a ? b : c), opened instead of the variable; Enter to open, empty for the variable"));
+  expression_->setToolTip(
+      tr("An expression of the file's variables (muparser: + - * / ^, sqrt exp log sin abs min max "
+         "..., a ? b : c), opened instead of the variable; Enter to open, empty for the variable"));
   condition_ = new QCheckBox(tr("a condition: the mask is where it holds (segment 1..1)"), volume);
   vf->addRow(tr("Expression"), expression_);
   vf->addRow(QString(), condition_);
@@ -344,11 +345,15 @@ QWidget* MainWindow::build_view_tab() {
 
 void MainWindow::build_menus() {
   auto* file = menuBar()->addMenu(tr("&File"));
-  file->addAction(tr("&Open..."), this, [this] {
-    const QString path = QFileDialog::getOpenFileName(this, tr("Open a volume"), QString(),
-                                                      tr("Volumes (*.nhdr *.nii *.nii.gz *.hdr *.vti *.tif *.tiff *.nc *.nc4 *.h5);;All files (*)"));
-    if (!path.isEmpty()) open_file(path);
-  }, QKeySequence::Open);
+  file->addAction(
+      tr("&Open..."), this,
+      [this] {
+        const QString path = QFileDialog::getOpenFileName(
+            this, tr("Open a volume"), QString(),
+            tr("Volumes (*.nhdr *.nii *.nii.gz *.hdr *.vti *.tif *.tiff *.nc *.nc4 *.h5);;All files (*)"));
+        if (!path.isEmpty()) open_file(path);
+      },
+      QKeySequence::Open);
   // A Zarr array or OME-Zarr image is a folder, which a file dialog cannot pick.
   file->addAction(tr("Open &Zarr store..."), this, [this] {
     const QString path = QFileDialog::getExistingDirectory(this, tr("Open a Zarr v2 array or OME-Zarr image"));

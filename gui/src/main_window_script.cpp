@@ -70,8 +70,10 @@ void MainWindow::script_step() {
       auto camera = view_->camera();
       camera.azimuth += i;
       view_->set_camera(camera);
-      if (i < 3) request_frame(true, "time-drag", 2);
-      else request_frame(false, "time-full", 0);
+      if (i < 3)
+        request_frame(true, "time-drag", 2);
+      else
+        request_frame(false, "time-full", 0);
     }
     return;
   }

@@ -14,8 +14,8 @@ const std::array<QColor, 6> kPhaseColours{QColor(150, 150, 150), QColor(66, 133,
                                           QColor(234, 67, 53),   QColor(251, 188, 5),  QColor(120, 80, 160)};
 QColor op_colour(const std::string& op) {
   static const std::map<std::string, QColor> colours{
-      {"read", QColor(66, 133, 244)}, {"write", QColor(234, 67, 53)},   {"exchange", QColor(251, 188, 5)},
-      {"wait", QColor(200, 160, 40)}, {"map", QColor(52, 168, 83)},     {"unmap", QColor(30, 120, 60)},
+      {"read", QColor(66, 133, 244)},  {"write", QColor(234, 67, 53)},  {"exchange", QColor(251, 188, 5)},
+      {"wait", QColor(200, 160, 40)},  {"map", QColor(52, 168, 83)},    {"unmap", QColor(30, 120, 60)},
       {"open", QColor(150, 150, 150)}, {"close", QColor(120, 80, 160)}, {"advise", QColor(0, 172, 193)}};
   auto it = colours.find(op);
   return it == colours.end() ? QColor(90, 90, 90) : it->second;

@@ -100,7 +100,7 @@ std::string default_pyramid_dir(const Comm& comm, const std::string& path, const
     if (::access(folder.empty() ? "." : folder.c_str(), W_OK) != 0) {
       const char* xdg = std::getenv("XDG_CACHE_HOME");
       const char* home = std::getenv("HOME");
-      const std::filesystem::path cache = xdg && *xdg ? std::filesystem::path(xdg)
+      const std::filesystem::path cache = xdg && *xdg     ? std::filesystem::path(xdg)
                                           : home && *home ? std::filesystem::path(home) / ".cache"
                                                           : std::filesystem::temp_directory_path();
       const std::filesystem::path absolute = std::filesystem::absolute(path).lexically_normal();
@@ -150,8 +150,13 @@ void describe_pyramid(const pyramid::Pyramid& pyramid, const std::array<double, 
   d["range"] = {range[0], range[1]};
   const segment::Histogram histogram = pyramid.histogram();
   const auto& e = histogram.edges();
-  d["histogram"] = {{"lo", e.lo}, {"hi", e.hi}, {"bins", e.bins}, {"integers", e.integers},
-                    {"counts", histogram.counts()}, {"below", histogram.below()}, {"above", histogram.above()}};
+  d["histogram"] = {{"lo", e.lo},
+                    {"hi", e.hi},
+                    {"bins", e.bins},
+                    {"integers", e.integers},
+                    {"counts", histogram.counts()},
+                    {"below", histogram.below()},
+                    {"above", histogram.above()}};
   std::uint64_t voxels = 0, valid = 0;
   for (std::int64_t b = 0; b < pyramid.brick_count(); ++b) {
     voxels += pyramid.stats(b).voxels;
@@ -176,13 +181,20 @@ Reply Session::execute(const Json& request, const Hooks& hooks) {
   const auto start = Clock::now();
   try {
     collectively(comm_, [&] {
-      if (reply.kind == "open") open(request, reply);
-      else if (reply.kind == "check") check(request, reply);
-      else if (reply.kind == "segment") segment(request, hooks, reply);
-      else if (reply.kind == "render") draw(request, reply);
-      else if (reply.kind == "slices") slices(request, reply);
-      else if (reply.kind == "close") close();
-      else throw Error("unknown request '" + reply.kind + "'");
+      if (reply.kind == "open")
+        open(request, reply);
+      else if (reply.kind == "check")
+        check(request, reply);
+      else if (reply.kind == "segment")
+        segment(request, hooks, reply);
+      else if (reply.kind == "render")
+        draw(request, reply);
+      else if (reply.kind == "slices")
+        slices(request, reply);
+      else if (reply.kind == "close")
+        close();
+      else
+        throw Error("unknown request '" + reply.kind + "'");
     });
   } catch (const std::exception& e) {
     reply.error = e.what();
@@ -217,9 +229,12 @@ void Session::open(const Json& request, Reply& reply) {
   // variables (volseg segment --expr / --where), computed as it is read.
   const std::string expression = text(request, "expr"), condition = text(request, "where");
   if (!expression.empty() && !condition.empty()) throw Error("open: an expression or a condition, not both");
-  if (!expression.empty()) selection.push_back("expr=" + expression);
-  else if (!condition.empty()) selection.push_back("where=" + condition);
-  else if (!text(request, "var").empty()) selection.push_back("var=" + text(request, "var"));
+  if (!expression.empty())
+    selection.push_back("expr=" + expression);
+  else if (!condition.empty())
+    selection.push_back("where=" + condition);
+  else if (!text(request, "var").empty())
+    selection.push_back("var=" + text(request, "var"));
   const bool field_chosen = !selection.empty();
   if (request.contains("time") && !request.at("time").is_null())
     selection.push_back("time=" + std::to_string(request.at("time").get<long long>()));
@@ -351,8 +366,14 @@ void Session::segment(const Json& request, const Hooks& hooks, Reply& reply) {
   d["summary"] = segment::summary(options, result);
   Json ranks = Json::array();
   for (const auto& r : result.ranks)
-    ranks.push_back({{"open", r.open}, {"read", r.read}, {"compute", r.compute}, {"write", r.write},
-                     {"wait", r.wait}, {"close", r.close}, {"total", r.total}, {"bricks", r.bricks},
+    ranks.push_back({{"open", r.open},
+                     {"read", r.read},
+                     {"compute", r.compute},
+                     {"write", r.write},
+                     {"wait", r.wait},
+                     {"close", r.close},
+                     {"total", r.total},
+                     {"bricks", r.bricks},
                      {"bytes_read", r.bytes_read}});
   d["ranks"] = ranks;
   d["trace"] = trace_rows(trace);
@@ -377,7 +398,8 @@ void Session::draw(const Json& request, Reply& reply) {
   frame.modes.mask = modes.value("mask", true) && (!mask_.empty() || threshold);
   if (!frame.modes.any()) frame.modes.volume = true;
   if (request.contains("slice_at"))
-    for (int a = 0; a < 3; ++a) frame.slice_at[static_cast<std::size_t>(a)] = request.at("slice_at").at(a).get<double>();
+    for (int a = 0; a < 3; ++a)
+      frame.slice_at[static_cast<std::size_t>(a)] = request.at("slice_at").at(a).get<double>();
   frame.annotations = request.value("annotations", true);
   frame.transfer.lo = range_[0];
   frame.transfer.hi = range_[1];
@@ -401,7 +423,8 @@ void Session::draw(const Json& request, Reply& reply) {
     render::check_display(comm_);
     renderer_ = std::make_unique<render::Renderer>(comm_);
   }
-  if (frame.width < 1 || frame.height < 1 || frame.width > renderer_->max_size() || frame.height > renderer_->max_size())
+  if (frame.width < 1 || frame.height < 1 || frame.width > renderer_->max_size() ||
+      frame.height > renderer_->max_size())
     throw Error("view size " + std::to_string(frame.width) + "x" + std::to_string(frame.height) + " is outside 1.." +
                 std::to_string(renderer_->max_size()));
   const int levels = static_cast<int>(pyramid_->levels().size());
@@ -412,7 +435,8 @@ void Session::draw(const Json& request, Reply& reply) {
     level = render::choose_level(*pyramid_, comm_.size(), with_mask, frame.width, frame.height,
                                  request.value("memory", std::uint64_t{512} << 20));
   else
-    level = std::clamp(request.at("level").is_number() ? request.at("level").get<int>() : std::stoi(asked), 0, levels - 1);
+    level =
+        std::clamp(request.at("level").is_number() ? request.at("level").get<int>() : std::stoi(asked), 0, levels - 1);
   if (with_mask && (!mask_pyramid_ || static_cast<int>(mask_pyramid_->levels().size()) <= level))
     level = mask_pyramid_ ? static_cast<int>(mask_pyramid_->levels().size()) - 1 : 0;
   // An uneven coordinate axis (ocean levels) is drawn in its coordinates
@@ -444,7 +468,7 @@ void Session::draw(const Json& request, Reply& reply) {
         if (!resampled) mask->pyramid = mask_pyramid_;
       }
       render::Culling culling;
-      culling.enabled = false;  // one piece serves every transfer function and threshold
+      culling.enabled = false;                             // one piece serves every transfer function and threshold
       culling.modes.volume = culling.modes.slices = true;  // and every mode: the field is loaded
       render::LoadStats load;
       render::Piece piece = render::load_piece(comm_, field, mask, level, culling, load);
@@ -461,8 +485,8 @@ void Session::draw(const Json& request, Reply& reply) {
   }
   reply.image = renderer_->render(frame);
   const auto& t = renderer_->last_times();
-  reply.data = {{"level", level}, {"width", frame.width}, {"height", frame.height},
-                {"load", load_seconds}, {"scene", t.scene}, {"render", t.render}, {"composite", t.composite}};
+  reply.data = {{"level", level},   {"width", frame.width}, {"height", frame.height},  {"load", load_seconds},
+                {"scene", t.scene}, {"render", t.render},   {"composite", t.composite}};
 }
 
 // Rank 0 alone reads the three planes, at the finest level whose planes fit
@@ -483,13 +507,14 @@ void Session::slices(const Json& request, Reply& reply) {
   const io::Index3 dims = levels[static_cast<std::size_t>(level)].dims;
   planes->dims = dims;
   const double scale = std::pow(2.0, level);
-  for (int a = 0; a < 3; ++a) planes->spacing[static_cast<std::size_t>(a)] = pyramid_->source_info().spacing[static_cast<std::size_t>(a)] * scale;
+  for (int a = 0; a < 3; ++a)
+    planes->spacing[static_cast<std::size_t>(a)] = pyramid_->source_info().spacing[static_cast<std::size_t>(a)] * scale;
   // at[] is x, y, z as fractions; planes are z, y, x
   for (int a = 0; a < 3; ++a) {
     const double f = std::clamp(request.at("at").at(2 - a).get<double>(), 0.0, 1.0);
     planes->at[static_cast<std::size_t>(a)] =
-        std::clamp<std::int64_t>(static_cast<std::int64_t>(f * static_cast<double>(dims[static_cast<std::size_t>(a)])), 0,
-                                 dims[static_cast<std::size_t>(a)] - 1);
+        std::clamp<std::int64_t>(static_cast<std::int64_t>(f * static_cast<double>(dims[static_cast<std::size_t>(a)])),
+                                 0, dims[static_cast<std::size_t>(a)] - 1);
   }
   const Comm self(MPI_COMM_SELF);
   auto extent_of = [&](int plane) {

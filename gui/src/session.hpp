@@ -46,12 +46,12 @@ using Json = nlohmann::json;
 // 1 the y plane (z rows, x columns), 2 the x plane (z rows, y columns).
 struct Planes {
   int level = 0;
-  io::Index3 dims{};          // of the level
+  io::Index3 dims{};                 // of the level
   std::array<std::int64_t, 3> at{};  // the plane indices: z, y, x
   std::array<int, 3> rows{}, columns{};
-  std::array<std::vector<float>, 3> values;        // NaN where invalid
-  std::array<std::vector<std::uint8_t>, 3> mask;   // empty: no mask yet
-  std::array<double, 3> spacing{1, 1, 1};          // x, y, z of the level
+  std::array<std::vector<float>, 3> values;       // NaN where invalid
+  std::array<std::vector<std::uint8_t>, 3> mask;  // empty: no mask yet
+  std::array<double, 3> spacing{1, 1, 1};         // x, y, z of the level
 };
 
 struct Reply {
@@ -91,9 +91,9 @@ class Session {
   Comm comm_;
   // the open volume
   std::string path_, backend_ = "auto", pyramid_dir_;
-  std::vector<std::string> selection_;  // var=, time=
+  std::vector<std::string> selection_;                        // var=, time=
   std::array<std::optional<io::Coordinate>, 3> coordinates_;  // the input's (CF), x, y, z
-  std::optional<io::Index3> resampled_dims_;  // an uneven axis: the uniform grid it is drawn on
+  std::optional<io::Index3> resampled_dims_;                  // an uneven axis: the uniform grid it is drawn on
   std::optional<pyramid::Pyramid> pyramid_, mask_pyramid_;
   std::string mask_;
   std::array<double, 2> range_{0, 1};

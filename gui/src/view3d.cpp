@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "view3d.hpp"
 
-#include <QMouseEvent>
-#include <QWheelEvent>
 #include <vtkCamera.h>
 #include <vtkGenericOpenGLRenderWindow.h>
 #include <vtkImageActor.h>
@@ -12,6 +10,8 @@
 #include <vtkRenderWindowInteractor.h>
 #include <vtkRenderer.h>
 #include <vtkUnsignedCharArray.h>
+#include <QMouseEvent>
+#include <QWheelEvent>
 
 #include <algorithm>
 #include <cstring>

@@ -23,11 +23,11 @@
 #include <zlib.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <map>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -76,9 +76,7 @@ class GzStream {
     pull(static_cast<char*>(into), length);
   }
 
-  std::uint64_t compressed_offset() const {
-    return static_cast<std::uint64_t>(std::max<z_off_t>(gzoffset(file_), 0));
-  }
+  std::uint64_t compressed_offset() const { return static_cast<std::uint64_t>(std::max<z_off_t>(gzoffset(file_), 0)); }
 
   void close() {
     gzFile file = file_;
@@ -148,7 +146,7 @@ class GzStream {
 // Decoding checks the rest: the stream ends where the voxels do
 // (GzStream::check_end).
 void check_stream_size(const NrrdHeader& header, const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   if (::stat(path.c_str(), &st) != 0) throw_errno("stat", path);
   const auto compressed = static_cast<std::uint64_t>(st.st_size);
   const std::uint64_t expected = header.byte_skip + header.info.bytes();  // < 2^63: parse_nifti checked it
@@ -182,7 +180,8 @@ class GzipReader final : public VolumeReader {
       if (got < 0) throw Error(path + ": corrupt gzip stream at its start");
       text.resize(static_cast<std::size_t>(got));
       if (!is_nifti(text))
-        throw Error(path + ": a gzip-compressed file that is not NIfTI; volseg reads gzip-compressed NIfTI (.nii.gz) only");
+        throw Error(path +
+                    ": a gzip-compressed file that is not NIfTI; volseg reads gzip-compressed NIfTI (.nii.gz) only");
       check_stream_size(parse_nifti(text, path), path);  // refused here, on rank 0, with its reason
     });
     text = comm.broadcast(text);
@@ -260,9 +259,10 @@ class GzipWriter final : public VolumeWriter {
     if (request.partial != Partial::none)
       throw Error(path_ + ": a .nii.gz output cannot be resumed (write .nii, then gzip it)");
     if (request.bricks && !one_run(*request.bricks))
-      throw Error(path_ + ": a .nii.gz output is written a brick at a time as gzip members, so a brick must be whole "
-                  "rows of the volume (--brick Z,Y,X with X = " + std::to_string(info_.dims[2]) + ", and Y = " +
-                  std::to_string(info_.dims[1]) + " or Z = 1)");
+      throw Error(path_ +
+                  ": a .nii.gz output is written a brick at a time as gzip members, so a brick must be whole "
+                  "rows of the volume (--brick Z,Y,X with X = " +
+                  std::to_string(info_.dims[2]) + ", and Y = " + std::to_string(info_.dims[1]) + " or Z = 1)");
     header_ = format_nifti(info_);  // refuses what NIfTI-1 cannot hold, before anything is created
     collectively(comm_, [&] {
       if (comm_.rank() != 0) return;
@@ -375,7 +375,8 @@ class GzipWriter final : public VolumeWriter {
       };
       std::vector<Member> members;
       for (std::size_t i = 0; i + 2 < all.size(); i += 3) members.push_back({all[i], all[i + 1], all[i + 2], i / 3});
-      std::sort(members.begin(), members.end(), [](const Member& a, const Member& b) { return a.data_offset < b.data_offset; });
+      std::sort(members.begin(), members.end(),
+                [](const Member& a, const Member& b) { return a.data_offset < b.data_offset; });
       places.assign(members.size(), 0);
       std::uint64_t at = header.size();
       std::uint64_t covered = 0;
@@ -388,7 +389,8 @@ class GzipWriter final : public VolumeWriter {
       if (problem.empty() && covered != info_.bytes()) problem = "they end at byte " + std::to_string(covered);
     }
     problem = comm_.broadcast(problem);
-    if (!problem.empty()) throw Error(path_ + ": internal error: the bricks written do not tile the volume (" + problem + ")");
+    if (!problem.empty())
+      throw Error(path_ + ": internal error: the bricks written do not tile the volume (" + problem + ")");
     std::vector<std::uint64_t> mine_places(pieces_.size()), place_sizes;
     for (auto n : sizes) place_sizes.push_back(n / 3);  // one offset for every three numbers sent
     scatter_bytes(comm_.get(), reinterpret_cast<const std::byte*>(places.data()), place_sizes,

@@ -74,16 +74,26 @@ void check(herr_t status, const std::string& what) {
 
 hid_t memory_type(DType type) {
   switch (type) {
-    case DType::i8: return H5T_NATIVE_INT8;
-    case DType::u8: return H5T_NATIVE_UINT8;
-    case DType::i16: return H5T_NATIVE_INT16;
-    case DType::u16: return H5T_NATIVE_UINT16;
-    case DType::i32: return H5T_NATIVE_INT32;
-    case DType::u32: return H5T_NATIVE_UINT32;
-    case DType::i64: return H5T_NATIVE_INT64;
-    case DType::u64: return H5T_NATIVE_UINT64;
-    case DType::f32: return H5T_NATIVE_FLOAT;
-    case DType::f64: return H5T_NATIVE_DOUBLE;
+    case DType::i8:
+      return H5T_NATIVE_INT8;
+    case DType::u8:
+      return H5T_NATIVE_UINT8;
+    case DType::i16:
+      return H5T_NATIVE_INT16;
+    case DType::u16:
+      return H5T_NATIVE_UINT16;
+    case DType::i32:
+      return H5T_NATIVE_INT32;
+    case DType::u32:
+      return H5T_NATIVE_UINT32;
+    case DType::i64:
+      return H5T_NATIVE_INT64;
+    case DType::u64:
+      return H5T_NATIVE_UINT64;
+    case DType::f32:
+      return H5T_NATIVE_FLOAT;
+    case DType::f64:
+      return H5T_NATIVE_DOUBLE;
   }
   return H5T_NATIVE_UINT8;
 }
@@ -92,16 +102,26 @@ hid_t memory_type(DType type) {
 hid_t file_type(DType type, ByteOrder order) {
   const bool le = order == ByteOrder::little;
   switch (type) {
-    case DType::i8: return le ? H5T_STD_I8LE : H5T_STD_I8BE;
-    case DType::u8: return le ? H5T_STD_U8LE : H5T_STD_U8BE;
-    case DType::i16: return le ? H5T_STD_I16LE : H5T_STD_I16BE;
-    case DType::u16: return le ? H5T_STD_U16LE : H5T_STD_U16BE;
-    case DType::i32: return le ? H5T_STD_I32LE : H5T_STD_I32BE;
-    case DType::u32: return le ? H5T_STD_U32LE : H5T_STD_U32BE;
-    case DType::i64: return le ? H5T_STD_I64LE : H5T_STD_I64BE;
-    case DType::u64: return le ? H5T_STD_U64LE : H5T_STD_U64BE;
-    case DType::f32: return le ? H5T_IEEE_F32LE : H5T_IEEE_F32BE;
-    case DType::f64: return le ? H5T_IEEE_F64LE : H5T_IEEE_F64BE;
+    case DType::i8:
+      return le ? H5T_STD_I8LE : H5T_STD_I8BE;
+    case DType::u8:
+      return le ? H5T_STD_U8LE : H5T_STD_U8BE;
+    case DType::i16:
+      return le ? H5T_STD_I16LE : H5T_STD_I16BE;
+    case DType::u16:
+      return le ? H5T_STD_U16LE : H5T_STD_U16BE;
+    case DType::i32:
+      return le ? H5T_STD_I32LE : H5T_STD_I32BE;
+    case DType::u32:
+      return le ? H5T_STD_U32LE : H5T_STD_U32BE;
+    case DType::i64:
+      return le ? H5T_STD_I64LE : H5T_STD_I64BE;
+    case DType::u64:
+      return le ? H5T_STD_U64LE : H5T_STD_U64BE;
+    case DType::f32:
+      return le ? H5T_IEEE_F32LE : H5T_IEEE_F32BE;
+    case DType::f64:
+      return le ? H5T_IEEE_F64LE : H5T_IEEE_F64BE;
   }
   return H5T_STD_U8LE;
 }
@@ -111,12 +131,15 @@ hid_t file_type(DType type, ByteOrder order) {
 struct Fill {
   explicit Fill(const VolumeInfo& info) {
     const long double v = *info.fill_value;
-    if (info.dtype == DType::i64) type = H5T_NATIVE_LLONG, as_signed = static_cast<long long>(v);
-    else if (info.dtype == DType::u64) type = H5T_NATIVE_ULLONG, as_unsigned = static_cast<unsigned long long>(v);
-    else type = H5T_NATIVE_DOUBLE, as_double = static_cast<double>(v);
+    if (info.dtype == DType::i64)
+      type = H5T_NATIVE_LLONG, as_signed = static_cast<long long>(v);
+    else if (info.dtype == DType::u64)
+      type = H5T_NATIVE_ULLONG, as_unsigned = static_cast<unsigned long long>(v);
+    else
+      type = H5T_NATIVE_DOUBLE, as_double = static_cast<double>(v);
   }
   const void* data() const {
-    return type == H5T_NATIVE_LLONG ? static_cast<const void*>(&as_signed)
+    return type == H5T_NATIVE_LLONG    ? static_cast<const void*>(&as_signed)
            : type == H5T_NATIVE_ULLONG ? static_cast<const void*>(&as_unsigned)
                                        : static_cast<const void*>(&as_double);
   }
@@ -165,8 +188,8 @@ class Hdf5Writer final : public VolumeWriter {
       trace::Span span(trace::Op::open);
       Handle access(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, "hdf5: file access list");
       check(H5Pset_fapl_mpio(access.get(), comm_.get(), MPI_INFO_NULL), "hdf5: MPI-IO file access");
-      file_ = Handle(H5Fcreate(temp_path_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get()), H5Fclose,
-                     "create " + path_);
+      file_ =
+          Handle(H5Fcreate(temp_path_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get()), H5Fclose, "create " + path_);
       define();
       transfer_ = Handle(H5Pcreate(H5P_DATASET_XFER), H5Pclose, "hdf5: transfer list");
       check(H5Pset_dxpl_mpio(transfer_.get(), options_.independent ? H5FD_MPIO_INDEPENDENT : H5FD_MPIO_COLLECTIVE),
@@ -325,8 +348,11 @@ Backend make_hdf5_backend() {
   backend.description =
       "one dataset of a new file through parallel HDF5, hyperslabs written collectively (hints dataset=/group/name, "
       "access=independent, chunks=contiguous|brick|Z,Y,X, deflate=N, fsync=1)";
-  backend.hints = {{"dataset", HintFor::writers}, {"access", HintFor::writers}, {"chunks", HintFor::writers},
-                   {"deflate", HintFor::writers}, {"fsync", HintFor::writers}};
+  backend.hints = {{"dataset", HintFor::writers},
+                   {"access", HintFor::writers},
+                   {"chunks", HintFor::writers},
+                   {"deflate", HintFor::writers},
+                   {"fsync", HintFor::writers}};
   backend.open = [](const OpenRequest& request, const Comm&, const Hints&) -> std::unique_ptr<VolumeReader> {
     throw Error(request.path +
                 ": the hdf5 backend writes only; HDF5 files are read by the netcdf4 backend (--backend auto "
@@ -342,7 +368,8 @@ Backend make_hdf5_backend() {
     options.independent = access == "independent";
     options.chunks = hints.get_string("chunks", "contiguous");
     options.deflate = static_cast<int>(hints.get_int("deflate", 0));
-    if (options.deflate < 0 || options.deflate > 9) throw Error("hint deflate=" + std::to_string(options.deflate) + " is not 0 to 9");
+    if (options.deflate < 0 || options.deflate > 9)
+      throw Error("hint deflate=" + std::to_string(options.deflate) + " is not 0 to 9");
     options.fsync = hints.get_bool("fsync", false);
     hints.reject_unused("hdf5");
     return std::make_unique<Hdf5Writer>(request, comm, std::move(options));

@@ -92,10 +92,10 @@ void Watch::check(int fd) const {
   struct stat st {};
   if (fd >= 0 && ::fstat(fd, &st) == 0 && static_cast<std::uint64_t>(st.st_size) <= byte)
     throw RankError(std::string(writable_ ? "write " : "read ") + path_ + ": the file shrank to " +
-                std::to_string(st.st_size) + " bytes while mapped (SIGBUS on the mapped page at byte " +
-                std::to_string(byte) + ")");
+                    std::to_string(st.st_size) + " bytes while mapped (SIGBUS on the mapped page at byte " +
+                    std::to_string(byte) + ")");
   throw RankError(std::string(writable_ ? "write " : "read ") + path_ + ": " + std::strerror(EIO) +
-              " (SIGBUS on the mapped page at byte " + std::to_string(byte) + ")");
+                  " (SIGBUS on the mapped page at byte " + std::to_string(byte) + ")");
 }
 
 void populate_error(int error, int fd, std::uint64_t file_offset, std::uint64_t length, const std::string& path,

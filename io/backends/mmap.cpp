@@ -94,9 +94,10 @@ Mapping map_extent(int fd, const VolumeInfo& info, std::uint64_t base_offset, co
     }
   }
   std::vector<Run> runs;
-  raw::for_each_run(info.dims, extent, size, base_offset, [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
-    runs.push_back(Run{static_cast<std::byte*>(base) + (offset - start), count, index});
-  });
+  raw::for_each_run(info.dims, extent, size, base_offset,
+                    [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
+                      runs.push_back(Run{static_cast<std::byte*>(base) + (offset - start), count, index});
+                    });
   auto watch = std::make_shared<mapped::Watch>(base, length, start, path, writable);
   return Mapping(std::move(runs), needs_swap, [base, length, start, path, fd, watch]() mutable {
     trace::Span span(trace::Op::unmap, static_cast<std::int64_t>(start), length);
@@ -163,16 +164,18 @@ class MmapReader final : public VolumeReader {
 class MmapWriter final : public VolumeWriter {
  public:
   MmapWriter(const CreateRequest& request, const Comm& comm, bool fsync, bool populate, bool direct, std::string name)
-      : VolumeWriter({.map = true}), output_(request, comm, fsync, direct), name_(std::move(name)), populate_(populate) {}
+      : VolumeWriter({.map = true}),
+        output_(request, comm, fsync, direct),
+        name_(std::move(name)),
+        populate_(populate) {}
   const VolumeInfo& info() const override { return output_.info(); }
   std::string backend_name() const override { return name_; }
 
   Mapping do_map(const Extent& extent) override {
     // The output was reserved with fallocate at create, so stores into the
     // mapping cannot meet a full disk (which would be SIGBUS, not an error).
-    Mapping mapping =
-        map_extent(output_.fd(), info(), output_.data_offset(), extent, true, output_.needs_swap(), populate_,
-                   output_.data_path());
+    Mapping mapping = map_extent(output_.fd(), info(), output_.data_offset(), extent, true, output_.needs_swap(),
+                                 populate_, output_.data_path());
     bytes_written_ += static_cast<std::uint64_t>(extent.voxels()) * dtype_size(info().dtype);
     return mapping;
   }
@@ -214,7 +217,7 @@ Backend make_mmap_backend(const std::string& name, bool advise) {
     return std::make_unique<MmapReader>(request.path, comm, depth, populate, request.selection.variable);
   };
   backend.create = [name](const CreateRequest& request, const Comm& comm,
-                                  const Hints& hints) -> std::unique_ptr<VolumeWriter> {
+                          const Hints& hints) -> std::unique_ptr<VolumeWriter> {
     bool fsync = hints.get_bool("fsync", false);
     bool populate = hints.get_bool("populate", true);
     bool direct = hints.get_bool("direct_write", false);

@@ -25,8 +25,10 @@ namespace volseg::io {
 template <class Buffer, class Fn>
 void in_rounds(const Comm& comm, std::span<const Extent> extents, std::span<Buffer const> buffers, Fn&& fn) {
   Rounds(comm, static_cast<std::int64_t>(extents.size()), true).run([&](std::optional<std::int64_t> item) {
-    if (item) fn(&extents[static_cast<std::size_t>(*item)], buffers[static_cast<std::size_t>(*item)]);
-    else fn(nullptr, Buffer{});
+    if (item)
+      fn(&extents[static_cast<std::size_t>(*item)], buffers[static_cast<std::size_t>(*item)]);
+    else
+      fn(nullptr, Buffer{});
   });
 }
 
@@ -57,16 +59,26 @@ inline bool library_hint(const std::string& key) {
 
 inline MPI_Datatype mpi_type(DType dtype) {
   switch (dtype) {
-    case DType::i8: return MPI_SIGNED_CHAR;
-    case DType::u8: return MPI_UNSIGNED_CHAR;
-    case DType::i16: return MPI_SHORT;
-    case DType::u16: return MPI_UNSIGNED_SHORT;
-    case DType::i32: return MPI_INT;
-    case DType::u32: return MPI_UNSIGNED;
-    case DType::i64: return MPI_LONG_LONG;
-    case DType::u64: return MPI_UNSIGNED_LONG_LONG;
-    case DType::f32: return MPI_FLOAT;
-    case DType::f64: return MPI_DOUBLE;
+    case DType::i8:
+      return MPI_SIGNED_CHAR;
+    case DType::u8:
+      return MPI_UNSIGNED_CHAR;
+    case DType::i16:
+      return MPI_SHORT;
+    case DType::u16:
+      return MPI_UNSIGNED_SHORT;
+    case DType::i32:
+      return MPI_INT;
+    case DType::u32:
+      return MPI_UNSIGNED;
+    case DType::i64:
+      return MPI_LONG_LONG;
+    case DType::u64:
+      return MPI_UNSIGNED_LONG_LONG;
+    case DType::f32:
+      return MPI_FLOAT;
+    case DType::f64:
+      return MPI_DOUBLE;
   }
   return MPI_BYTE;
 }

@@ -109,9 +109,9 @@ class Transfer {
       check_io(code, call, path_);
       const std::uint64_t moved = moved_bytes(status, MPI_BYTE);
       if (moved == 0)
-        throw RankError(std::string(call) + " " + path_ + ": moved 0 of " + std::to_string(length) + " bytes at offset " +
-                    std::to_string(offset) + " and reported no error (OMPIO hides the cause; ROMIO, " +
-                    "OMPI_MCA_io=romio321, reports it)");
+        throw RankError(std::string(call) + " " + path_ + ": moved 0 of " + std::to_string(length) +
+                        " bytes at offset " + std::to_string(offset) +
+                        " and reported no error (OMPIO hides the cause; ROMIO, " + "OMPI_MCA_io=romio321, reports it)");
       memory += moved;
       offset += moved;
       length -= moved;
@@ -317,12 +317,13 @@ class MpiioWriter final : public VolumeWriter {
     const Transfer transfer(files_.independent(), Transfer::Direction::write, output_.data_path());
     raw::for_each_run(info().dims, extent, size, output_.data_offset(),
                       [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
-      // Transfer takes writable memory for both directions; a write only reads it.
-      auto* from =
-          const_cast<std::byte*>(static_cast<const std::byte*>(source)) + index * static_cast<std::int64_t>(size);
-      trace::Span span(trace::Op::write, static_cast<std::int64_t>(offset), static_cast<std::uint64_t>(count) * size);
-      transfer.fully(offset, from, static_cast<std::uint64_t>(count) * size);
-    });
+                        // Transfer takes writable memory for both directions; a write only reads it.
+                        auto* from = const_cast<std::byte*>(static_cast<const std::byte*>(source)) +
+                                     index * static_cast<std::int64_t>(size);
+                        trace::Span span(trace::Op::write, static_cast<std::int64_t>(offset),
+                                         static_cast<std::uint64_t>(count) * size);
+                        transfer.fully(offset, from, static_cast<std::uint64_t>(count) * size);
+                      });
     bytes_written_ += static_cast<std::uint64_t>(extent.voxels()) * size;
   }
 
@@ -340,8 +341,8 @@ class MpiioWriter final : public VolumeWriter {
       }
       Datatype view(subarray_type(info().dims, extent, element_.get()));
       const auto disp = static_cast<MPI_Offset>(output_.data_offset());
-      check_io(MPI_File_set_view(file, disp, element_.get(), view.get(), "native", MPI_INFO_NULL),
-               "MPI_File_set_view", path);
+      check_io(MPI_File_set_view(file, disp, element_.get(), view.get(), "native", MPI_INFO_NULL), "MPI_File_set_view",
+               path);
       const void* source = swapped(extent, buffer);
       const std::size_t size = dtype_size(info().dtype);
       const std::uint64_t bytes = static_cast<std::uint64_t>(extent.voxels()) * size;

@@ -23,19 +23,19 @@
 
 #include <atomic>
 #include <charconv>
-#include <map>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
 #include <vector>
 
 #include "mpi_support.hpp"
-#include "netcdf4_support.hpp"
-#include "netcdf/hdf5_catalog.hpp"
-#include "raw/raw_volume.hpp"
 #include "netcdf/catalog.hpp"
 #include "netcdf/conventions.hpp"
+#include "netcdf/hdf5_catalog.hpp"
+#include "netcdf4_support.hpp"
+#include "raw/raw_volume.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
 #include "volseg/io/memory.hpp"
@@ -122,7 +122,6 @@ struct NetcdfApi {
   }
 };
 
-
 }  // namespace
 
 namespace netcdf4 {
@@ -190,7 +189,10 @@ Catalog catalog_of(int ncid, const std::string& path) {
 class Netcdf4Reader final : public VolumeReader {
  public:
   Netcdf4Reader(const std::string& path, const Comm& comm, Options options)
-      : VolumeReader({.collective = !options.independent}), comm_(comm.duplicate()), path_(path), options_(std::move(options)) {
+      : VolumeReader({.collective = !options.independent}),
+        comm_(comm.duplicate()),
+        path_(path),
+        options_(std::move(options)) {
     check_parallel_netcdf();
     MpiInfo info(options_.library_hints);
     trace::Span span(trace::Op::open);  // the open and the metadata's inquiries
@@ -204,8 +206,9 @@ class Netcdf4Reader final : public VolumeReader {
     netcdf::Hdf5Catalog found = netcdf::deserialize(comm_.broadcast(catalog));
     if (options_.pread) contiguous_ = std::move(found.contiguous);
     impossible_chunks_ = std::move(found.impossible_chunks);
-    collectively(comm_,
-                 [&] { check_nc(nc_open_par(path.c_str(), NC_NOWRITE, comm_.get(), info.get(), &ncid_), "open " + path); });
+    collectively(comm_, [&] {
+      check_nc(nc_open_par(path.c_str(), NC_NOWRITE, comm_.get(), info.get(), &ncid_), "open " + path);
+    });
     try {
       collectively(comm_, [&] {
         describe();
@@ -239,7 +242,9 @@ class Netcdf4Reader final : public VolumeReader {
   std::string implementation() const override {
     std::string version = nc_inq_libvers();
     return "netCDF-C " + version.substr(0, version.find(' ')) +
-           (by_pread_ ? ", contiguous dataset by pread" : options_.independent ? ", independent" : ", collective");
+           (by_pread_              ? ", contiguous dataset by pread"
+            : options_.independent ? ", independent"
+                                   : ", collective");
   }
 
   void do_read(const Extent& extent, void* buffer) override {
@@ -347,8 +352,8 @@ class Netcdf4Reader final : public VolumeReader {
     if (p.size != dtype_size(info_.dtype) || p.is_float != dtype_is_float(info_.dtype)) return;
     // The dataset holds exactly this variable: its volume, or its steps of it.
     const auto volume = static_cast<std::uint64_t>(info_.voxels());
-    if (volume == 0 || p.values % volume != 0 || (time_ ? static_cast<std::uint64_t>(*time_) >= p.values / volume
-                                                        : p.values != volume))
+    if (volume == 0 || p.values % volume != 0 ||
+        (time_ ? static_cast<std::uint64_t>(*time_) >= p.values / volume : p.values != volume))
       return;
     const bool is_signed = p.is_float || info_.dtype == DType::i8 || info_.dtype == DType::i16 ||
                            info_.dtype == DType::i32 || info_.dtype == DType::i64;
@@ -431,8 +436,8 @@ class Netcdf4Reader final : public VolumeReader {
   std::optional<std::int64_t> time_;
   VolumeInfo info_;
   std::map<std::string, netcdf::Contiguous> contiguous_;  // the file's contiguous datasets
-  std::map<std::string, std::string> impossible_chunks_;   // netcdf::Hdf5Catalog::impossible_chunks
-  int fd_ = -1;                                   // the chosen one's file, when it is one of them
+  std::map<std::string, std::string> impossible_chunks_;  // netcdf::Hdf5Catalog::impossible_chunks
+  int fd_ = -1;                                           // the chosen one's file, when it is one of them
   std::uint64_t contiguous_offset_ = 0;
   bool contiguous_swap_ = false, by_pread_ = false;
   std::atomic<std::uint64_t> bytes_read_{0};
@@ -468,9 +473,9 @@ Backend make_netcdf4_backend() {
       "parallel netCDF-C (nc_open_par/nc_create_par), collective access; a contiguous dataset is read by pread at its "
       "file offset (hint pread=0: through the library)";
   backend.list_variables = list_variables;
-  backend.hints = {{"var", HintFor::readers},     {"time", HintFor::readers},    {"access", HintFor::both},
-                   {"chunks", HintFor::writers},  {"deflate", HintFor::writers}, {"fsync", HintFor::writers},
-                   {"shuffle", HintFor::writers}, {"pread", HintFor::readers},    {"append", HintFor::writers},
+  backend.hints = {{"var", HintFor::readers},        {"time", HintFor::readers},    {"access", HintFor::both},
+                   {"chunks", HintFor::writers},     {"deflate", HintFor::writers}, {"fsync", HintFor::writers},
+                   {"shuffle", HintFor::writers},    {"pread", HintFor::readers},   {"append", HintFor::writers},
                    {"record_time", HintFor::writers}};
   backend.open = [](const OpenRequest& request, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
     request.selection.refuse_glob("netcdf4");

@@ -29,9 +29,9 @@ struct Options {
   bool independent = false;
   std::string chunks = "contiguous";
   int deflate = 0;
-  bool shuffle = true;   // writers: HDF5's byte shuffle before deflate (shuffle=0: none)
-  bool fsync = false;    // writers: nc_sync before the close
-  bool pread = true;     // readers: contiguous datasets by pread at their offset
+  bool shuffle = true;  // writers: HDF5's byte shuffle before deflate (shuffle=0: none)
+  bool fsync = false;   // writers: nc_sync before the close
+  bool pread = true;    // readers: contiguous datasets by pread at their offset
   // writers: append=1 adds a record along an unlimited time dimension (of
   // the file there, or a new one), at record_time or the input's step time.
   bool append = false;

@@ -47,18 +47,26 @@ namespace {
 class Netcdf4Writer final : public VolumeWriter {
  public:
   Netcdf4Writer(const CreateRequest& request, const Comm& comm, Options options)
-      : VolumeWriter({.collective = !options.independent}), comm_(comm.duplicate()), path_(request.path), info_(request.info), options_(std::move(options)) {
+      : VolumeWriter({.collective = !options.independent}),
+        comm_(comm.duplicate()),
+        path_(request.path),
+        info_(request.info),
+        options_(std::move(options)) {
     check_parallel_netcdf();
     if (request.partial != Partial::none)
-      throw Error(path_ + ": a NetCDF-4 output cannot be resumed: a file HDF5 1.10 left behind when its writer was "
-                          "killed is often unreadable, so it is never kept");
+      throw Error(path_ +
+                  ": a NetCDF-4 output cannot be resumed: a file HDF5 1.10 left behind when its writer was "
+                  "killed is often unreadable, so it is never kept");
     // append=1 to a file that exists: a record added in place (a series
     // writes its file under a temporary name and renames it at the end).
-    const bool appending = netcdf::append_or_create(comm_, path_, options_.append, [&] {
-      if (!options_.append) refuse_existing(path_, request.overwrite);
-      commit_ = AtomicCommit(path_, temporary_path(path_));
-      return commit_.temporary();
-    }, temp_path_);
+    const bool appending = netcdf::append_or_create(
+        comm_, path_, options_.append,
+        [&] {
+          if (!options_.append) refuse_existing(path_, request.overwrite);
+          commit_ = AtomicCommit(path_, temporary_path(path_));
+          return commit_.temporary();
+        },
+        temp_path_);
     MpiInfo info(options_.library_hints);
     if (appending) {
       collectively(comm_, [&] {
@@ -206,7 +214,8 @@ class Netcdf4Writer final : public VolumeWriter {
       } else {
         sizes = parse_chunks(options_.chunks);
       }
-      for (std::size_t a = 0; a < 3; ++a) sizes[a] = std::min<std::size_t>(sizes[a], static_cast<std::size_t>(info_.dims[a]));
+      for (std::size_t a = 0; a < 3; ++a)
+        sizes[a] = std::min<std::size_t>(sizes[a], static_cast<std::size_t>(info_.dims[a]));
       if (options_.append) sizes.insert(sizes.begin(), 1);
       check_nc(nc_def_var_chunking(ncid_, varid_, NC_CHUNKED, sizes.data()), path_ + ": chunks=" + options_.chunks);
     }
@@ -222,17 +231,20 @@ class Netcdf4Writer final : public VolumeWriter {
     for (const auto& [key, value] : layout.text)
       check_nc(nc_put_att_text(ncid_, varid_, key.c_str(), value.size(), value.c_str()), path_ + ": attribute " + key);
     for (const auto& [key, value] : layout.global_text)
-      check_nc(nc_put_att_text(ncid_, NC_GLOBAL, key.c_str(), value.size(), value.c_str()), path_ + ": attribute " + key);
+      check_nc(nc_put_att_text(ncid_, NC_GLOBAL, key.c_str(), value.size(), value.c_str()),
+               path_ + ": attribute " + key);
     for (const auto& [key, values] : layout.numbers)
       check_nc(nc_put_att_double(ncid_, varid_, key.c_str(), type, values.size(), values.data()),
                path_ + ": attribute " + key);
     if (layout.fill) {  // 64-bit integers exactly
       const long long as_signed = info_.dtype == DType::i64 ? static_cast<long long>(*layout.fill) : 0;
-      const unsigned long long as_unsigned = info_.dtype == DType::u64 ? static_cast<unsigned long long>(*layout.fill) : 0;
+      const unsigned long long as_unsigned =
+          info_.dtype == DType::u64 ? static_cast<unsigned long long>(*layout.fill) : 0;
       const double as_double = static_cast<double>(*layout.fill);
-      int status = info_.dtype == DType::i64   ? nc_put_att_longlong(ncid_, varid_, "_FillValue", type, 1, &as_signed)
-                   : info_.dtype == DType::u64 ? nc_put_att_ulonglong(ncid_, varid_, "_FillValue", type, 1, &as_unsigned)
-                                               : nc_put_att_double(ncid_, varid_, "_FillValue", type, 1, &as_double);
+      int status = info_.dtype == DType::i64 ? nc_put_att_longlong(ncid_, varid_, "_FillValue", type, 1, &as_signed)
+                   : info_.dtype == DType::u64
+                       ? nc_put_att_ulonglong(ncid_, varid_, "_FillValue", type, 1, &as_unsigned)
+                       : nc_put_att_double(ncid_, varid_, "_FillValue", type, 1, &as_double);
       check_nc(status, path_ + ": attribute _FillValue");
     }
     check_nc(nc_enddef(ncid_), "write the header of " + path_);
@@ -251,8 +263,8 @@ class Netcdf4Writer final : public VolumeWriter {
   VolumeInfo info_;
   Options options_;
   int ncid_ = -1, varid_ = -1;
-  int time_varid_ = -1;      // append=1: the time coordinate
-  std::size_t record_ = 0;   // append=1: the record written
+  int time_varid_ = -1;     // append=1: the time coordinate
+  std::size_t record_ = 0;  // append=1: the record written
   std::atomic<std::uint64_t> bytes_written_{0};
 };
 

@@ -25,8 +25,8 @@
 #include <memory>
 #include <vector>
 
-#include "mpi_support.hpp"
 #include "cdf_placement.hpp"
+#include "mpi_support.hpp"
 #include "netcdf/catalog.hpp"
 #include "netcdf/cdf_header.hpp"
 #include "netcdf/conventions.hpp"
@@ -46,9 +46,12 @@ Options read_options(const Hints& hints, const Selection& selection) {
   options.selection = netcdf::read_selection(selection);
   options.nonblocking = hints.get_bool("nonblocking", false);
   std::string format = hints.get_string("format", "cdf5");
-  if (format == "cdf2") options.format = NC_FORMAT_CDF2;
-  else if (format == "cdf5") options.format = NC_FORMAT_CDF5;
-  else throw Error("pnetcdf writes format=cdf2 or format=cdf5, not '" + format + "'");
+  if (format == "cdf2")
+    options.format = NC_FORMAT_CDF2;
+  else if (format == "cdf5")
+    options.format = NC_FORMAT_CDF5;
+  else
+    throw Error("pnetcdf writes format=cdf2 or format=cdf5, not '" + format + "'");
   options.fsync = hints.get_bool("fsync", false);
   options.append = hints.get_bool("append", false);
   options.record_time = netcdf::read_record_time(hints, "pnetcdf");
@@ -78,8 +81,9 @@ class PnetcdfReader final : public VolumeReader {
     collectively(comm_, [&] {
       if (comm_.rank() == 0) netcdf::refuse_header_past_end(path);
     });
-    collectively(comm_,
-                 [&] { check_nc(ncmpi_open(comm_.get(), path.c_str(), NC_NOWRITE, info.get(), &ncid_), "open " + path); });
+    collectively(comm_, [&] {
+      check_nc(ncmpi_open(comm_.get(), path.c_str(), NC_NOWRITE, info.get(), &ncid_), "open " + path);
+    });
     try {
       collectively(comm_, [&] { describe(); });
     } catch (...) {
@@ -108,7 +112,8 @@ class PnetcdfReader final : public VolumeReader {
     int status = NC_NOERR;
     {
       trace::Span span(trace::Op::read, file_offset(extent), extent_bytes(extent));
-      status = ncmpi_get_vara(ncid_, varid_, start.data(), count.data(), buffer, extent.voxels(), mpi_type(info_.dtype));
+      status =
+          ncmpi_get_vara(ncid_, varid_, start.data(), count.data(), buffer, extent.voxels(), mpi_type(info_.dtype));
     }
     check_nc(ncmpi_end_indep_data(ncid_), path_);
     check_nc(status, "read " + path_);
@@ -274,7 +279,9 @@ class PnetcdfReader final : public VolumeReader {
     netcdf::read_coordinates<PnetcdfApi>(ncid_, chosen, info_, path_);
     if (auto units = netcdf::trimmed(PnetcdfApi::text_attribute(ncid_, varid_, "units")); !units.empty())
       info_.attributes["units"] = units;
-    for (int a = 0; a < 3; ++a) info_.attributes["dim" + std::to_string(a)] = chosen.dim_names[chosen.dim_names.size() - 3 + static_cast<std::size_t>(a)];
+    for (int a = 0; a < 3; ++a)
+      info_.attributes["dim" + std::to_string(a)] =
+          chosen.dim_names[chosen.dim_names.size() - 3 + static_cast<std::size_t>(a)];
   }
 
   std::string text_attribute(const std::string& name) const {
@@ -310,7 +317,7 @@ class PnetcdfReader final : public VolumeReader {
                    __builtin_add_overflow(end, earlier, &end) || __builtin_add_overflow(end, slab, &end);
     if (too_large)
       throw Error(path_ + ": variable " + variable.name + " has more bytes than a file holds (a damaged header)");
-    struct stat st{};
+    struct stat st {};
     if (::stat(path_.c_str(), &st) != 0) throw_errno("stat", path_);
     if (st.st_size < end)
       throw Error(path_ + ": file is truncated: variable " + variable.name + " ends at byte " + std::to_string(end) +
@@ -322,7 +329,6 @@ class PnetcdfReader final : public VolumeReader {
   std::uint64_t data_offset() const { return data_offset_; }
 
  private:
-
   Comm comm_;
   std::string path_;
   std::string kind_;  // CDF-1, CDF-2 or CDF-5
@@ -355,8 +361,8 @@ static std::vector<std::string> list_variables(const std::string& path, const Co
 }
 
 std::vector<KnownHint> cdf_hints() {
-  return {{"var", HintFor::readers},        {"time", HintFor::readers},      {"nonblocking", HintFor::both},
-          {"format", HintFor::writers},     {"append", HintFor::writers},    {"record_time", HintFor::writers},
+  return {{"var", HintFor::readers},    {"time", HintFor::readers},   {"nonblocking", HintFor::both},
+          {"format", HintFor::writers}, {"append", HintFor::writers}, {"record_time", HintFor::writers},
           {"fsync", HintFor::writers}};
 }
 

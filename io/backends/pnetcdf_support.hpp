@@ -64,7 +64,9 @@ struct PnetcdfApi {
   }
   static int inq_varid(int ncid, const char* name, int* varid) { return ncmpi_inq_varid(ncid, name, varid); }
   // Collective: every rank reads the whole (small) variable.
-  static int get_var_double(int ncid, int varid, double* values) { return ncmpi_get_var_double_all(ncid, varid, values); }
+  static int get_var_double(int ncid, int varid, double* values) {
+    return ncmpi_get_var_double_all(ncid, varid, values);
+  }
   static std::string text_attribute(int ncid, int varid, const char* name) {
     nc_type type = 0;
     MPI_Offset length = 0;

@@ -15,8 +15,8 @@
 #include <memory>
 #include <vector>
 
-#include "mpi_support.hpp"
 #include "cdf_placement.hpp"
+#include "mpi_support.hpp"
 #include "netcdf/catalog.hpp"
 #include "netcdf/cdf_header.hpp"
 #include "netcdf/conventions.hpp"
@@ -34,7 +34,11 @@ namespace {
 class PnetcdfWriter final : public VolumeWriter {
  public:
   PnetcdfWriter(const CreateRequest& request, const Comm& comm, Options options)
-      : VolumeWriter({.collective = true}), comm_(comm.duplicate()), path_(request.path), info_(request.info), options_(std::move(options)) {
+      : VolumeWriter({.collective = true}),
+        comm_(comm.duplicate()),
+        path_(request.path),
+        info_(request.info),
+        options_(std::move(options)) {
     namespace fs = std::filesystem;
     if (options_.format == NC_FORMAT_CDF2 && (info_.dtype == DType::u16 || info_.dtype == DType::u32 ||
                                               info_.dtype == DType::i64 || info_.dtype == DType::u64))
@@ -43,16 +47,19 @@ class PnetcdfWriter final : public VolumeWriter {
     // Appending to a file that exists writes in place: PnetCDF updates the
     // record count in the header only at close, so a job that dies leaves
     // the earlier records and the old count, never a half record.
-    const bool appending = netcdf::append_or_create(comm_, path_, options_.append, [&] {
-      if (!options_.append) refuse_existing(path_, request.overwrite);
-      if (!options_.append && fs::is_directory(path_))  // refused now, not at the commit after the job
-        throw Error(path_ + " exists and is not a file: --force replaces files only");
-      // A partial output stays for a rerun with --resume (its job decides).
-      commit_ = request.partial != Partial::none
-                    ? AtomicCommit(path_, partial_path(path_), AtomicCommit::Uncommitted::kept)
-                    : AtomicCommit(path_, temporary_path(path_));
-      return commit_.temporary();
-    }, temp_path_);
+    const bool appending = netcdf::append_or_create(
+        comm_, path_, options_.append,
+        [&] {
+          if (!options_.append) refuse_existing(path_, request.overwrite);
+          if (!options_.append && fs::is_directory(path_))  // refused now, not at the commit after the job
+            throw Error(path_ + " exists and is not a file: --force replaces files only");
+          // A partial output stays for a rerun with --resume (its job decides).
+          commit_ = request.partial != Partial::none
+                        ? AtomicCommit(path_, partial_path(path_), AtomicCommit::Uncommitted::kept)
+                        : AtomicCommit(path_, temporary_path(path_));
+          return commit_.temporary();
+        },
+        temp_path_);
     MpiInfo info(options_.library_hints);
     if (appending) {
       collectively(comm_, [&] {
@@ -95,7 +102,8 @@ class PnetcdfWriter final : public VolumeWriter {
     int status = NC_NOERR;
     {
       trace::Span span(trace::Op::write, file_offset(extent), extent_bytes(extent));
-      status = ncmpi_put_vara(ncid_, varid_, start.data(), count.data(), buffer, extent.voxels(), mpi_type(info_.dtype));
+      status =
+          ncmpi_put_vara(ncid_, varid_, start.data(), count.data(), buffer, extent.voxels(), mpi_type(info_.dtype));
     }
     check_nc(ncmpi_end_indep_data(ncid_), path_);
     check_nc(status, "write " + path_);
@@ -126,8 +134,7 @@ class PnetcdfWriter final : public VolumeWriter {
       collectively(comm_, [&] {
         const MPI_Offset start = record_, count = comm_.rank() == 0 ? 1 : 0;
         const double time = netcdf::record_time_of(options_.record_time, info_);
-        check_nc(ncmpi_put_vara_double_all(ncid_, time_varid_, &start, &count, &time),
-                 "write the time of " + path_);
+        check_nc(ncmpi_put_vara_double_all(ncid_, time_varid_, &start, &count, &time), "write the time of " + path_);
       });
     if (options_.fsync)
       collectively(comm_, [&] {
@@ -228,7 +235,8 @@ class PnetcdfWriter final : public VolumeWriter {
     check_nc(ncmpi_inq_format(ncid_, &format), temp_path_);
     if (!same || type != netcdf::nc_type_for(info_.dtype, options_.format == NC_FORMAT_CDF2) ||
         format != options_.format)
-      throw Error(temp_path_ + ": its " + layout.variable + " is not this job's mask: it is not this job's partial output");
+      throw Error(temp_path_ + ": its " + layout.variable +
+                  " is not this job's mask: it is not this job's partial output");
     MPI_Offset begin = 0;
     check_nc(ncmpi_inq_varoffset(ncid_, varid_, &begin), temp_path_);
     data_offset_ = static_cast<std::uint64_t>(begin);
@@ -250,7 +258,9 @@ class PnetcdfWriter final : public VolumeWriter {
                  path_);
     }
     for (std::size_t a = 0; a < 3; ++a)
-      check_nc(ncmpi_def_dim(ncid_, layout.dim_names[a].c_str(), info_.dims[a], &dims[a + static_cast<std::size_t>(first)]), path_);
+      check_nc(
+          ncmpi_def_dim(ncid_, layout.dim_names[a].c_str(), info_.dims[a], &dims[a + static_cast<std::size_t>(first)]),
+          path_);
     const auto type = static_cast<nc_type>(netcdf::nc_type_for(info_.dtype, options_.format == NC_FORMAT_CDF2));
     auto put_text = [&](int varid, const std::string& key, const std::string& value) {
       check_nc(ncmpi_put_att_text(ncid_, varid, key.c_str(), static_cast<MPI_Offset>(value.size()), value.c_str()),
@@ -259,7 +269,8 @@ class PnetcdfWriter final : public VolumeWriter {
     std::vector<int> coordinate_ids;
     for (const auto& c : layout.coordinates) {
       int id = -1;
-      check_nc(ncmpi_def_var(ncid_, layout.dim_names[c.axis].c_str(), NC_DOUBLE, 1, &dims[c.axis + static_cast<std::size_t>(first)], &id),
+      check_nc(ncmpi_def_var(ncid_, layout.dim_names[c.axis].c_str(), NC_DOUBLE, 1,
+                             &dims[c.axis + static_cast<std::size_t>(first)], &id),
                path_ + ": coordinate variable " + layout.dim_names[c.axis]);
       for (const auto& [key, value] : c.text) put_text(id, key, value);
       coordinate_ids.push_back(id);
@@ -269,12 +280,13 @@ class PnetcdfWriter final : public VolumeWriter {
     if (info_.dtype == DType::u8 && options_.format == NC_FORMAT_CDF2) put_text(varid_, "_Unsigned", "true");
     for (const auto& [key, value] : layout.global_text) put_text(NC_GLOBAL, key, value);
     for (const auto& [key, values] : layout.numbers)
-      check_nc(ncmpi_put_att_double(ncid_, varid_, key.c_str(), type, static_cast<MPI_Offset>(values.size()),
-                                    values.data()),
-               path_ + ": attribute " + key);
+      check_nc(
+          ncmpi_put_att_double(ncid_, varid_, key.c_str(), type, static_cast<MPI_Offset>(values.size()), values.data()),
+          path_ + ": attribute " + key);
     if (layout.fill) {  // 64-bit integers exactly
-      int status = info_.dtype == DType::i64 ? ncmpi_put_att_longlong(ncid_, varid_, "_FillValue", type, 1,
-                                                                       std::array{static_cast<long long>(*layout.fill)}.data())
+      int status = info_.dtype == DType::i64
+                       ? ncmpi_put_att_longlong(ncid_, varid_, "_FillValue", type, 1,
+                                                std::array{static_cast<long long>(*layout.fill)}.data())
                    : info_.dtype == DType::u64
                        ? ncmpi_put_att_ulonglong(ncid_, varid_, "_FillValue", type, 1,
                                                  std::array{static_cast<unsigned long long>(*layout.fill)}.data())
@@ -296,7 +308,6 @@ class PnetcdfWriter final : public VolumeWriter {
   const std::string& temp_path() const { return temp_path_; }
 
  private:
-
   Comm comm_;
   Partial partial_ = Partial::none;
   std::string path_, temp_path_;

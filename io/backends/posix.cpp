@@ -73,7 +73,8 @@ Backend make_posix_backend() {
     hints.reject_unused("posix");
     return std::make_unique<PosixReader>(request.path, comm, request.selection.variable);
   };
-  backend.create = [](const CreateRequest& request, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeWriter> {
+  backend.create = [](const CreateRequest& request, const Comm& comm,
+                      const Hints& hints) -> std::unique_ptr<VolumeWriter> {
     bool fsync = hints.get_bool("fsync", false);
     bool direct = hints.get_bool("direct_write", false);
     hints.reject_unused("posix");

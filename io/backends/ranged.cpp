@@ -98,19 +98,20 @@ class RangedReader final : public VolumeReader {
     std::uint64_t first = UINT64_MAX, last = 0;
     std::vector<RangeArrivals::Brick> bricks(extents.size());
     for (std::size_t e = 0; e < extents.size(); ++e) {
-      raw::for_each_run(info().dims, extents[e], size, input_.header().byte_skip,
-                        [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
-                          bricks[e].block.pieces.push_back(ranged::Piece{offset, static_cast<std::uint64_t>(count) * size});
-                          bricks[e].runs.emplace_back(count, index);
-                          first = std::min(first, offset);
-                          last = std::max(last, offset + static_cast<std::uint64_t>(count) * size);
-                        });
+      raw::for_each_run(
+          info().dims, extents[e], size, input_.header().byte_skip,
+          [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
+            bricks[e].block.pieces.push_back(ranged::Piece{offset, static_cast<std::uint64_t>(count) * size});
+            bricks[e].runs.emplace_back(count, index);
+            first = std::min(first, offset);
+            last = std::max(last, offset + static_cast<std::uint64_t>(count) * size);
+          });
     }
     if (first > last) first = last = 0;  // nothing to read
     for (auto& brick : bricks)
       for (auto& piece : brick.block.pieces) piece.offset -= first;
-    auto range = ranged::open_range(engine_, input_.header().data_path, first, last - first, ranged::Access::read,
-                                    options_);
+    auto range =
+        ranged::open_range(engine_, input_.header().data_path, first, last - first, ranged::Access::read, options_);
     return std::make_unique<RangeArrivals>(std::move(range), std::move(bricks), input_.needs_swap(), bytes_read_);
   }
 
@@ -154,12 +155,13 @@ Backend make_ranged_backend(ranged::Engine engine) {
   backend.name = std::string("ranged-") + ranged::engine_name(engine);
   backend.formats = "raw (NRRD .nhdr)";
   backend.extension = ".nhdr";
-  backend.description = engine == ranged::Engine::mmap
-                            ? "Fogal & Krüger's readanyv on a mapping: WILLNEED ahead, hands out a brick mincore finds resident"
-                            : "Fogal & Krüger's readanyv on io_uring: bricks handed out as their reads complete";
-  backend.hints = {{"queue_depth", HintFor::readers},  {"request_size", HintFor::readers},
-                   {"max_memory", HintFor::readers},   {"direct", HintFor::readers},
-                   {"fsync", HintFor::writers},        {"direct_write", HintFor::writers}};
+  backend.description =
+      engine == ranged::Engine::mmap
+          ? "Fogal & Krüger's readanyv on a mapping: WILLNEED ahead, hands out a brick mincore finds resident"
+          : "Fogal & Krüger's readanyv on io_uring: bricks handed out as their reads complete";
+  backend.hints = {{"queue_depth", HintFor::readers}, {"request_size", HintFor::readers},
+                   {"max_memory", HintFor::readers},  {"direct", HintFor::readers},
+                   {"fsync", HintFor::writers},       {"direct_write", HintFor::writers}};
   const std::string name = backend.name;
   backend.open = [name, engine](const OpenRequest& request, const Comm& comm,
                                 const Hints& hints) -> std::unique_ptr<VolumeReader> {

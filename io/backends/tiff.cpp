@@ -72,8 +72,10 @@ class TiffReader final : public VolumeReader {
           page.format != first_.format || page.samples != 1)
         throw Error(stack_.file_of(z) + ": plane " + std::to_string(z) + " is " + page.describe() + ", not " +
                     first_.describe() + " as the first (the file changed since it was opened?)");
-      if (raw_base_) read_raw(z, extent, out);
-      else read_decoded(z, page, extent, out);
+      if (raw_base_)
+        read_raw(z, extent, out);
+      else
+        read_decoded(z, page, extent, out);
     }
   }
   void do_close() override {
@@ -108,7 +110,8 @@ class TiffReader final : public VolumeReader {
     file_->set_directory(directory);
     const tiff::Page page = tiff::Page::read(*file_);
     raw_base_ = contiguous_strips(page);
-    if (raw_base_ && stack_.imagej_planes > 0) raw_base_ += static_cast<std::uint64_t>(stack_.first_plane + z) * plane_bytes();
+    if (raw_base_ && stack_.imagej_planes > 0)
+      raw_base_ += static_cast<std::uint64_t>(stack_.first_plane + z) * plane_bytes();
     else if (!raw_base_ && stack_.imagej_planes > 0 && (stack_.first_plane + z) > 0)
       throw Error(name + ": an ImageJ stack of contiguous planes whose first page is compressed");
     swap_ = TIFFIsByteSwapped(file_->get()) != 0;
@@ -130,7 +133,8 @@ class TiffReader final : public VolumeReader {
     const std::uint64_t base = TIFFGetStrileOffset(file_->get(), 0);
     if (base == 0) return 0;
     for (std::uint32_t s = 0; s < strips; ++s) {
-      const std::uint64_t rows = std::min<std::uint64_t>(page.rows_per_strip, page.height - std::uint64_t{s} * page.rows_per_strip);
+      const std::uint64_t rows =
+          std::min<std::uint64_t>(page.rows_per_strip, page.height - std::uint64_t{s} * page.rows_per_strip);
       if (TIFFGetStrileOffset(file_->get(), s) != base + std::uint64_t{s} * page.rows_per_strip * row ||
           TIFFGetStrileByteCount(file_->get(), s) < rows * row)
         return 0;
@@ -143,13 +147,14 @@ class TiffReader final : public VolumeReader {
     const std::size_t size = dtype_size(info_.dtype);
     const Index3 plane{1, info_.dims[1], info_.dims[2]};
     const Extent window{{0, extent.offset[1], extent.offset[2]}, {1, extent.count[1], extent.count[2]}};
-    raw::for_each_run(plane, window, size, raw_base_, [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
-      std::byte* target = out + index * static_cast<std::int64_t>(size);
-      const std::size_t bytes = static_cast<std::size_t>(count) * size;
-      raw::read_fully(fd_, target, bytes, offset, open_name_);
-      bytes_read_ += bytes;
-      if (swap_) raw::swap_bytes(target, count, size);
-    });
+    raw::for_each_run(plane, window, size, raw_base_,
+                      [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
+                        std::byte* target = out + index * static_cast<std::int64_t>(size);
+                        const std::size_t bytes = static_cast<std::size_t>(count) * size;
+                        raw::read_fully(fd_, target, bytes, offset, open_name_);
+                        bytes_read_ += bytes;
+                        if (swap_) raw::swap_bytes(target, count, size);
+                      });
   }
 
   // Through libtiff: every strip or tile the window touches, decoded (in
@@ -191,9 +196,9 @@ class TiffReader final : public VolumeReader {
       file_->fail("plane " + std::to_string(z) + ": cannot decode " + (page.tiled ? "tile " : "strip ") +
                   std::to_string(index) + " (a truncated or corrupt file?)");
     // A strip's last one may be short; what is missing is not in the file.
-    const std::int64_t rows = page.tiled ? page.tile_height
-                                         : std::min<std::int64_t>(page.rows_per_strip,
-                                                                  page.height - index * page.rows_per_strip);
+    const std::int64_t rows =
+        page.tiled ? page.tile_height
+                   : std::min<std::int64_t>(page.rows_per_strip, page.height - index * page.rows_per_strip);
     const std::int64_t width = page.tiled ? page.tile_width : page.width;
     if (got < rows * width * static_cast<std::int64_t>(dtype_size(info_.dtype)))
       throw Error(file_->path() + ": plane " + std::to_string(z) + ": " + (page.tiled ? "tile " : "strip ") +
@@ -234,7 +239,8 @@ Backend make_tiff_backend() {
     return std::make_unique<TiffReader>(request.path, comm, request.selection.glob, request.selection.step);
   };
   backend.create = [](const CreateRequest& request, const Comm&, const Hints&) -> std::unique_ptr<VolumeWriter> {
-    throw Error(request.path + ": the tiff backend reads only; .tif outputs are written uncompressed by the raw writers");
+    throw Error(request.path +
+                ": the tiff backend reads only; .tif outputs are written uncompressed by the raw writers");
   };
   return backend;
 }

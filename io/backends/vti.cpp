@@ -10,10 +10,10 @@
 // is inflated once per rank. Uncompressed raw appended files go through the
 // raw backends instead, mapped (volseg/io/vti.hpp).
 #include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <lz4.h>
 #include <lzma.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -177,7 +177,7 @@ class VtiReader final : public VolumeReader {
   // (and, for zlib, the extent against what deflate can expand them to).
   void read_block_table() {
     const std::size_t c = layout_.count_size;
-    struct stat st{};
+    struct stat st {};
     if (::fstat(fd_, &st) != 0) throw_errno("stat", path_);
     const auto file_bytes = static_cast<std::uint64_t>(st.st_size);
     const std::string where = path_ + ": VTK image data, array " + info().variable + ": ";
@@ -195,8 +195,9 @@ class VtiReader final : public VolumeReader {
     const std::uint64_t header_bytes = saturating_product({blocks + 3, c});
     if (header_bytes > file_bytes || layout_.array_start + stored_length(header_bytes) > file_bytes)
       throw Error(where + "a block header of " + std::to_string(blocks) + " blocks needs " +
-                  std::to_string(stored_length(header_bytes)) + " bytes from byte " + std::to_string(layout_.array_start) +
-                  ", more than the file holds (" + std::to_string(file_bytes) + " bytes)");
+                  std::to_string(stored_length(header_bytes)) + " bytes from byte " +
+                  std::to_string(layout_.array_start) + ", more than the file holds (" + std::to_string(file_bytes) +
+                  " bytes)");
     check_piece(path_ + ": " + compressor_name() + " block" + array, block_size);
     const auto table = stored(layout_.array_start, 0, header_bytes);
     block_size_ = block_size;

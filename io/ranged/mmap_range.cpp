@@ -46,8 +46,7 @@ std::uint64_t page_size() {
 
 class MmapRange final : public detail::RangeBase {
  public:
-  MmapRange(const std::string& path, std::uint64_t offset, std::uint64_t length, Access access,
-            const Options& options)
+  MmapRange(const std::string& path, std::uint64_t offset, std::uint64_t length, Access access, const Options& options)
       : RangeBase(path, offset, length, access, Engine::mmap), max_bytes_(options.max_bytes) {
     const bool reading = access == Access::read;
     {
@@ -195,7 +194,8 @@ class MmapRange final : public detail::RangeBase {
   std::pair<std::byte*, std::size_t> pages(const Piece& piece, std::uint64_t length) const {
     const std::uint64_t begin = (base_ - map_) + piece.offset, end = begin + length;
     const std::uint64_t first = begin / page_size() * page_size();
-    const std::uint64_t last = std::min<std::uint64_t>((end + page_size() - 1) / page_size() * page_size(), map_length_);
+    const std::uint64_t last =
+        std::min<std::uint64_t>((end + page_size() - 1) / page_size() * page_size(), map_length_);
     return {map_ + first, static_cast<std::size_t>(last - first)};
   }
 
@@ -281,8 +281,8 @@ class MmapRange final : public detail::RangeBase {
   int fd_ = -1;
   std::uint64_t max_bytes_;
   std::unique_ptr<mapped::Watch> watch_;  // SIGBUS on the mapping, while it is mapped
-  std::byte* map_ = nullptr;   // page-aligned start of the mapping
-  std::byte* base_ = nullptr;  // byte 0 of the range
+  std::byte* map_ = nullptr;              // page-aligned start of the mapping
+  std::byte* base_ = nullptr;             // byte 0 of the range
   std::uint64_t map_start_ = 0, map_length_ = 0;
   std::map<detail::BlockKey, Advised> advised_;
   std::uint64_t advised_bytes_ = 0;

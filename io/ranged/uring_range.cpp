@@ -18,8 +18,8 @@
 // replaces its result, and a short fault halves it (to whole alignment units
 // with O_DIRECT, as a real short transfer ends), so the rest is resubmitted.
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <liburing.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -63,13 +63,12 @@ Buffer allocate_buffer(std::uint64_t bytes, std::uint64_t& capacity) {
 
 class UringRange final : public detail::RangeBase {
  public:
-  UringRange(const std::string& path, std::uint64_t offset, std::uint64_t length, Access access,
-             const Options& options)
+  UringRange(const std::string& path, std::uint64_t offset, std::uint64_t length, Access access, const Options& options)
       : RangeBase(path, offset, length, access, Engine::uring),
         depth_(options.queue_depth),
-        request_bytes_(std::max<std::uint64_t>(std::min<std::uint64_t>(options.request_bytes, 1u << 30) /
-                                                   kDirectAlignment * kDirectAlignment,
-                                               kDirectAlignment)),
+        request_bytes_(std::max<std::uint64_t>(
+            std::min<std::uint64_t>(options.request_bytes, 1u << 30) / kDirectAlignment * kDirectAlignment,
+            kDirectAlignment)),
         max_bytes_(options.max_bytes) {
     const bool reading = access == Access::read;
     // Reads bypass the page cache with O_DIRECT when asked and the file
@@ -133,7 +132,8 @@ class UringRange final : public detail::RangeBase {
         start_read(block);
         waiting = true;
       }
-      if (!waiting) fail("readanyv: every block asked for is handed out and not released, or max_bytes is held by them");
+      if (!waiting)
+        fail("readanyv: every block asked for is handed out and not released, or max_bytes is held by them");
       pump();
       reap(true);
     }
@@ -264,9 +264,9 @@ class UringRange final : public detail::RangeBase {
       Transfer& transfer = slot->transfers[p];
       transfer.data = slot->buffer.get() + at[p];
       const std::uint64_t length = transfer.needed - (file_offset() + block.pieces[p].offset);
-      slot->pieces.emplace_back(length > 0 ? transfer.data + (file_offset() + block.pieces[p].offset - transfer.file_offset)
-                                           : nullptr,
-                                static_cast<std::size_t>(length));
+      slot->pieces.emplace_back(
+          length > 0 ? transfer.data + (file_offset() + block.pieces[p].offset - transfer.file_offset) : nullptr,
+          static_cast<std::size_t>(length));
     }
     held_bytes_ += slot->bytes;
     Slot& ref = *slot;
@@ -282,7 +282,8 @@ class UringRange final : public detail::RangeBase {
     for (const Transfer& transfer : slot.transfers)
       for (std::uint64_t done = 0; done < transfer.length; done += request_bytes_) {
         const std::uint64_t length = std::min<std::uint64_t>(request_bytes_, transfer.length - done);
-        queued_.push_back(Request{&slot, transfer.data + done, transfer.file_offset + done, length, transfer.needed, write});
+        queued_.push_back(
+            Request{&slot, transfer.data + done, transfer.file_offset + done, length, transfer.needed, write});
         ++slot.pending;
       }
   }

@@ -27,7 +27,6 @@ constexpr std::uint64_t kWindowPages = 16;
 // two cross near 0.2 (docs/ranged.md, "auto").
 constexpr double kWarm = 0.25;
 
-
 std::string percent(double share) {
   char text[16];
   std::snprintf(text, sizeof text, "%.0f%%", 100 * share);
@@ -101,8 +100,8 @@ Residency sample_residency(const std::string& path, int windows) {
   const int map_errno = errno;
   ::close(fd);
   if (map == MAP_FAILED) throw_errno("mmap", path, map_errno);
-  const std::uint64_t count = std::max<std::uint64_t>(1, std::min<std::uint64_t>(static_cast<std::uint64_t>(windows),
-                                                                                  pages / kWindowPages));
+  const std::uint64_t count =
+      std::max<std::uint64_t>(1, std::min<std::uint64_t>(static_cast<std::uint64_t>(windows), pages / kWindowPages));
   std::vector<unsigned char> vec(kWindowPages);
   std::uint64_t resident = 0;
   for (std::uint64_t w = 0; w < count; ++w) {
@@ -127,8 +126,9 @@ AutoChoice choose_backend(const Comm& comm, FileFormat format, const std::string
     if (comm.rank() != 0) return;
     if (format == FileFormat::raw && access == Access::copy) {
       choice.backend = "posix";
-      choice.reason = "a raw input copied once into the reader's own buffers: posix preads it without mapping the "
-                      "file, whose pages would count in the rank's memory beside the copy";
+      choice.reason =
+          "a raw input copied once into the reader's own buffers: posix preads it without mapping the "
+          "file, whose pages would count in the rank's memory beside the copy";
     } else if (format == FileFormat::raw) {
       choice = choose_raw(input_path);
     } else {
@@ -144,14 +144,13 @@ AutoChoice choose_backend(const Comm& comm, FileFormat format, const std::string
   return choice;
 }
 
-AutoChoice resolve_backend(const Comm& comm, const std::string& asked, const std::string& input_path,
-                           Access access) {
+AutoChoice resolve_backend(const Comm& comm, const std::string& asked, const std::string& input_path, Access access) {
   if (asked != "auto") return {asked, {}, -1};
   return choose_backend(comm, detect_format(comm, input_path), input_path, access);
 }
 
-AutoChoice resolve_backend(const Comm& comm, const std::string& asked, FileFormat format,
-                           const std::string& input_path, Access access) {
+AutoChoice resolve_backend(const Comm& comm, const std::string& asked, FileFormat format, const std::string& input_path,
+                           Access access) {
   if (asked != "auto") return {asked, {}, -1};
   return choose_backend(comm, format, input_path, access);
 }

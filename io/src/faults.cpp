@@ -51,7 +51,8 @@ Call parse_call(const std::string& word, const std::string& rule) {
 long parse_number(const std::string& text, const std::string& rule) {
   char* end = nullptr;
   const long value = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || value < 0) throw Error("VOLSEG_FAULTS: '" + text + "' in '" + rule + "' is not a count");
+  if (text.empty() || *end != '\0' || value < 0)
+    throw Error("VOLSEG_FAULTS: '" + text + "' in '" + rule + "' is not a count");
   return value;
 }
 
@@ -59,8 +60,10 @@ std::vector<std::string> split(const std::string& text, char separator) {
   std::vector<std::string> parts;
   std::string part;
   for (char c : text) {
-    if (c == separator) parts.push_back(part), part.clear();
-    else if (c != ' ') part += c;
+    if (c == separator)
+      parts.push_back(part), part.clear();
+    else if (c != ' ')
+      part += c;
   }
   parts.push_back(part);
   return parts;
@@ -81,19 +84,27 @@ std::vector<Rule> parse(const std::string& spec) {
       if (rule.nth == 0) throw Error("VOLSEG_FAULTS: '@0' in '" + text + "': calls count from 1");
       kind.erase(at);
     }
-    if (kind == "eio") rule.kind = Kind::eio;
-    else if (kind == "enospc") rule.kind = Kind::enospc;
-    else if (kind == "short") rule.kind = Kind::short_io;
-    else if (kind == "slow") rule.kind = Kind::slow;
-    else throw Error("VOLSEG_FAULTS: unknown fault '" + kind + "' in '" + text + "' (eio, enospc, short, slow)");
+    if (kind == "eio")
+      rule.kind = Kind::eio;
+    else if (kind == "enospc")
+      rule.kind = Kind::enospc;
+    else if (kind == "short")
+      rule.kind = Kind::short_io;
+    else if (kind == "slow")
+      rule.kind = Kind::slow;
+    else
+      throw Error("VOLSEG_FAULTS: unknown fault '" + kind + "' in '" + text + "' (eio, enospc, short, slow)");
     if (rule.kind == Kind::short_io && rule.call != Call::read && rule.call != Call::write)
       throw Error("VOLSEG_FAULTS: '" + text + "': only reads and writes can be short");
     for (std::size_t i = 1; i < fields.size(); ++i) {
       const auto eq = fields[i].find('=');
       const std::string key = fields[i].substr(0, eq), value = eq == std::string::npos ? "" : fields[i].substr(eq + 1);
-      if (key == "rank") rule.rank = static_cast<int>(parse_number(value, text));
-      else if (key == "ms") rule.ms = parse_number(value, text);
-      else throw Error("VOLSEG_FAULTS: unknown key '" + key + "' in '" + text + "' (rank, ms)");
+      if (key == "rank")
+        rule.rank = static_cast<int>(parse_number(value, text));
+      else if (key == "ms")
+        rule.ms = parse_number(value, text);
+      else
+        throw Error("VOLSEG_FAULTS: unknown key '" + key + "' in '" + text + "' (rank, ms)");
     }
     out.push_back(rule);
   }
@@ -143,10 +154,18 @@ Injected decide(Call call) {
     for (const auto& rule : r.rules) {
       if (rule.call != call || (rule.nth != 0 && rule.nth != n) || (rule.rank >= 0 && rule.rank != rank)) continue;
       switch (rule.kind) {
-        case Kind::eio: injected.error = EIO; break;
-        case Kind::enospc: injected.error = ENOSPC; break;
-        case Kind::short_io: injected.short_io = true; break;
-        case Kind::slow: delay += rule.ms; break;
+        case Kind::eio:
+          injected.error = EIO;
+          break;
+        case Kind::enospc:
+          injected.error = ENOSPC;
+          break;
+        case Kind::short_io:
+          injected.short_io = true;
+          break;
+        case Kind::slow:
+          delay += rule.ms;
+          break;
       }
     }
   }

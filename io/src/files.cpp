@@ -185,9 +185,12 @@ void commit_together(std::span<AtomicCommit* const> files, bool sync_folder) {
   // under its name for --resume, the others are removed.
   auto roll_back = [&] {
     for (auto it = renames.rbegin(); it != renames.rend(); ++it) {
-      if (it->placed && it->file->kept()) ::rename(it->file->path().c_str(), it->file->temporary().c_str());
-      else if (it->placed) ::unlink(it->file->path().c_str());
-      else it->file->discard();
+      if (it->placed && it->file->kept())
+        ::rename(it->file->path().c_str(), it->file->temporary().c_str());
+      else if (it->placed)
+        ::unlink(it->file->path().c_str());
+      else
+        it->file->discard();
     }
     for (auto& r : renames)
       if (r.moved_aside) ::rename(r.aside.c_str(), r.file->path().c_str());

@@ -99,12 +99,18 @@ std::uint64_t parse_memory_size(const std::string& what, const std::string& text
   auto [stop, ec] = std::from_chars(begin, end, number);
   const std::string suffix(stop, end);
   std::uint64_t scale = 1;
-  if (suffix.empty() || suffix == "B") scale = 1;
-  else if (suffix == "K" || suffix == "k" || suffix == "KiB") scale = std::uint64_t{1} << 10;
-  else if (suffix == "M" || suffix == "MiB") scale = std::uint64_t{1} << 20;
-  else if (suffix == "G" || suffix == "GiB") scale = std::uint64_t{1} << 30;
-  else if (suffix == "T" || suffix == "TiB") scale = std::uint64_t{1} << 40;
-  else ec = std::errc::invalid_argument;
+  if (suffix.empty() || suffix == "B")
+    scale = 1;
+  else if (suffix == "K" || suffix == "k" || suffix == "KiB")
+    scale = std::uint64_t{1} << 10;
+  else if (suffix == "M" || suffix == "MiB")
+    scale = std::uint64_t{1} << 20;
+  else if (suffix == "G" || suffix == "GiB")
+    scale = std::uint64_t{1} << 30;
+  else if (suffix == "T" || suffix == "TiB")
+    scale = std::uint64_t{1} << 40;
+  else
+    ec = std::errc::invalid_argument;
   if (ec != std::errc() || stop == begin || number == 0)
     throw Error(what + " " + text + ": not a positive size (4096, 512M, 2GiB)");
   if (number > std::numeric_limits<std::uint64_t>::max() / scale) throw Error(what + " " + text + ": too large");
@@ -148,8 +154,8 @@ void check_piece(const std::string& what, std::uint64_t bytes) {
   const std::string size = bytes == std::numeric_limits<std::uint64_t>::max()
                                ? std::string("more than 2^64 bytes")
                                : std::to_string(bytes) + " bytes (" + mib_text(bytes) + ")";
-  throw Error(what + " is " + size + ", more than the memory budget for one piece (" + mib_text(budget.bytes) +
-              ", " + budget.source + "; --memory SIZE allows more)");
+  throw Error(what + " is " + size + ", more than the memory budget for one piece (" + mib_text(budget.bytes) + ", " +
+              budget.source + "; --memory SIZE allows more)");
 }
 
 }  // namespace volseg::io

@@ -89,29 +89,46 @@ std::optional<Kind> kind_of(std::string_view bytes) {
 
 std::optional<DType> dtype_of(int code) {
   switch (code) {
-    case 2: return DType::u8;
-    case 4: return DType::i16;
-    case 8: return DType::i32;
-    case 16: return DType::f32;
-    case 64: return DType::f64;
-    case 256: return DType::i8;
-    case 512: return DType::u16;
-    case 768: return DType::u32;
-    case 1024: return DType::i64;
-    case 1280: return DType::u64;
+    case 2:
+      return DType::u8;
+    case 4:
+      return DType::i16;
+    case 8:
+      return DType::i32;
+    case 16:
+      return DType::f32;
+    case 64:
+      return DType::f64;
+    case 256:
+      return DType::i8;
+    case 512:
+      return DType::u16;
+    case 768:
+      return DType::u32;
+    case 1024:
+      return DType::i64;
+    case 1280:
+      return DType::u64;
   }
   return std::nullopt;
 }
 
 std::string type_name(int code) {
   switch (code) {
-    case 1: return "binary (1 bit)";
-    case 32: return "complex64";
-    case 128: return "RGB24";
-    case 1536: return "float128";
-    case 1792: return "complex128";
-    case 2048: return "complex256";
-    case 2304: return "RGBA32";
+    case 1:
+      return "binary (1 bit)";
+    case 32:
+      return "complex64";
+    case 128:
+      return "RGB24";
+    case 1536:
+      return "float128";
+    case 1792:
+      return "complex128";
+    case 2048:
+      return "complex256";
+    case 2304:
+      return "RGBA32";
   }
   return "code " + std::to_string(code);
 }
@@ -132,7 +149,8 @@ std::array<std::array<double, 4>, 3> affine_of(const Fields& f, const Layout& l,
   if (sform > 0) {
     method = "sform";
     for (int r = 0; r < 3; ++r)
-      for (int c = 0; c < 4; ++c) a[r][c] = f.real(l, l.srow + static_cast<std::size_t>(r) * (l.version == 1 ? 16u : 32u), c);
+      for (int c = 0; c < 4; ++c)
+        a[r][c] = f.real(l, l.srow + static_cast<std::size_t>(r) * (l.version == 1 ? 16u : 32u), c);
     return a;
   }
   if (qform > 0) {
@@ -156,16 +174,26 @@ std::array<std::array<double, 4>, 3> affine_of(const Fields& f, const Layout& l,
 
 int code_of(DType dtype) {
   switch (dtype) {
-    case DType::u8: return 2;
-    case DType::i16: return 4;
-    case DType::i32: return 8;
-    case DType::f32: return 16;
-    case DType::f64: return 64;
-    case DType::i8: return 256;
-    case DType::u16: return 512;
-    case DType::u32: return 768;
-    case DType::i64: return 1024;
-    case DType::u64: return 1280;
+    case DType::u8:
+      return 2;
+    case DType::i16:
+      return 4;
+    case DType::i32:
+      return 8;
+    case DType::f32:
+      return 16;
+    case DType::f64:
+      return 64;
+    case DType::i8:
+      return 256;
+    case DType::u16:
+      return 512;
+    case DType::u32:
+      return 768;
+    case DType::i64:
+      return 1024;
+    case DType::u64:
+      return 1280;
   }
   return 0;
 }
@@ -205,7 +233,8 @@ Quatern quatern_of(const Affine& m) {
     q.step[k] = n > 0 ? n : 1;
     for (int i = 0; i < 3; ++i) r[i][k] = n > 0 ? m[i][k] / n : (i == k ? 1 : 0);
   }
-  const double det = r[0][0] * (r[1][1] * r[2][2] - r[1][2] * r[2][1]) - r[0][1] * (r[1][0] * r[2][2] - r[1][2] * r[2][0]) +
+  const double det = r[0][0] * (r[1][1] * r[2][2] - r[1][2] * r[2][1]) -
+                     r[0][1] * (r[1][0] * r[2][2] - r[1][2] * r[2][0]) +
                      r[0][2] * (r[1][0] * r[2][1] - r[1][1] * r[2][0]);
   if (det < 0) {
     q.qfac = -1;
@@ -272,8 +301,14 @@ std::string format_nifti(const VolumeInfo& info) {
   Writer w(bytes, info.byte_order != native_byte_order());
   w.put<std::int32_t>(0, static_cast<std::int32_t>(l.size));
   w.put<char>(38, 'r');  // "regular", as nibabel writes it
-  const std::int16_t dims[8] = {3, static_cast<std::int16_t>(info.dims[2]), static_cast<std::int16_t>(info.dims[1]),
-                                static_cast<std::int16_t>(info.dims[0]), 1, 1, 1, 1};
+  const std::int16_t dims[8] = {3,
+                                static_cast<std::int16_t>(info.dims[2]),
+                                static_cast<std::int16_t>(info.dims[1]),
+                                static_cast<std::int16_t>(info.dims[0]),
+                                1,
+                                1,
+                                1,
+                                1};
   for (int i = 0; i < 8; ++i) w.put<std::int16_t>(l.dim + 2 * static_cast<std::size_t>(i), dims[i]);
   w.put<std::int16_t>(l.datatype, static_cast<std::int16_t>(code_of(info.dtype)));
   w.put<std::int16_t>(72, static_cast<std::int16_t>(8 * dtype_size(info.dtype)));  // bitpix
@@ -285,20 +320,22 @@ std::string format_nifti(const VolumeInfo& info) {
   }
   const Quatern q = quatern_of(a);
   w.put<float>(l.pixdim, static_cast<float>(q.qfac));
-  for (int i = 0; i < 3; ++i) w.put<float>(l.pixdim + 4 * static_cast<std::size_t>(i + 1), static_cast<float>(q.step[i]));
+  for (int i = 0; i < 3; ++i)
+    w.put<float>(l.pixdim + 4 * static_cast<std::size_t>(i + 1), static_cast<float>(q.step[i]));
   w.put<float>(l.vox_offset, static_cast<float>(kNiftiDataOffset));
   w.put<float>(l.scl_slope, 0.0f);  // no scaling: values as stored
   const bool mask = info.attributes.count("flag_values") > 0, labels = info.attributes.count("numbering") > 0;
-  if (mask || labels) w.put<std::int16_t>(68, 1002);  // intent_code NIFTI_INTENT_LABEL
+  if (mask || labels) w.put<std::int16_t>(68, 1002);           // intent_code NIFTI_INTENT_LABEL
   if (mask) w.put<float>(124, 1.0f), w.put<float>(128, 0.0f);  // cal_max, cal_min: the display range
   const auto units = info.attributes.find("units_xyz");
   const std::uint8_t unit = units == info.attributes.end() ? 0
-                            : units->second == "m"       ? 1
-                            : units->second == "mm"      ? 2
-                            : units->second == "um"      ? 3
-                                                         : 0;
+                            : units->second == "m"         ? 1
+                            : units->second == "mm"        ? 2
+                            : units->second == "um"        ? 3
+                                                           : 0;
   w.put<std::uint8_t>(l.xyzt_units, unit);
-  if (const auto name = info.attributes.find("long_name"); name != info.attributes.end()) w.text(l.descrip, 80, name->second);
+  if (const auto name = info.attributes.find("long_name"); name != info.attributes.end())
+    w.text(l.descrip, 80, name->second);
   w.put<std::int16_t>(l.qform_code, 1);  // NIFTI_XFORM_SCANNER_ANAT
   w.put<std::int16_t>(l.sform_code, 1);
   w.put<float>(l.quatern, static_cast<float>(q.b));
@@ -307,7 +344,8 @@ std::string format_nifti(const VolumeInfo& info) {
   for (int r = 0; r < 3; ++r) {
     w.put<float>(l.quatern + 12 + 4 * static_cast<std::size_t>(r), static_cast<float>(a[r][3]));
     for (int c = 0; c < 4; ++c)
-      w.put<float>(l.srow + 16 * static_cast<std::size_t>(r) + 4 * static_cast<std::size_t>(c), static_cast<float>(a[r][c]));
+      w.put<float>(l.srow + 16 * static_cast<std::size_t>(r) + 4 * static_cast<std::size_t>(c),
+                   static_cast<float>(a[r][c]));
   }
   w.text(l.magic, 4, "n+1");
   return bytes;

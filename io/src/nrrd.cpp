@@ -38,20 +38,39 @@ struct NrrdType {
   DType dtype;
 };
 constexpr NrrdType kNrrdTypes[] = {
-    {"int8", DType::i8},       {"signed char", DType::i8},    {"int8_t", DType::i8},
-    {"uint8", DType::u8},      {"uchar", DType::u8},          {"unsigned char", DType::u8},
+    {"int8", DType::i8},
+    {"signed char", DType::i8},
+    {"int8_t", DType::i8},
+    {"uint8", DType::u8},
+    {"uchar", DType::u8},
+    {"unsigned char", DType::u8},
     {"uint8_t", DType::u8},
-    {"int16", DType::i16},     {"short", DType::i16},         {"short int", DType::i16},
-    {"signed short", DType::i16}, {"signed short int", DType::i16}, {"int16_t", DType::i16},
-    {"uint16", DType::u16},    {"ushort", DType::u16},        {"unsigned short", DType::u16},
-    {"unsigned short int", DType::u16}, {"uint16_t", DType::u16},
-    {"int32", DType::i32},     {"int", DType::i32},           {"signed int", DType::i32},
+    {"int16", DType::i16},
+    {"short", DType::i16},
+    {"short int", DType::i16},
+    {"signed short", DType::i16},
+    {"signed short int", DType::i16},
+    {"int16_t", DType::i16},
+    {"uint16", DType::u16},
+    {"ushort", DType::u16},
+    {"unsigned short", DType::u16},
+    {"unsigned short int", DType::u16},
+    {"uint16_t", DType::u16},
+    {"int32", DType::i32},
+    {"int", DType::i32},
+    {"signed int", DType::i32},
     {"int32_t", DType::i32},
-    {"uint32", DType::u32},    {"uint", DType::u32},          {"unsigned int", DType::u32},
+    {"uint32", DType::u32},
+    {"uint", DType::u32},
+    {"unsigned int", DType::u32},
     {"uint32_t", DType::u32},
-    {"int64", DType::i64},     {"longlong", DType::i64},      {"long long", DType::i64},
+    {"int64", DType::i64},
+    {"longlong", DType::i64},
+    {"long long", DType::i64},
     {"int64_t", DType::i64},
-    {"uint64", DType::u64},    {"ulonglong", DType::u64},     {"unsigned long long", DType::u64},
+    {"uint64", DType::u64},
+    {"ulonglong", DType::u64},
+    {"unsigned long long", DType::u64},
     {"uint64_t", DType::u64},
     {"float", DType::f32},
     {"double", DType::f64},
@@ -97,11 +116,11 @@ std::string vector_numbers(std::string text) {
 }
 
 bool harmless_field(const std::string& field) {
-  static const char* names[] = {"content", "min", "max", "old min", "old max", "kinds", "centers",
-                                "centerings", "labels", "units", "space", "space dimension",
-                                "space units", "measurement frame",
-                                "thicknesses", "axis maxs", "axismaxs",
-                                "sample units", "sampleunits", "number", "block size", "blocksize"};
+  static const char* names[] = {
+      "content",     "min",       "max",      "old min",      "old max",         "kinds",       "centers",
+      "centerings",  "labels",    "units",    "space",        "space dimension", "space units", "measurement frame",
+      "thicknesses", "axis maxs", "axismaxs", "sample units", "sampleunits",     "number",      "block size",
+      "blocksize"};
   for (const char* name : names)
     if (field == name) return true;
   return false;
@@ -131,8 +150,8 @@ void parse_key_value(const std::string& key, const std::string& value, VolumeInf
   } else if (key == "valid_range") {
     auto parts = words(value);
     if (parts.size() != 2) throw Error(path + ": malformed NRRD header: valid_range needs two numbers");
-    info.valid_range = std::array<double, 2>{parse_number(parts[0], "valid_range", path),
-                                             parse_number(parts[1], "valid_range", path)};
+    info.valid_range =
+        std::array<double, 2>{parse_number(parts[0], "valid_range", path), parse_number(parts[1], "valid_range", path)};
   } else {
     info.attributes[key] = value;
   }
@@ -190,14 +209,18 @@ void parse_field(const std::string& field, const std::string& value, NrrdHeader&
     if (parts.size() != 3) throw Error(path + ": malformed NRRD header: sizes needs 3 numbers");
     for (int a = 0; a < 3; ++a) {
       std::int64_t n = parse_integer(parts[static_cast<std::size_t>(a)], "size", path);
-      if (n <= 0) throw Error(path + ": malformed NRRD header: size " + parts[static_cast<std::size_t>(a)] + " is not positive");
+      if (n <= 0)
+        throw Error(path + ": malformed NRRD header: size " + parts[static_cast<std::size_t>(a)] + " is not positive");
       info.dims[static_cast<std::size_t>(2 - a)] = n;  // NRRD lists the fastest axis first
     }
     seen.have_sizes = true;
   } else if (field == "endian") {
-    if (value == "little") info.byte_order = ByteOrder::little;
-    else if (value == "big") info.byte_order = ByteOrder::big;
-    else throw Error(path + ": malformed NRRD header: endian '" + value + "'");
+    if (value == "little")
+      info.byte_order = ByteOrder::little;
+    else if (value == "big")
+      info.byte_order = ByteOrder::big;
+    else
+      throw Error(path + ": malformed NRRD header: endian '" + value + "'");
     seen.have_endian = true;
   } else if (field == "encoding") {
     if (value != "raw") throw Error(path + ": unsupported NRRD encoding '" + value + "' (volseg reads raw)");
@@ -229,7 +252,8 @@ void check_complete(NrrdHeader& header, const FieldsSeen& seen, std::size_t data
   info.dtype = *seen.dtype;
   if (!seen.have_endian && dtype_size(info.dtype) > 1) throw Error(path + ": malformed NRRD header: no endian");
   if (!seen.detached) {
-    if (data_start == std::string::npos) throw Error(path + ": malformed NRRD header: no data file and no attached data");
+    if (data_start == std::string::npos)
+      throw Error(path + ": malformed NRRD header: no data file and no attached data");
     header.data_path = path;
     header.byte_skip += data_start;
   }
@@ -263,9 +287,11 @@ void check_data_claim(const NrrdHeader& header, const std::string& path, const s
   std::uint64_t end = dtype_size(info.dtype);
   for (const std::int64_t n : info.dims) end = saturating_product({end, n < 0 ? kMax : static_cast<std::uint64_t>(n)});
   end = end > kMax - header.byte_skip ? kMax : end + header.byte_skip;
-  const std::string claim = where + sizes + " need " + claimed_bytes_text(info) + " bytes from " + skip + ", more than ";
+  const std::string claim =
+      where + sizes + " need " + claimed_bytes_text(info) + " bytes from " + skip + ", more than ";
   if (const auto held = file_size ? file_size(header.data_path) : std::nullopt; held && end > *held)
-    throw Error(claim + (header.data_path == path ? "the file holds (" : "its data file " + header.data_path + " holds (") +
+    throw Error(claim +
+                (header.data_path == path ? "the file holds (" : "its data file " + header.data_path + " holds (") +
                 std::to_string(*held) + " bytes)");
   // Past 2^63 bytes the data's size and its end overflow the readers' file offsets.
   if (end > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
@@ -283,7 +309,8 @@ NrrdHeader parse_nrrd(const std::string& text, const std::string& header_path, c
   while (position != std::string::npos && position + 1 <= text.size()) {
     std::size_t begin = position + 1;
     std::size_t end = text.find('\n', begin);
-    std::string line = trim(std::string_view(text).substr(begin, end == std::string::npos ? std::string::npos : end - begin));
+    std::string line =
+        trim(std::string_view(text).substr(begin, end == std::string::npos ? std::string::npos : end - begin));
     position = end;
     if (line.empty()) {
       if (end != std::string::npos) data_start = end + 1;
@@ -337,8 +364,10 @@ std::string data_path_for_header(const std::string& header_path) {
   std::filesystem::path path(header_path);
   // NIfTI, VTK image data and TIFF files hold their header and data.
   if (path.extension() == ".nii" || path.extension() == ".vti" || tiff_extension(header_path)) return header_path;
-  if (path.extension() == ".nhdr") path.replace_extension(".raw");
-  else path += ".raw";
+  if (path.extension() == ".nhdr")
+    path.replace_extension(".raw");
+  else
+    path += ".raw";
   return path.string();
 }
 

@@ -85,8 +85,8 @@ std::unique_ptr<VolumeReader> open_reader(const std::string& backend, const std:
   return chosen.open(OpenRequest{path, Selection::from_hints(hints)}, comm, hints);
 }
 
-std::unique_ptr<VolumeWriter> create_writer(const std::string& backend, const CreateRequest& request,
-                                            const Comm& comm, const Hints& hints) {
+std::unique_ptr<VolumeWriter> create_writer(const std::string& backend, const CreateRequest& request, const Comm& comm,
+                                            const Hints& hints) {
   const Backend& chosen = usable(backend);
   refuse_other_roles_hints(chosen, Role::writer, hints);
   return chosen.create(request, comm, hints);

@@ -109,11 +109,16 @@ DType Page::dtype(const std::string& where) const {
   if (is_int) {
     const bool sign = format == SAMPLEFORMAT_INT;
     switch (bits) {
-      case 8: return sign ? DType::i8 : DType::u8;
-      case 16: return sign ? DType::i16 : DType::u16;
-      case 32: return sign ? DType::i32 : DType::u32;
-      case 64: return sign ? DType::i64 : DType::u64;
-      default: break;
+      case 8:
+        return sign ? DType::i8 : DType::u8;
+      case 16:
+        return sign ? DType::i16 : DType::u16;
+      case 32:
+        return sign ? DType::i32 : DType::u32;
+      case 64:
+        return sign ? DType::i64 : DType::u64;
+      default:
+        break;
     }
   }
   static const std::map<int, const char*> formats = {{SAMPLEFORMAT_UINT, "unsigned integer"},
@@ -128,7 +133,9 @@ DType Page::dtype(const std::string& where) const {
 
 std::string Page::describe() const {
   return std::to_string(width) + " x " + std::to_string(height) + ", " + std::to_string(bits) + "-bit" +
-         (format == SAMPLEFORMAT_IEEEFP ? " float" : format == SAMPLEFORMAT_INT ? " signed" : "");
+         (format == SAMPLEFORMAT_IEEEFP ? " float"
+          : format == SAMPLEFORMAT_INT  ? " signed"
+                                        : "");
 }
 
 }  // namespace tiff
@@ -266,7 +273,8 @@ void check_pieces(const tiff::Page& page, DType type, const std::string& where) 
                                             std::to_string(page.width) + " pixels";
   const std::uint64_t width = page.tiled ? page.tile_width : page.width;
   const std::uint64_t height = page.tiled ? page.tile_height : page.rows_per_strip;
-  check_piece(where + ": " + what + " of " + std::string(dtype_name(type)), saturating_product({width, height, dtype_size(type)}));
+  check_piece(where + ": " + what + " of " + std::string(dtype_name(type)),
+              saturating_product({width, height, dtype_size(type)}));
 }
 
 }  // namespace
@@ -301,7 +309,8 @@ TiffStack scan_tiff(const std::string& path, const std::string& glob, std::optio
       check_inside(file, file_path);
       stack.directories.push_back(file.directory());
       if (!TIFFLastDirectory(file.get()))
-        throw Error(file_path + ": a file of several pages in a folder of slices; volseg reads one page a slice "
+        throw Error(file_path +
+                    ": a file of several pages in a folder of slices; volseg reads one page a slice "
                     "(or give the multi-page file itself)");
     }
     return stack;
@@ -335,8 +344,8 @@ TiffStack scan_tiff(const std::string& path, const std::string& glob, std::optio
     std::error_code size_error;
     const std::uint64_t size = std::filesystem::file_size(path, size_error);
     // images * plane may not fit 64 bits for a made-up images=: compare by division.
-    const bool fits = !size_error && plane > 0 && start <= size &&
-                      static_cast<std::uint64_t>(images) <= (size - start) / plane;
+    const bool fits =
+        !size_error && plane > 0 && start <= size && static_cast<std::uint64_t>(images) <= (size - start) / plane;
     if (first->compression != COMPRESSION_NONE || !fits)
       throw Error(path + ": an ImageJ stack of " + std::to_string(images) + " planes of " + std::to_string(plane) +
                   " bytes in one page, from byte " + std::to_string(start) + ", in a file of " + std::to_string(size) +
@@ -433,7 +442,7 @@ VolumeInfo tiff_info(const TiffStack& stack) {
     }
   }
   static const std::map<int, const char*> names = {
-      {COMPRESSION_NONE, "none"},       {COMPRESSION_LZW, "LZW"},          {COMPRESSION_ADOBE_DEFLATE, "deflate"},
+      {COMPRESSION_NONE, "none"},       {COMPRESSION_LZW, "LZW"},           {COMPRESSION_ADOBE_DEFLATE, "deflate"},
       {COMPRESSION_DEFLATE, "deflate"}, {COMPRESSION_PACKBITS, "PackBits"}, {COMPRESSION_LZMA, "LZMA"},
       {COMPRESSION_ZSTD, "zstd"},       {COMPRESSION_JPEG, "JPEG"},         {COMPRESSION_WEBP, "WebP"}};
   const auto name = names.find(page.compression);
@@ -497,20 +506,20 @@ std::string format_tiff(const VolumeInfo& info) {
   if (info.dims[1] > 0xffffffffLL || info.dims[2] > 0xffffffffLL)
     throw Error("a TIFF page holds at most 4294967295 pixels a side");
   const int bits = static_cast<int>(8 * dtype_size(info.dtype));
-  const int format = dtype_is_float(info.dtype)                                           ? SAMPLEFORMAT_IEEEFP
-                     : (info.dtype == DType::i8 || info.dtype == DType::i16 ||
-                        info.dtype == DType::i32 || info.dtype == DType::i64) ? SAMPLEFORMAT_INT
-                                                                                          : SAMPLEFORMAT_UINT;
+  const int format =
+      dtype_is_float(info.dtype) ? SAMPLEFORMAT_IEEEFP
+      : (info.dtype == DType::i8 || info.dtype == DType::i16 || info.dtype == DType::i32 || info.dtype == DType::i64)
+          ? SAMPLEFORMAT_INT
+          : SAMPLEFORMAT_UINT;
   std::string unit;
-  if (auto it = info.attributes.find("units_xyz"); it != info.attributes.end() && it->second.size() < 32 &&
-                                                   it->second.find_first_of("\n=") == std::string::npos)
+  if (auto it = info.attributes.find("units_xyz");
+      it != info.attributes.end() && it->second.size() < 32 && it->second.find_first_of("\n=") == std::string::npos)
     unit = it->second;
   char description[256];
   std::snprintf(description, sizeof description,
                 "ImageJ=1.11a\nimages=%llu\nslices=%llu\n%sspacing=%.17g\nloop=false\n",
                 static_cast<unsigned long long>(nz), static_cast<unsigned long long>(nz),
-                unit.empty() ? "" : ("unit=" + unit + "\n").c_str(),
-                info.spacing[2]);
+                unit.empty() ? "" : ("unit=" + unit + "\n").c_str(), info.spacing[2]);
   const std::string text = std::string(description) + '\0';
   const std::string xres = rational(big, 1.0 / info.spacing[0]), yres = rational(big, 1.0 / info.spacing[1]);
   const std::string software = std::string("volseg") + '\0';

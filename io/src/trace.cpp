@@ -30,7 +30,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr std::array<std::string_view, op_count> kNames{"open",  "close", "read",     "write", "sync",
+constexpr std::array<std::string_view, op_count> kNames{"open",   "close", "read",  "write",    "sync",
                                                         "advise", "map",   "unmap", "exchange", "wait"};
 
 std::atomic<Clock::rep> epoch_ticks{0};

@@ -22,16 +22,13 @@ struct DTypeName {
   DType dtype;
 };
 constexpr DTypeName kNames[] = {
-    {"i8", DType::i8},   {"int8", DType::i8},    {"byte", DType::i8},
-    {"u8", DType::u8},   {"uint8", DType::u8},   {"uchar", DType::u8},
-    {"i16", DType::i16}, {"int16", DType::i16},  {"short", DType::i16},
-    {"u16", DType::u16}, {"uint16", DType::u16}, {"ushort", DType::u16},
-    {"i32", DType::i32}, {"int32", DType::i32},  {"int", DType::i32},
-    {"u32", DType::u32}, {"uint32", DType::u32}, {"uint", DType::u32},
-    {"i64", DType::i64}, {"int64", DType::i64},
-    {"u64", DType::u64}, {"uint64", DType::u64},
-    {"f32", DType::f32}, {"float32", DType::f32}, {"float", DType::f32},
-    {"f64", DType::f64}, {"float64", DType::f64}, {"double", DType::f64},
+    {"i8", DType::i8},      {"int8", DType::i8},    {"byte", DType::i8},     {"u8", DType::u8},
+    {"uint8", DType::u8},   {"uchar", DType::u8},   {"i16", DType::i16},     {"int16", DType::i16},
+    {"short", DType::i16},  {"u16", DType::u16},    {"uint16", DType::u16},  {"ushort", DType::u16},
+    {"i32", DType::i32},    {"int32", DType::i32},  {"int", DType::i32},     {"u32", DType::u32},
+    {"uint32", DType::u32}, {"uint", DType::u32},   {"i64", DType::i64},     {"int64", DType::i64},
+    {"u64", DType::u64},    {"uint64", DType::u64}, {"f32", DType::f32},     {"float32", DType::f32},
+    {"float", DType::f32},  {"f64", DType::f64},    {"float64", DType::f64}, {"double", DType::f64},
 };
 
 }  // namespace
@@ -59,15 +56,13 @@ std::optional<DType> parse_dtype(std::string_view name) {
 }
 
 double dtype_lowest(DType dtype) {
-  return visit_dtype(dtype, []<class T>(std::type_identity<T>) {
-    return static_cast<double>(std::numeric_limits<T>::lowest());
-  });
+  return visit_dtype(
+      dtype, []<class T>(std::type_identity<T>) { return static_cast<double>(std::numeric_limits<T>::lowest()); });
 }
 
 double dtype_highest(DType dtype) {
-  return visit_dtype(dtype, []<class T>(std::type_identity<T>) {
-    return static_cast<double>(std::numeric_limits<T>::max());
-  });
+  return visit_dtype(dtype,
+                     []<class T>(std::type_identity<T>) { return static_cast<double>(std::numeric_limits<T>::max()); });
 }
 
 ByteOrder native_byte_order() {
@@ -89,7 +84,9 @@ std::string to_string(const Extent& extent) {
   std::string text(1, '[');
   for (int a = 0; a < 3; ++a) {
     if (a > 0) text.append(", ");
-    text.append(std::to_string(extent.offset[a])).append(1, ':').append(std::to_string(extent.offset[a] + extent.count[a]));
+    text.append(std::to_string(extent.offset[a]))
+        .append(1, ':')
+        .append(std::to_string(extent.offset[a] + extent.count[a]));
   }
   return text.append(1, ']');
 }
@@ -144,7 +141,8 @@ namespace volseg::io {
 
 bool Coordinate::positive_down(const std::string& positive) {
   std::string text = positive;
-  while (!text.empty() && (text.back() == '\0' || std::isspace(static_cast<unsigned char>(text.back())))) text.pop_back();
+  while (!text.empty() && (text.back() == '\0' || std::isspace(static_cast<unsigned char>(text.back()))))
+    text.pop_back();
   for (char& ch : text) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   return text == "down";
 }

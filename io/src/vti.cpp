@@ -51,7 +51,8 @@ std::optional<Tag> find_tag(std::string_view text, std::string_view name, std::s
         ++i;
       const std::string key(text.substr(key_start, i - key_start));
       while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
-      if (i >= text.size() || text[i] != '=') throw Error(where + ": attribute " + key + " of <" + std::string(name) + "> has no value");
+      if (i >= text.size() || text[i] != '=')
+        throw Error(where + ": attribute " + key + " of <" + std::string(name) + "> has no value");
       ++i;
       while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
       if (i >= text.size() || (text[i] != '"' && text[i] != '\''))
@@ -75,7 +76,8 @@ std::array<double, N> numbers(const std::string& text, const std::string& what, 
   std::array<double, N> values{};
   std::istringstream in(text);
   for (auto& v : values)
-    if (!(in >> v) || !std::isfinite(v)) throw Error(where + ": " + what + " \"" + text + "\" is not " + std::to_string(N) + " numbers");
+    if (!(in >> v) || !std::isfinite(v))
+      throw Error(where + ": " + what + " \"" + text + "\" is not " + std::to_string(N) + " numbers");
   std::string rest;
   if (in >> rest) throw Error(where + ": " + what + " \"" + text + "\" is not " + std::to_string(N) + " numbers");
   return values;
@@ -83,8 +85,8 @@ std::array<double, N> numbers(const std::string& text, const std::string& what, 
 
 std::optional<DType> dtype_of(const std::string& type) {
   static const std::map<std::string, DType> types{
-      {"Int8", DType::i8},   {"UInt8", DType::u8},   {"Int16", DType::i16},  {"UInt16", DType::u16},
-      {"Int32", DType::i32}, {"UInt32", DType::u32}, {"Int64", DType::i64},  {"UInt64", DType::u64},
+      {"Int8", DType::i8},     {"UInt8", DType::u8},   {"Int16", DType::i16}, {"UInt16", DType::u16},
+      {"Int32", DType::i32},   {"UInt32", DType::u32}, {"Int64", DType::i64}, {"UInt64", DType::u64},
       {"Float32", DType::f32}, {"Float64", DType::f64}};
   const auto it = types.find(type);
   if (it == types.end()) return std::nullopt;
@@ -327,8 +329,8 @@ NrrdHeader parse_vti(std::string_view text, const std::string& path, const std::
 
 VtiFrame format_vti(const VolumeInfo& info) {
   static const std::map<DType, const char*> names{
-      {DType::i8, "Int8"},   {DType::u8, "UInt8"},   {DType::i16, "Int16"}, {DType::u16, "UInt16"},
-      {DType::i32, "Int32"}, {DType::u32, "UInt32"}, {DType::i64, "Int64"}, {DType::u64, "UInt64"},
+      {DType::i8, "Int8"},     {DType::u8, "UInt8"},   {DType::i16, "Int16"}, {DType::u16, "UInt16"},
+      {DType::i32, "Int32"},   {DType::u32, "UInt32"}, {DType::i64, "Int64"}, {DType::u64, "UInt64"},
       {DType::f32, "Float32"}, {DType::f64, "Float64"}};
   auto number = [](double v) {
     char text[32];
@@ -343,8 +345,8 @@ VtiFrame format_vti(const VolumeInfo& info) {
     if (c == '"' || c == '<' || c == '>' || c == '&') c = '_';
   const bool little = info.byte_order == ByteOrder::little;
   std::string h = "<?xml version=\"1.0\"?>\n";
-  h += std::string("<VTKFile type=\"ImageData\" version=\"1.0\" byte_order=\"") + (little ? "LittleEndian" : "BigEndian") +
-       "\" header_type=\"UInt64\">\n";
+  h += std::string("<VTKFile type=\"ImageData\" version=\"1.0\" byte_order=\"") +
+       (little ? "LittleEndian" : "BigEndian") + "\" header_type=\"UInt64\">\n";
   h += "  <ImageData WholeExtent=\"" + extent + "\" Origin=\"" + number(info.origin[0]) + " " + number(info.origin[1]) +
        " " + number(info.origin[2]) + "\" Spacing=\"" + number(info.spacing[0]) + " " + number(info.spacing[1]) + " " +
        number(info.spacing[2]) + "\" Direction=\"" +

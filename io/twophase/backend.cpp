@@ -37,12 +37,14 @@ std::vector<AccessT> flatten(const VolumeInfo& info, std::uint64_t base, std::sp
   std::vector<AccessT> accesses;
   for (std::size_t i = 0; i < extents.size(); ++i) {
     if (extents[i].empty()) continue;
-    auto* memory = static_cast<std::conditional_t<std::is_const_v<std::remove_pointer_t<Pointer>>, const std::byte*,
-                                                  std::byte*>>(buffers[i]);
-    raw::for_each_run(info.dims, extents[i], size, base, [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
-      accesses.push_back(AccessT{offset, static_cast<std::uint64_t>(count) * size,
-                                 memory + index * static_cast<std::int64_t>(size)});
-    });
+    auto* memory =
+        static_cast<std::conditional_t<std::is_const_v<std::remove_pointer_t<Pointer>>, const std::byte*, std::byte*>>(
+            buffers[i]);
+    raw::for_each_run(info.dims, extents[i], size, base,
+                      [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
+                        accesses.push_back(AccessT{offset, static_cast<std::uint64_t>(count) * size,
+                                                   memory + index * static_cast<std::int64_t>(size)});
+                      });
   }
   return accesses;
 }
@@ -77,7 +79,9 @@ Metrics report(const std::vector<twophase::Timing>& calls) {
     sum.add(call);
     metrics.per_call.push_back({call.requests, call.exchange, call.io, call.total});
   }
-  const auto whole = [](const char* name, std::uint64_t value) { return Metric{name, static_cast<double>(value), true}; };
+  const auto whole = [](const char* name, std::uint64_t value) {
+    return Metric{name, static_cast<double>(value), true};
+  };
   const auto seconds = [](const char* name, double value) { return Metric{name, value, false}; };
   metrics.totals = {whole("calls", sum.calls),
                     whole("rounds", sum.rounds),
@@ -103,8 +107,9 @@ class TwoPhaseReader final : public VolumeReader {
     const twophase::Options options = twophase::Options::from_hints(hints);
     const FileFormat format = detect_format(comm_, path);
     if (format == FileFormat::netcdf4)
-      throw Error(path + " is NetCDF-4 (HDF5); twophase reads raw volumes and NetCDF classic (CDF-1/2/5) files: use "
-                         "--backend netcdf4");
+      throw Error(path +
+                  " is NetCDF-4 (HDF5); twophase reads raw volumes and NetCDF classic (CDF-1/2/5) files: use "
+                  "--backend netcdf4");
     if (format == FileFormat::raw) {
       request.selection.refuse_step_and_glob("twophase");
       hints.reject_unused("twophase");
@@ -136,10 +141,11 @@ class TwoPhaseReader final : public VolumeReader {
   void do_read(const Extent& extent, void* buffer) override {
     const std::size_t size = dtype_size(info_.dtype);
     auto* out = static_cast<std::byte*>(buffer);
-    raw::for_each_run(info_.dims, extent, size, base_, [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
-      raw::read_fully(fd_, out + index * static_cast<std::int64_t>(size), static_cast<std::size_t>(count) * size, offset,
-                      data_path_);
-    });
+    raw::for_each_run(info_.dims, extent, size, base_,
+                      [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
+                        raw::read_fully(fd_, out + index * static_cast<std::int64_t>(size),
+                                        static_cast<std::size_t>(count) * size, offset, data_path_);
+                      });
     finish(extent, buffer);
   }
 
@@ -283,7 +289,8 @@ Backend make_twophase_backend() {
   backend.name = "twophase";
   backend.formats = "raw (NRRD .nhdr), NetCDF CDF-1/2/5 fixed-size variables (.nc)";
   backend.extension = ".nhdr";
-  backend.description = "volseg's own two-phase collective I/O (partition=, cb_nodes=, cb_buffer_size=, exchange=, ds=)";
+  backend.description =
+      "volseg's own two-phase collective I/O (partition=, cb_nodes=, cb_buffer_size=, exchange=, ds=)";
   // The engine's own (twophase::Options), then those of CDF files' headers (PnetCDF's).
   for (const char* key : {"cb_nodes", "cb_config", "cb_buffer_size", "max_pieces", "exchange", "partition", "lock_size",
                           "io_servers", "fs_profile", "ds", "ds_threshold", "realm_size", "cb_read", "cb_write"})

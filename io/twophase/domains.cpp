@@ -26,7 +26,8 @@ std::uint64_t dealt_below(const Segment& segment, std::uint64_t m, std::uint64_t
 }  // namespace
 
 FileDomains::FileDomains(std::vector<Segment> segments, int aggregators)
-    : segments_(std::move(segments)), segment_of_aggregator_(static_cast<std::size_t>(aggregators), -1),
+    : segments_(std::move(segments)),
+      segment_of_aggregator_(static_cast<std::size_t>(aggregators), -1),
       aggregators_(aggregators) {
   for (std::size_t s = 0; s < segments_.size(); ++s) {
     const Segment& segment = segments_[s];
@@ -108,7 +109,8 @@ std::string FileDomains::describe() const {
             (segment.end == end_of_file ? std::string("EOF") : std::to_string(segment.end)) + ")";
     if (segment.members.size() > 1)
       text += " cyclic " + std::to_string(segment.block) + " B over " + std::to_string(segment.members.size());
-    else text += " agg " + std::to_string(segment.members[0]);
+    else
+      text += " agg " + std::to_string(segment.members[0]);
   }
   return text;
 }

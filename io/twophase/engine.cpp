@@ -28,9 +28,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // Adds the wall time of fn to an accumulator.
 template <class Fn>
@@ -40,13 +38,13 @@ void timed(double& total, Fn&& fn) {
   total += seconds_since(start);
 }
 
-using detail::Piece;
 using detail::BufferPool;
 using detail::Cut;
-using detail::RoundCursor;
 using detail::cut_into_rounds;
 using detail::merge_runs;
+using detail::Piece;
 using detail::place_windows;
+using detail::RoundCursor;
 using detail::RoundPlan;
 using detail::Slot;
 
@@ -106,10 +104,10 @@ struct File::Impl {
   Options options;
   std::vector<int> aggregators;
   int asked_aggregators = 0;
-  int me = -1;  // my aggregator index
-  int fd = -1;     // aggregators, and every rank where a call may go independent
+  int me = -1;                // my aggregator index
+  int fd = -1;                // aggregators, and every rank where a call may go independent
   detail::DirectFile direct;  // the same file with O_DIRECT, for writes of whole blocks
-  bool dirty = false;  // written independently since the last sync
+  bool dirty = false;         // written independently since the last sync
   PartitionContext context;
   std::unique_ptr<Partitioner> partitioner;
   std::string partition_used;
@@ -140,7 +138,7 @@ struct File::Impl {
       trace::Span span(trace::Op::open);
       fd = ::open(path.c_str(), (mode == Mode::read ? O_RDONLY : O_RDWR) | O_CLOEXEC);
       if (fd < 0) throw_errno("open", name);
-      struct stat st{};
+      struct stat st {};
       if (::fstat(fd, &st) != 0) throw_errno("stat", name);
       if (!S_ISREG(st.st_mode)) throw Error(name + " is not a regular file");
       facts = {static_cast<std::uint64_t>(st.st_blksize), static_cast<std::uint64_t>(st.st_size)};
@@ -189,9 +187,9 @@ struct File::Impl::Call {
   std::vector<Piece> pieces;
   Timing timing;
   int size;
-  std::vector<std::vector<Piece>> to;                 // my pieces per aggregator index
-  std::vector<std::vector<Request>> from;             // requests to me per client
-  std::vector<std::vector<std::uint64_t>> windows;    // round r's window starts, per aggregator
+  std::vector<std::vector<Piece>> to;               // my pieces per aggregator index
+  std::vector<std::vector<Request>> from;           // requests to me per client
+  std::vector<std::vector<std::uint64_t>> windows;  // round r's window starts, per aggregator
   FileDomains domains;
   std::uint64_t rounds = 0;
   std::vector<RoundCursor> client_cursors, aggregator_cursors;
@@ -230,19 +228,24 @@ struct File::Impl::Call {
       failure = std::current_exception();
     }
   }
-  void read_in(RoundPlan& p) { guarded([&] { detail::read_groups(file.fd, file.name, p, timing); }); }
+  void read_in(RoundPlan& p) {
+    guarded([&] { detail::read_groups(file.fd, file.name, p, timing); });
+  }
   // Data sieving on writes reads the covering range first, so the holes
   // between runs are written back unchanged.
-  void read_holes(RoundPlan& p) { guarded([&] { detail::read_holes(file.fd, file.name, p, timing); }); }
+  void read_holes(RoundPlan& p) {
+    guarded([&] { detail::read_holes(file.fd, file.name, p, timing); });
+  }
   void write_out(RoundPlan& p) {
-    guarded([&] {
-      detail::write_groups(file.fd, file.direct.is_open() ? &file.direct : nullptr, file.name, p, timing);
-    });
+    guarded(
+        [&] { detail::write_groups(file.fd, file.direct.is_open() ? &file.direct : nullptr, file.name, p, timing); });
   }
   void post(RoundPlan& p) {
     timed(timing.exchange, [&] { detail::post_exchange(file.comm, file.options.exchange, direction, p); });
   }
-  void complete(RoundPlan& p) { timed(timing.exchange, [&] { detail::complete_exchange(p); }); }
+  void complete(RoundPlan& p) {
+    timed(timing.exchange, [&] { detail::complete_exchange(p); });
+  }
   std::unique_ptr<RoundPlan> planned(std::uint64_t round) {
     std::unique_ptr<RoundPlan> p;
     timed(timing.requests, [&] { p = plan_round(round); });
@@ -262,15 +265,17 @@ void File::Impl::collective(std::vector<Piece> pieces, Direction direction) {
     go_independent = call.independent_path(region);
     if (go_independent) return;
     call.exchange_requests(call.cut_at_domains(region));  // 2. and 3.
-    call.share_windows(call.place_my_windows());  // 4.
+    call.share_windows(call.place_my_windows());          // 4.
   });
   if (go_independent) {
     independent(call.pieces, direction, go_independent == 1, call.timing);
   } else if (!nothing) {
     call.timing.rounds = call.rounds;
     timed(call.timing.requests, [&] { call.cut_into_round_cursors(); });
-    if (direction == Direction::read) call.read_rounds();  // 5.
-    else call.write_rounds();
+    if (direction == Direction::read)
+      call.read_rounds();  // 5.
+    else
+      call.write_rounds();
     agree(comm, call.failure);
   }
   last = call.timing;
@@ -318,8 +323,9 @@ AccessRegion File::Impl::Call::agree_on_region() {
   AccessRegion region;
   for (int r = 0; r < size; ++r) {
     if (extents[static_cast<std::size_t>(r)][2] != 0)
-      throw Error(r == file.comm.rank() ? "twophase: an access past 2^64 bytes"
-                                        : "twophase: rank " + std::to_string(r) + " asked for an access past 2^64 bytes");
+      throw Error(r == file.comm.rank()
+                      ? "twophase: an access past 2^64 bytes"
+                      : "twophase: rank " + std::to_string(r) + " asked for an access past 2^64 bytes");
     region.all_pieces += extents[static_cast<std::size_t>(r)][3];
   }
   std::erase_if(extents, [](const auto& e) { return e[1] == 0; });
@@ -356,7 +362,8 @@ bool File::Impl::Call::cut_at_domains(const AccessRegion& region) {
     const std::uint64_t end = piece.offset + piece.length;
     while (at < end) {
       const std::uint64_t stop = std::min(end, domains.piece_end(at));
-      to[static_cast<std::size_t>(domains.owner(at))].push_back(Piece{at, stop - at, piece.memory + (at - piece.offset)});
+      to[static_cast<std::size_t>(domains.owner(at))].push_back(
+          Piece{at, stop - at, piece.memory + (at - piece.offset)});
       at = stop;
     }
   }
@@ -413,7 +420,8 @@ void File::Impl::Call::exchange_requests(bool may_exceed) {
     auto& list = from[static_cast<std::size_t>(r)];
     list.reserve(static_cast<std::size_t>(receive_counts[static_cast<std::size_t>(r)] / 2));
     const auto* at = incoming.data() + receive_displs[static_cast<std::size_t>(r)];
-    for (int i = 0; i + 1 < receive_counts[static_cast<std::size_t>(r)]; i += 2) list.push_back(Request{at[i], at[i + 1]});
+    for (int i = 0; i + 1 < receive_counts[static_cast<std::size_t>(r)]; i += 2)
+      list.push_back(Request{at[i], at[i + 1]});
   }
 }
 
@@ -469,7 +477,8 @@ void File::Impl::Call::share_windows(const std::vector<std::uint64_t>& my_window
     const auto r = static_cast<std::size_t>(file.aggregators[a]);
     const std::uint64_t n = heads[r][0];
     windows[a].assign(heads[r].begin() + 1, heads[r].begin() + 1 + std::min<std::uint64_t>(n, kWindowHead - 1));
-    windows[a].insert(windows[a].end(), tails.begin() + tail_displs[r], tails.begin() + tail_displs[r] + tail_counts[r]);
+    windows[a].insert(windows[a].end(), tails.begin() + tail_displs[r],
+                      tails.begin() + tail_displs[r] + tail_counts[r]);
     rounds = std::max<std::uint64_t>(rounds, windows[a].size());
   }
 }
@@ -482,9 +491,8 @@ void File::Impl::Call::cut_into_round_cursors() {
   client_cursors.resize(file.aggregators.size());
   aggregator_cursors.resize(static_cast<std::size_t>(size));
   for (std::size_t a = 0; a < file.aggregators.size(); ++a)
-    client_cursors[a] = RoundCursor(cut_into_rounds(to[a], windows[a], window, [&](std::uint64_t x) {
-      return domains.coordinate(static_cast<int>(a), x);
-    }));
+    client_cursors[a] = RoundCursor(cut_into_rounds(
+        to[a], windows[a], window, [&](std::uint64_t x) { return domains.coordinate(static_cast<int>(a), x); }));
   if (me >= 0)
     for (int r = 0; r < size; ++r)
       aggregator_cursors[static_cast<std::size_t>(r)] =
@@ -500,9 +508,8 @@ std::unique_ptr<RoundPlan> File::Impl::Call::plan_round(std::uint64_t round) {
   p->theirs.resize(static_cast<std::size_t>(size));
   for (std::size_t a = 0; a < file.aggregators.size(); ++a) {
     auto& blocks = p->mine[static_cast<std::size_t>(file.aggregators[a])];
-    client_cursors[a].take(round, [&](const Cut& cut) {
-      blocks.emplace_back(to[a][cut.item].memory + cut.skip, cut.length);
-    });
+    client_cursors[a].take(round,
+                           [&](const Cut& cut) { blocks.emplace_back(to[a][cut.item].memory + cut.skip, cut.length); });
   }
   if (file.me < 0) return p;
   p->buffer = file.buffer(round % 2, file.round_bytes);
@@ -568,12 +575,14 @@ void File::Impl::Call::write_rounds() {
 }
 
 // Every rank its own pieces; errors are agreed on, as in the rounds.
-void File::Impl::independent(const std::vector<Piece>& pieces, Direction direction, bool interleaved,
-                             Timing& timing) {
+void File::Impl::independent(const std::vector<Piece>& pieces, Direction direction, bool interleaved, Timing& timing) {
   timing.independent = 1;
   std::exception_ptr failure;
   try {
-    const detail::IndependentCall call{fd, name, options, !interleaved,
+    const detail::IndependentCall call{fd,
+                                       name,
+                                       options,
+                                       !interleaved,
                                        [this](std::uint64_t bytes) { return buffer(0, bytes); },
                                        direct.is_open() ? &direct : nullptr};
     if (direction == Direction::read) {
@@ -650,8 +659,9 @@ std::string File::describe() const {
   text += ", partition " + impl_->partition_used + ", lock " + std::to_string(impl_->context.lock_size) +
           " B, buffer " + std::to_string(o.cb_buffer_size) + " B, exchange " +
           (o.exchange == Exchange::alltoallw ? "alltoallw" : "p2p") + ", ds " +
-          (o.sieving == Sieving::always ? "always" : o.sieving == Sieving::never ? "never"
-                                                                                  : "below " + std::to_string(o.ds_threshold) + " B");
+          (o.sieving == Sieving::always  ? "always"
+           : o.sieving == Sieving::never ? "never"
+                                         : "below " + std::to_string(o.ds_threshold) + " B");
   auto name = [](Aggregation a) {
     return a == Aggregation::automatic ? "automatic" : a == Aggregation::enable ? "enable" : "disable";
   };

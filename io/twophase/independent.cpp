@@ -10,11 +10,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <utility>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "file_io.hpp"
 #include "volseg/io/error.hpp"
@@ -75,7 +75,7 @@ namespace {
 
 // Consecutive pieces (sorted by offset) whose file span fits the buffer.
 struct Chunk {
-  std::size_t first = 0, last = 0;  // pieces [first, last)
+  std::size_t first = 0, last = 0;   // pieces [first, last)
   std::uint64_t begin = 0, end = 0;  // file bytes covered
   std::size_t runs = 0;              // separate runs of file bytes (overlaps merged)
 };
@@ -133,9 +133,12 @@ void per_run(const std::vector<Piece>& pieces, const Chunk& chunk, Fn&& io) {
 }
 
 void count(Timing& timing, const Chunk& chunk, bool sieve) {
-  if (chunk.runs == 1) ++timing.contiguous;
-  else if (sieve) ++timing.sieved;
-  else ++timing.naive;
+  if (chunk.runs == 1)
+    ++timing.contiguous;
+  else if (sieve)
+    ++timing.sieved;
+  else
+    ++timing.naive;
 }
 
 }  // namespace

@@ -41,10 +41,9 @@ Aggregation aggregation(const Hints& hints, const std::string& key) {
 }  // namespace
 
 bool Options::is_hint(const std::string& key) {
-  static const std::set<std::string> keys{"cb_nodes",   "cb_config",  "cb_buffer_size", "exchange",
-                                          "partition",  "lock_size",  "io_servers",     "fs_profile",
-                                          "ds",         "ds_threshold", "realm_size",     "cb_read",
-                                          "cb_write", "max_pieces", "direct_write"};
+  static const std::set<std::string> keys{"cb_nodes",   "cb_config",  "cb_buffer_size", "exchange",   "partition",
+                                          "lock_size",  "io_servers", "fs_profile",     "ds",         "ds_threshold",
+                                          "realm_size", "cb_read",    "cb_write",       "max_pieces", "direct_write"};
   return keys.count(key) != 0;
 }
 
@@ -61,9 +60,12 @@ Options Options::from_hints(const Hints& hints) {
   if (options.max_pieces < 1 || options.max_pieces > (std::int64_t{1} << 30))
     throw Error("twophase: max_pieces must be between 1 and 2^30");
   const std::string exchange = hints.get_string("exchange", "alltoallw");
-  if (exchange == "alltoallw") options.exchange = Exchange::alltoallw;
-  else if (exchange == "p2p") options.exchange = Exchange::p2p;
-  else throw Error("twophase: exchange=" + exchange + " is not alltoallw or p2p");
+  if (exchange == "alltoallw")
+    options.exchange = Exchange::alltoallw;
+  else if (exchange == "p2p")
+    options.exchange = Exchange::p2p;
+  else
+    throw Error("twophase: exchange=" + exchange + " is not alltoallw or p2p");
   options.partition = hints.get_string("partition", options.partition);
   make_partitioner(options.partition);  // refuses unknown names now, not at the first call
   const auto lock = hints.get_size("lock_size", 0);
@@ -75,10 +77,14 @@ Options Options::from_hints(const Hints& hints) {
   if (options.fs_profile != "lustre" && options.fs_profile != "gpfs" && options.fs_profile != "local")
     throw Error("twophase: fs_profile=" + options.fs_profile + " is not lustre, gpfs or local");
   const std::string ds = hints.get_string("ds", "auto");
-  if (ds == "auto") options.sieving = Sieving::conditional;
-  else if (ds == "always") options.sieving = Sieving::always;
-  else if (ds == "never") options.sieving = Sieving::never;
-  else throw Error("twophase: ds=" + ds + " is not auto, always or never");
+  if (ds == "auto")
+    options.sieving = Sieving::conditional;
+  else if (ds == "always")
+    options.sieving = Sieving::always;
+  else if (ds == "never")
+    options.sieving = Sieving::never;
+  else
+    throw Error("twophase: ds=" + ds + " is not auto, always or never");
   const auto threshold = hints.get_size("ds_threshold", static_cast<std::int64_t>(options.ds_threshold));
   if (threshold < 0) throw Error("twophase: ds_threshold must not be negative");
   options.ds_threshold = static_cast<std::uint64_t>(threshold);

@@ -16,10 +16,14 @@ class Auto final : public Partitioner {
   std::string chosen() const override { return chosen_; }
   FileDomains partition(const Region& region, Direction direction, const PartitionContext& context) override {
     std::string method;
-    if (context.fs_profile == "lustre") method = direction == Direction::write ? "group-cyclic" : "aligned";
-    else if (context.fs_profile == "gpfs") method = "aligned";
-    else if (context.fs_profile == "local") method = "even";
-    else throw Error("twophase: fs_profile=" + context.fs_profile + " is not lustre, gpfs or local");
+    if (context.fs_profile == "lustre")
+      method = direction == Direction::write ? "group-cyclic" : "aligned";
+    else if (context.fs_profile == "gpfs")
+      method = "aligned";
+    else if (context.fs_profile == "local")
+      method = "even";
+    else
+      throw Error("twophase: fs_profile=" + context.fs_profile + " is not lustre, gpfs or local");
     if (method != current_name_) {
       current_ = make_partitioner(method);
       current_name_ = method;

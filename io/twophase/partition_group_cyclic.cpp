@@ -25,7 +25,7 @@ class GroupCyclic final : public Partitioner {
     const int g = std::max(context.io_servers, 1);
     if (n <= g) return make_static_cyclic_partitioner()->partition(region, direction, context);
     const std::uint64_t stripe = std::max<std::uint64_t>(context.lock_size, 1);
-    const std::uint64_t first = region.begin / stripe;                 // k0
+    const std::uint64_t first = region.begin / stripe;                    // k0
     const std::uint64_t stripes = (region.end - 1) / stripe + 1 - first;  // stripes the region touches
     const int groups = n / g;
     const int start = static_cast<int>(first % static_cast<std::uint64_t>(n));  // formula (1)

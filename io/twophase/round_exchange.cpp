@@ -25,9 +25,9 @@ MPI_Datatype Types::add(const std::vector<std::pair<const std::byte*, std::uint6
     addresses.push_back(at);
   }
   MPI_Datatype type;
-  check_mpi(MPI_Type_create_hindexed(static_cast<int>(blocks.size()), lengths.data(), addresses.data(), MPI_BYTE,
-                                     &type),
-            "MPI_Type_create_hindexed");
+  check_mpi(
+      MPI_Type_create_hindexed(static_cast<int>(blocks.size()), lengths.data(), addresses.data(), MPI_BYTE, &type),
+      "MPI_Type_create_hindexed");
   check_mpi(MPI_Type_commit(&type), "MPI_Type_commit");
   types_.push_back(type);
   return type;
@@ -58,9 +58,12 @@ std::vector<IoGroup> coalesce(const std::vector<Slot>& sorted, const FileDomains
 
 void read_groups(int fd, const std::string& path, RoundPlan& p, Timing& timing) {
   for (const auto& group : p.io) {
-    if (group.runs.size() == 1) ++timing.contiguous;
-    else if (group.sieve) ++timing.sieved;
-    else ++timing.naive;
+    if (group.runs.size() == 1)
+      ++timing.contiguous;
+    else if (group.sieve)
+      ++timing.sieved;
+    else
+      ++timing.naive;
     if (group.runs.size() == 1 || group.sieve) {
       std::byte* into = group.direct ? group.direct : p.buffer + group.runs.front().position;
       pread_exact(fd, into, group.end() - group.begin(), group.begin(), path, false);
@@ -87,9 +90,12 @@ void read_holes(int fd, const std::string& path, RoundPlan& p, Timing& timing) {
 
 void write_groups(int fd, DirectFile* direct, const std::string& path, RoundPlan& p, Timing& timing) {
   for (const auto& group : p.io) {
-    if (group.runs.size() == 1) ++timing.contiguous;
-    else if (group.sieve) ++timing.sieved;
-    else ++timing.naive;
+    if (group.runs.size() == 1)
+      ++timing.contiguous;
+    else if (group.sieve)
+      ++timing.sieved;
+    else
+      ++timing.naive;
     if (group.runs.size() == 1 || group.sieve) {
       const std::byte* out = group.direct ? group.direct : p.buffer + group.runs.front().position;
       if (!direct || !direct->write(out, group.end() - group.begin(), group.begin(), path))
@@ -117,8 +123,10 @@ void post_exchange(const Comm& comm, Exchange exchange, Direction direction, Rou
   for (std::size_t i = 0; i < blocks.size() && i < slots.size(); ++i) {
     if (p.self_direct[i]) continue;
     std::byte* memory = const_cast<std::byte*>(blocks[i].first);  // written only on reads
-    if (writing) std::memcpy(p.buffer + slots[i].position, memory, blocks[i].second);
-    else std::memcpy(memory, p.buffer + slots[i].position, blocks[i].second);
+    if (writing)
+      std::memcpy(p.buffer + slots[i].position, memory, blocks[i].second);
+    else
+      std::memcpy(memory, p.buffer + slots[i].position, blocks[i].second);
   }
   std::vector<MPI_Datatype> memory_types(static_cast<std::size_t>(size), MPI_BYTE),
       buffer_types(static_cast<std::size_t>(size), MPI_BYTE);
@@ -151,32 +159,30 @@ void post_exchange(const Comm& comm, Exchange exchange, Direction direction, Rou
   p.zeros.assign(static_cast<std::size_t>(size), 0);
   if (exchange == Exchange::alltoallw) {
     p.requests.resize(1);
-    check_mpi(MPI_Ialltoallw(MPI_BOTTOM, p.send_counts.data(), p.zeros.data(), p.send_types.data(), MPI_BOTTOM,
-                             p.receive_counts.data(), p.zeros.data(), p.receive_types.data(), comm.get(),
-                             p.requests.data()),
-              "MPI_Ialltoallw");
+    check_mpi(
+        MPI_Ialltoallw(MPI_BOTTOM, p.send_counts.data(), p.zeros.data(), p.send_types.data(), MPI_BOTTOM,
+                       p.receive_counts.data(), p.zeros.data(), p.receive_types.data(), comm.get(), p.requests.data()),
+        "MPI_Ialltoallw");
     return;
   }
   for (int r = 0; r < size; ++r) {
     if (p.receive_counts[static_cast<std::size_t>(r)] == 0) continue;
     p.requests.emplace_back();
-    check_mpi(MPI_Irecv(MPI_BOTTOM, 1, p.receive_types[static_cast<std::size_t>(r)], r, 0, comm.get(),
-                        &p.requests.back()),
-              "MPI_Irecv");
+    check_mpi(
+        MPI_Irecv(MPI_BOTTOM, 1, p.receive_types[static_cast<std::size_t>(r)], r, 0, comm.get(), &p.requests.back()),
+        "MPI_Irecv");
   }
   for (int r = 0; r < size; ++r) {
     if (p.send_counts[static_cast<std::size_t>(r)] == 0) continue;
     p.requests.emplace_back();
-    check_mpi(MPI_Isend(MPI_BOTTOM, 1, p.send_types[static_cast<std::size_t>(r)], r, 0, comm.get(),
-                        &p.requests.back()),
+    check_mpi(MPI_Isend(MPI_BOTTOM, 1, p.send_types[static_cast<std::size_t>(r)], r, 0, comm.get(), &p.requests.back()),
               "MPI_Isend");
   }
 }
 
 void complete_exchange(RoundPlan& p) {
   trace::Span span(trace::Op::wait);
-  check_mpi(MPI_Waitall(static_cast<int>(p.requests.size()), p.requests.data(), MPI_STATUSES_IGNORE),
-            "MPI_Waitall");
+  check_mpi(MPI_Waitall(static_cast<int>(p.requests.size()), p.requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
 }
 
 }  // namespace volseg::io::twophase::detail

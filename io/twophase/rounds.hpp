@@ -85,7 +85,7 @@ void merge_runs(std::vector<T>& items, std::vector<std::size_t> bounds, Less les
 // any one round needs (the collective buffers are sized to it, not to the
 // window, so a small call does not pay for cb_buffer_size).
 inline std::vector<std::uint64_t> place_windows(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& spans,
-                                         std::uint64_t window, std::uint64_t& used) {
+                                                std::uint64_t window, std::uint64_t& used) {
   std::vector<std::uint64_t> starts;
   std::uint64_t covered = 0;  // requested coordinates below this are in a window
   std::size_t i = 0;
@@ -103,7 +103,8 @@ inline std::vector<std::uint64_t> place_windows(const std::vector<std::pair<std:
   used = 0;
   for (const auto& [begin, end] : spans) {
     auto k = static_cast<std::size_t>(std::upper_bound(starts.begin(), starts.end(), begin) - starts.begin() - 1);
-    for (; k < starts.size() && starts[k] < end; ++k) used = std::max(used, std::min(end, starts[k] + window) - starts[k]);
+    for (; k < starts.size() && starts[k] < end; ++k)
+      used = std::max(used, std::min(end, starts[k] + window) - starts[k]);
   }
   return starts;
 }

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "common.hpp"
-#include "volseg/io/error.hpp"
 #include "volseg/io/comm.hpp"
+#include "volseg/io/error.hpp"
 #include "volseg/segment/brick_layout.hpp"
 #include "volseg/segment/label.hpp"
 #include "volseg/segment/threshold.hpp"
@@ -50,8 +50,8 @@ py::array threshold(const py::array& values, double lo, double hi, std::optional
       auto work = [&, t, begin, end] {
         try {
           segment::Stats stats;
-          kernel.run(input + begin * static_cast<std::int64_t>(size), end - begin, /*swapped=*/false,
-                     output + begin, stats);
+          kernel.run(input + begin * static_cast<std::int64_t>(size), end - begin, /*swapped=*/false, output + begin,
+                     stats);
         } catch (...) {
           errors[static_cast<std::size_t>(t)] = std::current_exception();
         }
@@ -73,7 +73,6 @@ py::array threshold(const py::array& values, double lo, double hi, std::optional
   return mask;
 }
 
-
 // Copies brick `extent` of a C-order volume of dims into out (packed).
 template <class T>
 void copy_brick(const T* volume, const io::Index3& dims, const io::Extent& extent, T* out, bool to_volume) {
@@ -81,8 +80,10 @@ void copy_brick(const T* volume, const io::Index3& dims, const io::Extent& exten
     for (std::int64_t y = 0; y < extent.count[1]; ++y) {
       const std::int64_t at = ((extent.offset[0] + z) * dims[1] + extent.offset[1] + y) * dims[2] + extent.offset[2];
       T* brick_row = out + (z * extent.count[1] + y) * extent.count[2];
-      if (to_volume) std::copy_n(brick_row, extent.count[2], const_cast<T*>(volume) + at);
-      else std::copy_n(volume + at, extent.count[2], brick_row);
+      if (to_volume)
+        std::copy_n(brick_row, extent.count[2], const_cast<T*>(volume) + at);
+      else
+        std::copy_n(volume + at, extent.count[2], brick_row);
     }
 }
 
@@ -112,7 +113,8 @@ py::tuple label(const py::array& mask, int connectivity, std::uint64_t min_voxel
   const py::dtype type = mask.dtype();
   if (!(type.kind() == 'b' || (type.kind() == 'u' && type.itemsize() == 1)))
     throw Error("label: the mask must be uint8 or bool (nonzero is foreground), not " +
-                py::str(static_cast<py::handle>(type)).cast<std::string>() + ": pass mask != 0, or volseg.threshold's mask");
+                py::str(static_cast<py::handle>(type)).cast<std::string>() +
+                ": pass mask != 0, or volseg.threshold's mask");
   if (mask.ndim() != 3 && mask.ndim() != 2)
     throw Error("label: the mask must have 2 or 3 dimensions, not " + std::to_string(mask.ndim()));
   if (mask.ndim() == 2 && (connectivity == 4 || connectivity == 8)) connectivity = connectivity == 4 ? 6 : 26;
@@ -123,7 +125,7 @@ py::tuple label(const py::array& mask, int connectivity, std::uint64_t min_voxel
     if (d > std::int64_t{1} << 30) throw Error("label: an axis of more than 2^30 voxels");
   std::vector<py::ssize_t> shape(mask.shape(), mask.shape() + mask.ndim());
   const char* axes[3] = {"z", "y", "x"};
-  const int first_axis = mask.ndim() == 3 ? 0 : 1;  // a 2D mask's table has y and x only
+  const int first_axis = mask.ndim() == 3 ? 0 : 1;     // a 2D mask's table has y and x only
   if (dims[0] == 0 || dims[1] == 0 || dims[2] == 0) {  // as scipy: no voxel, no object
     py::dict table;
     table["id"] = py::array_t<std::uint64_t>(0);
@@ -137,9 +139,9 @@ py::tuple label(const py::array& mask, int connectivity, std::uint64_t min_voxel
   }
   const auto* voxels = static_cast<const std::uint8_t*>(mask.data());
   const std::int64_t edge = 256;  // bricks of at most 16 Mi voxels: one copied brick is all label adds
-  const segment::BrickLayout layout(dims, {std::min(edge, std::max<std::int64_t>(dims[0], 1)),
-                                           std::min(edge, std::max<std::int64_t>(dims[1], 1)),
-                                           std::min(edge, std::max<std::int64_t>(dims[2], 1))});
+  const segment::BrickLayout layout(
+      dims, {std::min(edge, std::max<std::int64_t>(dims[0], 1)), std::min(edge, std::max<std::int64_t>(dims[1], 1)),
+             std::min(edge, std::max<std::int64_t>(dims[2], 1))});
   const Comm self(MPI_COMM_SELF);
   segment::LabelSummary summary;
   std::unique_ptr<segment::Labeling> labeling;
@@ -161,16 +163,20 @@ py::tuple label(const py::array& mask, int connectivity, std::uint64_t min_voxel
   void* out = labels.mutable_data();
   {
     py::gil_scoped_release release;
-    if (wide) paint_labels(voxels, dims, layout, *labeling, connectivity, static_cast<std::uint64_t*>(out));
-    else paint_labels(voxels, dims, layout, *labeling, connectivity, static_cast<std::uint32_t*>(out));
+    if (wide)
+      paint_labels(voxels, dims, layout, *labeling, connectivity, static_cast<std::uint64_t*>(out));
+    else
+      paint_labels(voxels, dims, layout, *labeling, connectivity, static_cast<std::uint32_t*>(out));
   }
 
   // The table: the columns of `volseg label --stats`, in voxel units.
   const segment::ObjectTable& t = summary.table;
   const auto n = static_cast<py::ssize_t>(t.size());
   py::array_t<std::uint64_t> id(n), count(n);
-  py::array_t<std::int64_t> lo[3] = {py::array_t<std::int64_t>(n), py::array_t<std::int64_t>(n), py::array_t<std::int64_t>(n)};
-  py::array_t<std::int64_t> hi[3] = {py::array_t<std::int64_t>(n), py::array_t<std::int64_t>(n), py::array_t<std::int64_t>(n)};
+  py::array_t<std::int64_t> lo[3] = {py::array_t<std::int64_t>(n), py::array_t<std::int64_t>(n),
+                                     py::array_t<std::int64_t>(n)};
+  py::array_t<std::int64_t> hi[3] = {py::array_t<std::int64_t>(n), py::array_t<std::int64_t>(n),
+                                     py::array_t<std::int64_t>(n)};
   py::array_t<double> centroid[3] = {py::array_t<double>(n), py::array_t<double>(n), py::array_t<double>(n)};
   py::array_t<bool> border(n);
   for (py::ssize_t i = 0; i < n; ++i) {
@@ -206,7 +212,8 @@ void bind_arrays(py::module_& m) {
   m.def("label", &label, py::arg("mask"), py::arg("connectivity") = 26, py::arg("min_voxels") = 0,
         "(labels, table): the connected components of a 2D or 3D uint8/bool mask in memory, numbered 1, 2, ... "
         "by first voxel (C order) as scipy.ndimage.label numbers them (whose default structure is the cross: "
-        "connectivity 6, or 4 in 2D; volseg's default is 26, as `volseg label`); labels uint32 (uint64 past 2^32 - 1 objects); table a dict "
+        "connectivity 6, or 4 in 2D; volseg's default is 26, as `volseg label`); labels uint32 (uint64 past 2^32 - 1 "
+        "objects); table a dict "
         "of numpy columns (id, voxels, z_min ... x_max, centroid_z ... centroid_x, touches_boundary). Objects under "
         "min_voxels are dropped (0) and the rest renumbered. connectivity 6, 18 or 26 (4 or 8 in 2D: 6 or 26)");
 }

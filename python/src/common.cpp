@@ -6,19 +6,28 @@
 
 namespace volseg::python {
 
-
 const char* numpy_name(io::DType type) {
   switch (type) {
-    case io::DType::i8: return "int8";
-    case io::DType::u8: return "uint8";
-    case io::DType::i16: return "int16";
-    case io::DType::u16: return "uint16";
-    case io::DType::i32: return "int32";
-    case io::DType::u32: return "uint32";
-    case io::DType::i64: return "int64";
-    case io::DType::u64: return "uint64";
-    case io::DType::f32: return "float32";
-    case io::DType::f64: return "float64";
+    case io::DType::i8:
+      return "int8";
+    case io::DType::u8:
+      return "uint8";
+    case io::DType::i16:
+      return "int16";
+    case io::DType::u16:
+      return "uint16";
+    case io::DType::i32:
+      return "int32";
+    case io::DType::u32:
+      return "uint32";
+    case io::DType::i64:
+      return "int64";
+    case io::DType::u64:
+      return "uint64";
+    case io::DType::f32:
+      return "float32";
+    case io::DType::f64:
+      return "float64";
   }
   return "uint8";
 }
@@ -28,18 +37,24 @@ io::DType dtype_of(const py::array& array) {
   const char kind = type.kind();
   const auto size = static_cast<std::size_t>(type.itemsize());
   if (type.byteorder() == '>' || (type.byteorder() == '<' && io::native_byte_order() != io::ByteOrder::little))
-    throw Error("a " + py::str(static_cast<py::handle>(type)).cast<std::string>() + " array is not in this machine's byte order: use "
+    throw Error("a " + py::str(static_cast<py::handle>(type)).cast<std::string>() +
+                " array is not in this machine's byte order: use "
                 "array.astype(array.dtype.newbyteorder('='))");
   if (kind == 'f' && size == 4) return io::DType::f32;
   if (kind == 'f' && size == 8) return io::DType::f64;
   if (kind == 'i' || kind == 'u') {
     const bool sign = kind == 'i';
     switch (size) {
-      case 1: return sign ? io::DType::i8 : io::DType::u8;
-      case 2: return sign ? io::DType::i16 : io::DType::u16;
-      case 4: return sign ? io::DType::i32 : io::DType::u32;
-      case 8: return sign ? io::DType::i64 : io::DType::u64;
-      default: break;
+      case 1:
+        return sign ? io::DType::i8 : io::DType::u8;
+      case 2:
+        return sign ? io::DType::i16 : io::DType::u16;
+      case 4:
+        return sign ? io::DType::i32 : io::DType::u32;
+      case 8:
+        return sign ? io::DType::i64 : io::DType::u64;
+      default:
+        break;
     }
   }
   if (kind == 'b') return io::DType::u8;
@@ -49,7 +64,8 @@ io::DType dtype_of(const py::array& array) {
 
 void require_contiguous(const py::array& array, const char* what) {
   if (!(array.flags() & py::array::c_style))
-    throw Error(std::string(what) + " is not C-contiguous; volseg does not copy it behind your back (a copy would "
+    throw Error(std::string(what) +
+                " is not C-contiguous; volseg does not copy it behind your back (a copy would "
                 "double its memory): pass numpy.ascontiguousarray(...)");
 }
 
@@ -72,7 +88,6 @@ std::vector<std::string> hint_list(const std::optional<std::string>& var, const 
 }
 
 py::object json_loads(const std::string& text) { return py::module_::import("json").attr("loads")(text); }
-
 
 segment::ProgressMode progress_mode(const py::object& progress) {
   if (progress.is_none() || PyCallable_Check(progress.ptr())) return segment::ProgressMode::none;

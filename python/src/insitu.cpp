@@ -10,8 +10,8 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
-#include <optional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,12 +40,18 @@ std::string hook_dtype(const py::array& a, const char** name, const std::string&
   const auto n = t.itemsize();
   if (t.byteorder() == '>')
     return "publish: " + what + " are big-endian; pass " + what + ".astype(" + what + ".dtype.newbyteorder('='))";
-  if (k == 'u' && n == 1) *name = "u8";
-  else if (k == 'i' && n == 2) *name = "i16";
-  else if (k == 'u' && n == 2) *name = "u16";
-  else if (k == 'i' && n == 4) *name = "i32";
-  else if (k == 'f' && n == 4) *name = "f32";
-  else if (k == 'f' && n == 8) *name = "f64";
+  if (k == 'u' && n == 1)
+    *name = "u8";
+  else if (k == 'i' && n == 2)
+    *name = "i16";
+  else if (k == 'u' && n == 2)
+    *name = "u16";
+  else if (k == 'i' && n == 4)
+    *name = "i32";
+  else if (k == 'f' && n == 4)
+    *name = "f32";
+  else if (k == 'f' && n == 8)
+    *name = "f64";
   else
     return "publish: " + what + " of " + py::str(static_cast<py::handle>(t)).cast<std::string>() +
            " are not a type the hook takes (uint8, int16, uint16, int32, float32, float64)";
@@ -73,14 +79,16 @@ std::string agree(MPI_Comm comm, const std::string& mine) {
 
 // What is wrong with one rank's publish arguments, or ""; what names the
 // array in messages (values, or one of arrays).
-std::string check_publish(const std::vector<std::int64_t>& global_dims, const std::vector<std::vector<std::int64_t>>& box,
-                          const py::array& values, int ghost, const char** dtype, const std::string& what = "values") {
+std::string check_publish(const std::vector<std::int64_t>& global_dims,
+                          const std::vector<std::vector<std::int64_t>>& box, const py::array& values, int ghost,
+                          const char** dtype, const std::string& what = "values") {
   if (global_dims.size() != 3) return "publish: global_dims: three numbers (z, y, x)";
   if (box.size() != 2 || box[0].size() != 3 || box[1].size() != 3)
     return "publish: box=((z0, y0, x0), (nz, ny, nx)): this rank's offset and count";
   if (ghost < 0) return "publish: ghost " + std::to_string(ghost) + " is negative";
   if (!(values.flags() & py::array::c_style))
-    return "publish: " + what + " are not C-contiguous; the hook reads them in place: pass numpy.ascontiguousarray(...)";
+    return "publish: " + what +
+           " are not C-contiguous; the hook reads them in place: pass numpy.ascontiguousarray(...)";
   if (auto wrong = hook_dtype(values, dtype, what); !wrong.empty()) return wrong;
   bool empty = false;
   for (int a = 0; a < 3; ++a) {
@@ -91,16 +99,17 @@ std::string check_publish(const std::vector<std::int64_t>& global_dims, const st
     empty = empty || count == 0;
   }
   if (empty) return {};  // a rank that owns no points publishes nothing
-  if (values.ndim() != 3) return "publish: " + what + " must have 3 dimensions (z, y, x), not " + std::to_string(values.ndim());
+  if (values.ndim() != 3)
+    return "publish: " + what + " must have 3 dimensions (z, y, x), not " + std::to_string(values.ndim());
   for (int a = 0; a < 3; ++a) {
     // count plus the ghost layers the grid has room for on each side (io::with_ghost).
     const std::int64_t offset = box[0][a], count = box[1][a], dims = global_dims[a];
-    const std::int64_t expected = count + std::min<std::int64_t>(ghost, offset) +
-                                  std::min<std::int64_t>(ghost, dims - offset - count);
+    const std::int64_t expected =
+        count + std::min<std::int64_t>(ghost, offset) + std::min<std::int64_t>(ghost, dims - offset - count);
     if (values.shape(a) != expected)
-      return "publish: " + (what == "values" ? what + "'" : what + "'s") + " axis " + std::to_string(a) + " has " + std::to_string(values.shape(a)) +
-             " points; box " + std::to_string(count) + " with ghost " + std::to_string(ghost) +
-             " inside the grid needs " + std::to_string(expected);
+      return "publish: " + (what == "values" ? what + "'" : what + "'s") + " axis " + std::to_string(a) + " has " +
+             std::to_string(values.shape(a)) + " points; box " + std::to_string(count) + " with ghost " +
+             std::to_string(ghost) + " inside the grid needs " + std::to_string(expected);
   }
   return {};
 }
@@ -122,7 +131,8 @@ class Hook {
   ~Hook() {
     int finalized = 1;
     MPI_Finalized(&finalized);
-    if (hook_ && !finalized) volseg_insitu_finalize(hook_);  // collective: a script that forgets finalize() ends on every rank alike
+    if (hook_ && !finalized)
+      volseg_insitu_finalize(hook_);  // collective: a script that forgets finalize() ends on every rank alike
     if (comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
   }
   Hook(const Hook&) = delete;
@@ -154,9 +164,9 @@ class Hook {
     if (!problem.empty()) raise(problem);
     const std::int64_t dims[3] = {global_dims[0], global_dims[1], global_dims[2]};
     const std::int64_t offset[3] = {box[0][0], box[0][1], box[0][2]}, count[3] = {box[1][0], box[1][1], box[1][2]};
-    const int rc = volseg_insitu_publish_arrays(hook_, step, time, dims, offset, count, ghost, dtype, values.data(),
-                                                static_cast<int>(names.size()), names.data(), dtypes.data(),
-                                                data.data());
+    const int rc =
+        volseg_insitu_publish_arrays(hook_, step, time, dims, offset, count, ghost, dtype, values.data(),
+                                     static_cast<int>(names.size()), names.data(), dtypes.data(), data.data());
     if (rc != VOLSEG_INSITU_OK) raise(volseg_insitu_last_error(hook_));
   }
 

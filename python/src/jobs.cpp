@@ -178,8 +178,9 @@ void bind_jobs(py::module_& m) {
           "numpy uint64, one count a bin")
       .def_property_readonly("edges", &edges, "numpy float64, bins + 1 edges (as numpy.histogram's)")
       .def_property_readonly("bins", [](const segment::Histogram& h) { return h.edges().bins; })
-      .def_property_readonly("integers", [](const segment::Histogram& h) { return h.edges().integers; },
-                             "True when each bin holds one integer (counts exact for any integer range)")
+      .def_property_readonly(
+          "integers", [](const segment::Histogram& h) { return h.edges().integers; },
+          "True when each bin holds one integer (counts exact for any integer range)")
       .def_property_readonly("total", &segment::Histogram::total, "valid voxels counted")
       .def(
           "count",
@@ -188,7 +189,8 @@ void bind_jobs(py::module_& m) {
             return py::make_tuple(c.voxels, c.exact);
           },
           py::arg("lo"), py::arg("hi"),
-          "(voxels with lo <= v <= hi, exact): exact when lo and hi fall on bin edges, or on integers with integer bins")
+          "(voxels with lo <= v <= hi, exact): exact when lo and hi fall on bin edges, or on integers with integer "
+          "bins")
       .def("__repr__", [](const segment::Histogram& h) {
         return "<volseg.Histogram " + std::to_string(h.edges().bins) + " bins over [" + std::to_string(h.edges().lo) +
                ", " + std::to_string(h.edges().hi) + "], " + std::to_string(h.total()) + " voxels>";

@@ -4,12 +4,12 @@
 #include <memory>
 
 #include "common.hpp"
-#include "volseg/segment/expression.hpp"
 #include "volseg/io/auto_backend.hpp"
 #include "volseg/io/comm.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/format.hpp"
 #include "volseg/io/registry.hpp"
+#include "volseg/segment/expression.hpp"
 
 namespace volseg::python {
 namespace {
@@ -25,7 +25,8 @@ class Volume {
     comm_ = std::make_unique<Comm>(handle);
     format_ = io::detect_format(*comm_, path);
     backend_ = io::resolve_backend(*comm_, backend, format_, path, io::Access::stream).backend;
-    reader_ = segment::open_input(backend_, path, *comm_, hint_list(var, time, glob));  // a variable, or a derived field
+    reader_ =
+        segment::open_input(backend_, path, *comm_, hint_list(var, time, glob));  // a variable, or a derived field
   }
 
   const io::VolumeInfo& info() const { return reader().info(); }
@@ -117,7 +118,6 @@ class Volume {
   std::unique_ptr<io::VolumeReader> reader_;
 };
 
-
 }  // namespace
 
 void bind_volume(py::module_& m) {
@@ -145,9 +145,8 @@ void bind_volume(py::module_& m) {
   m.def(
       "_open",
       [](const std::string& path, const std::optional<std::string>& var, const std::optional<std::int64_t>& time,
-         const std::string& backend, const std::string& glob, const py::object& comm) {
-        return std::make_unique<Volume>(path, var, time, backend, glob, comm);
-      },
+         const std::string& backend, const std::string& glob,
+         const py::object& comm) { return std::make_unique<Volume>(path, var, time, backend, glob, comm); },
       py::arg("path"), py::arg("var"), py::arg("time"), py::arg("backend"), py::arg("glob"), py::arg("comm"));
 }
 

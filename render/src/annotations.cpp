@@ -2,15 +2,15 @@
 #include "annotations.hpp"
 
 #include <vtkAxesActor.h>
+#include <vtkCamera.h>
+#include <vtkCaptionActor2D.h>
 #include <vtkMatrix4x4.h>
 #include <vtkProperty.h>
 #include <vtkRendererCollection.h>
-#include <vtkCamera.h>
-#include <vtkCaptionActor2D.h>
-#include <vtkUnsignedCharArray.h>
 #include <vtkScalarBarActor.h>
 #include <vtkTextActor.h>
 #include <vtkTextProperty.h>
+#include <vtkUnsignedCharArray.h>
 
 #include <algorithm>
 #include <cmath>
@@ -89,9 +89,8 @@ void add_triad(vtkRenderer& axes_renderer, const FrameSettings& s, const Piece& 
     axes->SetUserMatrix(flip);
     // A mirroring matrix turns the arrows' faces inside out, which lighting
     // draws black: lit by their colour alone.
-    for (auto* property : {axes->GetXAxisShaftProperty(), axes->GetYAxisShaftProperty(),
-                           axes->GetZAxisShaftProperty(), axes->GetXAxisTipProperty(), axes->GetYAxisTipProperty(),
-                           axes->GetZAxisTipProperty()}) {
+    for (auto* property : {axes->GetXAxisShaftProperty(), axes->GetYAxisShaftProperty(), axes->GetZAxisShaftProperty(),
+                           axes->GetXAxisTipProperty(), axes->GetYAxisTipProperty(), axes->GetZAxisTipProperty()}) {
       property->SetAmbient(1);
       property->SetDiffuse(0);
       property->SetSpecular(0);
@@ -117,8 +116,7 @@ void add_triad(vtkRenderer& axes_renderer, const FrameSettings& s, const Piece& 
 
 // The scene over the background, the overlay over the scene (both
 // premultiplied), flipped to rows from the top.
-Image compose(std::span<const std::uint8_t> blended, const std::vector<std::uint8_t>& overlay,
-              const FrameSettings& s) {
+Image compose(std::span<const std::uint8_t> blended, const std::vector<std::uint8_t>& overlay, const FrameSettings& s) {
   Image image;
   image.width = s.width;
   image.height = s.height;

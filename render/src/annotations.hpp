@@ -23,7 +23,8 @@ class Annotations {
   explicit Annotations(vtkRenderWindow* window) : window_(window) {}
   // blended: premultiplied RGBA bytes, rows from the bottom. Returns the
   // finished opaque image, rows from the top.
-  Image finish(std::span<const std::uint8_t> blended, const FrameSettings& settings, const Piece& piece, vtkCamera& camera);
+  Image finish(std::span<const std::uint8_t> blended, const FrameSettings& settings, const Piece& piece,
+               vtkCamera& camera);
 
  private:
   vtkRenderWindow* window_;

@@ -23,8 +23,9 @@ void* x_display() {
   if (display) return display;
   const char* name = std::getenv("DISPLAY");
   if (!name || !*name)
-    throw Error("no X display (DISPLAY is not set): volseg renders through OpenGL on X; run it under "
-                "'xvfb-run -a' on a node without one (see the README)");
+    throw Error(
+        "no X display (DISPLAY is not set): volseg renders through OpenGL on X; run it under "
+        "'xvfb-run -a' on a node without one (see the README)");
   // A busy X server (Xvfb compiling its keymap for its first client) refuses
   // connections for a moment when many ranks of a node connect at once; VTK
   // would abort the process on that. Wait for it, up to about ten seconds,

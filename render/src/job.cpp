@@ -11,16 +11,16 @@
 #include <future>
 #include <nlohmann/json.hpp>
 
+#include "rectilinear.hpp"
 #include "volseg/io/auto_backend.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
 #include "volseg/io/registry.hpp"
 #include "volseg/pyramid/pyramid.hpp"
-#include "rectilinear.hpp"
 #include "volseg/render/load.hpp"
 #include "volseg/render/render.hpp"
-#include "volseg/segment/progress.hpp"
 #include "volseg/segment/expression.hpp"
+#include "volseg/segment/progress.hpp"
 
 namespace volseg::render {
 namespace {
@@ -66,8 +66,15 @@ std::string hint_value(const std::vector<std::string>& hints, const std::string&
 
 std::vector<RankRenderTimes> gather(const Comm& comm, const RankRenderTimes& t) {
   constexpr int fields = 9;
-  double mine[fields] = {t.read, t.scene, t.render, t.composite, t.annotate, t.write, double(t.bytes_read),
-                         double(t.bricks), double(t.bricks_skipped)};
+  double mine[fields] = {t.read,
+                         t.scene,
+                         t.render,
+                         t.composite,
+                         t.annotate,
+                         t.write,
+                         double(t.bytes_read),
+                         double(t.bricks),
+                         double(t.bricks_skipped)};
   std::vector<double> all(comm.rank() == 0 ? static_cast<std::size_t>(fields * comm.size()) : 0);
   check_mpi(MPI_Gather(mine, fields, MPI_DOUBLE, all.data(), fields, MPI_DOUBLE, 0, comm.get()), "MPI_Gather");
   std::vector<RankRenderTimes> result;
@@ -91,9 +98,9 @@ void write_report(const RenderOptions& o, const RenderResult& r) {
   j["size"] = {o.frame.width, o.frame.height};
   j["memory_budget"] = o.memory;
   j["level_bytes"] = r.level_bytes;
-  j["camera"] = {{"position", r.camera.position},     {"focal_point", r.camera.focal_point},
-                 {"view_up", r.camera.view_up},       {"view_angle", r.camera.view_angle},
-                 {"parallel", r.camera.parallel},     {"parallel_scale", r.camera.parallel_scale}};
+  j["camera"] = {{"position", r.camera.position}, {"focal_point", r.camera.focal_point},
+                 {"view_up", r.camera.view_up},   {"view_angle", r.camera.view_angle},
+                 {"parallel", r.camera.parallel}, {"parallel_scale", r.camera.parallel_scale}};
   // Where things lie as drawn (x0, x1, y0, y1, z0, z1): the volume's box in
   // its coordinates, and the box of everything drawn (null: nothing).
   j["bounds"] = r.camera.bounds;
@@ -104,9 +111,16 @@ void write_report(const RenderOptions& o, const RenderResult& r) {
     j["frames"].push_back({{"path", f.path}, {"level", f.level}, {"seconds_since_start", f.seconds_since_start}});
   for (std::size_t i = 0; i < r.ranks.size(); ++i) {
     const auto& t = r.ranks[i];
-    j["per_rank"].push_back({{"rank", i}, {"read", t.read}, {"scene", t.scene}, {"render", t.render},
-                             {"composite", t.composite}, {"annotate", t.annotate}, {"write", t.write},
-                             {"bytes_read", t.bytes_read}, {"bricks", t.bricks}, {"bricks_skipped", t.bricks_skipped}});
+    j["per_rank"].push_back({{"rank", i},
+                             {"read", t.read},
+                             {"scene", t.scene},
+                             {"render", t.render},
+                             {"composite", t.composite},
+                             {"annotate", t.annotate},
+                             {"write", t.write},
+                             {"bytes_read", t.bytes_read},
+                             {"bricks", t.bricks},
+                             {"bricks_skipped", t.bricks_skipped}});
   }
   io::write_file_atomically(o.report, j.dump(2) + "\n");
 }
@@ -177,8 +191,8 @@ int pick_level(const Comm& comm, const RenderOptions& o, const Source& field, co
     char* end = nullptr;
     const long asked = std::strtol(o.level.c_str(), &end, 10);
     if (o.level.empty() || *end || asked < 0 || asked >= levels)
-      throw Error("level '" + o.level + "' does not exist: " + o.input + " has levels 0.." + std::to_string(levels - 1) +
-                  (field.pyramid ? "" : " (no pyramid: build one with 'volseg pyramid')"));
+      throw Error("level '" + o.level + "' does not exist: " + o.input + " has levels 0.." +
+                  std::to_string(levels - 1) + (field.pyramid ? "" : " (no pyramid: build one with 'volseg pyramid')"));
     level = static_cast<int>(asked);
   }
   if (!mask) return level;
@@ -191,16 +205,16 @@ int pick_level(const Comm& comm, const RenderOptions& o, const Source& field, co
   other->close();
   if (a != b)
     throw Error("mask " + o.mask + " has dims " + std::to_string(b[0]) + "," + std::to_string(b[1]) + "," +
-                std::to_string(b[2]) + " but " + o.input + " has " + std::to_string(a[0]) + "," +
-                std::to_string(a[1]) + "," + std::to_string(a[2]) + " (z,y,x)");
+                std::to_string(b[2]) + " but " + o.input + " has " + std::to_string(a[0]) + "," + std::to_string(a[1]) +
+                "," + std::to_string(a[2]) + " (z,y,x)");
   return level;
 }
 
 // The window's limits decide what is bad input before any reading.
 void check_image_size(const FrameSettings& frame, const Renderer& renderer) {
   if (frame.width > renderer.max_size() || frame.height > renderer.max_size())
-    throw Error("image size " + std::to_string(frame.width) + "x" + std::to_string(frame.height) +
-                " is outside 1.." + std::to_string(renderer.max_size()) + " (this OpenGL's largest image side)");
+    throw Error("image size " + std::to_string(frame.width) + "x" + std::to_string(frame.height) + " is outside 1.." +
+                std::to_string(renderer.max_size()) + " (this OpenGL's largest image side)");
 }
 
 // What run_render decides before it reads a brick: the sources and their
@@ -347,8 +361,8 @@ void draw_frame(const Comm& comm, const RenderOptions& o, const RenderPlan& plan
 // Every level of the plan, every frame of each. A job that fails leaves
 // none of its images: a partial orbit or progressive series would look like
 // a finished one.
-void draw_levels(const Comm& comm, const RenderOptions& o, RenderPlan& plan, Renderer& renderer,
-                 FrameWriter& writer, RenderResult& result, RankRenderTimes& times) {
+void draw_levels(const Comm& comm, const RenderOptions& o, RenderPlan& plan, Renderer& renderer, FrameWriter& writer,
+                 RenderResult& result, RankRenderTimes& times) {
   FrameSettings frame = o.frame;
   segment::Progress progress(comm, "render", static_cast<std::int64_t>(plan.levels.size()) * plan.frames_per_level,
                              o.progress, "frames");
@@ -411,7 +425,8 @@ RenderResult run_render(const Comm& comm, const RenderOptions& o) {
   result.ranks = gather(comm, times);
   double total = since(start);
   check_mpi(MPI_Allreduce(&total, &result.seconds, 1, MPI_DOUBLE, MPI_MAX, comm.get()), "MPI_Allreduce");
-  if (!o.report.empty()) collectively(comm, [&] {
+  if (!o.report.empty())
+    collectively(comm, [&] {
       if (comm.rank() == 0) write_report(o, result);
     });
   return result;

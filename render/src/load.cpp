@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "rectilinear.hpp"
 #include "volseg/io/auto_backend.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/format.hpp"
@@ -13,7 +14,6 @@
 #include "volseg/render/partition.hpp"
 #include "volseg/segment/brick_driver.hpp"
 #include "volseg/segment/decode.hpp"
-#include "rectilinear.hpp"
 #include "volseg/segment/expression.hpp"
 
 namespace volseg::render {
@@ -25,14 +25,14 @@ constexpr std::uint64_t staging_bytes = 16u << 20;  // read in pieces of about t
 
 std::unique_ptr<io::VolumeReader> open_source(const Comm& comm, const Source& source, int level, bool mask) {
   if (level != 0 && !source.pyramid)
-    throw Error(source.path + " has no pyramid, so only level 0 exists (build one with 'volseg pyramid " +
-                source.path + "')");
+    throw Error(source.path + " has no pyramid, so only level 0 exists (build one with 'volseg pyramid " + source.path +
+                "')");
   // A renderer reads each slab once into its own buffer (Access::copy).
   const std::string backend = io::resolve_backend(comm, source.backend, source.path, io::Access::copy).backend;
   if (source.pyramid) return source.pyramid->open_level(level, comm, backend, source.hints);
   // Uneven coordinate axes: on a uniform grid in their coordinates.
-  return resample_uneven(segment::open_input(backend, source.path, comm, source.hints),
-                         source.coordinates, mask ? Resampling::nearest : Resampling::linear);
+  return resample_uneven(segment::open_input(backend, source.path, comm, source.hints), source.coordinates,
+                         mask ? Resampling::nearest : Resampling::linear);
 }
 
 std::array<double, 2> value_range(const pyramid::Pyramid& pyramid) {
@@ -52,14 +52,14 @@ namespace {
 // `convert(values, count, out)`, a few planes at a time. Collective backends
 // read in rounds that every rank joins.
 template <class T, class Convert>
-void read_box(const Comm& comm, io::VolumeReader& reader, const io::Extent& box, std::vector<T>& out,
-              Convert convert) {
+void read_box(const Comm& comm, io::VolumeReader& reader, const io::Extent& box, std::vector<T>& out, Convert convert) {
   const std::size_t element = io::dtype_size(reader.info().dtype);
   const std::int64_t plane = box.count[1] * box.count[2];
-  const std::int64_t planes = box.empty() ? 0
-                                          : std::clamp<std::int64_t>(static_cast<std::int64_t>(staging_bytes / element) /
-                                                                         std::max<std::int64_t>(plane, 1),
-                                                                     1, box.count[0]);
+  const std::int64_t planes =
+      box.empty()
+          ? 0
+          : std::clamp<std::int64_t>(
+                static_cast<std::int64_t>(staging_bytes / element) / std::max<std::int64_t>(plane, 1), 1, box.count[0]);
   out.resize(static_cast<std::size_t>(box.voxels()));
   std::vector<io::Extent> slabs;
   for (std::int64_t z = 0; planes > 0 && z < box.count[0]; z += planes) {
@@ -92,7 +92,8 @@ io::Extent culled_box(const pyramid::Pyramid& field, bool has_mask, const std::o
   auto index = [&](std::int64_t z, std::int64_t y, std::int64_t x) { return (z * grid[1] + y) * grid[2] + x; };
   std::array<std::int64_t, 3> slice_plane{};
   for (int axis = 0; axis < 3; ++axis)
-    slice_plane[axis] = std::llround(std::clamp(culling.slice_at[2 - axis], 0.0, 1.0) * static_cast<double>(dims[axis] - 1));
+    slice_plane[axis] =
+        std::llround(std::clamp(culling.slice_at[2 - axis], 0.0, 1.0) * static_cast<double>(dims[axis] - 1));
   for (std::int64_t bz = 0; bz < grid[0]; ++bz)
     for (std::int64_t by = 0; by < grid[1]; ++by)
       for (std::int64_t bx = 0; bx < grid[2]; ++bx) {
@@ -102,7 +103,8 @@ io::Extent culled_box(const pyramid::Pyramid& field, bool has_mask, const std::o
           e.count[a] = std::min(e.count[a] + 1, dims[a] - e.offset[a]);
         bool overlaps = true;
         for (int a = 0; a < 3; ++a)
-          overlaps = overlaps && e.offset[a] < owned.offset[a] + owned.count[a] && e.offset[a] + e.count[a] > owned.offset[a];
+          overlaps =
+              overlaps && e.offset[a] < owned.offset[a] + owned.count[a] && e.offset[a] + e.count[a] > owned.offset[a];
         if (!overlaps) continue;
         ++stats.bricks;
         // Values between two bricks' voxels come from both: judge a brick by
@@ -123,7 +125,8 @@ io::Extent culled_box(const pyramid::Pyramid& field, bool has_mask, const std::o
         bool needed = culling.modes.volume && valid && culling.transfer.max_opacity(min, max) > 0;
         for (double v : culling.modes.iso) needed = needed || (valid && v >= min && v <= max);
         if (culling.modes.mask) {
-          if (has_mask) needed = needed || !mask_grid || mask_max > 0;
+          if (has_mask)
+            needed = needed || !mask_grid || mask_max > 0;
           else if (culling.threshold)
             needed = needed || (valid && (*culling.threshold)[1] >= min && (*culling.threshold)[0] <= max);
         }
@@ -211,7 +214,8 @@ Piece load_piece(const Comm& comm, const Source& field, const std::optional<Sour
   }
   if (mask_reader && mask_reader->info().dims != info.dims)
     throw Error("mask " + mask->path + " has dims " + io::to_string(io::Extent{{0, 0, 0}, mask_reader->info().dims}) +
-                " but " + field.path + " has " + io::to_string(info.whole()) + " (level " + std::to_string(level) + ")");
+                " but " + field.path + " has " + io::to_string(info.whole()) + " (level " + std::to_string(level) +
+                ")");
 
   piece.owned = partition(info.dims, comm.size())[static_cast<std::size_t>(comm.rank())];
   if (culling.enabled && field.pyramid && !piece.owned.empty())
@@ -219,8 +223,8 @@ Piece load_piece(const Comm& comm, const Source& field, const std::optional<Sour
                              culling, stats);
   piece.stored = with_ghost(piece.owned, info.dims, ghost_layers);
 
-  const bool need_field = culling.modes.volume || culling.modes.slices || !culling.modes.iso.empty() ||
-                          (culling.modes.mask && !mask);
+  const bool need_field =
+      culling.modes.volume || culling.modes.slices || !culling.modes.iso.empty() || (culling.modes.mask && !mask);
   const segment::Decoder decoder(info);
   // The range first (from the pyramid; without one, from what the ranks
   // read), so values can be stored as 16-bit levels of it.

@@ -102,8 +102,9 @@ void write_movie(const std::vector<std::string>& frames, const std::string& movi
   const int width = dims[0], height = dims[1];
   // 4:2:0 video takes even sizes: an odd last column or row is left out.
   const int video_width = width & ~1, video_height = height & ~1;
-  if (video_width < 2 || video_height < 2) throw Error("--movie: frames of " + std::to_string(width) + "x" +
-                                                       std::to_string(height) + " are too small for video");
+  if (video_width < 2 || video_height < 2)
+    throw Error("--movie: frames of " + std::to_string(width) + "x" + std::to_string(height) +
+                " are too small for video");
 
   Output output;
   checked(avformat_alloc_output_context2(&output.format, container, nullptr, temp.c_str()), movie,
@@ -146,8 +147,8 @@ void write_movie(const std::vector<std::string>& frames, const std::string& movi
     vtkImageData* image = read(frames[i]);
     image->GetDimensions(dims);
     if (dims[0] != width || dims[1] != height)
-      throw Error("--movie: the frame " + frames[i] + " is " + std::to_string(dims[0]) + "x" +
-                  std::to_string(dims[1]) + ", the first " + std::to_string(width) + "x" + std::to_string(height));
+      throw Error("--movie: the frame " + frames[i] + " is " + std::to_string(dims[0]) + "x" + std::to_string(dims[1]) +
+                  ", the first " + std::to_string(width) + "x" + std::to_string(height));
     if (image->GetNumberOfScalarComponents() != components || !scaler) {
       components = image->GetNumberOfScalarComponents();
       scaler.reset(sws_getContext(video_width, video_height, components == 4 ? AV_PIX_FMT_RGBA : AV_PIX_FMT_RGB24,
@@ -159,7 +160,8 @@ void write_movie(const std::vector<std::string>& frames, const std::string& movi
     // VTK's rows go up from the bottom: the top row first, with a negative stride.
     const auto* pixels = static_cast<const std::uint8_t*>(image->GetScalarPointer());
     const int stride = width * components;
-    const std::uint8_t* rows[4] = {pixels + static_cast<std::ptrdiff_t>(height - 1) * stride, nullptr, nullptr, nullptr};
+    const std::uint8_t* rows[4] = {pixels + static_cast<std::ptrdiff_t>(height - 1) * stride, nullptr, nullptr,
+                                   nullptr};
     const int strides[4] = {-stride, 0, 0, 0};
     sws_scale(scaler.get(), rows, strides, 0, video_height, picture->data, picture->linesize);
     picture->pts = static_cast<std::int64_t>(i);

@@ -23,7 +23,8 @@ void write_png(const Image& image, const std::string& path) {
     for (int x = 0; x < image.width; ++x) {
       const std::uint8_t* in =
           &image.rgba[(static_cast<std::size_t>(image.height - 1 - y) * static_cast<std::size_t>(image.width) +
-                       static_cast<std::size_t>(x)) * 4];
+                       static_cast<std::size_t>(x)) *
+                      4];
       *out++ = in[0];
       *out++ = in[1];
       *out++ = in[2];

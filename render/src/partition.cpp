@@ -54,9 +54,14 @@ void order(const std::vector<Box>& boxes, std::vector<int> subset, const Viewpoi
       std::vector<int> below, above;
       bool separates = true;
       for (int i : subset) {
-        if (boxes[i].hi[axis] <= plane) below.push_back(i);
-        else if (boxes[i].lo[axis] >= plane) above.push_back(i);
-        else { separates = false; break; }
+        if (boxes[i].hi[axis] <= plane)
+          below.push_back(i);
+        else if (boxes[i].lo[axis] >= plane)
+          above.push_back(i);
+        else {
+          separates = false;
+          break;
+        }
       }
       if (!separates || below.empty() || above.empty()) continue;
       const bool low_first = lower_side_first(view, axis, plane);

@@ -41,8 +41,8 @@ Axis plan_axis(const io::Coordinate& c, io::Coordinate& uniform) {
   double smallest = INFINITY;
   for (std::size_t i = 1; i < n; ++i) smallest = std::min(smallest, std::abs(c.values[i] - c.values[i - 1]));
   const double span = c.values.back() - c.values.front();
-  const auto points = static_cast<std::size_t>(
-      std::clamp<double>(std::round(std::abs(span) / smallest) + 1, static_cast<double>(n), 16.0 * static_cast<double>(n)));
+  const auto points = static_cast<std::size_t>(std::clamp<double>(
+      std::round(std::abs(span) / smallest) + 1, static_cast<double>(n), 16.0 * static_cast<double>(n)));
   uniform.values.resize(points);
   const bool rising = span > 0;
   std::size_t k = 0;
@@ -70,8 +70,11 @@ class Resampled final : public io::VolumeReader {
       const auto& c = grid[static_cast<std::size_t>(2 - a)];
       if (c && static_cast<std::int64_t>(c->values.size()) != in.dims[a])
         throw Error(source_->files().front() + " has " + std::to_string(in.dims[a]) + " points along " +
-                    (a == 0 ? "z" : a == 1 ? "y" : "x") + ", the volume's " + c->name + " has " +
-                    std::to_string(c->values.size()) + ": not the volume's grid");
+                    (a == 0   ? "z"
+                     : a == 1 ? "y"
+                              : "x") +
+                    ", the volume's " + c->name + " has " + std::to_string(c->values.size()) +
+                    ": not the volume's grid");
       if (!c) {
         for (std::int64_t i = 0; i < in.dims[a]; ++i) {
           axes_[a].below.push_back(i);

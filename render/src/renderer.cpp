@@ -4,9 +4,9 @@
 // partition.cpp), and blend their images (Compositor::blend). Rank 0 then
 // puts the background under the result and the annotations over it.
 #include <vtkCamera.h>
-#include <vtkUnsignedCharArray.h>
 #include <vtkRenderWindow.h>
 #include <vtkRenderer.h>
+#include <vtkUnsignedCharArray.h>
 #include <vtk_glew.h>
 
 #include <algorithm>
@@ -89,8 +89,8 @@ Renderer::Renderer(const Comm& comm) {
     GLint renderbuffer = 0, viewport[2] = {0, 0};
     glGetIntegerv(GL_MAX_RENDERBUFFER_SIZE, &renderbuffer);
     glGetIntegerv(GL_MAX_VIEWPORT_DIMS, viewport);
-    impl_->max_size = std::min({static_cast<int>(renderbuffer), static_cast<int>(viewport[0]),
-                                static_cast<int>(viewport[1])});
+    impl_->max_size =
+        std::min({static_cast<int>(renderbuffer), static_cast<int>(viewport[0]), static_cast<int>(viewport[1])});
     if (impl_->max_size <= 0) impl_->max_size = 4096;
     GLint texture3d = 0;
     glGetIntegerv(GL_MAX_3D_TEXTURE_SIZE, &texture3d);
@@ -189,8 +189,8 @@ std::vector<int> Renderer::Impl::rank_order(const Box& mine, const Box& bounds) 
 Image Renderer::render(const FrameSettings& s) {
   auto& m = *impl_;
   if (s.width <= 0 || s.height <= 0 || s.width > m.max_size || s.height > m.max_size)
-    throw Error("image size " + std::to_string(s.width) + "x" + std::to_string(s.height) +
-                " is outside 1.." + std::to_string(m.max_size) + " (this OpenGL's largest image side)");
+    throw Error("image size " + std::to_string(s.width) + "x" + std::to_string(s.height) + " is outside 1.." +
+                std::to_string(m.max_size) + " (this OpenGL's largest image side)");
   vtkSmartPointer<vtkUnsignedCharArray> mine;
   Box owned, bounds;
   collectively(m.comm, [&] {

@@ -9,7 +9,6 @@
 #include <vtkClipPolyData.h>
 #include <vtkColorTransferFunction.h>
 #include <vtkFlyingEdges3D.h>
-#include <vtkUnsignedShortArray.h>
 #include <vtkGPUVolumeRayCastMapper.h>
 #include <vtkImageActor.h>
 #include <vtkImageConstantPad.h>
@@ -18,16 +17,17 @@
 #include <vtkInformation.h>
 #include <vtkInformationVector.h>
 #include <vtkMatrix4x4.h>
-#include <vtkProp3D.h>
 #include <vtkPiecewiseFunction.h>
 #include <vtkPlane.h>
 #include <vtkPlaneCollection.h>
 #include <vtkPointData.h>
 #include <vtkPolyData.h>
 #include <vtkPolyDataMapper.h>
+#include <vtkProp3D.h>
 #include <vtkProperty.h>
 #include <vtkReverseSense.h>
 #include <vtkUnsignedCharArray.h>
+#include <vtkUnsignedShortArray.h>
 #include <vtkVolume.h>
 #include <vtkVolumeProperty.h>
 
@@ -149,9 +149,9 @@ const std::vector<vtkSmartPointer<vtkProp>>& Scene::props(const FrameSettings& s
   for (double v : s.modes.iso) key << v << ',';
   key << '|' << s.transfer.colormap << s.transfer.lo.value_or(NAN) << s.transfer.hi.value_or(NAN) << '|';
   for (const auto& p : s.transfer.opacity) key << p.value << ':' << p.alpha << ',';
-  key << '|' << s.mask_color.r << s.mask_color.g << s.mask_color.b << s.mask_opacity << s.shade
-      << s.sample_distance << to_string(s.mask_surface) << '|' << s.slice_at[0] << s.slice_at[1] << s.slice_at[2]
-      << '|' << s.scale[0] << ',' << s.scale[1] << ',' << s.scale[2];
+  key << '|' << s.mask_color.r << s.mask_color.g << s.mask_color.b << s.mask_opacity << s.shade << s.sample_distance
+      << to_string(s.mask_surface) << '|' << s.slice_at[0] << s.slice_at[1] << s.slice_at[2] << '|' << s.scale[0] << ','
+      << s.scale[1] << ',' << s.scale[2];
   if (key.str() != built_for_) {
     build(s);
     built_for_ = key.str();
@@ -165,7 +165,8 @@ void Scene::build(const FrameSettings& s) {
   if (s.modes.volume && field_) add_volume(s);
   if (s.modes.mask) {
     const Quantizer q = quantizer(piece_);
-    if (mask_) add_surface(mask_, {0.5}, s, false, true);
+    if (mask_)
+      add_surface(mask_, {0.5}, s, false, true);
     else if (field_ && piece_.threshold)
       add_surface(field_, {q.level((*piece_.threshold)[0]), q.level((*piece_.threshold)[1])}, s, false, false);
   }
@@ -225,8 +226,8 @@ void Scene::add_volume(const FrameSettings& s) {
   mapper->AutoAdjustSampleDistancesOff();
   mapper->LockSampleDistanceToInputSpacingOff();
   mapper->SetUseJittering(0);
-  const double step = s.sample_distance > 0 ? s.sample_distance
-                                            : 0.5 * *std::min_element(piece_.spacing.begin(), piece_.spacing.end());
+  const double step =
+      s.sample_distance > 0 ? s.sample_distance : 0.5 * *std::min_element(piece_.spacing.begin(), piece_.spacing.end());
   mapper->SetSampleDistance(static_cast<float>(step));
   // Draw the owned box only; the ghost layer is there for interpolation and
   // gradients at its faces.
@@ -240,7 +241,7 @@ void Scene::add_volume(const FrameSettings& s) {
     if (piece_.owned.offset[axis] > piece_.stored.offset[axis]) {
       vtkNew<vtkPlane> plane;
       double origin[3] = {0, 0, 0}, normal[3] = {0, 0, 0};
-      origin[a] = box.lo[a] * factors[a];  // the mapper's planes are in world coordinates
+      origin[a] = box.lo[a] * factors[a];   // the mapper's planes are in world coordinates
       normal[a] = factors[a] > 0 ? 1 : -1;  // keeps the side the normal points to
       plane->SetOrigin(origin);
       plane->SetNormal(normal);
@@ -470,17 +471,20 @@ void Scene::add_slices(const FrameSettings& s) {
     for (std::int64_t z = 0; z < slice.count[0]; ++z)
       for (std::int64_t y = 0; y < slice.count[1]; ++y)
         for (std::int64_t x = 0; x < slice.count[2]; ++x) {
-          const std::int64_t i = ((slice.offset[0] + z - stored.offset[0]) * stored.count[1] +
-                                  (slice.offset[1] + y - stored.offset[1])) *
-                                     stored.count[2] +
-                                 (slice.offset[2] + x - stored.offset[2]);
+          const std::int64_t i =
+              ((slice.offset[0] + z - stored.offset[0]) * stored.count[1] + (slice.offset[1] + y - stored.offset[1])) *
+                  stored.count[2] +
+              (slice.offset[2] + x - stored.offset[2]);
           const std::uint16_t level = piece_.field[static_cast<std::size_t>(i)];
           const double v = q.value(level);
           double c[3];
-          if (level == Quantizer::invalid) c[0] = c[1] = c[2] = 0.3;
-          else table->GetColor(v, c);
-          const bool inside = !piece_.mask.empty() ? piece_.mask[static_cast<std::size_t>(i)] != 0
-                              : piece_.threshold && level != Quantizer::invalid && level >= low && level <= high;
+          if (level == Quantizer::invalid)
+            c[0] = c[1] = c[2] = 0.3;
+          else
+            table->GetColor(v, c);
+          const bool inside = !piece_.mask.empty()
+                                  ? piece_.mask[static_cast<std::size_t>(i)] != 0
+                                  : piece_.threshold && level != Quantizer::invalid && level >= low && level <= high;
           if (inside) {
             c[0] = (1 - blend) * c[0] + blend * s.mask_color.r;
             c[1] = (1 - blend) * c[1] + blend * s.mask_color.g;

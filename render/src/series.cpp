@@ -5,12 +5,12 @@
 #include <chrono>
 #include <cmath>
 
+#include "movie.hpp"
 #include "volseg/io/error.hpp"
-#include "volseg/io/hints.hpp"
 #include "volseg/io/files.hpp"
+#include "volseg/io/hints.hpp"
 #include "volseg/pyramid/pyramid.hpp"
 #include "volseg/segment/series.hpp"
-#include "movie.hpp"
 
 namespace volseg::render {
 

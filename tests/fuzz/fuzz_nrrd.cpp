@@ -23,9 +23,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // The same header against a data file as long as the input: what parses
   // lies within it.
   try {
-    const NrrdHeader sized = parse_nrrd(text, "fuzz/volume.nhdr",
-                                          [size](const std::string&) { return std::optional<std::uint64_t>(size); });
-    if (sized.byte_skip + sized.info.bytes() > size) volseg::fuzz::invariant_broken("data past the end of the data file");
+    const NrrdHeader sized =
+        parse_nrrd(text, "fuzz/volume.nhdr", [size](const std::string&) { return std::optional<std::uint64_t>(size); });
+    if (sized.byte_skip + sized.info.bytes() > size)
+      volseg::fuzz::invariant_broken("data past the end of the data file");
   } catch (const volseg::Error&) {
   }
   NrrdHeader header;

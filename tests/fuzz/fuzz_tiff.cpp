@@ -39,14 +39,16 @@ void open_and_read(const volseg::Comm& comm, const std::string& path) {
   const VolumeInfo& info = reader->info();
   for (int a = 0; a < 3; ++a) {
     if (info.dims[a] < 1) volseg::fuzz::invariant_broken("a dimension below 1");
-    if (!std::isfinite(info.spacing[a]) || info.spacing[a] <= 0) volseg::fuzz::invariant_broken("a spacing not positive");
+    if (!std::isfinite(info.spacing[a]) || info.spacing[a] <= 0)
+      volseg::fuzz::invariant_broken("a spacing not positive");
   }
   if (!fits_in_a_file(info.dims, info.dtype)) volseg::fuzz::invariant_broken("the data's size wraps around");
   (void)describe(path, FileFormat::tiff, "tiff", info);
   // Small volumes are read whole, a plane at a time, as bricks of whole planes are.
   if (info.bytes() <= (std::uint64_t{16} << 20)) {
     std::vector<std::byte> plane(static_cast<std::size_t>(info.dims[1] * info.dims[2]) * dtype_size(info.dtype));
-    for (std::int64_t z = 0; z < info.dims[0]; ++z) reader->read(Extent{{z, 0, 0}, {1, info.dims[1], info.dims[2]}}, plane.data());
+    for (std::int64_t z = 0; z < info.dims[0]; ++z)
+      reader->read(Extent{{z, 0, 0}, {1, info.dims[1], info.dims[2]}}, plane.data());
   }
   reader->close();
 }

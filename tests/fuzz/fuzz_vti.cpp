@@ -27,7 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // lies within it.
   try {
     const NrrdHeader sized = parse_vti(text, "fuzz/volume.vti", {},
-                                          [size](const std::string&) { return std::optional<std::uint64_t>(size); });
+                                       [size](const std::string&) { return std::optional<std::uint64_t>(size); });
     if (sized.byte_skip + sized.info.bytes() > size) volseg::fuzz::invariant_broken("values past the end of the file");
   } catch (const volseg::Error&) {
   }
@@ -43,7 +43,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (header.byte_skip < vti_header_length(text)) volseg::fuzz::invariant_broken("the data start inside the header");
   for (int a = 0; a < 3; ++a) {
     if (info.dims[a] < 1) volseg::fuzz::invariant_broken("a dimension below 1");
-    if (!std::isfinite(info.spacing[a]) || info.spacing[a] <= 0) volseg::fuzz::invariant_broken("a spacing not positive");
+    if (!std::isfinite(info.spacing[a]) || info.spacing[a] <= 0)
+      volseg::fuzz::invariant_broken("a spacing not positive");
     if (!std::isfinite(info.origin[a])) volseg::fuzz::invariant_broken("an origin not finite");
   }
   (void)describe("fuzz/volume.vti", FileFormat::raw, "posix", info);

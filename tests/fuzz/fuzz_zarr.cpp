@@ -41,10 +41,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     volseg::fuzz::invariant_broken(std::string(".zarray volseg wrote does not parse: ") + e.what());
   }
   if (again.shape != meta.shape || again.chunks != meta.chunks || again.steps != meta.steps ||
-      again.step_chunk != meta.step_chunk || again.dtype != meta.dtype ||
-      again.byte_order != meta.byte_order || again.separator != meta.separator ||
-      again.compressor.id != meta.compressor.id || again.compressor.cname != meta.compressor.cname ||
-      again.fill_value.has_value() != meta.fill_value.has_value())
+      again.step_chunk != meta.step_chunk || again.dtype != meta.dtype || again.byte_order != meta.byte_order ||
+      again.separator != meta.separator || again.compressor.id != meta.compressor.id ||
+      again.compressor.cname != meta.compressor.cname || again.fill_value.has_value() != meta.fill_value.has_value())
     volseg::fuzz::invariant_broken(".zarray volseg wrote parses to another array");
   // Chunks past 1 MiB would only measure the allocator; the decoders' checks
   // do not depend on the size.

@@ -52,8 +52,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> arguments;
   for (int i = 1; i < argc; ++i) {
     const std::string argument = argv[i];
-    if (argument.rfind("--rss-limit-mb=", 0) == 0) limit_mib = std::atol(argument.c_str() + 15);
-    else arguments.push_back(argument);
+    if (argument.rfind("--rss-limit-mb=", 0) == 0)
+      limit_mib = std::atol(argument.c_str() + 15);
+    else
+      arguments.push_back(argument);
   }
   if (arguments.empty()) {
     std::fprintf(stderr, "usage: %s [--rss-limit-mb=N] FILE|FOLDER...\n", argv[0]);

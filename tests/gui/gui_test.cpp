@@ -7,15 +7,15 @@
 // must equal it byte for byte.
 #include <mpi.h>
 
+#include <QVTKOpenGLNativeWidget.h>
 #include <QApplication>
 #include <QPushButton>
 #include <QSurfaceFormat>
 #include <QTest>
-#include <QVTKOpenGLNativeWidget.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -77,8 +77,8 @@ int expression_session(const Comm& world, const volseg::testing::SharedTempDir& 
       if (h.at("lo").get<double>() != 0 || h.at("hi").get<double>() != 1) fail("the condition's values are not 0..1");
     }
     if (!failed) {
-      reply = session.execute({{"kind", "segment"}, {"lo", 1}, {"hi", 1}, {"output", gui_mask},
-                               {"hints", gui::Json::array()}});
+      reply = session.execute(
+          {{"kind", "segment"}, {"lo", 1}, {"hi", 1}, {"output", gui_mask}, {"hints", gui::Json::array()}});
       if (!reply.error.empty()) fail("segment: " + reply.error);
     }
     // A name the file does not hold: one line naming it and its column.
@@ -95,10 +95,15 @@ int expression_session(const Comm& world, const volseg::testing::SharedTempDir& 
     options.progress = segment::ProgressMode::none;
     const auto result = segment::run_segment(world, options);
     if (world.rank() == 0) {
-      const auto a = file_bytes(io::data_path_for_header(gui_mask)), b = file_bytes(io::data_path_for_header(batch_mask));
-      if (a.empty() || a != b) fail("the GUI's mask of the condition differs from batch --where's");
-      else if (result.stats.in_range == 0) fail("the condition holds nowhere: the check would be empty");
-      else std::printf("PASS: the session's mask of --where '%s' equals batch --where's byte for byte\n", condition.c_str());
+      const auto a = file_bytes(io::data_path_for_header(gui_mask)),
+                 b = file_bytes(io::data_path_for_header(batch_mask));
+      if (a.empty() || a != b)
+        fail("the GUI's mask of the condition differs from batch --where's");
+      else if (result.stats.in_range == 0)
+        fail("the condition holds nowhere: the check would be empty");
+      else
+        std::printf("PASS: the session's mask of --where '%s' equals batch --where's byte for byte\n",
+                    condition.c_str());
     }
   }
   MPI_Bcast(&failed, 1, MPI_INT, 0, world.get());
@@ -111,7 +116,11 @@ class GuiTest : public QObject {
   Q_OBJECT
  public:
   GuiTest(Comm* session, std::string input, std::string mask, std::string shot, Outcome* outcome)
-      : session_(session), input_(std::move(input)), mask_(std::move(mask)), shot_(std::move(shot)), outcome_(outcome) {}
+      : session_(session),
+        input_(std::move(input)),
+        mask_(std::move(mask)),
+        shot_(std::move(shot)),
+        outcome_(outcome) {}
 
  private slots:
   void open_drag_segment_render() {
@@ -138,7 +147,8 @@ class GuiTest : public QObject {
       for (int py = first.height * 3 / 8; py < first.height * 5 / 8; ++py)
         for (int px = first.width * 3 / 8; px < first.width * 5 / 8; ++px) {
           const std::uint8_t* p = &first.rgba[(static_cast<std::size_t>(py) * static_cast<std::size_t>(first.width) +
-                                               static_cast<std::size_t>(px)) * 4];
+                                               static_cast<std::size_t>(px)) *
+                                              4];
           ++centre;
           drawn += std::abs(p[0] - corner[0]) + std::abs(p[1] - corner[1]) + std::abs(p[2] - corner[2]) > 30;
         }
@@ -193,10 +203,12 @@ class GuiTest : public QObject {
     for (int py = 0; py < image.height; ++py)
       for (int px = 0; px < image.width; ++px) {
         const std::uint8_t* p = &image.rgba[(static_cast<std::size_t>(py) * static_cast<std::size_t>(image.width) +
-                                             static_cast<std::size_t>(px)) * 4];
+                                             static_cast<std::size_t>(px)) *
+                                            4];
         const bool red = p[0] > 90 && p[0] > 1.4 * p[1] && p[0] > 1.4 * p[2];
         reddish += red;
-        const bool in_centre = std::abs(px - image.width / 2) < image.width / 8 && std::abs(py - image.height / 2) < image.height / 8;
+        const bool in_centre =
+            std::abs(px - image.width / 2) < image.width / 8 && std::abs(py - image.height / 2) < image.height / 8;
         centre += in_centre;
         centre_reddish += in_centre && red;
         const int key = (p[0] >> 4) << 8 | (p[1] >> 4) << 4 | (p[2] >> 4);
@@ -228,7 +240,8 @@ int main(int argc, char** argv) {
   {
     Comm world(MPI_COMM_WORLD);
     volseg::testing::SharedTempDir dir(MPI_COMM_WORLD);
-    const std::string input = dir / "shells.nhdr", gui_mask = dir / "gui-mask.nhdr", batch_mask = dir / "batch-mask.nhdr";
+    const std::string input = dir / "shells.nhdr", gui_mask = dir / "gui-mask.nhdr",
+                      batch_mask = dir / "batch-mask.nhdr";
     {
       io::VolumeInfo info;
       info.dims = {40, 48, 56};
@@ -262,9 +275,11 @@ int main(int argc, char** argv) {
       options.progress = segment::ProgressMode::none;
       const auto result = segment::run_segment(world, options);
       if (world.rank() == 0) {
-        const auto a = file_bytes(io::data_path_for_header(gui_mask)), b = file_bytes(io::data_path_for_header(batch_mask));
+        const auto a = file_bytes(io::data_path_for_header(gui_mask)),
+                   b = file_bytes(io::data_path_for_header(batch_mask));
         if (a.empty() || a != b) {
-          std::fprintf(stderr, "FAIL: the GUI's mask (%zu bytes) differs from the batch mask (%zu bytes)\n", a.size(), b.size());
+          std::fprintf(stderr, "FAIL: the GUI's mask (%zu bytes) differs from the batch mask (%zu bytes)\n", a.size(),
+                       b.size());
           failed = 1;
         }
         if (static_cast<double>(result.stats.in_range) != outcome.histogram_count) {

@@ -52,8 +52,7 @@ TEST(Agree, CancelledArrivesOnEveryRankAsCancelled) {
 
 TEST(Agree, InterruptedArrivesOnEveryRankAsInterrupted) {
   Comm comm(MPI_COMM_WORLD);
-  expect_agreed_as<Interrupted>(agreed(comm, std::make_exception_ptr(Interrupted(SIGUSR1))),
-                                "interrupted by SIGUSR1");
+  expect_agreed_as<Interrupted>(agreed(comm, std::make_exception_ptr(Interrupted(SIGUSR1))), "interrupted by SIGUSR1");
 }
 
 TEST(Agree, RankErrorNamesTheRankWhenOthersSucceeded) {
@@ -82,8 +81,10 @@ TEST(Agree, OtherErrorsArriveAsPlainErrors) {
 TEST(Agree, TheLowestFailingRankDecidesTheType) {
   Comm comm(MPI_COMM_WORLD);
   std::exception_ptr error;
-  if (comm.rank() == 0) error = std::make_exception_ptr(Interrupted(SIGTERM));
-  else error = std::make_exception_ptr(Cancelled());
+  if (comm.rank() == 0)
+    error = std::make_exception_ptr(Interrupted(SIGTERM));
+  else
+    error = std::make_exception_ptr(Cancelled());
   try {
     agree(comm, error);
     ADD_FAILURE() << "agree returned";

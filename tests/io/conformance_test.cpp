@@ -52,31 +52,61 @@ double expected_value(DType dtype, std::int64_t z, std::int64_t y, std::int64_t 
 
 void store(DType dtype, void* buffer, std::int64_t i, double v) {
   switch (dtype) {
-    case DType::i8: static_cast<std::int8_t*>(buffer)[i] = static_cast<std::int8_t>(v); break;
-    case DType::u8: static_cast<std::uint8_t*>(buffer)[i] = static_cast<std::uint8_t>(v); break;
-    case DType::u32: static_cast<std::uint32_t*>(buffer)[i] = static_cast<std::uint32_t>(v); break;
-    case DType::i64: static_cast<std::int64_t*>(buffer)[i] = static_cast<std::int64_t>(v); break;
-    case DType::u64: static_cast<std::uint64_t*>(buffer)[i] = static_cast<std::uint64_t>(v); break;
-    case DType::i16: static_cast<std::int16_t*>(buffer)[i] = static_cast<std::int16_t>(v); break;
-    case DType::u16: static_cast<std::uint16_t*>(buffer)[i] = static_cast<std::uint16_t>(v); break;
-    case DType::i32: static_cast<std::int32_t*>(buffer)[i] = static_cast<std::int32_t>(v); break;
-    case DType::f32: static_cast<float*>(buffer)[i] = static_cast<float>(v); break;
-    case DType::f64: static_cast<double*>(buffer)[i] = v; break;
+    case DType::i8:
+      static_cast<std::int8_t*>(buffer)[i] = static_cast<std::int8_t>(v);
+      break;
+    case DType::u8:
+      static_cast<std::uint8_t*>(buffer)[i] = static_cast<std::uint8_t>(v);
+      break;
+    case DType::u32:
+      static_cast<std::uint32_t*>(buffer)[i] = static_cast<std::uint32_t>(v);
+      break;
+    case DType::i64:
+      static_cast<std::int64_t*>(buffer)[i] = static_cast<std::int64_t>(v);
+      break;
+    case DType::u64:
+      static_cast<std::uint64_t*>(buffer)[i] = static_cast<std::uint64_t>(v);
+      break;
+    case DType::i16:
+      static_cast<std::int16_t*>(buffer)[i] = static_cast<std::int16_t>(v);
+      break;
+    case DType::u16:
+      static_cast<std::uint16_t*>(buffer)[i] = static_cast<std::uint16_t>(v);
+      break;
+    case DType::i32:
+      static_cast<std::int32_t*>(buffer)[i] = static_cast<std::int32_t>(v);
+      break;
+    case DType::f32:
+      static_cast<float*>(buffer)[i] = static_cast<float>(v);
+      break;
+    case DType::f64:
+      static_cast<double*>(buffer)[i] = v;
+      break;
   }
 }
 
 double load(DType dtype, const void* buffer, std::int64_t i) {
   switch (dtype) {
-    case DType::i8: return static_cast<const std::int8_t*>(buffer)[i];
-    case DType::u8: return static_cast<const std::uint8_t*>(buffer)[i];
-    case DType::u32: return static_cast<const std::uint32_t*>(buffer)[i];
-    case DType::i64: return static_cast<double>(static_cast<const std::int64_t*>(buffer)[i]);
-    case DType::u64: return static_cast<double>(static_cast<const std::uint64_t*>(buffer)[i]);
-    case DType::i16: return static_cast<const std::int16_t*>(buffer)[i];
-    case DType::u16: return static_cast<const std::uint16_t*>(buffer)[i];
-    case DType::i32: return static_cast<const std::int32_t*>(buffer)[i];
-    case DType::f32: return static_cast<const float*>(buffer)[i];
-    case DType::f64: return static_cast<const double*>(buffer)[i];
+    case DType::i8:
+      return static_cast<const std::int8_t*>(buffer)[i];
+    case DType::u8:
+      return static_cast<const std::uint8_t*>(buffer)[i];
+    case DType::u32:
+      return static_cast<const std::uint32_t*>(buffer)[i];
+    case DType::i64:
+      return static_cast<double>(static_cast<const std::int64_t*>(buffer)[i]);
+    case DType::u64:
+      return static_cast<double>(static_cast<const std::uint64_t*>(buffer)[i]);
+    case DType::i16:
+      return static_cast<const std::int16_t*>(buffer)[i];
+    case DType::u16:
+      return static_cast<const std::uint16_t*>(buffer)[i];
+    case DType::i32:
+      return static_cast<const std::int32_t*>(buffer)[i];
+    case DType::f32:
+      return static_cast<const float*>(buffer)[i];
+    case DType::f64:
+      return static_cast<const double*>(buffer)[i];
   }
   return 0;
 }
@@ -86,7 +116,8 @@ std::vector<std::byte> expected_extent(DType dtype, const Extent& e) {
   std::int64_t i = 0;
   for (std::int64_t z = e.offset[0]; z < e.offset[0] + e.count[0]; ++z)
     for (std::int64_t y = e.offset[1]; y < e.offset[1] + e.count[1]; ++y)
-      for (std::int64_t x = e.offset[2]; x < e.offset[2] + e.count[2]; ++x) store(dtype, values.data(), i++, expected_value(dtype, z, y, x));
+      for (std::int64_t x = e.offset[2]; x < e.offset[2] + e.count[2]; ++x)
+        store(dtype, values.data(), i++, expected_value(dtype, z, y, x));
   return values;
 }
 
@@ -94,15 +125,15 @@ std::vector<std::byte> expected_extent(DType dtype, const Extent& e) {
 std::vector<Extent> probe_extents() {
   const auto [nz, ny, nx] = kDims;
   return {
-      {{0, 0, 0}, kDims},                                  // whole
-      {{0, 0, 0}, {1, ny, nx}},     {{nz - 1, 0, 0}, {1, ny, nx}},  // z faces
-      {{0, 0, 0}, {nz, 1, nx}},     {{0, ny - 1, 0}, {nz, 1, nx}},  // y faces
-      {{0, 0, 0}, {nz, ny, 1}},     {{0, 0, nx - 1}, {nz, ny, 1}},  // x faces
-      {{0, 0, 0}, {1, 1, 1}},       {{nz - 1, ny - 1, nx - 1}, {1, 1, 1}},  // corners
-      {{3, 4, 5}, {7, 6, 9}},                              // interior box
-      {{6, 2, 3}, {1, 1, 11}},                             // part of a row
-      {{2, 0, 0}, {5, 3, nx}},                             // whole rows, several planes
-      {{4, 4, 4}, {0, 5, 5}},                              // empty
+      {{0, 0, 0}, kDims},                                               // whole
+      {{0, 0, 0}, {1, ny, nx}}, {{nz - 1, 0, 0}, {1, ny, nx}},          // z faces
+      {{0, 0, 0}, {nz, 1, nx}}, {{0, ny - 1, 0}, {nz, 1, nx}},          // y faces
+      {{0, 0, 0}, {nz, ny, 1}}, {{0, 0, nx - 1}, {nz, ny, 1}},          // x faces
+      {{0, 0, 0}, {1, 1, 1}},   {{nz - 1, ny - 1, nx - 1}, {1, 1, 1}},  // corners
+      {{3, 4, 5}, {7, 6, 9}},                                           // interior box
+      {{6, 2, 3}, {1, 1, 11}},                                          // part of a row
+      {{2, 0, 0}, {5, 3, nx}},                                          // whole rows, several planes
+      {{4, 4, 4}, {0, 5, 5}},                                           // empty
   };
 }
 
@@ -140,9 +171,12 @@ class Conformance : public ::testing::Test {
         Mapping m = writer->map(e);
         const std::size_t size = dtype_size(dtype);
         for (const io::Run& run : m.runs()) {
-          std::memcpy(run.data, values.data() + run.index * static_cast<std::int64_t>(size), static_cast<std::size_t>(run.count) * size);
+          std::memcpy(run.data, values.data() + run.index * static_cast<std::int64_t>(size),
+                      static_cast<std::size_t>(run.count) * size);
           if (m.needs_swap())
-            for (std::int64_t i = 0; i < run.count; ++i) std::reverse(run.data + i * static_cast<std::int64_t>(size), run.data + (i + 1) * static_cast<std::int64_t>(size));
+            for (std::int64_t i = 0; i < run.count; ++i)
+              std::reverse(run.data + i * static_cast<std::int64_t>(size),
+                           run.data + (i + 1) * static_cast<std::int64_t>(size));
         }
         m.release();
       } else {
@@ -193,7 +227,8 @@ TEST_F(Conformance, EveryDtypeAndByteOrderRoundTrips) {
                       DType::f32, DType::f64}) {
     for (ByteOrder order : {ByteOrder::little, ByteOrder::big}) {
       SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + std::string(byte_order_name(order)));
-      std::string file = path(std::string("v_") + std::string(dtype_name(dtype)) + "_" + std::string(byte_order_name(order)));
+      std::string file =
+          path(std::string("v_") + std::string(dtype_name(dtype)) + "_" + std::string(byte_order_name(order)));
       write_volume(file, dtype, order);
       expect_reads_back(file, dtype);
       if (extension_ == ".nhdr" && comm_.rank() == 0 && dtype_size(dtype) > 1) {
@@ -250,7 +285,9 @@ TEST_F(Conformance, ReadAllWithUnevenListsAndPrefetchHints) {
   write_volume(file, DType::i16, ByteOrder::big);
   auto reader = open_reader(backend_, file, comm_, backend_hints());
   auto probes = probe_extents();
-  std::vector<Extent> mine(probes.begin(), probes.begin() + std::min<std::ptrdiff_t>(comm_.rank() * 4, static_cast<std::ptrdiff_t>(probes.size())));
+  std::vector<Extent> mine(
+      probes.begin(),
+      probes.begin() + std::min<std::ptrdiff_t>(comm_.rank() * 4, static_cast<std::ptrdiff_t>(probes.size())));
   std::vector<std::vector<std::byte>> buffers;
   std::vector<void*> pointers;
   for (const auto& e : mine) {
@@ -259,7 +296,8 @@ TEST_F(Conformance, ReadAllWithUnevenListsAndPrefetchHints) {
     pointers.push_back(buffers.back().data());
   }
   reader->read_all(mine, pointers);
-  for (std::size_t k = 0; k < mine.size(); ++k) EXPECT_EQ(buffers[k], expected_extent(DType::i16, mine[k])) << to_string(mine[k]);
+  for (std::size_t k = 0; k < mine.size(); ++k)
+    EXPECT_EQ(buffers[k], expected_extent(DType::i16, mine[k])) << to_string(mine[k]);
   EXPECT_GE(reader->capabilities().prefetch_depth, 0);
   reader->close();
 }
@@ -360,18 +398,28 @@ TEST_F(Conformance, EveryBackendRefusesBadCallsWithOneMessage) {
   auto reader = open_reader(backend_, file, comm_, backend_hints());
   EXPECT_EQ(error_of([&] { reader->read(outside, buffer.data()); }), "read: " + beyond);
   EXPECT_EQ(error_of([&] { reader->will_need(outside); }), "will_need: " + beyond);
-  EXPECT_EQ(error_of([&] { reader->read({{0, 0, 0}, {1, 1, 1}}, nullptr); }),
+  EXPECT_EQ(error_of([&] {
+              reader->read({{0, 0, 0}, {1, 1, 1}}, nullptr);
+            }),
             "read: no buffer for extent " + to_string(Extent{{0, 0, 0}, {1, 1, 1}}));
   // Collective, but refused on every rank alike before any rank joins a call.
   EXPECT_EQ(error_of([&] { reader->read_all({&outside, 1}, {&pointer, 1}); }), "read_all: " + beyond);
   EXPECT_EQ(error_of([&] { reader->read_all({&outside, 1}, {}); }), "read_all: 1 extents and 0 buffers");
-  if (reader->capabilities().map) EXPECT_EQ(error_of([&] { reader->map(outside); }), "map: " + beyond);
-  else EXPECT_EQ(error_of([&] { reader->map(outside); }), "backend " + reader->backend_name() + " cannot map extents");
+  if (reader->capabilities().map)
+    EXPECT_EQ(error_of([&] { reader->map(outside); }), "map: " + beyond);
+  else
+    EXPECT_EQ(error_of([&] { reader->map(outside); }), "backend " + reader->backend_name() + " cannot map extents");
   if (reader->capabilities().read_any)
     EXPECT_EQ(error_of([&] { reader->read_any({&outside, 1}); }), "read_any: " + beyond);
-  else EXPECT_NE(error_of([&] { reader->read_any({&outside, 1}); }).find("reads extents in order only"), std::string::npos);
+  else
+    EXPECT_NE(error_of([&] {
+                reader->read_any({&outside, 1});
+              }).find("reads extents in order only"),
+              std::string::npos);
   reader->close();
-  EXPECT_EQ(error_of([&] { reader->read({{0, 0, 0}, {1, 1, 1}}, buffer.data()); }),
+  EXPECT_EQ(error_of([&] {
+              reader->read({{0, 0, 0}, {1, 1, 1}}, buffer.data());
+            }),
             "read after close (backend " + reader->backend_name() + ")");
 
   VolumeInfo info;
@@ -383,7 +431,9 @@ TEST_F(Conformance, EveryBackendRefusesBadCallsWithOneMessage) {
   EXPECT_EQ(error_of([&] { writer->write_all({&outside, 1}, {&source, 1}); }), "write_all: " + beyond);
   write_from_rank0(*writer, info.whole(), std::vector<std::uint8_t>(static_cast<std::size_t>(info.voxels())).data());
   writer->close();
-  EXPECT_EQ(error_of([&] { writer->write({{0, 0, 0}, {1, 1, 1}}, buffer.data()); }),
+  EXPECT_EQ(error_of([&] {
+              writer->write({{0, 0, 0}, {1, 1, 1}}, buffer.data());
+            }),
             "write after close (backend " + writer->backend_name() + ")");
   EXPECT_EQ(error_of([&] { writer->close(); }), "close after close (backend " + writer->backend_name() + ")");
 }

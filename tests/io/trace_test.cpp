@@ -187,9 +187,16 @@ TEST_F(Trace, GatheredCsvReadsBackWithExactHistogram) {
   const auto summary = report::summarize(records);
   // Per rank: 2 reads of 6 B, 2 of 256 B, 1 of 8 KiB; rank 0 also reads the
   // header (101-1024 B) and 0 B at its end.
-  const std::array<std::uint64_t, report::bucket_count> histogram{
-      static_cast<std::uint64_t>(2 * n + 1), static_cast<std::uint64_t>(2 * n + 1), static_cast<std::uint64_t>(n),
-      0, 0, 0, 0, 0, 0, 0};
+  const std::array<std::uint64_t, report::bucket_count> histogram{static_cast<std::uint64_t>(2 * n + 1),
+                                                                  static_cast<std::uint64_t>(2 * n + 1),
+                                                                  static_cast<std::uint64_t>(n),
+                                                                  0,
+                                                                  0,
+                                                                  0,
+                                                                  0,
+                                                                  0,
+                                                                  0,
+                                                                  0};
   EXPECT_EQ(summary.reads.histogram, histogram);
   EXPECT_EQ(summary.writes.requests, 0u);
   ASSERT_EQ(summary.ops.size(), 3u);
@@ -254,11 +261,17 @@ TEST_F(Trace, ThreadsRecordEveryCall) {
 }
 
 TEST(TraceBuckets, DarshanEdgesBelongToTheLowerBucket) {
-  const std::vector<std::pair<std::uint64_t, int>> cases{
-      {0, 0},          {99, 0},         {100, 0},         {101, 1},          {1023, 1},         {1024, 1},
-      {1025, 2},       {10240, 2},      {10241, 3},       {102400, 3},       {102401, 4},       {1048576, 4},
-      {1048577, 5},    {4194304, 5},    {4194305, 6},     {10485760, 6},     {10485761, 7},     {104857600, 7},
-      {104857601, 8},  {1073741824, 8}, {1073741825, 9},  {~std::uint64_t{0}, 9}};
+  const std::vector<std::pair<std::uint64_t, int>> cases{{0, 0},          {99, 0},
+                                                         {100, 0},        {101, 1},
+                                                         {1023, 1},       {1024, 1},
+                                                         {1025, 2},       {10240, 2},
+                                                         {10241, 3},      {102400, 3},
+                                                         {102401, 4},     {1048576, 4},
+                                                         {1048577, 5},    {4194304, 5},
+                                                         {4194305, 6},    {10485760, 6},
+                                                         {10485761, 7},   {104857600, 7},
+                                                         {104857601, 8},  {1073741824, 8},
+                                                         {1073741825, 9}, {~std::uint64_t{0}, 9}};
   for (const auto& [bytes, bucket] : cases) EXPECT_EQ(report::size_bucket(bytes), bucket) << bytes << " bytes";
 }
 

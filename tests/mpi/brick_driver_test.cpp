@@ -117,8 +117,10 @@ TEST_F(BrickDriverTest, IndependentRanksStopAtTheirNextBrickButNotAfterTheirLast
   // Every rank finished one brick. Rank 0 has nothing left to keep for
   // later; the others stopped; the agreement fails every rank.
   EXPECT_EQ(seen.calls(), 1);
-  if (comm_.size() == 1) EXPECT_EQ(error, "");
-  else EXPECT_NE(error.find("SIGUSR1"), std::string::npos) << error;
+  if (comm_.size() == 1)
+    EXPECT_EQ(error, "");
+  else
+    EXPECT_NE(error.find("SIGUSR1"), std::string::npos) << error;
 }
 
 TEST_F(BrickDriverTest, ARoundStagesWhatFitsItsBytesAndAtLeastOneBrick) {

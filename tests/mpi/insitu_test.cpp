@@ -42,7 +42,8 @@ int size() {
 std::string shared_dir(const std::string& name) {
   char path[256] = {};
   if (rank() == 0) {
-    auto dir = std::filesystem::temp_directory_path() / ("volseg-insitu-test-" + name + "-" + std::to_string(::getpid()));
+    auto dir =
+        std::filesystem::temp_directory_path() / ("volseg-insitu-test-" + name + "-" + std::to_string(::getpid()));
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     std::snprintf(path, sizeof path, "%s", dir.c_str());
@@ -254,9 +255,9 @@ TEST(Options, ParsesTheHookOptionsAndRefusesBadOnes) {
   ASSERT_TRUE(o.budget);
   EXPECT_DOUBLE_EQ(*o.budget, 0.075);
   EXPECT_EQ(o.scripts, std::vector<std::string>{"x.py"});
-  for (const char* bad : {"--lo 0 --hi 1 --stats s --every 0", "--lo 0 --stats s", "--out m_%d.nc --stats s",
-                          "--lo 0 --hi 1 --stats s --budget 150%", "--lo 0 --hi 1 --stats s --bogus 1", "",
-                          "--lo x --hi 1 --stats s"})
+  for (const char* bad :
+       {"--lo 0 --hi 1 --stats s --every 0", "--lo 0 --stats s", "--out m_%d.nc --stats s",
+        "--lo 0 --hi 1 --stats s --budget 150%", "--lo 0 --hi 1 --stats s --bogus 1", "", "--lo x --hi 1 --stats s"})
     EXPECT_THROW(parse_options(std::string(bad)), volseg::Error) << bad;
 }
 

@@ -62,9 +62,12 @@ class Pyramid : public ::testing::Test {
       for (std::int64_t i = 0; i < info.voxels(); ++i) {
         const std::int64_t x = i % dims_[2], z = i / (dims_[1] * dims_[2]);
         float value;
-        if (i % 7 == 3) value = std::numeric_limits<float>::quiet_NaN();
-        else if (i % 11 == 5 || ((z == 2 || z == 3) && x < 8)) value = fill_;
-        else continue;
+        if (i % 7 == 3)
+          value = std::numeric_limits<float>::quiet_NaN();
+        else if (i % 11 == 5 || ((z == 2 || z == 3) && x < 8))
+          value = fill_;
+        else
+          continue;
         data.seekp(i * 4);
         data.write(reinterpret_cast<const char*>(&value), 4);
       }
@@ -175,8 +178,8 @@ TEST_F(Pyramid, LevelsStatsAndHistogramsMatchBruteForce) {
     for (std::int64_t z = 0; z < extent.count[0]; ++z)
       for (std::int64_t y = 0; y < extent.count[1]; ++y)
         for (std::int64_t x = 0; x < extent.count[2]; ++x) {
-          const double v = full[static_cast<std::size_t>(((z + extent.offset[0]) * dims_[1] + y + extent.offset[1]) *
-                                                             dims_[2] + x + extent.offset[2])];
+          const double v = full[static_cast<std::size_t>(
+              ((z + extent.offset[0]) * dims_[1] + y + extent.offset[1]) * dims_[2] + x + extent.offset[2])];
           if (std::isnan(v)) continue;
           ++valid;
           bmin = std::min(bmin, v);
@@ -267,7 +270,7 @@ TEST_F(Pyramid, MaskUsesMaxOfItsVoxels) {
   options.progress = segment::ProgressMode::none;
   const auto p = pyramid::build(comm_, options);
   EXPECT_EQ(p.reduction(), pyramid::Reduction::max);  // flag_values "0 1": a mask
-  ASSERT_EQ(p.levels().size(), 3u);  // 11 -> 6 -> 3 <= 4
+  ASSERT_EQ(p.levels().size(), 3u);                   // 11 -> 6 -> 3 <= 4
   for (int k = 1; k < 3; ++k) {
     const auto values = read_level<std::uint8_t>(p, k, comm_);
     const auto& d = p.levels()[static_cast<std::size_t>(k)].dims;

@@ -83,11 +83,13 @@ class Segment : public ::testing::Test {
 TEST_F(Segment, EveryBackendAssignmentAndShapeGivesTheSameExactMask) {
   int case_number = 0;
   for (auto [dtype, order] : {std::pair{io::DType::f32, io::ByteOrder::little}, {io::DType::i16, io::ByteOrder::big}}) {
-    const std::string input = make_shells(std::string("shells_") + std::string(io::dtype_name(dtype)) + ".nhdr", dtype, order);
+    const std::string input =
+        make_shells(std::string("shells_") + std::string(io::dtype_name(dtype)) + ".nhdr", dtype, order);
     const std::uint64_t exact = datasets::shells_in_range(dims_, dtype, width_, lo_, hi_);
     ASSERT_GT(exact, 0u);
     std::vector<char> reference;
-    for (const std::string backend : {"posix", "mmap", "mmap-advise", "mpiio", "twophase", "ranged-mmap", "ranged-uring"}) {
+    for (const std::string backend :
+         {"posix", "mmap", "mmap-advise", "mpiio", "twophase", "ranged-mmap", "ranged-uring"}) {
       for (auto assignment : {segment::Assignment::block, segment::Assignment::cyclic, segment::Assignment::random}) {
         for (std::optional<io::Index3> brick :
              {std::optional<io::Index3>{}, std::optional<io::Index3>{io::Index3{7, 9, 11}},
@@ -118,8 +120,10 @@ TEST_F(Segment, EveryBackendAssignmentAndShapeGivesTheSameExactMask) {
               ones += static_cast<std::uint64_t>(b);
             }
             EXPECT_EQ(ones, exact);
-            if (reference.empty()) reference = bytes;
-            else EXPECT_TRUE(bytes == reference) << "mask differs from the first case";
+            if (reference.empty())
+              reference = bytes;
+            else
+              EXPECT_TRUE(bytes == reference) << "mask differs from the first case";
             ASSERT_EQ(result.ranks.size(), static_cast<std::size_t>(comm_.size()));
             std::int64_t bricks = 0;
             for (const auto& r : result.ranks) bricks += r.bricks;
@@ -133,8 +137,8 @@ TEST_F(Segment, EveryBackendAssignmentAndShapeGivesTheSameExactMask) {
 
 // twophase with every rank aggregating dealt 64-byte blocks through a
 // buffer smaller than a row.
-const std::vector<std::string> kDealt = {"cb_nodes=8", "partition=static-cyclic", "lock_size=64",
-                                         "cb_buffer_size=1000", "exchange=p2p"};
+const std::vector<std::string> kDealt = {"cb_nodes=8", "partition=static-cyclic", "lock_size=64", "cb_buffer_size=1000",
+                                         "exchange=p2p"};
 
 TEST_F(Segment, EveryFormatAndEveryReaderGiveTheSameMask) {
   struct Input {
@@ -180,9 +184,11 @@ TEST_F(Segment, EveryFormatAndEveryReaderGiveTheSameMask) {
   }
   // A mask in each NetCDF format, read back through its own backend.
   // (twophase writes CDF masks through the variable's byte offset.)
-  for (const auto& [format, backend, writer] :
-       {std::tuple{"cdf2", "pnetcdf", "auto"}, {"cdf5", "pnetcdf", "auto"}, {"netcdf4", "netcdf4", "auto"},
-        {"cdf2", "pnetcdf", "twophase"}, {"cdf5", "pnetcdf", "twophase"}}) {
+  for (const auto& [format, backend, writer] : {std::tuple{"cdf2", "pnetcdf", "auto"},
+                                                {"cdf5", "pnetcdf", "auto"},
+                                                {"netcdf4", "netcdf4", "auto"},
+                                                {"cdf2", "pnetcdf", "twophase"},
+                                                {"cdf5", "pnetcdf", "twophase"}}) {
     SCOPED_TRACE(std::string(format) + " written by " + writer);
     segment::SegmentOptions options;
     options.input = inputs[0].path;
@@ -265,7 +271,7 @@ TEST_F(Segment, CancelOnRankZeroStopsEveryRankAndLeavesNothing) {
     options.backend = backend;
     options.lo = lo_;
     options.hi = hi_;
-    options.brick_shape = io::Index3{4, 8, 8};  // many bricks, many rounds
+    options.brick_shape = io::Index3{4, 8, 8};       // many bricks, many rounds
     options.collective_batch_bytes = 4 * 8 * 8 * 4;  // one brick a round
     options.progress = segment::ProgressMode::none;
     options.cancel = &flag;

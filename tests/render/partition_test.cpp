@@ -61,7 +61,7 @@ TEST(RenderPartition, SlabsOrderFromTheCamera) {
   const auto order = visibility_order(slabs, inside);
   ASSERT_EQ(order.size(), 3u);
   EXPECT_EQ(order[0], 1);  // the slab the camera is in is in front of both others
-  Viewpoint parallel;  // orthographic, looking down -z
+  Viewpoint parallel;      // orthographic, looking down -z
   parallel.parallel = true;
   parallel.direction = {0, 0, -1};
   EXPECT_EQ(visibility_order(slabs, parallel), (std::vector<int>{2, 1, 0}));

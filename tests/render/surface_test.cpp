@@ -29,7 +29,7 @@ using render::MaskSurface;
 
 namespace {
 
-const io::Index3 dims{44, 48, 52};  // z, y, x
+const io::Index3 dims{44, 48, 52};                     // z, y, x
 const std::array<double, 3> centre{25.3, 23.6, 21.9};  // x, y, z
 const double radius = 15.4;
 
@@ -181,7 +181,7 @@ TEST(MaskSurface, LoneVoxelsAndThinSheetsStay) {
   sheet->GetBounds(b);
   EXPECT_GE(b[4], 8.5);
   EXPECT_LE(b[5], 9.5);
-  EXPECT_GT(b[5] - b[4], 0.15);  // two sides apart (measured 0.22; the voxels' are one voxel apart)
+  EXPECT_GT(b[5] - b[4], 0.15);             // two sides apart (measured 0.22; the voxels' are one voxel apart)
   const double expected = 2 * 34.0 * 34.0;  // its two faces, nearly
   EXPECT_NEAR(area(sheet) / expected, 1.0, 0.1);
 }

@@ -431,9 +431,9 @@ TEST(TwoPhaseDomains, AutoPicksPerFileSystemAndDirection) {
     Direction direction;
     const char* method;
   };
-  const Case cases[] = {{"local", Direction::read, "even"},        {"local", Direction::write, "even"},
-                        {"gpfs", Direction::read, "aligned"},      {"gpfs", Direction::write, "aligned"},
-                        {"lustre", Direction::read, "aligned"},    {"lustre", Direction::write, "group-cyclic"}};
+  const Case cases[] = {{"local", Direction::read, "even"},     {"local", Direction::write, "even"},
+                        {"gpfs", Direction::read, "aligned"},   {"gpfs", Direction::write, "aligned"},
+                        {"lustre", Direction::read, "aligned"}, {"lustre", Direction::write, "group-cyclic"}};
   std::mt19937_64 random(kSeed + 6);
   auto partitioner = make_auto_partitioner();  // one object across calls, as a File keeps it
   EXPECT_EQ(partitioner->name(), "auto");
@@ -456,12 +456,12 @@ TEST(TwoPhaseDomains, AutoPicksPerFileSystemAndDirection) {
 
 TEST(TwoPhaseDomains, DomainShapesAreChecked) {
   using S = Segment;
-  EXPECT_THROW(FileDomains({S{10, 10, 0, 0, {0}}}, 1), Error);                         // empty
-  EXPECT_THROW(FileDomains({S{0, 10, 0, 0, {0}}, S{5, 20, 0, 0, {1}}}, 2), Error);     // overlapping
-  EXPECT_THROW(FileDomains({S{0, 10, 0, 0, {}}}, 1), Error);                           // no members
-  EXPECT_THROW(FileDomains({S{0, 10, 0, 0, {0, 1}}}, 2), Error);                       // dealt, block 0
-  EXPECT_THROW(FileDomains({S{0, 10, 0, 0, {2}}}, 2), Error);                          // missing aggregator
-  EXPECT_THROW(FileDomains({S{0, 10, 0, 0, {0}}, S{10, 20, 0, 0, {0}}}, 1), Error);    // in two segments
+  EXPECT_THROW(FileDomains({S{10, 10, 0, 0, {0}}}, 1), Error);                       // empty
+  EXPECT_THROW(FileDomains({S{0, 10, 0, 0, {0}}, S{5, 20, 0, 0, {1}}}, 2), Error);   // overlapping
+  EXPECT_THROW(FileDomains({S{0, 10, 0, 0, {}}}, 1), Error);                         // no members
+  EXPECT_THROW(FileDomains({S{0, 10, 0, 0, {0, 1}}}, 2), Error);                     // dealt, block 0
+  EXPECT_THROW(FileDomains({S{0, 10, 0, 0, {2}}}, 2), Error);                        // missing aggregator
+  EXPECT_THROW(FileDomains({S{0, 10, 0, 0, {0}}, S{10, 20, 0, 0, {0}}}, 1), Error);  // in two segments
   const FileDomains gap({S{0, 10, 0, 0, {0}}, S{20, 30, 4, 1, {2, 1}}}, 3);
   EXPECT_THROW(gap.owner(10), Error);
   EXPECT_THROW(gap.owner(30), Error);
@@ -480,13 +480,29 @@ TEST(TwoPhaseDomains, BadNamesAndHintValuesAreRefused) {
   EXPECT_THROW(make_partitioner(""), Error);
   EXPECT_THROW(make_partitioner("Even"), Error);
   for (const char* method : kMethods) EXPECT_NO_THROW(make_partitioner(method)) << method;
-  const std::vector<std::string> bad = {
-      "partition=diagonal", "partition=",         "exchange=carrier-pigeon", "ds=sometimes",
-      "fs_profile=nfs",     "cb_nodes=-1",        "cb_nodes=two",            "cb_buffer_size=0",
-      "cb_buffer_size=2G",  "cb_buffer_size=-5",  "cb_buffer_size=12parsecs", "lock_size=-1",
-      "lock_size=big",      "io_servers=0",       "io_servers=-3",          "ds_threshold=-1",
-      "realm_size=-64",     "cb_config=",         "cb_config=1,1",          "cb_config=0,x",
-      "cb_config=-1",       "cb_config=0,,1",     "cb_config=1.5"};
+  const std::vector<std::string> bad = {"partition=diagonal",
+                                        "partition=",
+                                        "exchange=carrier-pigeon",
+                                        "ds=sometimes",
+                                        "fs_profile=nfs",
+                                        "cb_nodes=-1",
+                                        "cb_nodes=two",
+                                        "cb_buffer_size=0",
+                                        "cb_buffer_size=2G",
+                                        "cb_buffer_size=-5",
+                                        "cb_buffer_size=12parsecs",
+                                        "lock_size=-1",
+                                        "lock_size=big",
+                                        "io_servers=0",
+                                        "io_servers=-3",
+                                        "ds_threshold=-1",
+                                        "realm_size=-64",
+                                        "cb_config=",
+                                        "cb_config=1,1",
+                                        "cb_config=0,x",
+                                        "cb_config=-1",
+                                        "cb_config=0,,1",
+                                        "cb_config=1.5"};
   for (const auto& item : bad) {
     Hints hints;
     ASSERT_NO_THROW(hints = Hints::parse({item})) << item;
@@ -509,8 +525,8 @@ TEST(TwoPhaseDomains, BadNamesAndHintValuesAreRefused) {
   EXPECT_EQ(options.sieving, Sieving::never);
   EXPECT_EQ(options.ds_threshold, 100u);
   EXPECT_EQ(options.realm_size, 65536u);
-  for (const char* key : {"cb_nodes", "cb_config", "cb_buffer_size", "exchange", "partition", "lock_size",
-                          "io_servers", "fs_profile", "ds", "ds_threshold", "realm_size"})
+  for (const char* key : {"cb_nodes", "cb_config", "cb_buffer_size", "exchange", "partition", "lock_size", "io_servers",
+                          "fs_profile", "ds", "ds_threshold", "realm_size"})
     EXPECT_TRUE(Options::is_hint(key)) << key;
   EXPECT_FALSE(Options::is_hint("striping_unit"));
   // Defaults.

@@ -135,8 +135,8 @@ std::vector<Plan> random_reads(std::mt19937_64& random, int ranks, std::uint64_t
 struct Config {
   std::vector<std::string> hints;
   std::string partition, sieving, fs_profile;
-  std::string cb_read, cb_write;  // automatic | enable | disable
-  std::uint64_t lock_size = 0;  // 0: the file's st_blksize
+  std::string cb_read, cb_write;          // automatic | enable | disable
+  std::uint64_t lock_size = 0;            // 0: the file's st_blksize
   std::vector<int> expected_aggregators;  // exact list, when cb_config names it
   std::size_t expected_count = 0;
   bool clamped = false;
@@ -354,7 +354,7 @@ class TwoPhase : public TwoPhaseFixture {
       const auto kind = random() % 8;
       if (kind == 0 && call > 0) {
         plans.emplace_back(static_cast<std::size_t>(size));  // nobody writes anything
-      } else if (kind == 1) {  // one rank writes everything
+      } else if (kind == 1) {                                // one rank writes everything
         auto all = random_writes(random, 1, span, longest);
         plans.emplace_back(static_cast<std::size_t>(size));
         plans.back()[random() % static_cast<std::size_t>(size)] = all[0];
@@ -455,8 +455,8 @@ class TwoPhase : public TwoPhaseFixture {
     EXPECT_EQ(file.totals().calls, 2u) << what;
     const bool aggregated = (any_piece(more) && !expects_independent(more, read_config.cb_read)) ||
                             (any_piece(reads) && !expects_independent(reads, read_config.cb_read));
-    EXPECT_EQ(file.partition(), aggregated ? partition_used(read_config, twophase::Direction::read)
-                                           : read_config.partition)
+    EXPECT_EQ(file.partition(),
+              aggregated ? partition_used(read_config, twophase::Direction::read) : read_config.partition)
         << what;
     check_decisions(file, read_config, decisions, what + " (reader)");
     file.close();
@@ -519,13 +519,13 @@ TEST_F(TwoPhase, RandomListsMatchPwriteAndMpiioForEveryMethod) {
   }
   MPI_Allreduce(MPI_IN_PLACE, sums.data(), 13, MPI_UINT64_T, MPI_SUM, comm_.get());
   if (comm_.rank() == 0)
-    std::printf("[   INFO   ] %d cases; rounds %llu, sieved %llu, run by run %llu, contiguous %llu, independent calls "
-                "%llu (all ranks)\n",
-                cases, static_cast<unsigned long long>(sums[3] + sums[7] + sums[11]),
-                static_cast<unsigned long long>(sums[0] + sums[4] + sums[8]),
-                static_cast<unsigned long long>(sums[1] + sums[5] + sums[9]),
-                static_cast<unsigned long long>(sums[2] + sums[6] + sums[10]),
-                static_cast<unsigned long long>(sums[12]));
+    std::printf(
+        "[   INFO   ] %d cases; rounds %llu, sieved %llu, run by run %llu, contiguous %llu, independent calls "
+        "%llu (all ranks)\n",
+        cases, static_cast<unsigned long long>(sums[3] + sums[7] + sums[11]),
+        static_cast<unsigned long long>(sums[0] + sums[4] + sums[8]),
+        static_cast<unsigned long long>(sums[1] + sums[5] + sums[9]),
+        static_cast<unsigned long long>(sums[2] + sums[6] + sums[10]), static_cast<unsigned long long>(sums[12]));
   EXPECT_GT(sums[12], 0u) << "no call went independent";
   EXPECT_GT(sums[0], 0u) << "ds=auto never sieved";
   EXPECT_GT(sums[1], 0u) << "ds=auto never wrote run by run";
@@ -572,8 +572,8 @@ TEST_F(TwoPhase, OffsetsPastFourGiB) {
         EXPECT_EQ(::pwrite(fd, memory.data() + piece.memory, piece.length, static_cast<off_t>(piece.offset)),
                   static_cast<ssize_t>(piece.length));
       ::close(fd);
-      const Config config = make_config(random, size, partition, exchange, kSieving[number % 3],
-                                        number % 2 ? 7 : 4096, number % 4);
+      const Config config =
+          make_config(random, size, partition, exchange, kSieving[number % 3], number % 2 ? 7 : 4096, number % 4);
       const std::string what = "seed " + std::to_string(seed) + " case " + std::to_string(number) + " base " +
                                std::to_string(base) + ": " + config.text;
       {
@@ -621,9 +621,9 @@ TEST_F(TwoPhase, ExplicitAggregatorListsAndRefusals) {
     ranks.push_back(r);
   }
   for (const char* exchange : kExchanges) {
-    auto chosen = twophase::Options::from_hints(Hints::parse(
-        {"cb_config=" + config, "cb_buffer_size=33", "partition=static-cyclic", "lock_size=16",
-         "exchange=" + std::string(exchange)}));
+    auto chosen = twophase::Options::from_hints(
+        Hints::parse({"cb_config=" + config, "cb_buffer_size=33", "partition=static-cyclic", "lock_size=16",
+                      "exchange=" + std::string(exchange)}));
     twophase::File twophase(comm_, file, twophase::Mode::read, chosen);
     EXPECT_EQ(twophase.aggregators(), ranks);
     std::vector<std::byte> got(1000);
@@ -702,11 +702,12 @@ TEST_F(TwoPhase, ErrorsReachEveryRank) {
     writer.close();
   }
   comm_.barrier();
-  EXPECT_EQ(difference(slurp(file), [&] {
-              std::vector<std::byte> bytes(5000);
-              for (std::uint64_t i = 0; i < bytes.size(); ++i) bytes[i] = pattern(4, i);
-              return bytes;
-            }()),
+  EXPECT_EQ(difference(slurp(file),
+                       [&] {
+                         std::vector<std::byte> bytes(5000);
+                         for (std::uint64_t i = 0; i < bytes.size(); ++i) bytes[i] = pattern(4, i);
+                         return bytes;
+                       }()),
             "");
 }
 

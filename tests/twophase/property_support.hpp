@@ -27,7 +27,6 @@ extern std::vector<std::string> arguments;
 
 namespace volseg::twophase_testing {
 
-
 inline constexpr const char* kPartitions[] = {"even", "aligned", "static-cyclic", "group-cyclic", "persistent", "auto"};
 inline constexpr const char* kExchanges[] = {"alltoallw", "p2p"};
 inline constexpr const char* kSieving[] = {"auto", "always", "never"};
@@ -80,7 +79,6 @@ inline std::byte pattern(std::uint64_t seed, std::uint64_t i) {
   h ^= h >> 29;
   return static_cast<std::byte>((h * 0x94d049bb133111ebull) >> 56);
 }
-
 
 // Every rank's communicator and one temporary folder shared by all ranks.
 class TwoPhaseFixture : public ::testing::Test {

@@ -135,7 +135,8 @@ std::vector<std::string> volume_hints(std::mt19937_64& random, int size, const s
                                       const std::string& exchange, int number) {
   static const char* buffers[] = {"7", "100", "4096", "16M"};
   static const char* locks[] = {"16", "64", "24"};
-  std::vector<std::string> hints = {"partition=" + partition, "exchange=" + exchange,
+  std::vector<std::string> hints = {"partition=" + partition,
+                                    "exchange=" + exchange,
                                     "ds=" + std::string(kSieving[number % 3]),
                                     "cb_buffer_size=" + std::string(buffers[number % 4]),
                                     "lock_size=" + std::string(locks[random() % 3]),
@@ -145,10 +146,14 @@ std::vector<std::string> volume_hints(std::mt19937_64& random, int size, const s
   static const char* aggregation[] = {"enable", "automatic", "disable"};
   hints.push_back(std::string("cb_read=") + aggregation[random() % 3]);
   hints.push_back(std::string("cb_write=") + aggregation[random() % 3]);
-  if (nodes == 0) hints.push_back("cb_nodes=1");
-  else if (nodes == 1) hints.push_back("cb_nodes=" + std::to_string(size));
-  else if (nodes == 2) hints.push_back("cb_nodes=" + std::to_string(size + 3));
-  else hints.push_back("cb_config=" + std::to_string(size - 1) + (size > 2 ? ",0" : ""));
+  if (nodes == 0)
+    hints.push_back("cb_nodes=1");
+  else if (nodes == 1)
+    hints.push_back("cb_nodes=" + std::to_string(size));
+  else if (nodes == 2)
+    hints.push_back("cb_nodes=" + std::to_string(size + 3));
+  else
+    hints.push_back("cb_config=" + std::to_string(size - 1) + (size > 2 ? ",0" : ""));
   return hints;
 }
 
@@ -229,9 +234,8 @@ TEST_F(TwoPhaseVolume, RandomExtentListsMatchPosixAndMpiio) {
   const std::uint64_t seed = base_seed() + 1;
   std::mt19937_64 random(seed);
   const ByteOrder swapped = native_byte_order() == ByteOrder::little ? ByteOrder::big : ByteOrder::little;
-  const Volume volumes[] = {{DType::u8, ByteOrder::little}, {DType::i16, swapped},
-                            {DType::u16, native_byte_order()}, {DType::f32, native_byte_order()},
-                            {DType::i64, swapped}, {DType::f64, swapped}};
+  const Volume volumes[] = {{DType::u8, ByteOrder::little},    {DType::i16, swapped}, {DType::u16, native_byte_order()},
+                            {DType::f32, native_byte_order()}, {DType::i64, swapped}, {DType::f64, swapped}};
   int number = 0;
   for (const Volume& volume : volumes) {
     const std::size_t size = dtype_size(volume.dtype);

@@ -37,7 +37,8 @@ TEST(BrickLayout, LastBrickIsShort) {
 }
 
 TEST(BrickLayout, DefaultShapeIsAboutTwelveMiBOfWholeRows) {
-  for (Index3 dims : {Index3{1024, 1024, 1024}, Index3{2048, 2048, 2048}, Index3{100, 3000, 5000}, Index3{37, 41, 53}}) {
+  for (Index3 dims :
+       {Index3{1024, 1024, 1024}, Index3{2048, 2048, 2048}, Index3{100, 3000, 5000}, Index3{37, 41, 53}}) {
     for (std::size_t element : {1u, 2u, 4u, 8u}) {
       Index3 shape = BrickLayout::default_shape(dims, element);
       EXPECT_EQ(shape[2], std::min<std::int64_t>(dims[2], static_cast<std::int64_t>((12u << 20) / element)));
@@ -99,8 +100,8 @@ TEST(BrickLayout, ChunkAlignedShapesHoldWholeChunksUpToTheTarget) {
 }
 
 TEST(BrickLayout, JobShapesFollowTheInputAndOutput) {
-  using volseg::segment::BrickLayout;
   using volseg::io::Index3;
+  using volseg::segment::BrickLayout;
   // A contiguous input: the default shape, whatever the output.
   EXPECT_EQ(BrickLayout::job_shape({1024, 1024, 1024}, 4, std::nullopt, true),
             BrickLayout::default_shape({1024, 1024, 1024}, 4));

@@ -42,7 +42,8 @@ io::VolumeInfo info_of(io::DType dtype) {
 template <class T>
 std::vector<bool> kernel_valid(const io::VolumeInfo& info, const std::vector<T>& values) {
   std::vector<bool> result;
-  const segment::ThresholdKernel kernel(info.dtype, {-1e300, 1e300, info.fill_value, info.valid_range, info.missing_value});
+  const segment::ThresholdKernel kernel(info.dtype,
+                                        {-1e300, 1e300, info.fill_value, info.valid_range, info.missing_value});
   for (const T& value : values) {
     segment::Stats stats;
     std::uint8_t mask = 0;

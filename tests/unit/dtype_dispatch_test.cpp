@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <limits>
 #include <string>
-#include <typeindex>
 #include <type_traits>
+#include <typeindex>
 #include <typeinfo>
 
 #include "volseg/io/dtype_dispatch.hpp"
@@ -25,11 +25,11 @@ struct Expected {
 };
 
 const Expected kEvery[] = {
-    {DType::i8, typeid(std::int8_t), "i8"},     {DType::u8, typeid(std::uint8_t), "u8"},
-    {DType::i16, typeid(std::int16_t), "i16"},  {DType::u16, typeid(std::uint16_t), "u16"},
-    {DType::i32, typeid(std::int32_t), "i32"},  {DType::u32, typeid(std::uint32_t), "u32"},
-    {DType::i64, typeid(std::int64_t), "i64"},  {DType::u64, typeid(std::uint64_t), "u64"},
-    {DType::f32, typeid(float), "f32"},         {DType::f64, typeid(double), "f64"},
+    {DType::i8, typeid(std::int8_t), "i8"},    {DType::u8, typeid(std::uint8_t), "u8"},
+    {DType::i16, typeid(std::int16_t), "i16"}, {DType::u16, typeid(std::uint16_t), "u16"},
+    {DType::i32, typeid(std::int32_t), "i32"}, {DType::u32, typeid(std::uint32_t), "u32"},
+    {DType::i64, typeid(std::int64_t), "i64"}, {DType::u64, typeid(std::uint64_t), "u64"},
+    {DType::f32, typeid(float), "f32"},        {DType::f64, typeid(double), "f64"},
 };
 
 }  // namespace

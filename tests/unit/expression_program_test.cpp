@@ -95,15 +95,71 @@ void expect_same(const std::string& text, Inputs& inputs, const std::string& ref
 
 TEST(ExpressionProgram, EachOperatorFunctionAndConstantAsMuparser) {
   Inputs inputs(3000, 1);  // past two blocks, the last one partial
-  for (const char* text :
-       {"u", "u+v*w", "(u+v)*w", "u-v-w", "u/v/w", "u^2", "2^3^u", "-u^2", "-2^-u", "u*-v", "+u", "u^-v",
-        "u<v", "u<=v", "u>v", "u>=v", "u==v", "u!=v", "u<v<w", "u>0==1", "u && v", "u || v && w", "u>0 || v>0",
-        "u ? v : w", "u>0 ? v : w>0 ? 1 : 2", "(u>0 ? v : w)*2", "sin(u)", "cos(u)", "tan(u)", "asin(u)",
-        "acos(u)", "atan(u)", "atan2(u,v)", "sinh(u)", "cosh(u)", "tanh(u)", "asinh(u)", "acosh(u)", "atanh(u)",
-        "log2(u)", "log10(u)", "log(u)", "ln(u)", "exp(u)", "sqrt(u)", "sign(u)", "rint(u)", "abs(u)",
-        "sum(u,v,w)", "avg(u,v)", "min(u,v,w)", "max(u,v,w)", "min(u)", "_pi*u", "_e^u", "2*_pi", "1e3*u+.5",
-        "sqrt(u*u + v*v + w*w)", "u > 1 && v < 0.5", "sqrt(-1)*u", "u/0", "(0/0) && u", "max(0/0, u)",
-        "min(u, 0/0)", "3"})
+  for (const char* text : {"u",
+                           "u+v*w",
+                           "(u+v)*w",
+                           "u-v-w",
+                           "u/v/w",
+                           "u^2",
+                           "2^3^u",
+                           "-u^2",
+                           "-2^-u",
+                           "u*-v",
+                           "+u",
+                           "u^-v",
+                           "u<v",
+                           "u<=v",
+                           "u>v",
+                           "u>=v",
+                           "u==v",
+                           "u!=v",
+                           "u<v<w",
+                           "u>0==1",
+                           "u && v",
+                           "u || v && w",
+                           "u>0 || v>0",
+                           "u ? v : w",
+                           "u>0 ? v : w>0 ? 1 : 2",
+                           "(u>0 ? v : w)*2",
+                           "sin(u)",
+                           "cos(u)",
+                           "tan(u)",
+                           "asin(u)",
+                           "acos(u)",
+                           "atan(u)",
+                           "atan2(u,v)",
+                           "sinh(u)",
+                           "cosh(u)",
+                           "tanh(u)",
+                           "asinh(u)",
+                           "acosh(u)",
+                           "atanh(u)",
+                           "log2(u)",
+                           "log10(u)",
+                           "log(u)",
+                           "ln(u)",
+                           "exp(u)",
+                           "sqrt(u)",
+                           "sign(u)",
+                           "rint(u)",
+                           "abs(u)",
+                           "sum(u,v,w)",
+                           "avg(u,v)",
+                           "min(u,v,w)",
+                           "max(u,v,w)",
+                           "min(u)",
+                           "_pi*u",
+                           "_e^u",
+                           "2*_pi",
+                           "1e3*u+.5",
+                           "sqrt(u*u + v*v + w*w)",
+                           "u > 1 && v < 0.5",
+                           "sqrt(-1)*u",
+                           "u/0",
+                           "(0/0) && u",
+                           "max(0/0, u)",
+                           "min(u, 0/0)",
+                           "3"})
     expect_same(text, inputs);
 }
 
@@ -125,13 +181,20 @@ std::string random_expression(std::mt19937& random, int depth) {
   const std::string b = random_expression(random, depth - 1);
   const char* space = pick(2) ? " " : "";
   switch (pick(8)) {
-    case 0: return pick(2) ? "-(" + a + ")" : "-" + a;  // "--u" muparser refuses
-    case 1: return std::string(unary[pick(10)]) + "(" + a + ")";
-    case 2: return "(" + a + ")";
-    case 3: return "min(" + a + "," + b + ")";
-    case 4: return a + space + "?" + space + b + space + ":" + space + random_expression(random, depth - 1);
-    case 5: return "atan2(" + a + ", " + b + ")";
-    default: return a + space + binary[pick(13)] + space + b;
+    case 0:
+      return pick(2) ? "-(" + a + ")" : "-" + a;  // "--u" muparser refuses
+    case 1:
+      return std::string(unary[pick(10)]) + "(" + a + ")";
+    case 2:
+      return "(" + a + ")";
+    case 3:
+      return "min(" + a + "," + b + ")";
+    case 4:
+      return a + space + "?" + space + b + space + ":" + space + random_expression(random, depth - 1);
+    case 5:
+      return "atan2(" + a + ", " + b + ")";
+    default:
+      return a + space + binary[pick(13)] + space + b;
   }
 }
 

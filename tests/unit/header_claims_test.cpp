@@ -133,16 +133,17 @@ TEST(HeaderClaims, VtiExtentAgainstTheAppendedData) {
   const std::uint64_t start = text.size() + 8;
   EXPECT_EQ(refusal([&] { parse_vti(text, "x.vti", {}, file_of(start + 10)); }),
             "x.vti: VTK image data, array v: WholeExtent \"0 1048575 0 1048575 0 1048575\" of u8 need 1.2e18 "
-            "bytes from byte " + std::to_string(start) +
-                " (offset 0), more than the file holds (" + std::to_string(start + 10) + " bytes)");
+            "bytes from byte " +
+                std::to_string(start) + " (offset 0), more than the file holds (" + std::to_string(start + 10) +
+                " bytes)");
 }
 
 namespace {
 
 std::string vti_header(const std::string& extent, const std::string& type) {
   return "<?xml version=\"1.0\"?>\n<VTKFile type=\"ImageData\" version=\"1.0\" byte_order=\"LittleEndian\" "
-         "header_type=\"UInt64\" compressor=\"vtkZLibDataCompressor\">\n<ImageData WholeExtent=\"" + extent +
-         "\">\n<Piece Extent=\"" + extent + "\"><PointData Scalars=\"v\">\n<DataArray type=\"" + type +
+         "header_type=\"UInt64\" compressor=\"vtkZLibDataCompressor\">\n<ImageData WholeExtent=\"" +
+         extent + "\">\n<Piece Extent=\"" + extent + "\"><PointData Scalars=\"v\">\n<DataArray type=\"" + type +
          "\" Name=\"v\" format=\"appended\" offset=\"0\"/>\n</PointData></Piece>\n</ImageData>\n"
          "<AppendedData encoding=\"raw\">_";
 }
@@ -174,15 +175,17 @@ TEST(HeaderClaims, VtiBlockHeaderAgainstTheFileAndTheBudget) {
   const std::uint64_t blocks = std::uint64_t{1} << 45;
   std::ofstream(path, std::ios::binary) << vti_header("0 1048575 0 1048575 0 1048575", "UInt8")
                                         << integers({blocks, 32768, 32768}) << "0123456789";
-  EXPECT_EQ(open_refusal("vti", path).find(path + ": VTK image data, array v: a block header of 35184372088832 blocks "
-                                                  "needs 281474976710680 bytes from byte "),
+  EXPECT_EQ(open_refusal("vti", path)
+                .find(path + ": VTK image data, array v: a block header of 35184372088832 blocks "
+                             "needs 281474976710680 bytes from byte "),
             0u);
   // One block of 2 GiB: more than the default budget of a piece.
   std::ofstream(path, std::ios::binary) << vti_header("0 2047 0 1023 0 1023", "UInt8")
                                         << integers({1, std::uint64_t{1} << 31, 0, 10}) << "0123456789";
   EXPECT_EQ(open_refusal("vti", path),
-            path + ": zlib block of array \"v\" is 2147483648 bytes (2048 MiB), more than the memory budget for one "
-                   "piece (1024 MiB, the default; --memory SIZE allows more)");
+            path +
+                ": zlib block of array \"v\" is 2147483648 bytes (2048 MiB), more than the memory budget for one "
+                "piece (1024 MiB, the default; --memory SIZE allows more)");
   // A block's compressed size past the end of the file.
   std::ofstream(path, std::ios::binary) << vti_header("0 15 0 15 0 15", "UInt8") << integers({1, 4096, 0, 1000})
                                         << "0123456789";
@@ -235,7 +238,8 @@ std::string gzip(const std::string& bytes, std::size_t zeros = 0) {
     } while (z.avail_out == 0);
   };
   feed(bytes.data(), bytes.size(), Z_NO_FLUSH);
-  for (; zeros > 0; zeros -= std::min(zeros, piece.size())) feed(piece.data(), std::min(zeros, piece.size()), Z_NO_FLUSH);
+  for (; zeros > 0; zeros -= std::min(zeros, piece.size()))
+    feed(piece.data(), std::min(zeros, piece.size()), Z_NO_FLUSH);
   feed(nullptr, 0, Z_FINISH);
   deflateEnd(&z);
   return out;
@@ -263,8 +267,9 @@ TEST(HeaderClaims, GzipNiftiAgainstItsCompressedBytes) {
     c = static_cast<char>(state >> 56);
   }
   std::ofstream(path, std::ios::binary) << gzip(nifti1(8, 8, 8) + noise);
-  EXPECT_NE(open_refusal("gzip", path).find("bytes of gzip data are far more than dim[1..3] 8 x 8 x 8 of u8 from "
-                                            "vox_offset 352 (864 bytes) can take: the stream goes on past the volume"),
+  EXPECT_NE(open_refusal("gzip", path)
+                .find("bytes of gzip data are far more than dim[1..3] 8 x 8 x 8 of u8 from "
+                      "vox_offset 352 (864 bytes) can take: the stream goes on past the volume"),
             std::string::npos);
   // Dims whose bytes the compressed size allows, and a stream that goes on
   // past them: opened, and refused as it decodes, when it reaches their end.
@@ -277,9 +282,10 @@ TEST(HeaderClaims, GzipNiftiAgainstItsCompressedBytes) {
     reader->read(Extent{{63, 0, 0}, {1, 64, 64}}, voxels.data());
     ADD_FAILURE() << "a stream past the voxels was read";
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), path + ": the gzip stream goes on past the 262496 bytes that its header's "
-                                            "vox_offset and dim[1..3] describe (a gzip bomb, or data that are not "
-                                            "this header's)");
+    EXPECT_EQ(std::string(e.what()), path +
+                                         ": the gzip stream goes on past the 262496 bytes that its header's "
+                                         "vox_offset and dim[1..3] describe (a gzip bomb, or data that are not "
+                                         "this header's)");
   }
   // The same volume, ending where its voxels do, reads whole.
   std::ofstream(path, std::ios::binary) << gzip(nifti1(64, 64, 64) + std::string(64 * 64 * 64, '\3'));

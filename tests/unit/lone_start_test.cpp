@@ -24,8 +24,10 @@ class Environment : public ::testing::Test {
   }
   void TearDown() override {
     for (const auto& [name, value] : saved_)
-      if (value) ::setenv(name.c_str(), value->c_str(), 1);
-      else ::unsetenv(name.c_str());
+      if (value)
+        ::setenv(name.c_str(), value->c_str(), 1);
+      else
+        ::unsetenv(name.c_str());
   }
   static std::string get(const char* name) {
     const char* value = std::getenv(name);

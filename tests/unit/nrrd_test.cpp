@@ -68,10 +68,13 @@ TEST(Nrrd, RefusesWhatItCannotRead) {
            line + "\n";
   };
   EXPECT_THROW(parse_nrrd("P6\n", "x.nhdr"), Error);
-  EXPECT_THROW(parse_nrrd("NRRD0004\ntype: block\ndimension: 3\nsizes: 2 2 2\nendian: little\ndata file: d\n", "x"), Error);
+  EXPECT_THROW(parse_nrrd("NRRD0004\ntype: block\ndimension: 3\nsizes: 2 2 2\nendian: little\ndata file: d\n", "x"),
+               Error);
   EXPECT_THROW(parse_nrrd("NRRD0004\ntype: float\ndimension: 3\nendian: little\ndata file: d\n", "x"), Error);
-  EXPECT_THROW(parse_nrrd("NRRD0004\ntype: float\ndimension: 3\nsizes: 2 x 2\nendian: little\ndata file: d\n", "x"), Error);
-  EXPECT_THROW(parse_nrrd("NRRD0004\ntype: float\ndimension: 2\nsizes: 2 2\nendian: little\ndata file: d\n", "x"), Error);
+  EXPECT_THROW(parse_nrrd("NRRD0004\ntype: float\ndimension: 3\nsizes: 2 x 2\nendian: little\ndata file: d\n", "x"),
+               Error);
+  EXPECT_THROW(parse_nrrd("NRRD0004\ntype: float\ndimension: 2\nsizes: 2 2\nendian: little\ndata file: d\n", "x"),
+               Error);
   EXPECT_THROW(parse_nrrd("NRRD0004\ntype: float\ndimension: 3\nsizes: 2 2 2\ndata file: d\n", "x"), Error);
   EXPECT_THROW(parse_nrrd(with("encoding: gzip"), "x"), Error);
   EXPECT_THROW(parse_nrrd(with("bogus field: 1"), "x"), Error);

@@ -3,8 +3,8 @@
 // file's bytes, every block exactly once; offsets are relative to the range;
 // reading past its end is end of file; misuse and use after finished() are
 // refused; a write range extends the file and close() makes it whole.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -16,8 +16,8 @@
 #include <set>
 
 #include "support/temp_dir.hpp"
-#include "volseg/io/error.hpp"
 #include "volseg/io/comm.hpp"
+#include "volseg/io/error.hpp"
 #include "volseg/io/ranged.hpp"
 #include "volseg/io/trace.hpp"
 
@@ -86,7 +86,8 @@ TEST_P(Ranged, ReadanyvHandsOutEveryBlockOnceWithTheFilesBytes) {
       for (std::uint64_t i = 0; i < piece.length; i += 97)
         ASSERT_EQ(static_cast<std::uint8_t>(view.pieces[p][i]), pattern(start + piece.offset + i))
             << "block " << id << " piece " << p << " byte " << i;
-      ASSERT_EQ(static_cast<std::uint8_t>(view.pieces[p][piece.length - 1]), pattern(start + piece.offset + piece.length - 1));
+      ASSERT_EQ(static_cast<std::uint8_t>(view.pieces[p][piece.length - 1]),
+                pattern(start + piece.offset + piece.length - 1));
     }
     range->release(view);
     EXPECT_TRUE(view.pieces.empty());
@@ -201,11 +202,12 @@ TEST_P(Ranged, TracingRecordsEveryRequest) {
   const std::int64_t s = static_cast<std::int64_t>(start);
   std::vector<std::pair<Op, std::pair<std::int64_t, std::uint64_t>>> expected;
   if (GetParam() == Engine::uring) {
-    expected = {{Op::open, {-1, 0}},       {Op::read, {s, 4096}},        {Op::read, {s + 4096, 4096}},
+    expected = {{Op::open, {-1, 0}},          {Op::read, {s, 4096}},         {Op::read, {s + 4096, 4096}},
                 {Op::read, {s + 8192, 1808}}, {Op::read, {s + 20480, 4096}}, {Op::close, {-1, 0}}};
   } else {  // the advise spans whole pages: [0, 12288) and [20480, 24576) of the range
-    expected = {{Op::open, {-1, 0}},          {Op::map, {s, 1 << 20}},  {Op::advise, {s, 12288}},
-                {Op::advise, {s + 20480, 4096}}, {Op::unmap, {s, 1 << 20}}, {Op::close, {-1, 0}}};
+    expected = {{Op::open, {-1, 0}},       {Op::map, {s, 1 << 20}},
+                {Op::advise, {s, 12288}},  {Op::advise, {s + 20480, 4096}},
+                {Op::unmap, {s, 1 << 20}}, {Op::close, {-1, 0}}};
   }
   std::sort(got.begin() + 1, got.end() - 1);  // requests complete in any order
   std::sort(expected.begin() + 1, expected.end() - 1);

@@ -24,14 +24,16 @@ std::vector<std::uint8_t> run(DType dtype, const std::vector<T>& values, Thresho
   if constexpr (sizeof(T) > 1) {
     if (swapped) {
       for (T& v : input) {
-      using U = std::conditional_t<sizeof(T) == 2, std::uint16_t, std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>;
+        using U = std::conditional_t<sizeof(T) == 2, std::uint16_t,
+                                     std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>;
         v = std::bit_cast<T>(volseg::io::byteswap(std::bit_cast<U>(v)));
       }
     }
   }
   std::vector<std::uint8_t> mask(values.size(), 7);
-  ThresholdKernel(dtype, threshold).run(reinterpret_cast<const std::byte*>(input.data()),
-                                        static_cast<std::int64_t>(input.size()), swapped, mask.data(), stats);
+  ThresholdKernel(dtype, threshold)
+      .run(reinterpret_cast<const std::byte*>(input.data()), static_cast<std::int64_t>(input.size()), swapped,
+           mask.data(), stats);
   return mask;
 }
 
@@ -234,7 +236,8 @@ TEST(Threshold, WithoutTheHistogramEverythingElseIsTheSame) {
   Stats binned, plain;
   std::vector<std::uint8_t> with(v.size()), without(v.size());
   ThresholdKernel(DType::f32, threshold, true)
-      .run(reinterpret_cast<const std::byte*>(v.data()), static_cast<std::int64_t>(v.size()), false, with.data(), binned);
+      .run(reinterpret_cast<const std::byte*>(v.data()), static_cast<std::int64_t>(v.size()), false, with.data(),
+           binned);
   ThresholdKernel(DType::f32, threshold, false)
       .run(reinterpret_cast<const std::byte*>(v.data()), static_cast<std::int64_t>(v.size()), false, without.data(),
            plain);

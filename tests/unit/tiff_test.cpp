@@ -22,7 +22,8 @@ namespace {
 class TiffHeader : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = (std::filesystem::temp_directory_path() / ("volseg-tiff-test-" + std::to_string(::getpid()) + ".tif")).string();
+    path_ =
+        (std::filesystem::temp_directory_path() / ("volseg-tiff-test-" + std::to_string(::getpid()) + ".tif")).string();
   }
   void TearDown() override { std::filesystem::remove(path_); }
 

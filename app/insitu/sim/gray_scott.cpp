@@ -62,10 +62,10 @@ GrayScott::GrayScott(MPI_Comm comm, const io::Index3& dims, int ghost, const Par
       }
       check_mpi(MPI_Type_commit(&type), "MPI_Type_commit");
     };
-    make(below, send_[2 * a]);                         // my first owned layers, to the lower neighbour
-    make(below + owned - ghost, send_[2 * a + 1]);     // my last owned layers, to the upper one
-    make(below - ghost, receive_[2 * a]);              // the lower neighbour's, into my lower ghosts
-    make(below + owned, receive_[2 * a + 1]);          // the upper neighbour's, into my upper ghosts
+    make(below, send_[2 * a]);                      // my first owned layers, to the lower neighbour
+    make(below + owned - ghost, send_[2 * a + 1]);  // my last owned layers, to the upper one
+    make(below - ghost, receive_[2 * a]);           // the lower neighbour's, into my lower ghosts
+    make(below + owned, receive_[2 * a + 1]);       // the upper neighbour's, into my upper ghosts
   }
   const auto n = static_cast<std::size_t>(stored_.voxels());
   u_.assign(n, 1.0);
@@ -77,7 +77,8 @@ GrayScott::GrayScott(MPI_Comm comm, const io::Index3& dims, int ghost, const Par
       for (std::int64_t x = 0; x < stored_.count[2]; ++x) {
         const std::int64_t g[3] = {stored_.offset[0] + z, stored_.offset[1] + y, stored_.offset[2] + x};
         bool seed = true;
-        for (int a = 0; a < 3; ++a) seed = seed && std::abs(2 * g[a] - dims[a]) <= 12;  // ADIOS2's seed: 6 points either side of the centre
+        for (int a = 0; a < 3; ++a)
+          seed = seed && std::abs(2 * g[a] - dims[a]) <= 12;  // ADIOS2's seed: 6 points either side of the centre
         if (seed) {
           u_[static_cast<std::size_t>(index(z, y, x))] = 0.25;
           v_[static_cast<std::size_t>(index(z, y, x))] = 0.33;
@@ -98,8 +99,8 @@ GrayScott::~GrayScott() {
 
 void GrayScott::exchange(std::vector<double>& field) {
   for (int a = 2; a >= 0; --a) {  // x, then y, then z: each carries the ghosts filled before it
-    check_mpi(MPI_Sendrecv(field.data(), 1, send_[2 * a], lower_[a], a, field.data(), 1, receive_[2 * a + 1],
-                           upper_[a], a, cart_, MPI_STATUS_IGNORE),
+    check_mpi(MPI_Sendrecv(field.data(), 1, send_[2 * a], lower_[a], a, field.data(), 1, receive_[2 * a + 1], upper_[a],
+                           a, cart_, MPI_STATUS_IGNORE),
               "MPI_Sendrecv");
     check_mpi(MPI_Sendrecv(field.data(), 1, send_[2 * a + 1], upper_[a], 3 + a, field.data(), 1, receive_[2 * a],
                            lower_[a], 3 + a, cart_, MPI_STATUS_IGNORE),
@@ -126,7 +127,8 @@ void GrayScott::step() {
   const std::int64_t sy = s.count[2], sz = s.count[1] * s.count[2];
   const double Du = p_.Du / 6, Dv = p_.Dv / 6, F = p_.F, k = p_.k, dt = p_.dt, noise = p_.noise;
   const auto step = static_cast<std::uint64_t>(steps_);
-  const std::int64_t z0 = box_.offset[0] - s.offset[0], y0 = box_.offset[1] - s.offset[1], x0 = box_.offset[2] - s.offset[2];
+  const std::int64_t z0 = box_.offset[0] - s.offset[0], y0 = box_.offset[1] - s.offset[1],
+                     x0 = box_.offset[2] - s.offset[2];
   for (std::int64_t z = z0; z < z0 + box_.count[0]; ++z)
     for (std::int64_t y = y0; y < y0 + box_.count[1]; ++y) {
       // Zero flux at the grid's faces: a missing neighbour is the point itself.
@@ -137,14 +139,15 @@ void GrayScott::step() {
       const double* v = v_.data() + row;
       double* un = u_next_.data() + row;
       double* vn = v_next_.data() + row;
-      const auto global_row = static_cast<std::uint64_t>(((s.offset[0] + z) * dims_[1] + (s.offset[1] + y)) * dims_[2] +
-                                                         s.offset[2]);
+      const auto global_row =
+          static_cast<std::uint64_t>(((s.offset[0] + z) * dims_[1] + (s.offset[1] + y)) * dims_[2] + s.offset[2]);
       auto point = [&](std::int64_t x, std::int64_t xm, std::int64_t xp) {
         const double uc = u[x], vc = v[x];
         const double lu = u[x + xm] + u[x + xp] + u[x + ym] + u[x + yp] + u[x + zm] + u[x + zp] - 6 * uc;
         const double lv = v[x + xm] + v[x + xp] + v[x + ym] + v[x + yp] + v[x + zm] + v[x + zp] - 6 * vc;
         const double uvv = uc * vc * vc;
-        un[x] = uc + dt * (Du * lu - uvv + F * (1 - uc) + noise * uniform(step, global_row + static_cast<std::uint64_t>(x)));
+        un[x] = uc +
+                dt * (Du * lu - uvv + F * (1 - uc) + noise * uniform(step, global_row + static_cast<std::uint64_t>(x)));
         vn[x] = vc + dt * (Dv * lv + uvv - (F + k) * vc);
       };
       const std::int64_t x1 = x0 + box_.count[2];

@@ -37,8 +37,8 @@ class GrayScott {
   void step();  // collective: halo exchange, then one Euler step
 
   const io::Index3& dims() const { return dims_; }
-  const io::Extent& box() const { return box_; }           // points this rank owns
-  const io::Extent& stored() const { return stored_; }     // box with its ghost layers
+  const io::Extent& box() const { return box_; }        // points this rank owns
+  const io::Extent& stored() const { return stored_; }  // box with its ghost layers
   int ghost() const { return ghost_; }
   // v over `stored` (x fastest), ghost layers current: what is published.
   const std::vector<double>& v() const { return v_; }

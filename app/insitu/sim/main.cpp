@@ -39,9 +39,9 @@ struct SimOptions {
   int steps = 100;
   int ghost = 1;
   sim::Parameters parameters;
-  std::string dump;             // field per in-situ step (pattern with %d)
-  std::string dump_format;      // raw | cdf2 | cdf5 | netcdf4; empty: from the extension
-  int dump_every = 0;           // 0: the hook's --every (1 without the hook)
+  std::string dump;         // field per in-situ step (pattern with %d)
+  std::string dump_format;  // raw | cdf2 | cdf5 | netcdf4; empty: from the extension
+  int dump_every = 0;       // 0: the hook's --every (1 without the hook)
   std::string report;
   std::string on_error = "continue";
   bool quiet = false;
@@ -101,7 +101,8 @@ io::Index3 parse_dims(const std::string& text) {
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
-  if (parsed == 1) dims = {dims[0], dims[0], dims[0]};
+  if (parsed == 1)
+    dims = {dims[0], dims[0], dims[0]};
   else if (parsed != 3 || text.find(',', start) != std::string::npos)
     throw Error("--dims: '" + text + "' is not Z,Y,X (or one number N for N,N,N)");
   return dims;
@@ -113,18 +114,22 @@ SimOptions parse(int argc, char** argv) {
   bool in_hook = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (!in_hook && arg == "--insitu") in_hook = true;
-    else (in_hook ? hook : own).push_back(arg);
+    if (!in_hook && arg == "--insitu")
+      in_hook = true;
+    else
+      (in_hook ? hook : own).push_back(arg);
   }
   SimOptions o;
-  CLI::App app{"volseg-sim: 3D Gray-Scott reaction-diffusion on MPI ranks, with volseg's in-situ hook.\n"
-               "Options after --insitu go to the hook (--insitu-help lists them)."};
+  CLI::App app{
+      "volseg-sim: 3D Gray-Scott reaction-diffusion on MPI ranks, with volseg's in-situ hook.\n"
+      "Options after --insitu go to the hook (--insitu-help lists them)."};
   std::string dims = "64,64,64";
   bool insitu_help = false;
   app.add_option("--dims", dims, "global grid Z,Y,X (or N)")->capture_default_str();
   app.add_option("--steps", o.steps, "time steps")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--ghost", o.ghost, "ghost layers kept towards neighbours (and published)")
-      ->check(CLI::Range(1, 8))->capture_default_str();
+      ->check(CLI::Range(1, 8))
+      ->capture_default_str();
   app.add_option("--F", o.parameters.F, "feed rate")->capture_default_str();
   app.add_option("--k", o.parameters.k, "kill rate")->capture_default_str();
   app.add_option("--noise", o.parameters.noise, "noise added to u each step")->capture_default_str();
@@ -135,7 +140,8 @@ SimOptions parse(int argc, char** argv) {
   app.add_option("--report", o.report, "JSON: wall time, time in the hook, steps");
   app.add_option("--insitu-errors", o.on_error,
                  "when the hook fails: continue (finish without it, exit 3) or stop (exit 1 now)")
-      ->check(CLI::IsMember({"continue", "stop"}))->capture_default_str();
+      ->check(CLI::IsMember({"continue", "stop"}))
+      ->capture_default_str();
   app.add_flag("--insitu-help", insitu_help, "the hook's options");
   app.add_flag("--quiet", o.quiet, "no progress lines");
   std::vector<const char*> args;

@@ -20,7 +20,6 @@
 #include <vtkDataSetAttributes.h>
 #include <vtkImageData.h>
 
-#include <csignal>
 #include <vtkMPI.h>
 #include <vtkNew.h>
 #include <vtkObjectFactory.h>
@@ -28,6 +27,7 @@
 #include <vtkPythonInterpreter.h>
 #include <vtkSmartPointer.h>
 #include <vtkUnsignedCharArray.h>
+#include <csignal>
 
 #include "volseg/io/dtype_dispatch.hpp"
 #include "volseg/io/error.hpp"
@@ -44,7 +44,7 @@ class VolsegPipeline : public vtkCPPipeline {
   static VolsegPipeline* New();
   vtkTypeMacro(VolsegPipeline, vtkCPPipeline)
 
-  const CatalystStep* step = nullptr;
+      const CatalystStep* step = nullptr;
   std::exception_ptr error;
   std::string mask_name = "mask";
 
@@ -86,10 +86,10 @@ class ScriptPipeline : public vtkCPPipeline {
   static ScriptPipeline* New();
   vtkTypeMacro(ScriptPipeline, vtkCPPipeline)
 
-  vtkSmartPointer<vtkCPPythonScriptV2Pipeline> script;
+      vtkSmartPointer<vtkCPPythonScriptV2Pipeline> script;
   std::string path;
   bool enabled = false;
-  bool failed = false;  // this step
+  bool failed = false;                   // this step
   std::string* python_errors = nullptr;  // what Python wrote to stderr
   std::string last_error;
 
@@ -240,8 +240,9 @@ vtkCPProcessor* shared_processor(const Comm& comm) {
     int same = MPI_UNEQUAL;
     check_mpi(MPI_Comm_compare(comm.get(), process.comm, &same), "MPI_Comm_compare");
     if (same != MPI_IDENT && same != MPI_CONGRUENT)
-      throw Error("Catalyst runs on one communicator a process (ParaView initialises it once): this hook's "
-                  "communicator is not the first hook's");
+      throw Error(
+          "Catalyst runs on one communicator a process (ParaView initialises it once): this hook's "
+          "communicator is not the first hook's");
     return process.processor;
   }
   if (process.processor)  // some ranks have one and others not: cannot happen after the agreement below

@@ -28,8 +28,8 @@ struct CatalystStep {
 };
 
 struct ScriptsOutcome {
-  int errors = 0;          // scripts that failed on this rank this step
-  std::string first_error; // its last Python error line
+  int errors = 0;           // scripts that failed on this rank this step
+  std::string first_error;  // its last Python error line
 };
 
 class Catalyst {

@@ -12,8 +12,9 @@ struct Catalyst::Impl {};
 
 Catalyst::Catalyst(const Comm&, const std::vector<std::string>& scripts, std::string) {
   if (!scripts.empty())
-    throw Error("in-situ option --catalyst-script: this volseg_insitu was built without ParaView "
-                "(VOLSEG_WITH_PARAVIEW=OFF)");
+    throw Error(
+        "in-situ option --catalyst-script: this volseg_insitu was built without ParaView "
+        "(VOLSEG_WITH_PARAVIEW=OFF)");
 }
 
 Catalyst::~Catalyst() = default;

@@ -26,8 +26,8 @@ Field derive_field(segment::Expression& expression, const std::string& variable,
       info.dtype = field.dtype;
       values = field.values;
     } else {
-      const auto it = std::find_if(field.arrays.begin(), field.arrays.end(),
-                                   [&](const Field::Array& a) { return a.name == name; });
+      const auto it =
+          std::find_if(field.arrays.begin(), field.arrays.end(), [&](const Field::Array& a) { return a.name == name; });
       if (it == field.arrays.end()) {
         std::string published = variable;
         for (const auto& a : field.arrays) published += ", " + a.name;

@@ -13,12 +13,18 @@ void blend(std::optional<double>& estimate, double measured) {
 
 std::string level_name(Level level) {
   switch (level) {
-    case Level::full: return "full";
-    case Level::small_image: return "small-image";
-    case Level::no_image: return "no-image";
-    case Level::no_scripts: return "no-scripts";
-    case Level::stats_only: return "stats-only";
-    case Level::skipped: return "skipped";
+    case Level::full:
+      return "full";
+    case Level::small_image:
+      return "small-image";
+    case Level::no_image:
+      return "no-image";
+    case Level::no_scripts:
+      return "no-scripts";
+    case Level::stats_only:
+      return "stats-only";
+    case Level::skipped:
+      return "skipped";
   }
   return "?";
 }

@@ -150,7 +150,7 @@ struct Hook::Impl {
   Options options;
   std::string history;
   std::optional<io::FileFormat> format;
-  bool appending = false;     // --out names one file; a record per step
+  bool appending = false;  // --out names one file; a record per step
   std::int64_t records_written = 0;
   std::unique_ptr<detail::Catalyst> catalyst;
   std::unique_ptr<detail::ImageOutput> image;
@@ -216,17 +216,21 @@ Hook::Hook(MPI_Comm comm, Options options) : impl_(std::make_unique<Impl>(comm, 
     check_mpi(MPI_Query_thread(&level), "MPI_Query_thread");
     check_mpi(MPI_Is_thread_main(&is_main), "MPI_Is_thread_main");
     if (level < MPI_THREAD_SERIALIZED && !is_main)
-      throw Error("volseg_insitu: MPI was initialised with thread level " + std::to_string(level) +
-                  " (below MPI_THREAD_SERIALIZED) and this is not the main thread: create and publish from the main thread");
+      throw Error(
+          "volseg_insitu: MPI was initialised with thread level " + std::to_string(level) +
+          " (below MPI_THREAD_SERIALIZED) and this is not the main thread: create and publish from the main thread");
     io::check_parallel_netcdf();
     if (!o.out.empty()) {
       m.format = io::output_format(o.out, o.format, std::nullopt, false, "in-situ option --out");
       if (!o.backend.empty()) io::builtin_registry().get(o.backend);
       m.appending = o.out.find('%') == std::string::npos;
-      if (!m.appending) detail::format_step(o.out, 0);
+      if (!m.appending)
+        detail::format_step(o.out, 0);
       else if (!io::format_traits(*m.format).classic)
-        throw Error("in-situ option --out: '" + o.out + "' has no %d for the step; one file with a record per step "
-                    "is written as CDF-2 or CDF-5 (.nc), not " + io::format_name(*m.format));
+        throw Error("in-situ option --out: '" + o.out +
+                    "' has no %d for the step; one file with a record per step "
+                    "is written as CDF-2 or CDF-5 (.nc), not " +
+                    io::format_name(*m.format));
       else if (m.comm.rank() == 0 && std::filesystem::exists(o.out)) {
         if (!o.force) throw Error("in-situ output " + o.out + " exists (--force replaces it)");
         std::filesystem::remove(o.out);  // the run's records start afresh
@@ -281,19 +285,27 @@ const StepRecord& Hook::publish(const Field& published) {
   // One reduction agrees on the grid, the step and the budget's credit.
   const bool box_changed = !m.last_box || *m.last_box != field.box || m.last_dims != field.global_dims;
   const double credit = m.governor.budget() ? *m.governor.budget() * m.simulation_seconds - m.hook_seconds : 0;
-  double mine[12] = {double(field.global_dims[0]), double(field.global_dims[1]), double(field.global_dims[2]),
-                     double(field.dtype),          double(field.step),           -double(field.global_dims[0]),
-                     -double(field.global_dims[1]), -double(field.global_dims[2]), -double(field.dtype),
-                     -double(field.step),          double(box_changed),          -credit};
+  double mine[12] = {double(field.global_dims[0]),
+                     double(field.global_dims[1]),
+                     double(field.global_dims[2]),
+                     double(field.dtype),
+                     double(field.step),
+                     -double(field.global_dims[0]),
+                     -double(field.global_dims[1]),
+                     -double(field.global_dims[2]),
+                     -double(field.dtype),
+                     -double(field.step),
+                     double(box_changed),
+                     -credit};
   double agreed[12];
   check_mpi(MPI_Allreduce(mine, agreed, 12, MPI_DOUBLE, MPI_MAX, m.comm.get()), "MPI_Allreduce");
   collectively(m.comm, [&] {
     for (int i = 0; i < 5; ++i)
       if (agreed[i] != -agreed[i + 5]) {
         static const char* what[] = {"global dims", "global dims", "global dims", "data type", "step"};
-        throw Error(std::string("in-situ publish: the ranks disagree on the ") + what[i] +
-                    " (a rank passed " + std::to_string(mine[i]) + "; they range over " +
-                    std::to_string(-agreed[i + 5]) + ".." + std::to_string(agreed[i]) + ")");
+        throw Error(std::string("in-situ publish: the ranks disagree on the ") + what[i] + " (a rank passed " +
+                    std::to_string(mine[i]) + "; they range over " + std::to_string(-agreed[i + 5]) + ".." +
+                    std::to_string(agreed[i]) + ")");
       }
   });
   if (agreed[10] != 0) {
@@ -350,11 +362,10 @@ StepRecord Hook::Impl::run_step(const Field& field, detail::Level level, double 
   record.step = field.step;
   record.time = field.time;
   record.action = detail::level_name(level);
-  const StepParts parts{level != detail::Level::skipped && options.have_range,
-                        level <= detail::Level::no_scripts && !options.out.empty(),
-                        level <= detail::Level::no_image && catalyst->has_scripts(),
-                        level <= detail::Level::small_image && image &&
-                            (field.step / options.every) % options.image_every == 0};
+  const StepParts parts{
+      level != detail::Level::skipped && options.have_range, level <= detail::Level::no_scripts && !options.out.empty(),
+      level <= detail::Level::no_image && catalyst->has_scripts(),
+      level <= detail::Level::small_image && image && (field.step / options.every) % options.image_every == 0};
   const bool run_segment = parts.segment, run_scripts = parts.scripts;
   const io::Extent stored = stored_extent(field);
   segment::Stats stats;
@@ -415,8 +426,11 @@ const std::uint8_t* Hook::Impl::run_volseg(const Field& field, const io::Extent&
                                            StepRecord& record) {
   auto t = Clock::now();
   segment::Threshold threshold;
-  if (options.have_range) threshold = {options.lo, options.hi, std::nullopt, std::nullopt, std::nullopt};
-  else threshold = {io::dtype_lowest(field.dtype), io::dtype_highest(field.dtype), std::nullopt, std::nullopt, std::nullopt};
+  if (options.have_range)
+    threshold = {options.lo, options.hi, std::nullopt, std::nullopt, std::nullopt};
+  else
+    threshold = {io::dtype_lowest(field.dtype), io::dtype_highest(field.dtype), std::nullopt, std::nullopt,
+                 std::nullopt};
   const segment::ThresholdKernel kernel(field.dtype, threshold);
   segment::Stats local;
   threshold_owned(kernel, field, stored, mask, local);
@@ -433,8 +447,7 @@ const std::uint8_t* Hook::Impl::run_volseg(const Field& field, const io::Extent&
   seconds[1] = since(t);
   if (options.label && parts.segment) {
     t = Clock::now();
-    detail::count_objects(comm, field, mask, options.connectivity, record,
-                          options.track.empty() ? nullptr : &ids);
+    detail::count_objects(comm, field, mask, options.connectivity, record, options.track.empty() ? nullptr : &ids);
     if (!options.track.empty()) track(field, record);
     record.label = since(t);
   }
@@ -455,8 +468,9 @@ const std::uint8_t* Hook::Impl::run_volseg(const Field& field, const io::Extent&
 // for), and the governor learns what each part of the step cost.
 void Hook::Impl::record_slowest(const double (&seconds)[5], double total, double simulation, int script_errors,
                                 detail::Level level, StepRecord& record) {
-  double local[9] = {seconds[0], seconds[1], seconds[2], seconds[3], seconds[4], total, simulation,
-                     double(script_errors), record.label};
+  double local[9] = {seconds[0],  seconds[1], seconds[2], seconds[3],
+                     seconds[4],  total,      simulation, double(script_errors),
+                     record.label};
   double slowest[9];
   check_mpi(MPI_Allreduce(local, slowest, 9, MPI_DOUBLE, MPI_MAX, comm.get()), "MPI_Allreduce");
   record.label = slowest[8];

@@ -117,7 +117,8 @@ std::string ImageOutput::render(const Field& field, const io::Extent& stored,
     if (m.comm.rank() != 0) return;
     const auto parent = std::filesystem::path(path).parent_path();
     if (!parent.empty()) std::filesystem::create_directories(parent);
-    if (std::filesystem::exists(path) && !options.force) throw Error("in-situ image " + path + " exists (--force replaces it)");
+    if (std::filesystem::exists(path) && !options.force)
+      throw Error("in-situ image " + path + " exists (--force replaces it)");
     render::write_png(image, path);
   });
   return path;

@@ -22,7 +22,8 @@ void count_objects(const Comm& comm, const Field& field, const std::vector<std::
   for (int r = 0; r < comm.size(); ++r) {
     io::Extent box;
     for (int a = 0; a < 3; ++a)
-      box.offset[a] = all[static_cast<std::size_t>(6 * r + a)], box.count[a] = all[static_cast<std::size_t>(6 * r + 3 + a)];
+      box.offset[a] = all[static_cast<std::size_t>(6 * r + a)],
+      box.count[a] = all[static_cast<std::size_t>(6 * r + 3 + a)];
     if (box.empty()) continue;
     map.bricks.push_back(box);
     map.owner.push_back(r);

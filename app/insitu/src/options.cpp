@@ -100,37 +100,58 @@ void parse_into(Options& options, const std::vector<std::string>& args, int dept
       if (i + 1 >= args.size()) throw Error("in-situ option " + option + " needs a value");
       return args[++i];
     };
-    if (option == "--lo") options.lo = parse_number(option, value()), have_lo = true;
-    else if (option == "--hi") options.hi = parse_number(option, value()), have_hi = true;
-    else if (option == "--every") options.every = parse_count(option, value(), 1);
-    else if (option == "--out") options.out = value();
-    else if (option == "--format") options.format = value();
-    else if (option == "--backend") options.backend = value();
-    else if (option == "--hint") options.hints.push_back(value());
-    else if (option == "--series") options.series = value();
-    else if (option == "--stats") options.stats = value();
-    else if (option == "--image") options.image = value();
-    else if (option == "--image-every") options.image_every = parse_count(option, value(), 1);
-    else if (option == "--size") parse_size(value(), options.width, options.height);
-    else if (option == "--camera") options.camera = value();
-    else if (option == "--catalyst-script") options.scripts.push_back(value());
-    else if (option == "--budget") options.budget = parse_budget(value());
-    else if (option == "--var") options.variable = value();
+    if (option == "--lo")
+      options.lo = parse_number(option, value()), have_lo = true;
+    else if (option == "--hi")
+      options.hi = parse_number(option, value()), have_hi = true;
+    else if (option == "--every")
+      options.every = parse_count(option, value(), 1);
+    else if (option == "--out")
+      options.out = value();
+    else if (option == "--format")
+      options.format = value();
+    else if (option == "--backend")
+      options.backend = value();
+    else if (option == "--hint")
+      options.hints.push_back(value());
+    else if (option == "--series")
+      options.series = value();
+    else if (option == "--stats")
+      options.stats = value();
+    else if (option == "--image")
+      options.image = value();
+    else if (option == "--image-every")
+      options.image_every = parse_count(option, value(), 1);
+    else if (option == "--size")
+      parse_size(value(), options.width, options.height);
+    else if (option == "--camera")
+      options.camera = value();
+    else if (option == "--catalyst-script")
+      options.scripts.push_back(value());
+    else if (option == "--budget")
+      options.budget = parse_budget(value());
+    else if (option == "--var")
+      options.variable = value();
     else if (option == "--expr" || option == "--where") {
       if (!options.expression.empty()) throw Error("in-situ options: give one --expr or --where");
       options.expression = value();
       options.condition = option == "--where";
-    }
-    else if (option == "--label") options.label = true;
-    else if (option == "--connectivity") options.connectivity = parse_count(option, value(), 1);
-    else if (option == "--track") options.track = value();
-    else if (option == "--force") options.force = true;
-    else if (option == "--verbose") options.verbose = true;
+    } else if (option == "--label")
+      options.label = true;
+    else if (option == "--connectivity")
+      options.connectivity = parse_count(option, value(), 1);
+    else if (option == "--track")
+      options.track = value();
+    else if (option == "--force")
+      options.force = true;
+    else if (option == "--verbose")
+      options.verbose = true;
     else if (option == "--config") {
       if (depth > 4) throw Error("in-situ option --config: configs include each other too deeply");
       parse_into(options, read_config(value()), depth + 1, have_lo, have_hi);
     } else {
-      throw Error("unknown in-situ option '" + option + "' (the options: --lo --hi --every --out --format --backend "
+      throw Error("unknown in-situ option '" + option +
+                  "' (the options: --lo --hi --every --out --format --backend "
                   "--hint --series --stats --image --image-every --size --camera --catalyst-script --budget --var "
                   "--expr --where --label --connectivity --track --force --verbose --config)");
     }
@@ -164,7 +185,8 @@ Options parse_options(const std::vector<std::string>& args) {
     throw Error("in-situ option --connectivity: " + std::to_string(options.connectivity) +
                 " is not 6, 18 or 26 (faces; and edges; and corners)");
   if (!options.have_range && options.image.empty() && options.scripts.empty())
-    throw Error("in-situ options: nothing to do; give --lo and --hi (with --out or --stats), --image, or --catalyst-script");
+    throw Error(
+        "in-situ options: nothing to do; give --lo and --hi (with --out or --stats), --image, or --catalyst-script");
   // --out without %d: one NetCDF file, a record appended per step (checked
   // against the format when the hook starts).
   if (!options.image.empty() && options.image.find('%') == std::string::npos)

@@ -49,14 +49,14 @@ TimeSeries::~TimeSeries() {
 void TimeSeries::append(const StepRecord& r) {
   if (!file_) return;
   char line[1024];
-  const int n = std::snprintf(line, sizeof line,
-                              "%lld,%.9g,%s,%llu,%llu,%llu,%.9g,%.9g,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%d,", 
-                              static_cast<long long>(r.step), r.time, r.action.c_str(),
-                              static_cast<unsigned long long>(r.voxels), static_cast<unsigned long long>(r.valid),
-                              static_cast<unsigned long long>(r.in_range), r.min, r.max, r.segment, r.reduce, r.write,
-                              r.render, r.scripts, r.total, r.simulation, r.share, r.script_errors);
+  const int n = std::snprintf(
+      line, sizeof line, "%lld,%.9g,%s,%llu,%llu,%llu,%.9g,%.9g,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%d,",
+      static_cast<long long>(r.step), r.time, r.action.c_str(), static_cast<unsigned long long>(r.voxels),
+      static_cast<unsigned long long>(r.valid), static_cast<unsigned long long>(r.in_range), r.min, r.max, r.segment,
+      r.reduce, r.write, r.render, r.scripts, r.total, r.simulation, r.share, r.script_errors);
   const std::string& target = written();
-  if (n < 0 || std::fputs(line, file_) < 0 || std::fputs((r.mask + "," + r.image + "," + label_columns(r) + "\n").c_str(), file_) < 0 ||
+  if (n < 0 || std::fputs(line, file_) < 0 ||
+      std::fputs((r.mask + "," + r.image + "," + label_columns(r) + "\n").c_str(), file_) < 0 ||
       std::fflush(file_) != 0)
     throw_errno("write", target);
 }
@@ -80,15 +80,31 @@ void TimeSeries::finish(const std::vector<StepRecord>& records, double create_se
   json["histogram_bins"] = "256 bins over [lo, hi], counting the points in the mask";
   auto& steps = json["steps"] = nlohmann::json::array();
   for (const auto& r : records) {
-    steps.push_back({{"step", r.step},         {"time", r.time},         {"action", r.action},
-                     {"voxels", r.voxels},     {"valid", r.valid},       {"in_range", r.in_range},
-                     {"min", r.min},           {"max", r.max},           {"histogram", r.histogram},
-                     {"seconds", {{"segment", r.segment}, {"reduce", r.reduce}, {"write", r.write},
-                                  {"render", r.render}, {"scripts", r.scripts}, {"total", r.total}}},
-                     {"simulation_seconds", r.simulation}, {"share", r.share}, {"script_errors", r.script_errors},
-                     {"mask", r.mask},         {"image", r.image}});
+    steps.push_back({{"step", r.step},
+                     {"time", r.time},
+                     {"action", r.action},
+                     {"voxels", r.voxels},
+                     {"valid", r.valid},
+                     {"in_range", r.in_range},
+                     {"min", r.min},
+                     {"max", r.max},
+                     {"histogram", r.histogram},
+                     {"seconds",
+                      {{"segment", r.segment},
+                       {"reduce", r.reduce},
+                       {"write", r.write},
+                       {"render", r.render},
+                       {"scripts", r.scripts},
+                       {"total", r.total}}},
+                     {"simulation_seconds", r.simulation},
+                     {"share", r.share},
+                     {"script_errors", r.script_errors},
+                     {"mask", r.mask},
+                     {"image", r.image}});
     if (r.objects)
-      steps.back()["labels"] = nlohmann::json{{"objects", *r.objects}, {"largest", r.largest}, {"seconds", r.label},
+      steps.back()["labels"] = nlohmann::json{{"objects", *r.objects},
+                                              {"largest", r.largest},
+                                              {"seconds", r.label},
                                               {"connectivity", options.connectivity}};
   }
   std::filesystem::path json_path(path_);

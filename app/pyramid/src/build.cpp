@@ -7,8 +7,8 @@
 // histograms and writes them, and the index last.
 #include <sys/stat.h>
 
-#include <cmath>
 #include <array>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -18,10 +18,10 @@
 #include "files.hpp"
 #include "reduce.hpp"
 #include "volseg/io/auto_backend.hpp"
-#include "volseg/io/hints.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
 #include "volseg/io/format.hpp"
+#include "volseg/io/hints.hpp"
 #include "volseg/io/registry.hpp"
 #include "volseg/io/watchdog.hpp"
 #include "volseg/pyramid/pyramid.hpp"
@@ -114,7 +114,8 @@ bool prepare_directory(const Comm& comm, const std::string& directory, bool forc
         throw Error("cannot remove " + (fs::path(directory) / first).string() + ": " + ec.message());
     }
     for (const auto& entry : fs::directory_iterator(directory))
-      if (!fs::remove(entry.path(), ec) && ec) throw Error("cannot remove " + entry.path().string() + ": " + ec.message());
+      if (!fs::remove(entry.path(), ec) && ec)
+        throw Error("cannot remove " + entry.path().string() + ": " + ec.message());
   });
   return created;
 }
@@ -222,7 +223,8 @@ void write_pieces(const std::vector<double>& values, const io::Extent& extent, c
                   LevelWriters& writers) {
   detail::Piece piece;
   for (std::size_t k = 1; k < plan.level_dims.size(); ++k) {
-    piece = k == 1 ? detail::reduce_voxels(values.data(), extent.count, reduction) : detail::reduce_piece(piece, reduction);
+    piece =
+        k == 1 ? detail::reduce_voxels(values.data(), extent.count, reduction) : detail::reduce_piece(piece, reduction);
     io::Extent coarse;
     for (std::size_t a = 0; a < 3; ++a) coarse.offset[a] = extent.offset[a] >> k;  // bricks align: B >= 2^k
     coarse.count = piece.count;
@@ -268,10 +270,10 @@ void add_ome_levels(const Comm& comm, const std::string& image, const Plan& plan
       const double f = static_cast<double>(std::int64_t{1} << k);
       std::array<double, 3> s{}, t{};
       for (std::size_t a = 0; a < 3; ++a) s[a] = scale[a] * f, t[a] = translation[a] + 0.5 * (f - 1) * scale[a];
-      levels.push_back({{"path", std::to_string(k)},
-                        {"coordinateTransformations",
-                         nlohmann::json::array({{{"type", "scale"}, {"scale", s}},
-                                                {{"type", "translation"}, {"translation", t}}})}});
+      levels.push_back(
+          {{"path", std::to_string(k)},
+           {"coordinateTransformations", nlohmann::json::array({{{"type", "scale"}, {"scale", s}},
+                                                                {{"type", "translation"}, {"translation", t}}})}});
     }
     datasets = levels;
     m["type"] = reduction_name(reduction);
@@ -294,7 +296,8 @@ void write_tables(const Comm& comm, const std::string& directory, const std::vec
     files::create_sized(histograms_path, static_cast<std::uint64_t>(brick_count) * histogram_bytes);
   });
   collectively(comm, [&] {
-    std::vector<std::byte> records(bricks.size() * files::brick_record_bytes), histograms(bricks.size() * histogram_bytes);
+    std::vector<std::byte> records(bricks.size() * files::brick_record_bytes),
+        histograms(bricks.size() * histogram_bytes);
     const auto nb = static_cast<std::size_t>(bins);
     for (std::size_t i = 0; i < bricks.size(); ++i) {
       files::put_brick(&records[i * files::brick_record_bytes], local.stats[i]);
@@ -319,18 +322,21 @@ nlohmann::json index_json(const BuildOptions& options, const std::string& direct
   for (const auto& file : source_files) {
     struct stat st {};
     if (::stat(file.c_str(), &st) != 0) throw_errno("stat", file);
-    source["files"].push_back({{"path", relative_to(file, directory)},
-                               {"size", static_cast<std::uint64_t>(st.st_size)},
-                               {"mtime_ns", static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec}});
+    source["files"].push_back(
+        {{"path", relative_to(file, directory)},
+         {"size", static_cast<std::uint64_t>(st.st_size)},
+         {"mtime_ns", static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec}});
   }
   json levels = json::array();
   for (std::size_t k = 0; k < plan.level_dims.size(); ++k) {
     const bool source_level = k == 0;
-    levels.push_back({{"level", k},
-                      {"dims", plan.level_dims[k]},
-                      {"header", source_level ? source["path"].get<std::string>() : files::level_header(static_cast<int>(k))},
-                      {"dtype", source_level ? std::string(io::dtype_name(info.dtype))
-                                             : reduction == Reduction::max ? "u8" : "f32"}});
+    levels.push_back(
+        {{"level", k},
+         {"dims", plan.level_dims[k]},
+         {"header", source_level ? source["path"].get<std::string>() : files::level_header(static_cast<int>(k))},
+         {"dtype", source_level                  ? std::string(io::dtype_name(info.dtype))
+                   : reduction == Reduction::max ? "u8"
+                                                 : "f32"}});
   }
   return json{{"format", files::format_name},
               {"version", files::format_version},
@@ -340,7 +346,10 @@ nlohmann::json index_json(const BuildOptions& options, const std::string& direct
               {"brick", {{"shape", layout.shape()}, {"grid", layout.grid()}, {"count", layout.count()}}},
               {"levels", levels},
               {"histogram",
-               {{"lo", edges.lo}, {"hi", edges.hi}, {"bins", edges.bins}, {"integers", edges.integers},
+               {{"lo", edges.lo},
+                {"hi", edges.hi},
+                {"bins", edges.bins},
+                {"integers", edges.integers},
                 {"file", files::histograms}}},
               {"bricks", {{"file", files::bricks}, {"record_bytes", files::brick_record_bytes}}}};
 }
@@ -412,7 +421,8 @@ Pyramid build(const Comm& comm, const BuildOptions& options) {
     collectively(comm, [&] {
       if (comm.rank() != 0) return;
       const fs::path dir(directory);
-      const std::string text = index_json(options, directory, info, source_files, reduction, plan, layout, edges).dump(2) + "\n";
+      const std::string text =
+          index_json(options, directory, info, source_files, reduction, plan, layout, edges).dump(2) + "\n";
       io::write_file_atomically((dir / files::index).string(), text);
     });
   } catch (...) {
@@ -445,8 +455,8 @@ segment::Histogram histogram(const Comm& comm, const HistogramOptions& options) 
     pyramid.reset();
   }
   // Same edges: the bins asked for, or one integer a bin (what any bins at least as many give).
-  if (pyramid && !(pyramid->edges().bins == options.bins ||
-                   (pyramid->edges().integers && pyramid->edges().bins <= options.bins)))
+  if (pyramid &&
+      !(pyramid->edges().bins == options.bins || (pyramid->edges().integers && pyramid->edges().bins <= options.bins)))
     pyramid.reset();
   if (pyramid && selection(pyramid->source_hints()) != selection(options.input_hints)) pyramid.reset();
   int found = pyramid ? 1 : 0, everywhere = 0;
@@ -458,8 +468,8 @@ segment::Histogram histogram(const Comm& comm, const HistogramOptions& options) 
       local = pyramid->histogram(n * r / ranks, n * (r + 1) / ranks - n * r / ranks);
     });
     segment::Histogram result(local.edges());
-    check_mpi(MPI_Allreduce(local.counts().data(), result.counts().data(), local.edges().bins, MPI_UINT64_T,
-                            MPI_SUM, comm.get()),
+    check_mpi(MPI_Allreduce(local.counts().data(), result.counts().data(), local.edges().bins, MPI_UINT64_T, MPI_SUM,
+                            comm.get()),
               "MPI_Allreduce");
     return result;
   }

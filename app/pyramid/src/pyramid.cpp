@@ -52,8 +52,8 @@
 // same brick grid (brick_extent()).
 #include "volseg/pyramid/pyramid.hpp"
 
-#include <algorithm>
 #include <sys/stat.h>
+#include <algorithm>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -120,7 +120,8 @@ segment::Histogram Pyramid::histogram(std::int64_t first_brick, std::int64_t cou
   segment::Histogram total(edges_);
   const auto bins = static_cast<std::size_t>(edges_.bins);
   // A bounded window of bricks at a time, not the whole file.
-  const std::int64_t per_read = std::max<std::int64_t>(1, (std::int64_t{4} << 20) / static_cast<std::int64_t>(bins * 4));
+  const std::int64_t per_read =
+      std::max<std::int64_t>(1, (std::int64_t{4} << 20) / static_cast<std::int64_t>(bins * 4));
   std::vector<std::byte> bytes;
   const std::int64_t end = first_brick + count;
   for (std::int64_t first = first_brick; first < end; first += per_read) {
@@ -230,7 +231,8 @@ Pyramid load(const std::string& directory) {
     bad_index(index_path, std::string("missing or malformed field (") + e.what() + ")");
   }
   for (std::size_t a = 0; a < 3; ++a)
-    if (p.brick_shape_[a] < 1 || p.brick_grid_[a] != (p.source_info_.dims[a] + p.brick_shape_[a] - 1) / p.brick_shape_[a])
+    if (p.brick_shape_[a] < 1 ||
+        p.brick_grid_[a] != (p.source_info_.dims[a] + p.brick_shape_[a] - 1) / p.brick_shape_[a])
       bad_index(index_path, "brick grid does not match the source dims and brick shape");
   if (p.levels_.empty() || p.levels_[0].dims != p.source_info_.dims)
     bad_index(index_path, "level 0 must have the source's dims");

@@ -14,9 +14,9 @@
 namespace volseg::pyramid::detail {
 
 struct Piece {
-  io::Index3 count{};                 // voxels of the piece, z, y, x
-  std::vector<double> value;          // sum (mean) or largest value (max) of the valid voxels below
-  std::vector<std::uint32_t> valid;   // valid level-0 voxels below each voxel
+  io::Index3 count{};                // voxels of the piece, z, y, x
+  std::vector<double> value;         // sum (mean) or largest value (max) of the valid voxels below
+  std::vector<std::uint32_t> valid;  // valid level-0 voxels below each voxel
 };
 
 // values: count voxels (NaN invalid) -> the next level's piece.

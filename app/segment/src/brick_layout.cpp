@@ -30,7 +30,7 @@ io::Index3 BrickLayout::default_shape(const io::Index3& dims, std::size_t elemen
 }
 
 io::Index3 BrickLayout::chunk_aligned_shape(const io::Index3& dims, std::size_t element_size, const io::Index3& chunks,
-                                             std::size_t target_bytes) {
+                                            std::size_t target_bytes) {
   io::Index3 shape{};
   for (std::size_t a = 0; a < 3; ++a) shape[a] = std::clamp<std::int64_t>(chunks[a], 1, dims[a]);
   const auto target = static_cast<std::int64_t>(std::max<std::size_t>(target_bytes / element_size, 1));

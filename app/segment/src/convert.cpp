@@ -34,15 +34,15 @@ io::VolumeInfo output_info(const io::VolumeInfo& input, io::FileFormat format, c
   if (info.variable.empty()) info.variable = "data";
   for (auto it = info.attributes.begin(); it != info.attributes.end();) {
     const std::string& key = it->first;
-    const bool storage = key.rfind("tiff_", 0) == 0 || key == "hdf5" || key == "_NCProperties" ||
-                         key == "nifti_affine_from";
+    const bool storage =
+        key.rfind("tiff_", 0) == 0 || key == "hdf5" || key == "_NCProperties" || key == "nifti_affine_from";
     it = storage ? info.attributes.erase(it) : std::next(it);
   }
   const io::FormatTraits& traits = io::format_traits(format);
   if ((info.scale_factor || info.add_offset) && !traits.netcdf)
     throw Error(options.input + ": its values are packed (value = stored * " +
-                std::to_string(info.scale_factor.value_or(1.0)) + " + " + std::to_string(info.add_offset.value_or(0.0)) +
-                "), which " + io::format_name(format) +
+                std::to_string(info.scale_factor.value_or(1.0)) + " + " +
+                std::to_string(info.add_offset.value_or(0.0)) + "), which " + io::format_name(format) +
                 " cannot record; convert to NetCDF (.nc, .nc4) to keep the stored values and their packing");
   if (!traits.keeps_markers) {
     if (info.fill_value) dropped.push_back("_FillValue");
@@ -74,9 +74,9 @@ ConvertResult run_convert(const Comm& comm, const ConvertOptions& options) {
   ConvertResult result;
   const io::FileFormat input_format = io::detect_format(comm, options.input);
   result.backend = io::resolve_backend(comm, options.backend, input_format, options.input, io::Access::stream).backend;
-  auto reader = open_input(
-      result.backend, options.input, comm,
-      detail::joined(io::hints_for(result.backend, io::Role::reader, options.hints), options.input_hints));
+  auto reader =
+      open_input(result.backend, options.input, comm,
+                 detail::joined(io::hints_for(result.backend, io::Role::reader, options.hints), options.input_hints));
   const io::VolumeInfo& in = reader->info();
   const io::FileFormat format =
       io::output_format(options.output, options.format, input_format, needs_wide_types(in.dtype));
@@ -88,9 +88,8 @@ ConvertResult run_convert(const Comm& comm, const ConvertOptions& options) {
   result.info = output_info(in, format, options, result.dropped);
 
   const bool chunked_output = io::format_traits(format).chunked;
-  const io::Index3 shape = options.brick_shape.value_or(
-      BrickLayout::job_shape(*reader, detail::chunks_for_bricks(reader->capabilities().chunks, format),
-                             chunked_output));
+  const io::Index3 shape = options.brick_shape.value_or(BrickLayout::job_shape(
+      *reader, detail::chunks_for_bricks(reader->capabilities().chunks, format), chunked_output));
   const BrickLayout layout(in.dims, shape);
   result.brick_shape = layout.shape();
   result.bricks = layout.count();
@@ -105,8 +104,7 @@ ConvertResult run_convert(const Comm& comm, const ConvertOptions& options) {
   {
     const io::watchdog::Phase phase("convert, the bricks");
     Progress progress(comm, "convert", layout.count(), options.progress);
-    BrickDriver driver(comm, layout, bricks,
-                       {.progress = &progress, .bytes_per_voxel = io::dtype_size(in.dtype)});
+    BrickDriver driver(comm, layout, bricks, {.progress = &progress, .bytes_per_voxel = io::dtype_size(in.dtype)});
     std::vector<std::byte> buffer(driver.largest_voxels() * io::dtype_size(in.dtype));
     std::exception_ptr error;
     try {
@@ -117,10 +115,12 @@ ConvertResult run_convert(const Comm& comm, const ConvertOptions& options) {
         const void* from[] = {buffer.data()};
         if (reader->capabilities().collective)
           reader->read_all(extents, {into, extents.size()});
-        else if (k) reader->read(extents[0], buffer.data());
+        else if (k)
+          reader->read(extents[0], buffer.data());
         if (writer->capabilities().collective)
           writer->write_all(extents, {from, extents.size()});
-        else if (k) writer->write(extents[0], buffer.data());
+        else if (k)
+          writer->write(extents[0], buffer.data());
       });
     } catch (...) {
       error = std::current_exception();

@@ -13,11 +13,11 @@
 #include <limits>
 #include <type_traits>
 
+#include "decode_variants.hpp"
 #include "volseg/io/byteswap.hpp"
 #include "volseg/io/dtype_dispatch.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/segment/threshold.hpp"
-#include "decode_variants.hpp"
 
 namespace volseg::segment {
 namespace decode_detail {
@@ -43,13 +43,17 @@ bool avx2() {
 }  // namespace
 
 void Decoder::to_float(const void* values, std::int64_t count, float* out) const {
-  if (avx2()) detail::decode_avx2(info_, values, count, out);
-  else decode_detail::decode(info_, values, count, out);
+  if (avx2())
+    detail::decode_avx2(info_, values, count, out);
+  else
+    decode_detail::decode(info_, values, count, out);
 }
 
 void Decoder::to_double(const void* values, std::int64_t count, double* out) const {
-  if (avx2()) detail::decode_avx2(info_, values, count, out);
-  else decode_detail::decode(info_, values, count, out);
+  if (avx2())
+    detail::decode_avx2(info_, values, count, out);
+  else
+    decode_detail::decode(info_, values, count, out);
 }
 
 std::optional<Decoder::InPlace> Decoder::in_place() const {

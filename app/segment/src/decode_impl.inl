@@ -36,8 +36,10 @@ void decode_loop(const std::byte* in, std::int64_t count, Out* __restrict out, c
     bool ok = (v >= valid_min) & (v <= valid_max);  // false for NaN
     if constexpr (HasFill) ok = ok & (v != fill) & (v != missing);
     Out value;
-    if constexpr (Packed) value = static_cast<Out>(static_cast<double>(v) * scale + offset);
-    else value = static_cast<Out>(v);
+    if constexpr (Packed)
+      value = static_cast<Out>(static_cast<double>(v) * scale + offset);
+    else
+      value = static_cast<Out>(v);
     out[i] = ok ? value : nan;
   }
 }
@@ -54,11 +56,15 @@ void decode_typed(const io::VolumeInfo& info, const void* values, std::int64_t c
                         info.add_offset.value_or(0.0)};
   const auto* in = static_cast<const std::byte*>(values);
   if (b.has_fill) {
-    if (packing.packed) decode_loop<T, Out, true, true>(in, count, out, b, packing);
-    else decode_loop<T, Out, true, false>(in, count, out, b, packing);
+    if (packing.packed)
+      decode_loop<T, Out, true, true>(in, count, out, b, packing);
+    else
+      decode_loop<T, Out, true, false>(in, count, out, b, packing);
   } else {
-    if (packing.packed) decode_loop<T, Out, false, true>(in, count, out, b, packing);
-    else decode_loop<T, Out, false, false>(in, count, out, b, packing);
+    if (packing.packed)
+      decode_loop<T, Out, false, true>(in, count, out, b, packing);
+    else
+      decode_loop<T, Out, false, false>(in, count, out, b, packing);
   }
 }
 
@@ -67,4 +73,3 @@ void decode(const io::VolumeInfo& info, const void* values, std::int64_t count, 
   if (count < 0) throw Error("decode: negative count " + std::to_string(count));
   io::visit_dtype(info.dtype, [&]<class T>(std::type_identity<T>) { decode_typed<T>(info, values, count, out); });
 }
-

@@ -119,7 +119,8 @@ std::size_t column_of(const std::string& text, const std::string& name) {
 }  // namespace
 
 Expression::Expression(std::string text, bool condition) : text_(std::move(text)), condition_(condition) {
-  if (text_.find_first_not_of(" \t") == std::string::npos) throw Error(std::string(condition_ ? "--where" : "--expr") + ": empty expression");
+  if (text_.find_first_not_of(" \t") == std::string::npos)
+    throw Error(std::string(condition_ ? "--where" : "--expr") + ": empty expression");
   mu::Parser parser;
   try {
     parser.SetExpr(text_);
@@ -129,12 +130,13 @@ Expression::Expression(std::string text, bool condition) : text_(std::move(text)
     std::size_t end = std::min<std::size_t>(static_cast<std::size_t>(std::max(0, e.GetPos())), text_.size());
     while (end > 0 && text_[end - 1] == ' ') --end;
     std::size_t begin = end;
-    while (begin > 0 && (std::isalnum(static_cast<unsigned char>(text_[begin - 1])) || text_[begin - 1] == '_')) --begin;
+    while (begin > 0 && (std::isalnum(static_cast<unsigned char>(text_[begin - 1])) || text_[begin - 1] == '_'))
+      --begin;
     if (e.GetCode() == mu::ecUNEXPECTED_PARENS && begin < end) {
       const std::string name = text_.substr(begin, end - begin);
       if (parser.GetFunDef().count(name))  // muparser wants the "(" right after the name
-        throw Error(option() + ": write " + name + "(...) with no space before '(' (column " +
-                    std::to_string(end + 1) + ")");
+        throw Error(option() + ": write " + name + "(...) with no space before '(' (column " + std::to_string(end + 1) +
+                    ")");
       throw Error(option() + ": unknown function '" + name + "' at column " + std::to_string(begin + 1));
     }
     throw Error(option() + ": " + e.GetMsg() + " (column " + std::to_string(e.GetPos() + 1) + ")");
@@ -151,8 +153,10 @@ std::size_t Expression::column_of(const std::string& name) const { return segmen
 
 void Expression::evaluate(const std::vector<const std::byte*>& raw, const std::vector<Decoder>& decoders,
                           const std::vector<std::size_t>& sizes, bool single, std::int64_t count, float* out) {
-  if (single) evaluate_in(float_inputs_, raw, decoders, sizes, count, out);
-  else evaluate_in(double_inputs_, raw, decoders, sizes, count, out);
+  if (single)
+    evaluate_in(float_inputs_, raw, decoders, sizes, count, out);
+  else
+    evaluate_in(double_inputs_, raw, decoders, sizes, count, out);
 }
 
 template <class T>
@@ -183,8 +187,10 @@ void Expression::evaluate_in(std::vector<std::vector<T>>& blocks, const std::vec
       if (in_place[i]) {
         inputs[i] = reinterpret_cast<const T*>(values);  // the reader's buffer: native order, aligned
       } else {
-        if constexpr (std::is_same_v<T, float>) decoders[i].to_float(values, n, blocks[i].data());
-        else decoders[i].to_double(values, n, blocks[i].data());
+        if constexpr (std::is_same_v<T, float>)
+          decoders[i].to_float(values, n, blocks[i].data());
+        else
+          decoders[i].to_double(values, n, blocks[i].data());
         inputs[i] = blocks[i].data();
       }
     }
@@ -397,16 +403,17 @@ class ExpressionReader final : public io::VolumeReader {
   // Each operand's values from voxel `at` of raw.
   std::vector<const std::byte*> pointers(const std::vector<std::vector<std::byte>>& raw, std::int64_t at) const {
     std::vector<const std::byte*> result;
-    for (std::size_t i = 0; i < raw.size(); ++i) result.push_back(raw[i].data() + static_cast<std::size_t>(at) * sizes_[i]);
+    for (std::size_t i = 0; i < raw.size(); ++i)
+      result.push_back(raw[i].data() + static_cast<std::size_t>(at) * sizes_[i]);
     return result;
   }
 
   std::unique_ptr<Expression> evaluator_;
   std::vector<std::unique_ptr<io::VolumeReader>> operands_;
   std::vector<Decoder> decoders_;
-  std::vector<std::size_t> sizes_;                // bytes a value of each operand
-  bool single_ = true;                            // computed in float: see in_single
-  std::vector<std::vector<std::byte>> raw_;       // each operand's values as read, kept between reads
+  std::vector<std::size_t> sizes_;           // bytes a value of each operand
+  bool single_ = true;                       // computed in float: see in_single
+  std::vector<std::vector<std::byte>> raw_;  // each operand's values as read, kept between reads
   io::VolumeInfo info_;
 };
 

@@ -13,9 +13,46 @@
 namespace volseg::segment::expression {
 
 enum class Program::Op : std::uint8_t {
-  add, sub, mul, div, pow, lt, le, gt, ge, eq, ne, land, lor, neg, select,  // operators
-  sin, cos, tan, asin, acos, atan, atan2, sinh, cosh, tanh, asinh, acosh, atanh,
-  log2, log10, ln, exp, sqrt, sign, rint, abs, sum, avg, min, max,
+  add,
+  sub,
+  mul,
+  div,
+  pow,
+  lt,
+  le,
+  gt,
+  ge,
+  eq,
+  ne,
+  land,
+  lor,
+  neg,
+  select,  // operators
+  sin,
+  cos,
+  tan,
+  asin,
+  acos,
+  atan,
+  atan2,
+  sinh,
+  cosh,
+  tanh,
+  asinh,
+  acosh,
+  atanh,
+  log2,
+  log10,
+  ln,
+  exp,
+  sqrt,
+  sign,
+  rint,
+  abs,
+  sum,
+  avg,
+  min,
+  max,
 };
 
 namespace detail {
@@ -28,14 +65,14 @@ void apply_avx2(Program::Op op, const float* const* sources, std::size_t arity, 
 
 // out[j] = result[j] as float (condition: 1 where it is neither 0 nor NaN,
 // else 0), or NaN where any input fails its test valid[i].
-void finish_generic(const double* result, const double* const* inputs, const Valid<double>* valid, std::size_t count, std::int64_t n,
-                    bool condition, float* out);
-void finish_generic(const float* result, const float* const* inputs, const Valid<float>* valid, std::size_t count, std::int64_t n,
-                    bool condition, float* out);
-void finish_avx2(const double* result, const double* const* inputs, const Valid<double>* valid, std::size_t count, std::int64_t n,
-                 bool condition, float* out);
-void finish_avx2(const float* result, const float* const* inputs, const Valid<float>* valid, std::size_t count, std::int64_t n,
-                 bool condition, float* out);
+void finish_generic(const double* result, const double* const* inputs, const Valid<double>* valid, std::size_t count,
+                    std::int64_t n, bool condition, float* out);
+void finish_generic(const float* result, const float* const* inputs, const Valid<float>* valid, std::size_t count,
+                    std::int64_t n, bool condition, float* out);
+void finish_avx2(const double* result, const double* const* inputs, const Valid<double>* valid, std::size_t count,
+                 std::int64_t n, bool condition, float* out);
+void finish_avx2(const float* result, const float* const* inputs, const Valid<float>* valid, std::size_t count,
+                 std::int64_t n, bool condition, float* out);
 
 }  // namespace detail
 }  // namespace volseg::segment::expression

@@ -26,46 +26,81 @@ void apply(Program::Op op, const T* const* s, std::size_t arity, std::int64_t n,
     for (std::int64_t j = 0; j < n; ++j) out[j] = f(a[j], b[j]);
   };
   switch (op) {
-    case O::add: return binary([](T x, T y) { return x + y; });
-    case O::sub: return binary([](T x, T y) { return x - y; });
-    case O::mul: return binary([](T x, T y) { return x * y; });
-    case O::div: return binary([](T x, T y) { return x / y; });
-    case O::pow: return binary([](T x, T y) { return std::pow(x, y); });
-    case O::lt: return binary([](T x, T y) { return x < y ? one : zero; });
-    case O::le: return binary([](T x, T y) { return x <= y ? one : zero; });
-    case O::gt: return binary([](T x, T y) { return x > y ? one : zero; });
-    case O::ge: return binary([](T x, T y) { return x >= y ? one : zero; });
-    case O::eq: return binary([](T x, T y) { return x == y ? one : zero; });
-    case O::ne: return binary([](T x, T y) { return x == y ? zero : one; });
-    case O::land: return binary([](T x, T y) { return ((x == 0) | (y == 0)) ? zero : one; });
-    case O::lor: return binary([](T x, T y) { return ((x == 0) & (y == 0)) ? zero : one; });
-    case O::neg: return unary([](T x) { return -x; });
+    case O::add:
+      return binary([](T x, T y) { return x + y; });
+    case O::sub:
+      return binary([](T x, T y) { return x - y; });
+    case O::mul:
+      return binary([](T x, T y) { return x * y; });
+    case O::div:
+      return binary([](T x, T y) { return x / y; });
+    case O::pow:
+      return binary([](T x, T y) { return std::pow(x, y); });
+    case O::lt:
+      return binary([](T x, T y) { return x < y ? one : zero; });
+    case O::le:
+      return binary([](T x, T y) { return x <= y ? one : zero; });
+    case O::gt:
+      return binary([](T x, T y) { return x > y ? one : zero; });
+    case O::ge:
+      return binary([](T x, T y) { return x >= y ? one : zero; });
+    case O::eq:
+      return binary([](T x, T y) { return x == y ? one : zero; });
+    case O::ne:
+      return binary([](T x, T y) { return x == y ? zero : one; });
+    case O::land:
+      return binary([](T x, T y) { return ((x == 0) | (y == 0)) ? zero : one; });
+    case O::lor:
+      return binary([](T x, T y) { return ((x == 0) & (y == 0)) ? zero : one; });
+    case O::neg:
+      return unary([](T x) { return -x; });
     case O::select: {
       const T* c = s[2];
       for (std::int64_t j = 0; j < n; ++j) out[j] = a[j] == 0 ? c[j] : b[j];
       return;
     }
-    case O::sin: return unary([](T x) { return std::sin(x); });
-    case O::cos: return unary([](T x) { return std::cos(x); });
-    case O::tan: return unary([](T x) { return std::tan(x); });
-    case O::asin: return unary([](T x) { return std::asin(x); });
-    case O::acos: return unary([](T x) { return std::acos(x); });
-    case O::atan: return unary([](T x) { return std::atan(x); });
-    case O::atan2: return binary([](T y, T x) { return std::atan2(y, x); });
-    case O::sinh: return unary([](T x) { return std::sinh(x); });
-    case O::cosh: return unary([](T x) { return std::cosh(x); });
-    case O::tanh: return unary([](T x) { return std::tanh(x); });
-    case O::asinh: return unary([](T x) { return std::asinh(x); });
-    case O::acosh: return unary([](T x) { return std::acosh(x); });
-    case O::atanh: return unary([](T x) { return std::atanh(x); });
-    case O::log2: return unary([](T x) { return std::log2(x); });
-    case O::log10: return unary([](T x) { return std::log10(x); });
-    case O::ln: return unary([](T x) { return std::log(x); });
-    case O::exp: return unary([](T x) { return std::exp(x); });
-    case O::sqrt: return unary([](T x) { return std::sqrt(x); });
-    case O::sign: return unary([](T x) { return x < 0 ? -one : x > 0 ? one : zero; });
-    case O::rint: return unary([](T x) { return std::floor(x + T(0.5)); });
-    case O::abs: return unary([](T x) { return x >= 0 ? x : -x; });  // -0 stays -0, as in muparser
+    case O::sin:
+      return unary([](T x) { return std::sin(x); });
+    case O::cos:
+      return unary([](T x) { return std::cos(x); });
+    case O::tan:
+      return unary([](T x) { return std::tan(x); });
+    case O::asin:
+      return unary([](T x) { return std::asin(x); });
+    case O::acos:
+      return unary([](T x) { return std::acos(x); });
+    case O::atan:
+      return unary([](T x) { return std::atan(x); });
+    case O::atan2:
+      return binary([](T y, T x) { return std::atan2(y, x); });
+    case O::sinh:
+      return unary([](T x) { return std::sinh(x); });
+    case O::cosh:
+      return unary([](T x) { return std::cosh(x); });
+    case O::tanh:
+      return unary([](T x) { return std::tanh(x); });
+    case O::asinh:
+      return unary([](T x) { return std::asinh(x); });
+    case O::acosh:
+      return unary([](T x) { return std::acosh(x); });
+    case O::atanh:
+      return unary([](T x) { return std::atanh(x); });
+    case O::log2:
+      return unary([](T x) { return std::log2(x); });
+    case O::log10:
+      return unary([](T x) { return std::log10(x); });
+    case O::ln:
+      return unary([](T x) { return std::log(x); });
+    case O::exp:
+      return unary([](T x) { return std::exp(x); });
+    case O::sqrt:
+      return unary([](T x) { return std::sqrt(x); });
+    case O::sign:
+      return unary([](T x) { return x < 0 ? -one : x > 0 ? one : zero; });
+    case O::rint:
+      return unary([](T x) { return std::floor(x + T(0.5)); });
+    case O::abs:
+      return unary([](T x) { return x >= 0 ? x : -x; });  // -0 stays -0, as in muparser
     case O::sum:
     case O::avg:
       std::copy(a, a + n, out);
@@ -120,10 +155,18 @@ template <class T>
 void finish(const T* result, const T* const* inputs, const Valid<T>* valid, std::size_t count, std::int64_t n,
             bool condition, float* __restrict out) {
   switch (std::min<std::size_t>(count, 4)) {
-    case 1: finish_pass<1>(result, inputs, valid, condition, n, out); break;
-    case 2: finish_pass<2>(result, inputs, valid, condition, n, out); break;
-    case 3: finish_pass<3>(result, inputs, valid, condition, n, out); break;
-    default: finish_pass<4>(result, inputs, valid, condition, n, out); break;
+    case 1:
+      finish_pass<1>(result, inputs, valid, condition, n, out);
+      break;
+    case 2:
+      finish_pass<2>(result, inputs, valid, condition, n, out);
+      break;
+    case 3:
+      finish_pass<3>(result, inputs, valid, condition, n, out);
+      break;
+    default:
+      finish_pass<4>(result, inputs, valid, condition, n, out);
+      break;
   }
   for (std::size_t i = 4; i < count; ++i) {
     const T* in = inputs[i];
@@ -153,7 +196,7 @@ void VOLSEG_OPS(finish)(const double* result, const double* const* inputs, const
   finish(result, inputs, valid, count, n, condition, out);
 }
 
-void VOLSEG_OPS(finish)(const float* result, const float* const* inputs, const Valid<float>* valid,
-                        std::size_t count, std::int64_t n, bool condition, float* out) {
+void VOLSEG_OPS(finish)(const float* result, const float* const* inputs, const Valid<float>* valid, std::size_t count,
+                        std::int64_t n, bool condition, float* out) {
   finish(result, inputs, valid, count, n, condition, out);
 }

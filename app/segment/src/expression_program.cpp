@@ -33,22 +33,38 @@ constexpr Function kFunctions[] = {
 const char* op_name(Program::Op op) {
   using O = Program::Op;
   switch (op) {
-    case O::add: return "add";
-    case O::sub: return "sub";
-    case O::mul: return "mul";
-    case O::div: return "div";
-    case O::pow: return "pow";
-    case O::lt: return "lt";
-    case O::le: return "le";
-    case O::gt: return "gt";
-    case O::ge: return "ge";
-    case O::eq: return "eq";
-    case O::ne: return "ne";
-    case O::land: return "and";
-    case O::lor: return "or";
-    case O::neg: return "neg";
-    case O::select: return "select";
-    default: break;
+    case O::add:
+      return "add";
+    case O::sub:
+      return "sub";
+    case O::mul:
+      return "mul";
+    case O::div:
+      return "div";
+    case O::pow:
+      return "pow";
+    case O::lt:
+      return "lt";
+    case O::le:
+      return "le";
+    case O::gt:
+      return "gt";
+    case O::ge:
+      return "ge";
+    case O::eq:
+      return "eq";
+    case O::ne:
+      return "ne";
+    case O::land:
+      return "and";
+    case O::lor:
+      return "or";
+    case O::neg:
+      return "neg";
+    case O::select:
+      return "select";
+    default:
+      break;
   }
   for (const auto& f : kFunctions)
     if (f.op == op) return f.name;
@@ -103,30 +119,43 @@ struct Program::Parser {
     int left = additive();
     for (;;) {
       Op op;
-      if (take("<=")) op = Op::le;
-      else if (take(">=")) op = Op::ge;
-      else if (take("==")) op = Op::eq;
-      else if (take("!=")) op = Op::ne;
-      else if (take("<")) op = Op::lt;
-      else if (take(">")) op = Op::gt;
-      else return left;
+      if (take("<="))
+        op = Op::le;
+      else if (take(">="))
+        op = Op::ge;
+      else if (take("=="))
+        op = Op::eq;
+      else if (take("!="))
+        op = Op::ne;
+      else if (take("<"))
+        op = Op::lt;
+      else if (take(">"))
+        op = Op::gt;
+      else
+        return left;
       left = program.emit(op, {left, additive()});
     }
   }
   int additive() {
     int left = multiplicative();
     for (;;) {
-      if (take("+")) left = program.emit(Op::add, {left, multiplicative()});
-      else if (take("-")) left = program.emit(Op::sub, {left, multiplicative()});
-      else return left;
+      if (take("+"))
+        left = program.emit(Op::add, {left, multiplicative()});
+      else if (take("-"))
+        left = program.emit(Op::sub, {left, multiplicative()});
+      else
+        return left;
     }
   }
   int multiplicative() {
     int left = signed_power();
     for (;;) {
-      if (take("*")) left = program.emit(Op::mul, {left, signed_power()});
-      else if (take("/")) left = program.emit(Op::div, {left, signed_power()});
-      else return left;
+      if (take("*"))
+        left = program.emit(Op::mul, {left, signed_power()});
+      else if (take("/"))
+        left = program.emit(Op::div, {left, signed_power()});
+      else
+        return left;
     }
   }
   int signed_power() {
@@ -255,8 +284,10 @@ const T* Program::run_steps(const T* const* inputs, std::int64_t count) {
     sources.clear();
     for (int s : step.sources) sources.push_back(slot(s));
     T* target = registers[static_cast<std::size_t>(step.target) - variables_].data();
-    if (wide) detail::apply_avx2(step.op, sources.data(), sources.size(), count, target);
-    else detail::apply_generic(step.op, sources.data(), sources.size(), count, target);
+    if (wide)
+      detail::apply_avx2(step.op, sources.data(), sources.size(), count, target);
+    else
+      detail::apply_generic(step.op, sources.data(), sources.size(), count, target);
   }
   return slot(result_);
 }
@@ -270,8 +301,10 @@ void Program::evaluate(const T* const* inputs, std::int64_t count, T* out) {
 template <class T>
 void Program::run(const T* const* inputs, const Valid<T>* valid, std::int64_t count, bool condition, float* out) {
   const T* result = run_steps(inputs, count);
-  if (avx2()) detail::finish_avx2(result, inputs, valid, variables_, count, condition, out);
-  else detail::finish_generic(result, inputs, valid, variables_, count, condition, out);
+  if (avx2())
+    detail::finish_avx2(result, inputs, valid, variables_, count, condition, out);
+  else
+    detail::finish_generic(result, inputs, valid, variables_, count, condition, out);
 }
 
 template void Program::evaluate(const float* const*, std::int64_t, float*);

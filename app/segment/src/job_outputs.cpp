@@ -64,9 +64,10 @@ TraceSession::~TraceSession() {
 void add_backend_choice(nlohmann::json& report, const std::string& backend, const std::string& reason,
                         double resident) {
   if (reason.empty()) return;
-  report["backend_choice"] = {{"backend", backend},
-                              {"reason", reason},
-                              {"resident_fraction", resident >= 0 ? nlohmann::json(resident) : nlohmann::json(nullptr)}};
+  report["backend_choice"] = {
+      {"backend", backend},
+      {"reason", reason},
+      {"resident_fraction", resident >= 0 ? nlohmann::json(resident) : nlohmann::json(nullptr)}};
 }
 
 std::optional<io::Index3> chunks_for_bricks(const std::optional<io::Index3>& input_chunks, io::FileFormat output) {

@@ -30,8 +30,7 @@ void check_side_output(const std::string& path, const std::string& what, const s
 
 // The report's "backend_choice" when --backend auto chose (reason not
 // empty): the backend, why, and the page-cache share it sampled (-1: none).
-void add_backend_choice(nlohmann::json& report, const std::string& backend, const std::string& reason,
-                        double resident);
+void add_backend_choice(nlohmann::json& report, const std::string& backend, const std::string& reason, double resident);
 
 std::vector<std::string> joined(std::vector<std::string> a, const std::vector<std::string>& b);
 

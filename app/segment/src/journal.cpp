@@ -8,8 +8,8 @@
 #include <mpi.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -133,8 +133,10 @@ std::int64_t read_records(int fd, const std::string& path, std::uint64_t header_
   for (std::int64_t first = 0; first < bricks; first += static_cast<std::int64_t>(chunk.size())) {
     const std::uint64_t offset = header_size + static_cast<std::uint64_t>(first) * sizeof(Record);
     if (offset >= static_cast<std::uint64_t>(st.st_size)) break;  // never written: not done
-    const auto n = static_cast<std::size_t>(std::min<std::int64_t>(bricks - first, static_cast<std::int64_t>(chunk.size())));
-    const std::size_t want = std::min<std::uint64_t>(n * sizeof(Record), static_cast<std::uint64_t>(st.st_size) - offset);
+    const auto n =
+        static_cast<std::size_t>(std::min<std::int64_t>(bricks - first, static_cast<std::int64_t>(chunk.size())));
+    const std::size_t want =
+        std::min<std::uint64_t>(n * sizeof(Record), static_cast<std::uint64_t>(st.st_size) - offset);
     std::memset(chunk.data(), 0, n * sizeof(Record));
     read_exactly(fd, chunk.data(), want, offset, path);
     for (std::size_t k = 0; k < n; ++k) {
@@ -240,8 +242,8 @@ Journal::Journal(const Comm& comm, const JournalRequest& request)
         throw Error(output_ + ": the partial output " + partial_path_ + " is another job's (" + mismatch +
                     "): resume with that job's input, thresholds and brick shape, or use --force to start over");
       if (mismatch.empty() && !request.resume && !request.force)
-        throw Error(output_ + ": an unfinished job left " + partial_path_ + " (" +
-                    bricks_done(done_before_, bricks_) + "): use --resume to finish it, or --force to start over");
+        throw Error(output_ + ": an unfinished job left " + partial_path_ + " (" + bricks_done(done_before_, bricks_) +
+                    "): use --resume to finish it, or --force to start over");
       if (mismatch.empty() && request.resume) {
         reopen = 1;
         return;

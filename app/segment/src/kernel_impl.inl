@@ -5,7 +5,6 @@
 // so the decoder's validity rules are the kernel's), inside their own namespace;
 // they include volseg/io/dtype_dispatch.hpp (run_kernel's visit_dtype) first.
 
-
 constexpr std::int64_t kChunk = 4096;
 constexpr int kSubHistograms = 8;
 
@@ -101,7 +100,8 @@ Bounds<T> make_bounds(const Threshold& threshold) {
 template <class T, bool Swap>
 inline T load(const std::byte* input, std::int64_t i) {
   if constexpr (Swap && sizeof(T) > 1) {
-    using U = std::conditional_t<sizeof(T) == 2, std::uint16_t, std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>;
+    using U = std::conditional_t<sizeof(T) == 2, std::uint16_t,
+                                 std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>;
     U bits;
     std::memcpy(&bits, input + i * static_cast<std::int64_t>(sizeof(T)), sizeof(T));
     return std::bit_cast<T>(io::byteswap(bits));
@@ -123,10 +123,11 @@ using BinReal = std::conditional_t<(sizeof(T) <= 2 || std::is_same_v<T, float>),
 template <class T, bool Swap, bool HasFill>
 void threshold_chunk(const std::byte* in, std::int64_t n, std::uint8_t* __restrict out, const Bounds<T>& b,
                      std::uint32_t& valid, std::uint32_t& inside_count, T& lowest_seen, T& highest_seen) {
-  constexpr T top = std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
-  constexpr T bottom = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
-  const T lo = b.lo, hi = b.hi, valid_min = b.valid_min, valid_max = b.valid_max, fill = b.fill,
-          missing = b.missing;
+  constexpr T top =
+      std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
+  constexpr T bottom =
+      std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+  const T lo = b.lo, hi = b.hi, valid_min = b.valid_min, valid_max = b.valid_max, fill = b.fill, missing = b.missing;
   T low = top, high = bottom;
   std::uint32_t n_valid = 0, n_inside = 0;
 #pragma omp simd reduction(min : low) reduction(max : high) reduction(+ : n_valid, n_inside)
@@ -182,13 +183,14 @@ void threshold_f32_avx2(const float* v, std::int64_t n, std::uint8_t* __restrict
         low[k & 1] = _mm256_min_ps(low[k & 1], _mm256_blendv_ps(top, x, ok));
         high[k & 1] = _mm256_max_ps(high[k & 1], _mm256_blendv_ps(bottom, x, ok));
       }
-      const __m256 inside = _mm256_and_ps(ok, _mm256_and_ps(_mm256_cmp_ps(x, lo, _CMP_GE_OQ), _mm256_cmp_ps(x, hi, _CMP_LE_OQ)));
+      const __m256 inside =
+          _mm256_and_ps(ok, _mm256_and_ps(_mm256_cmp_ps(x, lo, _CMP_GE_OQ), _mm256_cmp_ps(x, hi, _CMP_LE_OQ)));
       n_valid = _mm256_sub_epi32(n_valid, _mm256_castps_si256(ok));  // -1 per valid lane
       in_range[k] = _mm256_castps_si256(inside);
       n_inside = _mm256_sub_epi32(n_inside, in_range[k]);
     }
-    const __m256i words = _mm256_packs_epi16(_mm256_packs_epi32(in_range[0], in_range[1]),
-                                             _mm256_packs_epi32(in_range[2], in_range[3]));
+    const __m256i words =
+        _mm256_packs_epi16(_mm256_packs_epi32(in_range[0], in_range[1]), _mm256_packs_epi32(in_range[2], in_range[3]));
     const __m256i bytes = _mm256_and_si256(_mm256_permutevar8x32_epi32(words, order), one);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), bytes);
   }
@@ -226,10 +228,12 @@ void threshold_chunk<float, false, false>(const std::byte* in, std::int64_t n, s
                                           const Bounds<float>& b, std::uint32_t& valid, std::uint32_t& inside_count,
                                           float& lowest_seen, float& highest_seen) {
   const float* v = reinterpret_cast<const float*>(in);
-  const bool any_value = b.valid_min == -std::numeric_limits<float>::infinity() &&
-                         b.valid_max == std::numeric_limits<float>::infinity();
-  if (any_value) threshold_f32_avx2<true>(v, n, out, b, valid, inside_count, lowest_seen, highest_seen);
-  else threshold_f32_avx2<false>(v, n, out, b, valid, inside_count, lowest_seen, highest_seen);
+  const bool any_value =
+      b.valid_min == -std::numeric_limits<float>::infinity() && b.valid_max == std::numeric_limits<float>::infinity();
+  if (any_value)
+    threshold_f32_avx2<true>(v, n, out, b, valid, inside_count, lowest_seen, highest_seen);
+  else
+    threshold_f32_avx2<false>(v, n, out, b, valid, inside_count, lowest_seen, highest_seen);
 }
 #endif
 
@@ -264,10 +268,12 @@ void histogram_chunk(const std::byte* in, std::int64_t n, const std::uint8_t* ma
 }
 
 template <class T, bool Swap, bool HasFill>
-void threshold_loop(const std::byte* input, std::int64_t count, std::uint8_t* mask, const Bounds<T>& b,
-                    bool binned, Stats& stats) {
-  T lowest_seen = std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
-  T highest_seen = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+void threshold_loop(const std::byte* input, std::int64_t count, std::uint8_t* mask, const Bounds<T>& b, bool binned,
+                    Stats& stats) {
+  T lowest_seen =
+      std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
+  T highest_seen =
+      std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
   std::uint64_t valid = 0, in_range = 0;
   std::uint32_t histogram[kSubHistograms][Stats::bins + 1] = {};
   for (std::int64_t begin = 0; begin < count; begin += kChunk) {
@@ -300,8 +306,8 @@ void threshold_loop(const std::byte* input, std::int64_t count, std::uint8_t* ma
 }
 
 template <class T, bool Swap>
-void run_typed(const std::byte* input, std::int64_t count, std::uint8_t* mask, const Threshold& threshold,
-               bool binned, Stats& stats) {
+void run_typed(const std::byte* input, std::int64_t count, std::uint8_t* mask, const Threshold& threshold, bool binned,
+               Stats& stats) {
   Bounds<T> b = make_bounds<T>(threshold);
   if (b.empty) {
     // Nothing can be in range: make lo > hi in the type so the loop's
@@ -314,15 +320,19 @@ void run_typed(const std::byte* input, std::int64_t count, std::uint8_t* mask, c
       b.hi = -std::numeric_limits<T>::infinity();
     }
   }
-  if (b.has_fill) threshold_loop<T, Swap, true>(input, count, mask, b, binned, stats);
-  else threshold_loop<T, Swap, false>(input, count, mask, b, binned, stats);
+  if (b.has_fill)
+    threshold_loop<T, Swap, true>(input, count, mask, b, binned, stats);
+  else
+    threshold_loop<T, Swap, false>(input, count, mask, b, binned, stats);
 }
 
 template <class T>
 void run_dispatch(const std::byte* input, std::int64_t count, bool swapped, std::uint8_t* mask,
                   const Threshold& threshold, bool binned, Stats& stats) {
-  if (swapped) run_typed<T, true>(input, count, mask, threshold, binned, stats);
-  else run_typed<T, false>(input, count, mask, threshold, binned, stats);
+  if (swapped)
+    run_typed<T, true>(input, count, mask, threshold, binned, stats);
+  else
+    run_typed<T, false>(input, count, mask, threshold, binned, stats);
 }
 
 inline void run_kernel(io::DType dtype, const std::byte* input, std::int64_t count, bool swapped, std::uint8_t* mask,

@@ -98,8 +98,10 @@ void BrickLabeler::find_runs(const std::uint8_t* mask) {
       before = bits >> 63;
       while (edges != 0) {
         const auto at = static_cast<std::int32_t>(x + std::countr_zero(edges));
-        if (bits >> (at - x) & 1) begin = at;
-        else runs_.push_back({begin, at});
+        if (bits >> (at - x) & 1)
+          begin = at;
+        else
+          runs_.push_back({begin, at});
         edges &= edges - 1;
       }
     }
@@ -119,8 +121,10 @@ struct Before {
 template <int Connectivity>
 constexpr auto rows_before() {
   constexpr std::int32_t edge = Connectivity >= 18, corner = Connectivity == 26;
-  if constexpr (Connectivity == 6) return std::array<Before, 2>{{{0, -1, 0}, {-1, 0, 0}}};
-  else return std::array<Before, 4>{{{0, -1, edge}, {-1, 0, edge}, {-1, -1, corner}, {-1, 1, corner}}};
+  if constexpr (Connectivity == 6)
+    return std::array<Before, 2>{{{0, -1, 0}, {-1, 0, 0}}};
+  else
+    return std::array<Before, 4>{{{0, -1, edge}, {-1, 0, edge}, {-1, -1, corner}, {-1, 1, corner}}};
 }
 
 // Joins the runs of one row to those of one row before it that they touch:
@@ -137,8 +141,10 @@ inline void join_row_pair(const Run* runs, detail::DisjointSet<std::uint32_t>& j
     } else {
       joined.join(i, k);
       // The one that ends first touches nothing further in the other row.
-      if (b.end < a.end) ++k;
-      else ++i;
+      if (b.end < a.end)
+        ++k;
+      else
+        ++i;
     }
   }
 }
@@ -167,7 +173,8 @@ void BrickLabeler::join_rows() {
           join_row_pair<b.reach>(runs, joined, begin, end, start[other], start[other + 1]);
         };
         (join(std::integral_constant<std::size_t, B>{}), ...);
-      }(std::make_index_sequence<before.size()>{});
+      }
+      (std::make_index_sequence<before.size()>{});
     }
   // The roots in run order: objects numbered by their first voxels.
   labels_ = joined.take_numbered(objects_);
@@ -182,9 +189,15 @@ void BrickLabeler::label(const std::uint8_t* mask, const io::Index3& shape) {
   shape_ = shape;
   find_runs(mask);
   switch (connectivity_) {
-    case 6: join_rows<6>(); break;
-    case 18: join_rows<18>(); break;
-    default: join_rows<26>(); break;
+    case 6:
+      join_rows<6>();
+      break;
+    case 18:
+      join_rows<18>();
+      break;
+    default:
+      join_rows<26>();
+      break;
   }
 }
 
@@ -257,8 +270,8 @@ namespace {
 
 template <class T>
 void fold_values(const T* source, const std::vector<std::uint32_t>& label_of_run,
-                 const std::vector<std::uint32_t>& row_start, std::int64_t rows, std::int64_t width,
-                 const auto& runs, double scale, double offset, std::vector<ObjectValues>& values) {
+                 const std::vector<std::uint32_t>& row_start, std::int64_t rows, std::int64_t width, const auto& runs,
+                 double scale, double offset, std::vector<ObjectValues>& values) {
   std::vector<bool> seen(values.size());
   for (std::int64_t r = 0; r < rows; ++r)
     for (std::uint32_t i = row_start[static_cast<std::size_t>(r)]; i < row_start[static_cast<std::size_t>(r + 1)];
@@ -343,7 +356,8 @@ void BrickLabeler::paint(std::span<const std::uint64_t> ids, T* out) const {
   const auto background = static_cast<T>(ids[0]);
   for (std::int64_t r = 0; r < rows; ++r) {
     T* row = out + r * width;
-    const std::uint32_t begin = row_start_[static_cast<std::size_t>(r)], end = row_start_[static_cast<std::size_t>(r + 1)];
+    const std::uint32_t begin = row_start_[static_cast<std::size_t>(r)],
+                        end = row_start_[static_cast<std::size_t>(r + 1)];
     if ((r + 1) * width + kSpill > rows * width) {
       std::fill(row, row + width, background);
       for (std::uint32_t i = begin; i < end; ++i)

@@ -9,9 +9,9 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
-#include <charconv>
 #include <cstdio>
 #include <limits>
 #include <memory>
@@ -32,9 +32,9 @@
 #include "volseg/io/rounds.hpp"
 #include "volseg/io/watchdog.hpp"
 #include "volseg/segment/brick_driver.hpp"
+#include "volseg/segment/expression.hpp"
 #include "volseg/segment/label.hpp"
 #include "volseg/segment/threshold.hpp"
-#include "volseg/segment/expression.hpp"
 
 namespace volseg::segment {
 namespace {
@@ -102,7 +102,8 @@ class MaskMaker {
     mask_.resize(static_cast<std::size_t>(n));
     io::visit_dtype(info_.dtype, [&]<class T>(std::type_identity<T>) {
       const auto* values = reinterpret_cast<const T*>(input);
-      for (std::int64_t i = 0; i < n; ++i) mask_[static_cast<std::size_t>(i)] = values[i] == 0 ? 0 : values[i] == 1 ? 1 : 2;
+      for (std::int64_t i = 0; i < n; ++i)
+        mask_[static_cast<std::size_t>(i)] = values[i] == 0 ? 0 : values[i] == 1 ? 1 : 2;
     });
     check(mask_.data(), n, extent);
     return mask_.data();
@@ -161,8 +162,10 @@ class KeptLabels {
 
 void paint(const BrickLabeler& labeler, std::span<const std::uint64_t> ids, io::DType type, void* out) {
   io::visit_dtype(type, [&]<class T>(std::type_identity<T>) {
-    if constexpr (std::is_unsigned_v<T> && std::is_integral_v<T>) labeler.paint(ids, static_cast<T*>(out));
-    else throw Error("labels are written as u8, u16, u32 or u64, not " + std::string(io::dtype_name(type)));
+    if constexpr (std::is_unsigned_v<T> && std::is_integral_v<T>)
+      labeler.paint(ids, static_cast<T*>(out));
+    else
+      throw Error("labels are written as u8, u16, u32 or u64, not " + std::string(io::dtype_name(type)));
   });
 }
 
@@ -234,9 +237,9 @@ std::unique_ptr<io::VolumeReader> open_values(const Comm& comm, const LabelOptio
                            options.values, comm, options.values_hints);  // a variable, or an expression of them
   if (values->info().dims != info.dims)
     throw Error("--values " + options.values + " is " + std::to_string(values->info().dims[2]) + "x" +
-                std::to_string(values->info().dims[1]) + "x" + std::to_string(values->info().dims[0]) +
-                ", the input " + std::to_string(info.dims[2]) + "x" + std::to_string(info.dims[1]) + "x" +
-                std::to_string(info.dims[0]) + ": they must match voxel for voxel");
+                std::to_string(values->info().dims[1]) + "x" + std::to_string(values->info().dims[0]) + ", the input " +
+                std::to_string(info.dims[2]) + "x" + std::to_string(info.dims[1]) + "x" + std::to_string(info.dims[0]) +
+                ": they must match voxel for voxel");
   detail::refuse_output_over_input(options.output, values->files());
   return values;
 }
@@ -259,7 +262,7 @@ struct LabelPlan {
   std::unique_ptr<io::VolumeReader> values;  // --values; null without it
   io::Writing writing;
   BrickLayout layout;
-  io::MemoryBound bound;   // per rank
+  io::MemoryBound bound;    // per rank
   std::uint64_t fixed = 0;  // what a rank holds before any object: the process, one brick's buffers
   std::uint64_t cache = 0;  // the run-label cache, fitted into the bound
 };
@@ -294,8 +297,9 @@ void fit_memory(const Comm& comm, const LabelOptions& options, LabelPlan& plan) 
 LabelPlan plan_label(const Comm& comm, const LabelOptions& options, LabelResult& result) {
   check_label_options(options);
   io::Writing writing = choose_io(comm, options, result);
-  auto reader = open_input(result.backend, options.input, comm,
-                           detail::joined(io::hints_for(result.backend, io::Role::reader, options.hints), options.input_hints));
+  auto reader =
+      open_input(result.backend, options.input, comm,
+                 detail::joined(io::hints_for(result.backend, io::Role::reader, options.hints), options.input_hints));
   const io::VolumeInfo& info = reader->info();
   result.input_info = info;
   detail::refuse_output_over_input(options.output, reader->files());
@@ -341,7 +345,8 @@ struct LabelPasses {
         options(o),
         plan(p),
         info(p.reader->info()),
-        labeling(c, BrickMap::from_layout(p.layout, c.size(), o.assignment, o.seed), o.connectivity, p.values != nullptr),
+        labeling(c, BrickMap::from_layout(p.layout, c.size(), o.assignment, o.seed), o.connectivity,
+                 p.values != nullptr),
         masks(o, info),
         scale(p.values ? p.values->info().scale_factor.value_or(1.0) : 1.0),
         offset(p.values ? p.values->info().add_offset.value_or(0.0) : 0.0),
@@ -412,8 +417,8 @@ struct LabelPasses {
   }
 };
 
-std::unique_ptr<io::VolumeWriter> create_labels(const Comm& comm, const LabelOptions& options,
-                                                const LabelPlan& plan, const LabelResult& result, io::DType type) {
+std::unique_ptr<io::VolumeWriter> create_labels(const Comm& comm, const LabelOptions& options, const LabelPlan& plan,
+                                                const LabelResult& result, io::DType type) {
   const io::VolumeInfo& info = result.input_info;
   io::CreateRequest request{options.output,
                             labels_info(info, type, result.summary.objects, options.connectivity, options.input,
@@ -520,8 +525,8 @@ std::string label_summary(const LabelOptions& options, const LabelResult& result
   out.precision(4);
   out << "labelled " << options.input << " (" << info.dims[2] << "x" << info.dims[1] << "x" << info.dims[0] << " "
       << io::dtype_name(info.dtype) << ") on " << result.comm_size << " rank(s), " << result.brick_count
-      << " bricks of " << result.brick_shape[2] << "x" << result.brick_shape[1] << "x" << result.brick_shape[0]
-      << ", " << options.connectivity << "-connected\n";
+      << " bricks of " << result.brick_shape[2] << "x" << result.brick_shape[1] << "x" << result.brick_shape[0] << ", "
+      << options.connectivity << "-connected\n";
   if (!result.backend_reason.empty())
     out << "  backend auto: " << result.backend << ", " << result.backend_reason << "\n";
   out << "  " << s.objects << " objects, " << s.foreground << " voxels";

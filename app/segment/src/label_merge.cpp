@@ -57,10 +57,14 @@ std::optional<std::array<int, 3>> contact(const io::Extent& a, const io::Extent&
   for (int axis = 0; axis < 3; ++axis) {
     const std::int64_t a0 = a.offset[axis], a1 = a0 + a.count[axis];
     const std::int64_t b0 = b.offset[axis], b1 = b0 + b.count[axis];
-    if (b0 == a1) side[axis] = 1;
-    else if (b1 == a0) side[axis] = -1;
-    else if (b0 < a1 && a0 < b1) side[axis] = 0;
-    else return std::nullopt;
+    if (b0 == a1)
+      side[axis] = 1;
+    else if (b1 == a0)
+      side[axis] = -1;
+    else if (b0 < a1 && a0 < b1)
+      side[axis] = 0;
+    else
+      return std::nullopt;
     touching += side[axis] != 0;
   }
   // 6: faces only; 18: faces and edges; 26: corners too.
@@ -99,9 +103,12 @@ std::vector<Pair> join_faces(const io::Extent& a, const std::vector<std::uint32_
   for (int axis = 0; axis < 3; ++axis) {
     const std::int64_t a0 = a.offset[axis], a1 = a0 + a.count[axis];
     const std::int64_t b0 = b.offset[axis], b1 = b0 + b.count[axis];
-    if (side[axis] > 0) from[axis] = a1 - 1, to[axis] = a1;
-    else if (side[axis] < 0) from[axis] = a0, to[axis] = a0 + 1;
-    else from[axis] = std::max(a0, b0 - 1), to[axis] = std::min(a1, b1 + 1);
+    if (side[axis] > 0)
+      from[axis] = a1 - 1, to[axis] = a1;
+    else if (side[axis] < 0)
+      from[axis] = a0, to[axis] = a0 + 1;
+    else
+      from[axis] = std::max(a0, b0 - 1), to[axis] = std::min(a1, b1 + 1);
   }
   // The stencil: a step of exactly side on touching axes, -1..1 elsewhere.
   std::vector<std::array<int, 3>> steps;
@@ -112,8 +119,10 @@ std::vector<Pair> join_faces(const io::Extent& a, const std::vector<std::uint32_
         bool fits = true;
         int nonzero = touching;
         for (int axis = 0; axis < 3; ++axis) {
-          if (side[axis] != 0) fits &= d[axis] == side[axis];
-          else nonzero += d[axis] != 0;
+          if (side[axis] != 0)
+            fits &= d[axis] == side[axis];
+          else
+            nonzero += d[axis] != 0;
         }
         if (fits && nonzero <= most) steps.push_back(d);
       }
@@ -138,7 +147,8 @@ std::vector<Pair> join_faces(const io::Extent& a, const std::vector<std::uint32_
     if (lo[u] >= hi[u] || lo[v] >= hi[v]) continue;
     const std::int64_t n = hi[v] - lo[v];
     for (std::int64_t pu = lo[u]; pu < hi[u]; ++pu) {
-      const std::uint32_t* row_a = &a_face[static_cast<std::size_t>((pu - a.offset[u]) * a.count[v] + (lo[v] - a.offset[v]))];
+      const std::uint32_t* row_a =
+          &a_face[static_cast<std::size_t>((pu - a.offset[u]) * a.count[v] + (lo[v] - a.offset[v]))];
       const std::uint32_t* row_b =
           &b_face[static_cast<std::size_t>((pu + d[u] - b.offset[u]) * b.count[v] + (lo[v] + d[v] - b.offset[v]))];
       // 64 voxels at a time, a bit for each where both are foreground: a
@@ -178,13 +188,13 @@ struct KeptFace {
 
 struct Labeling::State {
   std::unordered_map<std::int64_t, std::size_t> index;  // brick -> position in mine_
-  Chunked<ObjectPart> parts;                             // every brick's, in mine_ order
+  Chunked<ObjectPart> parts;                            // every brick's, in mine_ order
   Chunked<ObjectValues> values;
   std::vector<ObjectValues> brick_values;
-  std::vector<std::uint64_t> part_start;                 // per position in mine_, and the end
-  std::unordered_map<std::int64_t, KeptFace> faces;      // brick * 6 + face
+  std::vector<std::uint64_t> part_start;             // per position in mine_, and the end
+  std::unordered_map<std::int64_t, KeptFace> faces;  // brick * 6 + face
   std::vector<Edge> edges;
-  std::vector<std::uint64_t> ids;                        // per brick: 0, then its labels' ids
+  std::vector<std::uint64_t> ids;  // per brick: 0, then its labels' ids
   std::size_t added = 0;
   bool finished = false;
 };
@@ -294,8 +304,8 @@ namespace {
 // needs, packed per rank: (brick low, brick high, face, size, plane...).
 std::vector<std::vector<std::uint32_t>> faces_to_send(const BrickMap& map, const std::vector<std::int64_t>& mine,
                                                       int connectivity,
-                                                      const std::unordered_map<std::int64_t, KeptFace>& faces,
-                                                      int me, int ranks) {
+                                                      const std::unordered_map<std::int64_t, KeptFace>& faces, int me,
+                                                      int ranks) {
   std::vector<std::vector<std::uint32_t>> outgoing(static_cast<std::size_t>(ranks));
   for (std::int64_t brick : mine) {
     const io::Extent& extent = map.bricks[static_cast<std::size_t>(brick)];
@@ -320,7 +330,8 @@ std::vector<std::vector<std::uint32_t>> faces_to_send(const BrickMap& map, const
 void join_received_faces(const std::vector<std::uint32_t>& received, const BrickMap& map, int connectivity, int me,
                          const std::unordered_map<std::int64_t, KeptFace>& faces, std::vector<Edge>& edges) {
   for (std::size_t at = 0; at < received.size();) {
-    const std::int64_t other = static_cast<std::int64_t>(received[at]) | static_cast<std::int64_t>(received[at + 1]) << 32;
+    const std::int64_t other = static_cast<std::int64_t>(received[at]) | static_cast<std::int64_t>(received[at + 1])
+                                                                             << 32;
     const int face = static_cast<int>(received[at + 2]);
     const std::size_t size = received[at + 3];
     const std::vector<std::uint32_t> plane(received.begin() + static_cast<std::ptrdiff_t>(at + 4),
@@ -352,7 +363,8 @@ Nodes number_nodes(MPI_Comm comm, int ranks, const BrickMap& map, const std::vec
                    const std::vector<std::uint64_t>& part_start) {
   const std::size_t brick_count = map.bricks.size();
   std::vector<std::uint64_t> counts(brick_count, 0);
-  Nodes nodes{std::vector<std::uint64_t>(brick_count, 0), std::vector<std::uint64_t>(static_cast<std::size_t>(ranks) + 1, 0)};
+  Nodes nodes{std::vector<std::uint64_t>(brick_count, 0),
+              std::vector<std::uint64_t>(static_cast<std::size_t>(ranks) + 1, 0)};
   for (std::size_t i = 0; i < mine.size(); ++i)
     counts[static_cast<std::size_t>(mine[i])] = part_start[i + 1] - part_start[i];
   io::sum_in_place(comm, counts);
@@ -360,7 +372,8 @@ Nodes number_nodes(MPI_Comm comm, int ranks, const BrickMap& map, const std::vec
   std::vector<std::uint64_t> per_rank(static_cast<std::size_t>(ranks), 0);
   for (std::size_t b = 0; b < brick_count; ++b) per_rank[static_cast<std::size_t>(map.owner[b])] += counts[b];
   for (int r = 0; r < ranks; ++r)
-    rank_base[static_cast<std::size_t>(r) + 1] = rank_base[static_cast<std::size_t>(r)] + per_rank[static_cast<std::size_t>(r)];
+    rank_base[static_cast<std::size_t>(r) + 1] =
+        rank_base[static_cast<std::size_t>(r)] + per_rank[static_cast<std::size_t>(r)];
   std::vector<std::uint64_t> next(rank_base.begin(), rank_base.end() - 1);
   for (std::size_t b = 0; b < brick_count; ++b) {  // ascending: each rank's bricks in mine() order
     auto& at = next[static_cast<std::size_t>(map.owner[b])];
@@ -420,8 +433,10 @@ LabelSummary Labeling::finish(std::uint64_t min_voxels, bool with_table) {
   s.ids = std::move(merged.ids);
   s.ids.resize(count + mine_.size());
   for (std::size_t i = mine_.size(); i-- > 0;) {
-    const auto begin = static_cast<std::ptrdiff_t>(s.part_start[i]), end = static_cast<std::ptrdiff_t>(s.part_start[i + 1]);
-    std::copy_backward(s.ids.begin() + begin, s.ids.begin() + end, s.ids.begin() + end + static_cast<std::ptrdiff_t>(i) + 1);
+    const auto begin = static_cast<std::ptrdiff_t>(s.part_start[i]),
+               end = static_cast<std::ptrdiff_t>(s.part_start[i + 1]);
+    std::copy_backward(s.ids.begin() + begin, s.ids.begin() + end,
+                       s.ids.begin() + end + static_cast<std::ptrdiff_t>(i) + 1);
     s.ids[s.part_start[i] + i] = 0;
   }
   s.finished = true;

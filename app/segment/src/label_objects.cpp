@@ -146,7 +146,8 @@ std::vector<std::uint64_t> order_by_first(const Chunked<ObjectPart>& parts, std:
     for (std::size_t i = 0; i < n; ++i) keyed[next[parts[i].first / plane - z0]++] = {parts[i].first, i};
   }
   for (std::size_t z = 0; z + 1 < start.size(); ++z)
-    std::sort(keyed.begin() + static_cast<std::ptrdiff_t>(start[z]), keyed.begin() + static_cast<std::ptrdiff_t>(start[z + 1]));
+    std::sort(keyed.begin() + static_cast<std::ptrdiff_t>(start[z]),
+              keyed.begin() + static_cast<std::ptrdiff_t>(start[z + 1]));
   std::vector<std::uint64_t> order(n);
   for (std::size_t i = 0; i < n; ++i) order[i] = keyed[i].second;
   return order;
@@ -177,7 +178,8 @@ std::vector<int> plane_ranks(MPI_Comm comm, int ranks, std::vector<std::uint64_t
   std::uint64_t before = 0;
   for (std::size_t z = 0; z < per_plane.size(); ++z) {
     if (total > 0)
-      rank_of[z] = std::min(ranks - 1, static_cast<int>(static_cast<double>(before) / static_cast<double>(total) * ranks));
+      rank_of[z] =
+          std::min(ranks - 1, static_cast<int>(static_cast<double>(before) / static_cast<double>(total) * ranks));
     before += per_plane[z];
   }
   return rank_of;

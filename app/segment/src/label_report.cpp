@@ -251,12 +251,13 @@ void write_object_table(const Comm& comm, const std::string& path, const LabelSu
   });
 }
 
-void gather_report_rows(const Comm& comm, const LabelSummary& summary, bool with_values,
-                        std::vector<ObjectPart>& rows, std::vector<ObjectValues>& values) {
+void gather_report_rows(const Comm& comm, const LabelSummary& summary, bool with_values, std::vector<ObjectPart>& rows,
+                        std::vector<ObjectValues>& values) {
   // This rank's rows among the first kReportTableRows ids.
   const auto& table = summary.table;
-  const std::uint64_t mine =
-      table.first_id > kReportTableRows ? 0 : std::min<std::uint64_t>(table.size(), kReportTableRows - table.first_id + 1);
+  const std::uint64_t mine = table.first_id > kReportTableRows
+                                 ? 0
+                                 : std::min<std::uint64_t>(table.size(), kReportTableRows - table.first_id + 1);
   std::vector<ObjectPart> my_rows;
   std::vector<ObjectValues> my_values;
   for (std::uint64_t i = 0; i < mine; ++i) {
@@ -287,7 +288,8 @@ void write_label_report(const std::string& path, const LabelOptions& options, co
   detail::add_backend_choice(report, result.backend, result.backend_reason, result.input_resident);
   report["connectivity"] = options.connectivity;
   report["min_voxels"] = options.min_voxels;
-  report["bricks"] = {{"shape_zyx", result.brick_shape}, {"grid_zyx", result.brick_grid}, {"count", result.brick_count}};
+  report["bricks"] = {
+      {"shape_zyx", result.brick_shape}, {"grid_zyx", result.brick_grid}, {"count", result.brick_count}};
   report["memory"] = {{"bound_bytes_per_rank", result.memory_bound},
                       {"bound_from", result.memory_source},
                       {"run_label_cache_bytes", result.cache_bytes}};
@@ -300,8 +302,12 @@ void write_label_report(const std::string& path, const LabelOptions& options, co
   nlohmann::json ranks = nlohmann::json::array();
   for (std::size_t r = 0; r < result.ranks.size(); ++r) {
     const auto& t = result.ranks[r];
-    ranks.push_back({{"rank", r}, {"label_s", t.label}, {"merge_s", t.merge}, {"write_s", t.write},
-                     {"total_s", t.total}, {"max_rss_bytes", t.max_rss}});
+    ranks.push_back({{"rank", r},
+                     {"label_s", t.label},
+                     {"merge_s", t.merge},
+                     {"write_s", t.write},
+                     {"total_s", t.total},
+                     {"max_rss_bytes", t.max_rss}});
   }
   report["ranks"] = ranks;
   // The report is a summary that people and scripts open whole: its table

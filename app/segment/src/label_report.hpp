@@ -19,8 +19,8 @@ namespace volseg::segment {
 void write_object_table(const Comm& comm, const std::string& path, const LabelSummary& summary,
                         const io::VolumeInfo& info, bool with_values);
 // Collective. The rows the report lists (the first 100,000 ids), on rank 0.
-void gather_report_rows(const Comm& comm, const LabelSummary& summary, bool with_values,
-                        std::vector<ObjectPart>& rows, std::vector<ObjectValues>& values);
+void gather_report_rows(const Comm& comm, const LabelSummary& summary, bool with_values, std::vector<ObjectPart>& rows,
+                        std::vector<ObjectValues>& values);
 // Rank 0. The report: the job's figures and the first rows of the table.
 void write_label_report(const std::string& path, const LabelOptions& options, const LabelResult& result,
                         const std::vector<ObjectPart>& table, const std::vector<ObjectValues>& table_values);

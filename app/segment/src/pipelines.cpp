@@ -204,9 +204,8 @@ void run_buffered(Job& job) {
     job.times.wait += timed([&] { job.times.read += pending_read.get(); });
     if (k + 1 < driver.size()) pending_read = read_brick(k + 1);
     Stats stats;
-    job.times.compute += timed([&] {
-      job.kernel.run(input[k % 2].data(), driver.extent(k).voxels(), false, masks.buffer(k), stats);
-    });
+    job.times.compute +=
+        timed([&] { job.kernel.run(input[k % 2].data(), driver.extent(k).voxels(), false, masks.buffer(k), stats); });
     job.stats.merge(stats);
     masks.write(k, k, stats);
     driver.item_done(k);
@@ -240,7 +239,8 @@ void run_collective(Job& job) {
   const int depth = overlap ? 2 : 1;
   std::vector<std::vector<std::byte>> input(static_cast<std::size_t>(depth),
                                             std::vector<std::byte>(batch * largest * element));
-  std::vector<std::vector<std::uint8_t>> mask(static_cast<std::size_t>(depth), std::vector<std::uint8_t>(batch * largest));
+  std::vector<std::vector<std::uint8_t>> mask(static_cast<std::size_t>(depth),
+                                              std::vector<std::uint8_t>(batch * largest));
   // The bricks of a round: [first, first + count) of the driver's, each at
   // slot k * largest of the round's buffers.
   auto first_of = [&](long long round) { return static_cast<std::size_t>(round) * batch; };
@@ -249,7 +249,8 @@ void run_collective(Job& job) {
   };
   auto extents_of = [&](long long round) {
     std::vector<io::Extent> extents;
-    for (std::size_t k = first_of(round); k < first_of(round) + count_of(round); ++k) extents.push_back(driver.extent(k));
+    for (std::size_t k = first_of(round); k < first_of(round) + count_of(round); ++k)
+      extents.push_back(driver.extent(k));
     return extents;
   };
   auto slots = [&](auto* base, std::size_t count, std::size_t stride) {
@@ -280,8 +281,9 @@ void run_collective(Job& job) {
     std::vector<const void*> memory(pointers.begin(), pointers.end());
     job.writer.write_all(extents, {memory.data(), memory.size()});
     const auto& stats = round_stats[static_cast<std::size_t>(round % depth)];
-    driver.record_collective(first_of(round),
-                             std::vector<Stats>(stats.begin(), stats.begin() + static_cast<std::ptrdiff_t>(extents.size())));
+    driver.record_collective(
+        first_of(round),
+        std::vector<Stats>(stats.begin(), stats.begin() + static_cast<std::ptrdiff_t>(extents.size())));
   };
   auto compute = [&](long long round) {
     if (driver.stopped()) return;

@@ -61,15 +61,19 @@ void Progress::advance(std::int64_t units, std::uint64_t bytes) {
 void Progress::send_update(bool final) {
   if (request_ != MPI_REQUEST_NULL) {
     int done = 0;
-    if (final) check_mpi(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait");
-    else check_mpi(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (final)
+      check_mpi(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait");
+    else
+      check_mpi(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), "MPI_Test");
     if (!final && !done) return;  // the previous update is still on its way; coalesce
   }
   message_[0] = static_cast<std::uint64_t>(local_units_);
   message_[1] = local_bytes_;
   message_[2] = final ? 1 : 0;
-  if (final) check_mpi(MPI_Send(message_, 3, MPI_UINT64_T, 0, kTag, comm_.get()), "MPI_Send");
-  else check_mpi(MPI_Isend(message_, 3, MPI_UINT64_T, 0, kTag, comm_.get(), &request_), "MPI_Isend");
+  if (final)
+    check_mpi(MPI_Send(message_, 3, MPI_UINT64_T, 0, kTag, comm_.get()), "MPI_Send");
+  else
+    check_mpi(MPI_Isend(message_, 3, MPI_UINT64_T, 0, kTag, comm_.get(), &request_), "MPI_Isend");
 }
 
 void Progress::poll() {

@@ -31,16 +31,25 @@ io::Metrics zeroed(io::Metrics metrics) {
 }
 
 nlohmann::json to_json(const RankTimes& t, int rank) {
-  nlohmann::json json = {{"rank", rank},          {"bricks", t.bricks},     {"open_s", t.open},
-                         {"read_s", t.read},      {"compute_s", t.compute}, {"write_s", t.write},
-                         {"wait_s", t.wait},      {"close_s", t.close},     {"total_s", t.total},
-                         {"bytes_read", t.bytes_read}, {"bytes_written", t.bytes_written}};
+  nlohmann::json json = {{"rank", rank},
+                         {"bricks", t.bricks},
+                         {"open_s", t.open},
+                         {"read_s", t.read},
+                         {"compute_s", t.compute},
+                         {"write_s", t.write},
+                         {"wait_s", t.wait},
+                         {"close_s", t.close},
+                         {"total_s", t.total},
+                         {"bytes_read", t.bytes_read},
+                         {"bytes_written", t.bytes_written}};
   if (t.out_of_order > 0) json["bricks_out_of_order"] = t.out_of_order;
   const io::Metrics &read = t.read_metrics, &write = t.write_metrics;
   if (!read.per_call.empty() || !write.per_call.empty())
     for (const io::Metrics* kept : {&read, &write}) {  // under each source's name ("twophase")
       if (kept->source.empty() || json.contains(kept->source)) continue;
-      auto figures = [&](const io::Metrics& role) { return to_json(role.source == kept->source ? role : zeroed(*kept)); };
+      auto figures = [&](const io::Metrics& role) {
+        return to_json(role.source == kept->source ? role : zeroed(*kept));
+      };
       json[kept->source] = {{"read", figures(read)}, {"write", figures(write)}};
     }
   return json;
@@ -70,30 +79,33 @@ std::string report_json(const SegmentOptions& options, const SegmentResult& resu
   report["pipeline"] = result.pipeline;
   report["implementation"] = result.implementation;
   report["ranks"] = result.comm_size;
-  report["bricks"] = {{"shape_zyx", result.brick_shape}, {"grid_zyx", result.brick_grid}, {"count", result.brick_count}, {"resumed", result.bricks_resumed}};
+  report["bricks"] = {{"shape_zyx", result.brick_shape},
+                      {"grid_zyx", result.brick_grid},
+                      {"count", result.brick_count},
+                      {"resumed", result.bricks_resumed}};
   report["threshold"] = {{"lo", options.lo}, {"hi", options.hi}};
   const auto& s = result.stats;
-  report["stats"] = {{"voxels", s.voxels},
-                     {"valid", s.valid},
-                     {"in_range", s.in_range},
-                     {"min", s.min},
-                     {"max", s.max},
-                     {"histogram", options.histogram ? nlohmann::json{{"lo", options.lo}, {"hi", options.hi}, {"counts", s.histogram}}
-                                                     : nlohmann::json(nullptr)}};
+  report["stats"] = {
+      {"voxels", s.voxels},
+      {"valid", s.valid},
+      {"in_range", s.in_range},
+      {"min", s.min},
+      {"max", s.max},
+      {"histogram", options.histogram ? nlohmann::json{{"lo", options.lo}, {"hi", options.hi}, {"counts", s.histogram}}
+                                      : nlohmann::json(nullptr)}};
   report["seconds"] = result.seconds;
   report["throughput_gb_s"] = result.seconds > 0 ? static_cast<double>(info.bytes()) / result.seconds / 1e9 : 0.0;
   nlohmann::json ranks = nlohmann::json::array();
   for (std::size_t r = 0; r < result.ranks.size(); ++r) ranks.push_back(to_json(result.ranks[r], static_cast<int>(r)));
   report["per_rank"] = ranks;
-  report["timing_note"] = result.pipeline == "collective"
-                              ? "collective pipeline: read_all, compute and write_all in turn on every rank, "
-                                "rounds joined by all ranks"
-                          : result.pipeline == "mapped"
-                              ? "mapped pipeline: input read in place (faults left after populating the window "
-                                "count as compute); mask writes run on an I/O thread, wait is the time compute "
-                                "waited for them"
-                              : "buffered pipeline: reads and writes run on I/O threads overlapped with compute; "
-                                "wait is the time compute waited for them";
+  report["timing_note"] =
+      result.pipeline == "collective" ? "collective pipeline: read_all, compute and write_all in turn on every rank, "
+                                        "rounds joined by all ranks"
+      : result.pipeline == "mapped"   ? "mapped pipeline: input read in place (faults left after populating the window "
+                                        "count as compute); mask writes run on an I/O thread, wait is the time compute "
+                                        "waited for them"
+                                    : "buffered pipeline: reads and writes run on I/O threads overlapped with compute; "
+                                      "wait is the time compute waited for them";
   return report.dump(2) + "\n";
 }
 
@@ -109,12 +121,13 @@ std::string summary(const SegmentOptions& options, const SegmentResult& result) 
     fastest = std::min(fastest, r.total);
   }
   out << "segmented " << options.input << " (" << info.dims[2] << "x" << info.dims[1] << "x" << info.dims[0] << " "
-      << io::dtype_name(info.dtype) << ", " << static_cast<double>(info.bytes()) / 1e9 << " GB) with "
-      << result.backend << " on " << result.comm_size << " rank(s), " << result.brick_count << " bricks of "
-      << result.brick_shape[2] << "x" << result.brick_shape[1] << "x" << result.brick_shape[0] << "\n";
-  if (!result.backend_reason.empty()) out << "  backend auto: " << result.backend << ", " << result.backend_reason << "\n";
-  out << "  in range [" << options.lo << ", " << options.hi << "]: " << s.in_range << " of " << s.voxels
-      << " voxels (" << fraction << "%), valid " << s.valid << ", min " << s.min << ", max " << s.max << "\n"
+      << io::dtype_name(info.dtype) << ", " << static_cast<double>(info.bytes()) / 1e9 << " GB) with " << result.backend
+      << " on " << result.comm_size << " rank(s), " << result.brick_count << " bricks of " << result.brick_shape[2]
+      << "x" << result.brick_shape[1] << "x" << result.brick_shape[0] << "\n";
+  if (!result.backend_reason.empty())
+    out << "  backend auto: " << result.backend << ", " << result.backend_reason << "\n";
+  out << "  in range [" << options.lo << ", " << options.hi << "]: " << s.in_range << " of " << s.voxels << " voxels ("
+      << fraction << "%), valid " << s.valid << ", min " << s.min << ", max " << s.max << "\n"
       << "  time " << result.seconds << " s, " << static_cast<double>(info.bytes()) / result.seconds / 1e9
       << " GB/s; per rank fastest " << fastest << " s, slowest " << slowest << " s\n"
       << "  mask: " << options.output << "\n";

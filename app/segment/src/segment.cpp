@@ -6,22 +6,22 @@
 
 #include <algorithm>
 #include <chrono>
-#include <functional>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
 
-#include "volseg/io/error.hpp"
-#include "volseg/io/hints.hpp"
 #include "volseg/io/auto_backend.hpp"
+#include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
 #include "volseg/io/format.hpp"
+#include "volseg/io/hints.hpp"
 #include "volseg/io/nrrd.hpp"
 #include "volseg/io/registry.hpp"
-#include "volseg/io/watchdog.hpp"
 #include "volseg/io/trace.hpp"
+#include "volseg/io/watchdog.hpp"
 #include "volseg/segment/journal.hpp"
 #include "volseg/segment/progress.hpp"
 
@@ -32,13 +32,13 @@
 namespace volseg::segment {
 namespace {
 
-using detail::Clock;
-using detail::since;
-using detail::timed;
 using detail::check_side_output;
+using detail::Clock;
 using detail::joined;
 using detail::Packing;
 using detail::refuse_output_over_input;
+using detail::since;
+using detail::timed;
 using detail::TraceSession;
 
 std::string exact(double value) {
@@ -61,8 +61,8 @@ JournalIdentity job_identity(const SegmentOptions& options, const std::vector<st
     struct stat st {};
     if (::stat(file.c_str(), &st) != 0) throw_errno("stat", file);
     files += (files.empty() ? "" : ",") + (ec ? file : path.string());
-    stamps += (stamps.empty() ? "" : ",") + std::to_string(st.st_size) + "@" + std::to_string(st.st_mtim.tv_sec) +
-              "." + std::to_string(st.st_mtim.tv_nsec);
+    stamps += (stamps.empty() ? "" : ",") + std::to_string(st.st_size) + "@" + std::to_string(st.st_mtim.tv_sec) + "." +
+              std::to_string(st.st_mtim.tv_nsec);
   }
   const std::string time = io::hint_in(joined(options.hints, options.input_hints), "time").value_or("");
   std::error_code ec;
@@ -71,8 +71,8 @@ JournalIdentity job_identity(const SegmentOptions& options, const std::vector<st
           {"input_files", stamps},
           {"variable", input.variable},
           {"time", time},
-          {"dims", std::to_string(input.dims[0]) + "," + std::to_string(input.dims[1]) + "," +
-                       std::to_string(input.dims[2])},
+          {"dims",
+           std::to_string(input.dims[0]) + "," + std::to_string(input.dims[1]) + "," + std::to_string(input.dims[2])},
           {"dtype", std::string(io::dtype_name(input.dtype))},
           {"lo", exact(options.lo)},
           {"hi", exact(options.hi)},
@@ -88,8 +88,8 @@ std::vector<std::int64_t> bricks_to_do(const BrickLayout& layout, const Journal*
   std::vector<std::int64_t> remaining;
   for (std::int64_t b = 0; b < layout.count(); ++b)
     if (!journal || !journal->done(b)) remaining.push_back(b);
-  auto picks = assign_bricks(static_cast<std::int64_t>(remaining.size()), comm.rank(), comm.size(),
-                             options.assignment, options.seed);
+  auto picks = assign_bricks(static_cast<std::int64_t>(remaining.size()), comm.rank(), comm.size(), options.assignment,
+                             options.seed);
   for (auto& pick : picks) pick = remaining[static_cast<std::size_t>(pick)];
   return picks;
 }
@@ -118,9 +118,8 @@ io::VolumeInfo mask_info(const io::VolumeInfo& input, double lo, double hi, cons
   mask.attributes["threshold_hi"] = number(hi);
   mask.attributes["source_file"] = source;
   if (!input.variable.empty()) mask.attributes["source_variable"] = input.variable;
-  mask.attributes["long_name"] =
-      "mask of " + (input.variable.empty() ? std::string("the input") : input.variable) + " in [" + number(lo) +
-      ", " + number(hi) + "]";
+  mask.attributes["long_name"] = "mask of " + (input.variable.empty() ? std::string("the input") : input.variable) +
+                                 " in [" + number(lo) + ", " + number(hi) + "]";
   for (int a = 0; a < 3; ++a)  // keep the input's dimension names
     if (auto it = input.attributes.find("dim" + std::to_string(a)); it != input.attributes.end())
       mask.attributes[it->first] = it->second;
@@ -141,9 +140,9 @@ void reduce_stats(const Comm& comm, const Stats& local, Stats& global) {
   double min = 0, max = 0;
   check_mpi(MPI_Allreduce(&low, &min, 1, MPI_DOUBLE, MPI_MIN, comm.get()), "MPI_Allreduce");
   check_mpi(MPI_Allreduce(&high, &max, 1, MPI_DOUBLE, MPI_MAX, comm.get()), "MPI_Allreduce");
-  check_mpi(MPI_Allreduce(local.histogram.data(), global.histogram.data(), Stats::bins, MPI_UINT64_T, MPI_SUM,
-                          comm.get()),
-            "MPI_Allreduce");
+  check_mpi(
+      MPI_Allreduce(local.histogram.data(), global.histogram.data(), Stats::bins, MPI_UINT64_T, MPI_SUM, comm.get()),
+      "MPI_Allreduce");
   global.voxels = sums[0];
   global.valid = sums[1];
   global.in_range = sums[2];
@@ -169,9 +168,9 @@ std::vector<io::Metrics> gather_metrics(const Comm& comm, const io::Metrics& min
     total += counts[static_cast<std::size_t>(r)];
   }
   std::vector<double> all(comm.rank() == 0 ? static_cast<std::size_t>(total) : 0);
-  check_mpi(MPI_Gatherv(flat.data(), count, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, 0,
-                        comm.get()),
-            "MPI_Gatherv");
+  check_mpi(
+      MPI_Gatherv(flat.data(), count, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, 0, comm.get()),
+      "MPI_Gatherv");
   std::vector<io::Metrics> result(comm.rank() == 0 ? static_cast<std::size_t>(comm.size()) : 0);
   for (std::size_t r = 0; r < result.size(); ++r) {
     const double* v = &all[static_cast<std::size_t>(displs[r])];
@@ -191,18 +190,35 @@ std::vector<io::Metrics> gather_metrics(const Comm& comm, const io::Metrics& min
 
 std::vector<RankTimes> gather_times(const Comm& comm, const RankTimes& mine) {
   constexpr int fields = 11;
-  double values[fields] = {mine.open,    mine.read,  mine.compute, mine.write,
-                           mine.wait,    mine.close, mine.total,   static_cast<double>(mine.bytes_read),
-                           static_cast<double>(mine.bytes_written), static_cast<double>(mine.bricks),
+  double values[fields] = {mine.open,
+                           mine.read,
+                           mine.compute,
+                           mine.write,
+                           mine.wait,
+                           mine.close,
+                           mine.total,
+                           static_cast<double>(mine.bytes_read),
+                           static_cast<double>(mine.bytes_written),
+                           static_cast<double>(mine.bricks),
                            static_cast<double>(mine.out_of_order)};
   std::vector<double> all(comm.rank() == 0 ? static_cast<std::size_t>(fields * comm.size()) : 0);
   check_mpi(MPI_Gather(values, fields, MPI_DOUBLE, all.data(), fields, MPI_DOUBLE, 0, comm.get()), "MPI_Gather");
   std::vector<RankTimes> result;
   for (int r = 0; comm.rank() == 0 && r < comm.size(); ++r) {
     const double* v = &all[static_cast<std::size_t>(r * fields)];
-    result.push_back(RankTimes{v[0], v[1], v[2], v[3], v[4], v[5], v[6], static_cast<std::uint64_t>(v[7]),
-                               static_cast<std::uint64_t>(v[8]), static_cast<std::int64_t>(v[9]),
-                               static_cast<std::int64_t>(v[10]), {}, {}});
+    result.push_back(RankTimes{v[0],
+                               v[1],
+                               v[2],
+                               v[3],
+                               v[4],
+                               v[5],
+                               v[6],
+                               static_cast<std::uint64_t>(v[7]),
+                               static_cast<std::uint64_t>(v[8]),
+                               static_cast<std::int64_t>(v[9]),
+                               static_cast<std::int64_t>(v[10]),
+                               {},
+                               {}});
   }
   return result;
 }
@@ -252,11 +268,13 @@ std::unique_ptr<Journal> open_journal(const Comm& comm, const SegmentOptions& op
                                       io::FileFormat output_format, SegmentResult& result, Stats& resumed_stats) {
   if (!io::format_traits(output_format).resumable) {
     if (options.resume && output_format == io::FileFormat::nifti_gz)
-      throw Error("--resume works for raw, CDF and Zarr masks, not .nii.gz: its gzip members are placed only when "
-                  "the job ends (write NAME.nii to resume, then gzip it)");
+      throw Error(
+          "--resume works for raw, CDF and Zarr masks, not .nii.gz: its gzip members are placed only when "
+          "the job ends (write NAME.nii to resume, then gzip it)");
     if (options.resume)
-      throw Error("--resume works for raw, CDF and Zarr masks, not NetCDF-4 or HDF5: an HDF5 file that HDF5 1.10 "
-                  "left when its writer was killed is often unreadable, so none is kept to resume");
+      throw Error(
+          "--resume works for raw, CDF and Zarr masks, not NetCDF-4 or HDF5: an HDF5 file that HDF5 1.10 "
+          "left when its writer was killed is often unreadable, so none is kept to resume");
     return nullptr;
   }
   // A record appended to a NetCDF series (--time A:B into one file) is
@@ -306,12 +324,12 @@ SegmentPlan plan_segment(const Comm& comm, const SegmentOptions& options, Segmen
   const Packing packing{info.scale_factor.value_or(1.0), info.add_offset.value_or(0.0)};
   if (packing.scale == 0) throw Error(options.input + ": scale_factor is 0");
   const auto [stored_lo, stored_hi] = packing.to_stored(options.lo, options.hi);
-  const ThresholdKernel kernel(info.dtype, Threshold{stored_lo, stored_hi, info.fill_value, info.valid_range,
-                                                     info.missing_value},
+  const ThresholdKernel kernel(info.dtype,
+                               Threshold{stored_lo, stored_hi, info.fill_value, info.valid_range, info.missing_value},
                                options.histogram);
   const bool chunked_output = io::format_traits(io.output_format).chunked;
-  const io::Index3 shape = options.brick_shape.value_or(
-      BrickLayout::job_shape(*reader, detail::chunks_for_bricks(reader->capabilities().chunks, io.output_format), chunked_output));
+  const io::Index3 shape = options.brick_shape.value_or(BrickLayout::job_shape(
+      *reader, detail::chunks_for_bricks(reader->capabilities().chunks, io.output_format), chunked_output));
   const BrickLayout layout(info.dims, shape);
   result.brick_shape = layout.shape();
   result.brick_grid = layout.grid();
@@ -319,8 +337,8 @@ SegmentPlan plan_segment(const Comm& comm, const SegmentOptions& options, Segmen
   auto hints = detail::writer_hints(io.writing, options.hints, options.output_hints, shape);
   Stats resumed_stats;
   auto journal = open_journal(comm, options, reader->files(), layout, io.output_format, result, resumed_stats);
-  return SegmentPlan{open_start, io.output_format, std::move(reader), packing,         kernel,
-                     layout,     std::move(hints),  std::move(journal), resumed_stats};
+  return SegmentPlan{open_start, io.output_format, std::move(reader),  packing,      kernel,
+                     layout,     std::move(hints), std::move(journal), resumed_stats};
 }
 
 // What executing the plan leaves for the report.
@@ -330,8 +348,8 @@ struct Execution {
   Stats local;
 };
 
-std::unique_ptr<io::VolumeWriter> create_mask(const Comm& comm, const SegmentOptions& options,
-                                              const SegmentPlan& plan, const SegmentResult& result) {
+std::unique_ptr<io::VolumeWriter> create_mask(const Comm& comm, const SegmentOptions& options, const SegmentPlan& plan,
+                                              const SegmentResult& result) {
   const io::VolumeInfo& info = result.input_info;
   io::CreateRequest request{options.output,
                             mask_info(info, options.lo, options.hi, options.input,
@@ -354,39 +372,43 @@ void run_pipeline(const Comm& comm, const SegmentOptions& options, SegmentPlan& 
   const ThresholdKernel& kernel = plan.kernel;
   Stats& local = run.local;
   RankTimes& times = run.times;
-    const auto bricks = bricks_to_do(layout, journal.get(), comm, options);
-    const bool collective = reader->capabilities().collective || writer->capabilities().collective;
-    const bool any_order = !collective && reader->capabilities().read_any;
-    const bool mapped = !collective && !any_order && reader->capabilities().map;
-    result.pipeline = collective ? "collective" : any_order ? "any-order" : mapped ? "mapped" : "buffered";
+  const auto bricks = bricks_to_do(layout, journal.get(), comm, options);
+  const bool collective = reader->capabilities().collective || writer->capabilities().collective;
+  const bool any_order = !collective && reader->capabilities().read_any;
+  const bool mapped = !collective && !any_order && reader->capabilities().map;
+  result.pipeline = collective ? "collective" : any_order ? "any-order" : mapped ? "mapped" : "buffered";
 
-    {
-      const io::watchdog::Phase phase("segment, the bricks");
-      Progress progress(comm, "segment", layout.count() - result.bricks_resumed, options.progress);
-      if (options.on_progress) progress.observe(options.on_progress);
-      Stop stop(comm, options.cancel);
-      BrickDriver driver(comm, layout, bricks,
-                         {.progress = &progress,
-                          .stop = &stop,
-                          .interrupt = options.interrupt,
-                          .journal = journal.get(),
-                          .round_bytes = options.collective_batch_bytes,
-                          .bytes_per_voxel = io::dtype_size(reader->info().dtype)});
-      detail::Job job{comm, *reader, *writer, kernel, driver, local, times};
-      std::exception_ptr error;
-      try {
-        if (collective) detail::run_collective(job);
-        else if (any_order) detail::run_any_order(job);
-        else if (mapped) detail::run_mapped(job);
-        else detail::run_buffered(job);
-      } catch (...) {
-        error = std::current_exception();
-      }
-      times.bricks = driver.finished();
-      progress.finish();
-      stop.finish();
-      agree(comm, error);
+  {
+    const io::watchdog::Phase phase("segment, the bricks");
+    Progress progress(comm, "segment", layout.count() - result.bricks_resumed, options.progress);
+    if (options.on_progress) progress.observe(options.on_progress);
+    Stop stop(comm, options.cancel);
+    BrickDriver driver(comm, layout, bricks,
+                       {.progress = &progress,
+                        .stop = &stop,
+                        .interrupt = options.interrupt,
+                        .journal = journal.get(),
+                        .round_bytes = options.collective_batch_bytes,
+                        .bytes_per_voxel = io::dtype_size(reader->info().dtype)});
+    detail::Job job{comm, *reader, *writer, kernel, driver, local, times};
+    std::exception_ptr error;
+    try {
+      if (collective)
+        detail::run_collective(job);
+      else if (any_order)
+        detail::run_any_order(job);
+      else if (mapped)
+        detail::run_mapped(job);
+      else
+        detail::run_buffered(job);
+    } catch (...) {
+      error = std::current_exception();
     }
+    times.bricks = driver.finished();
+    progress.finish();
+    stop.finish();
+    agree(comm, error);
+  }
 }
 
 // Never commit a mask with a brick missing.
@@ -402,8 +424,7 @@ void check_every_brick_done(const Comm& comm, std::int64_t mine_done, std::int64
 // error from here to the commit is agreed, so every rank is in the handler
 // together: a user's Cancel leaves no mask, any other error keeps what was
 // done for --resume.
-Execution execute_segment(const Comm& comm, const SegmentOptions& options, SegmentPlan& plan,
-                          SegmentResult& result) {
+Execution execute_segment(const Comm& comm, const SegmentOptions& options, SegmentPlan& plan, SegmentResult& result) {
   Execution run;
   auto& journal = plan.journal;
   try {
@@ -481,7 +502,8 @@ SegmentResult run_segment(const Comm& comm, const SegmentOptions& options) {
   SegmentPlan plan = plan_segment(comm, options, result);
   Execution run = execute_segment(comm, options, plan, result);
   collect_figures(comm, plan, run, result, job_start);
-  if (!options.report.empty()) collectively(comm, [&] {
+  if (!options.report.empty())
+    collectively(comm, [&] {
       if (comm.rank() == 0) write_report(options.report, options, result);
     });
   if (!options.trace.empty()) {

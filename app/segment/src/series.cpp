@@ -1,32 +1,31 @@
 // SPDX-License-Identifier: MIT
 #include "volseg/segment/series.hpp"
 
-
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <cstdlib>
-#include <cstring>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <unordered_map>
 
+#include "job_outputs.hpp"
 #include "volseg/io/auto_backend.hpp"
-#include "volseg/io/hints.hpp"
 #include "volseg/io/dtype_dispatch.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
 #include "volseg/io/format.hpp"
+#include "volseg/io/hints.hpp"
 #include "volseg/io/messages.hpp"
 #include "volseg/io/registry.hpp"
 #include "volseg/io/script.hpp"
 #include "volseg/segment/brick_layout.hpp"
 #include "volseg/segment/expression.hpp"
-#include "job_outputs.hpp"
 
 namespace volseg::segment {
 namespace fs = std::filesystem;
@@ -74,7 +73,8 @@ TimeSelection parse_time(const std::string& text) {
   if (second != std::string::npos && text.find(':', second + 1) != std::string::npos)
     throw Error("--time '" + text + "': at most A:B:S");
   selection.start = integer(text.substr(0, first), text);
-  selection.stop = integer(text.substr(first + 1, second == std::string::npos ? std::string::npos : second - first - 1), text);
+  selection.stop =
+      integer(text.substr(first + 1, second == std::string::npos ? std::string::npos : second - first - 1), text);
   if (second != std::string::npos) {
     const auto stride = integer(text.substr(second + 1), text);
     if (stride) selection.stride = *stride;
@@ -88,13 +88,14 @@ TimeSelection parse_time(const std::string& text) {
 std::vector<std::int64_t> steps_in(const TimeSelection& selection, std::int64_t count) {
   if (selection.single) {
     if (*selection.single >= count)
-      throw Error("--time " + std::to_string(*selection.single) + " is past the last step " + std::to_string(count - 1));
+      throw Error("--time " + std::to_string(*selection.single) + " is past the last step " +
+                  std::to_string(count - 1));
     return {*selection.single};
   }
   const std::int64_t start = selection.start.value_or(0), stop = selection.stop.value_or(count);
   if (start >= count)
-    throw Error("--time: the first step " + std::to_string(start) + " is past the last step " + std::to_string(count - 1) +
-                " (" + std::to_string(count) + " steps)");
+    throw Error("--time: the first step " + std::to_string(start) + " is past the last step " +
+                std::to_string(count - 1) + " (" + std::to_string(count) + " steps)");
   if (stop > count)
     throw Error("--time: the range ends at " + std::to_string(stop) + ", past the file's " + std::to_string(count) +
                 " steps (A:B takes A to B-1)");
@@ -166,7 +167,8 @@ std::pair<std::string, int> formatted(const std::string& pattern, std::int64_t s
 
 bool names_steps(const std::string& path) {
   const int conversions = formatted(path, 0).second;
-  if (conversions > 1) throw Error("'" + path + "' needs exactly one %d for the step, not " + std::to_string(conversions));
+  if (conversions > 1)
+    throw Error("'" + path + "' needs exactly one %d for the step, not " + std::to_string(conversions));
   return conversions == 1;
 }
 
@@ -230,7 +232,8 @@ std::uint64_t announce_step(const Comm& comm, const std::string& backend, const 
   return bytes;
 }
 
-SegmentSeriesResult run_segment_series(const Comm& comm, SegmentOptions options, const std::vector<std::int64_t>& steps) {
+SegmentSeriesResult run_segment_series(const Comm& comm, SegmentOptions options,
+                                       const std::vector<std::int64_t>& steps) {
   const auto start = std::chrono::steady_clock::now();
   SegmentSeriesResult result;
   const bool per_step = names_steps(options.output);
@@ -243,9 +246,10 @@ SegmentSeriesResult run_segment_series(const Comm& comm, SegmentOptions options,
     const io::FileFormat format = io::output_format(options.output, options.format);
     const io::FormatTraits& traits = io::format_traits(format);
     if (!traits.appendable)
-      throw Error("--time with several steps: name each step's mask with %d in --out (mask_%03d.nhdr), or write "
-                  "one mask that keeps the time dimension (NAME.nc: CDF-5; NAME.nc4, NAME.h5 or --format netcdf4: "
-                  "NetCDF-4; NAME.zarr or NAME.ome.zarr: a 4D Zarr array)");
+      throw Error(
+          "--time with several steps: name each step's mask with %d in --out (mask_%03d.nhdr), or write "
+          "one mask that keeps the time dimension (NAME.nc: CDF-5; NAME.nc4, NAME.h5 or --format netcdf4: "
+          "NetCDF-4; NAME.zarr or NAME.ome.zarr: a 4D Zarr array)");
     if (options.resume)
       throw Error("--resume over steps needs a mask per step (%d in --out): a NetCDF series is written whole");
     if (options.format.empty()) options.format = io::format_name(format);
@@ -309,16 +313,19 @@ std::string series_summary(const SegmentSeriesResult& result) {
   text += line;
   for (std::size_t k = 0; k < result.steps.size(); ++k) {
     const auto& r = result.per_step[k];
-    const double share = r.stats.valid ? 100.0 * static_cast<double>(r.stats.in_range) / static_cast<double>(r.stats.valid) : 0;
+    const double share =
+        r.stats.valid ? 100.0 * static_cast<double>(r.stats.in_range) / static_cast<double>(r.stats.valid) : 0;
     std::snprintf(line, sizeof line, "  step %lld: %llu voxels in range (%.2f%% of valid), %.2f s\n",
                   static_cast<long long>(result.steps[k]), static_cast<unsigned long long>(r.stats.in_range), share,
                   r.seconds);
     text += line;
   }
-  text += "  mask: " + (result.outputs.size() == 1 ? result.outputs.front() : result.outputs.front() + " ... " + result.outputs.back()) + "\n";
+  text +=
+      "  mask: " +
+      (result.outputs.size() == 1 ? result.outputs.front() : result.outputs.front() + " ... " + result.outputs.back()) +
+      "\n";
   return text;
 }
-
 
 // --- label and track ----------------------------------------------------------
 
@@ -352,8 +359,7 @@ std::vector<TrackPair> overlaps(const Comm& comm, const std::string& before, con
                                 std::int64_t step) {
   auto a = open_labels(comm, before);
   auto b = open_labels(comm, after);
-  if (a->info().dims != b->info().dims)
-    throw Error("--track: " + before + " and " + after + " have different shapes");
+  if (a->info().dims != b->info().dims) throw Error("--track: " + before + " and " + after + " have different shapes");
   const BrickLayout layout(a->info().dims, BrickLayout::default_shape(a->info().dims, 16));
   PairCounts counts;
   std::vector<std::byte> raw;
@@ -455,14 +461,16 @@ LabelSeriesResult run_label_series(const Comm& comm, LabelOptions options, const
     result.steps.push_back(t);
     result.outputs.push_back(step.output);
     const std::size_t k = result.steps.size();  // the next step read ahead while this one is labelled
-    result.next_announced.push_back(k < steps.size() ? announce_step(comm, options.backend, options.input, hints, steps[k]) : 0);
+    result.next_announced.push_back(
+        k < steps.size() ? announce_step(comm, options.backend, options.input, hints, steps[k]) : 0);
     result.per_step.push_back(run_label(comm, step));
     TrackStep summary;
     summary.step = t;
     summary.objects = result.per_step.back().summary.objects;
     summary.largest = result.per_step.back().summary.largest;
     if (!track.empty() && result.outputs.size() > 1) {
-      auto pairs = overlaps(comm, result.outputs[result.outputs.size() - 2], step.output, result.steps[result.steps.size() - 2]);
+      auto pairs =
+          overlaps(comm, result.outputs[result.outputs.size() - 2], step.output, result.steps[result.steps.size() - 2]);
       if (comm.rank() == 0) {
         summarize_track(summary, result.track.back().objects, pairs);
         result.pairs.insert(result.pairs.end(), pairs.begin(), pairs.end());
@@ -493,8 +501,9 @@ std::string series_summary(const LabelSeriesResult& result, const std::string& t
   for (std::size_t k = 0; k < result.track.size(); ++k) {
     const auto& s = result.track[k];
     if (k == 0 || track.empty())
-      std::snprintf(line, sizeof line, "  step %lld: %llu objects (largest %llu voxels)\n", static_cast<long long>(s.step),
-                    static_cast<unsigned long long>(s.objects), static_cast<unsigned long long>(s.largest));
+      std::snprintf(line, sizeof line, "  step %lld: %llu objects (largest %llu voxels)\n",
+                    static_cast<long long>(s.step), static_cast<unsigned long long>(s.objects),
+                    static_cast<unsigned long long>(s.largest));
     else
       std::snprintf(line, sizeof line,
                     "  step %lld: %llu objects (largest %llu voxels): %llu continuing, %llu born, %llu ended, %llu "

@@ -37,8 +37,10 @@ void ThresholdKernel::run(const std::byte* input, std::int64_t count, bool swapp
                           Stats& stats) const {
   // One check, made once: the AVX2 build of the loops where the CPU has it.
   static const bool avx2 = __builtin_cpu_supports("avx2");
-  if (avx2) detail::run_kernel_avx2(dtype_, input, count, swapped, mask, threshold_, histogram_, stats);
-  else detail::run_kernel_generic(dtype_, input, count, swapped, mask, threshold_, histogram_, stats);
+  if (avx2)
+    detail::run_kernel_avx2(dtype_, input, count, swapped, mask, threshold_, histogram_, stats);
+  else
+    detail::run_kernel_generic(dtype_, input, count, swapped, mask, threshold_, histogram_, stats);
 }
 
 }  // namespace volseg::segment

@@ -64,8 +64,7 @@ class LineParser {
       fail("duration_s '" + std::string(fields[3]) + "' is not a non-negative number of seconds");
     if (!parse_number(fields[4], r.offset) || r.offset < -1)
       fail("offset '" + std::string(fields[4]) + "' is not a byte offset (or -1 for none)");
-    if (!parse_number(fields[5], r.bytes))
-      fail("bytes '" + std::string(fields[5]) + "' is not a non-negative integer");
+    if (!parse_number(fields[5], r.bytes)) fail("bytes '" + std::string(fields[5]) + "' is not a non-negative integer");
     return r;
   }
 
@@ -114,10 +113,9 @@ int size_bucket(std::uint64_t bytes) {
 }
 
 std::string_view bucket_label(int bucket) {
-  static constexpr std::string_view labels[bucket_count] = {"0-100 B",      "100 B-1 KiB",  "1-10 KiB",
-                                                            "10-100 KiB",   "100 KiB-1 MiB", "1-4 MiB",
-                                                            "4-10 MiB",     "10-100 MiB",   "100 MiB-1 GiB",
-                                                            "1 GiB and up"};
+  static constexpr std::string_view labels[bucket_count] = {"0-100 B",       "100 B-1 KiB", "1-10 KiB", "10-100 KiB",
+                                                            "100 KiB-1 MiB", "1-4 MiB",     "4-10 MiB", "10-100 MiB",
+                                                            "100 MiB-1 GiB", "1 GiB and up"};
   return bucket >= 0 && bucket < bucket_count ? labels[bucket] : std::string_view("?");
 }
 

@@ -53,8 +53,10 @@ std::string bytes_text(std::uint64_t bytes) {
     ++unit;
   }
   char text[32];
-  if (unit == 0) std::snprintf(text, sizeof text, "%llu B", static_cast<unsigned long long>(bytes));
-  else std::snprintf(text, sizeof text, "%.1f %s", value, units[unit]);
+  if (unit == 0)
+    std::snprintf(text, sizeof text, "%llu B", static_cast<unsigned long long>(bytes));
+  else
+    std::snprintf(text, sizeof text, "%.1f %s", value, units[unit]);
   return text;
 }
 
@@ -86,14 +88,17 @@ void format_sizes(std::string& out, const Summary& s) {
   line(out, "  %-14s %10llu %10llu\n\n", "total", static_cast<unsigned long long>(s.reads.requests),
        static_cast<unsigned long long>(s.writes.requests));
 
-  out += "CDF of request sizes (Smirni et al., Fig. 2): the size at or below which a share of the requests\n"
-         "(by count) or of the bytes they moved (by bytes) lies\n";
+  out +=
+      "CDF of request sizes (Smirni et al., Fig. 2): the size at or below which a share of the requests\n"
+      "(by count) or of the bytes they moved (by bytes) lies\n";
   line(out, "  %-6s %16s %16s %16s %16s\n", "share", "reads by count", "reads by bytes", "writes by count",
        "writes by bytes");
   for (std::size_t i = 0; i < s.reads.quantiles.size(); ++i) {
     const auto& r = s.reads.quantiles[i];
     const auto& w = s.writes.quantiles[i];
-    auto cell = [](const SizeDistribution& d, std::uint64_t v) { return d.requests ? bytes_text(v) : std::string("-"); };
+    auto cell = [](const SizeDistribution& d, std::uint64_t v) {
+      return d.requests ? bytes_text(v) : std::string("-");
+    };
     line(out, "  %5.0f%% %16s %16s %16s %16s\n", 100 * r.fraction, cell(s.reads, r.by_count).c_str(),
          cell(s.reads, r.by_bytes).c_str(), cell(s.writes, w.by_count).c_str(), cell(s.writes, w.by_bytes).c_str());
   }
@@ -102,8 +107,8 @@ void format_sizes(std::string& out, const Summary& s) {
 
 void format_ranks(std::string& out, const Summary& s) {
   out += "Per rank (I/O time: sum of call durations; calls of I/O threads may overlap)\n";
-  line(out, "  %-5s %9s %12s %12s %12s %12s %11s %11s\n", "rank", "calls", "I/O time (s)", "read", "written",
-       "mapped", "first (s)", "last (s)");
+  line(out, "  %-5s %9s %12s %12s %12s %12s %11s %11s\n", "rank", "calls", "I/O time (s)", "read", "written", "mapped",
+       "first (s)", "last (s)");
   for (const auto& r : s.ranks)
     line(out, "  %-5d %9llu %12.6f %12s %12s %12s %11.6f %11.6f\n", r.rank, static_cast<unsigned long long>(r.ops),
          r.seconds, bytes_text(r.read_bytes).c_str(), bytes_text(r.write_bytes).c_str(),

@@ -102,7 +102,8 @@ std::optional<std::vector<long double>> number_attribute(int ncid, int varid, co
 // A text attribute without the trailing NULs and spaces C writers leave
 // ("down\0": strlen + 1).
 inline std::string trimmed(std::string text) {
-  while (!text.empty() && (text.back() == '\0' || std::isspace(static_cast<unsigned char>(text.back())))) text.pop_back();
+  while (!text.empty() && (text.back() == '\0' || std::isspace(static_cast<unsigned char>(text.back()))))
+    text.pop_back();
   return text;
 }
 

@@ -163,7 +163,7 @@ class HeaderWalk {
   // its name's characters not).
   std::uint64_t smallest_item(std::uint32_t tag) const {
     const auto n = static_cast<std::uint64_t>(non_neg_);
-    if (tag == kDimensionTag) return 2 * n;  // name, dim_length
+    if (tag == kDimensionTag) return 2 * n;      // name, dim_length
     if (tag == kAttributeTag) return 2 * n + 4;  // name, nc_type, nelems
     // name, ndims, vatt_list (tag, nelems), nc_type, vsize, begin
     return 4 * n + 8 + static_cast<std::uint64_t>(offset_size_);
@@ -181,7 +181,8 @@ class HeaderWalk {
     const std::uint64_t at = cursor_.offset();
     const auto nc_type = static_cast<std::uint32_t>(cursor_.number(4));
     const std::uint64_t size = value_size(nc_type);
-    if (size == 0) cursor_.refuse(std::string(whose) + " of type " + std::to_string(nc_type) + ", which NetCDF does not have", at);
+    if (size == 0)
+      cursor_.refuse(std::string(whose) + " of type " + std::to_string(nc_type) + ", which NetCDF does not have", at);
     return size;
   }
   void attributes() {

@@ -57,10 +57,9 @@ struct TypePair {
   DType dtype;
 };
 constexpr TypePair kTypes[] = {
-    {type::byte, DType::i8},      {type::ubyte, DType::u8},     {type::int16, DType::i16},
-    {type::uint16, DType::u16},   {type::int32, DType::i32},    {type::uint32, DType::u32},
-    {type::int64, DType::i64},    {type::uint64, DType::u64},   {type::float32, DType::f32},
-    {type::float64, DType::f64},
+    {type::byte, DType::i8},     {type::ubyte, DType::u8},    {type::int16, DType::i16}, {type::uint16, DType::u16},
+    {type::int32, DType::i32},   {type::uint32, DType::u32},  {type::int64, DType::i64}, {type::uint64, DType::u64},
+    {type::float32, DType::f32}, {type::float64, DType::f64},
 };
 
 }  // namespace
@@ -72,7 +71,7 @@ std::optional<DType> dtype_of(int nc_type) {
 }
 
 const char* type_name(int nc_type) {
-  static const char* names[] = {"?", "byte", "char", "short", "int", "float", "double",
+  static const char* names[] = {"?",     "byte",   "char", "short", "int",    "float", "double",
                                 "ubyte", "ushort", "uint", "int64", "uint64", "string"};
   return nc_type >= 1 && nc_type <= 12 ? names[nc_type] : "user-defined (compound, vlen, opaque or enum)";
 }
@@ -100,9 +99,11 @@ Layout plan_layout(const VolumeInfo& info) {
   const bool mask = info.variable == "mask";
   for (const auto& [key, value] : info.attributes) {
     if (key.size() == 4 && key.rfind("dim", 0) == 0) continue;  // dimension names
-    if (mask && key == "flag_values") continue;                  // numeric below
-    if (key == "history" || key == "source") layout.global_text.emplace_back(key, value);
-    else layout.text.emplace_back(key, value);
+    if (mask && key == "flag_values") continue;                 // numeric below
+    if (key == "history" || key == "source")
+      layout.global_text.emplace_back(key, value);
+    else
+      layout.text.emplace_back(key, value);
   }
   for (std::size_t a = 0; a < 3; ++a) {
     const auto& c = info.coordinates[2 - a];
@@ -181,15 +182,24 @@ VolumeShape volume_shape(const VariableShape& variable, const Selection& selecti
 std::optional<long double> default_fill(DType dtype) {
   switch (dtype) {
     case DType::i8:
-    case DType::u8: return std::nullopt;  // NUG: no default fill check for bytes
-    case DType::i16: return -32767.0L;
-    case DType::u16: return 65535.0L;
-    case DType::i32: return -2147483647.0L;
-    case DType::u32: return 4294967295.0L;
-    case DType::i64: return -9223372036854775806.0L;
-    case DType::u64: return 18446744073709551614.0L;
-    case DType::f32: return static_cast<long double>(9.9692099683868690e+36f);
-    case DType::f64: return static_cast<long double>(9.9692099683868690e+36);
+    case DType::u8:
+      return std::nullopt;  // NUG: no default fill check for bytes
+    case DType::i16:
+      return -32767.0L;
+    case DType::u16:
+      return 65535.0L;
+    case DType::i32:
+      return -2147483647.0L;
+    case DType::u32:
+      return 4294967295.0L;
+    case DType::i64:
+      return -9223372036854775806.0L;
+    case DType::u64:
+      return 18446744073709551614.0L;
+    case DType::f32:
+      return static_cast<long double>(9.9692099683868690e+36f);
+    case DType::f64:
+      return static_cast<long double>(9.9692099683868690e+36);
   }
   return std::nullopt;
 }
@@ -213,8 +223,7 @@ void apply_attributes(VolumeInfo& info, const NumberAttribute& number, bool is_s
     low = static_cast<double>((*range)[0]);
     high = static_cast<double>((*range)[1]);
   }
-  if (low || high)
-    info.valid_range = std::array<double, 2>{low.value_or(-INFINITY), high.value_or(INFINITY)};
+  if (low || high) info.valid_range = std::array<double, 2>{low.value_or(-INFINITY), high.value_or(INFINITY)};
   info.scale_factor = first("scale_factor");
   info.add_offset = first("add_offset");
 }

@@ -56,7 +56,7 @@ const VariableShape& choose_variable(const std::vector<VariableShape>& variables
 struct VolumeShape {
   Index3 dims{};
   std::optional<std::int64_t> time;  // the index on the first axis of a 4D variable
-  std::int64_t steps = 1;             // that axis's length
+  std::int64_t steps = 1;            // that axis's length
 };
 VolumeShape volume_shape(const VariableShape& variable, const Selection& selection, const std::string& path);
 

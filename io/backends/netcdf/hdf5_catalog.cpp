@@ -49,8 +49,8 @@ void note_chunk(hid_t dataset, hid_t create, const std::string& name, Hdf5Catalo
       for (std::size_t a = 0; a < chunk.size(); ++a) {
         impossible |= maximum[a] != H5S_UNLIMITED && chunk[a] > maximum[a];
         chunk_text += (a ? " x " : "") + std::to_string(chunk[a]);
-        maximum_text += (a ? " x " : "") +
-                        (maximum[a] == H5S_UNLIMITED ? std::string("unlimited") : std::to_string(maximum[a]));
+        maximum_text +=
+            (a ? " x " : "") + (maximum[a] == H5S_UNLIMITED ? std::string("unlimited") : std::to_string(maximum[a]));
       }
       if (impossible)
         catalog.impossible_chunks[name] = "chunk " + chunk_text + " is larger than the dataset (" + maximum_text +

@@ -19,8 +19,8 @@ namespace volseg::io::netcdf {
 // a quarter more on an uncompressed dataset; docs/results/formats_bench.md).
 struct Contiguous {
   std::uint64_t offset = 0;
-  std::uint64_t values = 0;   // in the whole dataset (all its steps)
-  std::size_t size = 0;       // bytes a value
+  std::uint64_t values = 0;  // in the whole dataset (all its steps)
+  std::size_t size = 0;      // bytes a value
   bool is_float = false, is_signed = false, big_endian = false;
 };
 

@@ -18,8 +18,8 @@
 #include "volseg/io/files.hpp"
 #include "volseg/io/nifti.hpp"
 #include "volseg/io/tiff.hpp"
-#include "volseg/io/vti.hpp"
 #include "volseg/io/trace.hpp"
+#include "volseg/io/vti.hpp"
 
 namespace volseg::io::raw {
 
@@ -71,18 +71,27 @@ void copy_swapped(void* destination, const void* source, std::int64_t count, std
     case 1:
       if (destination != source) std::memmove(destination, source, static_cast<std::size_t>(count));
       break;
-    case 2: swap_copy<std::uint16_t>(destination, source, count); break;
-    case 4: swap_copy<std::uint32_t>(destination, source, count); break;
-    case 8: swap_copy<std::uint64_t>(destination, source, count); break;
-    default: throw Error("byte swap: unsupported element size " + std::to_string(element_size));
+    case 2:
+      swap_copy<std::uint16_t>(destination, source, count);
+      break;
+    case 4:
+      swap_copy<std::uint32_t>(destination, source, count);
+      break;
+    case 8:
+      swap_copy<std::uint64_t>(destination, source, count);
+      break;
+    default:
+      throw Error("byte swap: unsupported element size " + std::to_string(element_size));
   }
 }
 
 void copy_out(const Mapping& window, void* buffer, std::size_t element_size) {
   for (const Run& run : window.runs()) {
     void* target = static_cast<std::byte*>(buffer) + run.index * static_cast<std::int64_t>(element_size);
-    if (window.needs_swap()) copy_swapped(target, run.data, run.count, element_size);
-    else std::memcpy(target, run.data, static_cast<std::size_t>(run.count) * element_size);
+    if (window.needs_swap())
+      copy_swapped(target, run.data, run.count, element_size);
+    else
+      std::memcpy(target, run.data, static_cast<std::size_t>(run.count) * element_size);
   }
 }
 
@@ -129,7 +138,8 @@ NrrdHeader parse_raw_header(const std::string& text, const std::string& path, co
                             const DataFileSize& file_size) {
   if (is_vti(text)) return parse_vti(text, path, array, file_size);
   if (!array.empty())
-    throw Error("--var " + array + ": " + path + " holds one volume (--var names a NetCDF or HDF5 variable, or a "
+    throw Error("--var " + array + ": " + path +
+                " holds one volume (--var names a NetCDF or HDF5 variable, or a "
                 ".vti file's point data array)");
   if (is_nifti(text)) return parse_nifti(text, path, file_size);
   return parse_nrrd(text, path, file_size);
@@ -176,8 +186,10 @@ std::string read_header_text(const std::string& path, std::size_t max_bytes) {
   if (trace::Span span(trace::Op::close); ::close(fd) != 0) throw_errno("close", path);
   if (is_nifti(text)) return text;
   if (is_vti(text)) return text;  // without appended data: parse_vti says what the file has instead
-  if (auto blank = text.find("\n\n"); blank != std::string::npos) text.resize(blank + 2);
-  else if (text.size() >= max_bytes) throw Error(path + ": not a NRRD header (no end of header in the first " + std::to_string(max_bytes) + " bytes)");
+  if (auto blank = text.find("\n\n"); blank != std::string::npos)
+    text.resize(blank + 2);
+  else if (text.size() >= max_bytes)
+    throw Error(path + ": not a NRRD header (no end of header in the first " + std::to_string(max_bytes) + " bytes)");
   return text;
 }
 
@@ -192,12 +204,12 @@ RawInput::RawInput(const std::string& header_path, const Comm& comm, bool open_d
     // The header's sizes are checked against the data file before anything
     // is sized from them; a file that is missing is reported below.
     const DataFileSize file_size = [](const std::string& data_path) -> std::optional<std::uint64_t> {
-      struct stat st{};
+      struct stat st {};
       if (::stat(data_path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
       return static_cast<std::uint64_t>(st.st_size);
     };
     NrrdHeader header = parse_raw_header(text, header_path, array, file_size);
-    struct stat st{};
+    struct stat st {};
     if (::stat(header.data_path.c_str(), &st) != 0) throw_errno("open", header.data_path);
     if (!S_ISREG(st.st_mode)) throw Error(header_path + ": data file " + header.data_path + " is not a regular file");
     std::uint64_t expected = header.byte_skip + header.info.bytes();
@@ -256,7 +268,8 @@ RawOutput::RawOutput(const CreateRequest& request, const Comm& comm, bool fsync_
   collectively(comm_, [&] {
     if (comm_.rank() != 0) return;
     if (!attached_ && fs::path(header_path_).extension() != ".nhdr")
-      throw Error(header_path_ + ": a raw output is named by its header, NAME.nhdr (data goes to NAME.raw), or is "
+      throw Error(header_path_ +
+                  ": a raw output is named by its header, NAME.nhdr (data goes to NAME.raw), or is "
                   "a NIfTI file, NAME.nii, VTK image data, NAME.vti, or TIFF, NAME.tif");
     for (const auto& path : attached_ ? std::vector{data_path_} : std::vector{header_path_, data_path_}) {
       refuse_existing(path, request.overwrite);
@@ -336,7 +349,8 @@ void RawOutput::open_direct() {
     memory_align = std::max<std::size_t>(st.stx_dio_mem_align, alignof(std::max_align_t));
     offset_align = st.stx_dio_offset_align;
   }
-  if (plane == 0 || plane % offset_align != 0 || plane % static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) != 0) return;
+  if (plane == 0 || plane % offset_align != 0 || plane % static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) != 0)
+    return;
   if (data_offset_ % offset_align != 0) return;  // a NIfTI file's voxels start at byte 352
   const int fd = ::open(temp_data_path_.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
   if (fd < 0) return;  // EINVAL: no O_DIRECT here; buffered writes it is
@@ -359,15 +373,17 @@ bool RawOutput::write_direct(const Extent& extent, const std::byte* source) {
     const std::size_t piece_max = std::max(kStaging / direct_offset_align_, std::size_t{1}) * direct_offset_align_;
     if (!staging_) {
       staging_size_ = piece_max;
-      staging_ = static_cast<std::byte*>(std::aligned_alloc(direct_memory_align_,
-                                                            (staging_size_ + direct_memory_align_ - 1) /
-                                                                direct_memory_align_ * direct_memory_align_));
+      staging_ = static_cast<std::byte*>(
+          std::aligned_alloc(direct_memory_align_,
+                             (staging_size_ + direct_memory_align_ - 1) / direct_memory_align_ * direct_memory_align_));
       if (!staging_) throw Error("cannot allocate " + std::to_string(staging_size_) + " bytes to write " + data_path_);
     }
     for (std::size_t done = 0; done < length;) {
       const std::size_t piece = std::min(staging_size_, length - done);
-      if (needs_swap()) copy_swapped(staging_, source + done, static_cast<std::int64_t>(piece / size), size);
-      else std::memcpy(staging_, source + done, piece);
+      if (needs_swap())
+        copy_swapped(staging_, source + done, static_cast<std::int64_t>(piece / size), size);
+      else
+        std::memcpy(staging_, source + done, piece);
       write_fully(direct_fd_, staging_, piece, offset + done, data_path_, direct_offset_align_);
       done += piece;
     }
@@ -382,16 +398,17 @@ void RawOutput::write(const Extent& extent, const void* buffer) {
   const std::size_t size = dtype_size(info_.dtype);
   const auto* in = static_cast<const std::byte*>(buffer);
   if (write_direct(extent, in)) return;
-  for_each_run(info_.dims, extent, size, data_offset_, [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
-    const std::byte* source = in + index * static_cast<std::int64_t>(size);
-    std::size_t length = static_cast<std::size_t>(count) * size;
-    if (needs_swap()) {
-      scratch_.resize(length);
-      copy_swapped(scratch_.data(), source, count, size);
-      source = scratch_.data();
-    }
-    write_fully(fd_, source, length, offset, data_path_);
-  });
+  for_each_run(info_.dims, extent, size, data_offset_,
+               [&](std::uint64_t offset, std::int64_t count, std::int64_t index) {
+                 const std::byte* source = in + index * static_cast<std::int64_t>(size);
+                 std::size_t length = static_cast<std::size_t>(count) * size;
+                 if (needs_swap()) {
+                   scratch_.resize(length);
+                   copy_swapped(scratch_.data(), source, count, size);
+                   source = scratch_.data();
+                 }
+                 write_fully(fd_, source, length, offset, data_path_);
+               });
 }
 
 RawOutput::~RawOutput() {
@@ -488,8 +505,8 @@ void RawOutput::close() {
   });
 }
 
-void advise_ranges(int fd, const Index3& dims, const Extent& extent, std::size_t element_size, std::uint64_t base_offset,
-                   const std::string& path) {
+void advise_ranges(int fd, const Index3& dims, const Extent& extent, std::size_t element_size,
+                   std::uint64_t base_offset, const std::string& path) {
   for_each_run(dims, extent, element_size, base_offset, [&](std::uint64_t offset, std::int64_t count, std::int64_t) {
     const auto bytes = static_cast<std::uint64_t>(count) * element_size;
     trace::Span span(trace::Op::advise, static_cast<std::int64_t>(offset), bytes);

@@ -45,8 +45,8 @@ std::uint64_t first_byte(const Index3& dims, const Extent& extent, std::size_t e
 
 // posix_fadvise(WILLNEED) on each contiguous piece of extent, as for_each_run
 // finds them in the file behind fd: the kernel reads them ahead.
-void advise_ranges(int fd, const Index3& dims, const Extent& extent, std::size_t element_size, std::uint64_t base_offset,
-                   const std::string& path);
+void advise_ranges(int fd, const Index3& dims, const Extent& extent, std::size_t element_size,
+                   std::uint64_t base_offset, const std::string& path);
 
 void swap_bytes(void* data, std::int64_t count, std::size_t element_size);
 void copy_swapped(void* destination, const void* source, std::int64_t count, std::size_t element_size);
@@ -98,7 +98,7 @@ class RawOutput {
 
   const VolumeInfo& info() const { return info_; }
   int fd() const { return fd_; }
-  const std::string& data_path() const { return data_path_; }  // final name, for messages
+  const std::string& data_path() const { return data_path_; }            // final name, for messages
   const std::string& temp_data_path() const { return temp_data_path_; }  // where data goes until close
   // Where the voxels start in the data file: 0, a NIfTI output's 352, or
   // after a .vti output's XML header.
@@ -127,7 +127,7 @@ class RawOutput {
   std::uint64_t file_bytes() const { return data_offset_ + info_.bytes() + attached_trailer_.size(); }
   std::uint64_t data_offset_ = 0;
   int fd_ = -1;
-  int direct_fd_ = -1;               // the same file opened O_DIRECT, when direct writes apply
+  int direct_fd_ = -1;  // the same file opened O_DIRECT, when direct writes apply
   std::size_t direct_memory_align_ = 0, direct_offset_align_ = 0;
   std::uint64_t direct_bytes_ = 0;
   std::vector<std::byte> scratch_;  // swapped values on their way out

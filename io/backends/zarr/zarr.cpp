@@ -33,7 +33,7 @@
 #include "zarr/zarr_array.hpp"
 #include "zarr/zarr_writer.hpp"
 
-    namespace volseg::io {
+namespace volseg::io {
 namespace {
 
 // The whole of a file into `data` (sized by fstat, read until its end);
@@ -138,13 +138,13 @@ class ZarrReader final : public VolumeReader {
     // the user says the array's fill is a value like any other (hint fill=data).
     info_.fill_value = meta_.fill_nan || fill_is_data ? std::nullopt : meta_.fill_value;
     info_.attributes["zarr_dtype"] = meta_.dtype_text;
-    info_.attributes["zarr_chunks"] = std::to_string(meta_.chunks[0]) + "," + std::to_string(meta_.chunks[1]) + "," +
-                                      std::to_string(meta_.chunks[2]);
+    info_.attributes["zarr_chunks"] =
+        std::to_string(meta_.chunks[0]) + "," + std::to_string(meta_.chunks[1]) + "," + std::to_string(meta_.chunks[2]);
     info_.attributes["zarr_compressor"] =
         meta_.compressor.id.empty() ? "none"
         : meta_.compressor.id == "blosc"
-            ? "blosc (" + meta_.compressor.cname + ", level " + std::to_string(meta_.compressor.level) +
-                  ", shuffle " + std::to_string(meta_.compressor.shuffle) + ")"
+            ? "blosc (" + meta_.compressor.cname + ", level " + std::to_string(meta_.compressor.level) + ", shuffle " +
+                  std::to_string(meta_.compressor.shuffle) + ")"
             : meta_.compressor.id + " (level " + std::to_string(meta_.compressor.level) + ")";
     info_.attributes["zarr_dimension_separator"] = std::string(1, meta_.separator);
     if (meta_.steps > 0) info_.attributes["zarr_steps"] = std::to_string(meta_.steps);
@@ -276,14 +276,13 @@ class ZarrReader final : public VolumeReader {
   }
 
   // One coordinate array: {name, units, positive, values}, or null.
-  static nlohmann::json read_coordinate_array(const std::string& parent, const std::string& name,
-                                              std::int64_t length) {
+  static nlohmann::json read_coordinate_array(const std::string& parent, const std::string& name, std::int64_t length) {
     if (name.empty() || name.find('/') != std::string::npos || name.find("..") != std::string::npos) return nullptr;
     const std::string where = parent + "/" + name;
     const auto bytes = read_file(where + "/.zarray");
     if (!bytes) return nullptr;
-    auto meta_json = nlohmann::json::parse(std::string(reinterpret_cast<const char*>(bytes->data()), bytes->size()),
-                                           nullptr, false);
+    auto meta_json =
+        nlohmann::json::parse(std::string(reinterpret_cast<const char*>(bytes->data()), bytes->size()), nullptr, false);
     if (meta_json.is_discarded() || !meta_json.is_object() || !meta_json["shape"].is_array() ||
         meta_json["shape"].size() != 1 || meta_json["shape"][0] != length || !meta_json["chunks"].is_array() ||
         meta_json["chunks"].size() != 1)
@@ -303,13 +302,14 @@ class ZarrReader final : public VolumeReader {
       const std::int64_t first = c * meta.chunks[2], count = std::min(meta.chunks[2], length - first);
       visit_dtype(meta.dtype, [&]<class T>(std::type_identity<T>) {
         const T* v = reinterpret_cast<const T*>(chunk.data());
-        for (std::int64_t i = 0; i < count; ++i) values[static_cast<std::size_t>(first + i)] = static_cast<double>(v[i]);
+        for (std::int64_t i = 0; i < count; ++i)
+          values[static_cast<std::size_t>(first + i)] = static_cast<double>(v[i]);
       });
     }
     nlohmann::json axis{{"name", name}, {"values", values}};
     if (const auto extra = read_file(where + "/.zattrs")) {
-      const auto attrs = nlohmann::json::parse(
-          std::string(reinterpret_cast<const char*>(extra->data()), extra->size()), nullptr, false);
+      const auto attrs = nlohmann::json::parse(std::string(reinterpret_cast<const char*>(extra->data()), extra->size()),
+                                               nullptr, false);
       if (!attrs.is_discarded() && attrs.is_object()) {
         if (attrs.contains("units") && attrs["units"].is_string()) axis["units"] = attrs["units"];
         if (attrs.contains("positive") && attrs["positive"].is_string()) axis["positive"] = attrs["positive"];
@@ -369,11 +369,13 @@ class ZarrReader final : public VolumeReader {
     if (doc.is_discarded() || !doc.is_object()) throw Error(at + ": not JSON");
     const auto& m = doc.value("multiscales", nlohmann::json());
     if (!m.is_array() || m.empty() || !m[0].is_object())
-      throw Error(where + ": a Zarr group, not an array, and not an OME-Zarr image (no multiscales): name one of its "
-                  "arrays (" + where + "/NAME)");
+      throw Error(where +
+                  ": a Zarr group, not an array, and not an OME-Zarr image (no multiscales): name one of its "
+                  "arrays (" +
+                  where + "/NAME)");
     const auto& axes = m[0].value("axes", nlohmann::json());
-    const bool series = axes.is_array() && axes.size() == 4 && axes[0].is_object() &&
-                        axes[0].value("type", std::string()) == "time";
+    const bool series =
+        axes.is_array() && axes.size() == 4 && axes[0].is_object() && axes[0].value("type", std::string()) == "time";
     if (axes.is_array() && axes.size() != 3 && !series)
       throw Error(at + ": an OME-Zarr image of " + std::to_string(axes.size()) +
                   " axes; volseg reads 3 spatial axes (z, y, x), or time and 3 spatial axes (t, z, y, x)");
@@ -448,7 +450,7 @@ class ZarrReader final : public VolumeReader {
   std::vector<std::unique_ptr<std::byte[]>> spare_;
   std::vector<std::byte> stored_;  // the chunk file being decoded
   std::vector<std::byte> steps_;   // a chunk of several steps, decoded
-  std::string path_, array_;  // what the user named; the array's folder (an OME-Zarr image's dataset)
+  std::string path_, array_;       // what the user named; the array's folder (an OME-Zarr image's dataset)
   zarr::ArrayMeta meta_;
   VolumeInfo info_;
   std::uint64_t cache_bytes_, held_ = 0, bytes_read_ = 0;
@@ -456,7 +458,6 @@ class ZarrReader final : public VolumeReader {
   std::map<std::string, Entry> cache_;
   std::list<std::string> order_;  // most recent first
 };
-
 
 }  // namespace
 
@@ -470,11 +471,11 @@ Backend make_zarr_backend() {
       "fill_value is a value, not missing; time=T: a step of a 4D array, t first); writes: each "
       "rank its own chunks, aligned to the bricks (hints compressor=blosc-lz4, level=, shuffle=, chunks=Z,Y,X; "
       "append=1: a step added to a 4D array)";
-  backend.hints = {{"cache", HintFor::readers},       {"compressor", HintFor::writers},
-                   {"time", HintFor::readers},        {"append", HintFor::writers},
-                   {"level", HintFor::writers},       {"shuffle", HintFor::writers},
-                   {"chunks", HintFor::writers},      {"dimension_separator", HintFor::writers},
-                   {"fsync", HintFor::writers},       {"ome", HintFor::writers},
+  backend.hints = {{"cache", HintFor::readers},  {"compressor", HintFor::writers},
+                   {"time", HintFor::readers},   {"append", HintFor::writers},
+                   {"level", HintFor::writers},  {"shuffle", HintFor::writers},
+                   {"chunks", HintFor::writers}, {"dimension_separator", HintFor::writers},
+                   {"fsync", HintFor::writers},  {"ome", HintFor::writers},
                    {"fill", HintFor::readers}};
   backend.open = [](const OpenRequest& request, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
     const auto cache = static_cast<std::uint64_t>(hints.get_size("cache", std::int64_t{64} << 20));

@@ -24,10 +24,10 @@ DType parse_dtype(const std::string& text, ByteOrder& order, const std::string& 
   if (text.size() < 3 || (text[0] != '<' && text[0] != '>' && text[0] != '|'))
     throw Error(where + ": dtype \"" + text + "\" is not a NumPy type string like \"<f4\"");
   const std::string kind = text.substr(1);
-  static const std::pair<const char*, DType> types[] = {
-      {"u1", DType::u8},  {"i1", DType::i8},  {"b1", DType::u8},  {"u2", DType::u16}, {"i2", DType::i16},
-      {"u4", DType::u32}, {"i4", DType::i32}, {"u8", DType::u64}, {"i8", DType::i64}, {"f4", DType::f32},
-      {"f8", DType::f64}};
+  static const std::pair<const char*, DType> types[] = {{"u1", DType::u8},  {"i1", DType::i8},  {"b1", DType::u8},
+                                                        {"u2", DType::u16}, {"i2", DType::i16}, {"u4", DType::u32},
+                                                        {"i4", DType::i32}, {"u8", DType::u64}, {"i8", DType::i64},
+                                                        {"f4", DType::f32}, {"f8", DType::f64}};
   for (const auto& [name, dtype] : types)
     if (kind == name) {
       if (dtype_size(dtype) > 1 && text[0] == '|')
@@ -60,7 +60,8 @@ Compressor parse_compressor(const json& value, const std::string& where) {
   c.id = value["id"].get<std::string>();
   auto integer = [&](const char* key, int fallback) {
     if (!value.contains(key)) return fallback;
-    if (!value[key].is_number_integer()) throw Error(where + ": compressor " + c.id + "'s " + key + " is not an integer");
+    if (!value[key].is_number_integer())
+      throw Error(where + ": compressor " + c.id + "'s " + key + " is not an integer");
     return value[key].get<int>();
   };
   if (c.id == "blosc") {
@@ -71,7 +72,8 @@ Compressor parse_compressor(const json& value, const std::string& where) {
     if (!known) throw Error(where + ": blosc compressor \"" + c.cname + "\" is unknown");
     c.level = integer("clevel", 5);
     c.shuffle = integer("shuffle", 1);
-    if (c.shuffle < -1 || c.shuffle > 2) throw Error(where + ": blosc shuffle " + std::to_string(c.shuffle) + " is unknown");
+    if (c.shuffle < -1 || c.shuffle > 2)
+      throw Error(where + ": blosc shuffle " + std::to_string(c.shuffle) + " is unknown");
   } else if (c.id == "zlib" || c.id == "gzip" || c.id == "zstd") {
     c.level = integer("level", c.id == "zstd" ? 1 : 1);
   } else {
@@ -102,7 +104,9 @@ std::optional<long double> parse_fill(const json& value, DType dtype, bool& nan,
 
 Index3 ArrayMeta::grid() const {
   Index3 g{};
-  for (int a = 0; a < 3; ++a) g[static_cast<std::size_t>(a)] = (shape[static_cast<std::size_t>(a)] + chunks[static_cast<std::size_t>(a)] - 1) / chunks[static_cast<std::size_t>(a)];
+  for (int a = 0; a < 3; ++a)
+    g[static_cast<std::size_t>(a)] = (shape[static_cast<std::size_t>(a)] + chunks[static_cast<std::size_t>(a)] - 1) /
+                                     chunks[static_cast<std::size_t>(a)];
   return g;
 }
 
@@ -125,8 +129,8 @@ Extent ArrayMeta::chunk_box(const Index3& chunk) const {
 void copy_part(const Extent& part, const Extent& from, const std::byte* source, const Extent& to,
                std::byte* destination, std::size_t size) {
   auto at = [&](const Extent& box, std::int64_t z, std::int64_t y) {
-    const std::int64_t i = ((z - box.offset[0]) * box.count[1] + (y - box.offset[1])) * box.count[2] +
-                           (part.offset[2] - box.offset[2]);
+    const std::int64_t i =
+        ((z - box.offset[0]) * box.count[1] + (y - box.offset[1])) * box.count[2] + (part.offset[2] - box.offset[2]);
     return static_cast<std::size_t>(i) * size;
   };
   const auto row = static_cast<std::size_t>(part.count[2]) * size;
@@ -154,7 +158,8 @@ ArrayMeta parse_array(const std::string& text, const std::string& where) {
   const std::size_t first = shape.size() - 3;  // a 4D array's t comes first
   if (first == 1) m.steps = shape[0], m.step_chunk = chunks[0];
   for (std::size_t a = 0; a < 3; ++a) m.shape[a] = shape[first + a], m.chunks[a] = chunks[first + a];
-  if (!doc["dtype"].is_string()) throw Error(where + ": dtype " + doc["dtype"].dump() + " is not a type string (structured types are not read)");
+  if (!doc["dtype"].is_string())
+    throw Error(where + ": dtype " + doc["dtype"].dump() + " is not a type string (structured types are not read)");
   m.dtype_text = doc["dtype"].get<std::string>();
   m.dtype = parse_dtype(m.dtype_text, m.byte_order, where);
   if (doc["order"] != "C") throw Error(where + ": order " + doc["order"].dump() + " (volseg reads \"C\" only)");
@@ -163,13 +168,15 @@ ArrayMeta parse_array(const std::string& text, const std::string& where) {
   if (doc.contains("filters") && !doc["filters"].is_null() && !(doc["filters"].is_array() && doc["filters"].empty())) {
     std::string names;
     if (doc["filters"].is_array())
-      for (const auto& f : doc["filters"]) names += (names.empty() ? "" : ", ") + (f.is_object() && f.contains("id") ? f["id"].dump() : f.dump());
+      for (const auto& f : doc["filters"])
+        names += (names.empty() ? "" : ", ") + (f.is_object() && f.contains("id") ? f["id"].dump() : f.dump());
     throw Error(where + ": filters (" + (names.empty() ? doc["filters"].dump() : names) +
                 ") are not read by volseg; rewrite the array without them");
   }
   if (doc.contains("dimension_separator")) {
     const auto& sep = doc["dimension_separator"];
-    if (sep != "." && sep != "/") throw Error(where + ": dimension_separator " + sep.dump() + " is neither \".\" nor \"/\"");
+    if (sep != "." && sep != "/")
+      throw Error(where + ": dimension_separator " + sep.dump() + " is neither \".\" nor \"/\"");
     m.separator = sep.get<std::string>()[0];
   }
   // A chunk is decoded whole: its size, as the header claims it, is checked
@@ -193,16 +200,56 @@ void fill_values(const ArrayMeta& meta, std::byte* data) {
   std::byte value[8] = {};
   const long double v = *meta.fill_value;
   switch (meta.dtype) {
-    case DType::i8: { auto x = static_cast<std::int8_t>(v); std::memcpy(value, &x, 1); break; }
-    case DType::u8: { auto x = static_cast<std::uint8_t>(v); std::memcpy(value, &x, 1); break; }
-    case DType::i16: { auto x = static_cast<std::int16_t>(v); std::memcpy(value, &x, 2); break; }
-    case DType::u16: { auto x = static_cast<std::uint16_t>(v); std::memcpy(value, &x, 2); break; }
-    case DType::i32: { auto x = static_cast<std::int32_t>(v); std::memcpy(value, &x, 4); break; }
-    case DType::u32: { auto x = static_cast<std::uint32_t>(v); std::memcpy(value, &x, 4); break; }
-    case DType::i64: { auto x = static_cast<std::int64_t>(v); std::memcpy(value, &x, 8); break; }
-    case DType::u64: { auto x = static_cast<std::uint64_t>(v); std::memcpy(value, &x, 8); break; }
-    case DType::f32: { auto x = static_cast<float>(v); std::memcpy(value, &x, 4); break; }
-    case DType::f64: { auto x = static_cast<double>(v); std::memcpy(value, &x, 8); break; }
+    case DType::i8: {
+      auto x = static_cast<std::int8_t>(v);
+      std::memcpy(value, &x, 1);
+      break;
+    }
+    case DType::u8: {
+      auto x = static_cast<std::uint8_t>(v);
+      std::memcpy(value, &x, 1);
+      break;
+    }
+    case DType::i16: {
+      auto x = static_cast<std::int16_t>(v);
+      std::memcpy(value, &x, 2);
+      break;
+    }
+    case DType::u16: {
+      auto x = static_cast<std::uint16_t>(v);
+      std::memcpy(value, &x, 2);
+      break;
+    }
+    case DType::i32: {
+      auto x = static_cast<std::int32_t>(v);
+      std::memcpy(value, &x, 4);
+      break;
+    }
+    case DType::u32: {
+      auto x = static_cast<std::uint32_t>(v);
+      std::memcpy(value, &x, 4);
+      break;
+    }
+    case DType::i64: {
+      auto x = static_cast<std::int64_t>(v);
+      std::memcpy(value, &x, 8);
+      break;
+    }
+    case DType::u64: {
+      auto x = static_cast<std::uint64_t>(v);
+      std::memcpy(value, &x, 8);
+      break;
+    }
+    case DType::f32: {
+      auto x = static_cast<float>(v);
+      std::memcpy(value, &x, 4);
+      break;
+    }
+    case DType::f64: {
+      auto x = static_cast<double>(v);
+      std::memcpy(value, &x, 8);
+      break;
+    }
   }
   for (std::size_t i = 0; i < count; ++i) std::memcpy(data + i * size, value, size);
 }
@@ -221,19 +268,23 @@ std::string array_json(const ArrayMeta& meta) {
   doc["filters"] = nullptr;
   doc["dimension_separator"] = std::string(1, meta.separator);
   const auto& c = meta.compressor;
-  if (c.id.empty()) doc["compressor"] = nullptr;
+  if (c.id.empty())
+    doc["compressor"] = nullptr;
   else if (c.id == "blosc")
-    doc["compressor"] = {{"id", "blosc"}, {"cname", c.cname}, {"clevel", c.level}, {"shuffle", c.shuffle},
-                         {"blocksize", c.blocksize}};
+    doc["compressor"] = {
+        {"id", "blosc"}, {"cname", c.cname}, {"clevel", c.level}, {"shuffle", c.shuffle}, {"blocksize", c.blocksize}};
   else
     doc["compressor"] = {{"id", c.id}, {"level", c.level}};
   if (!meta.fill_value) {
     doc["fill_value"] = nullptr;
   } else if (meta.dtype == DType::f32 || meta.dtype == DType::f64) {
     const long double v = *meta.fill_value;
-    if (std::isnan(v)) doc["fill_value"] = "NaN";
-    else if (std::isinf(v)) doc["fill_value"] = v > 0 ? "Infinity" : "-Infinity";
-    else doc["fill_value"] = static_cast<double>(v);
+    if (std::isnan(v))
+      doc["fill_value"] = "NaN";
+    else if (std::isinf(v))
+      doc["fill_value"] = v > 0 ? "Infinity" : "-Infinity";
+    else
+      doc["fill_value"] = static_cast<double>(v);
   } else if (meta.dtype == DType::u64) {
     doc["fill_value"] = static_cast<std::uint64_t>(*meta.fill_value);
   } else {
@@ -249,7 +300,8 @@ Compressor compressor_from(const std::string& name, int level, const std::string
     c.id = name;
     c.level = level >= 0 ? level : (name == "zstd" ? 3 : 5);
     const int top = name == "zstd" ? ZSTD_maxCLevel() : 9;
-    if (c.level > top) throw Error("hint level=" + std::to_string(level) + " is past " + name + "'s " + std::to_string(top));
+    if (c.level > top)
+      throw Error("hint level=" + std::to_string(level) + " is past " + name + "'s " + std::to_string(top));
     return c;
   }
   if (name.rfind("blosc-", 0) == 0) {
@@ -261,11 +313,16 @@ Compressor compressor_from(const std::string& name, int level, const std::string
     if (!known) throw Error("hint compressor=" + name + ": blosc's compressors are lz4, lz4hc, zstd, zlib, blosclz");
     c.level = level >= 0 ? level : 5;
     if (c.level > 9) throw Error("hint level=" + std::to_string(level) + " is past blosc's 9");
-    if (shuffle.empty()) c.shuffle = dtype_size(dtype) == 1 ? 2 : 1;
-    else if (shuffle == "none") c.shuffle = 0;
-    else if (shuffle == "byte") c.shuffle = 1;
-    else if (shuffle == "bit") c.shuffle = 2;
-    else throw Error("hint shuffle=" + shuffle + " is none of byte, bit, none");
+    if (shuffle.empty())
+      c.shuffle = dtype_size(dtype) == 1 ? 2 : 1;
+    else if (shuffle == "none")
+      c.shuffle = 0;
+    else if (shuffle == "byte")
+      c.shuffle = 1;
+    else if (shuffle == "bit")
+      c.shuffle = 2;
+    else
+      throw Error("hint shuffle=" + shuffle + " is none of byte, bit, none");
     return c;
   }
   throw Error("hint compressor=" + name +
@@ -287,7 +344,8 @@ std::vector<std::byte> encode_chunk(const ArrayMeta& meta, std::span<const std::
     out.resize(static_cast<std::size_t>(got));
   } else if (c.id == "zlib" || c.id == "gzip") {
     z_stream z{};
-    if (deflateInit2(&z, c.level, Z_DEFLATED, c.id == "gzip" ? 16 + MAX_WBITS : MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    if (deflateInit2(&z, c.level, Z_DEFLATED, c.id == "gzip" ? 16 + MAX_WBITS : MAX_WBITS, 8, Z_DEFAULT_STRATEGY) !=
+        Z_OK)
       throw Error("deflateInit2 failed");
     out.resize(deflateBound(&z, static_cast<uLong>(n)) + 32);
     z.next_in = reinterpret_cast<Bytef*>(const_cast<std::byte*>(values.data()));

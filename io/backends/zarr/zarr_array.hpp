@@ -19,7 +19,7 @@ struct Compressor {
   std::string id;     // "" (none), blosc, zlib, gzip, zstd
   std::string cname;  // blosc: lz4, lz4hc, zstd, zlib, blosclz
   int level = 5;
-  int shuffle = 1;    // blosc: 0 none, 1 byte, 2 bit
+  int shuffle = 1;  // blosc: 0 none, 1 byte, 2 bit
   std::int64_t blocksize = 0;
 };
 
@@ -34,11 +34,11 @@ struct ArrayMeta {
   bool fill_nan = false;                  // "NaN": a float fill that compares equal to nothing
   Compressor compressor;
   char separator = '.';
-  std::string dtype_text;                 // as written: "<f4"
+  std::string dtype_text;  // as written: "<f4"
 
-  Index3 grid() const;                    // chunks along z, y, x
-  std::size_t chunk_bytes() const;        // a whole chunk of one step, decoded (edge chunks are padded)
-  std::size_t stored_chunk_bytes() const; // a chunk file decoded: step_chunk steps of chunk_bytes()
+  Index3 grid() const;                               // chunks along z, y, x
+  std::size_t chunk_bytes() const;                   // a whole chunk of one step, decoded (edge chunks are padded)
+  std::size_t stored_chunk_bytes() const;            // a chunk file decoded: step_chunk steps of chunk_bytes()
   std::string chunk_key(const Index3& chunk) const;  // "1.0.3" or "1/0/3"; 4D: step's chunk first, "7.1.0.3"
   Extent chunk_box(const Index3& chunk) const;       // its place in the array, padding included
 };

@@ -18,10 +18,10 @@
 #include <string>
 #include <vector>
 
+#include "raw/raw_volume.hpp"
 #include "volseg/io/comm.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
-#include "raw/raw_volume.hpp"
 #include "zarr/zarr_array.hpp"
 
 namespace volseg::io::zarr {
@@ -47,8 +47,15 @@ namespace {
 class ZarrWriter final : public VolumeWriter {
  public:
   ZarrWriter(const CreateRequest& request, const Comm& comm, ArrayMeta meta, bool fsync, bool ome, bool append)
-      : comm_(comm), path_(request.path), info_(request.info), meta_(std::move(meta)), fsync_(fsync),
-        overwrite_(request.overwrite), ome_(ome), append_(append), partial_(request.partial) {
+      : comm_(comm),
+        path_(request.path),
+        info_(request.info),
+        meta_(std::move(meta)),
+        fsync_(fsync),
+        overwrite_(request.overwrite),
+        ome_(ome),
+        append_(append),
+        partial_(request.partial) {
     if (append_ && partial_ != Partial::none)
       throw Error("zarr " + path_ + ": append=1 adds a step to a series, which is not resumed brick by brick");
     std::string series;  // append=1: the array and its steps' times, as rank 0 found or began them
@@ -174,8 +181,7 @@ class ZarrWriter final : public VolumeWriter {
       if (!doc.is_discarded() && doc.is_object() && doc.contains("volseg") && doc["volseg"].contains("times"))
         times = doc["volseg"]["times"];
     } else {
-      if (std::filesystem::exists(path_))
-        throw Error(path_ + ": exists and is not a Zarr series to add a step to");
+      if (std::filesystem::exists(path_)) throw Error(path_ + ": exists and is not a Zarr series to add a step to");
       if (::mkdir(path_.c_str(), 0777) != 0) throw_errno("mkdir", path_);
       if (ome_ && ::mkdir((path_ + "/0").c_str(), 0777) != 0) throw_errno("mkdir", path_ + "/0");
     }
@@ -252,11 +258,11 @@ class ZarrWriter final : public VolumeWriter {
       transforms.push_back({{"type", "translation"}, {"translation", translation}});
     const std::string name = std::filesystem::path(path_).filename().string();
     json doc;
-    doc["multiscales"] = json::array({json{{"version", "0.4"},
-                                           {"name", name.substr(0, name.find('.'))},
-                                           {"axes", axes},
-                                           {"datasets", json::array({json{{"path", "0"},
-                                                                          {"coordinateTransformations", transforms}}})}}});
+    doc["multiscales"] = json::array(
+        {json{{"version", "0.4"},
+              {"name", name.substr(0, name.find('.'))},
+              {"axes", axes},
+              {"datasets", json::array({json{{"path", "0"}, {"coordinateTransformations", transforms}}})}}});
     const bool mask = info_.attributes.count("flag_values") > 0, labels = info_.attributes.count("numbering") > 0;
     if (mask || labels) {
       json label{{"version", "0.4"}};
@@ -287,7 +293,7 @@ class ZarrWriter final : public VolumeWriter {
   VolumeInfo info_;
   ArrayMeta meta_;
   bool fsync_, overwrite_, ome_, append_;
-  AtomicCommit commit_;  // rank 0's store, unless it is a series' step written in place (append)
+  AtomicCommit commit_;        // rank 0's store, unless it is a series' step written in place (append)
   std::vector<double> times_;  // append=1: the series' steps' times, this one's last at close
   Partial partial_;
   std::uint64_t bytes_written_ = 0;
@@ -309,14 +315,15 @@ ArrayMeta meta_for(const CreateRequest& request, const Comm& comm, const Hints& 
   // every chunk written), so a converted volume's zeros stay values.
   const bool mask_or_labels = info.attributes.count("flag_values") > 0 || info.attributes.count("numbering") > 0;
   const bool integer = info.dtype != DType::f32 && info.dtype != DType::f64;
-  meta.fill_value = info.fill_value                 ? info.fill_value
+  meta.fill_value = info.fill_value             ? info.fill_value
                     : integer && mask_or_labels ? std::optional<long double>(0)
                                                 : std::nullopt;
-  meta.compressor = compressor_from(hints.get_string("compressor", "blosc-lz4"),
-                                          static_cast<int>(hints.get_int("level", -1)),
-                                          hints.get_string("shuffle", ""), info.dtype);
+  meta.compressor =
+      compressor_from(hints.get_string("compressor", "blosc-lz4"), static_cast<int>(hints.get_int("level", -1)),
+                      hints.get_string("shuffle", ""), info.dtype);
   const std::string separator = hints.get_string("dimension_separator", ".");
-  if (separator != "." && separator != "/") throw Error("hint dimension_separator=" + separator + " is neither . nor /");
+  if (separator != "." && separator != "/")
+    throw Error("hint dimension_separator=" + separator + " is neither . nor /");
   meta.separator = separator[0];
   const std::string chunks = hints.get_string("chunks", "");
   if (!chunks.empty()) {
@@ -327,19 +334,22 @@ ArrayMeta meta_for(const CreateRequest& request, const Comm& comm, const Hints& 
   } else {
     meta.chunks = request.bricks.value_or(Index3{64, 64, 64});
   }
-  for (std::size_t a = 0; a < 3; ++a) meta.chunks[a] = std::min(meta.chunks[a], std::max<std::int64_t>(info.dims[a], 1));
+  for (std::size_t a = 0; a < 3; ++a)
+    meta.chunks[a] = std::min(meta.chunks[a], std::max<std::int64_t>(info.dims[a], 1));
   if (hints.get_bool("append", false)) meta.steps = 1;  // a series' first step, unless the writer finds more
   if (static_cast<long double>(meta.chunk_bytes()) > static_cast<long double>(std::int64_t{1} << 31))
     throw Error("zarr chunks of " + std::to_string(meta.chunk_bytes()) + " bytes are past 2 GiB: hint smaller chunks=");
   if (comm.size() > 1) {
     if (!request.bricks)
-      throw Error("zarr: this job's writes are not bricks of one grid, and Zarr needs one writer per chunk: run it on "
-                  "1 rank");
+      throw Error(
+          "zarr: this job's writes are not bricks of one grid, and Zarr needs one writer per chunk: run it on "
+          "1 rank");
     for (std::size_t a = 0; a < 3; ++a) {
       const std::int64_t b = (*request.bricks)[a];
       if (b % meta.chunks[a] != 0 && b < info.dims[a])
-        throw Error("zarr: chunks " + chunks + " do not divide the job's bricks " + std::to_string((*request.bricks)[0]) +
-                    "," + std::to_string((*request.bricks)[1]) + "," + std::to_string((*request.bricks)[2]) +
+        throw Error("zarr: chunks " + chunks + " do not divide the job's bricks " +
+                    std::to_string((*request.bricks)[0]) + "," + std::to_string((*request.bricks)[1]) + "," +
+                    std::to_string((*request.bricks)[2]) +
                     ", so a chunk would have two writers: give --brick a multiple of the chunks, or chunks= that "
                     "divide the bricks");
     }

@@ -59,9 +59,8 @@ AutoChoice choose_backend(const Comm& comm, FileFormat format, const std::string
 // then choose_backend of the file's format (detected here, or `format` when
 // the caller knows it already); any other name is returned as it is, without
 // a reason (nothing was chosen, resident -1).
-AutoChoice resolve_backend(const Comm& comm, const std::string& asked, const std::string& input_path,
+AutoChoice resolve_backend(const Comm& comm, const std::string& asked, const std::string& input_path, Access access);
+AutoChoice resolve_backend(const Comm& comm, const std::string& asked, FileFormat format, const std::string& input_path,
                            Access access);
-AutoChoice resolve_backend(const Comm& comm, const std::string& asked, FileFormat format,
-                           const std::string& input_path, Access access);
 
 }  // namespace volseg::io

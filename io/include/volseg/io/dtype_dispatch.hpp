@@ -28,16 +28,26 @@ namespace volseg::io {
 template <class F>
 decltype(auto) visit_dtype(DType dtype, F&& f) {
   switch (dtype) {
-    case DType::i8: return std::forward<F>(f)(std::type_identity<std::int8_t>{});
-    case DType::u8: return std::forward<F>(f)(std::type_identity<std::uint8_t>{});
-    case DType::i16: return std::forward<F>(f)(std::type_identity<std::int16_t>{});
-    case DType::u16: return std::forward<F>(f)(std::type_identity<std::uint16_t>{});
-    case DType::i32: return std::forward<F>(f)(std::type_identity<std::int32_t>{});
-    case DType::u32: return std::forward<F>(f)(std::type_identity<std::uint32_t>{});
-    case DType::i64: return std::forward<F>(f)(std::type_identity<std::int64_t>{});
-    case DType::u64: return std::forward<F>(f)(std::type_identity<std::uint64_t>{});
-    case DType::f32: return std::forward<F>(f)(std::type_identity<float>{});
-    case DType::f64: return std::forward<F>(f)(std::type_identity<double>{});
+    case DType::i8:
+      return std::forward<F>(f)(std::type_identity<std::int8_t>{});
+    case DType::u8:
+      return std::forward<F>(f)(std::type_identity<std::uint8_t>{});
+    case DType::i16:
+      return std::forward<F>(f)(std::type_identity<std::int16_t>{});
+    case DType::u16:
+      return std::forward<F>(f)(std::type_identity<std::uint16_t>{});
+    case DType::i32:
+      return std::forward<F>(f)(std::type_identity<std::int32_t>{});
+    case DType::u32:
+      return std::forward<F>(f)(std::type_identity<std::uint32_t>{});
+    case DType::i64:
+      return std::forward<F>(f)(std::type_identity<std::int64_t>{});
+    case DType::u64:
+      return std::forward<F>(f)(std::type_identity<std::uint64_t>{});
+    case DType::f32:
+      return std::forward<F>(f)(std::type_identity<float>{});
+    case DType::f64:
+      return std::forward<F>(f)(std::type_identity<double>{});
   }
   throw_unknown_dtype(dtype);
 }

@@ -25,8 +25,8 @@ namespace volseg::io::faults {
 enum class Call { open, read, write, close, fsync, rename };
 
 struct Injected {
-  int error = 0;         // errno to fail with, or 0
-  bool short_io = false; // move half the bytes asked
+  int error = 0;          // errno to fail with, or 0
+  bool short_io = false;  // move half the bytes asked
 };
 
 namespace detail {

@@ -73,8 +73,10 @@ std::vector<T> exchange(MPI_Comm comm, std::vector<std::vector<T>>& outgoing,
   auto& own = outgoing[static_cast<std::size_t>(rank)];
   std::vector<T> received;
   const bool only_own = sizes[static_cast<std::size_t>(rank)] == total;
-  if (only_own) received = std::move(own);
-  else received.resize(total / sizeof(T));
+  if (only_own)
+    received = std::move(own);
+  else
+    received.resize(total / sizeof(T));
   exchange_into(comm, spans, sizes, reinterpret_cast<std::byte*>(received.data()), !only_own);
   for (auto& out : outgoing) std::vector<T>().swap(out);
   if (counts) {

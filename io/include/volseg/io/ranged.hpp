@@ -119,7 +119,7 @@ class Range {
 };
 
 // open_range(). Throws volseg::Error naming the path on failure.
-std::unique_ptr<Range> open_range(Engine engine, const std::string& path, std::uint64_t offset,
-                                  std::uint64_t length, Access access, const Options& options = {});
+std::unique_ptr<Range> open_range(Engine engine, const std::string& path, std::uint64_t offset, std::uint64_t length,
+                                  Access access, const Options& options = {});
 
 }  // namespace volseg::io::ranged

@@ -20,8 +20,8 @@ struct Backend {
   // a step, a glob) refuses it (Selection::refuse_*).
   using OpenFn =
       std::function<std::unique_ptr<VolumeReader>(const OpenRequest& request, const Comm& comm, const Hints& hints)>;
-  using CreateFn = std::function<std::unique_ptr<VolumeWriter>(const CreateRequest& request,
-                                                               const Comm& comm, const Hints& hints)>;
+  using CreateFn =
+      std::function<std::unique_ptr<VolumeWriter>(const CreateRequest& request, const Comm& comm, const Hints& hints)>;
   std::string name;
   std::string formats;      // what it reads and writes, for --help and info
   std::string extension;    // of the path that names a volume: ".nhdr", ".nc"
@@ -34,7 +34,7 @@ struct Backend {
   // to a library, like cb_* to MPI_Info, need not be listed). A listed key
   // given to the other role is refused: "hint append= is for writers (pnetcdf)".
   std::vector<KnownHint> hints;
-  OpenFn open;              // empty when not compiled in
+  OpenFn open;  // empty when not compiled in
   CreateFn create;
   std::string unavailable;  // why open/create are empty ("built without liburing")
 };
@@ -71,9 +71,9 @@ std::unique_ptr<VolumeReader> open_reader(const std::string& backend, const Open
                                           const Hints& hints = {});
 // The same, for callers that still name the selection among the hints
 // ("var=", "time=", "glob="; Selection::from_hints).
-std::unique_ptr<VolumeReader> open_reader(const std::string& backend, const std::string& path,
-                                          const Comm& comm, const Hints& hints = {});
-std::unique_ptr<VolumeWriter> create_writer(const std::string& backend, const CreateRequest& request,
-                                            const Comm& comm, const Hints& hints = {});
+std::unique_ptr<VolumeReader> open_reader(const std::string& backend, const std::string& path, const Comm& comm,
+                                          const Hints& hints = {});
+std::unique_ptr<VolumeWriter> create_writer(const std::string& backend, const CreateRequest& request, const Comm& comm,
+                                            const Hints& hints = {});
 
 }  // namespace volseg::io

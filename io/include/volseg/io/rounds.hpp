@@ -36,8 +36,7 @@ class Rounds {
   // runs as many rounds as the rank with the most items.
   Rounds(const Comm& comm, std::int64_t items, bool collective) : comm_(comm), items_(items), collective_(collective) {
     rounds_ = items;
-    if (collective)
-      check_mpi(MPI_Allreduce(&items, &rounds_, 1, MPI_INT64_T, MPI_MAX, comm.get()), "MPI_Allreduce");
+    if (collective) check_mpi(MPI_Allreduce(&items, &rounds_, 1, MPI_INT64_T, MPI_MAX, comm.get()), "MPI_Allreduce");
   }
 
   std::int64_t rounds() const { return rounds_; }

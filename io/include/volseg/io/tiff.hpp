@@ -38,8 +38,8 @@ bool is_tiff_folder(const std::string& path);
 
 // A TIFF volume's planes: where each z-plane's page is.
 struct TiffStack {
-  std::vector<std::string> files;           // the file, or the folder's slices in order
-  std::vector<std::uint64_t> directories;   // plane z: its page's IFD offset in files[folder ? z : 0]
+  std::vector<std::string> files;          // the file, or the folder's slices in order
+  std::vector<std::uint64_t> directories;  // plane z: its page's IFD offset in files[folder ? z : 0]
   bool folder = false;
   // ImageJ's stacks past 4 GiB: one directory, and this many planes one
   // after another from its strip (0: a directory a plane); first_plane is

@@ -44,19 +44,19 @@ enum class Sieving { conditional, always, never };
 enum class Aggregation { automatic, enable, disable };  // cb_read / cb_write
 
 struct Options {
-  int cb_nodes = 0;                 // aggregators; 0: one per node
-  std::vector<int> cb_config;       // the aggregators' ranks, in order (overrides cb_nodes)
+  int cb_nodes = 0;            // aggregators; 0: one per node
+  std::vector<int> cb_config;  // the aggregators' ranks, in order (overrides cb_nodes)
   std::uint64_t cb_buffer_size = 16u << 20;
   Exchange exchange = Exchange::alltoallw;
   std::string partition = "auto";
-  std::uint64_t lock_size = 0;      // 0: the file's st_blksize
+  std::uint64_t lock_size = 0;  // 0: the file's st_blksize
   int io_servers = 1;
   std::string fs_profile = "local";
   Sieving sieving = Sieving::conditional;
   std::uint64_t ds_threshold = 32u << 10;  // measured on this machine, see docs/ncio.md
   Aggregation cb_read = Aggregation::automatic;
   Aggregation cb_write = Aggregation::automatic;
-  std::uint64_t realm_size = 0;     // persistent realms; 0: file extent / aggregators
+  std::uint64_t realm_size = 0;  // persistent realms; 0: file extent / aggregators
   // Hint direct_write=1: writes of whole direct-I/O blocks (statx
   // STATX_DIOALIGN) go to the device with O_DIRECT instead of through the
   // page cache; everything else stays buffered. Off by default: which is
@@ -89,10 +89,10 @@ struct Timing {
   double io = 0;        // the aggregator's file reads and writes
   double total = 0;
   std::uint64_t calls = 0, rounds = 0;
-  std::uint64_t io_calls = 0;         // pread/pwrite calls
-  std::uint64_t file_bytes = 0;       // bytes moved to or from the file, gaps included
+  std::uint64_t io_calls = 0;                           // pread/pwrite calls
+  std::uint64_t file_bytes = 0;                         // bytes moved to or from the file, gaps included
   std::uint64_t sieved = 0, naive = 0, contiguous = 0;  // I/O decisions, per domain piece and round
-  std::uint64_t independent = 0;  // calls done by each rank on its own (no aggregation)
+  std::uint64_t independent = 0;                        // calls done by each rank on its own (no aggregation)
   void add(const Timing& other);
 };
 

@@ -10,8 +10,8 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <vector>
 #include <string_view>
+#include <vector>
 
 namespace volseg::io {
 
@@ -62,7 +62,7 @@ void check_volume_size(const Index3& dims, DType dtype, const std::string& what)
 // A CF coordinate variable of one axis (NetCDF, and HDF5 files netCDF-C
 // reads): a 1D variable named as its dimension, its value at every index.
 struct Coordinate {
-  std::string name;            // the variable's (and its dimension's) name
+  std::string name;  // the variable's (and its dimension's) name
   std::string units;
   bool down = false;           // positive = "down": values grow downwards (depth, pressure)
   std::vector<double> values;  // one per index along the axis, strictly monotonic
@@ -82,17 +82,17 @@ struct VolumeInfo {
   Index3 dims{0, 0, 0};
   DType dtype = DType::f32;
   ByteOrder byte_order = ByteOrder::little;
-  std::string variable;                      // name inside the file, if the format has names
+  std::string variable;  // name inside the file, if the format has names
   // Voxels equal to these are missing. long double holds every 64-bit
   // integer exactly (the NetCDF default fills of int64/uint64 do not fit a double).
   std::optional<long double> fill_value;
-  std::optional<long double> missing_value;  // a second such value (NetCDF missing_value)
+  std::optional<long double> missing_value;          // a second such value (NetCDF missing_value)
   std::optional<std::array<double, 2>> valid_range;  // voxels outside are missing
   // CF packing: value = stored * scale_factor + add_offset. Thresholds are
   // given in unpacked units and converted (see segment::Threshold).
   std::optional<double> scale_factor, add_offset;
-  std::array<double, 3> spacing{1, 1, 1};    // x, y, z (NRRD order)
-  std::array<double, 3> origin{0, 0, 0};     // x, y, z: position of voxel (0,0,0)
+  std::array<double, 3> spacing{1, 1, 1};  // x, y, z (NRRD order)
+  std::array<double, 3> origin{0, 0, 0};   // x, y, z: position of voxel (0,0,0)
   // x, y, z: the axes' coordinate variables, where the file has them. A
   // uniform increasing one also sets spacing and origin; set_coordinate.
   std::array<std::optional<Coordinate>, 3> coordinates;

@@ -118,9 +118,9 @@ struct Metric {
 // phase times of each collective call), so that reports can carry them
 // without a backend's type in this interface.
 struct Metrics {
-  std::string source;          // what kept them, the report's key ("twophase"); empty: none
-  std::vector<Metric> totals;  // over every call so far
-  std::string per_call_name;   // what each row of per_call holds, the report's key
+  std::string source;                         // what kept them, the report's key ("twophase"); empty: none
+  std::vector<Metric> totals;                 // over every call so far
+  std::string per_call_name;                  // what each row of per_call holds, the report's key
   std::vector<std::vector<double>> per_call;  // one row per call
 };
 
@@ -258,7 +258,7 @@ class VolumeWriter {
   // Called with arguments already checked.
   virtual void do_write(const Extent& extent, const void* buffer) = 0;
   virtual void do_write_all(std::span<const Extent> extents, std::span<const void* const> buffers);  // do_write each
-  virtual Mapping do_map(const Extent& extent);  // refuses
+  virtual Mapping do_map(const Extent& extent);                                                      // refuses
   virtual void do_close() = 0;
 
  private:

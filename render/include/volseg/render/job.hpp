@@ -16,22 +16,22 @@ namespace volseg::render {
 
 struct RenderOptions {
   std::string input, backend = "auto";
-  std::vector<std::string> input_hints;  // var=, time=, backend hints
-  std::string mask;                      // a mask volume of the same shape; empty: none
+  std::vector<std::string> input_hints;       // var=, time=, backend hints
+  std::string mask;                           // a mask volume of the same shape; empty: none
   std::string pyramid_dir, mask_pyramid_dir;  // empty: beside each volume
-  std::string output;                    // PNG; with orbit or progressive, NAME-KKK.png per frame
+  std::string output;                         // PNG; with orbit or progressive, NAME-KKK.png per frame
   // Rank 0 keeps the last frame in RenderResult::image (Python's
   // volseg.render); output may then be empty: no PNG is written.
   bool keep_image = false;
   FrameSettings frame;
-  std::string opacity = "ramp";          // ramp | shells | v:a,...
-  std::optional<double> lo, hi;          // the threshold (mask surface of the scalar, slice overlay)
-  std::string level = "auto";            // auto or a level number
+  std::string opacity = "ramp";                     // ramp | shells | v:a,...
+  std::optional<double> lo, hi;                     // the threshold (mask surface of the scalar, slice overlay)
+  std::string level = "auto";                       // auto or a level number
   std::uint64_t memory = std::uint64_t{512} << 20;  // per rank, for --level auto
-  int orbit = 0;                         // frames around the volume (0: one image)
-  bool progressive = false;              // a coarse image first, then finer ones
-  bool cull = true;                      // skip bricks that draw nothing (needs a pyramid)
-  std::string report;                    // JSON with per-rank times
+  int orbit = 0;                                    // frames around the volume (0: one image)
+  bool progressive = false;                         // a coarse image first, then finer ones
+  bool cull = true;                                 // skip bricks that draw nothing (needs a pyramid)
+  std::string report;                               // JSON with per-rank times
   bool force = false;
   segment::ProgressMode progress = segment::ProgressMode::automatic;
 };
@@ -50,12 +50,12 @@ struct FrameRecord {
 
 struct RenderResult {
   std::vector<FrameRecord> frames;
-  Image image;                         // rank 0, with keep_image: the last frame drawn
-  std::vector<RankRenderTimes> ranks;  // rank 0 only
-  CameraState camera;                  // of the last frame
-  io::Index3 dims{};                   // of the last level drawn
+  Image image;                             // rank 0, with keep_image: the last frame drawn
+  std::vector<RankRenderTimes> ranks;      // rank 0 only
+  CameraState camera;                      // of the last frame
+  io::Index3 dims{};                       // of the last level drawn
   std::vector<std::uint64_t> level_bytes;  // estimated bytes per rank of each level (estimated_bytes)
-  std::string backend, backend_reason;  // the input's reader; why --backend auto chose it (empty: named)
+  std::string backend, backend_reason;     // the input's reader; why --backend auto chose it (empty: named)
   double seconds = 0;
   int comm_size = 1;
 };

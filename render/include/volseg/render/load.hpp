@@ -20,7 +20,7 @@ namespace volseg::render {
 struct Source {
   std::string path;
   std::string backend = "auto";
-  std::vector<std::string> hints;  // var=, time=, backend hints
+  std::vector<std::string> hints;           // var=, time=, backend hints
   std::optional<pyramid::Pyramid> pyramid;  // its pyramid, if there is one
   // x, y, z: the input's coordinate variables (CF), which place and orient
   // the drawing (a decreasing or positive-down axis is drawn reversed).
@@ -37,8 +37,8 @@ struct Culling {
 };
 
 struct LoadStats {
-  double seconds = 0;               // open, read, decode, close
-  std::uint64_t bytes_read = 0;     // from storage
+  double seconds = 0;                           // open, read, decode, close
+  std::uint64_t bytes_read = 0;                 // from storage
   std::int64_t bricks = 0, bricks_skipped = 0;  // of this rank's slab
 };
 

@@ -66,8 +66,8 @@ std::vector<OpacityPoint> parse_opacity(const std::string& text, double lo, doub
 // What a frame draws; any combination.
 struct Modes {
   bool volume = false;
-  bool mask = false;    // the mask's surface (or the threshold surface of the scalar)
-  bool slices = false;  // three axis-aligned slices with the mask overlaid
+  bool mask = false;        // the mask's surface (or the threshold surface of the scalar)
+  bool slices = false;      // three axis-aligned slices with the mask overlaid
   std::vector<double> iso;  // isosurfaces of the scalar
   bool any() const { return volume || mask || slices || !iso.empty(); }
 };
@@ -102,13 +102,13 @@ struct FrameSettings {
   double sample_distance = 0;                     // world units; 0: the level's smallest spacing / 2
   bool annotations = true;                        // colour bar, axes, title
   std::string title;
-  std::string scalar_name = "value";  // the colour bar's title
+  std::string scalar_name = "value";     // the colour bar's title
   std::array<double, 3> scale{1, 1, 1};  // x, y, z: stretches the drawing (--scale Z,Y,X: vertical exaggeration)
 };
 
 // A rank's part of the scene at one resolution level.
 struct Piece {
-  io::Index3 dims{};                    // the level's dims, z, y, x
+  io::Index3 dims{};                                        // the level's dims, z, y, x
   std::array<double, 3> spacing{1, 1, 1}, origin{0, 0, 0};  // x, y, z, world position of voxel 0
   std::array<double, 3> full_spacing{1, 1, 1};  // the level-0 spacing (opacity is per full-resolution voxel)
   // x, y, z: -1 draws an axis reversed (a coordinate that decreases, or one
@@ -117,15 +117,15 @@ struct Piece {
   std::array<double, 3> display_scale{1, 1, 1};
   std::array<std::string, 3> axis_titles;  // x, y, z: "depth (m)"; empty: X, Y, Z
   int level = 0;
-  io::Extent owned;                     // points this rank draws (partition())
-  io::Extent stored;                    // owned plus ghost layers: what the arrays hold
+  io::Extent owned;   // points this rank draws (partition())
+  io::Extent stored;  // owned plus ghost layers: what the arrays hold
   // stored.voxels() values as levels (Quantizer below), 0 where invalid;
   // or empty. Half the memory of floats, here and in the GL texture, at
   // 1/16382 of the value range: finer than any colour map.
   std::vector<std::uint16_t> field;
-  std::vector<std::uint8_t> mask;       // stored.voxels() 0/1; or empty
+  std::vector<std::uint8_t> mask;                  // stored.voxels() 0/1; or empty
   std::optional<std::array<double, 2>> threshold;  // lo, hi: the threshold surface when there is no mask
-  double field_min = 0, field_max = 1;  // over the whole volume (every rank the same)
+  double field_min = 0, field_max = 1;             // over the whole volume (every rank the same)
 };
 
 // Values in [lo, hi] to levels 1..top (0 marks invalid voxels), the same on

@@ -27,20 +27,20 @@ namespace volseg::insitu {
 
 struct Options {
   double lo = 0, hi = 0;
-  bool have_range = false;     // --lo and --hi were given
-  int every = 1;               // in-situ steps: step % every == 0
+  bool have_range = false;  // --lo and --hi were given
+  int every = 1;            // in-situ steps: step % every == 0
   // Mask per step: printf pattern with the step ("mask_%06d.nc"); without
   // %d, one CDF-2/CDF-5 file with a record appended per step; empty: none.
   std::string out;
-  std::string format;          // raw | cdf2 | cdf5 | netcdf4; empty: from out's extension
-  std::string backend;         // writer backend; empty: the format's
+  std::string format;              // raw | cdf2 | cdf5 | netcdf4; empty: from out's extension
+  std::string backend;             // writer backend; empty: the format's
   std::vector<std::string> hints;  // writer hints (key=value)
-  std::string series;          // ParaView's file-series index of NetCDF masks; empty: masks<ext>.series beside them
-  std::string stats;           // time series: CSV (and JSON beside it, same stem); empty: none
-  std::string image;           // PNG per rendered step: printf pattern; empty: no rendering
-  int image_every = 1;         // of the in-situ steps, every image_every-th renders
+  std::string series;              // ParaView's file-series index of NetCDF masks; empty: masks<ext>.series beside them
+  std::string stats;               // time series: CSV (and JSON beside it, same stem); empty: none
+  std::string image;               // PNG per rendered step: printf pattern; empty: no rendering
+  int image_every = 1;             // of the in-situ steps, every image_every-th renders
   int width = 512, height = 512;
-  std::string camera;          // render::parse_camera text; empty: default
+  std::string camera;                // render::parse_camera text; empty: default
   std::vector<std::string> scripts;  // ParaView Catalyst (5.11 "V2") Python scripts
   std::optional<double> budget;      // fraction of the simulation's time (0.1 = 10%)
   std::string variable = "field";    // the field's name in files and in Catalyst
@@ -48,16 +48,16 @@ struct Options {
   // this expression of the published arrays (Field::values as `variable`,
   // Field::arrays by their names), as volseg segment --expr; empty: the field.
   std::string expression;
-  bool condition = false;            // --where: 1 where it holds, else 0
-  bool label = false;                // count the mask's connected components per step
-  int connectivity = 26;             // of --label: 6 | 18 | 26
+  bool condition = false;  // --where: 1 where it holds, else 0
+  bool label = false;      // count the mask's connected components per step
+  int connectivity = 26;   // of --label: 6 | 18 | 26
   // With --label: links the objects of consecutive labelled steps that
   // share voxels (as `volseg label --time A:B --track`): this CSV, and
   // NAME.steps.csv beside it, written at finalize; empty: none.
   std::string track;
-  bool force = false;                // replace existing outputs
-  bool verbose = false;              // a line per in-situ step on rank 0
-  std::string text;                  // the options as given (the masks' history)
+  bool force = false;    // replace existing outputs
+  bool verbose = false;  // a line per in-situ step on rank 0
+  std::string text;      // the options as given (the masks' history)
 };
 
 // Parses the hook's options (what follows --insitu in volseg-sim, or the
@@ -65,7 +65,8 @@ struct Options {
 // from a file: one "option value" per line, '#' comments. Throws
 // volseg::Error naming the first bad option.
 Options parse_options(const std::vector<std::string>& args);
-Options parse_options(const std::string& text);  // split on white space; "double" or 'single' quotes group, as in a shell
+Options parse_options(
+    const std::string& text);  // split on white space; "double" or 'single' quotes group, as in a shell
 std::string options_help();
 
 // One step of the simulation's field on this rank.
@@ -110,7 +111,7 @@ struct StepRecord {
   // largest one's voxels.
   std::optional<std::uint64_t> objects;
   std::uint64_t largest = 0;
-  double label = 0;  // seconds, max over ranks
+  double label = 0;                                                               // seconds, max over ranks
   double segment = 0, reduce = 0, write = 0, render = 0, scripts = 0, total = 0;  // seconds, max over ranks
   double simulation = 0;  // seconds the simulation ran since the previous call (max over ranks)
   double share = 0;       // hook time / simulation time, cumulative

@@ -25,8 +25,8 @@ extern "C" {
 
 enum {
   VOLSEG_INSITU_OK = 0,
-  VOLSEG_INSITU_ERROR = 1,    /* this call failed; the message says why; the hook is now disabled */
-  VOLSEG_INSITU_DISABLED = 2  /* the hook failed earlier and does nothing */
+  VOLSEG_INSITU_ERROR = 1,   /* this call failed; the message says why; the hook is now disabled */
+  VOLSEG_INSITU_DISABLED = 2 /* the hook failed earlier and does nothing */
 };
 
 typedef struct volseg_insitu volseg_insitu;

@@ -27,9 +27,9 @@ enum class Reduction { mean, max };
 std::string reduction_name(Reduction reduction);
 
 struct Level {
-  int level = 0;          // 0: the source volume itself, k: each axis halved k times (rounded up)
-  io::Index3 dims{};      // z, y, x
-  std::string header;     // the level's .nhdr (level 0: the source path as given)
+  int level = 0;       // 0: the source volume itself, k: each axis halved k times (rounded up)
+  io::Index3 dims{};   // z, y, x
+  std::string header;  // the level's .nhdr (level 0: the source path as given)
 };
 
 // Statistics of one level-0 brick, over its full-resolution voxels.
@@ -100,14 +100,14 @@ class Pyramid {
 
 struct BuildOptions {
   std::string input;
-  std::string directory;                  // empty: default_directory(input)
-  std::string backend = "auto";           // reads the input
-  std::vector<std::string> input_hints;   // var=, time=, backend hints
-  std::int64_t brick = 64;                // level-0 brick edge (a power of two, >= 2)
-  int levels = 0;                         // 0: until the coarsest level fits one brick, at most log2(brick)
+  std::string directory;                 // empty: default_directory(input)
+  std::string backend = "auto";          // reads the input
+  std::vector<std::string> input_hints;  // var=, time=, backend hints
+  std::int64_t brick = 64;               // level-0 brick edge (a power of two, >= 2)
+  int levels = 0;                        // 0: until the coarsest level fits one brick, at most log2(brick)
   int bins = segment::HistogramEdges::default_bins;
-  std::optional<Reduction> reduction;     // default: max for a mask (u8 with flag_values "0 1"), else mean
-  bool force = false;                     // replace an existing pyramid
+  std::optional<Reduction> reduction;  // default: max for a mask (u8 with flag_values "0 1"), else mean
+  bool force = false;                  // replace an existing pyramid
   segment::ProgressMode progress = segment::ProgressMode::automatic;
   std::string command_line;
 };
@@ -131,7 +131,7 @@ Pyramid build(const Comm& comm, const BuildOptions& options);
 // `volseg.histogram` in Python.
 struct HistogramOptions {
   std::string input;
-  std::string directory;                 // where to look for a pyramid; empty: the default one
+  std::string directory;  // where to look for a pyramid; empty: the default one
   std::string backend = "auto";
   std::vector<std::string> input_hints;  // var=, time=, backend hints
   int bins = segment::HistogramEdges::default_bins;

@@ -42,23 +42,21 @@ namespace volseg::segment {
 // and an Interrupt must be given on every rank or on none (agreeing on them
 // is collective).
 struct BrickControls {
-  Progress* progress = nullptr;          // moved by each finished item
-  Stop* stop = nullptr;                  // a user's Cancel
-  const Interrupt* interrupt = nullptr;  // a scheduler's signal on this rank
-  Journal* journal = nullptr;            // resumable output: the bricks written
+  Progress* progress = nullptr;                     // moved by each finished item
+  Stop* stop = nullptr;                             // a user's Cancel
+  const Interrupt* interrupt = nullptr;             // a scheduler's signal on this rank
+  Journal* journal = nullptr;                       // resumable output: the bricks written
   std::size_t round_bytes = std::size_t{32} << 20;  // input one round stages, per rank
-  std::size_t bytes_per_voxel = 1;       // what progress counts of an item
+  std::size_t bytes_per_voxel = 1;                  // what progress counts of an item
 };
 
 class BrickDriver {
  public:
   // items: this rank's extents, in the order they run; ids: their brick
   // numbers (what the journal records), or empty for 0, 1, ...
-  BrickDriver(const Comm& comm, std::vector<io::Extent> items, std::vector<std::int64_t> ids,
-              BrickControls controls);
+  BrickDriver(const Comm& comm, std::vector<io::Extent> items, std::vector<std::int64_t> ids, BrickControls controls);
   // This rank's bricks of a layout.
-  BrickDriver(const Comm& comm, const BrickLayout& layout, std::vector<std::int64_t> bricks,
-              BrickControls controls);
+  BrickDriver(const Comm& comm, const BrickLayout& layout, std::vector<std::int64_t> bricks, BrickControls controls);
   BrickDriver(const BrickDriver&) = delete;
   BrickDriver& operator=(const BrickDriver&) = delete;
 
@@ -68,7 +66,7 @@ class BrickDriver {
   const std::vector<std::int64_t>& ids() const { return ids_; }
   const BrickControls& controls() const { return controls_; }
   std::int64_t finished() const { return finished_; }  // items done on this rank
-  std::size_t largest_voxels() const;                   // of this rank's items; 0 without any
+  std::size_t largest_voxels() const;                  // of this rank's items; 0 without any
 
   // Collective when `collective`. Calls step(std::optional<std::size_t> k)
   // once a round: this rank's items in order, then (collective) nullopt for

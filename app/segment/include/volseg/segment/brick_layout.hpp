@@ -45,8 +45,8 @@ class BrickLayout {
   // bricks of about 4 MiB staged, so that the operands are still in cache
   // when it evaluates them (3 float32 variables from NetCDF-4, 256^3: 0.100 s
   // in 12 MiB bricks, 0.079 s in 4 MiB, against 0.042 s to read them).
-  static io::Index3 job_shape(const io::Index3& dims, std::size_t element_size,
-                              const std::optional<io::Index3>& chunks, bool one_chunk = false);
+  static io::Index3 job_shape(const io::Index3& dims, std::size_t element_size, const std::optional<io::Index3>& chunks,
+                              bool one_chunk = false);
   static io::Index3 job_shape(const io::VolumeReader& reader, const std::optional<io::Index3>& chunks,
                               bool one_chunk = false);
 

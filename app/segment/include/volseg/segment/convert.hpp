@@ -19,18 +19,18 @@ namespace volseg::segment {
 
 struct ConvertOptions {
   std::string input, output;
-  std::string format;          // --format: raw | cdf2 | cdf5 | netcdf4 | zarr | ome-zarr (default: by extension)
+  std::string format;  // --format: raw | cdf2 | cdf5 | netcdf4 | zarr | ome-zarr (default: by extension)
   std::string backend = "auto", output_backend;
   std::vector<std::string> hints, input_hints, output_hints;
   std::optional<io::Index3> brick_shape;
   bool force = false;
   ProgressMode progress = ProgressMode::automatic;
-  std::string command_line;    // the output's history
+  std::string command_line;  // the output's history
 };
 
 struct ConvertResult {
   std::string backend, output_backend, output_format;
-  io::VolumeInfo info;         // the output's
+  io::VolumeInfo info;  // the output's
   io::Index3 brick_shape{};
   std::int64_t bricks = 0;
   double seconds = 0;

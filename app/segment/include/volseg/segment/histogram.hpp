@@ -57,9 +57,12 @@ class Histogram {
   // Values outside [lo, hi] are counted in neither bin (below_, above_ keep them).
   void add(double value) {
     const int b = edges_.bin(value);
-    if (b < 0) ++below_;
-    else if (b >= edges_.bins) ++above_;
-    else ++counts_[static_cast<std::size_t>(b)];
+    if (b < 0)
+      ++below_;
+    else if (b >= edges_.bins)
+      ++above_;
+    else
+      ++counts_[static_cast<std::size_t>(b)];
   }
   std::uint64_t below() const { return below_; }
   std::uint64_t above() const { return above_; }

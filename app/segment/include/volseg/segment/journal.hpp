@@ -117,7 +117,7 @@ class Journal {
   };
   std::vector<Pending> pending_;
   bool pending_flushed_ = true;  // the pending bricks' data are flushed already
-  double last_commit_ = 0;        // steady clock, seconds
+  double last_commit_ = 0;       // steady clock, seconds
 };
 
 }  // namespace volseg::segment

@@ -36,11 +36,11 @@ int check_connectivity(int connectivity);
 // What one brick holds of an object, or (merged) a whole object. Sums are
 // exact integers, so a table does not depend on how the volume was split.
 struct ObjectPart {
-  std::uint64_t first = 0;   // file-order index (x fastest) of its first voxel
+  std::uint64_t first = 0;  // file-order index (x fastest) of its first voxel
   std::uint64_t voxels = 0;
-  std::uint64_t sum[3] = {};           // of the voxels' z, y and x
+  std::uint64_t sum[3] = {};            // of the voxels' z, y and x
   std::int32_t lo[3] = {}, hi[3] = {};  // bounding box z,y,x, inclusive
-  std::uint32_t border = 0;            // 1: touches the volume's boundary
+  std::uint32_t border = 0;             // 1: touches the volume's boundary
   void merge(const ObjectPart& other);
 };
 
@@ -171,12 +171,12 @@ class ObjectTable {
 };
 
 struct LabelSummary {
-  std::uint64_t objects = 0;        // kept (numbered), after min_voxels
-  std::uint64_t dropped = 0;        // smaller than min_voxels
-  std::uint64_t foreground = 0;     // voxels of kept objects
-  std::uint64_t boundary_parts = 0; // parts that touch another brick: the merge's size
-  std::uint64_t joins = 0;          // links between parts of bricks that touch (a spanning forest of their contacts)
-  std::uint64_t largest = 0;        // voxels of the largest kept object
+  std::uint64_t objects = 0;         // kept (numbered), after min_voxels
+  std::uint64_t dropped = 0;         // smaller than min_voxels
+  std::uint64_t foreground = 0;      // voxels of kept objects
+  std::uint64_t boundary_parts = 0;  // parts that touch another brick: the merge's size
+  std::uint64_t joins = 0;           // links between parts of bricks that touch (a spanning forest of their contacts)
+  std::uint64_t largest = 0;         // voxels of the largest kept object
   // When asked for, this rank's slice of the table (with values, their
   // values too).
   ObjectTable table;
@@ -231,12 +231,12 @@ class Labeling {
 
 struct LabelOptions {
   std::string input, output;
-  bool mask_input = false;            // input is a 0/1 mask; else threshold with lo/hi
+  bool mask_input = false;  // input is a 0/1 mask; else threshold with lo/hi
   double lo = 0, hi = 0;
   int connectivity = 26;
-  std::string type = "auto";          // auto | u8 | u16 | u32 | u64
-  std::string stats;                  // CSV object table; empty: none
-  std::string report;                 // JSON report; empty: none
+  std::string type = "auto";  // auto | u8 | u16 | u32 | u64
+  std::string stats;          // CSV object table; empty: none
+  std::string report;         // JSON report; empty: none
   std::uint64_t min_voxels = 0;
   // Per rank, the runs' labels kept from the first pass for the second (4
   // bytes a run); bricks past it are labelled again.
@@ -244,7 +244,7 @@ struct LabelOptions {
   // Memory per rank (--memory); 0: this node's available memory shared by
   // its ranks (io::memory_per_rank). The run-label cache shrinks to fit it.
   std::uint64_t memory_bytes = 0;
-  std::string values;                 // source scalar for the table; empty: none
+  std::string values;                     // source scalar for the table; empty: none
   std::vector<std::string> values_hints;  // var=, time= of the source
   std::string backend = "auto", output_backend, format;
   std::vector<std::string> hints, input_hints, output_hints;

@@ -20,11 +20,11 @@ namespace volseg::segment {
 
 struct SegmentOptions {
   std::string input, output;
-  std::string report;  // JSON report path; empty: none
-  std::string trace;   // I/O trace (CSV, docs/trace.md) path; empty: no tracing
-  std::string backend = "auto";  // auto: io::choose_backend (format; raw: page-cache residency)
-  std::string output_backend;    // empty: by the output format
-  std::string format;            // raw | cdf2 | cdf5 | netcdf4; empty: the input's (or the output's extension)
+  std::string report;                     // JSON report path; empty: none
+  std::string trace;                      // I/O trace (CSV, docs/trace.md) path; empty: no tracing
+  std::string backend = "auto";           // auto: io::choose_backend (format; raw: page-cache residency)
+  std::string output_backend;             // empty: by the output format
+  std::string format;                     // raw | cdf2 | cdf5 | netcdf4; empty: the input's (or the output's extension)
   std::vector<std::string> hints;         // to reader and writer
   std::vector<std::string> input_hints;   // to the reader only (var=, time=)
   std::vector<std::string> output_hints;  // to the writer only
@@ -89,9 +89,9 @@ struct SegmentResult {
   io::Index3 brick_shape{}, brick_grid{};
   std::int64_t brick_count = 0;
   std::int64_t bricks_resumed = 0;  // finished by an earlier job (--resume)
-  Stats stats;                   // reduced over ranks
-  std::vector<RankTimes> ranks;  // every rank's, on rank 0 only
-  double seconds = 0;            // wall time of the job, open to close
+  Stats stats;                      // reduced over ranks
+  std::vector<RankTimes> ranks;     // every rank's, on rank 0 only
+  double seconds = 0;               // wall time of the job, open to close
   int comm_size = 1;
 };
 

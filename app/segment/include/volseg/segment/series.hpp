@@ -53,9 +53,9 @@ std::string step_path(const std::string& pattern, std::int64_t step);
 
 struct SegmentSeriesResult {
   std::vector<std::int64_t> steps;
-  std::vector<std::string> outputs;      // one per step, or the one file
-  std::vector<SegmentResult> per_step;   // on every rank; ranks' times on rank 0
-  std::int64_t steps_resumed = 0;        // --resume: steps whose mask was there
+  std::vector<std::string> outputs;     // one per step, or the one file
+  std::vector<SegmentResult> per_step;  // on every rank; ranks' times on rank 0
+  std::int64_t steps_resumed = 0;       // --resume: steps whose mask was there
   // The next step's bytes each step announced to the kernel before it ran
   // (announce_step), summed over ranks; 0 where the reader cannot tell.
   std::vector<std::uint64_t> next_announced;
@@ -75,7 +75,8 @@ std::uint64_t announce_step(const Comm& comm, const std::string& backend, const 
 // or is one NetCDF-3/5 file that gets a record per step. With --resume a
 // step whose mask exists is not done again. The report (options.report) has
 // a row per step.
-SegmentSeriesResult run_segment_series(const Comm& comm, SegmentOptions options, const std::vector<std::int64_t>& steps);
+SegmentSeriesResult run_segment_series(const Comm& comm, SegmentOptions options,
+                                       const std::vector<std::int64_t>& steps);
 std::string series_summary(const SegmentSeriesResult& result);
 
 // How the objects of step t continue in t+1: pairs of labels that share
@@ -113,8 +114,8 @@ struct LabelSeriesResult {
   std::vector<std::int64_t> steps;
   std::vector<std::string> outputs;
   std::vector<LabelResult> per_step;
-  std::vector<TrackPair> pairs;   // rank 0, with track
-  std::vector<TrackStep> track;   // rank 0, one per step
+  std::vector<TrackPair> pairs;               // rank 0, with track
+  std::vector<TrackStep> track;               // rank 0, one per step
   std::vector<std::uint64_t> next_announced;  // as SegmentSeriesResult's
   double seconds = 0;
 };

@@ -51,7 +51,7 @@ struct Quantile {
 struct SizeDistribution {
   std::uint64_t requests = 0, bytes = 0;
   std::array<std::uint64_t, bucket_count> histogram{};
-  std::vector<Quantile> quantiles;  // at 10, 25, 50, 75, 90 and 100 %
+  std::vector<Quantile> quantiles;   // at 10, 25, 50, 75, 90 and 100 %
   std::vector<std::uint64_t> sizes;  // sorted, for the CDF plots
 };
 

@@ -18,10 +18,10 @@ enum class Direction { read, write };
 
 struct PartitionContext {
   int aggregators = 1;
-  std::uint64_t lock_size = 4096;  // the file system's lock granularity (stripe size on Lustre/GPFS)
-  int io_servers = 1;              // group size of group-cyclic
-  std::uint64_t file_size = 0;     // at open; persistent realms cover at least this
-  std::uint64_t realm_size = 0;    // persistent: 0 = ceil(file extent / aggregators), aligned
+  std::uint64_t lock_size = 4096;    // the file system's lock granularity (stripe size on Lustre/GPFS)
+  int io_servers = 1;                // group size of group-cyclic
+  std::uint64_t file_size = 0;       // at open; persistent realms cover at least this
+  std::uint64_t realm_size = 0;      // persistent: 0 = ceil(file extent / aggregators), aligned
   std::string fs_profile = "local";  // auto: lustre | gpfs | local
 };
 
