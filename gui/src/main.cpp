@@ -14,7 +14,7 @@
 #include <string>
 
 #include "main_window.hpp"
-#include "session.hpp"
+#include "session_types.hpp"
 #include "volseg/io/comm.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/registry.hpp"

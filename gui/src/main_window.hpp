@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "session.hpp"
+#include "session_types.hpp"
 #include "volseg/segment/histogram.hpp"
 
 class QCheckBox;
@@ -34,7 +34,6 @@ class HistogramView;
 class ReportView;
 class SliceView;
 class View3D;
-class Worker;
 
 // What the command line asks for (each action of the window has one), so a
 // session can run unattended.

@@ -43,13 +43,12 @@
 #include "histogram_view.hpp"
 #include "report_view.hpp"
 #include "slice_view.hpp"
-#include "threshold.hpp"
+#include "session_types.hpp"
 #include "view3d.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
 #include "volseg/io/registry.hpp"
 #include "volseg/render/render.hpp"
-#include "worker.hpp"
 
 namespace volseg::gui {
 

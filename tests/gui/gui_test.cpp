@@ -23,7 +23,7 @@
 
 #include "histogram_view.hpp"
 #include "main_window.hpp"
-#include "session.hpp"
+#include "session_types.hpp"
 #include "support/temp_dir.hpp"
 #include "view3d.hpp"
 #include "volseg/datasets/generate.hpp"

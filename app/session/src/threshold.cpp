@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
-#include "threshold.hpp"
+#include "volseg/session/threshold.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-namespace volseg::gui {
+namespace volseg::session {
 
 double below_edge(const segment::HistogramEdges& e, double edge) {
   if (e.integers || edge >= e.hi || edge <= e.lo) return edge;
@@ -60,4 +60,4 @@ std::pair<double, double> around_mode(const segment::Histogram& h) {
   return {e.edge(a), e.edge(b + 1)};
 }
 
-}  // namespace volseg::gui
+}  // namespace volseg::session

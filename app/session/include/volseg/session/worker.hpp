@@ -14,9 +14,9 @@
 #include <mutex>
 #include <thread>
 
-#include "session.hpp"
+#include "volseg/session/session.hpp"
 
-namespace volseg::gui {
+namespace volseg::session {
 
 class Worker {
  public:
@@ -55,4 +55,4 @@ class Worker {
   std::thread thread_;
 };
 
-}  // namespace volseg::gui
+}  // namespace volseg::session

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-#include "worker.hpp"
+#include "volseg/session/worker.hpp"
 
 #include <algorithm>
 
-namespace volseg::gui {
+namespace volseg::session {
 
 Worker::Worker(Comm comm, ReplyFn on_reply, segment::ProgressObserver on_progress)
     : comm_(std::move(comm)), on_reply_(std::move(on_reply)), on_progress_(std::move(on_progress)) {
@@ -81,4 +81,4 @@ void Worker::run() {
   session.reset();  // collective, with the other ranks leaving serve()
 }
 
-}  // namespace volseg::gui
+}  // namespace volseg::session

@@ -38,7 +38,7 @@
 #include "volseg/segment/cancel.hpp"
 #include "volseg/segment/progress.hpp"
 
-namespace volseg::gui {
+namespace volseg::session {
 
 using Json = nlohmann::json;
 
@@ -108,4 +108,4 @@ class Session {
 // The loop of ranks other than 0: execute what rank 0 broadcasts until quit.
 void serve(const Comm& comm);
 
-}  // namespace volseg::gui
+}  // namespace volseg::session

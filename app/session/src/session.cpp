@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "session.hpp"
+#include "volseg/session/session.hpp"
 
 #include <unistd.h>
 
@@ -21,7 +21,7 @@
 #include "volseg/segment/expression.hpp"
 #include "volseg/segment/segment.hpp"
 
-namespace volseg::gui {
+namespace volseg::session {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -567,4 +567,4 @@ void serve(const Comm& comm) {
   }
 }
 
-}  // namespace volseg::gui
+}  // namespace volseg::session

@@ -7,7 +7,7 @@
 
 #include "volseg/segment/histogram.hpp"
 
-namespace volseg::gui {
+namespace volseg::session {
 
 // Segment counts lo <= v <= hi; a bin holds edge(i) <= v < edge(i+1). So a
 // range ending at an inner bin edge e ends at the largest double below e:
@@ -26,4 +26,4 @@ double otsu(const segment::Histogram& histogram);
 // The bins around the tallest one, down to half its count: [lo edge, hi edge].
 std::pair<double, double> around_mode(const segment::Histogram& histogram);
 
-}  // namespace volseg::gui
+}  // namespace volseg::session
