@@ -54,6 +54,15 @@ struct Planes {
   std::array<double, 3> spacing{1, 1, 1};         // x, y, z of the level
 };
 
+// A triangle surface drawn in the page (world coordinates, as render draws).
+struct Surface {
+  int level = 0;
+  std::array<double, 6> bounds{};
+  std::vector<float> points, normals;  // x, y, z
+  std::vector<std::uint32_t> triangles;
+  std::int64_t object = 0;
+};
+
 struct Reply {
   std::string kind;
   std::string error;  // empty: done
@@ -62,6 +71,7 @@ struct Reply {
   Json data;
   render::Image image;             // render
   std::shared_ptr<Planes> planes;  // slices
+  std::shared_ptr<Surface> surface;
 };
 
 // Rank 0's ties to the window while a request runs.

@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: MIT
+#include "volseg/web/protocol.hpp"
+
+#include <jpeglib.h>
+
+#include <charconv>
+#include <cmath>
+#include <csetjmp>
+#include <cstring>
+#include <limits>
+
+#include "volseg/io/error.hpp"
+
+namespace volseg::web {
+namespace {
+
+const Json& field(const Json& message, const char* name) {
+  if (!message.contains(name)) throw Error(std::string("'") + name + "' is missing");
+  return message.at(name);
+}
+
+double number(const Json& message, const char* name) {
+  const Json& v = field(message, name);
+  if (!v.is_number()) throw Error(std::string("'") + name + "' must be a number");
+  const double d = v.get<double>();
+  if (!std::isfinite(d)) throw Error(std::string("'") + name + "' must be finite");
+  return d;
+}
+
+std::int64_t integer(const Json& message, const char* name, std::int64_t lo, std::int64_t hi) {
+  const Json& v = field(message, name);
+  if (!v.is_number_integer()) throw Error(std::string("'") + name + "' must be an integer");
+  const auto i = v.get<std::int64_t>();
+  if (i < lo || i > hi)
+    throw Error(std::string("'") + name + "' must be in " + std::to_string(lo) + ".." + std::to_string(hi));
+  return i;
+}
+
+std::string string(const Json& message, const char* name, std::size_t longest = 4096) {
+  const Json& v = field(message, name);
+  if (!v.is_string()) throw Error(std::string("'") + name + "' must be a string");
+  auto s = v.get<std::string>();
+  if (s.size() > longest) throw Error(std::string("'") + name + "' is longer than " + std::to_string(longest));
+  return s;
+}
+
+bool flag(const Json& message, const char* name) {
+  if (!message.contains(name)) return false;
+  if (!message.at(name).is_boolean()) throw Error(std::string("'") + name + "' must be true or false");
+  return message.at(name).get<bool>();
+}
+
+// Only the fields a type names: a misspelt one is an error, not ignored.
+void only(const Json& message, std::initializer_list<const char*> names) {
+  for (const auto& [key, value] : message.items()) {
+    if (key == "type" || key == "id") continue;
+    bool known = false;
+    for (const char* n : names) known = known || key == n;
+    if (!known) throw Error("unknown field '" + key + "'");
+  }
+}
+
+Json open_request(const Json& m, const Roots& roots, const std::string& file) {
+  only(m, {"path", "var", "time", "expr", "where"});
+  Json r{{"kind", "open"}};
+  r["path"] = roots.input(m.contains("path") ? string(m, "path") : file).string();
+  if (m.contains("var") && !string(m, "var").empty()) r["var"] = string(m, "var", 256);
+  if (m.contains("time")) r["time"] = integer(m, "time", 0, std::numeric_limits<std::int32_t>::max());
+  if (m.contains("expr") && !string(m, "expr").empty()) r["expr"] = string(m, "expr");
+  if (m.contains("where") && !string(m, "where").empty()) r["where"] = string(m, "where");
+  if (r.contains("expr") && r.contains("where")) throw Error("an expression or a condition, not both");
+  return r;
+}
+
+Json segment_request(const Json& m, const Roots& roots) {
+  only(m, {"lo", "hi", "output", "force"});
+  const double lo = number(m, "lo"), hi = number(m, "hi");
+  if (lo > hi) throw Error("'lo' is above 'hi'");
+  return {{"kind", "segment"},
+          {"lo", lo},
+          {"hi", hi},
+          {"output", roots.output(string(m, "output")).string()},
+          {"force", flag(m, "force")},
+          {"hints", Json::array()}};
+}
+
+Json label_request(const Json& m, const Roots& roots) {
+  only(m, {"output", "connectivity", "min_voxels", "force"});
+  Json r{{"kind", "label"}, {"output", roots.output(string(m, "output")).string()}, {"force", flag(m, "force")}};
+  if (m.contains("connectivity")) {
+    const auto c = integer(m, "connectivity", 6, 26);
+    if (c != 6 && c != 18 && c != 26) throw Error("'connectivity' must be 6, 18 or 26");
+    r["connectivity"] = c;
+  }
+  if (m.contains("min_voxels")) r["min_voxels"] = integer(m, "min_voxels", 0, std::numeric_limits<std::int64_t>::max());
+  return r;
+}
+
+Json surface_request(const Json& m) {
+  only(m, {"lo", "hi", "object", "max_side"});
+  Json r{{"kind", "surface"}};
+  if (m.contains("lo") != m.contains("hi")) throw Error("'lo' and 'hi' come together");
+  if (m.contains("lo")) {
+    r["lo"] = number(m, "lo");
+    r["hi"] = number(m, "hi");
+  }
+  if (m.contains("object")) r["object"] = integer(m, "object", 1, std::numeric_limits<std::int64_t>::max());
+  r["max_side"] = m.contains("max_side") ? integer(m, "max_side", 16, 256) : 128;
+  return r;
+}
+
+Json frame_request(const Json& m) {
+  only(m, {"width", "height", "camera", "lo", "hi"});
+  const Json& c = field(m, "camera");
+  if (!c.is_object()) throw Error("'camera' must be an object");
+  for (const auto& [key, value] : c.items())
+    if (key != "azimuth" && key != "elevation" && key != "zoom") throw Error("unknown field 'camera." + key + "'");
+  const double zoom = c.contains("zoom") ? number(c, "zoom") : 1.0;
+  if (zoom < 0.05 || zoom > 100) throw Error("'camera.zoom' must be in 0.05..100");
+  Json r{{"kind", "render"},
+         {"width", integer(m, "width", 16, 2048)},
+         {"height", integer(m, "height", 16, 2048)},
+         {"camera",
+          {{"azimuth", c.contains("azimuth") ? number(c, "azimuth") : 30.0},
+           {"elevation", c.contains("elevation") ? number(c, "elevation") : 20.0},
+           {"zoom", zoom}}},
+         {"level", "auto"},
+         {"modes", {{"volume", false}, {"mask", true}, {"slices", false}}},
+         {"annotations", false},
+         {"replaceable", true}};
+  // Before a mask exists the frame draws the band's surface, as the page does.
+  if (m.contains("lo") != m.contains("hi")) throw Error("'lo' and 'hi' come together");
+  if (m.contains("lo")) {
+    r["lo"] = number(m, "lo");
+    r["hi"] = number(m, "hi");
+  }
+  return r;
+}
+
+Json slices_request(const Json& m) {
+  only(m, {"at"});
+  const Json& at = field(m, "at");
+  if (!at.is_array() || at.size() != 3) throw Error("'at' must be 3 numbers");
+  Json r{{"kind", "slices"}, {"at", Json::array()}, {"replaceable", true}};
+  for (const auto& v : at) {
+    if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() <= 1))
+      throw Error("'at' must be 3 numbers in [0, 1]");
+    r["at"].push_back(v.get<double>());
+  }
+  return r;
+}
+
+}  // namespace
+
+Message parse_message(const std::string& text, const Roots& roots, const std::string& file) {
+  if (text.size() > max_message_bytes)
+    throw Error("message of " + std::to_string(text.size()) + " bytes is over the limit of " +
+                std::to_string(max_message_bytes));
+  const Json m = Json::parse(text, nullptr, false);
+  if (m.is_discarded()) throw Error("message is not JSON");
+  if (!m.is_object()) throw Error("message is not a JSON object");
+  Message message;
+  message.type = string(m, "type", 32);
+  message.id = integer(m, "id", 0, std::int64_t{1} << 53);
+  const std::string& t = message.type;
+  if (t == "hello" || t == "cancel")
+    only(m, {});
+  else if (t == "open")
+    message.request = open_request(m, roots, file);
+  else if (t == "segment")
+    message.request = segment_request(m, roots);
+  else if (t == "label")
+    message.request = label_request(m, roots);
+  else if (t == "surface")
+    message.request = surface_request(m);
+  else if (t == "frame")
+    message.request = frame_request(m);
+  else if (t == "slices")
+    message.request = slices_request(m);
+  else
+    throw Error("unknown message type '" + t + "'");
+  return message;
+}
+
+std::int64_t message_id(const std::string& text) {
+  if (text.size() > max_message_bytes) return 0;
+  const Json m = Json::parse(text, nullptr, false);
+  if (!m.is_object() || !m.contains("id") || !m.at("id").is_number_integer()) return 0;
+  return m.at("id").get<std::int64_t>();
+}
+
+std::string binary_frame(const Json& header, const std::vector<const std::string*>& parts) {
+  std::string head = header.dump();
+  head.append((4 - head.size() % 4) % 4, ' ');
+  const auto n = static_cast<std::uint32_t>(head.size());
+  std::string frame;
+  std::size_t size = 4 + head.size();
+  for (const auto* p : parts) size += p->size();
+  frame.reserve(size);
+  for (int i = 0; i < 4; ++i) frame += static_cast<char>((n >> (8 * i)) & 0xff);
+  frame += head;
+  for (const auto* p : parts) frame += *p;
+  return frame;
+}
+
+namespace {
+template <class T>
+std::string bytes_of(const std::vector<T>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+}
+}  // namespace
+
+std::string surface_frame(const Json& header, const session::Surface& surface) {
+  Json h = header;
+  h["points"] = surface.points.size() / 3;
+  h["triangles"] = surface.triangles.size() / 3;
+  h["bounds"] = surface.bounds;
+  h["level"] = surface.level;
+  if (surface.object) h["object"] = surface.object;
+  const std::string points = bytes_of(surface.points), normals = bytes_of(surface.normals),
+                    triangles = bytes_of(surface.triangles);
+  return binary_frame(h, {&points, &normals, &triangles});
+}
+
+std::string slices_frame(Json header, const session::Planes& planes, const std::array<double, 2>& range) {
+  header["level"] = planes.level;
+  header["dims"] = planes.dims;
+  header["at"] = planes.at;
+  header["spacing"] = planes.spacing;
+  header["range"] = range;
+  header["planes"] = Json::array();
+  const bool with_mask = !planes.mask[0].empty();
+  header["mask"] = with_mask;
+  std::string values, mask;
+  const double scale = range[1] > range[0] ? 254.0 / (range[1] - range[0]) : 0.0;
+  for (std::size_t p = 0; p < 3; ++p) {
+    header["planes"].push_back({{"rows", planes.rows[p]}, {"columns", planes.columns[p]}});
+    for (const float v : planes.values[p])
+      values += std::isfinite(v) ? static_cast<char>(static_cast<unsigned char>(
+                                       std::lround(std::clamp((v - range[0]) * scale, 0.0, 254.0))))
+                                 : static_cast<char>(255);
+    if (with_mask)
+      for (const std::uint8_t m : planes.mask[p]) mask += static_cast<char>(m ? 1 : 0);
+  }
+  return binary_frame(header, {&values, &mask});
+}
+
+namespace {
+struct JpegError {
+  jpeg_error_mgr manager;
+  std::jmp_buf jump;
+  char message[JMSG_LENGTH_MAX];
+};
+void on_jpeg_error(j_common_ptr info) {
+  auto* e = reinterpret_cast<JpegError*>(info->err);
+  (*info->err->format_message)(info, e->message);
+  std::longjmp(e->jump, 1);
+}
+}  // namespace
+
+std::string jpeg(const render::Image& image, int quality) {
+  if (image.width < 1 || image.height < 1) throw Error("no image to encode");
+  jpeg_compress_struct info{};
+  JpegError error{};
+  info.err = jpeg_std_error(&error.manager);
+  error.manager.error_exit = on_jpeg_error;
+  unsigned char* buffer = nullptr;
+  unsigned long size = 0;
+  std::vector<unsigned char> row(static_cast<std::size_t>(image.width) * 3);
+  if (setjmp(error.jump)) {
+    jpeg_destroy_compress(&info);
+    std::free(buffer);
+    throw Error(std::string("JPEG: ") + error.message);
+  }
+  jpeg_create_compress(&info);
+  jpeg_mem_dest(&info, &buffer, &size);
+  info.image_width = static_cast<JDIMENSION>(image.width);
+  info.image_height = static_cast<JDIMENSION>(image.height);
+  info.input_components = 3;
+  info.in_color_space = JCS_RGB;
+  jpeg_set_defaults(&info);
+  jpeg_set_quality(&info, quality, TRUE);
+  jpeg_start_compress(&info, TRUE);
+  for (int y = 0; y < image.height; ++y) {
+    const std::uint8_t* rgba = image.rgba.data() + static_cast<std::size_t>(y) * image.width * 4;
+    for (int x = 0; x < image.width; ++x)
+      for (int c = 0; c < 3; ++c) row[static_cast<std::size_t>(x) * 3 + c] = rgba[x * 4 + c];
+    JSAMPROW rows[1] = {row.data()};
+    jpeg_write_scanlines(&info, rows, 1);
+  }
+  jpeg_finish_compress(&info);
+  std::string out(reinterpret_cast<const char*>(buffer), size);
+  jpeg_destroy_compress(&info);
+  std::free(buffer);
+  return out;
+}
+
+std::string shell_quoted(const std::string& word) {
+  bool plain = !word.empty();
+  for (const char c : word)
+    plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || std::strchr("@%_+=:,./-", c) != nullptr);
+  if (plain) return word;
+  std::string q = "'";
+  for (const char c : word) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+namespace {
+// The shortest text that reads back as the same double.
+std::string exact(double v) {
+  char text[32];
+  const auto r = std::to_chars(text, text + sizeof text, v);
+  return std::string(text, r.ptr);
+}
+}  // namespace
+
+std::string segment_command(const Json& open, const Json& segment) {
+  std::string c = "volseg segment " + shell_quoted(open.value("path", std::string()));
+  if (open.contains("expr"))
+    c += " --expr " + shell_quoted(open.at("expr").get<std::string>());
+  else if (open.contains("where"))
+    c += " --where " + shell_quoted(open.at("where").get<std::string>());
+  else if (!open.value("variable", std::string()).empty())
+    c += " --var " + shell_quoted(open.at("variable").get<std::string>());
+  if (open.contains("step")) c += " --time " + std::to_string(open.at("step").get<std::int64_t>());
+  c += " --lo " + exact(segment.at("lo").get<double>()) + " --hi " + exact(segment.at("hi").get<double>());
+  c += " --out " + shell_quoted(segment.at("output").get<std::string>());
+  return c;
+}
+
+std::string label_command(const Json& segment, const Json& label) {
+  return "volseg label " + shell_quoted(segment.at("output").get<std::string>()) + " --mask-input --connectivity " +
+         std::to_string(label.value("connectivity", 26)) + " --out " +
+         shell_quoted(label.at("output").get<std::string>());
+}
+
+}  // namespace volseg::web
