@@ -408,11 +408,21 @@ void Server::handle_message(const std::shared_ptr<WebSocketSession>& from, const
   }
   const std::string& type = message.type;
   if (type == "hello") {
-    send_to(from->number(), std::make_shared<const std::string>(state().dump()), false);
+    Json s = state();
+    s["id"] = message.id;
+    send_to(from->number(), std::make_shared<const std::string>(s.dump()), false);
     return;
   }
   if (type == "cancel") {
-    worker_->cancel();
+    // Requests dropped before they ran are answered as a cancelled job is.
+    for (auto& dropped : worker_->cancel()) {
+      auto reply = std::make_shared<session::Reply>();
+      reply->kind = dropped.value("kind", "");
+      reply->error = Cancelled::message;
+      reply->cancelled = true;
+      reply->data["tag"] = dropped.value("tag", Json::object());
+      handle_reply(reply);
+    }
     return;
   }
   const bool job = type == "open" || type == "segment" || type == "label";

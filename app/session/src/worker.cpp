@@ -25,10 +25,12 @@ void Worker::post(Json request) {
   wake_.notify_one();
 }
 
-void Worker::cancel() {
+std::deque<Json> Worker::cancel() {
   std::lock_guard lock(mutex_);
-  queue_.clear();
+  std::deque<Json> dropped;
+  dropped.swap(queue_);
   if (running_request_) cancel_.request();
+  return dropped;
 }
 
 void Worker::quit() {

@@ -29,8 +29,9 @@ class Worker {
   Worker& operator=(const Worker&) = delete;
 
   void post(Json request);
-  // Stops the running job (segment) and drops the requests still queued.
-  void cancel();
+  // Stops the running job (segment) and drops the requests still queued;
+  // returns those, so a front end can answer each one.
+  std::deque<Json> cancel();
   // Ends every rank's loop after the request under way; joins the thread.
   void quit();
   // Requests queued or running, and replies not yet delivered().

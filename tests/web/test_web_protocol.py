@@ -1,0 +1,271 @@
+# SPDX-License-Identifier: MIT
+"""`volseg web` end to end without a browser: what a page sends over its
+WebSocket (tests/web/wsclient.py) and what the job answers, on the number of
+ranks VOLSEG_WEB_RANKS gives. Who gets in, which files it touches, bad
+messages, and that the page's segment is batch segment's, byte for byte."""
+import glob
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import web_util  # noqa: E402  (it puts tests/e2e on the path)
+import e2e_util  # noqa: E402
+import wsclient  # noqa: E402
+
+e2e_util.require_binary()
+
+
+def generate(path, dims, field="shells"):
+    subprocess.run(e2e_util.command(["generate", path, "--dims", dims, "--field", field, "--quiet"], ranks=2),
+                   check=True, capture_output=True)
+
+
+class Serving(unittest.TestCase):
+    """One job for the whole class, as a user keeps one open."""
+
+    hellos = 1000
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="volseg-web-")
+        cls.data = os.path.join(cls.dir, "data")
+        os.makedirs(cls.data)
+        os.makedirs(os.path.join(cls.dir, "elsewhere"))
+        with open(os.path.join(cls.dir, "elsewhere", "secret.nc"), "wb") as f:
+            f.write(b"CDF\x01")
+        os.symlink(os.path.join(cls.dir, "elsewhere", "secret.nc"), os.path.join(cls.data, "link.nc"))
+        cls.volume = os.path.join(cls.data, "shells.nc")
+        generate(cls.volume, "40,48,56")
+        cls.big = os.path.join(cls.data, "big.nc")
+        generate(cls.big, "320")
+        cls.job = web_util.Job([cls.volume, "--port", "0"])
+
+    @classmethod
+    def tearDownClass(cls):
+        status, err = cls.job.stop()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def connect(self, **headers):
+        j = self.job
+        return wsclient.WebSocket(j.host, j.port, f"{j.base}ws?token={j.token}",
+                                  dict({"Origin": f"http://{j.host}:{j.port}"}, **headers))
+
+    def ask(self, ws, message, want=lambda m: True):
+        """Sends message; the reply, error or binary frame with its id."""
+        ws.send(message)
+        m, _ = ws.until(lambda m: (isinstance(m, bytes) and want(m)) or
+                        (isinstance(m, dict) and m.get("type") in ("reply", "error") and
+                         m.get("id") == message["id"]), limit=1000)
+        return m
+
+    def state(self, ws):
+        """The session now: the answer to a hello (broadcasts before it are older)."""
+        Serving.hellos += 1
+        ws.send({"type": "hello", "id": Serving.hellos})
+        m, _ = ws.until(lambda m: isinstance(m, dict) and m.get("type") == "state" and m.get("id") == Serving.hellos,
+                        limit=10000)
+        return m["state"]
+
+    def wait_idle(self, ws, timeout=120):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            s = self.state(ws)
+            if s["busy"] is None:
+                return s
+            time.sleep(0.2)
+        self.fail("the session stayed busy")
+
+    # --- who gets in --------------------------------------------------------
+    def test_http_needs_the_token(self):
+        j = self.job
+        status, _, body = j.get(j.base)
+        self.assertEqual(status, 401)
+        self.assertNotIn(b"<html", body.lower())
+        status, _, _ = j.get(j.base + "?token=" + "0" * len(j.token))
+        self.assertEqual(status, 401)
+        status, _, _ = j.get(j.base + "app.js")
+        self.assertEqual(status, 401)
+        status, headers, _ = j.get(j.base + "?token=" + j.token)
+        self.assertEqual(status, 302)
+        self.assertEqual(headers["Location"], j.base)  # the token leaves the address bar
+        cookie = headers["Set-Cookie"]
+        self.assertIn("HttpOnly", cookie)
+        self.assertIn("SameSite=Strict", cookie)
+        name_value = cookie.split(";")[0]
+        status, headers, body = j.get(j.base, {"Cookie": name_value})
+        self.assertEqual(status, 200)
+        self.assertIn(b"<html", body.lower())
+        self.assertIn("Content-Security-Policy", headers)
+        status, _, _ = j.get(j.base + "app.js", {"Authorization": "token " + j.token})
+        self.assertEqual(status, 200)
+        status, _, _ = j.get(j.base + "../../etc/passwd", {"Cookie": name_value})
+        self.assertEqual(status, 404)
+
+    def test_websocket_needs_the_token_and_the_origin(self):
+        j = self.job
+        with self.assertRaises(wsclient.HandshakeRefused) as e:
+            wsclient.WebSocket(j.host, j.port, j.base + "ws")
+        self.assertEqual(e.exception.status, 401)
+        with self.assertRaises(wsclient.HandshakeRefused) as e:
+            wsclient.WebSocket(j.host, j.port, j.base + "ws?token=" + j.token[:-1] + "x")
+        self.assertEqual(e.exception.status, 401)
+        with self.assertRaises(wsclient.HandshakeRefused) as e:
+            self.connect(Origin="http://evil.example")
+        self.assertEqual(e.exception.status, 403)
+
+    # --- bad messages: an error reply each, the job goes on ----------------
+    def test_bad_messages_get_error_replies(self):
+        ws = self.connect()
+        cases = [
+            ("not json", "not JSON"),
+            (json.dumps({"type": "launch", "id": 5}), "unknown message type"),
+            (json.dumps({"type": "segment", "id": 6, "lo": 1}), "'hi' is missing"),
+            (json.dumps({"type": "segment", "id": 7, "lo": 1, "hi": 2, "output": "/etc/m.nc"}), "outside"),
+            (json.dumps({"type": "segment", "id": 8, "lo": 1, "hi": 2, "output": "../m.nc"}), "'..'"),
+            (json.dumps({"type": "open", "id": 9, "path": "link.nc"}), "outside"),
+            (json.dumps({"type": "open", "id": 10, "path": "/etc/passwd"}), "outside"),
+            ("x" * 70000, "over the limit"),
+        ]
+        for text, expected in cases:
+            ws.send(text)
+            m, _ = ws.until(lambda m: isinstance(m, dict) and m.get("type") == "error")
+            self.assertIn(expected, m["message"], text[:80])
+        # An unknown variable or expression: the job's own one-line error.
+        for open_message in ({"var": "nope"}, {"expr": "nope + 1"}):
+            m = self.ask(ws, dict({"type": "open", "id": 11}, **open_message))
+            self.assertEqual(m["type"], "error", open_message)
+            self.assertNotIn("\n", m["message"])
+        state = self.state(ws)
+        self.assertEqual(state["open"]["path"], os.path.realpath(self.volume))  # still the file it had
+        # Past the hard limit the connection closes (1009); the job lives on.
+        try:
+            ws.send("y" * (2 << 20))
+            with self.assertRaises(wsclient.Closed) as e:
+                while True:
+                    ws.receive()
+            self.assertIn(e.exception.code, (1009, 1006))
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # closed while the message was still being sent
+        self.assertTrue(self.job.alive())
+        self.state(self.connect())
+
+    # --- the session --------------------------------------------------------
+    def test_segment_equals_batch_and_every_page_sees_it(self):
+        ws, other = self.connect(), self.connect()
+        self.wait_idle(ws)
+        out = os.path.join(self.data, "web-mask.nhdr")
+        m = self.ask(ws, {"type": "segment", "id": 21, "lo": 4, "hi": 6, "output": "web-mask.nhdr", "force": True})
+        self.assertEqual(m["type"], "reply", m)
+        batch = os.path.join(self.dir, "batch-mask.nhdr")
+        subprocess.run(e2e_util.command(["segment", self.volume, "--lo", "4", "--hi", "6", "--out", batch,
+                                         "--quiet"], ranks=2), check=True, capture_output=True)
+        with open(out.replace(".nhdr", ".raw"), "rb") as a, open(batch.replace(".nhdr", ".raw"), "rb") as b:
+            self.assertEqual(a.read(), b.read())
+        # The second page was told, and its state shows the same session.
+        state = self.state(other)
+        self.assertEqual(state["segment"]["output"], os.path.realpath(out))
+        self.assertEqual(state["segment"]["in_range"], m["data"]["in_range"])
+        self.assertIn("volseg segment", state["command"][0])
+        self.assertIn("--lo 4 --hi 6", state["command"][0])
+
+    def test_frame_is_a_small_jpeg(self):
+        ws = self.connect()
+        self.wait_idle(ws)
+        m = self.ask(ws, {"type": "frame", "id": 31, "width": 1024, "height": 1024,
+                          "camera": {"azimuth": 30, "elevation": 20, "zoom": 1}, "lo": 4, "hi": 6})
+        self.assertIsInstance(m, bytes, m)
+        header, payload = wsclient.binary_header(m)
+        self.assertEqual((header["type"], header["width"], header["height"]), ("frame", 1024, 1024))
+        self.assertEqual(payload[:2], b"\xff\xd8")
+        self.assertLessEqual(len(payload), 300 * 1024)
+
+    def test_slices(self):
+        ws = self.connect()
+        self.wait_idle(ws)
+        m = self.ask(ws, {"type": "slices", "id": 41, "at": [0.5, 0.25, 0.75]})
+        self.assertIsInstance(m, bytes, m)
+        header, payload = wsclient.binary_header(m)
+        self.assertEqual(header["dims"], [40, 48, 56])
+        planes = header["planes"]
+        values = sum(p["rows"] * p["columns"] for p in planes)
+        self.assertEqual(len(payload), values * (2 if header["mask"] else 1))
+
+    def test_closing_mid_job_leaves_the_job_whole(self):
+        ws = self.connect()
+        self.wait_idle(ws)
+        ws.send({"type": "segment", "id": 51, "lo": 4, "hi": 6, "output": "closed.nhdr", "force": True,
+                 })
+        ws.close()  # the page goes away while the ranks work
+        watcher = self.connect()
+        time.sleep(0.2)
+        state = self.wait_idle(watcher)
+        self.assertEqual(state["segment"]["output"], os.path.realpath(os.path.join(self.data, "closed.nhdr")))
+        self.assertEqual(os.path.getsize(os.path.join(self.data, "closed.raw")), 40 * 48 * 56)
+        self.assertEqual(glob.glob(os.path.join(self.data, ".*volseg-tmp*")), [])
+
+    def test_cancel_leaves_no_output(self):
+        ws = self.connect()
+        self.wait_idle(ws)
+        self.assertEqual(self.ask(ws, {"type": "open", "id": 60, "path": "big.nc"})["type"], "reply")
+        try:
+            ws.send({"type": "segment", "id": 61, "lo": 4, "hi": 6, "output": "cancelled.nhdr"})
+            ws.send({"type": "cancel", "id": 62})
+            m, _ = ws.until(lambda m: isinstance(m, dict) and m.get("id") == 61 and m["type"] in ("reply", "error"))
+            self.assertEqual((m["type"], m["message"]), ("error", "cancelled"))
+            self.assertFalse(os.path.exists(os.path.join(self.data, "cancelled.nhdr")))
+            self.assertEqual(glob.glob(os.path.join(self.data, ".*volseg-tmp*")), [])
+            # A second job while one runs is refused, not queued.
+            ws.send({"type": "segment", "id": 63, "lo": 4, "hi": 6, "output": "first.nhdr", "force": True})
+            m = self.ask(ws, {"type": "segment", "id": 64, "lo": 1, "hi": 2, "output": "second.nhdr"})
+            self.assertEqual(m["type"], "error")
+            self.assertIn("busy", m["message"])
+            self.wait_idle(ws)
+        finally:
+            self.ask(ws, {"type": "open", "id": 65})
+
+
+class Refusals(unittest.TestCase):
+    """Jobs that must not start: one line, a non-zero exit."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="volseg-web-")
+        self.volume = os.path.join(self.dir, "v.nc")
+        generate(self.volume, "24")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def refused(self, args, expected, env=None):
+        job = web_util.Job([self.volume] + args, ranks=2, wait=False, env=env)
+        status, out, err = job.finish()
+        self.assertNotEqual(status, 0, err)
+        self.assertNotIn("volseg web: http", out)
+        self.assertIn(expected, err)
+        return err
+
+    def test_open_to_the_network_without_a_token(self):
+        self.refused(["--host", "0.0.0.0", "--no-token", "--port", "0"], "without a token")
+
+    def test_a_port_in_use(self):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            s.listen()
+            port = s.getsockname()[1]
+            self.refused(["--port", str(port)], "in use")
+
+    def test_an_unknown_variable(self):
+        self.refused(["--var", "nope", "--port", "0"], "nope")
+
+    def test_a_short_token(self):
+        self.refused(["--port", "0"], "at least 16", env={"VOLSEG_WEB_TOKEN": "short"})
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
