@@ -40,8 +40,8 @@
 
 #include "histogram_view.hpp"
 #include "report_view.hpp"
-#include "slice_view.hpp"
 #include "session_types.hpp"
+#include "slice_view.hpp"
 #include "view3d.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
