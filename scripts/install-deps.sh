@@ -40,6 +40,9 @@ packages=(
   libtiff-dev libtiff-tools liblz4-dev liblzma-dev
   # measurement
   time fio stress-ng
+  # volseg web: Boost.Beast (libboost-dev, above) serves the page; libjpeg encodes the streamed
+  # frames; the page is tested in headless Chromium driven by Selenium
+  libjpeg-dev chromium chromium-driver python3-selenium
   # fuzzing (VOLSEG_FUZZ: libFuzzer targets built with clang)
   clang-14 libfuzzer-14-dev libclang-rt-14-dev
 )
