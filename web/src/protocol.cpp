@@ -126,8 +126,7 @@ Json frame_request(const Json& m) {
            {"zoom", zoom}}},
          {"level", "auto"},
          {"modes", {{"volume", false}, {"mask", true}, {"slices", false}}},
-         {"annotations", false},
-         {"replaceable", true}};
+         {"annotations", false}};
   // Before a mask exists the frame draws the band's surface, as the page does.
   if (m.contains("lo") != m.contains("hi")) throw Error("'lo' and 'hi' come together");
   if (m.contains("lo")) {
@@ -141,7 +140,7 @@ Json slices_request(const Json& m) {
   only(m, {"at"});
   const Json& at = field(m, "at");
   if (!at.is_array() || at.size() != 3) throw Error("'at' must be 3 numbers");
-  Json r{{"kind", "slices"}, {"at", Json::array()}, {"replaceable", true}};
+  Json r{{"kind", "slices"}, {"at", Json::array()}};
   for (const auto& v : at) {
     if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() <= 1))
       throw Error("'at' must be 3 numbers in [0, 1]");

@@ -432,6 +432,9 @@ void Server::handle_message(const std::shared_ptr<WebSocketSession>& from, const
     return;
   }
   message.request["tag"] = {{"connection", from->number()}, {"id", message.id}, {"type", type}};
+  // A page's newer frame (or slices) replaces its own older one still queued:
+  // a turning view asks faster than frames come.
+  if (type == "frame" || type == "slices") message.request["replaceable"] = type + "-" + std::to_string(from->number());
   if (job) {
     busy_ = {{"request", type}, {"id", message.id}};
     broadcast(state());

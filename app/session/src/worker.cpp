@@ -15,9 +15,11 @@ Worker::~Worker() { quit(); }
 void Worker::post(Json request) {
   std::lock_guard lock(mutex_);
   if (quitting_) return;
-  if (request.value("replaceable", false))
+  // "replaceable": true, or a key (a page's own frames replace only each other).
+  const Json key = request.contains("replaceable") ? request.at("replaceable") : Json(false);
+  if (key != Json(false))
     for (auto it = queue_.begin(); it != queue_.end(); ++it)
-      if (it->value("replaceable", false)) {
+      if (it->contains("replaceable") && it->at("replaceable") == key) {
         *it = std::move(request);
         return;
       }

@@ -3,7 +3,8 @@
 // on this one thread (a GL context belongs to one thread); the window's
 // thread only posts requests and receives replies, so it never waits on the
 // other ranks. A request marked "replaceable" (an interactive frame) replaces
-// one still queued (a camera drag asks faster than frames come); Cancel reaches a running job
+// one still queued with the same mark (true, or a key such as a page's own
+// frames): a camera drag asks faster than frames come. Cancel reaches a running job
 // through a flag the job polls (segment::Stop carries it to every rank).
 #pragma once
 
