@@ -231,6 +231,57 @@ class Serving(unittest.TestCase):
             self.ask(ws, {"type": "open", "id": 65})
 
 
+class Launchers(unittest.TestCase):
+    """What launchers set: a token of their own, a proxy's path prefix, no
+    token on loopback."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="volseg-web-")
+        cls.volume = os.path.join(cls.dir, "v.nc")
+        generate(cls.volume, "24")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def test_token_from_the_environment_and_a_base_url(self):
+        token = "launcher-chosen-token-0123456789"
+        url_file = os.path.join(self.dir, "url.txt")
+        job = web_util.Job([self.volume, "--port", "0", "--base-url", "/node/n7/8765/", "--print-url-file", url_file],
+                           env={"VOLSEG_WEB_TOKEN": token})
+        try:
+            self.assertEqual(job.token, token)
+            self.assertEqual(job.base, "/node/n7/8765/")
+            with open(url_file) as f:
+                self.assertEqual(f.read().strip(), "volseg web: " + job.url)
+            self.assertEqual(job.get("/?token=" + token)[0], 404)  # outside the prefix
+            status, headers, _ = job.get(job.base + "?token=" + token)
+            self.assertEqual((status, headers["Location"]), (302, job.base))
+            self.assertIn("Path=/node/n7/8765/", headers["Set-Cookie"])
+            ws = wsclient.WebSocket(job.host, job.port, job.base + "ws", {"Authorization": "token " + token})
+            ws.send({"type": "hello", "id": 1})
+            m, _ = ws.until(lambda m: isinstance(m, dict) and m.get("type") == "state")
+            self.assertEqual(m["state"]["file"], os.path.realpath(self.volume))
+        finally:
+            job.stop()
+
+    def test_no_token_on_loopback(self):
+        job = web_util.Job([self.volume, "--port", "0", "--no-token"])
+        try:
+            self.assertIsNone(job.token)
+            self.assertEqual(job.get(job.base)[0], 200)
+        finally:
+            job.stop()
+
+    def test_sigterm_ends_every_rank(self):
+        job = web_util.Job([self.volume, "--port", "0"])
+        status, err = job.stop()
+        self.assertFalse(job.alive())
+        with self.assertRaises(OSError):
+            socket.create_connection((job.host, job.port), timeout=5).close()
+
+
 class Refusals(unittest.TestCase):
     """Jobs that must not start: one line, a non-zero exit."""
 
