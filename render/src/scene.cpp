@@ -10,6 +10,7 @@
 #include <vtkColorTransferFunction.h>
 #include <vtkFlyingEdges3D.h>
 #include <vtkGPUVolumeRayCastMapper.h>
+#include <vtkIdList.h>
 #include <vtkImageActor.h>
 #include <vtkImageConstantPad.h>
 #include <vtkImageData.h>
@@ -26,6 +27,7 @@
 #include <vtkProp3D.h>
 #include <vtkProperty.h>
 #include <vtkReverseSense.h>
+#include <vtkTriangleFilter.h>
 #include <vtkUnsignedCharArray.h>
 #include <vtkUnsignedShortArray.h>
 #include <vtkVolume.h>
@@ -408,6 +410,42 @@ vtkSmartPointer<vtkPolyData> piece_surface(const Piece& piece, vtkImageData* ima
   clip->InsideOutOn();
   clip->Update();
   return clip->GetOutput();
+}
+
+Mesh mask_mesh(const Piece& piece) {
+  vtkNew<vtkImageData> image;  // unused for the smooth surface, which reads piece.mask
+  auto surface = piece_surface(piece, image, {0.5}, true, MaskSurface::smooth);
+  vtkNew<vtkTriangleFilter> triangles;  // the clip leaves polygons of more sides
+  triangles->SetInputData(surface);
+  triangles->PassVertsOff();
+  triangles->PassLinesOff();
+  triangles->Update();
+  vtkPolyData* out = triangles->GetOutput();
+  Mesh mesh;
+  const vtkIdType n = out->GetNumberOfPoints();
+  vtkDataArray* normals = out->GetPointData()->GetNormals();
+  const auto& d = piece.display_scale;
+  mesh.points.reserve(static_cast<std::size_t>(n) * 3);
+  mesh.normals.reserve(static_cast<std::size_t>(n) * 3);
+  for (vtkIdType i = 0; i < n; ++i) {
+    double p[3], v[3] = {0, 0, 1};
+    out->GetPoint(i, p);
+    if (normals) normals->GetTuple(i, v);
+    for (int a = 0; a < 3; ++a) {
+      mesh.points.push_back(static_cast<float>(p[a] * d[a]));
+      mesh.normals.push_back(static_cast<float>(v[a] * (d[a] < 0 ? -1 : 1)));
+    }
+  }
+  const bool mirrored = d[0] * d[1] * d[2] < 0;  // a mirror turns the winding
+  vtkCellArray* polys = out->GetPolys();
+  vtkNew<vtkIdList> cell;
+  for (polys->InitTraversal(); polys->GetNextCell(cell);) {
+    if (cell->GetNumberOfIds() != 3) continue;
+    mesh.triangles.push_back(static_cast<std::uint32_t>(cell->GetId(0)));
+    mesh.triangles.push_back(static_cast<std::uint32_t>(cell->GetId(mirrored ? 2 : 1)));
+    mesh.triangles.push_back(static_cast<std::uint32_t>(cell->GetId(mirrored ? 1 : 2)));
+  }
+  return mesh;
 }
 
 void Scene::add_surface(vtkImageData* image, const std::vector<double>& values, const FrameSettings& s,

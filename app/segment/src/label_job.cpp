@@ -354,7 +354,9 @@ struct LabelPasses {
         input(brick_voxels * io::dtype_size(info.dtype)),
         source(p.values ? brick_voxels * io::dtype_size(p.values->info().dtype) : 0),
         progress(c, "label", 2 * p.layout.count(), o.progress),
-        kept(p.cache) {}
+        kept(p.cache) {
+    if (o.on_progress) progress.observe(o.on_progress);
+  }
 
   // This rank's bricks, driven with the progress bar; `bytes_per_voxel`
   // of each brick counts as moved.

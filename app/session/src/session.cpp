@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -19,6 +20,7 @@
 #include "volseg/render/load.hpp"
 #include "volseg/segment/decode.hpp"
 #include "volseg/segment/expression.hpp"
+#include "volseg/segment/label.hpp"
 #include "volseg/segment/segment.hpp"
 
 namespace volseg::session {
@@ -191,6 +193,10 @@ Reply Session::execute(const Json& request, const Hooks& hooks) {
         draw(request, reply);
       else if (reply.kind == "slices")
         slices(request, reply);
+      else if (reply.kind == "label")
+        label(request, hooks, reply);
+      else if (reply.kind == "surface")
+        surface(request, reply);
       else if (reply.kind == "close")
         close();
       else
@@ -209,6 +215,8 @@ Reply Session::execute(const Json& request, const Hooks& hooks) {
 void Session::close() {
   path_.clear();
   mask_.clear();
+  labels_.clear();
+  boxes_.clear();
   pyramid_.reset();
   mask_pyramid_.reset();
   selection_.clear();
@@ -340,6 +348,8 @@ void Session::segment(const Json& request, const Hooks& hooks, Reply& reply) {
   }
   // The old mask's pieces go first: the new mask may replace its file.
   mask_.clear();
+  labels_.clear();
+  boxes_.clear();
   mask_pyramid_.reset();
   pieces_.clear();
   shown_ = {-1, ""};
@@ -556,6 +566,270 @@ void Session::slices(const Json& request, Reply& reply) {
   }
   reply.data = {{"level", level}};
   reply.planes = std::move(planes);
+}
+
+namespace {
+
+// A private temporary file named on rank 0 and known to every rank.
+std::string shared_temporary(const Comm& comm, const std::string& what) {
+  return comm.broadcast(comm.rank() == 0 ? (std::filesystem::temp_directory_path() /
+                                            ("volseg-session-" + std::to_string(::getpid()) + "-" + what))
+                                               .string()
+                                         : std::string());
+}
+
+// The object table a label job wrote (label_report.cpp's columns), the
+// largest `limit` objects when there are more.
+Json read_table(const std::string& path, std::size_t limit, std::uint64_t& total) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);  // the header
+  struct Row {
+    std::int64_t id, voxels;
+    std::array<std::int64_t, 6> box;  // z, y, x min, then max
+    std::array<double, 3> centroid;   // z, y, x
+    int border;
+  };
+  std::vector<Row> rows;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> f;
+    std::stringstream fields(line);
+    for (std::string item; std::getline(fields, item, ',');) f.push_back(item);
+    if (f.size() < 16)
+      throw Error("the object table " + path + " has a row of " + std::to_string(f.size()) + " fields");
+    Row r{std::stoll(f[0]), std::stoll(f[1]), {}, {}, std::stoi(f[15])};
+    for (int k = 0; k < 6; ++k) r.box[k] = std::stoll(f[3 + k]);
+    for (int k = 0; k < 3; ++k) r.centroid[k] = std::stod(f[9 + k]);
+    rows.push_back(r);
+  }
+  total = rows.size();
+  if (rows.size() > limit) {
+    std::partial_sort(
+        rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(limit), rows.end(),
+        [](const Row& a, const Row& b) { return a.voxels != b.voxels ? a.voxels > b.voxels : a.id < b.id; });
+    rows.resize(limit);
+  }
+  Json table = Json::array();
+  for (const auto& r : rows)
+    table.push_back({{"id", r.id},
+                     {"voxels", r.voxels},
+                     {"centroid", {r.centroid[2], r.centroid[1], r.centroid[0]}},
+                     {"box", {{r.box[2], r.box[1], r.box[0]}, {r.box[5], r.box[4], r.box[3]}}},
+                     {"border", r.border}});
+  return table;
+}
+
+}  // namespace
+
+// Labels the mask on every rank as `volseg label MASK --mask-input` does,
+// and keeps the table's boxes so an object can be shown alone.
+void Session::label(const Json& request, const Hooks& hooks, Reply& reply) {
+  if (mask_.empty()) throw Error("segment first: there is no mask to label");
+  segment::LabelOptions options;
+  options.input = mask_;
+  options.mask_input = true;
+  options.output = text(request, "output");
+  if (options.output.empty()) throw Error("no output file named for the labels");
+  options.connectivity = request.value("connectivity", 26);
+  options.min_voxels = request.value("min_voxels", std::uint64_t{0});
+  options.force = request.value("force", false);
+  options.progress = segment::ProgressMode::none;
+  options.command_line = text(request, "command_line", "volseg web");
+  options.stats = shared_temporary(comm_, "objects.csv");
+  if (comm_.rank() == 0) options.on_progress = hooks.progress;
+  labels_.clear();
+  boxes_.clear();
+  const segment::LabelResult result = segment::run_label(comm_, options);
+  labels_ = options.output;
+  // Rank 0 reads the table and keeps the boxes: object surfaces are drawn there.
+  Json table;
+  std::uint64_t total = 0;
+  if (comm_.rank() == 0) {
+    table = read_table(options.stats, 20000, total);
+    std::filesystem::remove(options.stats);
+    for (const auto& row : table) {
+      const auto& b = row.at("box");
+      boxes_[row.at("id").get<std::int64_t>()] = {b[0][2], b[0][1], b[0][0], b[1][2], b[1][1], b[1][0]};
+    }
+  }
+  if (comm_.rank() != 0) return;
+  Json& d = reply.data;
+  d["output"] = options.output;
+  d["objects"] = result.summary.objects;
+  d["connectivity"] = options.connectivity;
+  d["seconds"] = result.seconds;
+  d["label_type"] = result.label_type;
+  d["table"] = std::move(table);
+  d["table_total"] = total;
+  d["table_truncated"] = total > d["table"].size();
+}
+
+namespace {
+
+// The finest level of a pyramid whose largest side is at most max_side.
+int coarse_level(const pyramid::Pyramid& pyramid, std::int64_t max_side) {
+  const auto& levels = pyramid.levels();
+  int level = 0;
+  while (level + 1 < static_cast<int>(levels.size()) &&
+         *std::max_element(levels[static_cast<std::size_t>(level)].dims.begin(),
+                           levels[static_cast<std::size_t>(level)].dims.end()) > max_side)
+    ++level;
+  return level;
+}
+
+Surface surface_of(const render::Piece& piece) {
+  render::Mesh mesh = render::mask_mesh(piece);
+  Surface s;
+  s.level = piece.level;
+  s.points = std::move(mesh.points);
+  s.normals = std::move(mesh.normals);
+  s.triangles = std::move(mesh.triangles);
+  return s;
+}
+
+// The level-0 volume's box in world coordinates as drawn, from a piece of
+// any level (its voxels are 2^level wide and centred on theirs).
+std::array<double, 6> full_bounds(const render::Piece& piece, const io::Index3& dims) {
+  std::array<double, 6> b{};
+  const double factor = std::pow(2.0, piece.level);
+  for (int a = 0; a < 3; ++a) {
+    const double s0 = piece.spacing[a] / factor;
+    const double lo = piece.origin[a] - 0.5 * (factor - 1) * s0;
+    const double hi = lo + s0 * static_cast<double>(dims[static_cast<std::size_t>(2 - a)] - 1);
+    const double d = piece.display_scale[a];
+    b[2 * a] = std::min(lo * d, hi * d);
+    b[2 * a + 1] = std::max(lo * d, hi * d);
+  }
+  return b;
+}
+
+}  // namespace
+
+// A coarse surface for the page to turn itself: rank 0 alone reads one
+// pyramid level of at most max_side^3 voxels.
+void Session::surface(const Json& request, Reply& reply) {
+  if (!pyramid_) throw Error("no volume is open");
+  if (comm_.rank() != 0) return;
+  const std::int64_t max_side = std::clamp<std::int64_t>(request.value("max_side", 128), 16, 256);
+  const Comm self(MPI_COMM_SELF);
+  render::Source field;
+  field.path = path_;
+  field.backend = backend_;
+  field.hints = selection_;
+  field.pyramid = pyramid_;
+  field.coordinates = coordinates_;
+  render::Culling culling;
+  culling.enabled = false;
+  culling.modes.volume = culling.modes.mask = true;  // load the field and the mask whole
+  render::LoadStats load;
+  const io::Index3 dims0 = pyramid_->levels().front().dims;
+  if (request.contains("object")) {
+    auto s = std::make_shared<Surface>(object_surface(request.at("object").get<std::int64_t>(), max_side));
+    reply.surface = std::move(s);
+    return;
+  }
+  std::optional<render::Source> mask;
+  int level = coarse_level(*pyramid_, max_side);
+  if (!mask_.empty()) {
+    mask.emplace();
+    mask->path = mask_;
+    mask->coordinates = coordinates_;
+    mask->pyramid = mask_pyramid_;
+    level = std::min(coarse_level(*mask_pyramid_, max_side), static_cast<int>(pyramid_->levels().size()) - 1);
+  } else if (!request.contains("lo") || !request.contains("hi")) {
+    throw Error("no mask yet: give lo and hi");
+  }
+  render::Piece piece = render::load_piece(self, field, mask, level, culling, load);
+  if (piece.field.size() != static_cast<std::size_t>(piece.stored.voxels()))
+    throw Error("surface: level " + std::to_string(level) + " was not read whole");
+  if (mask_.empty()) {  // the band, from the field's levels
+    const double lo = request.at("lo").get<double>(), hi = request.at("hi").get<double>();
+    const render::Quantizer q = render::quantizer(piece);
+    piece.mask.resize(piece.field.size());
+    for (std::size_t i = 0; i < piece.field.size(); ++i) {
+      const double v = q.value(piece.field[i]);
+      piece.mask[i] = piece.field[i] != render::Quantizer::invalid && v >= lo && v <= hi;
+    }
+  }
+  auto s = std::make_shared<Surface>(surface_of(piece));
+  s->bounds = full_bounds(piece, dims0);
+  reply.surface = std::move(s);
+  reply.data = {{"level", piece.level}};
+}
+
+// One object alone: the labels in its box (one voxel around it), every
+// stride-th voxel so the box's longest side is at most max_side, read a
+// plane at a time.
+Surface Session::object_surface(std::int64_t id, std::int64_t max_side) const {
+  if (labels_.empty()) throw Error("label first: there are no labels");
+  const auto found = boxes_.find(id);
+  if (found == boxes_.end()) throw Error("no object " + std::to_string(id) + " in the table");
+  const Comm self(MPI_COMM_SELF);
+  render::Source field;
+  field.path = path_;
+  field.backend = backend_;
+  field.hints = selection_;
+  field.pyramid = pyramid_;
+  field.coordinates = coordinates_;
+  render::Culling culling;
+  culling.enabled = false;
+  culling.modes.volume = culling.modes.mask = true;  // load the field and the mask whole
+  render::LoadStats load;
+  const int top = static_cast<int>(pyramid_->levels().size()) - 1;
+  // The coarsest level places the volume as render does (origin, spacing, axes).
+  render::Piece coarse = render::load_piece(self, field, std::nullopt, top, culling, load);
+  const io::Index3 dims0 = pyramid_->levels().front().dims;
+  const auto& b = found->second;
+  io::Extent box;
+  std::int64_t longest = 1;
+  for (int a = 0; a < 3; ++a) {
+    const std::int64_t lo = std::max<std::int64_t>(0, b[a] - 1),
+                       hi = std::min<std::int64_t>(dims0[a] - 1, b[3 + a] + 1);
+    box.offset[a] = lo;
+    box.count[a] = hi - lo + 1;
+    longest = std::max(longest, box.count[a]);
+  }
+  const std::int64_t stride = (longest + max_side - 1) / max_side;
+  io::Index3 sampled{};
+  for (int a = 0; a < 3; ++a) sampled[a] = (box.count[a] + stride - 1) / stride;
+  render::Piece piece;
+  piece.dims = sampled;
+  piece.owned = piece.stored = io::Extent{{0, 0, 0}, sampled};
+  piece.display_scale = coarse.display_scale;
+  piece.mask.assign(static_cast<std::size_t>(sampled[0] * sampled[1] * sampled[2]), 0);
+  const double factor = std::pow(2.0, coarse.level);
+  for (int a = 0; a < 3; ++a) {  // x, y, z
+    const double s0 = coarse.spacing[a] / factor;
+    const double o0 = coarse.origin[a] - 0.5 * (factor - 1) * s0;
+    piece.spacing[a] = s0 * static_cast<double>(stride);
+    piece.origin[a] = o0 + s0 * static_cast<double>(box.offset[static_cast<std::size_t>(2 - a)]);
+  }
+  const std::string reading = io::resolve_backend(self, "auto", labels_, io::Access::copy).backend;
+  auto reader = segment::open_input(reading, labels_, self, {});
+  const io::DType type = reader->info().dtype;
+  const std::size_t element = io::dtype_size(type);
+  io::Extent plane{{0, box.offset[1], box.offset[2]}, {1, box.count[1], box.count[2]}};
+  std::vector<std::byte> raw(static_cast<std::size_t>(plane.voxels()) * element);
+  auto label_at = [&](std::size_t i) -> std::int64_t {
+    std::uint64_t v = 0;
+    std::memcpy(&v, raw.data() + i * element, element);  // little-endian hosts: the low bytes
+    return static_cast<std::int64_t>(v);
+  };
+  for (std::int64_t z = 0; z < sampled[0]; ++z) {
+    plane.offset[0] = box.offset[0] + z * stride;
+    reader->read(plane, raw.data());
+    for (std::int64_t y = 0; y < sampled[1]; ++y)
+      for (std::int64_t x = 0; x < sampled[2]; ++x) {
+        const auto i = static_cast<std::size_t>((y * stride) * box.count[2] + x * stride);
+        piece.mask[static_cast<std::size_t>((z * sampled[1] + y) * sampled[2] + x)] = label_at(i) == id;
+      }
+  }
+  reader->close();
+  Surface s = surface_of(piece);
+  s.bounds = full_bounds(coarse, dims0);
+  s.object = id;
+  return s;
 }
 
 void serve(const Comm& comm) {

@@ -128,6 +128,16 @@ struct Piece {
   double field_min = 0, field_max = 1;             // over the whole volume (every rank the same)
 };
 
+// A triangle surface in world coordinates as drawn (display_scale applied).
+struct Mesh {
+  std::vector<float> points, normals;    // x, y, z
+  std::vector<std::uint32_t> triangles;  // three point indices each
+};
+// The surface of a whole piece's mask (owned = stored = the piece), as
+// `volseg render` draws a mask by default: smoothed, closed at the volume's
+// faces. For a front end that draws it itself (volseg web's page).
+Mesh mask_mesh(const Piece& piece);
+
 // Values in [lo, hi] to levels 1..top (0 marks invalid voxels), the same on
 // every rank: lo and hi are the volume's range. 14 bits, because VTK's volume
 // mapper wants one opacity table entry per level of an integer texture and

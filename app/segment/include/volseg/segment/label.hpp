@@ -253,6 +253,7 @@ struct LabelOptions {
   std::uint64_t seed = 0;
   bool force = false;
   ProgressMode progress = ProgressMode::automatic;
+  ProgressObserver on_progress;  // rank 0: each rank's bricks as they finish (a front end's bars)
   std::string command_line;
 };
 

@@ -16,6 +16,11 @@
 //            zoom}, modes{volume, mask, slices}, lo?, hi?, slice_at[3],
 //            annotations, memory} -> an image and the level drawn
 //   slices   {at[3], max_side}    -> three planes (values and mask) at one level
+//   label    {output, connectivity?, min_voxels?, force?}
+//            -> the objects of the mask and their table (the largest 20000)
+//   surface  {lo?, hi?, object?, max_side?}
+//            -> a coarse surface (Surface) of the mask, of the band lo..hi
+//               before a mask exists, or of one labelled object
 //   close    {}                   -> forgets the volume
 //   quit     {}                   (the serving loop ends)
 // Errors of any rank reach every rank (volseg::agree) and come back as the
@@ -96,6 +101,9 @@ class Session {
   void segment(const Json& request, const Hooks& hooks, Reply& reply);
   void draw(const Json& request, Reply& reply);
   void slices(const Json& request, Reply& reply);
+  void label(const Json& request, const Hooks& hooks, Reply& reply);
+  void surface(const Json& request, Reply& reply);
+  Surface object_surface(std::int64_t id, std::int64_t max_side) const;
   void close();
 
   Comm comm_;
@@ -107,6 +115,9 @@ class Session {
   std::optional<pyramid::Pyramid> pyramid_, mask_pyramid_;
   std::string mask_;
   std::array<double, 2> range_{0, 1};
+  // the labels of the mask, and each listed object's box (z, y, x lo, then hi)
+  std::string labels_;
+  std::map<std::int64_t, std::array<std::int64_t, 6>> boxes_;
   // the renderer and the pieces it has drawn (a coarse one for camera drags
   // and a fine one), keyed by level and mask
   std::unique_ptr<render::Renderer> renderer_;
