@@ -226,6 +226,12 @@ http::response<http::string_body> Server::Http::respond(const http::request<http
     response.prepare_payload();
     return response;
   }
+  if (name == "favicon.ico") {  // none: say so without an error in the browser's console
+    http::response<http::string_body> none{http::status::no_content, request.version()};
+    none.keep_alive(request.keep_alive());
+    none.prepare_payload();
+    return none;
+  }
   std::string content, type;
   if (!server.options_.page_dir.empty() && name.find('/') == std::string::npos && name[0] != '.') {
     std::ifstream in(server.options_.page_dir + "/" + name, std::ios::binary);

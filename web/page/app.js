@@ -1,0 +1,395 @@
+// SPDX-License-Identifier: MIT
+// volseg web's page: one WebSocket to the job (docs/web.md, "The protocol").
+// What the page shows comes from the session's `state`, which every page of
+// the job receives, so a second browser sees the same session.
+'use strict';
+
+const $ = (id) => document.getElementById(id);
+let socket = null, nextId = 1, state = null, histogram = null, range = null, hasMask = false;
+let view = null, slices = null, objectShown = null;
+window.volsegState = null;
+
+// --- the histogram's counts, as the job counts (app/session/src/threshold.cpp) ---
+function edge(h, i) { return h.lo + (h.hi - h.lo) * i / h.bins; }
+// The largest double below x (C's nextafter(x, -inf)).
+function below(x) {
+  if (x === 0) return -Number.MIN_VALUE;
+  const f = new Float64Array([x]), b = new BigInt64Array(f.buffer);
+  b[0] += x > 0 ? -1n : 1n;
+  return f[0];
+}
+function belowEdge(h, e) { return (h.integers || e >= h.hi || e <= h.lo) ? e : below(e); }
+function countBetween(h, lo, hi) {
+  let voxels = 0, exact = true;
+  if (Number.isNaN(lo) || Number.isNaN(hi) || lo > hi) return {voxels, exact};
+  if ((h.below > 0 && lo < h.lo) || (h.above > 0 && hi > h.hi)) exact = false;
+  for (let i = 0; i < h.bins && i < h.counts.length; ++i) {
+    const count = h.counts[i];
+    if (count === 0) continue;
+    if (h.integers) {
+      const value = h.lo + 0.5 + i;
+      if (lo <= value && value <= hi) voxels += count;
+      continue;
+    }
+    const a = edge(h, i), b = edge(h, i + 1), last = i === h.bins - 1;
+    const inside = a >= lo && b <= hi, outside = a >= hi || (last ? b < lo : b <= lo);
+    if (inside) voxels += count;
+    else if (!outside) {
+      const f = b > a ? Math.min(Math.max((Math.min(b, hi) - Math.max(a, lo)) / (b - a), 0), 1) : 1;
+      voxels += f * count;
+      exact = false;
+    }
+  }
+  return {voxels, exact};
+}
+function countInRange(h, lo, hi) {
+  if (!h.integers) {
+    const b = Math.round((hi - h.lo) / ((h.hi - h.lo) / h.bins));
+    if (b > 0 && b < h.bins) {
+      const e = edge(h, b);
+      if (hi === belowEdge(h, e)) return countBetween(h, lo, e);
+    }
+  }
+  return countBetween(h, lo, hi);
+}
+function otsu(h) {
+  let total = 0, sum = 0;
+  for (let i = 0; i < h.bins; ++i) { total += h.counts[i]; sum += h.counts[i] * (edge(h, i) + edge(h, i + 1)) / 2; }
+  let weight = 0, partial = 0, best = -1, at = Math.floor(h.bins / 2);
+  for (let i = 0; i + 1 < h.bins; ++i) {
+    weight += h.counts[i];
+    partial += h.counts[i] * (edge(h, i) + edge(h, i + 1)) / 2;
+    if (weight === 0 || weight === total) continue;
+    const m0 = partial / weight, m1 = (sum - partial) / (total - weight);
+    const between = weight * (total - weight) * (m0 - m1) * (m0 - m1);
+    if (between > best) { best = between; at = i + 1; }
+  }
+  return edge(h, at);
+}
+// A range of whole bins a..b (inclusive) as thresholds: integers for integer
+// bins; otherwise lo on an edge and hi just below one, so segment counts the same.
+function binsToRange(h, a, b) {
+  if (h.integers) return [edge(h, a) + 0.5, edge(h, b + 1) - 0.5];
+  return [edge(h, a), belowEdge(h, edge(h, b + 1))];
+}
+function binOf(h, v) { return Math.min(h.bins - 1, Math.max(0, Math.floor((v - h.lo) / (h.hi - h.lo) * h.bins))); }
+
+// --- the connection ---
+function send(message) {
+  message.id = nextId++;
+  if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(message));
+  return message.id;
+}
+function showError(text) { $('error-text').textContent = text; $('error').classList.remove('hidden'); }
+function setPageState(s) { document.body.dataset.state = s; $('status').textContent = s; }
+
+function connect() {
+  const url = new URL('ws', location.href);
+  url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+  socket = new WebSocket(url);
+  socket.binaryType = 'arraybuffer';
+  socket.onopen = () => send({type: 'hello'});
+  socket.onclose = () => {
+    setPageState('closed');
+    showError('The job has ended or the connection was lost: start it again and open the address it prints.');
+    for (const b of document.querySelectorAll('button')) if (b.id !== 'error-close') b.disabled = true;
+  };
+  socket.onmessage = (event) => {
+    if (typeof event.data !== 'string') return binary(event.data);
+    const m = JSON.parse(event.data);
+    if (m.type === 'state') onState(m.state);
+    else if (m.type === 'progress') onProgress(m);
+    else if (m.type === 'error') showError((m.request ? m.request + ': ' : '') + m.message);
+    else if (m.type === 'reply') onReply(m);
+  };
+}
+
+function binary(buffer) {
+  const n = new DataView(buffer).getUint32(0, true);
+  const header = JSON.parse(new TextDecoder().decode(new Uint8Array(buffer, 4, n)));
+  const payload = buffer.slice(4 + n);
+  if (header.type === 'surface' && view) view.setSurface(header, payload);
+  else if (header.type === 'frame' && view) view.setFrame(header, payload);
+  else if (header.type === 'slices' && slices) slices.setSlices(header, payload);
+}
+
+// --- the session's state ---
+function stem(path) {
+  const name = path.split('/').pop();
+  const dot = name.indexOf('.');
+  return path.slice(0, path.length - name.length) + (dot > 0 ? name.slice(0, dot) : name);
+}
+
+function onState(s) {
+  const opened = s.open && (!state || !state.open || state.open.pyramid !== s.open.pyramid ||
+                            state.open.path !== s.open.path);
+  const segmented = s.segment && (!state || !state.segment || state.segment.output !== s.segment.output ||
+                                  state.segment.seconds !== s.segment.seconds);
+  const labelled = s.label && (!state || !state.label || state.label.seconds !== s.label.seconds);
+  state = s;
+  window.volsegState = s;
+  $('file-name').textContent = s.open ? s.open.path : s.file;
+  $('ranks').textContent = s.ranks + (s.ranks === 1 ? ' rank' : ' ranks');
+  setPageState(s.busy ? 'busy' : 'ready');
+  $('cancel-btn').disabled = !s.busy;
+  $('segment-btn').disabled = !!s.busy || !s.open;
+  $('label-btn').disabled = !!s.busy || !s.segment;
+  $('open-btn').disabled = !!s.busy;
+  $('command').textContent = s.command.length ? s.command.join('\n') : '(segment to see the command that redoes it)';
+  if (s.last_error && s.busy === null && !opened) showError(s.last_error.request + ': ' + s.last_error.message);
+  if (opened) onOpened(s.open);
+  hasMask = !!s.segment;
+  if (view) view.setHasMask(hasMask);
+  if (segmented) onSegmented(s.segment);
+  if (!s.segment) $('segment-result').textContent = '';
+  if (labelled) onLabelled(s.label);
+  if (!s.label) { table = []; renderTable(); $('label-result').textContent = ''; }
+}
+
+function onOpened(o) {
+  const md = $('metadata');
+  md.replaceChildren();
+  const rows = [['format', o.format + ' (' + o.backend + ')'], ['dims', o.dims.slice().reverse().join(' × ') + ' (x y z)'],
+                ['type', o.dtype], ['spacing', o.spacing.join(', ')], ['range', o.range.map(fmt).join(' … ')],
+                ['voxels', o.valid.toLocaleString() + ' valid of ' + o.voxels.toLocaleString()]];
+  if (o.steps !== undefined) rows.push(['step', o.step + ' of ' + o.steps]);
+  for (const [k, v] of rows) {
+    const dt = document.createElement('dt'), dd = document.createElement('dd');
+    dt.textContent = k; dd.textContent = v; md.append(dt, dd);
+  }
+  const select = $('variable');
+  select.replaceChildren();
+  for (const v of o.variables || []) {
+    const name = v.split('(')[0].trim(), option = document.createElement('option');
+    option.value = name; option.textContent = v; option.selected = name === o.variable;
+    select.append(option);
+  }
+  $('step-row').classList.toggle('hidden', o.steps === undefined);
+  if (o.steps !== undefined) { $('step').max = o.steps - 1; $('step').value = o.step; }
+  $('expr').value = o.expr || '';
+  $('where').value = o.where || '';
+  histogram = o.histogram;
+  const start = binOf(histogram, otsu(histogram));
+  range = binsToRange(histogram, start, histogram.bins - 1);
+  $('segment-output').value = stem(o.path) + '-mask.nc';
+  $('label-output').value = stem(o.path) + '-labels.nc';
+  showRange();
+  drawHistogram();
+  if (view) { view.reset(); view.setBand(range[0], range[1]); }
+  if (!state.segment) send({type: 'surface', lo: range[0], hi: range[1]});
+  if (slices) slices.request();
+}
+
+function onSegmented(s) {
+  $('segment-result').textContent = `${s.in_range.toLocaleString()} voxels in [${fmt(s.lo)}, ${fmt(s.hi)}]\n` +
+      `${s.seconds.toFixed(2)} s on ${s.ranks.length} ranks → ${s.output}`;
+  range = [s.lo, s.hi];
+  showRange();
+  drawHistogram();
+  objectShown = null;
+  if (view) { view.setHasMask(true); send({type: 'surface'}); }
+  if (slices) slices.request();
+}
+
+function onReply(m) { if (m.request === 'segment') finishProgress(); }
+
+// --- the histogram and its range ---
+function fmt(v) { return Math.abs(v) >= 1e5 || (Math.abs(v) < 1e-3 && v !== 0) ? v.toExponential(4) : +v.toPrecision(7) + ''; }
+function showRange() {
+  $('lo').value = range[0];
+  $('hi').value = range[1];
+  const c = countInRange(histogram, range[0], range[1]);
+  $('count').textContent = (c.exact ? '' : '≈ ') + Math.round(c.voxels).toLocaleString() + ' voxels in range';
+}
+
+function drawHistogram() {
+  const canvas = $('histogram'), ratio = window.devicePixelRatio || 1;
+  const w = canvas.clientWidth, h = canvas.clientHeight;
+  if (canvas.width !== w * ratio) { canvas.width = w * ratio; canvas.height = h * ratio; }
+  const g = canvas.getContext('2d');
+  g.setTransform(ratio, 0, 0, ratio, 0, 0);
+  g.clearRect(0, 0, w, h);
+  if (!histogram) return;
+  const top = Math.log10(Math.max(...histogram.counts) + 1), bins = histogram.bins;
+  const a = binOf(histogram, range[0]), b = binOf(histogram, range[1]);
+  g.fillStyle = 'rgba(242,89,58,0.25)';
+  g.fillRect(a / bins * w, 0, (b - a + 1) / bins * w, h);
+  for (let i = 0; i < bins; ++i) {
+    const c = histogram.counts[i];
+    if (!c) continue;
+    const y = Math.log10(c + 1) / top * (h - 14);
+    g.fillStyle = i >= a && i <= b ? '#f2593a' : '#8a94b8';
+    g.fillRect(i / bins * w, h - 12 - y, Math.max(1, w / bins), y);
+  }
+  g.fillStyle = '#9aa3c0';
+  g.font = '10px sans-serif';
+  g.fillText(fmt(histogram.lo + (histogram.integers ? 0.5 : 0)), 2, h - 2);
+  const right = fmt(histogram.hi - (histogram.integers ? 0.5 : 0));
+  g.fillText(right, w - g.measureText(right).width - 2, h - 2);
+  g.fillText('log count', 2, 10);
+}
+
+function histogramDrag() {
+  const canvas = $('histogram');
+  let from = null;
+  const binAt = (e) => {
+    const r = canvas.getBoundingClientRect();
+    return Math.min(histogram.bins - 1, Math.max(0, Math.floor((e.clientX - r.left) / r.width * histogram.bins)));
+  };
+  canvas.addEventListener('pointerdown', (e) => {
+    if (!histogram) return;
+    from = binAt(e);
+    if (canvas.setPointerCapture && e.pointerId !== undefined) try { canvas.setPointerCapture(e.pointerId); } catch (_) { /* synthetic */ }
+    range = binsToRange(histogram, from, from);
+    showRange(); drawHistogram();
+  });
+  canvas.addEventListener('pointermove', (e) => {
+    if (from === null) return;
+    const to = binAt(e);
+    range = binsToRange(histogram, Math.min(from, to), Math.max(from, to));
+    showRange(); drawHistogram();
+  });
+  const end = () => {
+    if (from === null) return;
+    from = null;
+    bandChanged();
+  };
+  canvas.addEventListener('pointerup', end);
+  canvas.addEventListener('pointercancel', end);
+}
+
+function bandChanged() {
+  if (view) view.setBand(range[0], range[1]);
+  if (!hasMask) send({type: 'surface', lo: range[0], hi: range[1]});
+}
+
+function rangeInputs() {
+  for (const id of ['lo', 'hi']) {
+    $(id).addEventListener('change', () => {
+      const lo = parseFloat($('lo').value), hi = parseFloat($('hi').value);
+      if (!(lo <= hi)) { showError('lo must be at most hi'); return; }
+      range = [lo, hi];
+      showRange(); drawHistogram(); bandChanged();
+    });
+  }
+}
+
+// --- segment, label and their progress ---
+function onProgress(m) {
+  const box = $('progress'), ranks = m.units.length;
+  while (box.children.length > ranks) box.lastChild.remove();
+  while (box.children.length < ranks) {
+    const bar = document.createElement('div'), fill = document.createElement('div');
+    bar.className = 'rank-bar'; bar.title = 'rank ' + box.children.length; bar.append(fill); box.append(bar);
+  }
+  const share = Math.max(1, m.total / ranks);
+  m.units.forEach((u, r) => { box.children[r].firstChild.style.width = Math.min(100, 100 * u / share) + '%'; });
+}
+function finishProgress() {
+  for (const bar of $('progress').children) bar.firstChild.style.width = '100%';
+}
+
+// --- the object table ---
+let table = [], sortKey = 'voxels', sortUp = false, page = 0;
+const pageRows = 200;
+function sortValue(row, key) {
+  if (key === 'cx') return row.centroid[0];
+  if (key === 'cy') return row.centroid[1];
+  if (key === 'cz') return row.centroid[2];
+  if (key === 'box') return (row.box[1][0] - row.box[0][0] + 1) * (row.box[1][1] - row.box[0][1] + 1) *
+                            (row.box[1][2] - row.box[0][2] + 1);
+  return row[key];
+}
+function onLabelled(l) {
+  $('label-result').textContent = `${l.objects.toLocaleString()} objects (${l.label_type}, ${l.connectivity}-connected), ` +
+      `${l.seconds.toFixed(2)} s → ${l.output}` + (l.table_truncated ? `\ntable: the ${l.table.length} largest` : '');
+  table = l.table.slice();
+  page = 0;
+  sortTable();
+}
+function sortTable() {
+  table.sort((a, b) => { const d = sortValue(a, sortKey) - sortValue(b, sortKey); return (sortUp ? d : -d) || a.id - b.id; });
+  for (const th of document.querySelectorAll('#objects th')) {
+    th.classList.toggle('sorted', th.dataset.key === sortKey);
+    th.classList.toggle('up', th.dataset.key === sortKey && sortUp);
+  }
+  renderTable();
+}
+function renderTable() {
+  const body = document.querySelector('#objects tbody');
+  body.replaceChildren();
+  const pages = Math.max(1, Math.ceil(table.length / pageRows));
+  page = Math.min(page, pages - 1);
+  $('page-info').textContent = table.length ? `${page + 1} / ${pages}` : '';
+  $('objects-title').textContent = table.length ? `Objects (${table.length.toLocaleString()})` : 'Objects';
+  for (const row of table.slice(page * pageRows, (page + 1) * pageRows)) {
+    const tr = document.createElement('tr');
+    tr.dataset.id = row.id;
+    if (row.id === objectShown) tr.className = 'chosen';
+    const box = `${row.box[0].join(',')} – ${row.box[1].join(',')}`;
+    for (const v of [row.id, row.voxels.toLocaleString(), row.centroid[0].toFixed(1), row.centroid[1].toFixed(1),
+                     row.centroid[2].toFixed(1), box, row.border ? 'yes' : '']) {
+      const td = document.createElement('td'); td.textContent = v; tr.append(td);
+    }
+    body.append(tr);
+  }
+}
+function tableEvents() {
+  for (const th of document.querySelectorAll('#objects th'))
+    th.addEventListener('click', () => {
+      if (sortKey === th.dataset.key) sortUp = !sortUp; else { sortKey = th.dataset.key; sortUp = th.dataset.key === 'id'; }
+      sortTable();
+    });
+  document.querySelector('#objects tbody').addEventListener('click', (e) => {
+    const tr = e.target.closest('tr');
+    if (!tr) return;
+    objectShown = Number(tr.dataset.id);
+    send({type: 'surface', object: objectShown});
+    $('show-all').disabled = false;
+    renderTable();
+  });
+  $('show-all').addEventListener('click', () => {
+    objectShown = null; $('show-all').disabled = true; renderTable();
+    send(hasMask ? {type: 'surface'} : {type: 'surface', lo: range[0], hi: range[1]});
+  });
+  $('page-prev').addEventListener('click', () => { page = Math.max(0, page - 1); renderTable(); });
+  $('page-next').addEventListener('click', () => { page += 1; renderTable(); });
+}
+
+function buttons() {
+  $('error-close').addEventListener('click', () => $('error').classList.add('hidden'));
+  $('open-btn').addEventListener('click', () => {
+    const m = {type: 'open', path: state.open ? state.open.path : state.file};
+    if ($('expr').value.trim()) m.expr = $('expr').value.trim();
+    else if ($('where').value.trim()) m.where = $('where').value.trim();
+    else if ($('variable').value) m.var = $('variable').value;
+    if (!$('step-row').classList.contains('hidden') && $('step').value !== '') m.time = parseInt($('step').value, 10);
+    send(m);
+  });
+  $('segment-btn').addEventListener('click', () => {
+    $('progress').replaceChildren();
+    send({type: 'segment', lo: range[0], hi: range[1], output: $('segment-output').value,
+          force: $('segment-force').checked});
+  });
+  $('cancel-btn').addEventListener('click', () => send({type: 'cancel'}));
+  $('label-btn').addEventListener('click', () => {
+    $('progress').replaceChildren();
+    send({type: 'label', output: $('label-output').value, connectivity: parseInt($('connectivity').value, 10),
+          force: $('label-force').checked});
+  });
+  $('copy-btn').addEventListener('click', () => {
+    const text = $('command').textContent;
+    if (navigator.clipboard) navigator.clipboard.writeText(text).catch(() => {});
+  });
+}
+
+window.addEventListener('DOMContentLoaded', () => {
+  if (window.VolsegView3D) view = new VolsegView3D($('view3d'), $('frame'), $('view-caption'), send);
+  if (window.VolsegSlices) slices = new VolsegSlices([$('slice-z'), $('slice-y'), $('slice-x')], send);
+  histogramDrag();
+  rangeInputs();
+  tableEvents();
+  buttons();
+  window.addEventListener('resize', () => { drawHistogram(); if (view) view.resize(); if (slices) slices.draw(); });
+  connect();
+});
