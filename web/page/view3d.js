@@ -310,8 +310,12 @@ class VolsegSlices {
       g.moveTo(x0 + frac(ca) * dw, y0); g.lineTo(x0 + frac(ca) * dw, y0 + dh);
       g.moveTo(x0, y0 + dh - frac(ra) * dh); g.lineTo(x0 + dw, y0 + dh - frac(ra) * dh);
       g.stroke();
-      g.fillStyle = '#ccd'; g.font = `${11 * ratio}px sans-serif`;
-      g.fillText(['z', 'y', 'x'][p] + ' = ' + zyx[p], 4 * ratio, 13 * ratio);
+      const label = ['z', 'y', 'x'][p] + ' = ' + zyx[p];
+      g.font = `${11 * ratio}px sans-serif`;
+      g.fillStyle = 'rgba(20,20,28,0.75)';
+      g.fillRect(0, 0, g.measureText(label).width + 8 * ratio, 17 * ratio);
+      g.fillStyle = '#dde';
+      g.fillText(label, 4 * ratio, 13 * ratio);
     });
   }
 

@@ -1,0 +1,168 @@
+# SPDX-License-Identifier: MIT
+"""The page of `volseg web` in a real browser (Debian's headless Chromium
+driven by Selenium), on the number of ranks VOLSEG_WEB_RANKS gives: the
+token, a dragged range's count, segment (its mask is batch segment's, byte
+for byte), label, an object alone, a turned view, and what the screen shows.
+VOLSEG_WEB_SHOT=FILE keeps the last screenshot for a person to look at."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import matplotlib.image
+import numpy as np
+from selenium import webdriver
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+
+sys.path.insert(0, os.path.dirname(__file__))
+import web_util  # noqa: E402  (it puts tests/e2e on the path)
+import e2e_util  # noqa: E402
+
+e2e_util.require_binary()
+MASK_RGB = np.array([0.95, 0.35, 0.2])  # volseg render's mask colour, the page's too
+
+
+def browser():
+    options = webdriver.ChromeOptions()
+    for flag in ("--headless=new", "--no-sandbox", "--enable-unsafe-swiftshader", "--use-gl=angle",
+                 "--use-angle=swiftshader", "--window-size=1400,900"):
+        options.add_argument(flag)
+    return webdriver.Chrome(options=options)
+
+
+def exact_count(h, lo, hi):
+    """The voxels in [lo, hi] from the histogram's bins, independently of the
+    page: bins wholly inside, the range being whole bins (a drag's)."""
+    edges = [h["lo"] + (h["hi"] - h["lo"]) * i / h["bins"] for i in range(h["bins"] + 1)]
+    total = 0
+    for i, c in enumerate(h["counts"]):
+        centre = (edges[i] + edges[i + 1]) / 2
+        if lo <= centre <= hi:
+            total += c
+    return total
+
+
+class Page(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="volseg-page-")
+        cls.volume = os.path.join(cls.dir, "shells.nc")
+        subprocess.run(e2e_util.command(["generate", cls.volume, "--dims", "48,56,64", "--quiet"], ranks=2),
+                       check=True, capture_output=True)
+        cls.job = web_util.Job([cls.volume, "--port", "0"])
+        cls.driver = browser()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.driver.quit()
+        cls.job.stop()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def wait(self, script, timeout=60):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            value = self.driver.execute_script(script)
+            if value:
+                return value
+            time.sleep(0.05)
+        self.fail("timed out waiting for: " + script)
+
+    def screenshot(self, name):
+        path = os.path.join(self.dir, name)
+        self.driver.save_screenshot(path)
+        keep = os.environ.get("VOLSEG_WEB_SHOT")
+        if keep:
+            shutil.copy(path, keep)
+        return matplotlib.image.imread(path)[:, :, :3]
+
+    def mask_pixels(self, image, element):
+        r = element.rect
+        ratio = self.driver.execute_script("return window.devicePixelRatio")
+        part = image[int(r["y"] * ratio):int((r["y"] + r["height"]) * ratio),
+                     int(r["x"] * ratio):int((r["x"] + r["width"]) * ratio)]
+        # lit surfaces keep the hue: red well above green above blue
+        red = (part[:, :, 0] > 0.35) & (part[:, :, 0] > 1.5 * part[:, :, 1]) & (part[:, :, 1] > part[:, :, 2] * 0.9)
+        return int(red.sum()), float(part.std())
+
+    def test_1_no_token_no_page(self):
+        self.driver.get(f"http://{self.job.host}:{self.job.port}{self.job.base}")
+        self.assertIn("token", self.driver.find_element(By.TAG_NAME, "body").text)
+        self.assertEqual(self.driver.find_elements(By.ID, "histogram"), [])
+
+    def test_2_session(self):
+        d = self.driver
+        d.get_log("browser")  # forget the 401 of the visit without the token
+        d.get(self.job.url)
+        self.wait("return document.body.dataset.state === 'ready' && window.volsegState && window.volsegState.open")
+        self.assertNotIn("token=", d.current_url)  # the redirect took it out of the address
+        self.wait("return window.volsegView.firstDrawAt > 0")
+
+        # Drag a range: the count follows and is the histogram's.
+        histogram = d.find_element(By.ID, "histogram")
+        before = d.find_element(By.ID, "count").text
+        w = histogram.rect["width"]
+        ActionChains(d).move_to_element_with_offset(histogram, int(-w / 2 + w * 0.55), 0).click_and_hold() \
+            .move_by_offset(int(w * 0.15), 0).move_by_offset(int(w * 0.2), 0).release().perform()
+        count = d.find_element(By.ID, "count").text
+        self.assertNotEqual(count, before)
+        lo, hi = float(d.find_element(By.ID, "lo").get_attribute("value")), \
+            float(d.find_element(By.ID, "hi").get_attribute("value"))
+        h = d.execute_script("return window.volsegState.open.histogram")
+        self.assertEqual(int(count.split()[0].replace(",", "")), exact_count(h, lo, hi))
+
+        # Segment: the mask is batch segment's, byte for byte.
+        out = d.find_element(By.ID, "segment-output")
+        out.clear()
+        out.send_keys(os.path.join(self.dir, "page-mask.nhdr"))
+        d.find_element(By.ID, "segment-btn").click()
+        self.wait("return window.volsegState.segment && window.volsegState.busy === null")
+        batch = os.path.join(self.dir, "batch-mask.nhdr")
+        subprocess.run(e2e_util.command(["segment", self.volume, "--lo", repr(lo), "--hi", repr(hi), "--out", batch,
+                                         "--quiet"], ranks=2), check=True, capture_output=True)
+        with open(os.path.join(self.dir, "page-mask.raw"), "rb") as a, \
+                open(os.path.join(self.dir, "batch-mask.raw"), "rb") as b:
+            self.assertEqual(a.read(), b.read())
+        self.assertEqual(d.execute_script("return window.volsegState.segment.in_range"),
+                         int(count.split()[0].replace(",", "")))
+        self.assertIn("volseg segment", d.find_element(By.ID, "command").text)
+        self.assertEqual(len(d.find_elements(By.CSS_SELECTOR, "#progress .rank-bar")), web_util.RANKS)
+
+        # Label, then one object alone.
+        labels = d.find_element(By.ID, "label-output")
+        labels.clear()
+        labels.send_keys(os.path.join(self.dir, "page-labels.nc"))
+        d.find_element(By.ID, "label-btn").click()
+        self.wait("return window.volsegState.label && window.volsegState.busy === null")
+        rows = d.find_elements(By.CSS_SELECTOR, "#objects tbody tr")
+        self.assertEqual(len(rows), d.execute_script("return Math.min(200, window.volsegState.label.table.length)"))
+        self.assertGreater(len(rows), 0)
+        received = d.execute_script("return window.volsegView.surfaceReceivedAt")
+        rows[0].click()
+        self.wait(f"return window.volsegView.surfaceReceivedAt > {received}")
+        self.assertIn("object", d.find_element(By.ID, "view-caption").text)
+        d.find_element(By.ID, "show-all").click()
+
+        # Turn the view; the mesh is drawn, then the ranks' frame lies over it.
+        view = d.find_element(By.ID, "view3d")
+        drawn = d.execute_script("return window.volsegView.framesDrawn")
+        frames = d.execute_script("return window.volsegView.framesReceived")
+        ActionChains(d).move_to_element(view).click_and_hold().move_by_offset(60, 20).move_by_offset(40, -10) \
+            .release().perform()
+        self.wait(f"return window.volsegView.framesDrawn > {drawn}")
+        self.assertNotEqual(d.execute_script("return window.volsegView.camera().azimuth"), 30)
+        self.wait(f"return window.volsegView.framesReceived > {frames} && window.volsegView.frameShown")
+        image = self.screenshot("page.png")
+        red, spread = self.mask_pixels(image, view)
+        self.assertGreater(spread, 0.02, "the view is blank")
+        self.assertGreater(red, 500, "no mask colour in the view")
+        self.assertLessEqual(d.execute_script("return window.volsegView.lastFrameBytes"), 300 * 1024)
+        errors = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+        self.assertEqual(errors, [])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
