@@ -14,6 +14,8 @@ import tempfile
 import time
 import unittest
 
+import numpy as np
+
 sys.path.insert(0, os.path.dirname(__file__))
 import web_util  # noqa: E402  (it puts tests/e2e on the path)
 import e2e_util  # noqa: E402
@@ -174,6 +176,43 @@ class Serving(unittest.TestCase):
         self.assertEqual(state["segment"]["in_range"], m["data"]["in_range"])
         self.assertIn("volseg segment", state["command"][0])
         self.assertIn("--lo 4 --hi 6", state["command"][0])
+
+    def test_label_and_surfaces(self):
+        ws = self.connect()
+        self.wait_idle(ws)
+        self.assertEqual(self.ask(ws, {"type": "open", "id": 70})["type"], "reply")  # no mask now
+        m = self.ask(ws, {"type": "label", "id": 71, "output": "l.nc"})
+        self.assertEqual((m["type"], m["message"]), ("error", "segment first: there is no mask to label"))
+        band = self.ask(ws, {"type": "surface", "id": 72, "lo": 4, "hi": 6})
+        self.assertIsInstance(band, bytes, band)
+        self.assertEqual(self.ask(ws, {"type": "segment", "id": 73, "lo": 1, "hi": 2, "output": "shell.nc",
+                                       "force": True})["type"], "reply")
+        m = self.ask(ws, {"type": "label", "id": 74, "output": "labels.nc", "force": True, "connectivity": 6})
+        self.assertEqual(m["type"], "reply", m)
+        table = m["data"]["table"]
+        self.assertEqual(m["data"]["objects"], len(table))
+        self.assertGreater(len(table), 0)
+        self.assertEqual(sum(r["voxels"] for r in table), self.state(ws)["segment"]["in_range"])
+        for frame, box in ((band, None), (self.ask(ws, {"type": "surface", "id": 75}), None),
+                           (self.ask(ws, {"type": "surface", "id": 76, "object": table[0]["id"]}), table[0]["box"])):
+            self.assertIsInstance(frame, bytes, frame)
+            header, payload = wsclient.binary_header(frame)
+            points, triangles = header["points"], header["triangles"]
+            self.assertGreater(triangles, 0)
+            self.assertEqual(len(payload), 24 * points + 12 * triangles)
+            xyz = np.frombuffer(payload[:12 * points], dtype=np.float32).reshape(-1, 3)
+            index = np.frombuffer(payload[24 * points:], dtype=np.uint32)
+            self.assertLess(int(index.max()), points)
+            self.assertEqual(header["bounds"], [0, 55, 0, 47, 0, 39])  # the volume's box, x y z
+            lo = np.array(header["bounds"][0::2]) - 1.01
+            hi = np.array(header["bounds"][1::2]) + 1.01
+            if box:  # one object: inside its box, a voxel or two around it
+                lo, hi = np.array(box[0]) - 2.01, np.array(box[1]) + 2.01
+                self.assertEqual(header["object"], table[0]["id"])
+            self.assertTrue(((xyz >= lo) & (xyz <= hi)).all())
+        m = self.ask(ws, {"type": "surface", "id": 77, "object": 999999})
+        self.assertEqual((m["type"], m["message"]), ("error", "no object 999999 in the table"))
+        self.assertIn("volseg label", self.state(ws)["command"][1])
 
     def test_frame_is_a_small_jpeg(self):
         ws = self.connect()
