@@ -43,6 +43,8 @@ packages=(
   # volseg web: Boost.Beast (libboost-dev, above) serves the page; libjpeg encodes the streamed
   # frames; the page is tested in headless Chromium driven by Selenium
   libjpeg-dev chromium chromium-driver python3-selenium
+  # its launchers' tests: Ruby's ERB renders the Open OnDemand templates, PyYAML reads them
+  ruby python3-yaml
   # fuzzing (VOLSEG_FUZZ: libFuzzer targets built with clang)
   clang-14 libfuzzer-14-dev libclang-rt-14-dev
 )
