@@ -7,6 +7,8 @@
 const $ = (id) => document.getElementById(id);
 let socket = null, nextId = 1, state = null, histogram = null, range = null, hasMask = false;
 let view = null, slices = null, objectShown = null;
+// The coarse surface's budget, which the view sets by its renderer (a GPU's, or a software one).
+let TRIANGLES = 100000, SIDE = 128;
 window.volsegState = null;
 
 // --- the histogram's counts, as the job counts (app/session/src/threshold.cpp) ---
@@ -176,7 +178,7 @@ function onOpened(o) {
   showRange();
   drawHistogram();
   if (view) { view.reset(); view.setBand(range[0], range[1]); }
-  if (!state.segment) send({type: 'surface', lo: range[0], hi: range[1]});
+  if (!state.segment) send({type: 'surface', lo: range[0], hi: range[1], max_triangles: TRIANGLES, max_side: SIDE});
   if (slices) slices.request();
 }
 
@@ -187,7 +189,7 @@ function onSegmented(s) {
   showRange();
   drawHistogram();
   objectShown = null;
-  if (view) { view.setHasMask(true); send({type: 'surface'}); }
+  if (view) { view.setHasMask(true); send({type: 'surface', max_triangles: TRIANGLES, max_side: SIDE}); }
   if (slices) slices.request();
 }
 
@@ -260,7 +262,7 @@ function histogramDrag() {
 
 function bandChanged() {
   if (view) view.setBand(range[0], range[1]);
-  if (!hasMask) send({type: 'surface', lo: range[0], hi: range[1]});
+  if (!hasMask) send({type: 'surface', lo: range[0], hi: range[1], max_triangles: TRIANGLES, max_side: SIDE});
 }
 
 function rangeInputs() {
@@ -344,13 +346,14 @@ function tableEvents() {
     const tr = e.target.closest('tr');
     if (!tr) return;
     objectShown = Number(tr.dataset.id);
-    send({type: 'surface', object: objectShown});
+    send({type: 'surface', object: objectShown, max_triangles: TRIANGLES, max_side: SIDE});
     $('show-all').disabled = false;
     renderTable();
   });
   $('show-all').addEventListener('click', () => {
     objectShown = null; $('show-all').disabled = true; renderTable();
-    send(hasMask ? {type: 'surface'} : {type: 'surface', lo: range[0], hi: range[1]});
+    send(hasMask ? {type: 'surface', max_triangles: TRIANGLES, max_side: SIDE}
+                 : {type: 'surface', lo: range[0], hi: range[1], max_triangles: TRIANGLES, max_side: SIDE});
   });
   $('page-prev').addEventListener('click', () => { page = Math.max(0, page - 1); renderTable(); });
   $('page-next').addEventListener('click', () => { page += 1; renderTable(); });
@@ -385,6 +388,7 @@ function buttons() {
 
 window.addEventListener('DOMContentLoaded', () => {
   if (window.VolsegView3D) view = new VolsegView3D($('view3d'), $('frame'), $('view-caption'), send);
+  if (view) { TRIANGLES = view.triangleBudget; SIDE = view.sideBudget; }
   if (window.VolsegSlices) slices = new VolsegSlices([$('slice-z'), $('slice-y'), $('slice-x')], send);
   histogramDrag();
   rangeInputs();

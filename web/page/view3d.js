@@ -67,10 +67,17 @@ class VolsegView3D {
     this.count = 0; this.restTimer = null; this.pendingFrame = null; this.frameUrl = null;
     this.stats = {framesDrawn: 0, frameTimes: [], firstDrawAt: 0, surfaceReceivedAt: 0, framesReceived: 0,
                   lastFrameBytes: 0};
-    const gl = canvas.getContext('webgl', {antialias: true, preserveDrawingBuffer: true});
+    const gl = canvas.getContext('webgl', {antialias: false});
     if (!gl) { caption.textContent = 'WebGL is not available: the streamed frames only'; }
     this.gl = gl;
     if (gl) this.setupGl();
+    // The coarse surface's size: a software renderer (no GPU: SwiftShader,
+    // llvmpipe) turns about 10000 triangles at screen speed, a GPU millions.
+    const info = gl && gl.getExtension('WEBGL_debug_renderer_info');
+    const renderer = info ? String(gl.getParameter(info.UNMASKED_RENDERER_WEBGL)) : '';
+    this.software = /swiftshader|llvmpipe|software/i.test(renderer);
+    this.triangleBudget = this.software ? 8000 : 300000;
+    this.sideBudget = this.software ? 64 : 128;  // voxels a side of the level to start from
     this.pointer();
     const self = this;
     window.volsegView = {
@@ -84,6 +91,7 @@ class VolsegView3D {
       get lastFrameBytes() { return self.stats.lastFrameBytes; },
       get frameShown() { return !self.frameImg.classList.contains('hidden'); },
       get triangles() { return self.count / 3; },
+      get software() { return self.software; },
     };
     this.resize();
   }
@@ -154,12 +162,15 @@ class VolsegView3D {
   same(c) { return c.azimuth === this.azimuth && c.elevation === this.elevation && c.zoom === this.zoom; }
   hideFrame() { this.frameImg.classList.add('hidden'); }
 
-  resize() {
-    const ratio = window.devicePixelRatio || 1;
+  // The drawing buffer: the canvas's device pixels at rest, a quarter of them
+  // while the view turns (ParaView's image reduction while interacting), so a
+  // software renderer keeps up; the frame at rest has every pixel anyway.
+  size(scale) {
+    const ratio = (window.devicePixelRatio || 1) * scale;
     const w = Math.max(16, Math.round(this.canvas.clientWidth * ratio)), h = Math.max(16, Math.round(this.canvas.clientHeight * ratio));
     if (this.canvas.width !== w || this.canvas.height !== h) { this.canvas.width = w; this.canvas.height = h; }
-    this.moved();
   }
+  resize() { this.size(1); this.moved(); }
 
   turnTo(azimuth, elevation, zoom) {
     this.azimuth = azimuth;
@@ -171,20 +182,29 @@ class VolsegView3D {
   // The view changed: draw at the next frame, ask for the full one when it rests.
   moved() {
     this.hideFrame();
-    if (!this.scheduled) {
-      this.scheduled = true;
-      requestAnimationFrame((t) => { this.scheduled = false; this.draw(t); });
+    if (this.bounds) this.size(0.5);
+    this.dirty = true;
+    if (!this.looping) {  // a loop while the view moves: a draw in every frame that follows a change
+      this.looping = true;
+      let idle = 0;
+      const tick = (t) => {
+        if (this.dirty) { this.dirty = false; idle = 0; this.draw(t); } else idle += 1;
+        if (idle < 3) requestAnimationFrame(tick); else this.looping = false;
+      };
+      requestAnimationFrame(tick);
     }
     clearTimeout(this.restTimer);
     this.restTimer = setTimeout(() => this.askFrame(), REST_MS);
   }
 
   askFrame() {
+    this.size(1);
+    this.draw();
     if (this.object || !this.bounds) return;  // the ranks draw the whole mask, not one object
     if (!this.hasMask && !this.band) return;
     const camera = {azimuth: this.azimuth, elevation: this.elevation, zoom: this.zoom};
     const m = {type: 'frame', width: Math.min(2048, Math.max(16, this.canvas.width)),
-               height: Math.min(2048, Math.max(16, this.canvas.height)), camera};
+               height: Math.min(2048, Math.max(16, this.canvas.height)), camera};  // full size: askFrame sized it
     if (!this.hasMask) { m.lo = this.band[0]; m.hi = this.band[1]; }
     const id = this.send(m);
     this.pendingFrame = {id, camera};

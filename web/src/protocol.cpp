@@ -97,7 +97,7 @@ Json label_request(const Json& m, const Roots& roots) {
 }
 
 Json surface_request(const Json& m) {
-  only(m, {"lo", "hi", "object", "max_side"});
+  only(m, {"lo", "hi", "object", "max_side", "max_triangles"});
   Json r{{"kind", "surface"}};
   if (m.contains("lo") != m.contains("hi")) throw Error("'lo' and 'hi' come together");
   if (m.contains("lo")) {
@@ -106,6 +106,7 @@ Json surface_request(const Json& m) {
   }
   if (m.contains("object")) r["object"] = integer(m, "object", 1, std::numeric_limits<std::int64_t>::max());
   r["max_side"] = m.contains("max_side") ? integer(m, "max_side", 16, 256) : 128;
+  r["max_triangles"] = m.contains("max_triangles") ? integer(m, "max_triangles", 1000, 2000000) : 100000;
   return r;
 }
 

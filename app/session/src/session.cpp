@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "volseg/io/auto_backend.hpp"
 #include "volseg/io/error.hpp"
@@ -678,6 +679,34 @@ int coarse_level(const pyramid::Pyramid& pyramid, std::int64_t max_side) {
   return level;
 }
 
+// A whole piece's mask at half the resolution: a voxel is in where at least
+// half of the 2x2x2 it covers is (the level stays `level`: its voxel size is
+// what the spacing says).
+render::Piece halved(const render::Piece& piece) {
+  render::Piece h;
+  const io::Index3& n = piece.dims;
+  h.dims = {(n[0] + 1) / 2, (n[1] + 1) / 2, (n[2] + 1) / 2};
+  h.owned = h.stored = io::Extent{{0, 0, 0}, h.dims};
+  h.level = piece.level;
+  h.display_scale = piece.display_scale;
+  for (int a = 0; a < 3; ++a) {
+    h.spacing[a] = 2 * piece.spacing[a];
+    h.origin[a] = piece.origin[a] + 0.5 * piece.spacing[a];
+  }
+  h.mask.assign(static_cast<std::size_t>(h.dims[0] * h.dims[1] * h.dims[2]), 0);
+  for (std::int64_t z = 0; z < h.dims[0]; ++z)
+    for (std::int64_t y = 0; y < h.dims[1]; ++y)
+      for (std::int64_t x = 0; x < h.dims[2]; ++x) {
+        int in = 0, all = 0;
+        for (std::int64_t k = 2 * z; k < std::min(2 * z + 2, n[0]); ++k)
+          for (std::int64_t j = 2 * y; j < std::min(2 * y + 2, n[1]); ++j)
+            for (std::int64_t i = 2 * x; i < std::min(2 * x + 2, n[2]); ++i, ++all)
+              in += piece.mask[static_cast<std::size_t>((k * n[1] + j) * n[2] + i)] != 0;
+        h.mask[static_cast<std::size_t>((z * h.dims[1] + y) * h.dims[2] + x)] = 2 * in >= all;
+      }
+  return h;
+}
+
 Surface surface_of(const render::Piece& piece) {
   render::Mesh mesh = render::mask_mesh(piece);
   Surface s;
@@ -725,9 +754,12 @@ void Session::surface(const Json& request, Reply& reply) {
   render::LoadStats load;
   const io::Index3 dims0 = pyramid_->levels().front().dims;
   if (request.contains("object")) {
-    auto s = std::make_shared<Surface>(object_surface(request.at("object").get<std::int64_t>(), max_side));
-    reply.surface = std::move(s);
-    return;
+    const std::size_t budget = request.value("max_triangles", std::size_t{100000});
+    for (std::int64_t side = max_side;; side /= 2) {
+      auto s = std::make_shared<Surface>(object_surface(request.at("object").get<std::int64_t>(), side));
+      reply.surface = std::move(s);
+      if (reply.surface->triangles.size() / 3 <= budget || side <= 16) return;
+    }
   }
   std::optional<render::Source> mask;
   int level = coarse_level(*pyramid_, max_side);
@@ -740,22 +772,36 @@ void Session::surface(const Json& request, Reply& reply) {
   } else if (!request.contains("lo") || !request.contains("hi")) {
     throw Error("no mask yet: give lo and hi");
   }
-  render::Piece piece = render::load_piece(self, field, mask, level, culling, load);
-  if (piece.field.size() != static_cast<std::size_t>(piece.stored.voxels()))
-    throw Error("surface: level " + std::to_string(level) + " was not read whole");
-  if (mask_.empty()) {  // the band, from the field's levels
-    const double lo = request.at("lo").get<double>(), hi = request.at("hi").get<double>();
-    const render::Quantizer q = render::quantizer(piece);
-    piece.mask.resize(piece.field.size());
-    for (std::size_t i = 0; i < piece.field.size(); ++i) {
-      const double v = q.value(piece.field[i]);
-      piece.mask[i] = piece.field[i] != render::Quantizer::invalid && v >= lo && v <= hi;
+  // A level coarser while the surface is over the triangle budget: the page
+  // turns it at screen speed on any GPU (or none: a software renderer).
+  const std::size_t budget = request.value("max_triangles", std::size_t{100000});
+  const int coarsest = static_cast<int>((mask_.empty() ? *pyramid_ : *mask_pyramid_).levels().size()) - 1;
+  for (;; ++level) {
+    render::Piece piece = render::load_piece(self, field, mask, level, culling, load);
+    if (piece.field.size() != static_cast<std::size_t>(piece.stored.voxels()))
+      throw Error("surface: level " + std::to_string(level) + " was not read whole");
+    if (mask_.empty()) {  // the band, from the field's levels
+      const double lo = request.at("lo").get<double>(), hi = request.at("hi").get<double>();
+      const render::Quantizer q = render::quantizer(piece);
+      piece.mask.resize(piece.field.size());
+      for (std::size_t i = 0; i < piece.field.size(); ++i) {
+        const double v = q.value(piece.field[i]);
+        piece.mask[i] = piece.field[i] != render::Quantizer::invalid && v >= lo && v <= hi;
+      }
     }
+    const std::array<double, 6> bounds = full_bounds(piece, dims0);
+    auto surface = std::make_shared<Surface>(surface_of(piece));
+    if (surface->triangles.size() / 3 > budget && level < coarsest) continue;
+    // Past the pyramid's coarsest level: halve the mask itself.
+    while (surface->triangles.size() / 3 > budget && *std::min_element(piece.dims.begin(), piece.dims.end()) >= 8) {
+      piece = halved(piece);
+      surface = std::make_shared<Surface>(surface_of(piece));
+    }
+    surface->bounds = bounds;
+    reply.surface = std::move(surface);
+    reply.data = {{"level", piece.level}};
+    return;
   }
-  auto s = std::make_shared<Surface>(surface_of(piece));
-  s->bounds = full_bounds(piece, dims0);
-  reply.surface = std::move(s);
-  reply.data = {{"level", piece.level}};
 }
 
 // One object alone: the labels in its box (one voxel around it), every
@@ -835,10 +881,45 @@ Surface Session::object_surface(std::int64_t id, std::int64_t max_side) const {
 void serve(const Comm& comm) {
   Session session(comm);
   for (;;) {
-    const Json request = Json::parse(comm.broadcast(std::string()));
+    const Json request = Json::parse(receive_request(comm));
     if (request.value("kind", "") == "quit") break;
     session.execute(request);
   }
+}
+
+}  // namespace volseg::session
+
+namespace volseg::session {
+namespace {
+
+// The request's length, by a non-blocking broadcast (a blocking and a
+// non-blocking collective do not match: both sides use this one).
+long long broadcast_length(const Comm& comm, long long length) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  check_mpi(MPI_Ibcast(&length, 1, MPI_LONG_LONG, 0, comm.get(), &request), "MPI_Ibcast");
+  auto pause = std::chrono::microseconds(50);
+  for (int done = 0;;) {
+    check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done) return length;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(5000));  // at most 5 ms late
+  }
+}
+
+}  // namespace
+
+void send_request(const Comm& comm, const std::string& request) {
+  broadcast_length(comm, static_cast<long long>(request.size()));
+  std::string copy = request;
+  if (!copy.empty())
+    check_mpi(MPI_Bcast(copy.data(), static_cast<int>(copy.size()), MPI_CHAR, 0, comm.get()), "MPI_Bcast");
+}
+
+std::string receive_request(const Comm& comm) {
+  std::string request(static_cast<std::size_t>(broadcast_length(comm, 0)), '\0');
+  if (!request.empty())
+    check_mpi(MPI_Bcast(request.data(), static_cast<int>(request.size()), MPI_CHAR, 0, comm.get()), "MPI_Bcast");
+  return request;
 }
 
 }  // namespace volseg::session

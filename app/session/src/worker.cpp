@@ -71,7 +71,7 @@ void Worker::run() {
       running_request_ = true;
       cancel_.reset();
     }
-    comm_.broadcast(request.dump());
+    send_request(comm_, request.dump());
     auto reply = std::make_shared<Reply>(session->execute(request, hooks));
     if (request.contains("tag")) reply->data["tag"] = request.at("tag");
     {
@@ -81,7 +81,7 @@ void Worker::run() {
     }
     on_reply_(std::move(reply));
   }
-  comm_.broadcast(Json{{"kind", "quit"}}.dump());
+  send_request(comm_, Json{{"kind", "quit"}}.dump());
   session.reset();  // collective, with the other ranks leaving serve()
 }
 

@@ -129,4 +129,11 @@ class Session {
 // The loop of ranks other than 0: execute what rank 0 broadcasts until quit.
 void serve(const Comm& comm);
 
+// Rank 0's request to every rank (send_request on rank 0, receive_request on
+// the others). A rank waiting for the next request sleeps between polls
+// instead of spinning in MPI_Bcast: an idle session leaves its cores to
+// others (the browser drawing the page on the same node, other jobs).
+void send_request(const Comm& comm, const std::string& request);
+std::string receive_request(const Comm& comm);
+
 }  // namespace volseg::session
