@@ -18,6 +18,7 @@
 #include "volseg/io/error.hpp"
 #include "volseg/io/format.hpp"
 #include "volseg/io/registry.hpp"
+#include "volseg/io/selection.hpp"
 #include "volseg/render/load.hpp"
 #include "volseg/segment/decode.hpp"
 #include "volseg/segment/expression.hpp"
@@ -260,7 +261,16 @@ void Session::open(const Json& request, Reply& reply) {
       selection.push_back("var=" + first.substr(0, first.find('(')));
     }
   }
-  auto reader = segment::open_input(reading, path, comm_, selection);
+  std::unique_ptr<io::VolumeReader> reader;
+  try {
+    reader = segment::open_input(reading, path, comm_, selection);
+  } catch (const StepRequired&) {
+    // A series opened with no step shows its first, and the step to pick
+    // (volseg info does the same); a job still has to name its steps.
+    if (request.contains("time") && !request.at("time").is_null()) throw;
+    selection.push_back("time=0");
+    reader = segment::open_input(reading, path, comm_, selection);
+  }
   const io::VolumeInfo info = reader->info();
   reader->close();
 
