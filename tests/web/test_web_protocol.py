@@ -305,6 +305,30 @@ class Launchers(unittest.TestCase):
         finally:
             job.stop()
 
+    def test_a_series_opens_at_its_first_step(self):
+        import netCDF4
+        path = os.path.join(self.dir, "series.nc")
+        with netCDF4.Dataset(path, "w") as f:
+            for name, size in (("time", None), ("z", 6), ("y", 7), ("x", 8)):
+                f.createDimension(name, size)
+            for name in ("a", "b"):
+                v = f.createVariable(name, "f4", ("time", "z", "y", "x"))
+                for t in range(3):
+                    v[t] = np.full((6, 7, 8), t, dtype=np.float32)
+        job = web_util.Job([path, "--port", "0"])
+        try:
+            ws = wsclient.WebSocket(job.host, job.port, f"{job.base}ws?token={job.token}")
+            ws.send({"type": "hello", "id": 1})
+            m, _ = ws.until(lambda m: isinstance(m, dict) and m.get("type") == "state")
+            opened = m["state"]["open"]
+            self.assertEqual((opened["variable"], opened["step"], opened["steps"]), ("a", 0, 3))
+            ws.send({"type": "open", "id": 2, "var": "b", "time": 2})
+            m, _ = ws.until(lambda m: isinstance(m, dict) and m.get("id") == 2)
+            self.assertEqual((m["type"], m["data"]["variable"], m["data"]["step"]), ("reply", "b", 2))
+            self.assertEqual(m["data"]["range"], [2, 2])
+        finally:
+            job.stop()
+
     def test_no_token_on_loopback(self):
         job = web_util.Job([self.volume, "--port", "0", "--no-token"])
         try:
