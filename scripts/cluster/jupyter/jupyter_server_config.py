@@ -17,15 +17,22 @@
 # page of another site never carries it.
 import os
 import secrets
+import shutil
 
 _token = os.environ.get("VOLSEG_WEB_TOKEN") or secrets.token_hex(24)
 _file = os.environ.get("VOLSEG_WEB_FILE", os.path.expanduser("~/volume.nc"))
 _ranks = os.environ.get("VOLSEG_WEB_RANKS", "2")
 
+# Frames are drawn by VTK in offscreen windows, which need an X display; a
+# Jupyter server on a compute node usually has none (volseg web then stops
+# at once with "no X display"), so the job gets a virtual one.
+_xvfb = ["xvfb-run", "-a"] if not os.environ.get("DISPLAY") and shutil.which("xvfb-run") else []
+
 c = get_config()  # noqa: F821  (Jupyter's config loader provides it)
 c.ServerProxy.servers = {
     "volseg": {
-        "command": ["mpirun", "-np", _ranks, "volseg", "web", _file, "--port", "{port}", "--allow-origin", "*"],
+        "command": _xvfb
+        + ["mpirun", "-np", _ranks, "volseg", "web", _file, "--port", "{port}", "--allow-origin", "*"],
         "environment": {"VOLSEG_WEB_TOKEN": _token},
         "absolute_url": False,
         "timeout": 300,  # the first open of a volume builds its pyramid
