@@ -32,6 +32,25 @@ assert entry["launcher_entry"]["path_info"].endswith(entry["environment"]["VOLSE
 print("ok: YAML and the Jupyter config")
 PY
 
+# jupyter-server-proxy's own traits check the entry's keys and types where a
+# Python with it is named (python3 -m venv V && V/bin/pip install jupyter-server-proxy).
+if [ -n "${JSP_PYTHON:-}" ]; then
+  "$JSP_PYTHON" - "$cluster" <<'PY'
+import sys, types
+from jupyter_server_proxy.config import ServerProcess, ServerProxy, make_server_process
+config = types.SimpleNamespace(ServerProxy=types.SimpleNamespace())
+code = open(f"{sys.argv[1]}/jupyter/jupyter_server_config.py").read()
+exec(compile(code, "jupyter_server_config.py", "exec"), {"get_config": lambda: config})
+for name, entry in config.ServerProxy.servers.items():
+    unknown = set(entry) - set(ServerProcess.class_trait_names())
+    assert not unknown, f"keys jupyter-server-proxy does not know: {unknown}"
+    make_server_process(name, entry, ServerProxy())
+print("ok: the Jupyter entry against jupyter-server-proxy's traits")
+PY
+else
+  echo "skipped: JSP_PYTHON (a Python with jupyter-server-proxy) not set"
+fi
+
 if command -v ruby > /dev/null; then
   ood=$cluster/ood/volseg_web
   ruby -rerb -rostruct -e '

@@ -10,11 +10,10 @@
 # default. A token still guards the port from other users of the node: made
 # here, handed to the job in its environment, and carried by the launcher's
 # first address; the page then keeps it in a cookie.
-# The browser's Origin is the Jupyter server's, which need not be the Host
-# the proxy passes on: --allow-origin '*' lets the page's WebSocket through.
-# That opens nothing: Jupyter checks the Origin of proxied WebSockets itself,
-# the token is still needed, and the token's cookie is SameSite=Strict, so a
-# page of another site never carries it.
+# No --allow-origin: the proxy passes the browser's Host header on, so the
+# page's Origin (the Jupyter server's) matches it, and Jupyter itself refuses
+# proxied WebSockets from other origins (tried with jupyter-server-proxy
+# 4.6; docs/web.md, "What was tried").
 import os
 import secrets
 import shutil
@@ -32,7 +31,7 @@ c = get_config()  # noqa: F821  (Jupyter's config loader provides it)
 c.ServerProxy.servers = {
     "volseg": {
         "command": _xvfb
-        + ["mpirun", "-np", _ranks, "volseg", "web", _file, "--port", "{port}", "--allow-origin", "*"],
+        + ["mpirun", "-np", _ranks, "volseg", "web", _file, "--port", "{port}"],
         "environment": {"VOLSEG_WEB_TOKEN": _token},
         "absolute_url": False,
         "timeout": 300,  # the first open of a volume builds its pyramid
