@@ -187,6 +187,13 @@ int run_main(int argc, char** argv, const CommandList& commands) {
   return run_parsed(*chosen, *sub, command_line_of(argc, argv));
 }
 
+void add_levels_option(CLI::App& sub, std::vector<std::string>& output_hints) {
+  sub.add_option_function<int>(
+      "--levels", [&output_hints](int levels) { output_hints.push_back("levels=" + std::to_string(levels)); },
+      "Levels of a multiscale output (.ome.zarr, precomputed), the full resolution counted, each halving every "
+      "axis: images by the mean, masks and labels by the mode [0: down to the first that fits one chunk]");
+}
+
 void Verbosity::add_to(CLI::App& sub) {
   sub.add_flag("--quiet", quiet, "No progress and no summary");
   sub.add_option("--progress", progress, "auto | bar | lines | none (under mpirun auto means lines)")

@@ -66,6 +66,10 @@ struct Verbosity {
   segment::ProgressMode mode() const;  // throws on an unknown --progress
 };
 
+// --levels N of a multiscale output (.ome.zarr, precomputed): the writer
+// hint levels=N among `output_hints`.
+void add_levels_option(CLI::App& sub, std::vector<std::string>& output_hints);
+
 // --var/--time/--glob reach a backend as the reader hints var=, time= and glob=.
 std::vector<std::string> selection_hints(const std::string& variable, const std::optional<std::int64_t>& time,
                                          const std::string& glob = {});

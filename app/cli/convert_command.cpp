@@ -31,6 +31,7 @@ class ConvertCommand final : public Command {
     sub->add_option("--in-hint", input_hints_, "Hint for the reader only (repeatable)");
     sub->add_option("--out-hint", o.output_hints,
                     "Hint for the writer only (repeatable): compressor=, chunks= (Zarr), deflate= (NetCDF-4)");
+    add_levels_option(*sub, o.output_hints);
     sub->add_option("--brick", brick_,
                     "Brick shape Z,Y,X (default: about 12 MiB of whole rows/planes, or the input's chunks)");
     sub->add_flag("--force", o.force, "Replace an existing output");

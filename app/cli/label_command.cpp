@@ -24,7 +24,8 @@ class LabelCommand final : public Command {
                     "A 0/1 mask (--mask-input) or a scalar volume (--lo/--hi). " + std::string(input_help))
         ->required();
     sub->add_option("--out", o.output,
-                    "Labels: NAME.nhdr (raw), NAME.nc, NAME.nc4 or NAME.zarr (Zarr v2); 0 is background, object k "
+                    "Labels: NAME.nhdr (raw), NAME.nc, NAME.nc4, NAME.zarr (Zarr v2) or NAME.ome.zarr (multiscale); 0 is "
+                    "background, object k "
                     "the k-th in file order (x fastest)")
         ->required();
     auto* mask = sub->add_flag("--mask-input", o.mask_input, "The input is a mask: every voxel 0 or 1");
@@ -65,6 +66,7 @@ class LabelCommand final : public Command {
     sub->add_option("--hint", o.hints, "Backend hint key=value (repeatable)");
     sub->add_option("--in-hint", o.input_hints, "Hint for the reader only (repeatable)");
     sub->add_option("--out-hint", o.output_hints, "Hint for the writer only (repeatable)");
+    add_levels_option(*sub, o.output_hints);
     sub->add_option("--brick", brick_, "Brick shape Z,Y,X (default: about 12 MiB of u32 labels, whole rows/planes)");
     sub->add_option("--assign", assign_, "Bricks to ranks: block | cyclic | random")->capture_default_str();
     sub->add_option("--seed", o.seed, "Seed of --assign random")->capture_default_str();

@@ -73,6 +73,7 @@ class SegmentCommand final : public Command {
     sub->add_option("--hint", o.hints, "Backend hint key=value (repeatable); an unknown key is an error");
     sub->add_option("--in-hint", input_hints_, "Hint for the reader only (repeatable)");
     sub->add_option("--out-hint", o.output_hints, "Hint for the writer only (repeatable)");
+    add_levels_option(*sub, o.output_hints);
     sub->add_option("--brick", brick_, "Brick shape Z,Y,X (default: about 12 MiB of whole rows/planes)");
     sub->add_option("--batch-bytes", o.collective_batch_bytes,
                     "Collective backends: input bytes a rank reads per collective call, as whole bricks (at least one)")

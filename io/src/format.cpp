@@ -103,7 +103,8 @@ const std::vector<FormatTraits>& format_table() {
                .chunked = true,
                .resumable = true,
                .appendable = true,
-               .keeps_markers = true};
+               .keeps_markers = true,
+               .multiscale = true};
     // Each brick a gzip member, placed when the job ends.
     rows[8] = {.format = FileFormat::nifti_gz,
                .names = {"nifti-gz"},

@@ -435,6 +435,27 @@ std::unique_ptr<io::VolumeWriter> create_labels(const Comm& comm, const LabelOpt
   return io::create_writer(result.output_backend, request, comm, io::Hints::parse(writer_hints));
 }
 
+// The first ids' objects (on rank 0), for formats that record them with
+// the labels (OME-Zarr's image-label properties).
+std::vector<io::SegmentInfo> segment_rows(const Comm& comm, const LabelSummary& summary) {
+  std::vector<ObjectPart> rows;
+  std::vector<ObjectValues> values;
+  gather_report_rows(comm, summary, false, rows, values);
+  std::vector<io::SegmentInfo> out;
+  out.reserve(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    io::SegmentInfo s{.id = i + 1, .voxels = r.voxels};
+    for (std::size_t a = 0; a < 3; ++a) {
+      s.centroid[a] = r.voxels > 0 ? static_cast<double>(r.sum[a]) / static_cast<double>(r.voxels) : 0;
+      s.lo[a] = r.lo[a];
+      s.hi[a] = r.hi[a];
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
 // Pass 1, the merge, pass 2. On an error no labels are left behind.
 void execute_label(const Comm& comm, const LabelOptions& options, LabelPlan& plan, LabelResult& result,
                    LabelResult::Times& times) {
@@ -451,7 +472,9 @@ void execute_label(const Comm& comm, const LabelOptions& options, LabelPlan& pla
     const auto merge = Clock::now();
     {
       const io::watchdog::Phase phase("label, the merge across bricks and ranks");
-      result.summary = passes.labeling.finish(options.min_voxels, !options.stats.empty() || !options.report.empty());
+      const bool segments = io::format_traits(io::parse_format(result.output_format)).multiscale;
+      result.summary =
+          passes.labeling.finish(options.min_voxels, !options.stats.empty() || !options.report.empty() || segments);
     }
     times.merge = since(merge);
 
@@ -461,6 +484,8 @@ void execute_label(const Comm& comm, const LabelOptions& options, LabelPlan& pla
     const io::watchdog::Phase phase("label, pass 2 (label again and write)");
     writer = create_labels(comm, options, plan, result, type);
     passes.write_labels(*writer, type);
+    if (io::format_traits(io::parse_format(result.output_format)).multiscale)
+      writer->describe_segments(segment_rows(comm, result.summary));
     writer->close();
     plan.reader->close();
     if (plan.values) plan.values->close();

@@ -2,11 +2,15 @@
 #include "zarr/zarr_array.hpp"
 
 #include <blosc.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_findDecompressedSize
 #include <zstd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -484,6 +488,45 @@ void decode_chunk(const ArrayMeta& meta, std::span<const std::byte> stored, std:
   } else {
     throw Error(where + ": compressor \"" + id + "\" is unknown");
   }
+}
+
+// The whole of a file into `data` (sized by fstat, read until its end);
+// false when it does not exist. A file of more than `limit` bytes is refused
+// before it is read: a chunk file cannot be larger than its codec makes a
+// chunk (zarr::max_stored_bytes).
+bool read_whole(const std::string& path, std::vector<std::byte>& data, std::uint64_t limit) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return false;
+    throw_errno("open", path);
+  }
+  struct stat st {};
+  int saved = ::fstat(fd, &st) == 0 ? 0 : errno;
+  if (saved == 0 && static_cast<std::uint64_t>(st.st_size) > limit) {
+    ::close(fd);
+    throw Error(path + ": " + std::to_string(st.st_size) + " bytes, more than a chunk can be stored in (" +
+                std::to_string(limit) + ")");
+  }
+  std::size_t got = 0;
+  if (saved == 0) {
+    data.resize(static_cast<std::size_t>(st.st_size) + 1);  // one more: a file that grew is read to its end
+    for (;;) {
+      if (got == data.size()) {
+        if (got > limit) break;  // grew past the limit while read: refused below
+        data.resize(data.size() * 2);
+      }
+      const ssize_t n = ::read(fd, data.data() + got, data.size() - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) saved = errno;
+      if (n <= 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+  }
+  if (::close(fd) != 0 && saved == 0) saved = errno;
+  if (saved != 0) throw_errno("read", path, saved);
+  if (got > limit) throw Error(path + ": more than a chunk can be stored in (" + std::to_string(limit) + " bytes)");
+  data.resize(got);
+  return true;
 }
 
 }  // namespace volseg::io::zarr

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -87,5 +88,10 @@ void check_declared_size(const ArrayMeta& meta, std::span<const std::byte> store
 // writing past out; throws naming `where`.
 void decode_chunk(const ArrayMeta& meta, std::span<const std::byte> stored, std::span<std::byte> out,
                   const std::string& where);
+
+// The whole of a chunk file into `data`; false when it does not exist. A
+// file of more than `limit` bytes is refused before it is read.
+bool read_whole(const std::string& path, std::vector<std::byte>& data,
+                std::uint64_t limit = std::numeric_limits<std::uint64_t>::max());
 
 }  // namespace volseg::io::zarr

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -20,12 +22,24 @@
 
 #include "raw/raw_volume.hpp"
 #include "volseg/io/comm.hpp"
+#include "volseg/io/downsample.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
 #include "zarr/zarr_array.hpp"
 
 namespace volseg::io::zarr {
 namespace {
+
+// A colour of its own for each object: hues a golden angle apart, so
+// neighbouring ids differ.
+std::array<int, 4> segment_rgba(std::uint64_t id) {
+  const double h = std::fmod(static_cast<double>(id % 1000003) * 0.6180339887498949, 1.0) * 6;
+  const double s = 0.7, v = 0.95, f = h - std::floor(h);
+  const double p = v * (1 - s), q = v * (1 - s * f), t = v * (1 - s * (1 - f));
+  const double rgb[6][3] = {{v, t, p}, {q, v, p}, {p, v, t}, {p, q, v}, {t, p, v}, {v, p, q}};
+  const auto& c = rgb[static_cast<int>(h) % 6];
+  return {static_cast<int>(c[0] * 255), static_cast<int>(c[1] * 255), static_cast<int>(c[2] * 255), 255};
+}
 
 // Writes a Zarr v2 array into a hidden directory beside the final name
 // (DIR/.NAME.volseg-tmp-PID of rank 0), each rank its own chunk files, and
@@ -46,7 +60,8 @@ namespace {
 // written (segment --time). Each step's time goes into .zattrs' "times".
 class ZarrWriter final : public VolumeWriter {
  public:
-  ZarrWriter(const CreateRequest& request, const Comm& comm, ArrayMeta meta, bool fsync, bool ome, bool append)
+  ZarrWriter(const CreateRequest& request, const Comm& comm, ArrayMeta meta, bool fsync, bool ome, bool append,
+             int levels)
       : comm_(comm),
         path_(request.path),
         info_(request.info),
@@ -55,7 +70,8 @@ class ZarrWriter final : public VolumeWriter {
         overwrite_(request.overwrite),
         ome_(ome),
         append_(append),
-        partial_(request.partial) {
+        partial_(request.partial),
+        levels_(levels) {
     if (append_ && partial_ != Partial::none)
       throw Error("zarr " + path_ + ": append=1 adds a step to a series, which is not resumed brick by brick");
     std::string series;  // append=1: the array and its steps' times, as rank 0 found or began them
@@ -94,6 +110,10 @@ class ZarrWriter final : public VolumeWriter {
   const VolumeInfo& info() const override { return info_; }
   std::string backend_name() const override { return "zarr"; }
   std::uint64_t bytes_written() const override { return bytes_written_; }
+
+  void describe_segments(std::vector<SegmentInfo> segments) override {
+    if (comm_.rank() == 0) segments_ = std::move(segments);
+  }
 
  protected:
   void do_write(const Extent& extent, const void* buffer) override {
@@ -141,6 +161,7 @@ class ZarrWriter final : public VolumeWriter {
       error = std::current_exception();
     }
     agree(comm_, error);
+    for (int level = 1; level < levels_; ++level) build_level(level);
     if (append_) times_.push_back(info_.step_time.value_or(static_cast<double>(info_.step.value_or(meta_.step))));
     collectively(comm_, [&] {
       if (comm_.rank() != 0) return;
@@ -148,6 +169,10 @@ class ZarrWriter final : public VolumeWriter {
       write_text(array + "/.zattrs", attributes_json());
       write_text(array + "/.zarray", array_json(meta_));  // last: the array is whole
       if (fsync_) sync_folder_of(array + "/.zarray");
+      for (int level = 1; level < levels_; ++level) {
+        write_text(array_folder(level) + "/.zarray", array_json(level_meta(level)));
+        if (fsync_) sync_folder_of(array_folder(level) + "/.zarray");
+      }
       if (ome_) {
         write_text(temporary_ + "/.zgroup", "{\n    \"zarr_format\": 2\n}\n");
         write_text(temporary_ + "/.zattrs", ome_json());
@@ -202,16 +227,21 @@ class ZarrWriter final : public VolumeWriter {
     return chunk;
   }
 
-  // Encodes and writes a whole chunk, unless it is all fill.
-  // A resumed job removes what an earlier one may have left under the key.
+  // Encodes and writes a whole chunk of level 0, unless it is all fill.
   void store(const std::string& key, std::span<const std::byte> values) {
-    const std::string file = array_folder() + "/" + key;
-    if (meta_.fill_value && std::memcmp(values.data(), fill_.data(), fill_.size()) == 0) {
+    store(meta_, array_folder(), fill_, key, values);
+  }
+
+  // A resumed job removes what an earlier one may have left under the key.
+  void store(const ArrayMeta& meta, const std::string& folder, std::span<const std::byte> fill, const std::string& key,
+             std::span<const std::byte> values) {
+    const std::string file = folder + "/" + key;
+    if (meta.fill_value && std::memcmp(values.data(), fill.data(), fill.size()) == 0) {
       if (partial_ == Partial::reopen && ::unlink(file.c_str()) != 0 && errno != ENOENT) throw_errno("remove", file);
       return;
     }
-    const auto encoded = encode_chunk(meta_, values);
-    if (meta_.separator == '/') std::filesystem::create_directories(std::filesystem::path(file).parent_path());
+    const auto encoded = encode_chunk(meta, values);
+    if (meta.separator == '/') std::filesystem::create_directories(std::filesystem::path(file).parent_path());
     write_bytes(file, encoded.data(), encoded.size());
     bytes_written_ += encoded.size();
   }
@@ -234,8 +264,79 @@ class ZarrWriter final : public VolumeWriter {
     write_bytes(file, reinterpret_cast<const std::byte*>(text.data()), text.size());
   }
 
-  // Where the array goes: the store itself, or an OME-Zarr image's dataset "0".
-  std::string array_folder() const { return ome_ ? temporary_ + "/0" : temporary_; }
+  // Where the array goes: the store itself, or an OME-Zarr image's dataset
+  // "0" (its full resolution) and "1", "2", ... (its coarser levels).
+  std::string array_folder(int level = 0) const {
+    return ome_ ? temporary_ + "/" + std::to_string(level) : temporary_;
+  }
+
+  // Level k: the full resolution's shape halved k times, its chunks the
+  // same (no larger than the level).
+  ArrayMeta level_meta(int level) const {
+    ArrayMeta meta = meta_;
+    meta.shape = level_dims(meta_.shape, level);
+    for (std::size_t a = 0; a < 3; ++a) meta.chunks[a] = std::min(meta_.chunks[a], meta.shape[a]);
+    return meta;
+  }
+
+  // Collective: writes level k from level k - 1, as the ranks left it on
+  // disk: each rank a share of level k's chunks (round robin), each made
+  // from the up to 2x2x2 chunks below it, so a rank holds at most 9 chunks
+  // whatever the volume's size.
+  void build_level(int level) {
+    const ArrayMeta fine = level_meta(level - 1), coarse = level_meta(level);
+    const std::string fine_folder = array_folder(level - 1), folder = array_folder(level);
+    collectively(comm_, [&] {
+      if (comm_.rank() == 0 && ::mkdir(folder.c_str(), 0777) != 0 && errno != EEXIST) throw_errno("mkdir", folder);
+    });
+    collectively(comm_, [&] {
+      const Index3 grid = coarse.grid();
+      const std::int64_t chunks = grid[0] * grid[1] * grid[2];
+      std::vector<std::byte> fill(coarse.chunk_bytes()), whole(coarse.chunk_bytes()), region, piece, decoded, stored;
+      fill_values(coarse, fill.data());
+      for (std::int64_t i = comm_.rank(); i < chunks; i += comm_.size()) {
+        const Index3 chunk{i / (grid[1] * grid[2]), i / grid[2] % grid[1], i % grid[2]};
+        const Extent box = intersect(coarse.chunk_box(chunk), Extent{{0, 0, 0}, coarse.shape});
+        Extent below;
+        for (std::size_t a = 0; a < 3; ++a) {
+          below.offset[a] = 2 * box.offset[a];
+          below.count[a] = std::min(2 * box.count[a], fine.shape[a] - below.offset[a]);
+        }
+        read_region(fine, fine_folder, below, region, decoded, stored);
+        piece.resize(static_cast<std::size_t>(box.voxels()) * dtype_size(coarse.dtype));
+        const bool mean = downsampling_ == Downsampling::mean;
+        downsample(downsampling_, coarse.dtype, region.data(), below.count, piece.data(),
+                   mean && !coarse.fill_nan ? coarse.fill_value : std::nullopt);
+        std::memcpy(whole.data(), fill.data(), fill.size());
+        copy_part(box, box, piece.data(), coarse.chunk_box(chunk), whole.data(), dtype_size(coarse.dtype));
+        store(coarse, folder, fill, coarse.chunk_key(chunk), whole);
+      }
+    });
+  }
+
+  // The voxels of `box` of a level, packed, from its chunk files (fill
+  // where a chunk was not written).
+  static void read_region(const ArrayMeta& meta, const std::string& folder, const Extent& box,
+                          std::vector<std::byte>& region, std::vector<std::byte>& decoded,
+                          std::vector<std::byte>& stored) {
+    const std::size_t size = dtype_size(meta.dtype);
+    region.resize(static_cast<std::size_t>(box.voxels()) * size);
+    decoded.resize(meta.chunk_bytes());
+    const Index3& c = meta.chunks;
+    for (std::int64_t cz = box.offset[0] / c[0]; cz <= (box.offset[0] + box.count[0] - 1) / c[0]; ++cz)
+      for (std::int64_t cy = box.offset[1] / c[1]; cy <= (box.offset[1] + box.count[1] - 1) / c[1]; ++cy)
+        for (std::int64_t cx = box.offset[2] / c[2]; cx <= (box.offset[2] + box.count[2] - 1) / c[2]; ++cx) {
+          const Index3 chunk{cz, cy, cx};
+          const std::string file = folder + "/" + meta.chunk_key(chunk);
+          if (read_whole(file, stored, max_stored_bytes(meta))) {
+            decode_chunk(meta, stored, decoded, file);
+          } else {
+            fill_values(meta, decoded.data());
+          }
+          const Extent chunk_box = meta.chunk_box(chunk);
+          copy_part(intersect(box, chunk_box), chunk_box, decoded.data(), box, region.data(), size);
+        }
+  }
 
   // The OME-Zarr 0.4 (NGFF) image group's attributes: one multiscale of one
   // dataset, "0", placed by its scale and translation (z, y, x) from the
@@ -253,23 +354,56 @@ class ZarrWriter final : public VolumeWriter {
       translation.insert(translation.begin(), 0.0);
     }
     for (const char* name : {"z", "y", "x"}) axes.push_back({{"name", name}, {"type", "space"}});
-    json transforms = json::array({json{{"type", "scale"}, {"scale", scale}}});
-    if (o[0] != 0 || o[1] != 0 || o[2] != 0)
-      transforms.push_back({{"type", "translation"}, {"translation", translation}});
+    // Level k's voxel centres: its 2^k voxels below, centred.
+    json datasets = json::array();
+    for (int level = 0; level < levels_; ++level) {
+      const double f = static_cast<double>(std::int64_t{1} << level), shift = (f - 1) / 2;
+      json s = scale, t = translation;
+      const std::size_t first = meta_.steps > 0 ? 1 : 0;
+      for (std::size_t a = 0; a < 3; ++a) {
+        s[first + a] = scale[first + a].get<double>() * f;
+        t[first + a] = translation[first + a].get<double>() + shift * scale[first + a].get<double>();
+      }
+      json transforms = json::array({json{{"type", "scale"}, {"scale", s}}});
+      if (level > 0 || o[0] != 0 || o[1] != 0 || o[2] != 0)
+        transforms.push_back({{"type", "translation"}, {"translation", t}});
+      datasets.push_back({{"path", std::to_string(level)}, {"coordinateTransformations", transforms}});
+    }
     const std::string name = std::filesystem::path(path_).filename().string();
     json doc;
-    doc["multiscales"] = json::array(
-        {json{{"version", "0.4"},
-              {"name", name.substr(0, name.find('.'))},
-              {"axes", axes},
-              {"datasets", json::array({json{{"path", "0"}, {"coordinateTransformations", transforms}}})}}});
+    json multiscale{{"version", "0.4"}, {"name", name.substr(0, name.find('.'))}, {"axes", axes},
+                    {"datasets", datasets}};
+    if (levels_ > 1)
+      multiscale["metadata"] = {{"method", std::string("volseg ") + downsampling_name(downsampling_) + " of 2x2x2"}};
+    doc["multiscales"] = json::array({multiscale});
     const bool mask = info_.attributes.count("flag_values") > 0, labels = info_.attributes.count("numbering") > 0;
-    if (mask || labels) {
-      json label{{"version", "0.4"}};
-      if (mask) label["colors"] = json::array({json{{"label-value", 1}, {"rgba", {255, 200, 0, 255}}}});
-      doc["image-label"] = label;
+    if (mask || labels) doc["image-label"] = image_label(mask);
+    return doc.dump(segments_.size() > 64 ? -1 : 4) + "\n";  // a long table: compact
+  }
+
+  // NGFF's image-label: a mask's one colour; labels' colour per object
+  // and properties from the label job's table (describe_segments).
+  nlohmann::json image_label(bool mask) const {
+    using nlohmann::json;
+    json label{{"version", "0.4"}};
+    if (mask) {
+      label["colors"] = json::array({json{{"label-value", 1}, {"rgba", {255, 200, 0, 255}}}});
+      return label;
     }
-    return doc.dump(4) + "\n";
+    json colors = json::array(), properties = json::array();
+    for (const auto& s : segments_) {
+      colors.push_back({{"label-value", s.id}, {"rgba", segment_rgba(s.id)}});
+      properties.push_back({{"label-value", s.id},
+                            {"voxels", s.voxels},
+                            {"centroid_zyx", s.centroid},
+                            {"box_min_zyx", s.lo},
+                            {"box_max_zyx", s.hi}});
+    }
+    if (!colors.empty()) {
+      label["colors"] = colors;
+      label["properties"] = properties;
+    }
+    return label;
   }
 
   // volseg's attributes and the grid's spacing and origin (x, y, z); a
@@ -296,6 +430,9 @@ class ZarrWriter final : public VolumeWriter {
   AtomicCommit commit_;        // rank 0's store, unless it is a series' step written in place (append)
   std::vector<double> times_;  // append=1: the series' steps' times, this one's last at close
   Partial partial_;
+  int levels_ = 1;
+  Downsampling downsampling_ = downsampling_for(info_);
+  std::vector<SegmentInfo> segments_;  // rank 0's, for image-label
   std::uint64_t bytes_written_ = 0;
   std::map<std::string, Pending> pending_;
   std::vector<std::byte> fill_;  // a whole chunk of fill_value
@@ -364,8 +501,17 @@ std::unique_ptr<VolumeWriter> create_writer(const CreateRequest& request, const 
   const bool fsync = hints.get_bool("fsync", false);
   const bool ome = hints.get_bool("ome", false);
   const bool append = hints.get_bool("append", false);
+  const auto asked = static_cast<int>(hints.get_int("levels", 0));
+  int levels = 1;
+  if (ome && !append) {
+    levels = level_count(request.info.dims, meta.chunks, asked);
+  } else if (asked > 1) {
+    throw Error("--levels " + std::to_string(asked) + ": " +
+                (ome ? std::string("a series' steps are written one level each")
+                     : std::string("a Zarr array holds one level; name the output .ome.zarr for a multiscale image")));
+  }
   hints.reject_unused("zarr");
-  return std::make_unique<ZarrWriter>(request, comm, std::move(meta), fsync, ome, append);
+  return std::make_unique<ZarrWriter>(request, comm, std::move(meta), fsync, ome, append, levels);
 }
 
 }  // namespace volseg::io::zarr

@@ -49,6 +49,7 @@ struct FormatTraits {
   bool appendable = false;           // one output holds several steps along time (--time A:B)
   bool keeps_markers = false;        // records _FillValue, missing_value, valid_range
   bool keeps_coordinates = false;    // records coordinate variables
+  bool multiscale = false;           // written with coarser levels (--levels) and labels' object properties
 };
 
 // Every format, in the order names are listed.

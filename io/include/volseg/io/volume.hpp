@@ -217,6 +217,13 @@ class VolumeReader {
 // A writer's calls throw as a reader's (see VolumeReader): Error for a call
 // that is wrong whatever the file holds, RankError for this rank's storage
 // or library failing, agreed by every rank in the collective calls.
+// One object of a label volume, as the label job's table describes it.
+struct SegmentInfo {
+  std::uint64_t id = 0, voxels = 0;
+  std::array<double, 3> centroid{};  // z, y, x, in voxels
+  Index3 lo{}, hi{};                 // bounding box z, y, x, inclusive
+};
+
 class VolumeWriter {
  public:
   virtual ~VolumeWriter() = default;
@@ -242,6 +249,11 @@ class VolumeWriter {
   Mapping map(const Extent& extent);
 
   virtual Metrics metrics() const { return {}; }
+
+  // Labels: what each object is (rank 0's list counts), recorded where the
+  // format keeps it: OME-Zarr's image-label properties, Neuroglancer's
+  // segment_properties. Before close(); other formats ignore it.
+  virtual void describe_segments(std::vector<SegmentInfo> segments) { (void)segments; }
 
   // Collective: flushes and closes on every rank and, only if every rank
   // succeeded, renames the temporary output to its final name. Throws,
