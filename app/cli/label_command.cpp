@@ -5,7 +5,9 @@
 
 #include "command.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/io/files.hpp"
 #include "volseg/io/hints.hpp"
+#include "volseg/mesh/mesh.hpp"
 #include "volseg/segment/label.hpp"
 #include "volseg/segment/segment.hpp"
 
@@ -71,7 +73,10 @@ class LabelCommand final : public Command {
     sub->add_option("--assign", assign_, "Bricks to ranks: block | cyclic | random")->capture_default_str();
     sub->add_option("--seed", o.seed, "Seed of --assign random")->capture_default_str();
     sub->add_option("--report", o.report, "JSON report: counts, per-rank times and peak memory, the object table");
-    sub->add_flag("--force", o.force, "Replace existing labels, table and report");
+    sub->add_flag("--force", o.force, "Replace existing labels, table, report and mesh folder");
+    sub->add_option("--mesh", mesh_,
+                    "Also mesh every object into this folder, as `volseg mesh LABELS --out DIR` (smooth surfaces, "
+                    "Neuroglancer precomputed)");
     sub->add_option("--track", track_,
                     "With --time A:B: link the objects of consecutive steps that share voxels into this CSV "
                     "(t,id,next_id,overlap_voxels), with TRACK.steps.csv (births, deaths, merges, splits per step) "
@@ -95,11 +100,25 @@ class LabelCommand final : public Command {
       return;
     }
     if (!track_.empty()) throw Error("--track links the objects of several steps: give --time all or A:B[:S]");
+    if (!mesh_.empty()) io::refuse_existing(mesh_, options_.force);
     const auto result = segment::run_label(context.comm, options_);
     if (context.comm.rank() == 0 && !verbosity_.quiet) {
       std::fputs(segment::label_summary(options_, result).c_str(), stdout);
       if (!options_.report.empty()) std::printf("  report: %s\n", options_.report.c_str());
       std::fflush(stdout);
+    }
+    if (!mesh_.empty()) {
+      mesh::MeshOptions m;
+      m.input = options_.output;
+      m.output = mesh_;
+      m.force = options_.force;
+      m.progress = options_.progress;
+      m.command_line = context.command_line;
+      const auto meshed = mesh::run_mesh(context.comm, m);
+      if (context.comm.rank() == 0 && !verbosity_.quiet) {
+        std::fputs(mesh::mesh_summary(m, meshed).c_str(), stdout);
+        std::fflush(stdout);
+      }
     }
   }
 
@@ -133,7 +152,7 @@ class LabelCommand final : public Command {
   segment::LabelOptions options_;
   std::string brick_, assign_ = "block", values_variable_, values_expression_, memory_;
   std::optional<std::int64_t> values_time_;
-  std::string track_;
+  std::string track_, mesh_;
   bool plot_ = true;
   Selection selection_;
   std::optional<double> lo_, hi_;

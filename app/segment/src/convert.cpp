@@ -85,6 +85,7 @@ ConvertResult run_convert(const Comm& comm, const ConvertOptions& options) {
   if (!options.output_backend.empty()) writing.backend = options.output_backend;
   result.output_backend = writing.backend;
   detail::refuse_output_over_input(options.output, reader->files());
+  detail::check_levels(format, options.output_hints, in.dims);
   result.info = output_info(in, format, options, result.dropped);
 
   const bool chunked_output = io::format_traits(format).chunked;

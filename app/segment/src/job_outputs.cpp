@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "job_outputs.hpp"
 
+#include "volseg/io/downsample.hpp"
+#include "volseg/io/hints.hpp"
+
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -17,6 +20,15 @@ std::vector<std::filesystem::path> output_files(const std::string& path) {
   std::vector<std::filesystem::path> files{path};
   if (std::filesystem::path(path).extension() == ".nhdr") files.emplace_back(io::data_path_for_header(path));
   return files;
+}
+
+void check_levels(io::FileFormat format, const std::vector<std::string>& output_hints, const io::Index3& dims) {
+  const auto asked = static_cast<int>(io::Hints::parse(output_hints).get_int("levels", 0));
+  if (asked == 0) return;
+  if (!io::format_traits(format).multiscale && asked > 1)
+    throw Error("--levels " + std::to_string(asked) + ": a " + io::format_name(format) +
+                " output holds one level; write .ome.zarr or precomputed for a multiscale one");
+  io::level_count(dims, dims, asked);
 }
 
 void refuse_output_over_input(const std::string& output, const std::vector<std::string>& input_files) {

@@ -22,6 +22,10 @@ std::vector<std::filesystem::path> output_files(const std::string& path);
 // Compared by identity (links, "..", symlinks), not by spelling.
 void refuse_output_over_input(const std::string& output, const std::vector<std::string>& input_files);
 
+// --levels (the writer hint levels=) checked against the volume before the
+// job starts: a multiscale output's levels, none for other formats.
+void check_levels(io::FileFormat format, const std::vector<std::string>& output_hints, const io::Index3& dims);
+
 // A report, trace or table: never over the inputs (taken), the output or
 // each other, never over an existing file without force (streams such as
 // /dev/null excepted), and its folder must be writable.

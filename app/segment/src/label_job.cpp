@@ -303,6 +303,7 @@ LabelPlan plan_label(const Comm& comm, const LabelOptions& options, LabelResult&
   const io::VolumeInfo& info = reader->info();
   result.input_info = info;
   detail::refuse_output_over_input(options.output, reader->files());
+  detail::check_levels(io::parse_format(result.output_format), options.output_hints, info.dims);
   auto values = open_values(comm, options, result.backend, info);
   std::vector<std::string> taken = reader->files();
   if (values)

@@ -318,6 +318,7 @@ SegmentPlan plan_segment(const Comm& comm, const SegmentOptions& options, Segmen
   check_outputs(options, reader->files());
   result.input_info = reader->info();
   const io::VolumeInfo& info = result.input_info;
+  detail::check_levels(io.output_format, options.output_hints, info.dims);
   // Thresholds are in unpacked units (CF: value = stored * scale_factor +
   // add_offset); the kernel compares stored values, so convert once. Fill,
   // missing and valid range are in stored units already (CF).
