@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <unordered_map>
 
 #include "volseg/mesh/mesh.hpp"
@@ -21,20 +22,42 @@ constexpr int kTop = 4096;  // a voxel inside the object, smoothed or not
 constexpr int kIso = kTop / 2;
 constexpr int kWeights[5] = {1, 4, 6, 4, 1};  // [1 2 1] twice: render's smoothing
 
+// The object's voxels (0 or `value`) over `box` grown by `grow` on every
+// side, row by row from the brick's ids (0 outside them).
+std::vector<std::uint16_t> voxels_of(const BrickLabels& labels, std::uint64_t id, const io::Extent& box, int grow,
+                                     std::uint16_t value) {
+  const io::Index3 g{box.count[0] + 2 * grow, box.count[1] + 2 * grow, box.count[2] + 2 * grow};
+  std::vector<std::uint16_t> out(static_cast<std::size_t>(g[0] * g[1] * g[2]), 0);
+  const auto& r = labels.region;
+  const std::int64_t x0 = box.offset[2] - grow;
+  const std::int64_t lo = std::max(x0, r.offset[2]), hi = std::min(x0 + g[2], r.offset[2] + r.count[2]);
+  for (std::int64_t z = 0; z < g[0]; ++z) {
+    const std::int64_t vz = z + box.offset[0] - grow - r.offset[0];
+    if (vz < 0 || vz >= r.count[0]) continue;
+    for (std::int64_t y = 0; y < g[1]; ++y) {
+      const std::int64_t vy = y + box.offset[1] - grow - r.offset[1];
+      if (vy < 0 || vy >= r.count[1]) continue;
+      const std::uint64_t* row = labels.ids.data() + (vz * r.count[1] + vy) * r.count[2] - r.offset[2];
+      std::uint16_t* o = out.data() + (z * g[1] + y) * g[2] - x0;
+      for (std::int64_t x = lo; x < hi; ++x) o[x] = row[x] == id ? value : 0;
+    }
+  }
+  return out;
+}
+
 // The field an object's surface is the half level of, over a box of grid
-// points (some outside the volume, where the object is not).
+// points (some outside the volume, where the object is not), and which of
+// them are inside.
 class Field {
  public:
   Field(const BrickLabels& labels, std::uint64_t id, const io::Extent& box, bool smooth) : box_(box) {
-    values_.assign(static_cast<std::size_t>(box.voxels()), 0);
     if (smooth) {
-      smoothed(labels, id);
+      smoothed(voxels_of(labels, id, box, 2, 1));
     } else {
-      for (std::int64_t z = 0; z < box.count[0]; ++z)
-        for (std::int64_t y = 0; y < box.count[1]; ++y)
-          for (std::int64_t x = 0; x < box.count[2]; ++x)
-            if (labels.at(z + box.offset[0], y + box.offset[1], x + box.offset[2]) == id) values_[index(z, y, x)] = kTop;
+      values_ = voxels_of(labels, id, box, 0, kTop);
     }
+    inside_.resize(values_.size());
+    for (std::size_t i = 0; i < values_.size(); ++i) inside_[i] = values_[i] > kIso;
   }
 
   // At box-relative z, y, x.
@@ -42,44 +65,44 @@ class Field {
   std::size_t index(std::int64_t z, std::int64_t y, std::int64_t x) const {
     return static_cast<std::size_t>((z * box_.count[1] + y) * box_.count[2] + x);
   }
+  const std::uint8_t* inside_row(std::int64_t z, std::int64_t y) const { return inside_.data() + index(z, y, 0); }
 
  private:
-  // The object's 0/1 voxels over the box and two more around it, filtered
-  // along x, then y, then z: integers, so every brick computes the same.
-  void smoothed(const BrickLabels& labels, std::uint64_t id) {
+  // The 0/1 voxels over the box and two more around it, filtered along x,
+  // then y, then z: integers, so every brick computes the same.
+  void smoothed(const std::vector<std::uint16_t>& in) {
     const auto& n = box_.count;
     const io::Index3 g{n[0] + 4, n[1] + 4, n[2] + 4};
-    std::vector<std::uint16_t> in(static_cast<std::size_t>(g[0] * g[1] * g[2]));
-    for (std::int64_t z = 0; z < g[0]; ++z)
-      for (std::int64_t y = 0; y < g[1]; ++y)
-        for (std::int64_t x = 0; x < g[2]; ++x)
-          in[static_cast<std::size_t>((z * g[1] + y) * g[2] + x)] =
-              labels.at(z + box_.offset[0] - 2, y + box_.offset[1] - 2, x + box_.offset[2] - 2) == id;
     std::vector<std::uint16_t> along_x(static_cast<std::size_t>(g[0] * g[1] * n[2]));
-    for (std::int64_t zy = 0; zy < g[0] * g[1]; ++zy)
-      for (std::int64_t x = 0; x < n[2]; ++x) {
-        int sum = 0;
-        for (int d = 0; d < 5; ++d) sum += kWeights[d] * in[static_cast<std::size_t>(zy * g[2] + x + d)];
-        along_x[static_cast<std::size_t>(zy * n[2] + x)] = static_cast<std::uint16_t>(sum);
-      }
+    for (std::int64_t zy = 0; zy < g[0] * g[1]; ++zy) {
+      const std::uint16_t* row = in.data() + zy * g[2];
+      std::uint16_t* out = along_x.data() + zy * n[2];
+      for (std::int64_t x = 0; x < n[2]; ++x)
+        out[x] = static_cast<std::uint16_t>(row[x] + 4 * row[x + 1] + 6 * row[x + 2] + 4 * row[x + 3] + row[x + 4]);
+    }
     std::vector<std::uint16_t> along_y(static_cast<std::size_t>(g[0] * n[1] * n[2]));
     for (std::int64_t z = 0; z < g[0]; ++z)
-      for (std::int64_t y = 0; y < n[1]; ++y)
-        for (std::int64_t x = 0; x < n[2]; ++x) {
-          int sum = 0;
-          for (int d = 0; d < 5; ++d) sum += kWeights[d] * along_x[static_cast<std::size_t>((z * g[1] + y + d) * n[2] + x)];
-          along_y[static_cast<std::size_t>((z * n[1] + y) * n[2] + x)] = static_cast<std::uint16_t>(sum);
-        }
-    for (std::int64_t z = 0; z < n[0]; ++z)
-      for (std::int64_t yx = 0; yx < n[1] * n[2]; ++yx) {
-        int sum = 0;
-        for (int d = 0; d < 5; ++d) sum += kWeights[d] * along_y[static_cast<std::size_t>((z + d) * n[1] * n[2] + yx)];
-        values_[static_cast<std::size_t>(z * n[1] * n[2] + yx)] = static_cast<std::uint16_t>(sum);
+      for (std::int64_t y = 0; y < n[1]; ++y) {
+        const std::uint16_t* r = along_x.data() + (z * g[1] + y) * n[2];
+        std::uint16_t* out = along_y.data() + (z * n[1] + y) * n[2];
+        for (std::int64_t x = 0; x < n[2]; ++x)
+          out[x] = static_cast<std::uint16_t>(r[x] + 4 * r[x + n[2]] + 6 * r[x + 2 * n[2]] + 4 * r[x + 3 * n[2]] +
+                                              r[x + 4 * n[2]]);
       }
+    values_.resize(static_cast<std::size_t>(n[0] * n[1] * n[2]));
+    const std::int64_t plane = n[1] * n[2];
+    for (std::int64_t z = 0; z < n[0]; ++z) {
+      const std::uint16_t* r = along_y.data() + z * plane;
+      std::uint16_t* out = values_.data() + z * plane;
+      for (std::int64_t i = 0; i < plane; ++i)
+        out[i] = static_cast<std::uint16_t>(r[i] + 4 * r[i + plane] + 6 * r[i + 2 * plane] + 4 * r[i + 3 * plane] +
+                                            r[i + 4 * plane]);
+    }
   }
 
   io::Extent box_;
   std::vector<std::uint16_t> values_;
+  std::vector<std::uint8_t> inside_;
 };
 
 // Builds one object's fragment: vertices on demand, one per crossed cell.
@@ -89,13 +112,9 @@ class Net {
     cell_vertex_.assign(static_cast<std::size_t>(box.voxels()), -1);
   }
 
-  // The quad around the edge from box-relative p along axis a, when the
-  // surface crosses it.
-  void edge(const io::Index3& p, int a) {
-    io::Index3 q = p;
-    ++q[a];
-    const bool in_p = field_(p[0], p[1], p[2]) > kIso, in_q = field_(q[0], q[1], q[2]) > kIso;
-    if (in_p == in_q) return;
+  // The quad around the edge from box-relative p along axis a, which the
+  // surface crosses (in_p: p is inside).
+  void edge(const io::Index3& p, int a, bool in_p) {
     const int b = (a + 1) % 3, c = (a + 2) % 3;
     // The cells around the edge lie in the field's box wherever the surface
     // can cross (within one voxel of the object: see surface_nets).
@@ -212,15 +231,28 @@ Fragment surface_nets(const BrickLabels& labels, const ObjectBox& object, bool s
   }
   const Field field(labels, object.id, box, smooth);
   Net net(field, box);
-  for (std::int64_t z = std::max(own_lo[0], box.offset[0]); z <= std::min(own_hi[0], box.offset[0] + box.count[0] - 1); ++z)
-    for (std::int64_t y = std::max(own_lo[1], box.offset[1]); y <= std::min(own_hi[1], box.offset[1] + box.count[1] - 1);
-         ++y)
-      for (std::int64_t x = std::max(own_lo[2], box.offset[2]);
-           x <= std::min(own_hi[2], box.offset[2] + box.count[2] - 1); ++x) {
-        const io::Index3 p{z - box.offset[0], y - box.offset[1], x - box.offset[2]};
-        for (int a = 0; a < 3; ++a)
-          if (p[a] + 1 < box.count[a]) net.edge(p, a);
+  // Rows of edges the surface does not cross (most of them) cost a compare.
+  const io::Index3 first{std::max(own_lo[0], box.offset[0]) - box.offset[0],
+                         std::max(own_lo[1], box.offset[1]) - box.offset[1],
+                         std::max(own_lo[2], box.offset[2]) - box.offset[2]};
+  const io::Index3 last{std::min(own_hi[0], box.offset[0] + box.count[0] - 1) - box.offset[0],
+                        std::min(own_hi[1], box.offset[1] + box.count[1] - 1) - box.offset[1],
+                        std::min(own_hi[2], box.offset[2] + box.count[2] - 1) - box.offset[2]};
+  const std::int64_t x_last_edge = std::min(last[2], box.count[2] - 2);
+  for (std::int64_t z = first[0]; z <= last[0]; ++z)
+    for (std::int64_t y = first[1]; y <= last[1]; ++y) {
+      const std::uint8_t* row = field.inside_row(z, y);
+      for (std::int64_t x = first[2]; x <= x_last_edge; ++x)
+        if (row[x] != row[x + 1]) net.edge({z, y, x}, 2, row[x]);
+      const std::size_t width = static_cast<std::size_t>(last[2] - first[2] + 1);
+      for (int a = 0; a < 2; ++a) {
+        if ((a == 0 ? z : y) + 1 >= box.count[a]) continue;
+        const std::uint8_t* next = a == 0 ? field.inside_row(z + 1, y) : field.inside_row(z, y + 1);
+        if (std::memcmp(row + first[2], next + first[2], width) == 0) continue;
+        for (std::int64_t x = first[2]; x <= last[2]; ++x)
+          if (row[x] != next[x]) net.edge({z, y, x}, a, row[x]);
       }
+    }
   return net.take();
 }
 
