@@ -90,13 +90,18 @@ class ZarrWriter final : public VolumeWriter {
       if (partial_ == Partial::reopen) {
         if (!std::filesystem::is_directory(array_folder()))
           throw Error(path_ + ": the partial store " + temporary_ + " to resume is not a Zarr store being written");
+        const std::string pieces = temporary_ + "/" + kPieces;
+        if (levels_ > 1 && ::mkdir(pieces.c_str(), 0777) != 0 && errno != EEXIST) throw_errno("mkdir", pieces);
         return;
       }
       std::error_code ec;
       std::filesystem::remove_all(temporary_, ec);
       if (::mkdir(temporary_.c_str(), 0777) != 0) throw_errno("mkdir", temporary_);
       if (ome_ && ::mkdir((temporary_ + "/0").c_str(), 0777) != 0) throw_errno("mkdir", temporary_ + "/0");
+      const std::string pieces = temporary_ + "/" + kPieces;
+      if (levels_ > 1 && ::mkdir(pieces.c_str(), 0777) != 0 && errno != EEXIST) throw_errno("mkdir", pieces);
     });
+    pieces_ = levels_ > 1 && meta_.chunks[0] % 2 == 0 && meta_.chunks[1] % 2 == 0 && meta_.chunks[2] % 2 == 0;
     temporary_ = comm.broadcast(temporary_);
     if (append_) {
       const auto doc = nlohmann::json::parse(comm.broadcast(series));
@@ -130,13 +135,13 @@ class ZarrWriter final : public VolumeWriter {
           auto it = pending_.find(key);
           if (it == pending_.end()) {
             if (extent.offset == box.offset && extent.count == box.count) {
-              store(key, {in, meta_.chunk_bytes()});  // the write is this chunk: encoded from the caller's buffer
+              store(chunk, {in, meta_.chunk_bytes()});  // the write is this chunk: encoded from the caller's buffer
               continue;
             }
             if (covered == inside) {
               std::vector<std::byte> whole = fill_chunk();
               copy_part(part, extent, in, box, whole.data(), size);
-              store(key, whole);
+              store(chunk, whole);
               continue;
             }
             it = pending_.emplace(key, Pending{fill_chunk(), 0}).first;
@@ -144,7 +149,7 @@ class ZarrWriter final : public VolumeWriter {
           copy_part(part, extent, in, box, it->second.values.data(), size);
           it->second.covered += covered;
           if (it->second.covered >= inside) {
-            store(key, it->second.values);
+            store(chunk, it->second.values);
             pending_.erase(it);
           }
         }
@@ -169,6 +174,7 @@ class ZarrWriter final : public VolumeWriter {
       write_text(array + "/.zattrs", attributes_json());
       write_text(array + "/.zarray", array_json(meta_));  // last: the array is whole
       if (fsync_) sync_folder_of(array + "/.zarray");
+      if (levels_ > 1) std::filesystem::remove_all(temporary_ + "/" + kPieces);
       for (int level = 1; level < levels_; ++level) {
         write_text(array_folder(level) + "/.zarray", array_json(level_meta(level)));
         if (fsync_) sync_folder_of(array_folder(level) + "/.zarray");
@@ -228,22 +234,50 @@ class ZarrWriter final : public VolumeWriter {
   }
 
   // Encodes and writes a whole chunk of level 0, unless it is all fill.
-  void store(const std::string& key, std::span<const std::byte> values) {
-    store(meta_, array_folder(), fill_, key, values);
+  // With levels, also its level-1 piece (pieces_), while the values are
+  // at hand.
+  void store(const Index3& chunk, std::span<const std::byte> values) {
+    const std::string key = meta_.chunk_key(chunk);
+    const bool written = store(meta_, array_folder(), fill_, key, values);
+    if (!pieces_) return;
+    const std::string piece = temporary_ + "/" + kPieces + "/" + key;
+    if (!written) {
+      if (partial_ == Partial::reopen && ::unlink(piece.c_str()) != 0 && errno != ENOENT) throw_errno("remove", piece);
+      return;
+    }
+    const Extent box = intersect(meta_.chunk_box(chunk), Extent{{0, 0, 0}, meta_.shape});
+    const std::size_t size = dtype_size(meta_.dtype);
+    const std::byte* in = values.data();
+    if (box.count != meta_.chunks) {  // an edge chunk: its voxels inside the array, packed
+      region_.resize(static_cast<std::size_t>(box.voxels()) * size);
+      copy_part(box, meta_.chunk_box(chunk), values.data(), box, region_.data(), size);
+      in = region_.data();
+    }
+    piece_.resize(static_cast<std::size_t>(level_dims(box.count, 1)[0] * level_dims(box.count, 1)[1] *
+                                           level_dims(box.count, 1)[2]) *
+                  size);
+    downsample(downsampling_, meta_.dtype, in, box.count, piece_.data(), missing(meta_));
+    write_bytes(piece, piece_.data(), piece_.size());
+  }
+
+  std::optional<long double> missing(const ArrayMeta& meta) const {
+    return downsampling_ == Downsampling::mean && !meta.fill_nan ? meta.fill_value : std::nullopt;
   }
 
   // A resumed job removes what an earlier one may have left under the key.
-  void store(const ArrayMeta& meta, const std::string& folder, std::span<const std::byte> fill, const std::string& key,
+  // False: all fill, not written.
+  bool store(const ArrayMeta& meta, const std::string& folder, std::span<const std::byte> fill, const std::string& key,
              std::span<const std::byte> values) {
     const std::string file = folder + "/" + key;
     if (meta.fill_value && std::memcmp(values.data(), fill.data(), fill.size()) == 0) {
       if (partial_ == Partial::reopen && ::unlink(file.c_str()) != 0 && errno != ENOENT) throw_errno("remove", file);
-      return;
+      return false;
     }
     const auto encoded = encode_chunk(meta, values);
     if (meta.separator == '/') std::filesystem::create_directories(std::filesystem::path(file).parent_path());
     write_bytes(file, encoded.data(), encoded.size());
     bytes_written_ += encoded.size();
+    return true;
   }
 
   // Through the io layer's write (its traces and fault injection).
@@ -302,16 +336,44 @@ class ZarrWriter final : public VolumeWriter {
           below.offset[a] = 2 * box.offset[a];
           below.count[a] = std::min(2 * box.count[a], fine.shape[a] - below.offset[a]);
         }
-        read_region(fine, fine_folder, below, region, decoded, stored);
-        piece.resize(static_cast<std::size_t>(box.voxels()) * dtype_size(coarse.dtype));
-        const bool mean = downsampling_ == Downsampling::mean;
-        downsample(downsampling_, coarse.dtype, region.data(), below.count, piece.data(),
-                   mean && !coarse.fill_nan ? coarse.fill_value : std::nullopt);
         std::memcpy(whole.data(), fill.data(), fill.size());
-        copy_part(box, box, piece.data(), coarse.chunk_box(chunk), whole.data(), dtype_size(coarse.dtype));
+        if (level == 1 && pieces_) {
+          gather_pieces(box, whole, coarse.chunk_box(chunk));
+        } else {
+          read_region(fine, fine_folder, below, region, decoded, stored);
+          piece.resize(static_cast<std::size_t>(box.voxels()) * dtype_size(coarse.dtype));
+          downsample(downsampling_, coarse.dtype, region.data(), below.count, piece.data(), missing(coarse));
+          copy_part(box, box, piece.data(), coarse.chunk_box(chunk), whole.data(), dtype_size(coarse.dtype));
+        }
         store(coarse, folder, fill, coarse.chunk_key(chunk), whole);
       }
     });
+  }
+
+  // Level 1's `box` from the pieces of the level-0 chunks below it (fill
+  // where a chunk was all fill), into `whole` (a level-1 chunk over `to`).
+  void gather_pieces(const Extent& box, std::vector<std::byte>& whole, const Extent& to) {
+    const std::size_t size = dtype_size(meta_.dtype);
+    const Index3& c = meta_.chunks;
+    for (std::int64_t cz = 2 * box.offset[0] / c[0]; cz <= (2 * (box.offset[0] + box.count[0]) - 1) / c[0]; ++cz)
+      for (std::int64_t cy = 2 * box.offset[1] / c[1]; cy <= (2 * (box.offset[1] + box.count[1]) - 1) / c[1]; ++cy)
+        for (std::int64_t cx = 2 * box.offset[2] / c[2]; cx <= (2 * (box.offset[2] + box.count[2]) - 1) / c[2];
+             ++cx) {
+          const Index3 chunk{cz, cy, cx};
+          const Extent fine = intersect(meta_.chunk_box(chunk), Extent{{0, 0, 0}, meta_.shape});
+          if (fine.voxels() == 0) continue;
+          Extent part;
+          for (std::size_t a = 0; a < 3; ++a) {
+            part.offset[a] = fine.offset[a] / 2;
+            part.count[a] = level_dims(fine.count, 1)[a];
+          }
+          const std::string file = temporary_ + "/" + kPieces + "/" + meta_.chunk_key(chunk);
+          if (!read_whole(file, piece_, static_cast<std::uint64_t>(part.voxels()) * size)) continue;
+          if (piece_.size() != static_cast<std::size_t>(part.voxels()) * size)
+            throw RankError(file + ": a level-1 piece of " + std::to_string(piece_.size()) + " bytes, not " +
+                            std::to_string(part.voxels() * static_cast<std::int64_t>(size)));
+          copy_part(part, part, piece_.data(), to, whole.data(), size);
+        }
   }
 
   // The voxels of `box` of a level, packed, from its chunk files (fill
@@ -432,6 +494,12 @@ class ZarrWriter final : public VolumeWriter {
   Partial partial_;
   int levels_ = 1;
   Downsampling downsampling_ = downsampling_for(info_);
+  // Level 1 made from pieces each level-0 chunk leaves as it is written (a
+  // hidden folder, removed before the commit), not by reading level 0 back;
+  // when the chunks' edges fall on even voxels.
+  static constexpr const char* kPieces = ".volseg-level1";
+  bool pieces_ = false;
+  std::vector<std::byte> region_, piece_;
   std::vector<SegmentInfo> segments_;  // rank 0's, for image-label
   std::uint64_t bytes_written_ = 0;
   std::map<std::string, Pending> pending_;
