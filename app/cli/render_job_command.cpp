@@ -14,6 +14,8 @@
 
 #include "volseg/io/error.hpp"
 #include "volseg/io/hints.hpp"
+#include "volseg/io/volume.hpp"
+#include "volseg/mesh/mesh.hpp"
 #include "volseg/render/render.hpp"
 
 namespace volseg::cli {
@@ -66,7 +68,7 @@ class RenderJobCommand final : public Command {
   std::vector<std::string> modes_, hints_;
   std::vector<double> iso_;
   std::optional<double> tf_lo_, tf_hi_, zoom_;
-  std::string movie_;
+  std::string movie_, mesh_, mesh_ids_;
   int fps_ = 10;
   bool parallel_ = false, no_annotations_ = false, no_shade_ = false, no_cull_ = false, quiet_ = false;
 };
@@ -116,6 +118,8 @@ CLI::App* RenderJobCommand::add_to(CLI::App& app) {
   sub->add_option("--range-hi", tf_hi_, "High end of the colour range (default: the data's maximum)");
   sub->add_option("--mask-color", mask_color_, "R,G,B of the mask surface, each in [0, 1]");
   sub->add_option("--mask-opacity", o.frame.mask_opacity, "Opacity of the mask surface")->capture_default_str();
+  sub->add_option("--mesh", mesh_, "Draw objects' meshes from this folder (volseg mesh --out), each in its colour");
+  sub->add_option("--mesh-ids", mesh_ids_, "Objects of --mesh to draw: 1,4,7-9 (default: every one in the folder)");
   sub->add_option(
          "--mask-surface", mask_surface_,
          "smooth (the mask smoothed over about a voxel, each voxel kept on its side, then its half-way surface) | "
@@ -180,6 +184,21 @@ void RenderJobCommand::run(const Context& context) {
     f.slice_at = {v[0], v[1], v[2]};
   }
   if (o.frame.mask_opacity < 0 || o.frame.mask_opacity > 1) throw Error("--mask-opacity must be in [0, 1]");
+  if (!mesh_ids_.empty() && mesh_.empty()) throw Error("--mesh-ids: give the mesh folder with --mesh");
+  if (!mesh_.empty()) {
+    // Every rank reads them: each draws the part in its own box.
+    for (const std::uint64_t id : mesh_ids_.empty() ? mesh::mesh_ids(mesh_) : mesh::parse_ids(mesh_ids_)) {
+      auto m = mesh::read_mesh(mesh_, id);
+      auto surface = std::make_shared<render::ObjectSurface>();
+      surface->id = id;
+      surface->points = std::move(m.vertices);
+      surface->triangles = std::move(m.triangles);
+      const auto rgba = io::segment_rgba(id);
+      surface->colour = {rgba[0] / 255.0, rgba[1] / 255.0, rgba[2] / 255.0};
+      f.surfaces.push_back(std::move(surface));
+    }
+    if (f.surfaces.empty()) throw Error("--mesh " + mesh_ + ": no object's mesh in the folder");
+  }
   f.mask_surface = render::parse_mask_surface(mask_surface_);
   f.shade = !no_shade_;
   f.annotations = !no_annotations_;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "volseg/io/volume.hpp"
 
+#include <cmath>
 #include <string>
 #include <utility>
 
@@ -163,5 +164,14 @@ void VolumeWriter::do_write_all(std::span<const Extent> extents, std::span<const
 }
 
 Mapping VolumeWriter::do_map(const Extent&) { throw Error("backend " + backend_name() + " cannot map extents"); }
+
+std::array<int, 4> segment_rgba(std::uint64_t id) {
+  const double h = std::fmod(static_cast<double>(id % 1000003) * 0.6180339887498949, 1.0) * 6;
+  const double s = 0.7, v = 0.95, f = h - std::floor(h);
+  const double p = v * (1 - s), q = v * (1 - s * f), t = v * (1 - s * (1 - f));
+  const double rgb[6][3] = {{v, t, p}, {q, v, p}, {p, v, t}, {p, q, v}, {t, p, v}, {v, p, q}};
+  const auto& c = rgb[static_cast<int>(h) % 6];
+  return {static_cast<int>(c[0] * 255), static_cast<int>(c[1] * 255), static_cast<int>(c[2] * 255), 255};
+}
 
 }  // namespace volseg::io

@@ -23,6 +23,9 @@
 #include <vtkPlaneCollection.h>
 #include <vtkPointData.h>
 #include <vtkPolyData.h>
+#include <vtkCellArray.h>
+#include <vtkPoints.h>
+#include <vtkPolyDataNormals.h>
 #include <vtkPolyDataMapper.h>
 #include <vtkProp3D.h>
 #include <vtkProperty.h>
@@ -153,7 +156,8 @@ const std::vector<vtkSmartPointer<vtkProp>>& Scene::props(const FrameSettings& s
   for (const auto& p : s.transfer.opacity) key << p.value << ':' << p.alpha << ',';
   key << '|' << s.mask_color.r << s.mask_color.g << s.mask_color.b << s.mask_opacity << s.shade << s.sample_distance
       << to_string(s.mask_surface) << '|' << s.slice_at[0] << s.slice_at[1] << s.slice_at[2] << '|' << s.scale[0] << ','
-      << s.scale[1] << ',' << s.scale[2];
+      << s.scale[1] << ',' << s.scale[2] << '|';
+  for (const auto& surface : s.surfaces) key << surface->id << ':' << surface.get() << ',';
   if (key.str() != built_for_) {
     build(s);
     built_for_ = key.str();
@@ -178,6 +182,7 @@ void Scene::build(const FrameSettings& s) {
     add_surface(field_, levels, s, true, false);
   }
   if (s.modes.slices && field_) add_slices(s);
+  for (const auto& surface : s.surfaces) add_object_surface(*surface, s);
   if (const auto factors = display_factors(piece_, s); factors != std::array<double, 3>{1, 1, 1}) {
     // Reversed and stretched axes: every prop drawn through one matrix, as
     // ParaView's display Scale does (normals follow its inverse transpose).
@@ -476,6 +481,57 @@ void Scene::add_surface(vtkImageData* image, const std::vector<double>& values, 
     actor->GetProperty()->SetColor(s.mask_color.r, s.mask_color.g, s.mask_color.b);
     actor->GetProperty()->SetOpacity(s.mask_opacity);
   }
+  actor->GetProperty()->SetSpecular(0.3);
+  actor->GetProperty()->SetSpecularPower(30);
+  actor->SetMapper(mapper);
+  props_.emplace_back(actor.GetPointer());
+}
+
+// An object's mesh, cut at this rank's owned box as piece_surface cuts
+// the mask's (the compositing orders the ranks by their boxes); at the
+// volume's faces the box reaches past the mesh, which closes outside them.
+void Scene::add_object_surface(const ObjectSurface& surface, const FrameSettings& s) {
+  vtkNew<vtkPoints> points;
+  points->SetDataTypeToFloat();
+  const auto n = static_cast<vtkIdType>(surface.points.size() / 3);
+  points->SetNumberOfPoints(n);
+  for (vtkIdType i = 0; i < n; ++i)
+    points->SetPoint(i, surface.points[3 * i], surface.points[3 * i + 1], surface.points[3 * i + 2]);
+  vtkNew<vtkCellArray> cells;
+  const bool mirrored = piece_.display_scale[0] * piece_.display_scale[1] * piece_.display_scale[2] < 0;
+  for (std::size_t t = 0; t + 2 < surface.triangles.size(); t += 3) {
+    const vtkIdType ids[3] = {surface.triangles[t], surface.triangles[t + (mirrored ? 2 : 1)],
+                              surface.triangles[t + (mirrored ? 1 : 2)]};
+    cells->InsertNextCell(3, ids);
+  }
+  vtkNew<vtkPolyData> mesh;
+  mesh->SetPoints(points);
+  mesh->SetPolys(cells);
+  Box box = world_box(piece_, piece_.owned);
+  for (int a = 0; a < 3; ++a) {
+    const int axis = 2 - a;
+    const double margin = 4 * std::abs(piece_.spacing[a]) * (1 << piece_.level) + 1;
+    if (piece_.owned.offset[axis] == 0) box.lo[a] -= margin;
+    if (piece_.owned.offset[axis] + piece_.owned.count[axis] == piece_.dims[axis]) box.hi[a] += margin;
+  }
+  vtkNew<vtkBox> inside;
+  inside->SetBounds(box.lo[0], box.hi[0], box.lo[1], box.hi[1], box.lo[2], box.hi[2]);
+  vtkNew<vtkClipPolyData> clip;
+  clip->SetInputData(mesh);
+  clip->SetClipFunction(inside);
+  clip->InsideOutOn();
+  vtkNew<vtkPolyDataNormals> normals;  // smooth shading across the triangles
+  normals->SetInputConnection(clip->GetOutputPort());
+  normals->SplittingOff();
+  normals->ConsistencyOff();
+  normals->AutoOrientNormalsOff();
+  normals->Update();
+  vtkNew<vtkPolyDataMapper> mapper;
+  mapper->SetInputData(normals->GetOutput());
+  mapper->ScalarVisibilityOff();
+  vtkNew<vtkActor> actor;
+  actor->GetProperty()->SetColor(surface.colour.r, surface.colour.g, surface.colour.b);
+  actor->GetProperty()->SetOpacity(s.mask_opacity);
   actor->GetProperty()->SetSpecular(0.3);
   actor->GetProperty()->SetSpecularPower(30);
   actor->SetMapper(mapper);

@@ -62,6 +62,7 @@ class Scene {
   void add_surface(vtkImageData* image, const std::vector<double>& values, const FrameSettings& settings,
                    bool colour_by_value, bool closed);
   void add_slices(const FrameSettings& settings);
+  void add_object_surface(const ObjectSurface& surface, const FrameSettings& settings);
 
   Piece piece_;
   bool has_piece_ = false;

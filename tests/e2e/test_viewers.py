@@ -185,6 +185,29 @@ class Mesh(Base):
                     self.assertTrue(os.path.exists(os.path.join(out, fragment)))
             self.assertTrue(os.path.exists(os.path.join(out, "objects.vtm")))
 
+    @unittest.skipUnless(util.WITH_PARAVIEW, "volseg render needs the ParaView SDK build")
+    def test_render_draws_the_chosen_objects_in_their_colours_on_1_and_3_ranks(self):
+        from PIL import Image
+        import colorsys
+        out = self.path("m")
+        self.volseg(["mesh", self.labels, "--out", out, "--quiet"])
+        xvfb = ["xvfb-run", "-a", "-s", "-screen 0 1280x1024x24"]
+        images = []
+        for ranks in (1, 3):
+            png = self.path("r%d.png" % ranks)
+            proc = util.run(["render", self.path("mask.nhdr"), "--mode", "iso", "--iso", "2", "--mesh", out,
+                             "--mesh-ids", "3", "--size", "400x400", "--no-annotations", "--out", png, "--quiet"],
+                            ranks=ranks, mpi=ranks > 1, prefix=xvfb, timeout=300)
+            util.check_ok(self, proc)
+            images.append(np.asarray(Image.open(png).convert("RGB")).astype(float) / 255)
+        # Object 3's hue (io::segment_rgba: golden-angle hues, 0.7 saturation).
+        hue = (3 * 0.6180339887498949) % 1.0
+        for image in images:
+            hsv = np.apply_along_axis(lambda p: colorsys.rgb_to_hsv(*p), 2, image[::2, ::2])
+            near = (np.abs(hsv[..., 0] - hue) < 0.03) & (hsv[..., 1] > 0.5)
+            self.assertGreater(near.sum(), 300, "object 3's surface is not drawn in its colour")
+        self.assertLess(np.abs(images[0] - images[1]).max(-1).mean(), 0.01, "3 ranks draw another picture")
+
     def test_bad_input(self):
         util.generate(self, self.path("f.nhdr"), "smooth", (16, 16, 16), "f32", "little", ranks=1)
         cases = [(["mesh", self.path("f.nhdr"), "--out", self.path("a")], "not labels"),

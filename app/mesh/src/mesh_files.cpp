@@ -4,7 +4,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <charconv>
+#include <filesystem>
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -194,6 +197,50 @@ std::uint64_t write_vtm(const std::string& path, const std::vector<std::uint64_t
            std::to_string(ids[i]) + ".vtp\"/>\n";
   out += "</vtkMultiBlockDataSet>\n</VTKFile>\n";
   return write_text(path, out);
+}
+
+std::vector<std::uint64_t> mesh_ids(const std::string& folder) {
+  std::vector<std::uint64_t> ids;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(folder, ec)) {
+    const std::string name = entry.path().filename().string();
+    const auto colon = name.find(':');
+    if (colon == std::string::npos || name.compare(colon, std::string::npos, ":0") != 0) continue;
+    std::uint64_t id = 0;
+    const auto [end, error] = std::from_chars(name.data(), name.data() + colon, id);
+    if (error == std::errc() && end == name.data() + colon) ids.push_back(id);
+  }
+  if (ec) throw Error(folder + ": cannot list the mesh folder: " + ec.message());
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+Fragment read_mesh(const std::string& folder, std::uint64_t id) {
+  const std::string manifest = folder + "/" + std::to_string(id) + ":0";
+  if (!std::filesystem::exists(manifest))
+    throw Error(folder + ": no mesh of object " + std::to_string(id) + " (no manifest " + std::to_string(id) + ":0)");
+  const auto text = read_whole(manifest);
+  const auto doc = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
+  if (doc.is_discarded() || !doc.contains("fragments") || !doc["fragments"].is_array())
+    throw Error(manifest + ": not a mesh manifest ({\"fragments\": [...]})");
+  std::vector<std::string> names;
+  for (const auto& name : doc["fragments"]) {
+    if (!name.is_string() || name.get<std::string>().find('/') != std::string::npos)
+      throw Error(manifest + ": a fragment that is not a file name of the folder");
+    names.push_back(name.get<std::string>());
+  }
+  io::VolumeInfo info;  // as stored, unless the info says the labels' grid
+  info.spacing = {0, 0, 0};
+  if (std::filesystem::exists(folder + "/info")) {
+    const auto raw = read_whole(folder + "/info");
+    const auto meta = nlohmann::json::parse(raw.begin(), raw.end(), nullptr, false);
+    if (!meta.is_discarded() && meta.contains("volseg") && meta["volseg"].contains("spacing_xyz") &&
+        meta["volseg"].contains("origin_xyz")) {
+      info.spacing = meta["volseg"]["spacing_xyz"].get<std::array<double, 3>>();
+      info.origin = meta["volseg"]["origin_xyz"].get<std::array<double, 3>>();
+    }
+  }
+  return read_object(folder, names, info);
 }
 
 }  // namespace volseg::mesh

@@ -30,16 +30,6 @@
 namespace volseg::io::zarr {
 namespace {
 
-// A colour of its own for each object: hues a golden angle apart, so
-// neighbouring ids differ.
-std::array<int, 4> segment_rgba(std::uint64_t id) {
-  const double h = std::fmod(static_cast<double>(id % 1000003) * 0.6180339887498949, 1.0) * 6;
-  const double s = 0.7, v = 0.95, f = h - std::floor(h);
-  const double p = v * (1 - s), q = v * (1 - s * f), t = v * (1 - s * (1 - f));
-  const double rgb[6][3] = {{v, t, p}, {q, v, p}, {p, v, t}, {p, q, v}, {t, p, v}, {v, p, q}};
-  const auto& c = rgb[static_cast<int>(h) % 6];
-  return {static_cast<int>(c[0] * 255), static_cast<int>(c[1] * 255), static_cast<int>(c[2] * 255), 255};
-}
 
 // Writes a Zarr v2 array into a hidden directory beside the final name
 // (DIR/.NAME.volseg-tmp-PID of rank 0), each rank its own chunk files, and

@@ -224,6 +224,11 @@ struct SegmentInfo {
   Index3 lo{}, hi{};                 // bounding box z, y, x, inclusive
 };
 
+// The colour of object `id` wherever volseg draws or records labels
+// (OME-Zarr's image-label colours, rendered meshes): hues a golden angle
+// apart, so neighbouring ids differ. RGBA, 0..255.
+std::array<int, 4> segment_rgba(std::uint64_t id);
+
 class VolumeWriter {
  public:
   virtual ~VolumeWriter() = default;

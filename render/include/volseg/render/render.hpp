@@ -88,6 +88,15 @@ const char* to_string(MaskSurface surface);
 // values at the owned points and their gradients reach three voxels out.
 constexpr int ghost_layers = 3;
 
+// A surface drawn as it is, in world coordinates x, y, z (volseg mesh's
+// objects: `volseg render --mesh DIR`), each rank drawing its box's part.
+struct ObjectSurface {
+  std::uint64_t id = 0;
+  std::vector<float> points;             // x, y, z
+  std::vector<std::uint32_t> triangles;  // counter-clockwise seen from outside
+  Rgb colour;
+};
+
 struct FrameSettings {
   int width = 512, height = 512;
   Camera camera;
@@ -104,6 +113,7 @@ struct FrameSettings {
   std::string title;
   std::string scalar_name = "value";     // the colour bar's title
   std::array<double, 3> scale{1, 1, 1};  // x, y, z: stretches the drawing (--scale Z,Y,X: vertical exaggeration)
+  std::vector<std::shared_ptr<const ObjectSurface>> surfaces;  // objects' meshes, drawn in their colours
 };
 
 // A rank's part of the scene at one resolution level.

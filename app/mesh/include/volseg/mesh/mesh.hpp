@@ -87,6 +87,14 @@ struct MeshResult {
 MeshResult run_mesh(const Comm& comm, const MeshOptions& options);
 std::string mesh_summary(const MeshOptions& options, const MeshResult& result);
 
+// A mesh folder's objects: the ids that have a manifest, ascending.
+std::vector<std::uint64_t> mesh_ids(const std::string& folder);
+// Object id's surface from a mesh folder (its fragments joined, shared
+// vertices merged), in the labels' own coordinates (origin + i x spacing,
+// x, y, z) when the folder says them (volseg mesh's info), else as stored.
+// Throws volseg::Error naming the folder when it has no mesh of id.
+Fragment read_mesh(const std::string& folder, std::uint64_t id);
+
 // "1,4,7-9" -> ids; throws volseg::Error.
 std::vector<std::uint64_t> parse_ids(const std::string& text);
 
