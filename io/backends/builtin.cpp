@@ -16,6 +16,7 @@ Backend make_ranged_mmap_backend();
 Backend make_ranged_uring_backend();
 Backend make_null_backend();
 Backend make_zarr_backend();
+Backend make_precomputed_backend();
 Backend make_gzip_backend();
 Backend make_vti_backend();
 Backend make_tiff_backend();
@@ -33,6 +34,7 @@ void register_builtin(Registry& registry) {
   registry.add(make_ranged_uring_backend());
   registry.add(make_null_backend());
   registry.add(make_zarr_backend());
+  registry.add(make_precomputed_backend());
   registry.add(make_gzip_backend());
   registry.add(make_vti_backend());
   registry.add(make_tiff_backend());

@@ -28,7 +28,7 @@ const std::vector<FormatTraits>& format_table() {
   // (output_format gives a NetCDF input's own kind). An HDF5 file is read as
   // NetCDF-4: parallel netCDF-C reads any.
   static const std::vector<FormatTraits> table = [] {
-    std::vector<FormatTraits> rows(11);
+    std::vector<FormatTraits> rows(12);
     rows[0] = {.format = FileFormat::raw,
                .names = {"raw"},
                .extensions = {{".nhdr"}, {".nii"}, {".vti"}, {".tif", true}, {".tiff", true}},
@@ -118,6 +118,13 @@ const std::vector<FormatTraits>& format_table() {
                .writer = "vti",
                .resumable = true};
     rows[10] = {.format = FileFormat::tiff, .names = {"tiff"}, .reader = "tiff", .writer = "tiff", .resumable = true};
+    rows[11] = {.format = FileFormat::precomputed,
+                .names = {"precomputed"},
+                .extensions = {{".precomputed"}},
+                .reader = "precomputed",
+                .writer = "precomputed",
+                .chunked = true,
+                .multiscale = true};
     return rows;
   }();
   return table;
@@ -191,7 +198,8 @@ FileFormat output_format(const std::string& path, const std::string& named, std:
   throw Error(option + " " + path + ": cannot tell the format from the extension '" + extension +
               "' (.nhdr: raw, data in NAME.raw; .nii or .nii.gz: NIfTI-1; .vti: VTK image data; .tif: TIFF; .nc: "
               "NetCDF classic; .nc4 or .h5: NetCDF-4; .hdf5: plain HDF5; .zarr: Zarr v2; "
-              ".ome.zarr: OME-Zarr; or name one with --format raw|cdf2|cdf5|netcdf4|hdf5|zarr|ome-zarr)");
+              ".ome.zarr: OME-Zarr; .precomputed: Neuroglancer precomputed; or name one with --format "
+              "raw|cdf2|cdf5|netcdf4|hdf5|zarr|ome-zarr|precomputed)");
 }
 
 static FileFormat detect_on_this_rank(const std::string& path) {

@@ -141,6 +141,67 @@ class OmeZarr(Base):
         self.assertEqual(sorted(os.listdir(self.dir)), ["s.nhdr", "s.raw"])
 
 
+class Precomputed(Base):
+    """Neuroglancer precomputed volumes and meshes, read by cloud-volume."""
+
+    def setUp(self):
+        super().setUp()
+        self.source = self.path("s.nhdr")
+        util.generate(self, self.source, "smooth", (60, 70, 80), "f32", "little", ranks=1)
+
+    @staticmethod
+    def levels(path):
+        from cloudvolume import CloudVolume
+        url = "precomputed://file://" + path
+        scales = CloudVolume(url).info["scales"]
+        # cloud-volume's arrays are x, y, z (and channels): as volseg's z, y, x.
+        return [np.asarray(CloudVolume(url, mip=k)[:, :, :])[..., 0].transpose(2, 1, 0) for k in range(len(scales))]
+
+    def test_labels_levels_properties_and_meshes_on_1_and_3_ranks(self):
+        from cloudvolume import CloudVolume
+        self.volseg(["label", self.source, "--lo", "0.6", "--hi", "2", "--out", self.path("l.nhdr"), "--quiet"])
+        _, reference = util.read_volume(self.path("l.nhdr"))
+        counts = np.bincount(reference.ravel())
+        for ranks in (1, 3):
+            out = self.path("l%d.precomputed" % ranks)
+            self.volseg(["label", self.source, "--lo", "0.6", "--hi", "2", "--out", out, "--brick", "16",
+                         "--quiet"], ranks)
+            levels = self.levels(out)
+            self.assertEqual(len(levels), 4)
+            np.testing.assert_array_equal(levels[0], reference)
+            for k in range(1, len(levels)):
+                np.testing.assert_array_equal(levels[k], mode_reference(levels[k - 1]), "level %d" % k)
+            with open(os.path.join(out, "segment_properties", "info")) as f:
+                inline = json.load(f)["inline"]
+            self.assertEqual(inline["ids"], [str(i) for i in range(1, len(counts))])
+            voxels = [p for p in inline["properties"] if p["id"] == "voxels"][0]["values"]
+            self.assertEqual(voxels, [int(c) for c in counts[1:]])
+            self.volseg(["mesh", self.path("l.nhdr"), "--out", os.path.join(out, "mesh"), "--ply", "--brick", "24",
+                         "--quiet"], ranks)
+            volume = CloudVolume("precomputed://file://" + out)
+            for object_id in range(1, len(counts)):
+                mesh = volume.mesh.get(object_id)
+                ply = trimesh.load(os.path.join(out, "mesh", "ply", "%d.ply" % object_id), process=False)
+                self.assertEqual(len(mesh.faces), len(ply.faces), "object %d" % object_id)
+                self.assertTrue((mesh.vertices >= -1).all() and (mesh.vertices <= [81, 71, 61]).all())
+
+    def test_image_mean_levels(self):
+        _, values = util.read_volume(self.source)
+        out = self.path("s.precomputed")
+        self.volseg(["convert", self.source, out, "--brick", "32", "--quiet"], 3)
+        levels = self.levels(out)
+        np.testing.assert_array_equal(levels[0], values)
+        for k in range(1, len(levels)):
+            np.testing.assert_allclose(levels[k], mean_reference(levels[k - 1]), rtol=1e-5, atol=1e-6)
+
+    def test_an_existing_folder_is_kept_without_force(self):
+        out = self.path("l.precomputed")
+        os.mkdir(out)
+        proc = util.run(["label", self.source, "--lo", "0.6", "--hi", "2", "--out", out], ranks=1, mpi=False)
+        util.assert_clean_failure(self, proc, "exists")
+        self.assertEqual(os.listdir(out), [])
+
+
 class Mesh(Base):
     """Balls and a box on the volume's face, labelled, meshed in bricks
     smaller than the objects."""

@@ -21,6 +21,7 @@ namespace {
 constexpr int kTop = 4096;  // a voxel inside the object, smoothed or not
 constexpr int kIso = kTop / 2;
 constexpr int kWeights[5] = {1, 4, 6, 4, 1};  // [1 2 1] twice: render's smoothing
+constexpr std::uint16_t kInsideLeast = kTop * 17 / 32, kOutsideMost = kTop * 15 / 32;
 
 // The object's voxels (0 or `value`) over `box` grown by `grow` on every
 // side, row by row from the brick's ids (0 outside them).
@@ -98,6 +99,16 @@ class Field {
         out[i] = static_cast<std::uint16_t>(r[i] + 4 * r[i + plane] + 6 * r[i + 2 * plane] + 4 * r[i + 3 * plane] +
                                             r[i + 4 * plane]);
     }
+    // Every voxel kept on its side of the half level, as render keeps a
+    // mask's: the surface rounds the staircase off but encloses exactly the
+    // object's voxels, and an object of one voxel keeps a surface.
+    for (std::int64_t z = 0; z < n[0]; ++z)
+      for (std::int64_t y = 0; y < n[1]; ++y) {
+        const std::uint16_t* voxel = in.data() + ((z + 2) * g[1] + y + 2) * g[2] + 2;
+        std::uint16_t* out = values_.data() + (z * n[1] + y) * n[2];
+        for (std::int64_t x = 0; x < n[2]; ++x)
+          out[x] = voxel[x] ? std::max(out[x], kInsideLeast) : std::min(out[x], kOutsideMost);
+      }
   }
 
   io::Extent box_;

@@ -20,7 +20,8 @@ namespace volseg::io {
 // backend (TIFF outputs are raw: volseg writes them uncompressed).
 // hdf5: a plain HDF5 file volseg writes (--format hdf5, .hdf5) by the hdf5
 // backend; HDF5 files are read as netcdf4 (parallel netCDF-C reads any).
-enum class FileFormat { raw, cdf1, cdf2, cdf5, netcdf4, zarr, ome_zarr, nifti_gz, vti_compressed, tiff, hdf5 };
+// precomputed: a Neuroglancer precomputed volume (a folder), written only.
+enum class FileFormat { raw, cdf1, cdf2, cdf5, netcdf4, zarr, ome_zarr, nifti_gz, vti_compressed, tiff, hdf5, precomputed };
 
 // An output's extension; `any_case`: .TIF as .tif (TIFF's custom), where
 // .NC is no NetCDF file.
@@ -71,6 +72,7 @@ std::optional<FileFormat> format_of_extension(const std::string& path);
 //   .nii.gz      nifti-gz (NIfTI-1, each brick a gzip member)
 //   .ome.zarr    ome-zarr (an OME-Zarr 0.4 image group around a Zarr v2 array)
 //   .zarr        zarr (a Zarr v2 array: a directory)
+//   .precomputed precomputed (Neuroglancer's multiscale volume folder)
 //   .nc          NetCDF classic, or the NetCDF `input`'s kind: CDF-1 and
 //                CDF-2 inputs give CDF-2 (CDF-5 with `wide_types`: CDF-2 has
 //                no unsigned nor 64-bit integers), CDF-5 and NetCDF-4 inputs
