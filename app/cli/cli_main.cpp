@@ -187,6 +187,19 @@ int run_main(int argc, char** argv, const CommandList& commands) {
   return run_parsed(*chosen, *sub, command_line_of(argc, argv));
 }
 
+void accept_precomputed_url(CLI::Option& out, std::string& format) {
+  out.transform(
+      [&format](std::string value) {
+        for (const char* scheme : {"precomputed://", "file://"})
+          if (value.starts_with(scheme)) {
+            value.erase(0, std::string(scheme).size());
+            format = "precomputed";
+          }
+        return value;
+      },
+      "", "precomputed URL");
+}
+
 void add_levels_option(CLI::App& sub, std::vector<std::string>& output_hints) {
   sub.add_option_function<int>(
       "--levels", [&output_hints](int levels) { output_hints.push_back("levels=" + std::to_string(levels)); },

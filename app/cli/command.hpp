@@ -66,6 +66,11 @@ struct Verbosity {
   segment::ProgressMode mode() const;  // throws on an unknown --progress
 };
 
+// An output named as Neuroglancer and cloud-volume name a precomputed
+// volume, precomputed://PATH or precomputed://file://PATH: the folder PATH,
+// written in the precomputed format.
+void accept_precomputed_url(CLI::Option& out, std::string& format);
+
 // --levels N of a multiscale output (.ome.zarr, precomputed): the writer
 // hint levels=N among `output_hints`.
 void add_levels_option(CLI::App& sub, std::vector<std::string>& output_hints);

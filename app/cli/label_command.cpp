@@ -25,11 +25,12 @@ class LabelCommand final : public Command {
     sub->add_option("input", o.input,
                     "A 0/1 mask (--mask-input) or a scalar volume (--lo/--hi). " + std::string(input_help))
         ->required();
-    sub->add_option("--out", o.output,
-                    "Labels: NAME.nhdr (raw), NAME.nc, NAME.nc4, NAME.zarr (Zarr v2) or NAME.ome.zarr (multiscale); 0 is "
-                    "background, object k "
-                    "the k-th in file order (x fastest)")
-        ->required();
+    auto* out = sub->add_option("--out", o.output,
+                                "Labels: NAME.nhdr (raw), NAME.nc, NAME.nc4, NAME.zarr (Zarr v2), NAME.ome.zarr or "
+                                "NAME.precomputed (multiscale, also precomputed://PATH); 0 is background, object k "
+                                "the k-th in file order (x fastest)")
+                    ->required();
+    accept_precomputed_url(*out, o.format);
     auto* mask = sub->add_flag("--mask-input", o.mask_input, "The input is a mask: every voxel 0 or 1");
     sub->add_option("--lo", lo_, "Lowest value of the foreground (with --hi)")->excludes(mask);
     sub->add_option("--hi", hi_, "Highest value of the foreground (with --lo)")->excludes(mask);
@@ -61,7 +62,7 @@ class LabelCommand final : public Command {
         ->excludes("--values-var");
     selection_.add_to(*sub, true, true);
     sub->add_option("--format", o.format,
-                    "Labels format: raw | cdf5 | netcdf4 | hdf5 | zarr (default: by --out, else the input's; "
+                    "Labels format: raw | cdf5 | netcdf4 | hdf5 | zarr | ome-zarr | precomputed (default: by --out, else the input's; "
                     "CDF-2 holds no u32, so a CDF-1/2 input gives CDF-5)");
     sub->add_option("--backend", o.backend, "Backend that reads (auto: as segment)")->capture_default_str();
     sub->add_option("--out-backend", o.output_backend, "Backend that writes (default: by format)");

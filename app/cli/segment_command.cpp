@@ -57,14 +57,15 @@ class SegmentCommand final : public Command {
     sub->add_option("input", o.input, input_help)->required();
     sub->add_option("--lo", o.lo, "Lowest value in the mask")->required();
     sub->add_option("--hi", o.hi, "Highest value in the mask")->required();
-    sub->add_option("--out", o.output,
+    auto* out = sub->add_option("--out", o.output,
                     "Output mask: NAME.nhdr (raw), NAME.nii, NAME.vti, NAME.tif, NAME.nc, NAME.nc4, NAME.hdf5 or "
-                    "NAME.zarr (Zarr v2, compressed: --hint compressor=)")
+                    "NAME.zarr (Zarr v2, compressed: --hint compressor=), NAME.ome.zarr or NAME.precomputed (multiscale)")
         ->required();
+    accept_precomputed_url(*out, o.format);
     selection_.add_to(*sub, true, true);
     sub->add_option(
         "--format", o.format,
-        "Mask format: raw | cdf2 | cdf5 | netcdf4 | hdf5 | zarr | ome-zarr (default: by the --out extension)");
+        "Mask format: raw | cdf2 | cdf5 | netcdf4 | hdf5 | zarr | ome-zarr | precomputed (default: by --out)");
     sub->add_option("--backend", o.backend,
                     "Backend that reads (auto: by format and, for a raw volume, by how much of it is in the page "
                     "cache: mmap-advise warm, ranged-uring cold; see 'volseg backends')")

@@ -163,9 +163,10 @@ class Precomputed(Base):
         _, reference = util.read_volume(self.path("l.nhdr"))
         counts = np.bincount(reference.ravel())
         for ranks in (1, 3):
-            out = self.path("l%d.precomputed" % ranks)
-            self.volseg(["label", self.source, "--lo", "0.6", "--hi", "2", "--out", out, "--brick", "16",
-                         "--quiet"], ranks)
+            out = self.path("l%d" % ranks)
+            # As Neuroglancer and cloud-volume name it, and by the format's name.
+            named = ["--out", "precomputed://file://" + out] if ranks == 1 else ["--out", out, "--format", "precomputed"]
+            self.volseg(["label", self.source, "--lo", "0.6", "--hi", "2", *named, "--brick", "16", "--quiet"], ranks)
             levels = self.levels(out)
             self.assertEqual(len(levels), 4)
             np.testing.assert_array_equal(levels[0], reference)
