@@ -27,6 +27,10 @@ class MeshCommand final : public Command {
     sub->add_option("--ids", ids_, "Objects to mesh: 1,4,7-9 (default: all)");
     sub->add_flag("!--no-smooth", o.smooth,
                   "The voxels' own surface (chamfered cubes) instead of the smooth one `volseg render` draws");
+    sub->add_option("--simplify", o.simplify,
+                    "Mesh the labels halved N times by the mode (the multiscale outputs' level N): about 4^N fewer "
+                    "triangles, smoothed over the halved voxels")
+        ->capture_default_str();
     sub->add_flag("--ply", o.ply, "Also ply/ID.ply per object (binary), in the volume's coordinates");
     sub->add_flag("--vtp", o.vtp, "Also vtp/ID.vtp per object and objects.vtm (all, for ParaView)");
     sub->add_flag("--as-labels", o.as_labels, "Mesh an integer volume that does not say it holds labels");

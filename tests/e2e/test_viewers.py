@@ -247,6 +247,18 @@ class Mesh(Base):
                     self.assertTrue(os.path.exists(os.path.join(out, fragment)))
             self.assertTrue(os.path.exists(os.path.join(out, "objects.vtm")))
 
+    def test_simplified_meshes_are_closed_and_smaller_on_3_ranks(self):
+        full, half = self.path("full"), self.path("half")
+        self.volseg(["mesh", self.labels, "--out", full, "--ply", "--quiet"])
+        self.volseg(["mesh", self.labels, "--out", half, "--ply", "--simplify", "1", "--brick", "12", "--quiet"], 3)
+        for object_id in range(1, len(self.counts)):
+            a, b = self.load(full, object_id), self.load(half, object_id)
+            edges = {tuple(e) for e in b.edges}
+            self.assertEqual([e for e in edges if (e[1], e[0]) not in edges], [], "object %d" % object_id)
+            self.assertLess(len(b.faces), 0.4 * len(a.faces), "object %d: not simplified" % object_id)
+            ratio = b.volume / self.counts[object_id]
+            self.assertTrue(0.8 <= ratio <= 1.2, "object %d: encloses %.3f of its voxels" % (object_id, ratio))
+
     @unittest.skipUnless(util.WITH_PARAVIEW, "volseg render needs the ParaView SDK build")
     def test_render_draws_the_chosen_objects_in_their_colours_on_1_and_3_ranks(self):
         from PIL import Image

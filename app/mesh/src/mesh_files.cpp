@@ -96,6 +96,7 @@ std::uint64_t write_mesh_info(const std::string& folder, const io::VolumeInfo& i
   nlohmann::json doc{{"@type", "neuroglancer_legacy_mesh"}};
   doc["volseg"] = {{"source", options.input},
                    {"smooth", options.smooth},
+                   {"simplify", options.simplify},
                    {"spacing_xyz", info.spacing},
                    {"origin_xyz", info.origin},
                    {"command", options.command_line}};

@@ -17,6 +17,7 @@
 
 #include "mesh_files.hpp"
 #include "volseg/io/auto_backend.hpp"
+#include "volseg/io/downsample.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
 #include "volseg/io/hints.hpp"
@@ -90,32 +91,58 @@ struct Mesher {
   const Comm& comm;
   const MeshOptions& options;
   io::VolumeReader& reader;
-  const segment::BrickLayout& layout;
   const std::string& folder;
   MeshResult& result;
   std::vector<FragmentRecord> records;
   std::uint64_t bytes = 0;
 
-  void run(const std::vector<std::int64_t>& mine) {
+  // Reads a brick and the voxels around it; with simplify, the labels
+  // halved that many times (the brick and its ghost are in halved voxels).
+  void read_brick(const io::Extent& brick, const io::Index3& dims, BrickLabels& labels, std::vector<std::byte>& raw,
+                  std::vector<std::uint64_t>& fine) {
+    const auto& info = reader.info();
+    labels.brick = brick;
+    labels.region = io::with_ghost(brick, dims, ghost);
+    const std::int64_t f = std::int64_t{1} << options.simplify;
+    io::Extent read = labels.region;
+    for (std::size_t a = 0; a < 3; ++a) {
+      read.offset[a] = labels.region.offset[a] * f;
+      read.count[a] = std::min(labels.region.count[a] * f, info.dims[a] - read.offset[a]);
+    }
+    raw.resize(static_cast<std::size_t>(read.voxels()) * io::dtype_size(info.dtype));
+    reader.read(read, raw.data());
+    fine.resize(static_cast<std::size_t>(read.voxels()));
+    to_ids(info.dtype, raw, fine);
+    io::Index3 count = read.count;
+    for (int k = 0; k < options.simplify; ++k) {
+      const io::Index3 half = io::level_dims(count, 1);
+      labels.ids.resize(static_cast<std::size_t>(half[0] * half[1] * half[2]));
+      io::downsample(io::Downsampling::mode, io::DType::u64, fine.data(), count, labels.ids.data());
+      fine.swap(labels.ids);
+      count = half;
+    }
+    labels.ids.swap(fine);
+  }
+
+  void run(const segment::BrickLayout& bricks, const std::vector<std::int64_t>& mine) {
     const auto& info = reader.info();
     const std::unordered_set<std::uint64_t> wanted(options.ids.begin(), options.ids.end());
-    segment::Progress progress(comm, "mesh", layout.count(), options.progress);
+    segment::Progress progress(comm, "mesh", bricks.count(), options.progress);
+    const double f = static_cast<double>(std::int64_t{1} << options.simplify), shift = (f - 1) / 2;
     std::exception_ptr error;
     try {
       BrickLabels labels;
-      labels.dims = info.dims;
+      labels.dims = bricks.dims();
       std::vector<std::byte> raw;
+      std::vector<std::uint64_t> fine;
       for (const std::int64_t brick : mine) {
-        labels.brick = layout.brick(brick);
-        labels.region = io::with_ghost(labels.brick, info.dims, ghost);
-        raw.resize(static_cast<std::size_t>(labels.region.voxels()) * io::dtype_size(info.dtype));
-        labels.ids.resize(static_cast<std::size_t>(labels.region.voxels()));
-        reader.read(labels.region, raw.data());
-        to_ids(info.dtype, raw, labels.ids);
+        read_brick(bricks.brick(brick), bricks.dims(), labels, raw, fine);
         for (const auto& object : objects_in(labels)) {
           if (!wanted.empty() && wanted.count(object.id) == 0) continue;
-          const Fragment fragment = surface_nets(labels, object, options.smooth);
+          Fragment fragment = surface_nets(labels, object, options.smooth);
           if (fragment.triangles.empty()) continue;
+          if (options.simplify > 0)  // a halved voxel's centre among the voxels below it
+            for (float& v : fragment.vertices) v = static_cast<float>(v * f + shift);
           bytes += write_fragment(folder + "/" + fragment_name(object.id, brick), fragment, info);
           records.push_back({object.id, brick});
           result.triangles += fragment.triangle_count();
@@ -179,8 +206,17 @@ MeshResult run_mesh(const Comm& comm, const MeshOptions& options) {
   if (options.output.empty()) throw Error("mesh: give --out DIR");
   io::refuse_existing(options.output, options.force);
 
-  const io::Index3 shape = options.brick_shape.value_or(io::Index3{128, 128, 128});
-  const segment::BrickLayout layout(info.dims, shape);
+  // With simplify, bricks of halved voxels, smaller so that the voxels read
+  // for one stay about the same.
+  if (options.simplify < 0 || options.simplify > 6)
+    throw Error("--simplify " + std::to_string(options.simplify) + ": 0 to 6 halvings");
+  const io::Index3 dims = io::level_dims(info.dims, options.simplify);
+  if (options.simplify > 0 && std::min({info.dims[0], info.dims[1], info.dims[2]}) < (std::int64_t{1} << options.simplify))
+    throw Error("--simplify " + std::to_string(options.simplify) + ": halves the volume's shortest axis below a voxel");
+  io::Index3 shape = options.brick_shape.value_or(io::Index3{128, 128, 128});
+  if (!options.brick_shape)
+    for (auto& s : shape) s = std::max<std::int64_t>(16, s >> options.simplify);
+  const segment::BrickLayout layout(dims, shape);
   result.brick_shape = layout.shape();
   result.brick_count = layout.count();
 
@@ -197,8 +233,8 @@ MeshResult run_mesh(const Comm& comm, const MeshOptions& options) {
   });
   folder = comm.broadcast(folder);
 
-  Mesher mesher{comm, options, *reader, layout, folder, result, {}, 0};
-  mesher.run(segment::assign_bricks(layout.count(), comm.rank(), comm.size(), segment::Assignment::block));
+  Mesher mesher{comm, options, *reader, folder, result, {}, 0};
+  mesher.run(layout, segment::assign_bricks(layout.count(), comm.rank(), comm.size(), segment::Assignment::block));
   reader->close();
   std::uint64_t bytes = mesher.bytes;
   std::uint64_t counts[4] = {mesher.records.size(), result.triangles, result.vertices, 0};
