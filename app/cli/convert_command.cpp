@@ -18,14 +18,16 @@ class ConvertCommand final : public Command {
         "Copy a volume into another format, bricked and parallel (values as stored: same type and geometry)");
     auto& o = options_;
     sub->add_option("input", o.input, input_help)->required();
-    auto* out = sub->add_option("output", o.output,
-                    "NAME.nhdr (raw), NAME.nii (NIfTI-1), NAME.vti (VTK image data), NAME.tif (TIFF), NAME.nc, "
-                    "NAME.nc4, NAME.hdf5 (plain HDF5), NAME.zarr, NAME.ome.zarr or NAME.precomputed (also "
-                    "precomputed://PATH)")
-        ->required();
+    auto* out =
+        sub->add_option("output", o.output,
+                        "NAME.nhdr (raw), NAME.nii (NIfTI-1), NAME.vti (VTK image data), NAME.tif (TIFF), NAME.nc, "
+                        "NAME.nc4, NAME.hdf5 (plain HDF5), NAME.zarr, NAME.ome.zarr or NAME.precomputed (also "
+                        "precomputed://PATH)")
+            ->required();
     accept_precomputed_url(*out, o.format);
-    sub->add_option("--format", o.format,
-                    "Output format: raw | cdf2 | cdf5 | netcdf4 | hdf5 | zarr | ome-zarr | precomputed (default: by extension)");
+    sub->add_option(
+        "--format", o.format,
+        "Output format: raw | cdf2 | cdf5 | netcdf4 | hdf5 | zarr | ome-zarr | precomputed (default: by extension)");
     selection_.add_to(*sub);
     sub->add_option("--backend", o.backend, "Backend that reads (auto: by format)")->capture_default_str();
     sub->add_option("--out-backend", o.output_backend, "Backend that writes (default: by format)");

@@ -62,7 +62,8 @@ class LabelCommand final : public Command {
         ->excludes("--values-var");
     selection_.add_to(*sub, true, true);
     sub->add_option("--format", o.format,
-                    "Labels format: raw | cdf5 | netcdf4 | hdf5 | zarr | ome-zarr | precomputed (default: by --out, else the input's; "
+                    "Labels format: raw | cdf5 | netcdf4 | hdf5 | zarr | ome-zarr | precomputed (default: by --out, "
+                    "else the input's; "
                     "CDF-2 holds no u32, so a CDF-1/2 input gives CDF-5)");
     sub->add_option("--backend", o.backend, "Backend that reads (auto: as segment)")->capture_default_str();
     sub->add_option("--out-backend", o.output_backend, "Backend that writes (default: by format)");

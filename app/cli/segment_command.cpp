@@ -57,10 +57,12 @@ class SegmentCommand final : public Command {
     sub->add_option("input", o.input, input_help)->required();
     sub->add_option("--lo", o.lo, "Lowest value in the mask")->required();
     sub->add_option("--hi", o.hi, "Highest value in the mask")->required();
-    auto* out = sub->add_option("--out", o.output,
-                    "Output mask: NAME.nhdr (raw), NAME.nii, NAME.vti, NAME.tif, NAME.nc, NAME.nc4, NAME.hdf5 or "
-                    "NAME.zarr (Zarr v2, compressed: --hint compressor=), NAME.ome.zarr or NAME.precomputed (multiscale)")
-        ->required();
+    auto* out =
+        sub->add_option(
+               "--out", o.output,
+               "Output mask: NAME.nhdr (raw), NAME.nii, NAME.vti, NAME.tif, NAME.nc, NAME.nc4, NAME.hdf5 or "
+               "NAME.zarr (Zarr v2, compressed: --hint compressor=), NAME.ome.zarr or NAME.precomputed (multiscale)")
+            ->required();
     accept_precomputed_url(*out, o.format);
     selection_.add_to(*sub, true, true);
     sub->add_option(

@@ -150,16 +150,26 @@ int level_count(const Index3& dims, const Index3& chunks, int asked, const std::
 void downsample(Downsampling how, DType dtype, const void* fine, const Index3& count, void* coarse,
                 std::optional<long double> missing) {
   switch (dtype) {
-    case DType::i8: return level_of<std::int8_t>(how, fine, count, coarse, missing);
-    case DType::u8: return level_of<std::uint8_t>(how, fine, count, coarse, missing);
-    case DType::i16: return level_of<std::int16_t>(how, fine, count, coarse, missing);
-    case DType::u16: return level_of<std::uint16_t>(how, fine, count, coarse, missing);
-    case DType::i32: return level_of<std::int32_t>(how, fine, count, coarse, missing);
-    case DType::u32: return level_of<std::uint32_t>(how, fine, count, coarse, missing);
-    case DType::i64: return level_of<std::int64_t>(how, fine, count, coarse, missing);
-    case DType::u64: return level_of<std::uint64_t>(how, fine, count, coarse, missing);
-    case DType::f32: return level_of<float>(how, fine, count, coarse, missing);
-    case DType::f64: return level_of<double>(how, fine, count, coarse, missing);
+    case DType::i8:
+      return level_of<std::int8_t>(how, fine, count, coarse, missing);
+    case DType::u8:
+      return level_of<std::uint8_t>(how, fine, count, coarse, missing);
+    case DType::i16:
+      return level_of<std::int16_t>(how, fine, count, coarse, missing);
+    case DType::u16:
+      return level_of<std::uint16_t>(how, fine, count, coarse, missing);
+    case DType::i32:
+      return level_of<std::int32_t>(how, fine, count, coarse, missing);
+    case DType::u32:
+      return level_of<std::uint32_t>(how, fine, count, coarse, missing);
+    case DType::i64:
+      return level_of<std::int64_t>(how, fine, count, coarse, missing);
+    case DType::u64:
+      return level_of<std::uint64_t>(how, fine, count, coarse, missing);
+    case DType::f32:
+      return level_of<float>(how, fine, count, coarse, missing);
+    case DType::f64:
+      return level_of<double>(how, fine, count, coarse, missing);
   }
 }
 

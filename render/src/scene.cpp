@@ -6,6 +6,7 @@
 
 #include <vtkActor.h>
 #include <vtkBox.h>
+#include <vtkCellArray.h>
 #include <vtkClipPolyData.h>
 #include <vtkColorTransferFunction.h>
 #include <vtkFlyingEdges3D.h>
@@ -22,11 +23,10 @@
 #include <vtkPlane.h>
 #include <vtkPlaneCollection.h>
 #include <vtkPointData.h>
-#include <vtkPolyData.h>
-#include <vtkCellArray.h>
 #include <vtkPoints.h>
-#include <vtkPolyDataNormals.h>
+#include <vtkPolyData.h>
 #include <vtkPolyDataMapper.h>
+#include <vtkPolyDataNormals.h>
 #include <vtkProp3D.h>
 #include <vtkProperty.h>
 #include <vtkReverseSense.h>

@@ -6,10 +6,10 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
-#include <filesystem>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
@@ -94,12 +94,8 @@ std::uint64_t write_manifest(const std::string& folder, std::uint64_t id, const 
 
 std::uint64_t write_mesh_info(const std::string& folder, const io::VolumeInfo& info, const MeshOptions& options) {
   nlohmann::json doc{{"@type", "neuroglancer_legacy_mesh"}};
-  doc["volseg"] = {{"source", options.input},
-                   {"smooth", options.smooth},
-                   {"simplify", options.simplify},
-                   {"spacing_xyz", info.spacing},
-                   {"origin_xyz", info.origin},
-                   {"command", options.command_line}};
+  doc["volseg"] = {{"source", options.input},     {"smooth", options.smooth},  {"simplify", options.simplify},
+                   {"spacing_xyz", info.spacing}, {"origin_xyz", info.origin}, {"command", options.command_line}};
   return write_text(folder + "/info", doc.dump(2) + "\n");
 }
 

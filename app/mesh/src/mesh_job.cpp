@@ -49,15 +49,24 @@ void widen(const std::vector<std::byte>& raw, std::vector<std::uint64_t>& ids) {
 
 void to_ids(io::DType dtype, const std::vector<std::byte>& raw, std::vector<std::uint64_t>& ids) {
   switch (dtype) {
-    case io::DType::i8: return widen<std::int8_t>(raw, ids);
-    case io::DType::u8: return widen<std::uint8_t>(raw, ids);
-    case io::DType::i16: return widen<std::int16_t>(raw, ids);
-    case io::DType::u16: return widen<std::uint16_t>(raw, ids);
-    case io::DType::i32: return widen<std::int32_t>(raw, ids);
-    case io::DType::u32: return widen<std::uint32_t>(raw, ids);
-    case io::DType::i64: return widen<std::int64_t>(raw, ids);
-    case io::DType::u64: return widen<std::uint64_t>(raw, ids);
-    default: throw Error("internal error: labels of a float type");
+    case io::DType::i8:
+      return widen<std::int8_t>(raw, ids);
+    case io::DType::u8:
+      return widen<std::uint8_t>(raw, ids);
+    case io::DType::i16:
+      return widen<std::int16_t>(raw, ids);
+    case io::DType::u16:
+      return widen<std::uint16_t>(raw, ids);
+    case io::DType::i32:
+      return widen<std::int32_t>(raw, ids);
+    case io::DType::u32:
+      return widen<std::uint32_t>(raw, ids);
+    case io::DType::i64:
+      return widen<std::int64_t>(raw, ids);
+    case io::DType::u64:
+      return widen<std::uint64_t>(raw, ids);
+    default:
+      throw Error("internal error: labels of a float type");
   }
 }
 
@@ -166,15 +175,17 @@ std::vector<std::uint64_t> assemble(const Comm& comm, const MeshOptions& options
   std::vector<std::vector<FragmentRecord>> outgoing(static_cast<std::size_t>(comm.size()));
   for (const auto& r : records) outgoing[r.id % static_cast<std::uint64_t>(comm.size())].push_back(r);
   std::vector<FragmentRecord> mine = io::exchange(comm.get(), outgoing);
-  std::sort(mine.begin(), mine.end(),
-            [](const FragmentRecord& a, const FragmentRecord& b) { return std::tie(a.id, a.brick) < std::tie(b.id, b.brick); });
+  std::sort(mine.begin(), mine.end(), [](const FragmentRecord& a, const FragmentRecord& b) {
+    return std::tie(a.id, a.brick) < std::tie(b.id, b.brick);
+  });
   std::vector<std::uint64_t> ids;
   std::exception_ptr error;
   try {
     for (std::size_t i = 0; i < mine.size();) {
       std::size_t j = i;
       std::vector<std::string> names;
-      for (; j < mine.size() && mine[j].id == mine[i].id; ++j) names.push_back(fragment_name(mine[j].id, mine[j].brick));
+      for (; j < mine.size() && mine[j].id == mine[i].id; ++j)
+        names.push_back(fragment_name(mine[j].id, mine[j].brick));
       const std::uint64_t id = mine[i].id;
       bytes += write_manifest(folder, id, names);
       if (options.ply || options.vtp) {
@@ -198,8 +209,7 @@ MeshResult run_mesh(const Comm& comm, const MeshOptions& options) {
   const auto start = Clock::now();
   MeshResult result;
   result.comm_size = comm.size();
-  const std::string backend =
-      io::resolve_backend(comm, options.backend, options.input, io::Access::copy).backend;
+  const std::string backend = io::resolve_backend(comm, options.backend, options.input, io::Access::copy).backend;
   auto reader = io::open_reader(backend, options.input, comm, io::Hints::parse(options.input_hints));
   const io::VolumeInfo info = reader->info();
   check_input(info, options);
@@ -211,7 +221,8 @@ MeshResult run_mesh(const Comm& comm, const MeshOptions& options) {
   if (options.simplify < 0 || options.simplify > 6)
     throw Error("--simplify " + std::to_string(options.simplify) + ": 0 to 6 halvings");
   const io::Index3 dims = io::level_dims(info.dims, options.simplify);
-  if (options.simplify > 0 && std::min({info.dims[0], info.dims[1], info.dims[2]}) < (std::int64_t{1} << options.simplify))
+  if (options.simplify > 0 &&
+      std::min({info.dims[0], info.dims[1], info.dims[2]}) < (std::int64_t{1} << options.simplify))
     throw Error("--simplify " + std::to_string(options.simplify) + ": halves the volume's shortest axis below a voxel");
   io::Index3 shape = options.brick_shape.value_or(io::Index3{128, 128, 128});
   if (!options.brick_shape)
@@ -269,12 +280,11 @@ MeshResult run_mesh(const Comm& comm, const MeshOptions& options) {
 std::string mesh_summary(const MeshOptions& options, const MeshResult& result) {
   std::ostringstream out;
   out.precision(4);
-  out << "meshed " << options.input << " on " << result.comm_size << " rank(s), " << result.brick_count
-      << " bricks of " << result.brick_shape[2] << "x" << result.brick_shape[1] << "x" << result.brick_shape[0]
+  out << "meshed " << options.input << " on " << result.comm_size << " rank(s), " << result.brick_count << " bricks of "
+      << result.brick_shape[2] << "x" << result.brick_shape[1] << "x" << result.brick_shape[0]
       << (options.smooth ? ", smooth" : ", voxel surfaces") << "\n"
       << "  " << result.objects << " objects, " << result.fragments << " fragments, " << result.triangles
-      << " triangles, " << result.vertices << " vertices, " << static_cast<double>(result.bytes) / (1 << 20)
-      << " MiB\n"
+      << " triangles, " << result.vertices << " vertices, " << static_cast<double>(result.bytes) / (1 << 20) << " MiB\n"
       << "  time " << result.seconds << " s; peak memory per rank " << static_cast<double>(result.max_rss) / (1 << 20)
       << " MiB\n"
       << "  meshes (Neuroglancer precomputed legacy";

@@ -60,7 +60,8 @@ std::vector<std::uint32_t> encode(const T* values, const Index3& n) {
         const auto table_offset = static_cast<std::uint32_t>(out.size() - 1);
         if (table_offset >= (1u << 24)) throw Error("compressed_segmentation: a chunk past 64 MiB of tables");
         for (const T v : table)
-          for (int w = 0; w < words_per_value; ++w) out.push_back(static_cast<std::uint32_t>(static_cast<std::uint64_t>(v) >> (32 * w)));
+          for (int w = 0; w < words_per_value; ++w)
+            out.push_back(static_cast<std::uint32_t>(static_cast<std::uint64_t>(v) >> (32 * w)));
         out[1 + 2 * static_cast<std::size_t>(b)] = table_offset | (static_cast<std::uint32_t>(bits) << 24);
         out[2 + 2 * static_cast<std::size_t>(b)] = channel_offset;
       }

@@ -42,15 +42,24 @@ namespace {
 
 const char* neuroglancer_type(DType dtype) {
   switch (dtype) {
-    case DType::u8: return "uint8";
-    case DType::i8: return "int8";
-    case DType::u16: return "uint16";
-    case DType::i16: return "int16";
-    case DType::u32: return "uint32";
-    case DType::i32: return "int32";
-    case DType::u64: return "uint64";
-    case DType::f32: return "float32";
-    default: return nullptr;
+    case DType::u8:
+      return "uint8";
+    case DType::i8:
+      return "int8";
+    case DType::u16:
+      return "uint16";
+    case DType::i16:
+      return "int16";
+    case DType::u32:
+      return "uint32";
+    case DType::i32:
+      return "int32";
+    case DType::u64:
+      return "uint64";
+    case DType::f32:
+      return "float32";
+    default:
+      return nullptr;
   }
 }
 
@@ -113,7 +122,8 @@ class PrecomputedWriter final : public VolumeWriter {
               store(0, chunk, in);
               continue;
             }
-            it = pending_.emplace(chunk, Pending{std::vector<std::byte>(static_cast<std::size_t>(box.voxels()) * size), 0})
+            it = pending_
+                     .emplace(chunk, Pending{std::vector<std::byte>(static_cast<std::size_t>(box.voxels()) * size), 0})
                      .first;
           }
           copy_box(part, extent, in, box, it->second.values.data(), size);
@@ -293,13 +303,12 @@ class PrecomputedWriter final : public VolumeWriter {
       voxels.push_back(s.voxels);
       largest = std::max(largest, s.voxels);
     }
-    json properties = json::array(
-        {json{{"id", "label"}, {"type", "label"}, {"values", labels}},
-         json{{"id", "description"}, {"type", "description"}, {"values", descriptions}},
-         json{{"id", "voxels"},
-              {"type", "number"},
-              {"data_type", largest < (std::uint64_t{1} << 32) ? "uint32" : "float32"},
-              {"values", voxels}}});
+    json properties = json::array({json{{"id", "label"}, {"type", "label"}, {"values", labels}},
+                                   json{{"id", "description"}, {"type", "description"}, {"values", descriptions}},
+                                   json{{"id", "voxels"},
+                                        {"type", "number"},
+                                        {"data_type", largest < (std::uint64_t{1} << 32) ? "uint32" : "float32"},
+                                        {"values", voxels}}});
     return json{{"@type", "neuroglancer_segment_properties"}, {"inline", {{"ids", ids}, {"properties", properties}}}}
                .dump() +
            "\n";
@@ -352,12 +361,12 @@ std::unique_ptr<VolumeWriter> create_precomputed(const CreateRequest& request, c
                   " voxels along an axis: the levels need even ones; give --brick even sizes");
   }
   if (comm.size() > 1 && !request.bricks)
-    throw Error("precomputed: this job's writes are not bricks of one grid, and each chunk needs one writer: run it "
-                "on 1 rank");
-  const std::string encoding =
-      hints.get_string("encoding", segmentation && (info.dtype == DType::u32 || info.dtype == DType::u64)
-                                       ? "compressed_segmentation"
-                                       : "raw");
+    throw Error(
+        "precomputed: this job's writes are not bricks of one grid, and each chunk needs one writer: run it "
+        "on 1 rank");
+  const std::string encoding = hints.get_string(
+      "encoding",
+      segmentation && (info.dtype == DType::u32 || info.dtype == DType::u64) ? "compressed_segmentation" : "raw");
   if (encoding != "raw" && encoding != "compressed_segmentation")
     throw Error("hint encoding=" + encoding + " is neither raw nor compressed_segmentation");
   if (encoding == "compressed_segmentation" && info.dtype != DType::u32 && info.dtype != DType::u64)

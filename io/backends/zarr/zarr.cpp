@@ -437,8 +437,8 @@ Backend make_zarr_backend() {
                    {"time", HintFor::readers},   {"append", HintFor::writers},
                    {"level", HintFor::writers},  {"shuffle", HintFor::writers},
                    {"chunks", HintFor::writers}, {"dimension_separator", HintFor::writers},
-                   {"fsync", HintFor::writers},  {"ome", HintFor::writers},       {"levels", HintFor::writers},
-                   {"fill", HintFor::readers}};
+                   {"fsync", HintFor::writers},  {"ome", HintFor::writers},
+                   {"levels", HintFor::writers}, {"fill", HintFor::readers}};
   backend.open = [](const OpenRequest& request, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
     const auto cache = static_cast<std::uint64_t>(hints.get_size("cache", std::int64_t{64} << 20));
     const std::string fill = hints.get_string("fill", "missing");

@@ -7,8 +7,8 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -29,7 +29,6 @@
 
 namespace volseg::io::zarr {
 namespace {
-
 
 // Writes a Zarr v2 array into a hidden directory beside the final name
 // (DIR/.NAME.volseg-tmp-PID of rank 0), each rank its own chunk files, and
@@ -290,9 +289,7 @@ class ZarrWriter final : public VolumeWriter {
 
   // Where the array goes: the store itself, or an OME-Zarr image's dataset
   // "0" (its full resolution) and "1", "2", ... (its coarser levels).
-  std::string array_folder(int level = 0) const {
-    return ome_ ? temporary_ + "/" + std::to_string(level) : temporary_;
-  }
+  std::string array_folder(int level = 0) const { return ome_ ? temporary_ + "/" + std::to_string(level) : temporary_; }
 
   // Level k: the full resolution's shape halved k times, its chunks the
   // same (no larger than the level).
@@ -347,8 +344,7 @@ class ZarrWriter final : public VolumeWriter {
     const Index3& c = meta_.chunks;
     for (std::int64_t cz = 2 * box.offset[0] / c[0]; cz <= (2 * (box.offset[0] + box.count[0]) - 1) / c[0]; ++cz)
       for (std::int64_t cy = 2 * box.offset[1] / c[1]; cy <= (2 * (box.offset[1] + box.count[1]) - 1) / c[1]; ++cy)
-        for (std::int64_t cx = 2 * box.offset[2] / c[2]; cx <= (2 * (box.offset[2] + box.count[2]) - 1) / c[2];
-             ++cx) {
+        for (std::int64_t cx = 2 * box.offset[2] / c[2]; cx <= (2 * (box.offset[2] + box.count[2]) - 1) / c[2]; ++cx) {
           const Index3 chunk{cz, cy, cx};
           const Extent fine = intersect(meta_.chunk_box(chunk), Extent{{0, 0, 0}, meta_.shape});
           if (fine.voxels() == 0) continue;
@@ -423,8 +419,8 @@ class ZarrWriter final : public VolumeWriter {
     }
     const std::string name = std::filesystem::path(path_).filename().string();
     json doc;
-    json multiscale{{"version", "0.4"}, {"name", name.substr(0, name.find('.'))}, {"axes", axes},
-                    {"datasets", datasets}};
+    json multiscale{
+        {"version", "0.4"}, {"name", name.substr(0, name.find('.'))}, {"axes", axes}, {"datasets", datasets}};
     if (levels_ > 1)
       multiscale["metadata"] = {{"method", std::string("volseg ") + downsampling_name(downsampling_) + " of 2x2x2"}};
     doc["multiscales"] = json::array({multiscale});

@@ -21,7 +21,20 @@ namespace volseg::io {
 // hdf5: a plain HDF5 file volseg writes (--format hdf5, .hdf5) by the hdf5
 // backend; HDF5 files are read as netcdf4 (parallel netCDF-C reads any).
 // precomputed: a Neuroglancer precomputed volume (a folder), written only.
-enum class FileFormat { raw, cdf1, cdf2, cdf5, netcdf4, zarr, ome_zarr, nifti_gz, vti_compressed, tiff, hdf5, precomputed };
+enum class FileFormat {
+  raw,
+  cdf1,
+  cdf2,
+  cdf5,
+  netcdf4,
+  zarr,
+  ome_zarr,
+  nifti_gz,
+  vti_compressed,
+  tiff,
+  hdf5,
+  precomputed
+};
 
 // An output's extension; `any_case`: .TIF as .tif (TIFF's custom), where
 // .NC is no NetCDF file.

@@ -27,7 +27,7 @@ namespace volseg::mesh {
 // (x, y, z: voxel centres at integers), triangles counter-clockwise seen
 // from outside.
 struct Fragment {
-  std::vector<float> vertices;        // x, y, z per vertex
+  std::vector<float> vertices;           // x, y, z per vertex
   std::vector<std::uint32_t> triangles;  // 3 indices per triangle
   std::size_t vertex_count() const { return vertices.size() / 3; }
   std::size_t triangle_count() const { return triangles.size() / 3; }
@@ -35,10 +35,10 @@ struct Fragment {
 
 // The voxels around a brick, as surface_nets reads them.
 struct BrickLabels {
-  io::Extent region;                 // what `ids` holds: the brick and up to `ghost` voxels around it
-  std::vector<std::uint64_t> ids;    // region's voxels, x fastest
-  io::Extent brick;                  // the brick itself (inside region)
-  io::Index3 dims{};                 // the whole volume's
+  io::Extent region;               // what `ids` holds: the brick and up to `ghost` voxels around it
+  std::vector<std::uint64_t> ids;  // region's voxels, x fastest
+  io::Extent brick;                // the brick itself (inside region)
+  io::Index3 dims{};               // the whole volume's
   std::uint64_t at(std::int64_t z, std::int64_t y, std::int64_t x) const;  // 0 outside the region
 };
 
