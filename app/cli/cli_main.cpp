@@ -190,9 +190,9 @@ int run_main(int argc, char** argv, const CommandList& commands) {
 void accept_precomputed_url(CLI::Option& out, std::string& format) {
   out.transform(
       [&format](std::string value) {
-        for (const char* scheme : {"precomputed://", "file://"})
+        for (const std::string_view scheme : {"precomputed://", "file://"})
           if (value.starts_with(scheme)) {
-            value.erase(0, std::string(scheme).size());
+            value = value.substr(scheme.size());
             format = "precomputed";
           }
         return value;
