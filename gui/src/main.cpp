@@ -18,6 +18,7 @@
 #include "volseg/io/comm.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/registry.hpp"
+#include "volseg/mesh/mesh.hpp"
 #include "volseg/render/render.hpp"
 
 namespace {
@@ -77,6 +78,9 @@ int main(int argc, char** argv) {
     app.add_option("--camera", camera, "Camera azimuth,elevation[,zoom] in degrees");
     app.add_option("--level", script.level, "Pyramid level of refined frames: auto (by --memory, 512 MiB) or N")
         ->capture_default_str();
+    app.add_option("--mesh", script.mesh, "Draw objects' meshes from this folder (volseg mesh --out)");
+    std::string mesh_ids;
+    app.add_option("--mesh-ids", mesh_ids, "Objects of --mesh to draw: 1,4,7-9 (default: every one)");
     app.add_option("--timings", script.timings, "Write the benchmark's timings (JSON) at the end");
     app.add_flag("--quit", script.quit, "Close the window when everything asked is done (exit status 1 on an error)");
     try {
@@ -84,6 +88,9 @@ int main(int argc, char** argv) {
       if (!size.empty() && !parse_size(size, script.view_width, script.view_height))
         throw volseg::Error("--size must be WxH, like 1024x768 (got '" + size + "')");
       if (!camera.empty()) script.camera = volseg::render::parse_camera(camera);
+      if (!mesh_ids.empty() && script.mesh.empty()) throw volseg::Error("--mesh-ids: give the folder with --mesh");
+      if (!script.mesh.empty())
+        script.mesh_ids = mesh_ids.empty() ? volseg::mesh::mesh_ids(script.mesh) : volseg::mesh::parse_ids(mesh_ids);
       if (script.lo.has_value() != script.hi.has_value()) throw volseg::Error("--lo and --hi go together");
       if (script.segment && !(script.lo && script.hi)) throw volseg::Error("--segment needs --lo and --hi");
       if (provided < MPI_THREAD_SERIALIZED)

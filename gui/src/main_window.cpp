@@ -84,6 +84,8 @@ MainWindow::MainWindow(Comm comm, Script script) : script_(std::move(script)), r
       std::move(comm), [this](std::shared_ptr<Reply> reply) { emit replied(std::move(reply)); },
       [this](const std::vector<std::int64_t>& units, std::int64_t total, bool) { emit progressed(units, total); });
   if (script_.camera) view_->set_camera(*script_.camera);
+  mesh_folder_ = script_.mesh;
+  mesh_ids_ = script_.mesh_ids;
   if (!script_.output.empty()) output_->setText(QString::fromStdString(script_.output));
   if (!script_.format.empty()) format_->setCurrentText(QString::fromStdString(script_.format));
   backend_->setCurrentText(QString::fromStdString(script_.backend));
@@ -286,6 +288,7 @@ void MainWindow::request_frame(bool coarse, const char* tag, int level) {
     request["lo"] = lo_;
     request["hi"] = hi_;
   }
+  if (!mesh_folder_.empty()) request["meshes"] = {{"folder", mesh_folder_}, {"ids", mesh_ids_}};
   worker_->post(std::move(request));
   update_command();
 }

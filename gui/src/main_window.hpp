@@ -48,6 +48,8 @@ struct Script {
   bool snap = false;  // move lo and hi to the nearest bin edges, as a drag does
   std::string screenshot, window_shot, timings;
   std::string level = "auto";  // of the refined frames
+  std::string mesh;            // volseg mesh's folder: objects drawn with the volume
+  std::vector<std::uint64_t> mesh_ids;
   std::optional<render::Camera> camera;
   int view_width = 0, view_height = 0;  // 0: the window's layout decides
   double process_start_epoch = 0;       // seconds since the Unix epoch
@@ -135,6 +137,8 @@ class MainWindow : public QMainWindow {
   std::optional<std::pair<double, double>> segmented_range_;  // the last job's range and its exact count
   std::uint64_t segmented_count_ = 0;
   std::string mask_;
+  std::string mesh_folder_;  // objects' meshes drawn with the volume (File > Show object meshes, --mesh)
+  std::vector<std::uint64_t> mesh_ids_;
   std::shared_ptr<Planes> planes_;
   std::array<double, 3> cursor_{0.5, 0.5, 0.5};  // x, y, z fractions
   double lo_ = 0, hi_ = 0;

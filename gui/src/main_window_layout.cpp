@@ -17,6 +17,7 @@
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QImage>
+#include <QInputDialog>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenuBar>
@@ -48,6 +49,7 @@
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
 #include "volseg/io/registry.hpp"
+#include "volseg/mesh/mesh.hpp"
 #include "volseg/render/render.hpp"
 
 namespace volseg::gui {
@@ -363,6 +365,25 @@ void MainWindow::build_menus() {
     if (!path.isEmpty()) save_screenshot(path);
   });
   file->addAction(tr("Save &mask as..."), this, &MainWindow::save_mask_as);
+  // volseg mesh's folder: the objects named drawn with the volume, each in
+  // its colour (the same as the OME-Zarr labels' and volseg render's).
+  file->addAction(tr("Show object &meshes..."), this, [this] {
+    const QString folder = QFileDialog::getExistingDirectory(this, tr("A mesh folder (volseg mesh --out)"));
+    if (folder.isEmpty()) return;
+    bool ok = false;
+    const QString ids = QInputDialog::getText(this, tr("Object meshes"), tr("Objects (1,4,7-9; empty: all):"),
+                                              QLineEdit::Normal, QString(), &ok);
+    if (!ok) return;
+    try {
+      const std::string path = folder.toStdString();
+      mesh_ids_ = ids.trimmed().isEmpty() ? mesh::mesh_ids(path) : mesh::parse_ids(ids.toStdString());
+      mesh_folder_ = path;
+    } catch (const std::exception& e) {
+      statusBar()->showMessage(QString::fromStdString(e.what()));
+      return;
+    }
+    request_frame(false, "view");
+  });
   file->addSeparator();
   file->addAction(tr("&Quit"), this, &QWidget::close, QKeySequence::Quit);
 }

@@ -282,6 +282,24 @@ class Mesh(Base):
             self.assertGreater(near.sum(), 300, "object 3's surface is not drawn in its colour")
         self.assertLess(np.abs(images[0] - images[1]).max(-1).mean(), 0.01, "3 ranks draw another picture")
 
+    @unittest.skipUnless(util.WITH_PARAVIEW, "volseg-gui needs the ParaView SDK build")
+    def test_the_gui_draws_the_chosen_object(self):
+        import subprocess
+        from PIL import Image
+        gui = os.environ.get("VOLSEG_GUI") or os.path.join(os.path.dirname(util.VOLSEG), "..", "..", "gui",
+                                                           "volseg-gui")
+        out, shot = self.path("m"), self.path("gui.png")
+        self.volseg(["mesh", self.labels, "--out", out, "--quiet"])
+        proc = subprocess.run(["xvfb-run", "-a", "-s", "-screen 0 1280x1024x24", gui, self.path("mask.nhdr"),
+                               "--mesh", out, "--mesh-ids", "3", "--size", "400x400", "--screenshot", shot, "--quit"],
+                              capture_output=True, text=True, timeout=300)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        image = np.asarray(Image.open(shot).convert("RGB")).astype(float) / 255
+        import colorsys
+        hsv = np.apply_along_axis(lambda p: colorsys.rgb_to_hsv(*p), 2, image[::2, ::2])
+        near = (np.abs(hsv[..., 0] - (3 * 0.6180339887498949) % 1.0) < 0.03) & (hsv[..., 1] > 0.5)
+        self.assertGreater(near.sum(), 300, "object 3's mesh is not in the GUI's view")
+
     def test_bad_input(self):
         util.generate(self, self.path("f.nhdr"), "smooth", (16, 16, 16), "f32", "little", ranks=1)
         cases = [(["mesh", self.path("f.nhdr"), "--out", self.path("a")], "not labels"),

@@ -19,6 +19,7 @@
 #include "volseg/io/format.hpp"
 #include "volseg/io/registry.hpp"
 #include "volseg/io/selection.hpp"
+#include "volseg/mesh/mesh.hpp"
 #include "volseg/render/load.hpp"
 #include "volseg/segment/decode.hpp"
 #include "volseg/segment/expression.hpp"
@@ -401,6 +402,28 @@ void Session::segment(const Json& request, const Hooks& hooks, Reply& reply) {
   std::filesystem::remove(trace);
 }
 
+// {"folder": volseg mesh's folder, "ids": [...]}: those objects' meshes
+// drawn in their colours; each rank reads each once (its box's part is
+// drawn).
+void Session::add_meshes(const Json& meshes, render::FrameSettings& frame) {
+  const std::string folder = meshes.at("folder").get<std::string>();
+  for (const auto& value : meshes.at("ids")) {
+    const auto id = value.get<std::uint64_t>();
+    auto& surface = surfaces_[{folder, id}];
+    if (!surface) {
+      auto m = mesh::read_mesh(folder, id);
+      auto made = std::make_shared<render::ObjectSurface>();
+      made->id = id;
+      made->points = std::move(m.vertices);
+      made->triangles = std::move(m.triangles);
+      const auto rgba = io::segment_rgba(id);
+      made->colour = {rgba[0] / 255.0, rgba[1] / 255.0, rgba[2] / 255.0};
+      surface = std::move(made);
+    }
+    frame.surfaces.push_back(surface);
+  }
+}
+
 void Session::draw(const Json& request, Reply& reply) {
   if (!pyramid_) throw Error("no volume is open");
   render::FrameSettings frame;
@@ -438,6 +461,7 @@ void Session::draw(const Json& request, Reply& reply) {
       frame.scale[static_cast<std::size_t>(a)] = v;
     }
   frame.title = text(request, "title");
+  if (request.contains("meshes")) add_meshes(request.at("meshes"), frame);
   frame.scalar_name = pyramid_->source_info().variable.empty() ? "value" : pyramid_->source_info().variable;
 
   if (!renderer_) {

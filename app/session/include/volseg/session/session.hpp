@@ -100,6 +100,7 @@ class Session {
   void check(const Json& request, Reply& reply);
   void segment(const Json& request, const Hooks& hooks, Reply& reply);
   void draw(const Json& request, Reply& reply);
+  void add_meshes(const Json& meshes, render::FrameSettings& frame);
   void slices(const Json& request, Reply& reply);
   void label(const Json& request, const Hooks& hooks, Reply& reply);
   void surface(const Json& request, Reply& reply);
@@ -121,6 +122,8 @@ class Session {
   // the renderer and the pieces it has drawn (a coarse one for camera drags
   // and a fine one), keyed by level and mask
   std::unique_ptr<render::Renderer> renderer_;
+  // Objects' meshes a frame draws ("meshes": {"folder", "ids"}), read once.
+  std::map<std::pair<std::string, std::uint64_t>, std::shared_ptr<const render::ObjectSurface>> surfaces_;
   std::map<std::pair<int, std::string>, render::Piece> pieces_;
   std::pair<int, std::string> shown_{-1, ""};
   std::optional<std::array<double, 2>> shown_threshold_;
