@@ -223,6 +223,13 @@ static FileFormat detect_on_this_rank(const std::string& path) {
       text << attributes.rdbuf();
       if (text.str().find("\"multiscales\"") != std::string::npos) return FileFormat::ome_zarr;
     }
+    // A Neuroglancer precomputed volume: an info of that type.
+    if (::access((path + "/info").c_str(), F_OK) == 0) {
+      std::ifstream info(path + "/info");
+      std::ostringstream text;
+      text << info.rdbuf();
+      if (text.str().find("neuroglancer_multiscale_volume") != std::string::npos) return FileFormat::precomputed;
+    }
     // A folder of TIFF slices (a z-plane each), the tiff backend's.
     if (is_tiff_folder(path)) return FileFormat::tiff;
     if (::access((path + "/.zgroup").c_str(), F_OK) == 0)

@@ -76,7 +76,8 @@ void check_input(const io::VolumeInfo& info, const MeshOptions& options) {
   if (dtype_is_float(info.dtype))
     throw Error(options.input + ": " + std::string(io::dtype_name(info.dtype)) +
                 " values are not labels: mesh the output of volseg label (or segment's mask)");
-  const bool labels = a.count("numbering") > 0 || a.count("ome_zarr_image_label") > 0 || a.count("flag_values") > 0;
+  const bool labels = a.count("numbering") > 0 || a.count("ome_zarr_image_label") > 0 || a.count("flag_values") > 0 ||
+                      a.count("precomputed_type") > 0;
   if (!labels && !options.as_labels)
     throw Error(options.input +
                 ": does not say it holds labels (no numbering or flag_values attribute, as volseg label and segment "

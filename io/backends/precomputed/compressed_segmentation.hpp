@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "volseg/io/types.hpp"
@@ -17,5 +18,10 @@ namespace volseg::io::precomputed {
 // values: count voxels (z, y, x; x fastest) of u32 or u64 labels -> the
 // chunk file's bytes (one channel).
 std::vector<std::byte> encode_compressed_segmentation(const void* values, DType dtype, const Index3& count);
+
+// The other way: a chunk file of count voxels (one channel) into values;
+// throws volseg::Error naming `where` when the file is not such a chunk.
+void decode_compressed_segmentation(const std::vector<std::byte>& stored, DType dtype, const Index3& count,
+                                    void* values, const std::string& where);
 
 }  // namespace volseg::io::precomputed

@@ -347,6 +347,130 @@ class PrecomputedWriter final : public VolumeWriter {
   std::uint64_t bytes_written_ = 0;
 };
 
+// Level 0 of a precomputed volume (raw or compressed_segmentation, one
+// channel), so that volseg's own jobs (mesh, segment, info) read what it
+// writes. Each rank reads the chunks its extents touch, the last one kept.
+class PrecomputedReader final : public VolumeReader {
+ public:
+  PrecomputedReader(const std::string& path, const Comm& comm) : path_(path) {
+    std::string text;
+    collectively(comm, [&] {
+      if (comm.rank() != 0) return;
+      std::vector<std::byte> raw;
+      if (!zarr::read_whole(path + "/info", raw, 16u << 20)) throw Error(path + ": no info (not a precomputed volume)");
+      text.assign(reinterpret_cast<const char*>(raw.data()), raw.size());
+    });
+    parse(comm.broadcast(text));
+  }
+
+  const VolumeInfo& info() const override { return info_; }
+  std::string backend_name() const override { return "precomputed"; }
+  std::uint64_t bytes_read() const override { return bytes_read_; }
+  std::vector<std::string> files() const override { return {path_}; }
+
+ protected:
+  void do_read(const Extent& extent, void* buffer) override {
+    const std::size_t size = dtype_size(info_.dtype);
+    const Index3& c = chunks_;
+    for (std::int64_t cz = extent.offset[0] / c[0]; cz <= (extent.offset[0] + extent.count[0] - 1) / c[0]; ++cz)
+      for (std::int64_t cy = extent.offset[1] / c[1]; cy <= (extent.offset[1] + extent.count[1] - 1) / c[1]; ++cy)
+        for (std::int64_t cx = extent.offset[2] / c[2]; cx <= (extent.offset[2] + extent.count[2] - 1) / c[2]; ++cx) {
+          Extent box;
+          const Index3 chunk{cz, cy, cx};
+          for (std::size_t a = 0; a < 3; ++a) {
+            box.offset[a] = chunk[a] * c[a];
+            box.count[a] = std::min(c[a], info_.dims[a] - box.offset[a]);
+          }
+          load(box);
+          copy_box(intersect(extent, box), box, decoded_.data(), extent, static_cast<std::byte*>(buffer), size);
+        }
+  }
+  void do_close() override {}
+
+ private:
+  void parse(const std::string& text) {
+    using nlohmann::json;
+    const json doc = json::parse(text, nullptr, false);
+    const std::string where = path_ + "/info";
+    const auto bad = [&](const std::string& what) { return Error(where + ": " + what); };
+    if (doc.is_discarded() || !doc.is_object()) throw bad("not JSON");
+    if (doc.value("@type", std::string()) != "neuroglancer_multiscale_volume")
+      throw bad("not a neuroglancer_multiscale_volume");
+    if (doc.value("num_channels", 1) != 1) throw bad("volseg reads volumes of one channel");
+    const auto& scales = doc.value("scales", json());
+    if (!scales.is_array() || scales.empty() || !scales[0].is_object()) throw bad("no scales");
+    const json& s = scales[0];
+    const auto triple = [&](const json& v, const char* name) {
+      if (!v.is_array() || v.size() != 3 ||
+          !std::all_of(v.begin(), v.end(), [](const json& x) { return x.is_number(); }))
+        throw bad(std::string("scale 0's ") + name + " is not three numbers");
+      return std::array<double, 3>{v[0].get<double>(), v[1].get<double>(), v[2].get<double>()};
+    };
+    const auto size = triple(s.value("size", json()), "size");
+    const auto resolution = triple(s.value("resolution", json()), "resolution");
+    const auto& sizes = s.value("chunk_sizes", json());
+    if (!sizes.is_array() || sizes.empty()) throw bad("scale 0 has no chunk_sizes");
+    const auto chunk = triple(sizes[0], "chunk_sizes");
+    key_ = s.value("key", std::string());
+    if (key_.empty() || key_.find("..") != std::string::npos || key_[0] == '/')
+      throw bad("scale 0's key is not a folder");
+    const std::string type = doc.value("data_type", std::string());
+    for (const DType t : {DType::u8, DType::i8, DType::u16, DType::i16, DType::u32, DType::i32, DType::u64, DType::f32})
+      if (type == neuroglancer_type(t)) info_.dtype = t;
+    if (type != neuroglancer_type(info_.dtype)) throw bad("data_type '" + type + "' is not one Neuroglancer reads");
+    const std::string encoding = s.value("encoding", std::string());
+    compressed_ = encoding == "compressed_segmentation";
+    if (!compressed_ && encoding != "raw")
+      throw bad("encoding '" + encoding + "': volseg reads raw and compressed_segmentation");
+    for (std::size_t a = 0; a < 3; ++a) {
+      if (!(size[a] >= 1 && size[a] < 1e12 && chunk[a] >= 1 && chunk[a] <= 4096))
+        throw bad("scale 0's size or chunk_sizes out of range");
+      info_.dims[2 - a] = static_cast<std::int64_t>(size[a]);
+      chunks_[2 - a] = static_cast<std::int64_t>(chunk[a]);
+      info_.spacing[a] = resolution[a];
+    }
+    check_volume_size(info_.dims, info_.dtype, where);
+    if (doc.contains("volseg") && doc["volseg"].contains("origin_xyz"))
+      info_.origin = doc["volseg"]["origin_xyz"].get<std::array<double, 3>>();
+    if (doc.contains("volseg") && doc["volseg"].contains("attributes") && doc["volseg"]["attributes"].is_object())
+      for (const auto& [k, v] : doc["volseg"]["attributes"].items())
+        if (v.is_string()) info_.attributes[k] = v.get<std::string>();
+    if (doc.value("type", std::string()) == "segmentation") info_.attributes["precomputed_type"] = "segmentation";
+    decoded_.resize(static_cast<std::size_t>(chunks_[0] * chunks_[1] * chunks_[2]) * dtype_size(info_.dtype));
+  }
+
+  // The chunk over `box` into decoded_ (packed over box), unless it is there.
+  void load(const Extent& box) {
+    const std::string name = std::to_string(box.offset[2]) + "-" + std::to_string(box.offset[2] + box.count[2]) + "_" +
+                             std::to_string(box.offset[1]) + "-" + std::to_string(box.offset[1] + box.count[1]) + "_" +
+                             std::to_string(box.offset[0]) + "-" + std::to_string(box.offset[0] + box.count[0]);
+    if (name == loaded_) return;
+    loaded_.clear();
+    const std::string file = path_ + "/" + key_ + "/" + name;
+    const std::size_t bytes = static_cast<std::size_t>(box.voxels()) * dtype_size(info_.dtype);
+    // compressed_segmentation at worst: a table entry and 32 bits per voxel, and the headers.
+    const std::uint64_t limit = compressed_ ? 4 * bytes + (64u << 10) : bytes;
+    if (!zarr::read_whole(file, stored_, limit)) {
+      std::memset(decoded_.data(), 0, bytes);  // a chunk not written: zeros, as Neuroglancer reads it
+    } else if (compressed_) {
+      precomputed::decode_compressed_segmentation(stored_, info_.dtype, box.count, decoded_.data(), file);
+    } else {
+      if (stored_.size() != bytes)
+        throw Error(file + ": " + std::to_string(stored_.size()) + " bytes, not the chunk's " + std::to_string(bytes));
+      std::memcpy(decoded_.data(), stored_.data(), bytes);
+    }
+    bytes_read_ += stored_.size();
+    loaded_ = name;
+  }
+
+  std::string path_, key_, loaded_;
+  VolumeInfo info_;
+  Index3 chunks_{};
+  bool compressed_ = false;
+  std::vector<std::byte> stored_, decoded_;
+  std::uint64_t bytes_read_ = 0;
+};
+
 std::unique_ptr<VolumeWriter> create_precomputed(const CreateRequest& request, const Comm& comm, const Hints& hints) {
   const VolumeInfo& info = request.info;
   if (!neuroglancer_type(info.dtype))
@@ -383,15 +507,18 @@ std::unique_ptr<VolumeWriter> create_precomputed(const CreateRequest& request, c
 Backend make_precomputed_backend() {
   Backend backend;
   backend.name = "precomputed";
-  backend.formats = "Neuroglancer precomputed volumes (a folder: info, a scale per level), written";
+  backend.formats = "Neuroglancer precomputed volumes (a folder: info, a scale per level; read: its full resolution)";
   backend.extension = ".precomputed";
   backend.description =
       "writes: each rank its own chunks (the job's bricks), levels by the mode (labels, masks) or the mean "
       "(hints levels=N, 0: down to one chunk; encoding=raw|compressed_segmentation, the latter the default for "
       "uint32 and uint64 labels)";
   backend.hints = {{"levels", HintFor::writers}, {"encoding", HintFor::writers}};
-  backend.open = [](const OpenRequest& request, const Comm&, const Hints&) -> std::unique_ptr<VolumeReader> {
-    throw Error(request.path + ": volseg writes Neuroglancer precomputed volumes but does not read them");
+  backend.open = [](const OpenRequest& request, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
+    request.selection.refuse_step_and_glob("precomputed");
+    request.selection.refuse_variable("precomputed");
+    hints.reject_unused("precomputed");
+    return std::make_unique<PrecomputedReader>(request.path, comm);
   };
   backend.create = create_precomputed;
   return backend;
