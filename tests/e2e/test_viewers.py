@@ -204,6 +204,18 @@ class Precomputed(Base):
         for k in range(1, len(levels)):
             np.testing.assert_allclose(levels[k], mean_reference(levels[k - 1]), rtol=1e-5, atol=1e-6)
 
+    def test_a_lying_info_is_refused_before_anything_is_allocated(self):
+        folder = self.path("lying.precomputed")
+        os.mkdir(folder)
+        with open(os.path.join(folder, "info"), "w") as f:
+            json.dump({"@type": "neuroglancer_multiscale_volume", "data_type": "uint64", "num_channels": 1,
+                       "type": "segmentation", "scales": [{"key": "k", "size": [100000] * 3, "resolution": [1] * 3,
+                                                           "chunk_sizes": [[4096] * 3], "encoding": "raw"}]}, f)
+        for args in (["info", folder], ["mesh", folder, "--out", self.path("m")]):
+            proc, _, rss = util.run_measured(args)
+            util.assert_clean_failure(self, proc, "memory budget for one piece")
+            self.assertLess(rss, util.LYING_HEADER_RSS_MIB)
+
     def test_an_existing_folder_is_kept_without_force(self):
         out = self.path("l.precomputed")
         os.mkdir(out)

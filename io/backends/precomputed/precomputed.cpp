@@ -34,6 +34,7 @@
 #include "volseg/io/downsample.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
+#include "volseg/io/memory.hpp"
 #include "volseg/io/registry.hpp"
 #include "zarr/zarr_array.hpp"
 
@@ -436,6 +437,10 @@ class PrecomputedReader final : public VolumeReader {
       for (const auto& [k, v] : doc["volseg"]["attributes"].items())
         if (v.is_string()) info_.attributes[k] = v.get<std::string>();
     if (doc.value("type", std::string()) == "segmentation") info_.attributes["precomputed_type"] = "segmentation";
+    check_piece(path_ + ": chunk " + std::to_string(chunks_[2]) + " x " + std::to_string(chunks_[1]) + " x " +
+                    std::to_string(chunks_[0]) + " of " + type,
+                saturating_product({static_cast<std::uint64_t>(chunks_[0]), static_cast<std::uint64_t>(chunks_[1]),
+                                    static_cast<std::uint64_t>(chunks_[2]), dtype_size(info_.dtype)}));
     decoded_.resize(static_cast<std::size_t>(chunks_[0] * chunks_[1] * chunks_[2]) * dtype_size(info_.dtype));
   }
 
