@@ -27,7 +27,12 @@ def ensure_venv(packages=PACKAGES, modules=MODULES):
     print("viewers: installing %s into %s" % (" ".join(packages), venv), file=sys.stderr)
     if not os.path.exists(python):
         subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv], check=True)
-    subprocess.run([python, "-m", "pip", "install", "-q", *packages], check=True, timeout=1200)
+    # One package at a time: together, ome-zarr's s3fs (aiobotocore pins
+    # botocore) and cloud-volume's boto3 send pip's resolver backtracking
+    # through botocore releases for many minutes; one after the other, the
+    # second moves botocore on, which s3 access alone would need.
+    for package in packages:
+        subprocess.run([python, "-m", "pip", "install", "-q", package], check=True, timeout=900)
     subprocess.run([python, "-c", probe], check=True)
     return python
 
