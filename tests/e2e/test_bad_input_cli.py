@@ -219,7 +219,7 @@ class Options(Base):
     def test_unknown_format(self):
         self.expect_error(self.segment("in.nhdr", "--format", "hdf4"),
                           r"unknown format 'hdf4' \(known: raw, cdf1, cdf2, cdf5, netcdf4, hdf5, zarr, ome-zarr, nifti-gz, "
-                          r"vti-compressed, tiff\)")
+                          r"vti-compressed, tiff, precomputed\)")
 
     def test_netcdf_options_on_a_raw_input(self):
         self.expect_error(self.segment("in.nhdr", "--var", "smooth"),

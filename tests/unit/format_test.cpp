@@ -66,7 +66,7 @@ TEST(FormatTable, EveryNameRoundTrips) {
     for (const std::string& name : row.names) EXPECT_EQ(io::parse_format(name), row.format) << name;
   }
   EXPECT_EQ(io::parse_format("cdf1"), FileFormat::cdf1);
-  EXPECT_EQ(io::format_table().size(), 11u);  // every FileFormat, once
+  EXPECT_EQ(io::format_table().size(), 12u);  // every FileFormat, once
 }
 
 TEST(FormatTable, EveryExtensionRoundTrips) {
@@ -115,6 +115,7 @@ TEST(FormatTable, Traits) {
       {FileFormat::nifti_gz, false, false, false, false, false, false, false, false, true},
       {FileFormat::vti_compressed, false, false, false, false, true, false, false, false, true},
       {FileFormat::tiff, false, false, false, false, true, false, false, false, true},
+      {FileFormat::precomputed, false, false, false, true, false, false, false, false, true},
   };
   for (const Expected& e : expected) {
     const io::FormatTraits& t = io::format_traits(e.format);
@@ -142,4 +143,15 @@ TEST(FormatTable, Backends) {
   EXPECT_EQ(io::writing_backend(FileFormat::cdf5, "posix").backend, "pnetcdf");
   EXPECT_EQ(io::writing_backend(FileFormat::ome_zarr, "zarr").hints, std::vector<std::string>{"ome=1"});
   EXPECT_EQ(io::writing_backend(FileFormat::hdf5, "netcdf4").backend, "hdf5");
+}
+
+// A multiscale output: levels and, for labels, the objects' properties.
+TEST(FormatTable, MultiscaleOutputs) {
+  EXPECT_EQ(io::output_format("labels.precomputed"), FileFormat::precomputed);
+  EXPECT_EQ(io::output_format("labels", "precomputed"), FileFormat::precomputed);
+  EXPECT_EQ(io::output_format("labels.ome.zarr"), FileFormat::ome_zarr);
+  EXPECT_TRUE(io::format_traits(FileFormat::precomputed).multiscale);
+  EXPECT_TRUE(io::format_traits(FileFormat::ome_zarr).multiscale);
+  EXPECT_FALSE(io::format_traits(FileFormat::zarr).multiscale);
+  EXPECT_EQ(io::writing_backend(FileFormat::precomputed, "mmap").backend, "precomputed");
 }

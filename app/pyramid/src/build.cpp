@@ -238,6 +238,22 @@ void write_pieces(const std::vector<double>& values, const io::Extent& extent, c
   }
 }
 
+// Collective. How many datasets an OME-Zarr image's first multiscale lists.
+int ome_dataset_count(const Comm& comm, const std::string& image) {
+  int count = 0;
+  collectively(comm, [&] {
+    if (comm.rank() != 0) return;
+    std::ifstream in((fs::path(image) / ".zattrs").string());
+    const auto doc = nlohmann::json::parse(in, nullptr, false);
+    if (!doc.is_discarded() && doc.contains("multiscales") && doc["multiscales"].is_array() &&
+        !doc["multiscales"].empty() && doc["multiscales"][0].contains("datasets") &&
+        doc["multiscales"][0]["datasets"].is_array())
+      count = static_cast<int>(doc["multiscales"][0]["datasets"].size());
+  });
+  check_mpi(MPI_Bcast(&count, 1, MPI_INT, 0, comm.get()), "MPI_Bcast");
+  return count;
+}
+
 // An OME-Zarr image's levels k >= 1 as its datasets "k", each a Zarr array
 // whose chunks are the bricks' pieces of that level (one writer each).
 std::unique_ptr<io::VolumeWriter> ome_level_writer(const Comm& comm, const BuildOptions& options, const Plan& plan,
@@ -365,8 +381,11 @@ Pyramid build(const Comm& comm, const BuildOptions& options) {
   const io::VolumeInfo info = reader->info();
   const std::vector<std::string> source_files = reader->files();
   const Reduction reduction = options.reduction.value_or(is_mask(info) ? Reduction::max : Reduction::mean);
-  // An OME-Zarr image gets its levels as its own datasets too, for napari and Neuroglancer.
-  const bool ome = io::detect_format(comm, options.input) == io::FileFormat::ome_zarr;
+  // An OME-Zarr image gets its levels as its own datasets too, for napari
+  // and Neuroglancer, unless it was written with them (volseg's writer
+  // makes them) and --force does not ask to replace them.
+  const bool ome = io::detect_format(comm, options.input) == io::FileFormat::ome_zarr &&
+                   (options.force || ome_dataset_count(comm, options.input) <= 1);
   const Plan plan = make_plan(info.dims, options);
   const segment::Decoder decoder(info);
   const segment::BrickLayout layout(info.dims, {plan.brick, plan.brick, plan.brick});

@@ -421,8 +421,10 @@ class ZarrWriter final : public VolumeWriter {
     json doc;
     json multiscale{
         {"version", "0.4"}, {"name", name.substr(0, name.find('.'))}, {"axes", axes}, {"datasets", datasets}};
-    if (levels_ > 1)
+    if (levels_ > 1) {  // NGFF's "type": how the levels were made
+      multiscale["type"] = downsampling_name(downsampling_);
       multiscale["metadata"] = {{"method", std::string("volseg ") + downsampling_name(downsampling_) + " of 2x2x2"}};
+    }
     doc["multiscales"] = json::array({multiscale});
     const bool mask = info_.attributes.count("flag_values") > 0, labels = info_.attributes.count("numbering") > 0;
     if (mask || labels) doc["image-label"] = image_label(mask);
