@@ -14,7 +14,6 @@
 
 #include "volseg/io/error.hpp"
 #include "volseg/io/hints.hpp"
-#include "volseg/io/volume.hpp"
 #include "volseg/mesh/mesh.hpp"
 #include "volseg/render/render.hpp"
 
@@ -188,14 +187,7 @@ void RenderJobCommand::run(const Context& context) {
   if (!mesh_.empty()) {
     // Every rank reads them: each draws the part in its own box.
     for (const std::uint64_t id : mesh_ids_.empty() ? mesh::mesh_ids(mesh_) : mesh::parse_ids(mesh_ids_)) {
-      auto m = mesh::read_mesh(mesh_, id);
-      auto surface = std::make_shared<render::ObjectSurface>();
-      surface->id = id;
-      surface->points = std::move(m.vertices);
-      surface->triangles = std::move(m.triangles);
-      const auto rgba = io::segment_rgba(id);
-      surface->colour = {rgba[0] / 255.0, rgba[1] / 255.0, rgba[2] / 255.0};
-      f.surfaces.push_back(std::move(surface));
+      f.surfaces.push_back(render::object_surface(mesh_, id));
     }
     if (f.surfaces.empty()) throw Error("--mesh " + mesh_ + ": no object's mesh in the folder");
   }

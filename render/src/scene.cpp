@@ -41,6 +41,8 @@
 #include <sstream>
 
 #include "volseg/io/error.hpp"
+#include "volseg/io/volume.hpp"
+#include "volseg/mesh/mesh.hpp"
 
 namespace volseg::render {
 namespace {
@@ -490,6 +492,17 @@ void Scene::add_surface(vtkImageData* image, const std::vector<double>& values, 
 // An object's mesh, cut at this rank's owned box as piece_surface cuts
 // the mask's (the compositing orders the ranks by their boxes); at the
 // volume's faces the box reaches past the mesh, which closes outside them.
+std::shared_ptr<const ObjectSurface> object_surface(const std::string& folder, std::uint64_t id) {
+  auto mesh = mesh::read_mesh(folder, id);
+  auto surface = std::make_shared<ObjectSurface>();
+  surface->id = id;
+  surface->points = std::move(mesh.vertices);
+  surface->triangles = std::move(mesh.triangles);
+  const auto rgba = io::segment_rgba(id);
+  surface->colour = {rgba[0] / 255.0, rgba[1] / 255.0, rgba[2] / 255.0};
+  return surface;
+}
+
 void Scene::add_object_surface(const ObjectSurface& surface, const FrameSettings& s) {
   vtkNew<vtkPoints> points;
   points->SetDataTypeToFloat();

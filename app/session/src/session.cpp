@@ -19,7 +19,6 @@
 #include "volseg/io/format.hpp"
 #include "volseg/io/registry.hpp"
 #include "volseg/io/selection.hpp"
-#include "volseg/mesh/mesh.hpp"
 #include "volseg/render/load.hpp"
 #include "volseg/segment/decode.hpp"
 #include "volseg/segment/expression.hpp"
@@ -410,16 +409,7 @@ void Session::add_meshes(const Json& meshes, render::FrameSettings& frame) {
   for (const auto& value : meshes.at("ids")) {
     const auto id = value.get<std::uint64_t>();
     auto& surface = surfaces_[{folder, id}];
-    if (!surface) {
-      auto m = mesh::read_mesh(folder, id);
-      auto made = std::make_shared<render::ObjectSurface>();
-      made->id = id;
-      made->points = std::move(m.vertices);
-      made->triangles = std::move(m.triangles);
-      const auto rgba = io::segment_rgba(id);
-      made->colour = {rgba[0] / 255.0, rgba[1] / 255.0, rgba[2] / 255.0};
-      surface = std::move(made);
-    }
+    if (!surface) surface = render::object_surface(folder, id);
     frame.surfaces.push_back(surface);
   }
 }

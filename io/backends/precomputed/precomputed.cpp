@@ -64,10 +64,11 @@ const char* neuroglancer_type(DType dtype) {
   }
 }
 
-// Packed values over `from` -> the part `part` of them, packed.
-void copy_box(const Extent& part, const Extent& from, const std::byte* in, const Extent& to, std::byte* out,
-              std::size_t size) {
-  zarr::copy_part(part, from, in, to, out, size);
+// A chunk's file name: x0-x1_y0-y1_z0-z1 of its voxels, ends excluded.
+std::string chunk_name(const Extent& box) {
+  return std::to_string(box.offset[2]) + "-" + std::to_string(box.offset[2] + box.count[2]) + "_" +
+         std::to_string(box.offset[1]) + "-" + std::to_string(box.offset[1] + box.count[1]) + "_" +
+         std::to_string(box.offset[0]) + "-" + std::to_string(box.offset[0] + box.count[0]);
 }
 
 class PrecomputedWriter final : public VolumeWriter {
@@ -127,7 +128,7 @@ class PrecomputedWriter final : public VolumeWriter {
                      .emplace(chunk, Pending{std::vector<std::byte>(static_cast<std::size_t>(box.voxels()) * size), 0})
                      .first;
           }
-          copy_box(part, extent, in, box, it->second.values.data(), size);
+          zarr::copy_part(part, extent, in, box, it->second.values.data(), size);
           it->second.covered += part.voxels();
           if (it->second.covered >= box.voxels()) {
             store(0, chunk, it->second.values.data());
@@ -183,11 +184,6 @@ class PrecomputedWriter final : public VolumeWriter {
       box.count[a] = std::min(c[a], d[a] - box.offset[a]);
     }
     return box;
-  }
-  static std::string chunk_name(const Extent& box) {
-    return std::to_string(box.offset[2]) + "-" + std::to_string(box.offset[2] + box.count[2]) + "_" +
-           std::to_string(box.offset[1]) + "-" + std::to_string(box.offset[1] + box.count[1]) + "_" +
-           std::to_string(box.offset[0]) + "-" + std::to_string(box.offset[0] + box.count[0]);
   }
   std::array<double, 3> resolution(int level) const {  // x, y, z
     const double f = static_cast<double>(std::int64_t{1} << level);
@@ -253,7 +249,7 @@ class PrecomputedWriter final : public VolumeWriter {
                 piece_.size() != static_cast<std::size_t>(part.voxels()) * size)
               throw RankError(file + ": the piece of level " + std::to_string(level - 1) + "'s chunk is missing or " +
                               "short");
-            copy_box(part, part, piece_.data(), box, values.data(), size);
+            zarr::copy_part(part, part, piece_.data(), box, values.data(), size);
           }
       store(level, chunk, values.data());
     }
@@ -383,7 +379,7 @@ class PrecomputedReader final : public VolumeReader {
             box.count[a] = std::min(c[a], info_.dims[a] - box.offset[a]);
           }
           load(box);
-          copy_box(intersect(extent, box), box, decoded_.data(), extent, static_cast<std::byte*>(buffer), size);
+          zarr::copy_part(intersect(extent, box), box, decoded_.data(), extent, static_cast<std::byte*>(buffer), size);
         }
   }
   void do_close() override {}
@@ -446,9 +442,7 @@ class PrecomputedReader final : public VolumeReader {
 
   // The chunk over `box` into decoded_ (packed over box), unless it is there.
   void load(const Extent& box) {
-    const std::string name = std::to_string(box.offset[2]) + "-" + std::to_string(box.offset[2] + box.count[2]) + "_" +
-                             std::to_string(box.offset[1]) + "-" + std::to_string(box.offset[1] + box.count[1]) + "_" +
-                             std::to_string(box.offset[0]) + "-" + std::to_string(box.offset[0] + box.count[0]);
+    const std::string name = chunk_name(box);
     if (name == loaded_) return;
     loaded_.clear();
     const std::string file = path_ + "/" + key_ + "/" + name;

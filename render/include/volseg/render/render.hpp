@@ -97,6 +97,10 @@ struct ObjectSurface {
   Rgb colour;
 };
 
+// Object id's mesh from volseg mesh's folder, in its colour
+// (io::segment_rgba): what render --mesh and the sessions draw.
+std::shared_ptr<const ObjectSurface> object_surface(const std::string& folder, std::uint64_t id);
+
 struct FrameSettings {
   int width = 512, height = 512;
   Camera camera;
