@@ -24,6 +24,8 @@ packages=(
   python3-numpy python3-netcdf4 python3-h5py python3-matplotlib
   # connected components: scipy.ndimage.label as the reference, the Colin27 MRI
   python3-scipy mricron-data python3-venv
+  # the operators' references: binary_opening with ball(R), threshold_otsu, threshold_multiotsu
+  python3-skimage
   # real data of docs/gallery.md and tests: the Levitus climatology (CF coordinates)
   ferret-datasets
   # libraries used by the code

@@ -15,6 +15,7 @@
 
 #include "volseg/io/comm.hpp"
 #include "volseg/io/selection.hpp"
+#include "volseg/segment/operators.hpp"
 #include "volseg/segment/progress.hpp"
 #include "volseg/segment/series.hpp"
 
@@ -99,6 +100,35 @@ struct Selection {
  private:
   bool series_ = false;
   std::string command_;
+};
+
+// --lo and --hi, as numbers or rules chosen from the input's exact
+// histogram (otsu, multiotsu:K:I, pN), and the operators after them
+// (--seed-lo/--seed-hi, --open, --close, --fill-holes), as segment and
+// label take them.
+struct ThresholdOptions {
+  std::string lo, hi;
+  std::optional<double> seed_lo, seed_hi;
+  std::string open = "0", close = "0";
+  bool fill_holes = false;
+  // required: --lo and --hi must be given; excludes: an option they exclude (--mask-input).
+  void add_to(CLI::App& sub, bool required, CLI::Option* excludes = nullptr);
+  bool given() const { return !lo.empty() || !hi.empty(); }
+  // The operators, parsed and checked (one line for what is wrong).
+  segment::MaskOperators operators(int connectivity) const;
+  // Collective: lo and hi as numbers. A rule reads the input's histogram
+  // (pyramid::histogram: its pyramid's, or one pass) and rank 0 prints the
+  // number chosen (unless quiet), so the job can be run again with it.
+  struct Resolved {
+    double lo = 0, hi = 0;
+    std::string lo_rule, hi_rule;
+  };
+  Resolved resolve(const Comm& comm, const std::string& input, const std::string& backend,
+                   const std::vector<std::string>& input_hints, bool quiet) const;
+
+ private:
+  // Rank 0: a note when the seed range reaches outside [lo, hi].
+  void note_seeds(const Comm& comm, const Resolved& thresholds, bool quiet) const;
 };
 
 }  // namespace volseg::cli

@@ -32,8 +32,7 @@ class LabelCommand final : public Command {
                     ->required();
     accept_precomputed_url(*out, o.format);
     auto* mask = sub->add_flag("--mask-input", o.mask_input, "The input is a mask: every voxel 0 or 1");
-    sub->add_option("--lo", lo_, "Lowest value of the foreground (with --hi)")->excludes(mask);
-    sub->add_option("--hi", hi_, "Highest value of the foreground (with --lo)")->excludes(mask);
+    thresholds_.add_to(*sub, false, mask);
     sub->add_option("--connectivity", o.connectivity,
                     "6 (faces) | 18 (and edges) | 26 (and corners), as scipy.ndimage's structures of rank 1, 2, 3")
         ->capture_default_str();
@@ -90,6 +89,14 @@ class LabelCommand final : public Command {
 
   void run(const Context& context) override {
     plan(context.command_line);
+    if (!options_.mask_input) {
+      const auto chosen =
+          thresholds_.resolve(context.comm, options_.input, options_.backend, options_.input_hints, verbosity_.quiet);
+      options_.lo = chosen.lo;
+      options_.hi = chosen.hi;
+      options_.lo_rule = chosen.lo_rule;
+      options_.hi_rule = chosen.hi_rule;
+    }
     const auto time = selection_.time_selection();
     if (time && time->range()) {
       const auto steps =
@@ -127,11 +134,9 @@ class LabelCommand final : public Command {
  private:
   void plan(const std::string& command_line) {
     auto& o = options_;
-    if (!o.mask_input) {
-      if (!lo_ || !hi_) throw Error("label: give --lo and --hi to threshold the input, or --mask-input for a 0/1 mask");
-      o.lo = *lo_;
-      o.hi = *hi_;
-    }
+    if (!o.mask_input && (thresholds_.lo.empty() || thresholds_.hi.empty()))
+      throw Error("label: give --lo and --hi to threshold the input, or --mask-input for a 0/1 mask");
+    o.operators = thresholds_.operators(o.connectivity);
     if (!brick_.empty()) o.brick_shape = segment::parse_shape(brick_);
     if (!memory_.empty()) {
       io::Hints parsed;
@@ -157,7 +162,7 @@ class LabelCommand final : public Command {
   std::string track_, mesh_;
   bool plot_ = true;
   Selection selection_;
-  std::optional<double> lo_, hi_;
+  ThresholdOptions thresholds_;
   Verbosity verbosity_;
 };
 

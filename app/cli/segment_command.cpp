@@ -55,8 +55,7 @@ class SegmentCommand final : public Command {
     auto& o = options_;
     o.histogram = false;  // the batch job bins only when asked (--histogram)
     sub->add_option("input", o.input, input_help)->required();
-    sub->add_option("--lo", o.lo, "Lowest value in the mask")->required();
-    sub->add_option("--hi", o.hi, "Highest value in the mask")->required();
+    thresholds_.add_to(*sub, true);
     auto* out =
         sub->add_option(
                "--out", o.output,
@@ -101,7 +100,8 @@ class SegmentCommand final : public Command {
     sub->add_option("--label", label_,
                     "Then label the mask's connected components into this volume (as 'volseg label --mask-input')");
     sub->add_option("--label-stats", label_stats_, "With --label: the object table (CSV)");
-    sub->add_option("--connectivity", connectivity_, "With --label: 6 | 18 | 26")->capture_default_str();
+    sub->add_option("--connectivity", connectivity_, "Of hysteresis' components, and --label's objects: 6 | 18 | 26")
+        ->capture_default_str();
     sub->add_flag("--pyramid", pyramid_, "Then build the mask's brick pyramid (reduction max; see 'volseg pyramid')");
     sub->add_option("--pyramid-dir", pyramid_dir_, "Pyramid directory (default: beside the mask, NAME.pyramid)");
     verbosity_.add_to(*sub);
@@ -110,6 +110,12 @@ class SegmentCommand final : public Command {
 
   void run(const Context& context) override {
     plan(context.command_line);
+    const auto chosen =
+        thresholds_.resolve(context.comm, options_.input, options_.backend, options_.input_hints, verbosity_.quiet);
+    options_.lo = chosen.lo;
+    options_.hi = chosen.hi;
+    options_.lo_rule = chosen.lo_rule;
+    options_.hi_rule = chosen.hi_rule;
     SchedulerSignals signals;
     options_.interrupt = &signals.received();
     if (const auto time = selection_.time_selection(); time && time->range()) {
@@ -149,6 +155,7 @@ class SegmentCommand final : public Command {
     o.report = report_;
     o.input_hints = selection_.hints();
     o.input_hints.insert(o.input_hints.end(), input_hints_.begin(), input_hints_.end());
+    o.operators = thresholds_.operators(connectivity_);
     if (pyramid_ && !pyramid_dir_.empty() && std::filesystem::exists(pyramid_dir_) &&
         !std::filesystem::is_directory(pyramid_dir_))
       throw Error("--pyramid-dir " + pyramid_dir_ + " exists and is not a directory");
@@ -202,6 +209,7 @@ class SegmentCommand final : public Command {
   }
 
   segment::SegmentOptions options_;
+  ThresholdOptions thresholds_;
   std::string brick_, assign_ = "block", report_;
   Selection selection_;
   std::vector<std::string> input_hints_;

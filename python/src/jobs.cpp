@@ -16,17 +16,43 @@
 namespace volseg::python {
 namespace {
 
-py::object segment_file(const std::string& input, double lo, double hi, const std::string& out, const py::object& comm,
+// seed=(C, D) or None, open=, close=, fill_holes=: the operators after the
+// threshold, as the command line's options.
+segment::MaskOperators mask_operators(const std::optional<std::pair<double, double>>& seed, int open, int close,
+                                      bool fill_holes, int connectivity) {
+  segment::MaskOperators o;
+  o.seed = seed;
+  o.open = open;
+  o.close = close;
+  o.fill_holes = fill_holes;
+  o.connectivity = segment::check_connectivity(connectivity);
+  return o;
+}
+
+// lo and hi as text (numbers, or rules over the input's histogram), chosen
+// on every rank of c.
+pyramid::ChosenThresholds chosen(const Comm& c, const std::string& input, const std::string& backend,
+                                 const std::vector<std::string>& hints, const std::string& lo, const std::string& hi) {
+  pyramid::HistogramOptions h;
+  h.input = input;
+  h.backend = backend;
+  h.input_hints = hints;
+  return pyramid::choose_thresholds(c, h, lo, hi);
+}
+
+py::object segment_file(const std::string& input, const std::string& lo, const std::string& hi, const std::string& out,
+                        const py::object& comm,
                         bool force, const std::string& backend, const std::optional<std::vector<std::int64_t>>& brick,
                         const py::object& progress, const std::optional<std::string>& var,
                         const std::optional<std::int64_t>& time, const std::string& format,
-                        const std::vector<std::string>& hints, bool resume, bool histogram) {
+                        const std::vector<std::string>& hints, bool resume, bool histogram,
+                        const std::optional<std::pair<double, double>>& seed, int open, int close, bool fill_holes,
+                        int connectivity) {
   const MPI_Comm handle = mpi_comm(comm);
   segment::SegmentOptions o;
   o.input = input;
   o.output = out;
-  o.lo = lo;
-  o.hi = hi;
+  o.operators = mask_operators(seed, open, close, fill_holes, connectivity);
   o.force = force;
   o.resume = resume;
   o.backend = backend;
@@ -41,12 +67,16 @@ py::object segment_file(const std::string& input, double lo, double hi, const st
   o.progress = progress_mode(progress);
   const auto callback = ProgressCallback::of(progress);
   if (callback) o.on_progress = *callback;
-  o.command_line = "volseg.segment(" + input + ", lo=" + std::to_string(lo) + ", hi=" + std::to_string(hi) +
-                   ", out=" + out + ") from Python";
+  o.command_line = "volseg.segment(" + input + ", lo=" + lo + ", hi=" + hi + ", out=" + out + ") from Python";
   std::string report;
   {
     py::gil_scoped_release release;
     const Comm c(handle);
+    const auto thresholds = chosen(c, input, backend, o.input_hints, lo, hi);
+    o.lo = thresholds.lo;
+    o.hi = thresholds.hi;
+    o.lo_rule = thresholds.lo_rule;
+    o.hi_rule = thresholds.hi_rule;
     const auto result = segment::run_segment(c, o);
     report = segment::report_json(o, result);
   }
@@ -55,20 +85,18 @@ py::object segment_file(const std::string& input, double lo, double hi, const st
 }
 
 py::dict label_file(const std::string& input, const std::string& out, const py::object& comm, int connectivity,
-                    bool mask_input, std::optional<double> lo, std::optional<double> hi, const std::string& stats,
-                    std::uint64_t min_voxels, bool force, const std::string& backend,
-                    const std::optional<std::string>& var, const std::optional<std::int64_t>& time) {
+                    bool mask_input, const std::optional<std::string>& lo, const std::optional<std::string>& hi,
+                    const std::string& stats, std::uint64_t min_voxels, bool force, const std::string& backend,
+                    const std::optional<std::string>& var, const std::optional<std::int64_t>& time,
+                    const std::optional<std::pair<double, double>>& seed, int open, int close, bool fill_holes) {
   const MPI_Comm handle = mpi_comm(comm);
   segment::LabelOptions o;
   o.input = input;
   o.output = out;
   o.connectivity = connectivity;
   o.mask_input = mask_input;
-  if (!mask_input) {
-    if (!lo || !hi) throw Error("label_file: give lo= and hi=, or mask_input=True for a 0/1 mask");
-    o.lo = *lo;
-    o.hi = *hi;
-  }
+  if (!mask_input && (!lo || !hi)) throw Error("label_file: give lo= and hi=, or mask_input=True for a 0/1 mask");
+  o.operators = mask_operators(seed, open, close, fill_holes, connectivity);
   o.stats = stats;
   o.min_voxels = min_voxels;
   o.force = force;
@@ -80,7 +108,13 @@ py::dict label_file(const std::string& input, const std::string& out, const py::
   {
     py::gil_scoped_release release;
     const Comm c(handle);
-    segment::check_connectivity(connectivity);
+    if (!mask_input) {
+      const auto thresholds = chosen(c, input, backend, o.input_hints, *lo, *hi);
+      o.lo = thresholds.lo;
+      o.hi = thresholds.hi;
+      o.lo_rule = thresholds.lo_rule;
+      o.hi_rule = thresholds.hi_rule;
+    }
     result = segment::run_label(c, o);
   }
   py::dict d;
@@ -161,10 +195,12 @@ py::array_t<double> edges(const segment::Histogram& h) {
 void bind_jobs(py::module_& m) {
   m.def("_segment", &segment_file, py::arg("input"), py::arg("lo"), py::arg("hi"), py::arg("out"), py::arg("comm"),
         py::arg("force"), py::arg("backend"), py::arg("brick"), py::arg("progress"), py::arg("var"), py::arg("time"),
-        py::arg("format"), py::arg("hints"), py::arg("resume"), py::arg("histogram"));
+        py::arg("format"), py::arg("hints"), py::arg("resume"), py::arg("histogram"), py::arg("seed"), py::arg("open"),
+        py::arg("close"), py::arg("fill_holes"), py::arg("connectivity"));
   m.def("_label_file", &label_file, py::arg("input"), py::arg("out"), py::arg("comm"), py::arg("connectivity"),
         py::arg("mask_input"), py::arg("lo"), py::arg("hi"), py::arg("stats"), py::arg("min_voxels"), py::arg("force"),
-        py::arg("backend"), py::arg("var"), py::arg("time"));
+        py::arg("backend"), py::arg("var"), py::arg("time"), py::arg("seed"), py::arg("open"), py::arg("close"),
+        py::arg("fill_holes"));
   m.def("_convert", &convert_file, py::arg("input"), py::arg("out"), py::arg("comm"), py::arg("force"),
         py::arg("format"), py::arg("var"), py::arg("time"), py::arg("glob"), py::arg("out_hints"));
 

@@ -69,29 +69,51 @@ def open(path, var=None, time=None, backend="auto", glob="", comm=None, expr=Non
     return _volseg._open(str(path), _field(var, expr, where, operands), time, backend, glob, _comm(comm))
 
 
+def _threshold_text(value):
+    """A threshold as the command line takes it: a number (exactly), or a
+    rule ("otsu", "multiotsu:K:I", "p95")."""
+    return value if isinstance(value, str) else repr(float(value))
+
+
+def _seed(seed):
+    if seed is None:
+        return None
+    low, high = seed
+    return (float(low), float(high))
+
+
 def segment(input, lo, hi, out, comm=None, force=False, backend="auto", brick=None, progress=None, var=None,
             time=None, format="", hints=(), resume=False, histogram=False, expr=None, where=None,
-            operands=None):
+            operands=None, seed=None, open=0, close=0, fill_holes=False, connectivity=26):
     """Threshold input into the mask out (lo <= v <= hi), as `volseg segment`
     does, byte for byte: collective; returns the JSON report as a dict.
+    lo and hi are numbers, or rules chosen from the input's histogram:
+    "otsu", "multiotsu:K:I", "p95" (the report's threshold says the numbers).
+    Then, in this order: seed=(C, D) keeps the components (connectivity)
+    holding a voxel with C <= v <= D (hysteresis); open=R and close=R open
+    and close with a ball of radius R; fill_holes=True fills the holes.
     progress: a callable (bricks done, total) called on rank 0, or "bar" or
     "lines" for the command line's progress, or None. histogram=True also
     bins the mask's voxels (the report's stats.histogram), as --histogram.
     expr= / where= threshold a derived field (see open)."""
-    return _volseg._segment(str(input), float(lo), float(hi), str(out), _comm(comm), force, backend,
-                            None if brick is None else list(brick), progress, _field(var, expr, where, operands), time, format,
-                            list(hints),
-                            resume, histogram)
+    return _volseg._segment(str(input), _threshold_text(lo), _threshold_text(hi), str(out), _comm(comm), force,
+                            backend, None if brick is None else list(brick), progress,
+                            _field(var, expr, where, operands), time, format, list(hints), resume, histogram,
+                            _seed(seed), int(open), int(close), bool(fill_holes), int(connectivity))
 
 
 def label_file(input, out, connectivity=26, stats="", comm=None, mask_input=True, lo=None, hi=None,
                min_voxels=0, force=False, backend="auto", var=None, time=None, expr=None, where=None,
-               operands=None):
+               operands=None, seed=None, open=0, close=0, fill_holes=False):
     """Label the connected components of a mask file (or of lo <= v <= hi of
     a volume, or of a derived field: expr=, where=) into out, as `volseg
-    label`: collective; returns counts."""
-    return _volseg._label_file(str(input), str(out), _comm(comm), connectivity, mask_input, lo, hi, stats,
-                               min_voxels, force, backend, _field(var, expr, where, operands), time)
+    label`: collective; returns counts. lo, hi, seed, open, close and
+    fill_holes as segment's (the operators run before the labeling)."""
+    return _volseg._label_file(str(input), str(out), _comm(comm), connectivity, mask_input,
+                               None if lo is None else _threshold_text(lo),
+                               None if hi is None else _threshold_text(hi), stats, min_voxels, force, backend,
+                               _field(var, expr, where, operands), time, _seed(seed), int(open), int(close),
+                               bool(fill_holes))
 
 
 def convert(input, out, comm=None, force=False, format="", var=None, time=None, glob="", out_hints=(), expr=None,

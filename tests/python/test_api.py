@@ -142,6 +142,33 @@ def test_label_file_counts_as_scipy(volume):
     assert result["foreground_voxels"] == int(mask.sum())
 
 
+def test_segment_operators_equal_the_cli_and_otsu_is_chosen(volume):
+    """seed=, open=, close=, fill_holes= and lo="otsu" give the command
+    line's mask byte for byte, and the report says the number chosen."""
+    path, values, folder = volume
+    py_out, cli_out = os.path.join(folder, "ops%d.nhdr" % COMM.size), os.path.join(folder, "ops-cli.nhdr")
+    report = volseg.segment(path, lo="otsu", hi=1, out=py_out, force=True, brick=(8, 10, 12), seed=(0.8, 1),
+                            open=1, close=1, fill_holes=True)
+    chosen = report["threshold"]["lo"]
+    assert report["threshold"]["rules"] == {"lo": "otsu", "hi": None}
+    assert report["pipeline"] == "operators"
+    assert report["operators"]["seed"] == [0.8, 1.0] and report["operators"]["fill_holes"]
+    assert values.min() < chosen < values.max()
+    counts = volseg.label_file(path, out=os.path.join(folder, "ops-labels.nhdr"), mask_input=False, lo=chosen, hi=1,
+                               seed=(0.8, 1), open=1, close=1, fill_holes=True, force=True)
+    if COMM.rank == 0:
+        proc = cli("segment", path, "--lo", "otsu", "--hi", "1", "--seed-lo", "0.8", "--seed-hi", "1", "--open", "1",
+                   "--close", "1", "--fill-holes", "--out", cli_out, "--force", "--quiet", "--brick", "8,10,12")
+        assert proc.returncode == 0, proc.stderr
+        with open(py_out[:-5] + ".raw", "rb") as a, open(cli_out[:-5] + ".raw", "rb") as b:
+            mask = a.read()
+            assert mask == b.read()
+        assert report["stats"]["in_range"] == sum(mask) == counts["foreground_voxels"]
+        assert 0 < report["stats"]["in_range"] < np.count_nonzero(values >= chosen)
+    with pytest.raises(volseg.Error, match="radius"):
+        volseg.segment(path, lo=0.2, hi=1, out=os.path.join(folder, "bad.nhdr"), open=-1, force=True)
+
+
 def test_convert_round_trip(volume):
     path, values, folder = volume
     out = os.path.join(folder, "v.nii")

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include <array>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -532,6 +533,48 @@ segment::Histogram histogram(const Comm& comm, const HistogramOptions& options) 
                           comm.get()),
             "MPI_Allreduce");
   return result;
+}
+
+namespace {
+
+double threshold_number(const std::string& option, const std::string& text) {
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+    throw Error(option + " " + text +
+                ": not a number or a rule (otsu, multiotsu:K:I for the I-th of the K-1 thresholds of K classes, or "
+                "pN for the N-th percentile)");
+  return value;
+}
+
+}  // namespace
+
+ChosenThresholds choose_thresholds(const Comm& comm, const HistogramOptions& options, const std::string& lo,
+                                   const std::string& hi) {
+  ChosenThresholds out;
+  std::optional<segment::ThresholdRule> rules[2];
+  const std::string* texts[2] = {&lo, &hi};
+  double* values[2] = {&out.lo, &out.hi};
+  const char* names[2] = {"--lo", "--hi"};
+  for (int i = 0; i < 2; ++i) {
+    if (segment::is_threshold_rule(*texts[i]))
+      rules[i] = segment::parse_threshold_rule(names[i], *texts[i]);
+    else
+      *values[i] = threshold_number(names[i], *texts[i]);
+  }
+  if (!rules[0] && !rules[1]) return out;
+  const segment::Histogram counts = histogram(comm, options);
+  out.edges = counts.edges();
+  for (int i = 0; i < 2; ++i) {
+    if (!rules[i]) continue;
+    try {
+      *values[i] = segment::choose_threshold(counts, *rules[i], i == 0);
+    } catch (const Error& e) {
+      throw Error(std::string(names[i]) + " " + rules[i]->text + " of " + options.input + ": " + e.what());
+    }
+    (i == 0 ? out.lo_rule : out.hi_rule) = rules[i]->text;
+  }
+  return out;
 }
 
 }  // namespace volseg::pyramid

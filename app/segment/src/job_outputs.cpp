@@ -82,6 +82,24 @@ void add_backend_choice(nlohmann::json& report, const std::string& backend, cons
       {"resident_fraction", resident >= 0 ? nlohmann::json(resident) : nlohmann::json(nullptr)}};
 }
 
+nlohmann::json operators_json(const MaskOperators& operators, double lo, double hi) {
+  nlohmann::json out;
+  out["order"] = "threshold, hysteresis, open, close, fill holes, min voxels";
+  out["seed"] = operators.seed ? nlohmann::json{operators.seed->first, operators.seed->second} : nlohmann::json();
+  out["seeds_outside_band"] = operators.seed && (operators.seed->first < lo || operators.seed->second > hi);
+  out["connectivity"] = operators.connectivity;
+  out["open"] = operators.open;
+  out["close"] = operators.close;
+  out["fill_holes"] = operators.fill_holes;
+  out["ghost_layers"] = operators.ghost();
+  return out;
+}
+
+nlohmann::json rules_json(const std::string& lo_rule, const std::string& hi_rule) {
+  auto rule = [](const std::string& r) { return r.empty() ? nlohmann::json() : nlohmann::json(r); };
+  return {{"lo", rule(lo_rule)}, {"hi", rule(hi_rule)}};
+}
+
 std::optional<io::Index3> chunks_for_bricks(const std::optional<io::Index3>& input_chunks, io::FileFormat output) {
   if (!io::format_traits(output).follows_input_chunks) return std::nullopt;
   return input_chunks;

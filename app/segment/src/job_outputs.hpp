@@ -13,6 +13,7 @@
 
 #include "volseg/io/comm.hpp"
 #include "volseg/io/format.hpp"
+#include "volseg/segment/operators.hpp"
 
 namespace volseg::segment::detail {
 
@@ -35,6 +36,13 @@ void check_side_output(const std::string& path, const std::string& what, const s
 // The report's "backend_choice" when --backend auto chose (reason not
 // empty): the backend, why, and the page-cache share it sampled (-1: none).
 void add_backend_choice(nlohmann::json& report, const std::string& backend, const std::string& reason, double resident);
+
+// The report's "operators": each operator (null or false when off), the
+// order they ran in, and whether the seed range reaches outside [lo, hi]
+// (allowed: only seeds inside the band can be in a component).
+nlohmann::json operators_json(const MaskOperators& operators, double lo, double hi);
+// The report's threshold rules: {"lo": "otsu", "hi": null}.
+nlohmann::json rules_json(const std::string& lo_rule, const std::string& hi_rule);
 
 std::vector<std::string> joined(std::vector<std::string> a, const std::vector<std::string>& b);
 

@@ -266,6 +266,20 @@ void BrickLabeler::measure(const io::Extent& extent, const io::Index3& dims, Chu
     throw Error("internal error: a brick measured " + std::to_string(seen) + " objects of " + std::to_string(objects_));
 }
 
+void BrickLabeler::mark_seeds(const std::uint8_t* seeds, Chunked<ObjectPart>& parts, std::size_t base) const {
+  const std::int64_t rows = shape_[0] * shape_[1], width = shape_[2];
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::uint8_t* row = seeds + r * width;
+    for (std::uint32_t i = row_start_[static_cast<std::size_t>(r)]; i < row_start_[static_cast<std::size_t>(r + 1)];
+         ++i) {
+      ObjectPart& part = parts[base + labels_[i] - 1];
+      if ((part.border & ObjectPart::seeded) != 0) continue;
+      if (std::any_of(row + runs_[i].begin, row + runs_[i].end, [](std::uint8_t b) { return b != 0; }))
+        part.border |= ObjectPart::seeded;
+    }
+  }
+}
+
 namespace {
 
 template <class T>

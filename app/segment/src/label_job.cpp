@@ -21,6 +21,7 @@
 
 #include "job_outputs.hpp"
 #include "label_report.hpp"
+#include "mask_chain.hpp"
 #include "volseg/io/auto_backend.hpp"
 #include "volseg/io/dtype_dispatch.hpp"
 #include "volseg/io/error.hpp"
@@ -277,7 +278,12 @@ void fit_memory(const Comm& comm, const LabelOptions& options, LabelPlan& plan) 
   const std::uint64_t label_size = options.type == "u64" ? 8 : 4;
   const std::uint64_t per_voxel = io::dtype_size(plan.reader->info().dtype) + 1 + label_size + 6 +
                                   (plan.values ? io::dtype_size(plan.values->info().dtype) : 0);
-  const std::uint64_t buffers = voxels * per_voxel;
+  std::uint64_t buffers = voxels * per_voxel;
+  if (options.operators.any()) {  // the chain's buffers, ghost layers included
+    const double side = std::cbrt(static_cast<double>(voxels)), ghost = options.operators.ghost();
+    buffers += static_cast<std::uint64_t>(static_cast<double>(voxels) * std::pow((side + 2 * ghost) / side, 3) *
+                                          static_cast<double>(io::dtype_size(plan.reader->info().dtype) + 6));
+  }
   collectively(comm, [&] {
     plan.bound = io::memory_per_rank(comm, options.memory_bytes);
     const std::uint64_t process = io::resident_bytes();
@@ -315,6 +321,7 @@ LabelPlan plan_label(const Comm& comm, const LabelOptions& options, LabelResult&
   const io::Index3 shape = options.brick_shape.value_or(BrickLayout::job_shape(
       info.dims, 4, detail::chunks_for_bricks(reader->capabilities().chunks, io::parse_format(result.output_format))));
   const BrickLayout layout(info.dims, shape);
+  check_operators(options.operators, layout.shape());
   result.brick_shape = layout.shape();
   result.brick_grid = layout.grid();
   result.brick_count = layout.count();
@@ -338,6 +345,7 @@ struct LabelPasses {
   double scale, offset;  // of --values
   std::size_t brick_voxels;
   std::vector<std::byte> input, source;
+  std::unique_ptr<detail::MaskChain> chain;  // with operators: where masks come from
   Progress progress;
   KeptLabels kept;
 
@@ -354,10 +362,30 @@ struct LabelPasses {
         brick_voxels(static_cast<std::size_t>(p.layout.largest_brick_voxels())),
         input(brick_voxels * io::dtype_size(info.dtype)),
         source(p.values ? brick_voxels * io::dtype_size(p.values->info().dtype) : 0),
-        progress(c, "label", 2 * p.layout.count(), o.progress),
+        chain(make_chain(c, o, p, labeling.map())),
+        progress(c, "label", (2 + (chain ? chain->passes() : 0)) * p.layout.count(), o.progress),
         kept(p.cache) {
     if (o.on_progress) progress.observe(o.on_progress);
   }
+
+  static std::unique_ptr<detail::MaskChain> make_chain(const Comm& c, const LabelOptions& o, LabelPlan& p,
+                                                       const BrickMap& map) {
+    if (!o.operators.any()) return nullptr;
+    return std::make_unique<detail::MaskChain>(
+        c, map, detail::ChainInput{*p.reader, o.mask_input, o.lo, o.hi, o.input, o.output}, o.operators, true);
+  }
+
+  // The mask of a brick (nullptr: a round with nothing), read through the
+  // chain or thresholded here.
+  const std::uint8_t* mask(const io::Extent* extent) {
+    if (chain) return chain->brick(extent);
+    io::read_in_round(*plan.reader, extent, input.data());
+    return extent ? masks.make(input.data(), *extent) : nullptr;
+  }
+
+  // The keep rule of the job's objects: min_voxels, and the seeds when the
+  // chain left hysteresis to this labeling.
+  KeepRule keep() const { return KeepRule{options.min_voxels, chain && chain->caller_seeds(), false}; }
 
   // This rank's bricks, driven with the progress bar; `bytes_per_voxel`
   // of each brick counts as moved.
@@ -373,14 +401,16 @@ struct LabelPasses {
     auto* values = plan.values.get();
     auto bricks = driver(io::dtype_size(info.dtype));
     const bool collective = reader.capabilities().collective || (values && values->capabilities().collective);
+    if (chain) chain->prepare(&progress);
     bricks.run(collective, [&](std::optional<std::size_t> k) {
       const io::Extent* extent = k ? &bricks.extent(*k) : nullptr;
-      io::read_in_round(reader, extent, input.data());
+      const std::uint8_t* brick_mask = mask(extent);
       if (values) io::read_in_round(*values, extent, source.data());
       if (!extent) return;
       const std::int64_t brick = bricks.id(*k);
-      labeling.add(brick, masks.make(input.data(), *extent), values ? source.data() : nullptr,
-                   values ? values->info().dtype : io::DType::u8, scale, offset);
+      labeling.add(brick, brick_mask, values ? source.data() : nullptr, values ? values->info().dtype : io::DType::u8,
+                   scale, offset);
+      if (chain && chain->caller_seeds()) labeling.seed(chain->seeds());
       kept.keep(brick, labeling.labeler());
       check_memory(*k + 1, bricks.size());
     });
@@ -406,10 +436,10 @@ struct LabelPasses {
     auto bricks = driver(io::dtype_size(type));
     bricks.run(reader.capabilities().collective || writer.capabilities().collective, [&](std::optional<std::size_t> k) {
       const io::Extent* extent = k ? &bricks.extent(*k) : nullptr;
-      io::read_in_round(reader, extent, input.data());
+      const std::uint8_t* brick_mask = mask(extent);
       if (extent) {
         const std::int64_t brick = bricks.id(*k);
-        kept.label(brick, labeler, masks.make(input.data(), *extent), extent->count);
+        kept.label(brick, labeler, brick_mask, extent->count);
         const auto ids = labeling.ids(brick);
         if (ids.size() != labeler.objects() + 1u)
           throw Error("internal error: brick " + std::to_string(brick) + " labelled differently in pass 2");
@@ -475,7 +505,7 @@ void execute_label(const Comm& comm, const LabelOptions& options, LabelPlan& pla
       const io::watchdog::Phase phase("label, the merge across bricks and ranks");
       const bool segments = io::format_traits(io::parse_format(result.output_format)).multiscale;
       result.summary =
-          passes.labeling.finish(options.min_voxels, !options.stats.empty() || !options.report.empty() || segments);
+          passes.labeling.finish(passes.keep(), !options.stats.empty() || !options.report.empty() || segments);
     }
     times.merge = since(merge);
 
@@ -557,8 +587,15 @@ std::string label_summary(const LabelOptions& options, const LabelResult& result
       << options.connectivity << "-connected\n";
   if (!result.backend_reason.empty())
     out << "  backend auto: " << result.backend << ", " << result.backend_reason << "\n";
+  if (options.operators.any())
+    out << "  mask: [" << options.lo << ", " << options.hi << "], then " << options.operators.describe() << "\n";
   out << "  " << s.objects << " objects, " << s.foreground << " voxels";
-  if (s.dropped > 0) out << "; " << s.dropped << " smaller than " << options.min_voxels << " voxels dropped";
+  if (s.dropped > 0)
+    out << "; " << s.dropped << " dropped ("
+        << (options.operators.seed && !options.operators.morphology() && !options.operators.fill_holes
+                ? "without a seed voxel, or smaller than "
+                : "smaller than ")
+        << options.min_voxels << " voxels)";
   out << "\n  " << s.boundary_parts << " parts joined across bricks by " << s.joins << " links\n"
       << "  time " << result.seconds << " s, " << static_cast<double>(info.voxels()) / result.seconds / 1e6
       << " Mvoxels/s; peak memory per rank " << static_cast<double>(rss) / (1 << 20) << " MiB\n"

@@ -298,6 +298,12 @@ void Labeling::add(std::int64_t brick, const std::uint8_t* mask, const void* sou
   }
 }
 
+void Labeling::seed(const std::uint8_t* seeds) {
+  State& s = *state_;
+  if (s.added == 0) throw Error("internal error: seed() before add()");
+  labeler_.mark_seeds(seeds, s.parts, s.part_start[s.added - 1]);
+}
+
 namespace {
 
 // The faces of this rank's bricks that a later brick on another rank
@@ -388,7 +394,7 @@ Nodes number_nodes(MPI_Comm comm, int ranks, const BrickMap& map, const std::vec
 // The steps: faces across ranks are joined; nodes are numbered; the parts
 // and joins become objects with no rank holding more than its share
 // (detail::merge_objects); each brick's labels get their ids.
-LabelSummary Labeling::finish(std::uint64_t min_voxels, bool with_table) {
+LabelSummary Labeling::finish(const KeepRule& keep, bool with_table) {
   State& s = *state_;
   if (s.added != mine_.size()) throw Error("internal error: finish() before every brick was labelled");
   const int ranks = comm_.size(), me = comm_.rank();
@@ -426,7 +432,7 @@ LabelSummary Labeling::finish(std::uint64_t min_voxels, bool with_table) {
     std::vector<Edge>().swap(s.edges);
   });
 
-  const detail::MergeRules rules{map_.dims, min_voxels, with_values_, with_table};
+  const detail::MergeRules rules{map_.dims, keep, with_values_, with_table};
   auto merged = detail::merge_objects(comm_, detail::NodeRanges{nodes.rank_base}, std::move(input), rules);
   // Per brick: 0 for the background, then its labels' ids; in place, the
   // last brick first (brick i's ids move up by i + 1).

@@ -189,7 +189,7 @@ std::vector<int> plane_ranks(MPI_Comm comm, int ranks, std::vector<std::uint64_t
 // largest object: their maximum).
 struct LabelFigures {
   std::uint64_t kept = 0;     // objects numbered
-  std::uint64_t dropped = 0;  // objects under min_voxels
+  std::uint64_t dropped = 0;  // objects the keep rule drops
   std::uint64_t voxels = 0;   // of the kept objects
   std::uint64_t joined = 0;   // nodes that take part in a join
   std::uint64_t joins = 0;    // joins found, within and across ranks
@@ -396,7 +396,7 @@ std::vector<std::uint64_t> count_objects(MergeState& m, const std::vector<bool>&
   for (std::uint64_t n = 0; n < m.count; ++n) {
     if (!m.own.is_root(n) || absorbed_here[n]) continue;
     const std::uint64_t voxels = m.input.parts[n].voxels;
-    if (voxels < m.rules.min_voxels) {
+    if (!m.rules.keep.keeps(m.input.parts[n])) {
       ++m.figures.dropped;
       continue;
     }
@@ -430,7 +430,7 @@ HeldObjects gather_objects(MergeState& m, std::vector<bool>& absorbed_here, cons
   auto values_out = per_rank<ObjectValues>(m.ranks);
   std::uint64_t kept = 0;
   for (std::uint64_t n = 0; n < m.count; ++n) {
-    if (!m.own.is_root(n) || absorbed_here[n] || parts[n].voxels < m.rules.min_voxels) continue;
+    if (!m.own.is_root(n) || absorbed_here[n] || !m.rules.keep.keeps(parts[n])) continue;
     const int to = rank_of[static_cast<std::size_t>(parts[n].first / plane)];
     if (to == m.me) {
       if (kept != n) {

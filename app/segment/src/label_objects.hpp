@@ -40,10 +40,10 @@ struct MergeInput {
 
 // The same on every rank.
 struct MergeRules {
-  io::Index3 dims{};             // the volume's: first voxels fall in its z planes
-  std::uint64_t min_voxels = 0;  // smaller objects are dropped (id 0)
-  bool with_values = false;      // input.values holds every part's values
-  bool with_table = false;       // the summary gets this rank's slice of the table
+  io::Index3 dims{};         // the volume's: first voxels fall in its z planes
+  KeepRule keep;             // objects it does not keep are dropped (id 0)
+  bool with_values = false;  // input.values holds every part's values
+  bool with_table = false;   // the summary gets this rank's slice of the table
 };
 
 // What the merge gives back.

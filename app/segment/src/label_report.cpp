@@ -112,7 +112,7 @@ void table_row(Text& out, std::uint64_t id, const ObjectPart& p, const ObjectVal
   for (int a = 0; a < 3; ++a) out << "," << p.hi[a];
   for (int a = 0; a < 3; ++a) out << "," << w.centroid[a];
   for (int a = 0; a < 3; ++a) out << "," << w.position[a];
-  out << (p.border != 0 ? ",1" : ",0");
+  out << ((p.border & ObjectPart::touches_boundary) != 0 ? ",1" : ",0");
   if (v != nullptr) out << "," << v->min << "," << v->sum / static_cast<double>(p.voxels) << "," << v->max;
   out << "\n";
 }
@@ -279,7 +279,11 @@ void write_label_report(const std::string& path, const LabelOptions& options, co
                      {"dims_zyx", info.dims},
                      {"dtype", std::string(io::dtype_name(info.dtype))},
                      {"mask_input", options.mask_input}};
-  if (!options.mask_input) report["input"]["threshold"] = {options.lo, options.hi};
+  if (!options.mask_input) {
+    report["input"]["threshold"] = {options.lo, options.hi};
+    report["input"]["threshold_rules"] = detail::rules_json(options.lo_rule, options.hi_rule);
+  }
+  if (options.operators.any()) report["operators"] = detail::operators_json(options.operators, options.lo, options.hi);
   report["output"] = {{"path", options.output},
                       {"format", result.output_format},
                       {"type", result.label_type},
@@ -334,7 +338,7 @@ void write_label_report(const std::string& path, const LabelOptions& options, co
     triple("bbox_max_zyx", p.hi);
     triple("centroid_zyx", w.centroid);
     triple("position_zyx", w.position);
-    out << ", \"touches_boundary\": " << (p.border != 0 ? "true" : "false");
+    out << ", \"touches_boundary\": " << ((p.border & ObjectPart::touches_boundary) != 0 ? "true" : "false");
     if (values) {
       const auto& v = table_values[i];
       out << ", \"values\": {\"min\": " << v.min << ", \"mean\": " << v.sum / static_cast<double>(p.voxels)

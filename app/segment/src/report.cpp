@@ -83,7 +83,9 @@ std::string report_json(const SegmentOptions& options, const SegmentResult& resu
                       {"grid_zyx", result.brick_grid},
                       {"count", result.brick_count},
                       {"resumed", result.bricks_resumed}};
-  report["threshold"] = {{"lo", options.lo}, {"hi", options.hi}};
+  report["threshold"] = {
+      {"lo", options.lo}, {"hi", options.hi}, {"rules", detail::rules_json(options.lo_rule, options.hi_rule)}};
+  if (options.operators.any()) report["operators"] = detail::operators_json(options.operators, options.lo, options.hi);
   const auto& s = result.stats;
   report["stats"] = {
       {"voxels", s.voxels},
@@ -126,9 +128,14 @@ std::string summary(const SegmentOptions& options, const SegmentResult& result) 
       << "x" << result.brick_shape[1] << "x" << result.brick_shape[0] << "\n";
   if (!result.backend_reason.empty())
     out << "  backend auto: " << result.backend << ", " << result.backend_reason << "\n";
-  out << "  in range [" << options.lo << ", " << options.hi << "]: " << s.in_range << " of " << s.voxels << " voxels ("
-      << fraction << "%), valid " << s.valid << ", min " << s.min << ", max " << s.max << "\n"
-      << "  time " << result.seconds << " s, " << static_cast<double>(info.bytes()) / result.seconds / 1e9
+  if (options.operators.any())
+    out << "  [" << options.lo << ", " << options.hi << "], then " << options.operators.describe() << ": " << s.in_range
+        << " of " << s.voxels << " voxels in the mask (" << fraction << "%), valid " << s.valid << ", min " << s.min
+        << ", max " << s.max << "\n";
+  else
+    out << "  in range [" << options.lo << ", " << options.hi << "]: " << s.in_range << " of " << s.voxels
+        << " voxels (" << fraction << "%), valid " << s.valid << ", min " << s.min << ", max " << s.max << "\n";
+  out << "  time " << result.seconds << " s, " << static_cast<double>(info.bytes()) / result.seconds / 1e9
       << " GB/s; per rank fastest " << fastest << " s, slowest " << slowest << " s\n"
       << "  mask: " << options.output << "\n";
   if (result.bricks_resumed > 0)

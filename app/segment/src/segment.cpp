@@ -26,15 +26,18 @@
 #include "volseg/segment/progress.hpp"
 
 #include "job_outputs.hpp"
+#include "mask_chain.hpp"
 #include "pipelines.hpp"
 #include "volseg/segment/expression.hpp"
 
 namespace volseg::segment {
 namespace {
 
+using detail::ChainInput;
 using detail::check_side_output;
 using detail::Clock;
 using detail::joined;
+using detail::MaskChain;
 using detail::Packing;
 using detail::refuse_output_over_input;
 using detail::since;
@@ -227,6 +230,9 @@ void check_thresholds(const SegmentOptions& options) {
   if (std::isnan(options.lo) || std::isnan(options.hi)) throw Error("thresholds must not be NaN");
   if (options.lo > options.hi)
     throw Error("lo > hi: --lo " + std::to_string(options.lo) + " is above --hi " + std::to_string(options.hi));
+  if (options.operators.any() && options.resume)
+    throw Error("--resume: a job with operators (" + options.operators.describe() +
+                ") is not resumable; run it again whole");
 }
 
 // The input's format and reading backend (auto: by access pattern and the
@@ -266,6 +272,7 @@ void check_outputs(const SegmentOptions& options, const std::vector<std::string>
 std::unique_ptr<Journal> open_journal(const Comm& comm, const SegmentOptions& options,
                                       const std::vector<std::string>& input_files, const BrickLayout& layout,
                                       io::FileFormat output_format, SegmentResult& result, Stats& resumed_stats) {
+  if (options.operators.any()) return nullptr;  // not resumable (check_thresholds)
   if (!io::format_traits(output_format).resumable) {
     if (options.resume && output_format == io::FileFormat::nifti_gz)
       throw Error(
@@ -332,6 +339,7 @@ SegmentPlan plan_segment(const Comm& comm, const SegmentOptions& options, Segmen
   const io::Index3 shape = options.brick_shape.value_or(BrickLayout::job_shape(
       *reader, detail::chunks_for_bricks(reader->capabilities().chunks, io.output_format), chunked_output));
   const BrickLayout layout(info.dims, shape);
+  check_operators(options.operators, layout.shape());
   result.brick_shape = layout.shape();
   result.brick_grid = layout.grid();
   result.brick_count = layout.count();
@@ -363,6 +371,26 @@ std::unique_ptr<io::VolumeWriter> create_mask(const Comm& comm, const SegmentOpt
   return io::create_writer(result.output_backend, request, comm, io::Hints::parse(plan.writer_hints));
 }
 
+// The operators' pipeline: the chain's passes, then each brick's final mask
+// written. The statistics are the input's (ghost layers left out) and the
+// final mask's voxels.
+void run_operators(detail::Job& job, MaskChain& chain, bool collective) {
+  auto& driver = job.driver;
+  job.times.compute += timed([&] { chain.prepare(driver.controls().progress); });
+  chain.count_stats(true);
+  std::uint64_t in_mask = 0;
+  driver.run(collective || chain.collective(), [&](std::optional<std::size_t> k) {
+    const io::Extent* extent = k ? &driver.extent(*k) : nullptr;
+    const std::uint8_t* mask = nullptr;
+    job.times.compute += timed([&] { mask = chain.brick(extent); });
+    if (extent)
+      for (std::int64_t i = 0, n = extent->voxels(); i < n; ++i) in_mask += mask[i];
+    job.times.write += timed([&] { io::write_in_round(job.writer, extent, mask); });
+  });
+  job.stats.merge(chain.stats());
+  job.stats.in_range = in_mask;
+}
+
 // The pipeline the backends allow, over this rank's bricks left to do.
 void run_pipeline(const Comm& comm, const SegmentOptions& options, SegmentPlan& plan, Execution& run,
                   SegmentResult& result) {
@@ -377,11 +405,22 @@ void run_pipeline(const Comm& comm, const SegmentOptions& options, SegmentPlan& 
   const bool collective = reader->capabilities().collective || writer->capabilities().collective;
   const bool any_order = !collective && reader->capabilities().read_any;
   const bool mapped = !collective && !any_order && reader->capabilities().map;
-  result.pipeline = collective ? "collective" : any_order ? "any-order" : mapped ? "mapped" : "buffered";
+  const bool operators = options.operators.any();
+  result.pipeline = operators    ? "operators"
+                    : collective ? "collective"
+                    : any_order  ? "any-order"
+                    : mapped     ? "mapped"
+                                 : "buffered";
+  std::optional<MaskChain> chain;
+  const BrickMap map = BrickMap::from_layout(layout, comm.size(), options.assignment, options.seed);
+  if (operators)
+    chain.emplace(comm, map, ChainInput{*reader, false, options.lo, options.hi, options.input, options.output},
+                  options.operators, false);
 
   {
     const io::watchdog::Phase phase("segment, the bricks");
-    Progress progress(comm, "segment", layout.count() - result.bricks_resumed, options.progress);
+    Progress progress(comm, "segment", (layout.count() - result.bricks_resumed) * (chain ? 1 + chain->passes() : 1),
+                      options.progress);
     if (options.on_progress) progress.observe(options.on_progress);
     Stop stop(comm, options.cancel);
     BrickDriver driver(comm, layout, bricks,
@@ -394,7 +433,9 @@ void run_pipeline(const Comm& comm, const SegmentOptions& options, SegmentPlan& 
     detail::Job job{comm, *reader, *writer, kernel, driver, local, times};
     std::exception_ptr error;
     try {
-      if (collective)
+      if (chain)
+        run_operators(job, *chain, collective);
+      else if (collective)
         detail::run_collective(job);
       else if (any_order)
         detail::run_any_order(job);

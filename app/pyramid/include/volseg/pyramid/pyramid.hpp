@@ -16,6 +16,7 @@
 #include "volseg/io/types.hpp"
 #include "volseg/io/volume.hpp"
 #include "volseg/segment/histogram.hpp"
+#include "volseg/segment/operators.hpp"
 #include "volseg/segment/progress.hpp"
 
 namespace volseg::pyramid {
@@ -139,6 +140,20 @@ struct HistogramOptions {
   segment::ProgressObserver on_progress;  // rank 0, bricks of the pass (not called when a pyramid answers)
 };
 segment::Histogram histogram(const Comm& comm, const HistogramOptions& options);
+
+// Collective: thresholds given as text, each a number or a rule chosen from
+// the input's exact histogram (segment::ThresholdRule: otsu,
+// multiotsu:K:I, pN). The histogram is read only when a rule is given;
+// then `edges` are its edges. Throws volseg::Error naming the option (--lo,
+// --hi) for a text that is neither, or a rule the histogram cannot answer
+// (a constant volume).
+struct ChosenThresholds {
+  double lo = 0, hi = 0;
+  std::string lo_rule, hi_rule;  // the rules as given; empty for numbers
+  std::optional<segment::HistogramEdges> edges;
+};
+ChosenThresholds choose_thresholds(const Comm& comm, const HistogramOptions& options, const std::string& lo,
+                                   const std::string& hi);
 
 // Reads DIR/index.json. Throws volseg::Error naming the file and the problem.
 Pyramid load(const std::string& directory);

@@ -25,6 +25,7 @@
 #include "volseg/io/types.hpp"
 #include "volseg/segment/brick_layout.hpp"
 #include "volseg/segment/cancel.hpp"
+#include "volseg/segment/operators.hpp"
 #include "volseg/segment/progress.hpp"
 
 namespace volseg::segment {
@@ -40,8 +41,25 @@ struct ObjectPart {
   std::uint64_t voxels = 0;
   std::uint64_t sum[3] = {};            // of the voxels' z, y and x
   std::int32_t lo[3] = {}, hi[3] = {};  // bounding box z,y,x, inclusive
-  std::uint32_t border = 0;             // 1: touches the volume's boundary
+  // Flags, or-ed when parts merge: touches_boundary (the volume's), seeded
+  // (holds a voxel of the hysteresis seed range).
+  std::uint32_t border = 0;
+  static constexpr std::uint32_t touches_boundary = 1, seeded = 2;
   void merge(const ObjectPart& other);
+};
+
+// Which merged objects a labeling keeps (numbers); the others get id 0 and
+// count as dropped. min_voxels: at least that many voxels; seeded: only
+// those with a seed voxel (hysteresis); inside: only those that touch no
+// face of the volume (the holes of a mask, as background components).
+struct KeepRule {
+  std::uint64_t min_voxels = 0;
+  bool seeded = false;
+  bool inside = false;
+  bool keeps(const ObjectPart& part) const {
+    return part.voxels >= min_voxels && (!seeded || (part.border & ObjectPart::seeded) != 0) &&
+           (!inside || (part.border & ObjectPart::touches_boundary) == 0);
+  }
 };
 
 // The values of a source scalar inside an object (--values).
@@ -111,6 +129,10 @@ class BrickLabeler {
   // Appends the brick's parts of objects to parts (label L at the size
   // parts had plus L - 1); extent places the brick in a volume of dims.
   void measure(const io::Extent& extent, const io::Index3& dims, Chunked<ObjectPart>& parts) const;
+  // Flags ObjectPart::seeded on the parts (label L at parts[base + L - 1])
+  // of the brick last labelled whose runs hold a nonzero byte of seeds
+  // (the brick's voxels, packed as its mask).
+  void mark_seeds(const std::uint8_t* seeds, Chunked<ObjectPart>& parts, std::size_t base) const;
   // Folds the source values (the brick's voxels, native order, of dtype,
   // unpacked as value * scale + offset) into values (index = label - 1).
   void measure_values(const void* source, io::DType dtype, double scale, double offset,
@@ -200,10 +222,14 @@ class Labeling {
   // its source values), joins it to the bricks this rank labelled before.
   void add(std::int64_t brick, const std::uint8_t* mask, const void* source = nullptr,
            io::DType source_dtype = io::DType::u8, double scale = 1, double offset = 0);
+  // After add(): flags the parts of the brick just added that hold a
+  // nonzero byte of seeds (hysteresis; KeepRule::seeded keeps only those).
+  void seed(const std::uint8_t* seeds);
   // Collective: joins across ranks, merges the parts into objects, numbers
   // them by their first voxel and drops those under min_voxels; returns
   // the figures, and with_table this rank's slice of the table.
-  LabelSummary finish(std::uint64_t min_voxels, bool with_table);
+  LabelSummary finish(const KeepRule& keep, bool with_table);
+  LabelSummary finish(std::uint64_t min_voxels, bool with_table) { return finish(KeepRule{min_voxels}, with_table); }
   // Pass 2: ids[label] of a brick of mine() (ids[0] = 0), after finish().
   std::span<const std::uint64_t> ids(std::int64_t brick) const;
   // The labeler of the last brick add() saw (reused by the next add()).
@@ -233,6 +259,10 @@ struct LabelOptions {
   std::string input, output;
   bool mask_input = false;  // input is a 0/1 mask; else threshold with lo/hi
   double lo = 0, hi = 0;
+  std::string lo_rule, hi_rule;  // what chose lo and hi ("otsu", ...), for the report; empty: numbers
+  // Hysteresis, open, close, fill holes between the threshold and the
+  // labeling (operators.hpp's order; then min_voxels).
+  MaskOperators operators;
   int connectivity = 26;
   std::string type = "auto";  // auto | u8 | u16 | u32 | u64
   std::string stats;          // CSV object table; empty: none

@@ -13,6 +13,7 @@
 #include "volseg/io/volume.hpp"
 #include "volseg/segment/brick_layout.hpp"
 #include "volseg/segment/cancel.hpp"
+#include "volseg/segment/operators.hpp"
 #include "volseg/segment/progress.hpp"
 #include "volseg/segment/threshold.hpp"
 
@@ -29,6 +30,12 @@ struct SegmentOptions {
   std::vector<std::string> input_hints;   // to the reader only (var=, time=)
   std::vector<std::string> output_hints;  // to the writer only
   double lo = 0, hi = 0;
+  // The rules lo and hi were chosen by ("otsu", "p95"; empty: given as
+  // numbers), for the report; the caller resolves them (resolve_thresholds).
+  std::string lo_rule, hi_rule;
+  // Hysteresis, open, close, fill holes, after the threshold. Bricks then
+  // go through the operators' chain (pipeline "operators"), not resumable.
+  MaskOperators operators;
   std::optional<io::Index3> brick_shape;  // default: BrickLayout::default_shape
   Assignment assignment = Assignment::block;
   std::uint64_t seed = 0;
@@ -84,7 +91,7 @@ struct SegmentResult {
   // input's pages in the page cache (-1: not sampled).
   std::string backend_reason;
   double input_resident = -1;
-  std::string pipeline;        // "mapped", "buffered" or "collective"
+  std::string pipeline;        // "mapped", "buffered", "collective", "any-order" or "operators"
   std::string implementation;  // what did the reading ("OMPIO", "ROMIO", ...)
   io::Index3 brick_shape{}, brick_grid{};
   std::int64_t brick_count = 0;
