@@ -41,11 +41,10 @@ pyramid::ChosenThresholds chosen(const Comm& c, const std::string& input, const 
 }
 
 py::object segment_file(const std::string& input, const std::string& lo, const std::string& hi, const std::string& out,
-                        const py::object& comm,
-                        bool force, const std::string& backend, const std::optional<std::vector<std::int64_t>>& brick,
-                        const py::object& progress, const std::optional<std::string>& var,
-                        const std::optional<std::int64_t>& time, const std::string& format,
-                        const std::vector<std::string>& hints, bool resume, bool histogram,
+                        const py::object& comm, bool force, const std::string& backend,
+                        const std::optional<std::vector<std::int64_t>>& brick, const py::object& progress,
+                        const std::optional<std::string>& var, const std::optional<std::int64_t>& time,
+                        const std::string& format, const std::vector<std::string>& hints, bool resume, bool histogram,
                         const std::optional<std::pair<double, double>>& seed, int open, int close, bool fill_holes,
                         int connectivity) {
   const MPI_Comm handle = mpi_comm(comm);
