@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // --lo/--hi as numbers or rules, and the operators' options (command.hpp).
-#include <tuple>
 #include <cmath>
 #include <cstdio>
+#include <tuple>
 
 #include "command.hpp"
 #include "volseg/io/error.hpp"
