@@ -81,26 +81,59 @@ std::vector<BallRow> ball_rows(int radius) {
 
 namespace {
 
+// Up to this radius a buffer a half width costs less than the run tables.
+constexpr int small_radius = 4;
+
 // Per row, for every voxel, a run length saturated at 255 (radii are at
 // most 32): for an erosion the ones ending (before) and starting (after) at
 // x, outside the row counting as ones; for a dilation the distance to the
 // nearest one at or before (and at or after) x, none outside the row.
 void runs_along_x(const std::uint8_t* in, std::uint8_t* before, std::uint8_t* after, std::int64_t rows,
                   std::int64_t width, bool erode) {
-  constexpr std::uint8_t far = 255;
+  // Branch-free: a mask's edges are where a branch would mispredict. keep
+  // is 1 where the run goes on (a one for an erosion, a zero for a
+  // dilation), and the run grows by one below 255.
+  const std::uint8_t flip = erode ? 0 : 1;
   for (std::int64_t r = 0; r < rows; ++r) {
     const std::uint8_t* row = in + r * width;
     std::uint8_t* b = before + r * width;
     std::uint8_t* a = after + r * width;
-    std::uint8_t run = far;  // what lies past the row's start
+    unsigned run = 255;  // what lies past the row's start
+    for (std::int64_t x = 0; x < width; ++x) {
+      const unsigned keep = static_cast<unsigned>(row[x] ^ flip);
+      run = (run + (run != 255)) * keep;
+      b[x] = static_cast<std::uint8_t>(run);
+    }
+    run = 255;
+    for (std::int64_t x = width; x-- > 0;) {
+      const unsigned keep = static_cast<unsigned>(row[x] ^ flip);
+      run = (run + (run != 255)) * keep;
+      a[x] = static_cast<std::uint8_t>(run);
+    }
+  }
+}
+
+// Each row of `from` eroded (or dilated) along x by one voxel either way,
+// outside the row counting as foreground (background): a half width one
+// more than from's. Loads at x - 1, x, x + 1: vectorised.
+void widen_along_x(const std::uint8_t* from, std::uint8_t* to, std::int64_t rows, std::int64_t width, bool erode) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::uint8_t* p = from + r * width;
+    std::uint8_t* q = to + r * width;
+    if (width == 1) {
+      q[0] = p[0];
+      continue;
+    }
     if (erode) {
-      for (std::int64_t x = 0; x < width; ++x) b[x] = run = row[x] ? static_cast<std::uint8_t>(run + (run < far)) : 0;
-      run = far;
-      for (std::int64_t x = width; x-- > 0;) a[x] = run = row[x] ? static_cast<std::uint8_t>(run + (run < far)) : 0;
+      q[0] = p[0] & p[1];
+#pragma omp simd
+      for (std::int64_t x = 1; x < width - 1; ++x) q[x] = p[x - 1] & p[x] & p[x + 1];
+      q[width - 1] = p[width - 2] & p[width - 1];
     } else {
-      for (std::int64_t x = 0; x < width; ++x) b[x] = run = row[x] ? 0 : static_cast<std::uint8_t>(run + (run < far));
-      run = far;
-      for (std::int64_t x = width; x-- > 0;) a[x] = run = row[x] ? 0 : static_cast<std::uint8_t>(run + (run < far));
+      q[0] = p[0] | p[1];
+#pragma omp simd
+      for (std::int64_t x = 1; x < width - 1; ++x) q[x] = p[x - 1] | p[x] | p[x + 1];
+      q[width - 1] = p[width - 2] | p[width - 1];
     }
   }
 }
@@ -114,30 +147,64 @@ void morph_ball(const std::uint8_t* in, std::uint8_t* out, const io::Index3& sha
     std::copy(in, in + n, out);
     return;
   }
-  std::vector<std::uint8_t> before(n), after(n);
-  runs_along_x(in, before.data(), after.data(), nz * ny, nx, erode);
   const auto rows = ball_rows(radius);
-  for (std::int64_t z = 0; z < nz; ++z)
-    for (std::int64_t y = 0; y < ny; ++y) {
-      std::uint8_t* o = out + (z * ny + y) * nx;
-      std::fill(o, o + nx, static_cast<std::uint8_t>(erode ? 1 : 0));
-      for (const BallRow& row : rows) {
-        const std::int64_t zz = z + row.dz, yy = y + row.dy;
-        if (zz < 0 || zz >= nz || yy < 0 || yy >= ny) continue;  // outside: the identity of the step
-        const std::uint8_t* b = before.data() + (zz * ny + yy) * nx;
-        const std::uint8_t* a = after.data() + (zz * ny + yy) * nx;
-        const auto w = static_cast<std::uint8_t>(row.half_width);
-        // Erosion: ones over [x - w, x + w] (runs longer than w both
-        // ways); dilation: a one within w either way.
-        if (erode) {
-#pragma omp simd
-          for (std::int64_t x = 0; x < nx; ++x) o[x] &= static_cast<std::uint8_t>((b[x] > w) & (a[x] > w));
-        } else {
-#pragma omp simd
-          for (std::int64_t x = 0; x < nx; ++x) o[x] |= static_cast<std::uint8_t>((b[x] <= w) | (a[x] <= w));
+  const std::int64_t plane_rows = nz * ny;
+  // Every output row: the AND (OR) over the ball's rows of row_of(o, zz, yy, w).
+  auto combine = [&](auto&& row_of) {
+    for (std::int64_t z = 0; z < nz; ++z)
+      for (std::int64_t y = 0; y < ny; ++y) {
+        std::uint8_t* o = out + (z * ny + y) * nx;
+        std::fill(o, o + nx, static_cast<std::uint8_t>(erode ? 1 : 0));
+        for (const BallRow& row : rows) {
+          const std::int64_t zz = z + row.dz, yy = y + row.dy;
+          if (zz < 0 || zz >= nz || yy < 0 || yy >= ny) continue;  // outside: the identity of the step
+          row_of(o, zz, yy, row.half_width);
         }
       }
+  };
+  if (radius <= small_radius) {
+    // Each half width's rows once, by widening the last by a voxel: R
+    // copies of the buffer, and every step a vectorised AND or OR.
+    thread_local std::vector<std::uint8_t> widened;
+    widened.resize(n * static_cast<std::size_t>(radius));
+    const std::uint8_t* from = in;
+    for (int w = 1; w <= radius; ++w) {
+      std::uint8_t* to = widened.data() + n * static_cast<std::size_t>(w - 1);
+      widen_along_x(from, to, plane_rows, nx, erode);
+      from = to;
     }
+    combine([&](std::uint8_t* o, std::int64_t zz, std::int64_t yy, int w) {
+      const std::uint8_t* src =
+          (w == 0 ? in : widened.data() + n * static_cast<std::size_t>(w - 1)) + (zz * ny + yy) * nx;
+      if (erode) {
+#pragma omp simd
+        for (std::int64_t x = 0; x < nx; ++x) o[x] &= src[x];
+      } else {
+#pragma omp simd
+        for (std::int64_t x = 0; x < nx; ++x) o[x] |= src[x];
+      }
+    });
+    return;
+  }
+  // Larger balls: two run tables, whatever the radius.
+  thread_local std::vector<std::uint8_t> before, after;
+  before.resize(n);
+  after.resize(n);
+  runs_along_x(in, before.data(), after.data(), plane_rows, nx, erode);
+  combine([&](std::uint8_t* o, std::int64_t zz, std::int64_t yy, int half_width) {
+    const std::uint8_t* b = before.data() + (zz * ny + yy) * nx;
+    const std::uint8_t* a = after.data() + (zz * ny + yy) * nx;
+    const auto w = static_cast<std::uint8_t>(half_width);
+    // Erosion: ones over [x - w, x + w] (runs longer than w both ways);
+    // dilation: a one within w either way.
+    if (erode) {
+#pragma omp simd
+      for (std::int64_t x = 0; x < nx; ++x) o[x] &= static_cast<std::uint8_t>((b[x] > w) & (a[x] > w));
+    } else {
+#pragma omp simd
+      for (std::int64_t x = 0; x < nx; ++x) o[x] |= static_cast<std::uint8_t>((b[x] <= w) | (a[x] <= w));
+    }
+  });
 }
 
 // --- Thresholds chosen from the histogram -----------------------------------
