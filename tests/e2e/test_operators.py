@@ -14,9 +14,11 @@ import sys
 import tempfile
 import unittest
 
+import csv
+
 import numpy as np
 from scipy import ndimage
-from skimage import filters, morphology
+from skimage import filters, measure, morphology
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e_util as e  # noqa: E402
@@ -239,6 +241,80 @@ class Operators(unittest.TestCase):
             operators = json.load(f)["operators"]
         self.assertEqual(operators["seed"], [0.9, 1.0])
         self.assertTrue(operators["seeds_outside_band"])
+
+
+class Shape(unittest.TestCase):
+    """label --stats' shape columns against skimage.measure.regionprops and
+    a numpy count of exposed voxel faces, on 1 and 3 ranks with bricks
+    smaller than the objects."""
+
+    @classmethod
+    def setUpClass(cls):
+        e.require_binary()
+        cls.tmp = tempfile.mkdtemp(prefix="volseg-shape-")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def check(self, mask, spacing, connectivity, name):
+        path = os.path.join(self.tmp, name + ".nhdr")
+        write_nrrd(path, mask.astype(np.uint8), spacing=spacing)
+        labels, count = scipy_label(mask, connectivity)
+        self.assertGreater(count, 3)
+        props = measure.regionprops(labels)
+        n = np.bincount(labels.ravel(), minlength=count + 1)[1:].astype(np.float64)
+        # Exposed faces per axis: a voxel's face whose neighbour is background or outside.
+        padded = np.pad(labels, 1)
+        faces = []
+        for axis in range(3):
+            exposed = np.zeros(count + 1)
+            for step in (1, -1):
+                neighbour = np.roll(padded, step, axis=axis)[1:-1, 1:-1, 1:-1]
+                exposed += np.bincount(labels[neighbour == 0].ravel(), minlength=count + 1)
+            faces.append(exposed[1:])
+        sx, sy, sz = spacing
+        area = faces[0] * sy * sx + faces[1] * sz * sx + faces[2] * sz * sy
+        volume = n * sx * sy * sz
+        for ranks in RANKS:
+            table = os.path.join(self.tmp, name + "-%d.csv" % ranks)
+            proc = e.run(["label", path, "--mask-input", "--out", os.path.join(self.tmp, name + "-labels.nhdr"),
+                          "--stats", table, "--connectivity", str(connectivity), "--brick", BRICK, "--force",
+                          "--progress", "none"], ranks=ranks)
+            e.check_ok(self, proc)
+            with open(table) as f:
+                rows = list(csv.DictReader(f))
+            self.assertEqual(len(rows), count)
+            for row, prop, a, v in zip(rows, props, area, volume):
+                what = "%s, object %s on %d ranks" % (name, row["id"], ranks)
+                self.assertEqual(int(row["voxels"]), prop.area)
+                self.assertAlmostEqual(float(row["surface_area"]), a, delta=1e-9 * a, msg=what)
+                self.assertAlmostEqual(float(row["equivalent_diameter"]), prop.equivalent_diameter_area,
+                                       delta=1e-9 * prop.equivalent_diameter_area, msg=what)
+                eig = prop.inertia_tensor_eigvals
+                scale = max(eig[0], 1e-12)
+                for k in range(3):
+                    self.assertAlmostEqual(float(row["inertia_%d" % (k + 1)]), eig[k], delta=1e-6 * scale, msg=what)
+                # regionprops' axis_major_length and axis_minor_length, with
+                # rounding below zero clipped (scikit-image 0.19 raises a
+                # math domain error there, for lines of voxels).
+                major = np.sqrt(max(0.0, 10 * (eig[0] + eig[1] - eig[2])))
+                minor = np.sqrt(max(0.0, 10 * (-eig[0] + eig[1] + eig[2])))
+                if -eig[0] + eig[1] + eig[2] > 1e-9 * scale:
+                    self.assertAlmostEqual(minor, prop.axis_minor_length, delta=1e-9 * minor)
+                    self.assertAlmostEqual(major, prop.axis_major_length, delta=1e-9 * major)
+                for column, want in (("major_axis_length", major), ("minor_axis_length", minor)):
+                    self.assertAlmostEqual(float(row[column]), want, delta=1e-6 * max(want, 1.0), msg=what)
+                sphericity = np.pi ** (1 / 3) * (6 * v) ** (2 / 3) / a
+                self.assertAlmostEqual(float(row["sphericity"]), sphericity, delta=1e-9 * sphericity, msg=what)
+
+    def test_shape_of_smooth_objects_with_spacing(self):
+        values = smooth_field((40, 44, 48), 3)
+        self.check((values >= 0.55) & (values <= 0.8), (0.5, 1.0, 2.0), 26, "smooth")
+
+    def test_shape_of_a_random_mask(self):
+        rng = np.random.default_rng(4)
+        self.check(rng.random((30, 33, 35)) < 0.3, (1.0, 1.0, 1.0), 6, "random")
 
 
 if __name__ == "__main__":

@@ -174,7 +174,7 @@ TEST_P(LabelMerge, ObjectsAreTheSameOnAnyNumberOfRanks) {
   const Case c = GetParam();
   SCOPED_TRACE(describe(c) + ", " + std::to_string(comm_.size()) + " ranks");
   Dealt dealt = deal(comm_, c.layout, c.with_values);
-  const detail::MergeRules rules{kDims, c.min_voxels, c.with_values, true};
+  const detail::MergeRules rules{kDims, KeepRule{c.min_voxels}, c.with_values, true};
   const auto merged = detail::merge_objects(comm_, dealt.nodes, std::move(dealt.input), rules);
 
   // Kept objects by id, in first-voxel order.
@@ -242,7 +242,7 @@ INSTANTIATE_TEST_SUITE_P(Layouts, LabelMerge,
 TEST(LabelMergeWithoutTable, KeepsNoRows) {
   const Comm comm(MPI_COMM_WORLD);
   Dealt dealt = deal(comm, Layout::Cyclic, false);
-  const detail::MergeRules rules{kDims, 0, false, false};
+  const detail::MergeRules rules{kDims, KeepRule{}, false, false};
   const auto merged = detail::merge_objects(comm, dealt.nodes, std::move(dealt.input), rules);
   EXPECT_EQ(merged.summary.objects, 6u);
   EXPECT_EQ(merged.summary.table.size(), 0u);

@@ -12,6 +12,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <utility>
 #if defined(__SSE2__)
@@ -47,6 +48,71 @@ void ObjectValues::merge(const ObjectValues& other) {
   min = std::min(min, other.min);
   max = std::max(max, other.max);
   sum += other.sum;
+  for (int i = 0; i < 6; ++i) moments[i] += other.moments[i];
+  for (int a = 0; a < 3; ++a) faces[a] += other.faces[a];
+}
+
+namespace {
+
+// Eigenvalues of a symmetric 3x3 matrix by Jacobi rotations, descending.
+std::array<double, 3> symmetric_eigenvalues(double m[3][3]) {
+  for (int sweep = 0; sweep < 50; ++sweep) {
+    const double off = m[0][1] * m[0][1] + m[0][2] * m[0][2] + m[1][2] * m[1][2];
+    if (off < 1e-30 * (m[0][0] * m[0][0] + m[1][1] * m[1][1] + m[2][2] * m[2][2]) || off == 0) break;
+    for (int p = 0; p < 2; ++p)
+      for (int q = p + 1; q < 3; ++q) {
+        if (m[p][q] == 0) continue;
+        const double theta = (m[q][q] - m[p][p]) / (2 * m[p][q]);
+        const double t = (theta >= 0 ? 1.0 : -1.0) / (std::abs(theta) + std::sqrt(theta * theta + 1));
+        const double c = 1 / std::sqrt(t * t + 1), s = t * c;
+        for (int k = 0; k < 3; ++k) {  // columns p, q
+          const double kp = m[k][p], kq = m[k][q];
+          m[k][p] = c * kp - s * kq;
+          m[k][q] = s * kp + c * kq;
+        }
+        for (int k = 0; k < 3; ++k) {  // rows p, q
+          const double pk = m[p][k], qk = m[q][k];
+          m[p][k] = c * pk - s * qk;
+          m[q][k] = s * pk + c * qk;
+        }
+      }
+  }
+  std::array<double, 3> e{m[0][0], m[1][1], m[2][2]};
+  std::sort(e.begin(), e.end(), std::greater<>());
+  for (double& v : e) v = std::max(v, 0.0);  // as scikit-image clips rounding below zero
+  return e;
+}
+
+}  // namespace
+
+ObjectShape object_shape(const ObjectPart& part, const ObjectValues& measures, const std::array<double, 3>& spacing) {
+  ObjectShape shape;
+  const double pi = std::acos(-1.0);
+  const double n = static_cast<double>(part.voxels);
+  const double sz = spacing[2], sy = spacing[1], sx = spacing[0];
+  shape.surface_area = static_cast<double>(measures.faces[0]) * sy * sx +
+                       static_cast<double>(measures.faces[1]) * sz * sx +
+                       static_cast<double>(measures.faces[2]) * sz * sy;
+  shape.equivalent_diameter = std::cbrt(6 * n / pi);
+  // Central second moments over N, exact to the last step: (N S_ij - S_i S_j) / N^2.
+  const auto big_n = static_cast<__int128>(part.voxels);
+  auto central = [&](int m, int i, int j) {
+    const __int128 numerator = big_n * static_cast<__int128>(measures.moments[m]) -
+                               static_cast<__int128>(part.sum[i]) * static_cast<__int128>(part.sum[j]);
+    return static_cast<double>(numerator) / (n * n);
+  };
+  const double zz = central(0, 0, 0), yy = central(1, 1, 1), xx = central(2, 2, 2);
+  const double zy = central(3, 0, 1), zx = central(4, 0, 2), yx = central(5, 1, 2);
+  double tensor[3][3] = {{yy + xx, -zy, -zx}, {-zy, zz + xx, -yx}, {-zx, -yx, zz + yy}};
+  const auto e = symmetric_eigenvalues(tensor);
+  for (int a = 0; a < 3; ++a) shape.inertia[a] = e[static_cast<std::size_t>(a)];
+  // Inertia's triangle inequality (e1 + e2 >= e0) keeps both at or above
+  // zero; rounding may not, for a line of voxels (e2 = 0, e0 = e1).
+  shape.major_axis = std::sqrt(std::max(0.0, 10 * (e[0] + e[1] - e[2])));
+  shape.minor_axis = std::sqrt(std::max(0.0, 10 * (-e[0] + e[1] + e[2])));
+  const double volume = n * sx * sy * sz;
+  shape.sphericity = shape.surface_area > 0 ? std::cbrt(pi) * std::pow(6 * volume, 2.0 / 3.0) / shape.surface_area : 0;
+  return shape;
 }
 
 BrickLabeler::BrickLabeler(int connectivity) : connectivity_(check_connectivity(connectivity)) {}
@@ -278,6 +344,58 @@ void BrickLabeler::mark_seeds(const std::uint8_t* seeds, Chunked<ObjectPart>& pa
         part.border |= ObjectPart::seeded;
     }
   }
+}
+
+void BrickLabeler::measure_shape(const io::Extent& extent, std::vector<ObjectValues>& values) const {
+  const std::int64_t nz = shape_[0], ny = shape_[1];
+  auto run_range = [&](std::int64_t z, std::int64_t y) {
+    const auto r = static_cast<std::size_t>(z * ny + y);
+    return std::pair{row_start_[r], row_start_[r + 1]};
+  };
+  // Pairs of foreground voxels face to face between two rows: their runs'
+  // overlaps, taken off both voxels' exposed faces on that axis.
+  auto pairs_between = [&](std::int64_t z0, std::int64_t y0, std::int64_t z1, std::int64_t y1, int axis) {
+    auto [i, i_end] = run_range(z0, y0);
+    auto [j, j_end] = run_range(z1, y1);
+    while (i < i_end && j < j_end) {
+      const std::int32_t lo = std::max(runs_[i].begin, runs_[j].begin), hi = std::min(runs_[i].end, runs_[j].end);
+      if (lo < hi) values[labels_[i] - 1].faces[axis] -= 2 * static_cast<std::int64_t>(hi - lo);
+      if (runs_[i].end < runs_[j].end)
+        ++i;
+      else
+        ++j;
+    }
+  };
+  for (std::int64_t z = 0; z < nz; ++z)
+    for (std::int64_t y = 0; y < ny; ++y) {
+      const auto gz = static_cast<std::uint64_t>(extent.offset[0] + z),
+                 gy = static_cast<std::uint64_t>(extent.offset[1] + y);
+      auto [i, i_end] = run_range(z, y);
+      for (; i < i_end; ++i) {
+        ObjectValues& v = values[labels_[i] - 1];
+        const auto x0 = static_cast<std::uint64_t>(extent.offset[2] + runs_[i].begin),
+                   x1 = static_cast<std::uint64_t>(extent.offset[2] + runs_[i].end);
+        const std::uint64_t length = x1 - x0;
+        const std::uint64_t sum_x = (x0 + x1 - 1) * length / 2;
+        // x0^2 + ... + (x1 - 1)^2 = S(x1) - S(x0), S(n) = (n - 1) n (2n - 1) / 6
+        auto squares = [](std::uint64_t m) {
+          const auto w = static_cast<unsigned __int128>(m);
+          return m == 0 ? std::uint64_t{0} : static_cast<std::uint64_t>((w - 1) * w * (2 * w - 1) / 6);
+        };
+        v.moments[0] += gz * gz * length;
+        v.moments[1] += gy * gy * length;
+        v.moments[2] += squares(x1) - squares(x0);
+        v.moments[3] += gz * gy * length;
+        v.moments[4] += gz * sum_x;
+        v.moments[5] += gy * sum_x;
+        const auto faces = 2 * static_cast<std::int64_t>(length);
+        v.faces[0] += faces;
+        v.faces[1] += faces;
+        v.faces[2] += 2;  // a run's two ends (a run ends where the brick does: the next brick's pair takes it off)
+      }
+      if (y + 1 < ny) pairs_between(z, y, z, y + 1, 1);
+      if (z + 1 < nz) pairs_between(z, y, z + 1, y, 0);
+    }
 }
 
 namespace {

@@ -355,7 +355,7 @@ struct LabelPasses {
         plan(p),
         info(p.reader->info()),
         labeling(c, BrickMap::from_layout(p.layout, c.size(), o.assignment, o.seed), o.connectivity,
-                 p.values != nullptr),
+                 p.values != nullptr, /*with_shape=*/!o.stats.empty()),
         masks(o, info),
         scale(p.values ? p.values->info().scale_factor.value_or(1.0) : 1.0),
         offset(p.values ? p.values->info().add_offset.value_or(0.0) : 0.0),
@@ -558,7 +558,8 @@ LabelResult run_label(const Comm& comm, const LabelOptions& options) {
   times.max_rss = max_rss_bytes();
   gather_label_times(comm, times, result);
   const bool with_values = !options.values.empty();
-  if (!options.stats.empty()) write_object_table(comm, options.stats, result.summary, result.input_info, with_values);
+  if (!options.stats.empty())
+    write_object_table(comm, options.stats, result.summary, result.input_info, {with_values, /*shape=*/true});
   if (!options.report.empty()) {
     std::vector<ObjectPart> rows;
     std::vector<ObjectValues> values;

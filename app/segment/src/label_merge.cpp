@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <functional>
 #include <span>
 #include <unordered_map>
 
@@ -172,6 +173,31 @@ std::vector<Pair> join_faces(const io::Extent& a, const std::vector<std::uint32_
   return pairs;
 }
 
+// Foreground voxels face to face across two bricks that share a face
+// (not an edge or a corner): two exposed faces fewer per pair, both taken
+// off b's part of the object (parts at values[base + label - 1]).
+void take_face_pairs(const io::Extent& a, const std::vector<std::uint32_t>& a_face, const io::Extent& b,
+                     const std::vector<std::uint32_t>& b_face, const std::array<int, 3>& side,
+                     Chunked<ObjectValues>& values, std::uint64_t base) {
+  int touching = 0;
+  for (int s : side) touching += s != 0;
+  if (touching != 1) return;
+  const int face_axis = facing(side) / 2;
+  const int u = face_axis == 0 ? 1 : 0, v = face_axis == 2 ? 1 : 2;
+  const std::int64_t u0 = std::max(a.offset[u], b.offset[u]),
+                     u1 = std::min(a.offset[u] + a.count[u], b.offset[u] + b.count[u]);
+  const std::int64_t v0 = std::max(a.offset[v], b.offset[v]),
+                     v1 = std::min(a.offset[v] + a.count[v], b.offset[v] + b.count[v]);
+  for (std::int64_t pu = u0; pu < u1; ++pu) {
+    const std::uint32_t* row_a = a_face.data() + (pu - a.offset[u]) * a.count[v];
+    const std::uint32_t* row_b = b_face.data() + (pu - b.offset[u]) * b.count[v];
+    for (std::int64_t pv = v0; pv < v1; ++pv) {
+      const std::uint32_t la = row_a[pv - a.offset[v]], lb = row_b[pv - b.offset[v]];
+      if (la != 0 && lb != 0) values[base + lb - 1].faces[face_axis] -= 2;
+    }
+  }
+}
+
 struct Edge {
   std::int64_t brick_a;
   std::uint32_t label_a;
@@ -199,11 +225,13 @@ struct Labeling::State {
   bool finished = false;
 };
 
-Labeling::Labeling(const Comm& comm, BrickMap map, int connectivity, bool with_values)
+Labeling::Labeling(const Comm& comm, BrickMap map, int connectivity, bool with_values, bool with_shape)
     : comm_(comm),
       map_(std::move(map)),
       connectivity_(check_connectivity(connectivity)),
-      with_values_(with_values),
+      with_source_(with_values),
+      with_shape_(with_shape),
+      with_values_(with_values || with_shape),
       labeler_(connectivity),
       state_(new State) {
   if (map_.owner.size() != map_.bricks.size()) throw Error("internal error: a brick map without owners");
@@ -268,8 +296,13 @@ void Labeling::add(std::int64_t brick, const std::uint8_t* mask, const void* sou
   labeler_.measure(extent, map_.dims, s.parts);  // appends this brick's parts
   s.part_start.push_back(s.parts.size());
   if (with_values_) {
-    if (source == nullptr) throw Error("internal error: a labeling with values needs each brick's source values");
-    labeler_.measure_values(source, source_dtype, scale, offset, s.brick_values);
+    if (with_source_) {
+      if (source == nullptr) throw Error("internal error: a labeling with values needs each brick's source values");
+      labeler_.measure_values(source, source_dtype, scale, offset, s.brick_values);
+    } else {
+      s.brick_values.assign(labeler_.objects(), ObjectValues{});
+    }
+    if (with_shape_) labeler_.measure_shape(extent, s.brick_values);
     for (const auto& values : s.brick_values) s.values.push_back(values);
   }
   ++s.added;
@@ -290,6 +323,8 @@ void Labeling::add(std::int64_t brick, const std::uint8_t* mask, const void* sou
       const auto back = *contact(earlier, extent, connectivity_);
       for (const Pair& pair : join_faces(earlier, kept.plane, extent, own_face(face), back, connectivity_))
         s.edges.push_back({other, pair.a, brick, pair.b});
+      if (with_shape_)
+        take_face_pairs(earlier, kept.plane, extent, own_face(face), back, s.values, s.part_start[s.added - 1]);
       if (--kept.uses == 0) s.faces.erase(other * 6 + opposite(face));
     } else {  // a later brick of this rank, or another rank's: keep the face
       auto& kept = s.faces[brick * 6 + face];
@@ -333,8 +368,11 @@ std::vector<std::vector<std::uint32_t>> faces_to_send(const BrickMap& map, const
 }
 
 // Joins each received face to the bricks of this rank that face it.
+// With shape, values holds the parts' measures and base_of(brick) where a
+// brick of this rank's parts begin; null without.
 void join_received_faces(const std::vector<std::uint32_t>& received, const BrickMap& map, int connectivity, int me,
-                         const std::unordered_map<std::int64_t, KeptFace>& faces, std::vector<Edge>& edges) {
+                         const std::unordered_map<std::int64_t, KeptFace>& faces, std::vector<Edge>& edges,
+                         Chunked<ObjectValues>* values, const std::function<std::uint64_t(std::int64_t)>& base_of) {
   for (std::size_t at = 0; at < received.size();) {
     const std::int64_t other = static_cast<std::int64_t>(received[at]) | static_cast<std::int64_t>(received[at + 1])
                                                                              << 32;
@@ -352,6 +390,9 @@ void join_received_faces(const std::vector<std::uint32_t>& received, const Brick
       for (const Pair& pair :
            join_faces(earlier, plane, map.bricks[static_cast<std::size_t>(brick)], mine, side, connectivity))
         edges.push_back({other, pair.a, brick, pair.b});
+      if (values)
+        take_face_pairs(earlier, plane, map.bricks[static_cast<std::size_t>(brick)], mine, side, *values,
+                        base_of(brick));
     }
   }
 }
@@ -406,7 +447,8 @@ LabelSummary Labeling::finish(const KeepRule& keep, bool with_table) {
     auto outgoing = faces_to_send(map_, mine_, connectivity_, s.faces, me, ranks);
     // Faces grow with the volume: they move in pieces; outgoing is freed.
     const auto received = io::exchange(comm, outgoing);
-    join_received_faces(received, map_, connectivity_, me, s.faces, s.edges);
+    join_received_faces(received, map_, connectivity_, me, s.faces, s.edges, with_shape_ ? &s.values : nullptr,
+                        [&](std::int64_t brick) { return s.part_start[s.index.at(brick)]; });
   }
   s.faces.clear();
 

@@ -105,7 +105,8 @@ constexpr const char* kTableHeader =
     "id,voxels,volume,z_min,y_min,x_min,z_max,y_max,x_max,centroid_z,centroid_y,centroid_x,"
     "position_z,position_y,position_x,touches_boundary";
 
-void table_row(Text& out, std::uint64_t id, const ObjectPart& p, const ObjectValues* v, const io::VolumeInfo& info) {
+void table_row(Text& out, std::uint64_t id, const ObjectPart& p, const ObjectValues* v, TableColumns columns,
+               const io::VolumeInfo& info) {
   const Placement w = place(p, info);
   out << id << "," << p.voxels << "," << w.volume;
   for (int a = 0; a < 3; ++a) out << "," << p.lo[a];
@@ -113,19 +114,26 @@ void table_row(Text& out, std::uint64_t id, const ObjectPart& p, const ObjectVal
   for (int a = 0; a < 3; ++a) out << "," << w.centroid[a];
   for (int a = 0; a < 3; ++a) out << "," << w.position[a];
   out << ((p.border & ObjectPart::touches_boundary) != 0 ? ",1" : ",0");
-  if (v != nullptr) out << "," << v->min << "," << v->sum / static_cast<double>(p.voxels) << "," << v->max;
+  if (columns.values) out << "," << v->min << "," << v->sum / static_cast<double>(p.voxels) << "," << v->max;
+  if (columns.shape) {
+    const ObjectShape shape = object_shape(p, *v, info.spacing);
+    out << "," << shape.surface_area << "," << shape.equivalent_diameter;
+    for (double e : shape.inertia) out << "," << e;
+    out << "," << shape.major_axis << "," << shape.minor_axis << "," << shape.sphericity;
+  }
   out << "\n";
 }
 
 // This rank's rows as text, about a MiB at a time, to sink(text): a table
 // of millions of objects is never held as text.
 template <class Sink>
-void table_blocks(const LabelSummary& summary, const io::VolumeInfo& info, bool with_values, Sink&& sink) {
+void table_blocks(const LabelSummary& summary, const io::VolumeInfo& info, TableColumns columns, Sink&& sink) {
   Text out(false);
   out.str().reserve(kBlock + 1024);
   for (std::size_t i = 0; i < summary.table.size(); ++i) {
     const auto& table = summary.table;
-    table_row(out, table.first_id + i, table.part(i), with_values ? &table.values_of(i) : nullptr, info);
+    table_row(out, table.first_id + i, table.part(i), columns.values || columns.shape ? &table.values_of(i) : nullptr,
+              columns, info);
     if (out.str().size() >= kBlock) {
       sink(out.str());
       out.str().clear();
@@ -146,7 +154,7 @@ void pwrite_all(int fd, const std::string& path, const std::string& text, std::u
 // A stream (stdout, a pipe) takes the rows in order through rank 0: each
 // rank's blocks in turn.
 void write_table_to_stream(const Comm& comm, const std::string& path, const std::string& header,
-                           const LabelSummary& summary, const io::VolumeInfo& info, bool with_values) {
+                           const LabelSummary& summary, const io::VolumeInfo& info, TableColumns columns) {
   constexpr int tag = 7301;
   std::unique_ptr<io::AtomicFile> file;
   std::exception_ptr error;
@@ -154,7 +162,7 @@ void write_table_to_stream(const Comm& comm, const std::string& path, const std:
     if (comm.rank() == 0) {
       file = std::make_unique<io::AtomicFile>(path);
       file->write(header);
-      table_blocks(summary, info, with_values, [&](const std::string& text) { file->write(text); });
+      table_blocks(summary, info, columns, [&](const std::string& text) { file->write(text); });
     }
   } catch (...) {
     error = std::current_exception();
@@ -162,7 +170,7 @@ void write_table_to_stream(const Comm& comm, const std::string& path, const std:
   agree(comm, error);
   for (int r = 1; r < comm.size(); ++r) {
     if (comm.rank() == r) {
-      table_blocks(summary, info, with_values, [&](const std::string& text) {
+      table_blocks(summary, info, columns, [&](const std::string& text) {
         check_mpi(MPI_Send(text.data(), static_cast<int>(text.size()), MPI_CHAR, 0, tag, comm.get()), "MPI_Send");
       });
       check_mpi(MPI_Send(nullptr, 0, MPI_CHAR, 0, tag, comm.get()), "MPI_Send");
@@ -196,9 +204,14 @@ void write_table_to_stream(const Comm& comm, const std::string& path, const std:
 // 0 knows its offset (after the header) and writes as it formats; the others
 // count their text first (a prefix sum gives each its offset), then write.
 void write_object_table(const Comm& comm, const std::string& path, const LabelSummary& summary,
-                        const io::VolumeInfo& info, bool with_values) {
-  const std::string header = std::string(kTableHeader) + (with_values ? ",value_min,value_mean,value_max\n" : "\n");
-  if (io::is_stream(path)) return write_table_to_stream(comm, path, header, summary, info, with_values);
+                        const io::VolumeInfo& info, TableColumns columns) {
+  const std::string header =
+      std::string(kTableHeader) + (columns.values ? ",value_min,value_mean,value_max" : "") +
+      (columns.shape ? ",surface_area,equivalent_diameter,inertia_1,inertia_2,inertia_3,major_axis_length,"
+                       "minor_axis_length,sphericity"
+                     : "") +
+      "\n";
+  if (io::is_stream(path)) return write_table_to_stream(comm, path, header, summary, info, columns);
   io::AtomicCommit commit;
   std::string temporary;
   collectively(comm, [&] {
@@ -223,12 +236,12 @@ void write_object_table(const Comm& comm, const std::string& path, const LabelSu
     if (comm.rank() == 0) {
       pwrite_all(fd, path, header, 0);
       length = header.size();
-      table_blocks(summary, info, with_values, [&](const std::string& text) {
+      table_blocks(summary, info, columns, [&](const std::string& text) {
         pwrite_all(fd, path, text, length);
         length += text.size();
       });
     } else {
-      table_blocks(summary, info, with_values, [&](const std::string& text) { length += text.size(); });
+      table_blocks(summary, info, columns, [&](const std::string& text) { length += text.size(); });
     }
   } catch (...) {
     error = std::current_exception();
@@ -236,7 +249,7 @@ void write_object_table(const Comm& comm, const std::string& path, const LabelSu
   check_mpi(MPI_Exscan(&length, &offset, 1, MPI_UINT64_T, MPI_SUM, comm.get()), "MPI_Exscan");
   try {
     if (!error && comm.rank() != 0)
-      table_blocks(summary, info, with_values, [&](const std::string& text) {
+      table_blocks(summary, info, columns, [&](const std::string& text) {
         pwrite_all(fd, path, text, offset);
         offset += text.size();
       });

@@ -13,11 +13,17 @@
 
 namespace volseg::segment {
 
+// The table's optional columns: the source values' min/mean/max, the shape
+// (ObjectShape). Either needs the parts' ObjectValues.
+struct TableColumns {
+  bool values = false, shape = false;
+};
+
 // Collective. One CSV row per object, in id order (docs/label.md, "Object
 // table"): each rank writes its slice of the table (summary.table) at its
 // place in one file, committed when every rank has written.
 void write_object_table(const Comm& comm, const std::string& path, const LabelSummary& summary,
-                        const io::VolumeInfo& info, bool with_values);
+                        const io::VolumeInfo& info, TableColumns columns);
 // Collective. The rows the report lists (the first 100,000 ids), on rank 0.
 void gather_report_rows(const Comm& comm, const LabelSummary& summary, bool with_values, std::vector<ObjectPart>& rows,
                         std::vector<ObjectValues>& values);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <cstdlib>
@@ -53,6 +54,10 @@ struct ObjectPart {
 // those with a seed voxel (hysteresis); inside: only those that touch no
 // face of the volume (the holes of a mask, as background components).
 struct KeepRule {
+  KeepRule() = default;
+  // Not an aggregate: a number in a larger brace list cannot slip into it.
+  explicit KeepRule(std::uint64_t min, bool seeded_only = false, bool inside_only = false)
+      : min_voxels(min), seeded(seeded_only), inside(inside_only) {}
   std::uint64_t min_voxels = 0;
   bool seeded = false;
   bool inside = false;
@@ -62,11 +67,32 @@ struct KeepRule {
   }
 };
 
-// The values of a source scalar inside an object (--values).
+// What a table measures of an object past its ObjectPart, carried only
+// when asked for: the values of a source scalar inside it (--values), and
+// its shape (the table's shape columns, ObjectShape).
 struct ObjectValues {
   double min = 0, max = 0, sum = 0;
+  // Exact sums over the voxels of z*z, y*y, x*x, z*y, z*x, y*x (indices).
+  std::uint64_t moments[6] = {};
+  // Voxel faces normal to z, y and x next to background or the volume's
+  // boundary. A part's count may go below zero: a face between two bricks'
+  // voxels is taken off the later brick's part, and merged parts add up.
+  std::int64_t faces[3] = {};
   void merge(const ObjectValues& other);
 };
+
+// The shape of an object as skimage.measure.regionprops defines it (in
+// voxel units), and its exposed surface (ObjectValues::faces) in the
+// spacing's units.
+struct ObjectShape {
+  double surface_area = 0;                // faces times their areas from the spacing
+  double equivalent_diameter = 0;         // of the ball of as many voxels: (6 N / pi)^(1/3)
+  double inertia[3] = {};                 // the inertia tensor's eigenvalues, descending (>= 0)
+  double major_axis = 0, minor_axis = 0;  // sqrt(10 (e0 + e1 - e2)), sqrt(10 (-e0 + e1 + e2))
+  double sphericity = 0;                  // pi^(1/3) (6 V)^(2/3) / surface area, V the volume
+};
+// spacing: x, y, z (io::VolumeInfo's).
+ObjectShape object_shape(const ObjectPart& part, const ObjectValues& measures, const std::array<double, 3>& spacing);
 
 // A growing array of plain records in chunks of at least 32 MiB: appending
 // never moves what is there (no reallocation's double peak), each chunk is
@@ -137,6 +163,10 @@ class BrickLabeler {
   // unpacked as value * scale + offset) into values (index = label - 1).
   void measure_values(const void* source, io::DType dtype, double scale, double offset,
                       std::vector<ObjectValues>& values) const;
+  // Adds the brick's shape measures (second moments, exposed faces inside
+  // the brick) to values (index = label - 1, sized objects()); extent
+  // places the brick.
+  void measure_shape(const io::Extent& extent, std::vector<ObjectValues>& values) const;
   // The labels on one face of the brick: axis 0 (z), 1 (y) or 2 (x), its low
   // or high side, packed over the other two axes in order.
   std::vector<std::uint32_t> face(int axis, bool high) const;
@@ -209,7 +239,9 @@ struct LabelSummary {
 // Collective where marked; every rank calls in the same order.
 class Labeling {
  public:
-  Labeling(const Comm& comm, BrickMap map, int connectivity, bool with_values);
+  // with_values: add() gets each brick's source values; with_shape: the
+  // parts carry shape measures (either carries ObjectValues).
+  Labeling(const Comm& comm, BrickMap map, int connectivity, bool with_values, bool with_shape = false);
   Labeling(const Labeling&) = delete;
   Labeling& operator=(const Labeling&) = delete;
   ~Labeling();
@@ -247,7 +279,8 @@ class Labeling {
   const Comm& comm_;
   BrickMap map_;
   int connectivity_;
-  bool with_values_;
+  bool with_source_, with_shape_;
+  bool with_values_;  // parts carry ObjectValues: with a source or a shape
   std::vector<std::int64_t> mine_;
   BrickLabeler labeler_;
   State* state_;
