@@ -226,6 +226,11 @@ void MainWindow::update_command() {
   std::string seg = "mpirun -np " + std::to_string(ranks_) + " volseg segment " + shell_word(input) + selection +
                     " --lo " + number(lo_) + " --hi " + number(hi_);
   const std::string output = output_->text().toStdString();
+  if (seed_on_->isChecked())
+    seg += " --seed-lo " + number(seed_lo_->value()) + " --seed-hi " + number(seed_hi_->value());
+  if (open_radius_->value() > 0) seg += " --open " + std::to_string(open_radius_->value());
+  if (close_radius_->value() > 0) seg += " --close " + std::to_string(close_radius_->value());
+  if (fill_holes_->isChecked()) seg += " --fill-holes";
   seg += " --out " + shell_word(output.empty() ? "MASK.nhdr" : output);
   if (backend_->currentText() != "auto") seg += " --backend " + backend_->currentText().toStdString();
   for (const auto& h : hint_list()) seg += " --hint " + shell_word(h);
@@ -313,6 +318,10 @@ void MainWindow::start_segment() {
                {"format", format_->currentText().toStdString()},
                {"force", script_.force || !mask_.empty()},
                {"command_line", command_->toPlainText().section('\n', 0, 0).toStdString()}};
+  if (seed_on_->isChecked()) request["seed"] = {seed_lo_->value(), seed_hi_->value()};
+  request["open"] = open_radius_->value();
+  request["close"] = close_radius_->value();
+  request["fill_holes"] = fill_holes_->isChecked();
   job_running_ = true;
   segment_button_->setEnabled(false);
   cancel_button_->setEnabled(true);

@@ -67,6 +67,9 @@ class MainWindow : public QMainWindow {
   View3D* view() const { return view_; }
   QPushButton* segment_button() const { return segment_button_; }
   QPushButton* cancel_button() const { return cancel_button_; }
+  QLineEdit* output_box() const { return output_; }
+  QSpinBox* open_radius_box() const { return open_radius_; }
+  QCheckBox* fill_holes_box() const { return fill_holes_; }
   std::pair<double, double> range() const;
   QString count_text() const;
   // The histogram's count of [lo, hi] (what the count label shows).
@@ -155,6 +158,11 @@ class MainWindow : public QMainWindow {
   QPlainTextEdit *info_ = nullptr, *summary_ = nullptr, *command_ = nullptr;
   QComboBox *variable_ = nullptr, *backend_ = nullptr, *format_ = nullptr;
   QSpinBox* time_ = nullptr;
+  // The operators after the threshold (docs/operators.md): a hysteresis seed
+  // range, open and close radii, fill holes.
+  QCheckBox *seed_on_ = nullptr, *fill_holes_ = nullptr;
+  QDoubleSpinBox *seed_lo_ = nullptr, *seed_hi_ = nullptr;
+  QSpinBox *open_radius_ = nullptr, *close_radius_ = nullptr;
   QLineEdit *path_ = nullptr, *hints_ = nullptr, *output_ = nullptr;
   QLineEdit* expression_ = nullptr;  // the Volume tab's field: an expression of the variables
   QCheckBox* condition_ = nullptr;   // ... taken as a condition (1 where it holds)

@@ -51,6 +51,7 @@
 #include "volseg/io/registry.hpp"
 #include "volseg/mesh/mesh.hpp"
 #include "volseg/render/render.hpp"
+#include "volseg/segment/operators.hpp"
 
 namespace volseg::gui {
 
@@ -245,6 +246,36 @@ QWidget* MainWindow::build_segment_tab() {
   format_->setToolTip(tr("Empty: the input's format (or the output's extension)"));
   sf->addRow(tr("Mask file"), output_);
   sf->addRow(tr("Format"), format_);
+  // The operators, in the order they run: hysteresis, open, close, fill holes.
+  auto* seeds = new QHBoxLayout;
+  seed_on_ = new QCheckBox(tr("keep components with a seed in"), seg);
+  seed_lo_ = new QDoubleSpinBox(seg);
+  seed_hi_ = new QDoubleSpinBox(seg);
+  for (auto* box : {seed_lo_, seed_hi_}) {
+    box->setDecimals(6);
+    box->setRange(-1e300, 1e300);
+    box->setEnabled(false);
+  }
+  seeds->addWidget(seed_on_);
+  seeds->addWidget(seed_lo_);
+  seeds->addWidget(seed_hi_);
+  sf->addRow(tr("Hysteresis"), seeds);
+  auto* radii = new QHBoxLayout;
+  open_radius_ = new QSpinBox(seg);
+  close_radius_ = new QSpinBox(seg);
+  for (auto* box : {open_radius_, close_radius_}) {
+    box->setRange(0, segment::max_radius);
+    box->setSuffix(tr(" voxels"));
+  }
+  open_radius_->setToolTip(tr("Open with a ball of this radius (erosion, then dilation)"));
+  close_radius_->setToolTip(tr("Close with a ball of this radius (dilation, then erosion)"));
+  radii->addWidget(new QLabel(tr("open"), seg));
+  radii->addWidget(open_radius_);
+  radii->addWidget(new QLabel(tr("close"), seg));
+  radii->addWidget(close_radius_);
+  sf->addRow(tr("Ball radius"), radii);
+  fill_holes_ = new QCheckBox(tr("fill holes (background that touches no face of the volume)"), seg);
+  sf->addRow(QString(), fill_holes_);
   auto* buttons = new QHBoxLayout;
   segment_button_ = new QPushButton(tr("Segment"), seg);
   cancel_button_ = new QPushButton(tr("Cancel"), seg);
@@ -284,6 +315,20 @@ void MainWindow::connect_segment_tab() {
   });
   connect(output_, &QLineEdit::textChanged, this, &MainWindow::update_command);
   connect(format_, &QComboBox::currentTextChanged, this, &MainWindow::update_command);
+  connect(seed_on_, &QCheckBox::toggled, this, [this](bool on) {
+    seed_lo_->setEnabled(on);
+    seed_hi_->setEnabled(on);
+    if (on && seed_lo_->value() == 0 && seed_hi_->value() == 0) {  // a start: the upper half of the band
+      seed_lo_->setValue((lo_ + hi_) / 2);
+      seed_hi_->setValue(hi_);
+    }
+    update_command();
+  });
+  for (auto* box : {seed_lo_, seed_hi_})
+    connect(box, qOverload<double>(&QDoubleSpinBox::valueChanged), this, &MainWindow::update_command);
+  for (auto* box : {open_radius_, close_radius_})
+    connect(box, qOverload<int>(&QSpinBox::valueChanged), this, &MainWindow::update_command);
+  connect(fill_holes_, &QCheckBox::toggled, this, &MainWindow::update_command);
 }
 
 // The last job's summary and its report.

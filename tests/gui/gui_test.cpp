@@ -9,7 +9,10 @@
 
 #include <QVTKOpenGLNativeWidget.h>
 #include <QApplication>
+#include <QCheckBox>
+#include <QLineEdit>
 #include <QPushButton>
+#include <QSpinBox>
 #include <QSurfaceFormat>
 #include <QTest>
 
@@ -41,6 +44,9 @@ std::vector<char> file_bytes(const std::string& path) {
 }
 
 // What the window test hands to the batch comparison.
+// The mask the GUI makes with operators, beside its plain one.
+std::string operators_mask(const std::string& mask) { return mask.substr(0, mask.size() - 5) + "-ops.nhdr"; }
+
 struct Outcome {
   double lo = 0, hi = 0;
   double histogram_count = 0;
@@ -223,6 +229,16 @@ class GuiTest : public QObject {
     QVERIFY(window.save_screenshot(QString::fromStdString(shot_)));
     QVERIFY(std::filesystem::exists(shot_));
 
+    // The operators of the Segment tab: open 1 and fill holes, shown in the
+    // command; main() compares the mask with the batch job's.
+    window.output_box()->setText(QString::fromStdString(operators_mask(mask_)));
+    window.open_radius_box()->setValue(1);
+    window.fill_holes_box()->setChecked(true);
+    QVERIFY2(window.command_text().contains("--open 1 --fill-holes"), qPrintable(window.command_text()));
+    QTest::mouseClick(window.segment_button(), Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(window.jobs_done() == 2 && !window.busy(), 120000);
+    QCOMPARE(window.last_error(), QString());
+
     *outcome_ = {lo, hi, count.voxels, count.exact};
     window.close();
   }
@@ -291,6 +307,22 @@ int main(int argc, char** argv) {
         if (!failed)
           std::printf("PASS: mask equal to the batch mask byte for byte; histogram count %.0f == threshold pass\n",
                       outcome.histogram_count);
+      }
+      // The same with the operators the test chose (open 1, fill holes).
+      options.output = dir / "batch-ops.nhdr";
+      options.operators.open = 1;
+      options.operators.fill_holes = true;
+      const auto with_operators = segment::run_segment(world, options);
+      if (world.rank() == 0) {
+        const auto a = file_bytes(io::data_path_for_header(operators_mask(gui_mask))),
+                   b = file_bytes(io::data_path_for_header(options.output));
+        if (a.empty() || a != b || with_operators.stats.in_range == result.stats.in_range) {
+          std::fprintf(stderr,
+                       "FAIL: the GUI's mask with operators differs from the batch job's (or equals the plain)\n");
+          failed = 1;
+        } else {
+          std::printf("PASS: the GUI's mask with --open 1 --fill-holes equals the batch job's byte for byte\n");
+        }
       }
     }
     MPI_Bcast(&failed, 1, MPI_INT, 0, world.get());

@@ -160,6 +160,27 @@ class Page(unittest.TestCase):
         self.assertGreater(spread, 0.02, "the view is blank")
         self.assertGreater(red, 500, "no mask colour in the view")
         self.assertLessEqual(d.execute_script("return window.volsegView.lastFrameBytes"), 300 * 1024)
+
+        # The operators: open 1 and fill holes, as the batch job does them.
+        d.find_element(By.CSS_SELECTOR, "#operators summary").click()
+        radius = d.find_element(By.ID, "open-radius")
+        radius.clear()
+        radius.send_keys("1")
+        d.find_element(By.ID, "fill-holes").click()
+        out.clear()
+        out.send_keys(os.path.join(self.dir, "page-ops.nhdr"))
+        d.find_element(By.ID, "segment-btn").click()
+        self.wait("return window.volsegState.segment && window.volsegState.segment.output.endsWith('page-ops.nhdr')"
+                  " && window.volsegState.busy === null")
+        subprocess.run(e2e_util.command(["segment", self.volume, "--lo", repr(lo), "--hi", repr(hi), "--open", "1",
+                                         "--fill-holes", "--out", os.path.join(self.dir, "batch-ops.nhdr"),
+                                         "--quiet"], ranks=2), check=True, capture_output=True)
+        with open(os.path.join(self.dir, "page-ops.raw"), "rb") as a, \
+                open(os.path.join(self.dir, "batch-ops.raw"), "rb") as b:
+            self.assertEqual(a.read(), b.read())
+        self.assertIn("--open 1 --fill-holes", d.find_element(By.ID, "command").text)
+        self.assertIn("then open 1, fill holes", d.find_element(By.ID, "segment-result").text)
+        self.screenshot("page-operators.png")
         errors = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
         self.assertEqual(errors, [])
 

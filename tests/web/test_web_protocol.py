@@ -131,6 +131,8 @@ class Serving(unittest.TestCase):
             (json.dumps({"type": "segment", "id": 6, "lo": 1}), "'hi' is missing"),
             (json.dumps({"type": "segment", "id": 7, "lo": 1, "hi": 2, "output": "/etc/m.nc"}), "outside"),
             (json.dumps({"type": "segment", "id": 8, "lo": 1, "hi": 2, "output": "../m.nc"}), "'..'"),
+            (json.dumps({"type": "segment", "id": 12, "lo": 1, "hi": 2, "output": "m.nc", "open": 40}), "'open'"),
+            (json.dumps({"type": "segment", "id": 13, "lo": 1, "hi": 2, "output": "m.nc", "seed": [3]}), "'seed'"),
             (json.dumps({"type": "open", "id": 9, "path": "link.nc"}), "outside"),
             (json.dumps({"type": "open", "id": 10, "path": "/etc/passwd"}), "outside"),
             ("x" * 70000, "over the limit"),
@@ -176,6 +178,29 @@ class Serving(unittest.TestCase):
         self.assertEqual(state["segment"]["in_range"], m["data"]["in_range"])
         self.assertIn("volseg segment", state["command"][0])
         self.assertIn("--lo 4 --hi 6", state["command"][0])
+
+    def test_segment_with_operators_equals_batch(self):
+        """The page's hysteresis, open, close and fill holes: the job's mask
+        equals the command line's, and the command it shows redoes it."""
+        ws = self.connect()
+        self.wait_idle(ws)
+        out = os.path.join(self.data, "web-ops.nhdr")
+        m = self.ask(ws, {"type": "segment", "id": 22, "lo": 3, "hi": 7, "output": "web-ops.nhdr", "force": True,
+                          "seed": [5, 7], "open": 1, "close": 1, "fill_holes": True, "connectivity": 6})
+        self.assertEqual(m["type"], "reply", m)
+        self.assertIn("hysteresis", m["data"]["operators"])
+        command = self.state(ws)["command"][0]
+        for option in ("--seed-lo 5 --seed-hi 7", "--open 1", "--close 1", "--fill-holes", "--connectivity 6"):
+            self.assertIn(option, command)
+        batch = os.path.join(self.dir, "batch-ops.nhdr")
+        subprocess.run(e2e_util.command(["segment", self.volume, "--lo", "3", "--hi", "7", "--seed-lo", "5",
+                                         "--seed-hi", "7", "--open", "1", "--close", "1", "--fill-holes",
+                                         "--connectivity", "6", "--out", batch, "--quiet"], ranks=2),
+                       check=True, capture_output=True)
+        with open(out.replace(".nhdr", ".raw"), "rb") as a, open(batch.replace(".nhdr", ".raw"), "rb") as b:
+            web, cli = a.read(), b.read()
+        self.assertEqual(web, cli)
+        self.assertGreater(sum(web), 0)
 
     def test_label_and_surfaces(self):
         ws = self.connect()

@@ -183,7 +183,8 @@ function onOpened(o) {
 }
 
 function onSegmented(s) {
-  $('segment-result').textContent = `${s.in_range.toLocaleString()} voxels in [${fmt(s.lo)}, ${fmt(s.hi)}]\n` +
+  $('segment-result').textContent = `${s.in_range.toLocaleString()} voxels in [${fmt(s.lo)}, ${fmt(s.hi)}]` +
+      (s.operators ? `, then ${s.operators}\n` : '\n') +
       `${s.seconds.toFixed(2)} s on ${s.ranks.length} ranks → ${s.output}`;
   range = [s.lo, s.hi];
   showRange();
@@ -371,8 +372,16 @@ function buttons() {
   });
   $('segment-btn').addEventListener('click', () => {
     $('progress').replaceChildren();
-    send({type: 'segment', lo: range[0], hi: range[1], output: $('segment-output').value,
-          force: $('segment-force').checked});
+    const m = {type: 'segment', lo: range[0], hi: range[1], output: $('segment-output').value,
+               force: $('segment-force').checked};
+    // The operators after the threshold (sent only when asked for).
+    if ($('seed-on').checked) m.seed = [parseFloat($('seed-lo').value), parseFloat($('seed-hi').value)];
+    const open = parseInt($('open-radius').value || '0', 10), close = parseInt($('close-radius').value || '0', 10);
+    if (open > 0) m.open = open;
+    if (close > 0) m.close = close;
+    if ($('fill-holes').checked) m.fill_holes = true;
+    if (m.seed || m.open || m.close || m.fill_holes) m.connectivity = parseInt($('connectivity').value, 10);
+    send(m);
   });
   $('cancel-btn').addEventListener('click', () => send({type: 'cancel'}));
   $('label-btn').addEventListener('click', () => {

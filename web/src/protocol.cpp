@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "volseg/io/error.hpp"
+#include "volseg/segment/operators.hpp"
 
 namespace volseg::web {
 namespace {
@@ -73,15 +74,32 @@ Json open_request(const Json& m, const Roots& roots, const std::string& file) {
 }
 
 Json segment_request(const Json& m, const Roots& roots) {
-  only(m, {"lo", "hi", "output", "force"});
+  only(m, {"lo", "hi", "output", "force", "seed", "open", "close", "fill_holes", "connectivity"});
   const double lo = number(m, "lo"), hi = number(m, "hi");
   if (lo > hi) throw Error("'lo' is above 'hi'");
-  return {{"kind", "segment"},
-          {"lo", lo},
-          {"hi", hi},
-          {"output", roots.output(string(m, "output")).string()},
-          {"force", flag(m, "force")},
-          {"hints", Json::array()}};
+  Json r{{"kind", "segment"},
+         {"lo", lo},
+         {"hi", hi},
+         {"output", roots.output(string(m, "output")).string()},
+         {"force", flag(m, "force")},
+         {"hints", Json::array()}};
+  // The operators after the threshold (docs/operators.md).
+  if (m.contains("seed")) {
+    const Json& seed = m.at("seed");
+    if (!seed.is_array() || seed.size() != 2 || !seed[0].is_number() || !seed[1].is_number())
+      throw Error("'seed' must be [lo, hi], two numbers");
+    if (seed[0].get<double>() > seed[1].get<double>()) throw Error("'seed' is [lo, hi] with lo above hi");
+    r["seed"] = seed;
+  }
+  for (const char* radius : {"open", "close"})
+    if (m.contains(radius)) r[radius] = integer(m, radius, 0, segment::max_radius);
+  if (m.contains("fill_holes")) r["fill_holes"] = flag(m, "fill_holes");
+  if (m.contains("connectivity")) {
+    const auto c = integer(m, "connectivity", 6, 26);
+    if (c != 6 && c != 18 && c != 26) throw Error("'connectivity' must be 6, 18 or 26");
+    r["connectivity"] = c;
+  }
+  return r;
 }
 
 Json label_request(const Json& m, const Roots& roots) {
@@ -324,6 +342,14 @@ std::string segment_command(const Json& open, const Json& segment) {
     c += " --var " + shell_quoted(open.at("variable").get<std::string>());
   if (open.contains("step")) c += " --time " + std::to_string(open.at("step").get<std::int64_t>());
   c += " --lo " + exact(segment.at("lo").get<double>()) + " --hi " + exact(segment.at("hi").get<double>());
+  if (segment.contains("seed"))
+    c += " --seed-lo " + exact(segment.at("seed")[0].get<double>()) + " --seed-hi " +
+         exact(segment.at("seed")[1].get<double>());
+  if (segment.value("open", 0) > 0) c += " --open " + std::to_string(segment.at("open").get<int>());
+  if (segment.value("close", 0) > 0) c += " --close " + std::to_string(segment.at("close").get<int>());
+  if (segment.value("fill_holes", false)) c += " --fill-holes";
+  if (segment.contains("seed") && segment.value("connectivity", 26) != 26)
+    c += " --connectivity " + std::to_string(segment.at("connectivity").get<int>());
   c += " --out " + shell_quoted(segment.at("output").get<std::string>());
   return c;
 }

@@ -332,6 +332,27 @@ void Session::check(const Json& request, Reply& reply) {
   reply.data["backend"] = reading;
 }
 
+namespace {
+
+// The operators after the threshold, from a segment request's optional
+// "seed": [C, D], "open", "close" (ball radii), "fill_holes" and
+// "connectivity" (of hysteresis' components); checked by the job.
+segment::MaskOperators mask_operators(const Json& request) {
+  segment::MaskOperators o;
+  if (request.contains("seed") && !request.at("seed").is_null()) {
+    const Json& seed = request.at("seed");
+    if (!seed.is_array() || seed.size() != 2) throw Error("'seed' is [lo, hi] of the hysteresis seeds");
+    o.seed = std::pair{seed[0].get<double>(), seed[1].get<double>()};
+  }
+  o.open = request.value("open", 0);
+  o.close = request.value("close", 0);
+  o.fill_holes = request.value("fill_holes", false);
+  o.connectivity = segment::check_connectivity(request.value("connectivity", 26));
+  return o;
+}
+
+}  // namespace
+
 void Session::segment(const Json& request, const Hooks& hooks, Reply& reply) {
   if (path_.empty()) throw Error("no volume is open");
   segment::SegmentOptions options;
@@ -344,6 +365,7 @@ void Session::segment(const Json& request, const Hooks& hooks, Reply& reply) {
   options.input_hints = selection_;
   options.lo = request.at("lo").get<double>();
   options.hi = request.at("hi").get<double>();
+  options.operators = mask_operators(request);
   options.force = request.value("force", false);
   options.progress = segment::ProgressMode::none;
   options.command_line = text(request, "command_line", "volseg-gui");
@@ -378,6 +400,13 @@ void Session::segment(const Json& request, const Hooks& hooks, Reply& reply) {
   d["output"] = options.output;
   d["lo"] = options.lo;
   d["hi"] = options.hi;
+  const auto& ops = options.operators;
+  if (ops.seed) d["seed"] = {ops.seed->first, ops.seed->second};
+  d["open"] = ops.open;
+  d["close"] = ops.close;
+  d["fill_holes"] = ops.fill_holes;
+  d["connectivity"] = ops.connectivity;
+  d["operators"] = ops.describe();
   d["in_range"] = result.stats.in_range;
   d["valid"] = result.stats.valid;
   d["voxels"] = result.stats.voxels;

@@ -5,6 +5,9 @@
 #include <cmath>
 #include <limits>
 
+#include "volseg/io/error.hpp"
+#include "volseg/segment/operators.hpp"
+
 namespace volseg::session {
 
 double below_edge(const segment::HistogramEdges& e, double edge) {
@@ -25,29 +28,13 @@ segment::Histogram::Count count_in_range(const segment::Histogram& histogram, do
 }
 
 double otsu(const segment::Histogram& h) {
-  const auto& counts = h.counts();
-  const auto& e = h.edges();
-  double total = 0, sum = 0;
-  for (int i = 0; i < e.bins; ++i) {
-    const double c = static_cast<double>(counts[static_cast<std::size_t>(i)]);
-    total += c;
-    sum += c * (e.edge(i) + e.edge(i + 1)) / 2;
+  // segment's rule (the job's --lo otsu), the lower class's upper edge.
+  try {
+    segment::ThresholdRule rule;
+    return segment::choose_threshold(h, rule, true);
+  } catch (const Error&) {  // one value (or none): no split
+    return h.edges().edge(h.edges().bins / 2);
   }
-  double weight = 0, partial = 0, best = -1;
-  int at = e.bins / 2;
-  for (int i = 0; i + 1 < e.bins; ++i) {
-    const double c = static_cast<double>(counts[static_cast<std::size_t>(i)]);
-    weight += c;
-    partial += c * (e.edge(i) + e.edge(i + 1)) / 2;
-    if (weight == 0 || weight == total) continue;
-    const double m0 = partial / weight, m1 = (sum - partial) / (total - weight);
-    const double between = weight * (total - weight) * (m0 - m1) * (m0 - m1);
-    if (between > best) {
-      best = between;
-      at = i + 1;
-    }
-  }
-  return e.edge(at);
 }
 
 std::pair<double, double> around_mode(const segment::Histogram& h) {

@@ -20,7 +20,8 @@ double below_edge(const segment::HistogramEdges& edges, double edge);
 // a bin edge or below_edge() of one (and for integer bins, on integers).
 segment::Histogram::Count count_in_range(const segment::Histogram& histogram, double lo, double hi);
 
-// Otsu's threshold: the bin edge that maximises the between-class variance.
+// Otsu's threshold, as segment's --lo otsu: the first value above the lower
+// class (a bin edge, or for integer bins the integer after the class).
 double otsu(const segment::Histogram& histogram);
 
 // The bins around the tallest one, down to half its count: [lo edge, hi edge].
