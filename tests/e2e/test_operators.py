@@ -140,6 +140,26 @@ class Operators(unittest.TestCase):
             got, _ = self.segment(["--lo", "1", "--hi", "1", "--fill-holes"], ranks, source=path)
             self.assert_same(got, want, "filled holes on %d ranks" % ranks)
 
+    def test_random_masks(self):
+        """Noise: many small objects and holes on every brick face."""
+        rng = np.random.default_rng(9)
+        noise = rng.random((36, 40, 44)).astype(np.float32)
+        path = self.path("noise.nhdr")
+        write_nrrd(path, noise)
+        mask = noise >= 0.45
+        cases = [
+            (["--lo", "0.45", "--hi", "1", "--seed-lo", "0.97", "--seed-hi", "1", "--connectivity", "6"],
+             hysteresis(noise, 0.45, 1.0, 0.97, 1.0, 6)),
+            (["--lo", "0.45", "--hi", "1", "--open", "1"], morphology.binary_opening(mask, morphology.ball(1))),
+            (["--lo", "0.45", "--hi", "1", "--close", "1"], morphology.binary_closing(mask, morphology.ball(1))),
+            (["--lo", "0.45", "--hi", "1", "--fill-holes"], ndimage.binary_fill_holes(mask)),
+        ]
+        for args, want in cases:
+            self.assertNotEqual(np.count_nonzero(want != mask), 0, "%s changes nothing here" % args)
+            for ranks in RANKS:
+                got, _ = self.segment(args, ranks, source=path)
+                self.assert_same(got, want, "%s on noise, %d ranks" % (" ".join(args), ranks))
+
     def test_every_operator_in_order_then_min_voxels(self):
         lo, hi, seeds = 0.45, 0.9, (0.7, 1.0)
         mask = hysteresis(self.values, lo, hi, *seeds, 26)
