@@ -279,10 +279,19 @@ void fit_memory(const Comm& comm, const LabelOptions& options, LabelPlan& plan) 
   const std::uint64_t per_voxel = io::dtype_size(plan.reader->info().dtype) + 1 + label_size + 6 +
                                   (plan.values ? io::dtype_size(plan.values->info().dtype) : 0);
   std::uint64_t buffers = voxels * per_voxel;
-  if (options.operators.any()) {  // the chain's buffers, ghost layers included
-    const double side = std::cbrt(static_cast<double>(voxels)), ghost = options.operators.ghost();
-    buffers += static_cast<std::uint64_t>(static_cast<double>(voxels) * std::pow((side + 2 * ghost) / side, 3) *
-                                          static_cast<double>(io::dtype_size(plan.reader->info().dtype) + 6));
+  if (options.operators.any()) {
+    // The chain's buffers per voxel of a brick grown by its ghost layers:
+    // input, mask, seeds, two ping-pong buffers, and the morphology's
+    // tables (a copy per half width up to radius 4, else two run tables).
+    const auto& ops = options.operators;
+    const double side = std::cbrt(static_cast<double>(voxels)), ghost = ops.ghost();
+    const int radius = std::max(ops.open, ops.close);
+    const double per_voxel = static_cast<double>(io::dtype_size(plan.reader->info().dtype)) + 4 +
+                             (radius == 0   ? 0
+                              : radius <= 4 ? radius
+                                            : 2);
+    buffers +=
+        static_cast<std::uint64_t>(static_cast<double>(voxels) * std::pow((side + 2 * ghost) / side, 3) * per_voxel);
   }
   collectively(comm, [&] {
     plan.bound = io::memory_per_rank(comm, options.memory_bytes);

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <optional>
-#include <unordered_map>
 
 #include "job_outputs.hpp"
 #include "volseg/io/dtype_dispatch.hpp"
@@ -247,9 +247,7 @@ class ComponentStage final : public MaskStage {
   const LabelSummary& summary() const { return summary_; }
 
  private:
-  static std::int64_t key(const io::Extent& e) {
-    return (e.offset[0] << 42) ^ (e.offset[1] << 21) ^ e.offset[2];  // offsets below 2^21
-  }
+  static io::Index3 key(const io::Extent& e) { return e.offset; }  // bricks are disjoint: a corner names one
   // What is labelled: the mask, or its background.
   const std::uint8_t* subject(const std::uint8_t* mask, std::size_t n) {
     if (kind_ == Kind::hysteresis) return mask;
@@ -265,7 +263,7 @@ class ComponentStage final : public MaskStage {
   std::unique_ptr<Labeling> labeling_;
   BrickLabeler labeler_;
   LabelSummary summary_;
-  std::unordered_map<std::int64_t, std::int64_t> brick_of_;
+  std::map<io::Index3, std::int64_t> brick_of_;
   std::vector<std::uint8_t> inverse_, out_;
   std::vector<std::uint64_t> kept_;
 };
