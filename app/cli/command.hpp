@@ -15,6 +15,7 @@
 
 #include "volseg/io/comm.hpp"
 #include "volseg/io/selection.hpp"
+#include "volseg/pyramid/pyramid.hpp"
 #include "volseg/segment/operators.hpp"
 #include "volseg/segment/progress.hpp"
 #include "volseg/segment/series.hpp"
@@ -119,10 +120,8 @@ struct ThresholdOptions {
   // Collective: lo and hi as numbers. A rule reads the input's histogram
   // (pyramid::histogram: its pyramid's, or one pass) and rank 0 prints the
   // number chosen (unless quiet), so the job can be run again with it.
-  struct Resolved {
-    double lo = 0, hi = 0;
-    std::string lo_rule, hi_rule;
-  };
+  using Resolved = pyramid::ChosenThresholds;
+
   Resolved resolve(const Comm& comm, const std::string& input, const std::string& backend,
                    const std::vector<std::string>& input_hints, bool quiet) const;
 

@@ -92,10 +92,7 @@ class LabelCommand final : public Command {
     if (!options_.mask_input) {
       const auto chosen =
           thresholds_.resolve(context.comm, options_.input, options_.backend, options_.input_hints, verbosity_.quiet);
-      options_.lo = chosen.lo;
-      options_.hi = chosen.hi;
-      options_.lo_rule = chosen.lo_rule;
-      options_.hi_rule = chosen.hi_rule;
+      chosen.apply_to(options_);
     }
     const auto time = selection_.time_selection();
     if (time && time->range()) {

@@ -112,10 +112,7 @@ class SegmentCommand final : public Command {
     plan(context.command_line);
     const auto chosen =
         thresholds_.resolve(context.comm, options_.input, options_.backend, options_.input_hints, verbosity_.quiet);
-    options_.lo = chosen.lo;
-    options_.hi = chosen.hi;
-    options_.lo_rule = chosen.lo_rule;
-    options_.hi_rule = chosen.hi_rule;
+    chosen.apply_to(options_);
     SchedulerSignals signals;
     options_.interrupt = &signals.received();
     if (const auto time = selection_.time_selection(); time && time->range()) {

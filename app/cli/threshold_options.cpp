@@ -57,8 +57,7 @@ ThresholdOptions::Resolved ThresholdOptions::resolve(const Comm& comm, const std
   options.input = input;
   options.backend = backend;
   options.input_hints = input_hints;
-  const auto chosen = pyramid::choose_thresholds(comm, options, lo, hi);
-  const Resolved out{chosen.lo, chosen.hi, chosen.lo_rule, chosen.hi_rule};
+  const Resolved chosen = pyramid::choose_thresholds(comm, options, lo, hi);
   if (chosen.edges && comm.rank() == 0 && !quiet) {
     const auto& edges = *chosen.edges;
     for (const auto& [option, rule, value] :
@@ -68,8 +67,8 @@ ThresholdOptions::Resolved ThresholdOptions::resolve(const Comm& comm, const std
                     edges.bins, edges.lo, edges.hi);
     std::fflush(stdout);
   }
-  note_seeds(comm, out, quiet);
-  return out;
+  note_seeds(comm, chosen, quiet);
+  return chosen;
 }
 
 void ThresholdOptions::note_seeds(const Comm& comm, const Resolved& thresholds, bool quiet) const {

@@ -71,11 +71,7 @@ py::object segment_file(const std::string& input, const std::string& lo, const s
   {
     py::gil_scoped_release release;
     const Comm c(handle);
-    const auto thresholds = chosen(c, input, backend, o.input_hints, lo, hi);
-    o.lo = thresholds.lo;
-    o.hi = thresholds.hi;
-    o.lo_rule = thresholds.lo_rule;
-    o.hi_rule = thresholds.hi_rule;
+    chosen(c, input, backend, o.input_hints, lo, hi).apply_to(o);
     const auto result = segment::run_segment(c, o);
     report = segment::report_json(o, result);
   }
@@ -108,11 +104,7 @@ py::dict label_file(const std::string& input, const std::string& out, const py::
     py::gil_scoped_release release;
     const Comm c(handle);
     if (!mask_input) {
-      const auto thresholds = chosen(c, input, backend, o.input_hints, *lo, *hi);
-      o.lo = thresholds.lo;
-      o.hi = thresholds.hi;
-      o.lo_rule = thresholds.lo_rule;
-      o.hi_rule = thresholds.hi_rule;
+      chosen(c, input, backend, o.input_hints, *lo, *hi).apply_to(o);
     }
     result = segment::run_label(c, o);
   }

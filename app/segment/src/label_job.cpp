@@ -75,62 +75,6 @@ io::DType label_type(const std::string& asked, std::uint64_t objects) {
   throw Error("unknown label type '" + asked + "' (auto, u8, u16, u32 or u64)");
 }
 
-// The u8 {0,1} mask of one brick of the input.
-class MaskMaker {
- public:
-  MaskMaker(const LabelOptions& options, const io::VolumeInfo& info) : options_(options), info_(info) {
-    if (!options.mask_input) {
-      const detail::Packing packing{info.scale_factor.value_or(1.0), info.add_offset.value_or(0.0)};
-      if (packing.scale == 0) throw Error(options.input + ": scale_factor is 0");
-      const auto [lo, hi] = packing.to_stored(options.lo, options.hi);
-      kernel_.emplace(info.dtype, Threshold{lo, hi, info.fill_value, info.valid_range, info.missing_value}, false);
-    }
-  }
-
-  // input: the brick's values (native order); returns its mask.
-  const std::uint8_t* make(const std::byte* input, const io::Extent& extent) {
-    const std::int64_t n = extent.voxels();
-    if (kernel_) {
-      mask_.resize(static_cast<std::size_t>(n));
-      Stats stats;
-      kernel_->run(input, n, false, mask_.data(), stats);
-      return mask_.data();
-    }
-    if (info_.dtype == io::DType::u8 || info_.dtype == io::DType::i8) {
-      check(reinterpret_cast<const std::uint8_t*>(input), n, extent);
-      return reinterpret_cast<const std::uint8_t*>(input);
-    }
-    mask_.resize(static_cast<std::size_t>(n));
-    io::visit_dtype(info_.dtype, [&]<class T>(std::type_identity<T>) {
-      const auto* values = reinterpret_cast<const T*>(input);
-      for (std::int64_t i = 0; i < n; ++i)
-        mask_[static_cast<std::size_t>(i)] = values[i] == 0 ? 0 : values[i] == 1 ? 1 : 2;
-    });
-    check(mask_.data(), n, extent);
-    return mask_.data();
-  }
-
- private:
-  void check(const std::uint8_t* mask, std::int64_t n, const io::Extent& extent) const {
-    std::uint8_t bad = 0;
-    for (std::int64_t i = 0; i < n; ++i) bad |= mask[i] & 0xFE;
-    if (!bad) return;
-    for (std::int64_t i = 0; i < n; ++i)
-      if (mask[i] > 1) {
-        const std::int64_t x = i % extent.count[2], y = i / extent.count[2] % extent.count[1],
-                           z = i / (extent.count[2] * extent.count[1]);
-        throw Error("--mask-input: " + options_.input + " is not a 0/1 mask: voxel (z,y,x) = (" +
-                    std::to_string(extent.offset[0] + z) + "," + std::to_string(extent.offset[1] + y) + "," +
-                    std::to_string(extent.offset[2] + x) + ") is neither 0 nor 1 (threshold it with --lo/--hi)");
-      }
-  }
-
-  const LabelOptions& options_;
-  const io::VolumeInfo& info_;
-  std::optional<ThresholdKernel> kernel_;
-  std::vector<std::uint8_t> mask_;
-};
-
 // The first pass's run labels of as many bricks as the budget holds, so
 // that the second pass finds their runs again but not their joins.
 class KeptLabels {
@@ -286,12 +230,12 @@ void fit_memory(const Comm& comm, const LabelOptions& options, LabelPlan& plan) 
     const auto& ops = options.operators;
     const double side = std::cbrt(static_cast<double>(voxels)), ghost = ops.ghost();
     const int radius = std::max(ops.open, ops.close);
-    const double per_voxel = static_cast<double>(io::dtype_size(plan.reader->info().dtype)) + 4 +
-                             (radius == 0   ? 0
-                              : radius <= 4 ? radius
-                                            : 2);
-    buffers +=
-        static_cast<std::uint64_t>(static_cast<double>(voxels) * std::pow((side + 2 * ghost) / side, 3) * per_voxel);
+    const double grown_per_voxel = static_cast<double>(io::dtype_size(plan.reader->info().dtype)) + 4 +
+                                   (radius == 0   ? 0
+                                    : radius <= 4 ? radius
+                                                  : 2);
+    buffers += static_cast<std::uint64_t>(static_cast<double>(voxels) * std::pow((side + 2 * ghost) / side, 3) *
+                                          grown_per_voxel);
   }
   collectively(comm, [&] {
     plan.bound = io::memory_per_rank(comm, options.memory_bytes);
@@ -350,7 +294,7 @@ struct LabelPasses {
   LabelPlan& plan;
   const io::VolumeInfo& info;
   Labeling labeling;
-  MaskMaker masks;
+  detail::MaskMaker masks;
   double scale, offset;  // of --values
   std::size_t brick_voxels;
   std::vector<std::byte> input, source;
@@ -365,11 +309,11 @@ struct LabelPasses {
         info(p.reader->info()),
         labeling(c, BrickMap::from_layout(p.layout, c.size(), o.assignment, o.seed), o.connectivity,
                  p.values != nullptr, /*with_shape=*/!o.stats.empty()),
-        masks(o, info),
+        masks(info, o.mask_input, o.lo, o.hi, o.input),
         scale(p.values ? p.values->info().scale_factor.value_or(1.0) : 1.0),
         offset(p.values ? p.values->info().add_offset.value_or(0.0) : 0.0),
         brick_voxels(static_cast<std::size_t>(p.layout.largest_brick_voxels())),
-        input(brick_voxels * io::dtype_size(info.dtype)),
+        input(o.operators.any() ? 0 : brick_voxels * io::dtype_size(info.dtype)),  // the chain reads its own
         source(p.values ? brick_voxels * io::dtype_size(p.values->info().dtype) : 0),
         chain(make_chain(c, o, p, labeling.map())),
         progress(c, "label", (2 + (chain ? chain->passes() : 0)) * p.layout.count(), o.progress),

@@ -49,6 +49,55 @@ void crop(const std::uint8_t* from, const io::Extent& outer, const io::Extent& i
 
 }  // namespace
 
+ThresholdKernel stored_kernel(const io::VolumeInfo& info, double lo, double hi, const std::string& name) {
+  const Packing packing{info.scale_factor.value_or(1.0), info.add_offset.value_or(0.0)};
+  if (packing.scale == 0) throw Error(name + ": scale_factor is 0");
+  const auto [stored_lo, stored_hi] = packing.to_stored(lo, hi);
+  return ThresholdKernel(info.dtype,
+                         Threshold{stored_lo, stored_hi, info.fill_value, info.valid_range, info.missing_value}, false);
+}
+
+MaskMaker::MaskMaker(const io::VolumeInfo& info, bool mask_input, double lo, double hi, std::string name)
+    : info_(info), name_(std::move(name)) {
+  if (!mask_input) kernel_.emplace(stored_kernel(info, lo, hi, name_));
+}
+
+const std::uint8_t* MaskMaker::make(const std::byte* input, const io::Extent& extent) {
+  const std::int64_t n = extent.voxels();
+  if (kernel_) {
+    mask_.resize(static_cast<std::size_t>(n));
+    Stats stats;
+    kernel_->run(input, n, false, mask_.data(), stats);
+    return mask_.data();
+  }
+  if (info_.dtype == io::DType::u8 || info_.dtype == io::DType::i8) {
+    check(reinterpret_cast<const std::uint8_t*>(input), n, extent);
+    return reinterpret_cast<const std::uint8_t*>(input);
+  }
+  mask_.resize(static_cast<std::size_t>(n));
+  io::visit_dtype(info_.dtype, [&]<class T>(std::type_identity<T>) {
+    const auto* values = reinterpret_cast<const T*>(input);
+    for (std::int64_t i = 0; i < n; ++i)
+      mask_[static_cast<std::size_t>(i)] = values[i] == 0 ? 0 : values[i] == 1 ? 1 : 2;
+  });
+  check(mask_.data(), n, extent);
+  return mask_.data();
+}
+
+void MaskMaker::check(const std::uint8_t* mask, std::int64_t n, const io::Extent& extent) const {
+  std::uint8_t bad = 0;
+  for (std::int64_t i = 0; i < n; ++i) bad |= mask[i] & 0xFE;
+  if (!bad) return;
+  for (std::int64_t i = 0; i < n; ++i)
+    if (mask[i] > 1) {
+      const std::int64_t x = i % extent.count[2], y = i / extent.count[2] % extent.count[1],
+                         z = i / (extent.count[2] * extent.count[1]);
+      throw Error("--mask-input: " + name_ + " is not a 0/1 mask: voxel (z,y,x) = (" +
+                  std::to_string(extent.offset[0] + z) + "," + std::to_string(extent.offset[1] + y) + "," +
+                  std::to_string(extent.offset[2] + x) + ") is neither 0 nor 1 (threshold it with --lo/--hi)");
+    }
+}
+
 // One stage of the chain.
 class MaskStage {
  public:
@@ -64,21 +113,12 @@ class MaskStage {
 class ThresholdStage final : public MaskStage {
  public:
   ThresholdStage(const ChainInput& input, const std::optional<std::pair<double, double>>& seed)
-      : reader_(input.reader), info_(input.reader.info()), mask_input_(input.mask_input), name_(input.name) {
-    if (!mask_input_) {
-      const Packing packing{info_.scale_factor.value_or(1.0), info_.add_offset.value_or(0.0)};
-      if (packing.scale == 0) throw Error(input.name + ": scale_factor is 0");
-      auto kernel = [&](double lo, double hi, bool histogram) {
-        const auto [stored_lo, stored_hi] = packing.to_stored(lo, hi);
-        return ThresholdKernel(
-            info_.dtype, Threshold{stored_lo, stored_hi, info_.fill_value, info_.valid_range, info_.missing_value},
-            histogram);
-      };
-      kernel_.emplace(kernel(input.lo, input.hi, false));
-      if (seed) seed_kernel_.emplace(kernel(seed->first, seed->second, false));
-    } else if (seed) {
+      : reader_(input.reader),
+        info_(input.reader.info()),
+        masks_(info_, input.mask_input, input.lo, input.hi, input.name) {
+    if (seed && input.mask_input)
       throw Error("--seed-lo/--seed-hi threshold the input: a 0/1 mask (--mask-input) has no values to seed from");
-    }
+    if (seed) seed_kernel_.emplace(stored_kernel(info_, seed->first, seed->second, input.name));
   }
 
   const std::uint8_t* region(const io::Extent* extent) override {
@@ -88,20 +128,15 @@ class ThresholdStage final : public MaskStage {
     }
     const std::size_t n = voxels_of(*extent);
     input_.resize(n * io::dtype_size(info_.dtype));
-    mask_.resize(n);
     io::read_in_round(reader_, extent, input_.data());
-    if (kernel_) {
+    const std::uint8_t* mask = masks_.make(input_.data(), *extent);
+    if (seed_kernel_) {
       Stats ignored;
-      kernel_->run(input_.data(), static_cast<std::int64_t>(n), false, mask_.data(), ignored);
-      if (seed_kernel_) {
-        seeds_.resize(n);
-        seed_kernel_->run(input_.data(), static_cast<std::int64_t>(n), false, seeds_.data(), ignored);
-      }
-      if (counting_ && core_) count(*extent, *core_);
-    } else {
-      to_mask(*extent);
+      seeds_.resize(n);
+      seed_kernel_->run(input_.data(), static_cast<std::int64_t>(n), false, seeds_.data(), ignored);
     }
-    return mask_.data();
+    if (counting_ && core_ && masks_.kernel()) count(*extent, *core_);
+    return mask;
   }
   bool collective() const override { return reader_.capabilities().collective; }
   const std::uint8_t* seeds() const { return seeds_.data(); }
@@ -122,36 +157,17 @@ class ThresholdStage final : public MaskStage {
             ((z + core.offset[0] - outer.offset[0]) * outer.count[1] + (y + core.offset[1] - outer.offset[1])) *
                 outer.count[2] +
             core.offset[2] - outer.offset[2];
-        kernel_->run(input_.data() + static_cast<std::size_t>(at) * size, core.count[2], false, scratch_.data(),
-                     stats_);
+        masks_.kernel()->run(input_.data() + static_cast<std::size_t>(at) * size, core.count[2], false, scratch_.data(),
+                             stats_);
       }
-  }
-
-  void to_mask(const io::Extent& extent) {
-    const std::int64_t n = extent.voxels();
-    io::visit_dtype(info_.dtype, [&]<class T>(std::type_identity<T>) {
-      const auto* values = reinterpret_cast<const T*>(input_.data());
-      for (std::int64_t i = 0; i < n; ++i) {
-        const T v = values[i];
-        if (v != T(0) && v != T(1)) {
-          const std::int64_t x = i % extent.count[2], y = i / extent.count[2] % extent.count[1],
-                             z = i / (extent.count[2] * extent.count[1]);
-          throw Error("--mask-input: " + name_ + " is not a 0/1 mask: voxel (z,y,x) = (" +
-                      std::to_string(extent.offset[0] + z) + "," + std::to_string(extent.offset[1] + y) + "," +
-                      std::to_string(extent.offset[2] + x) + ") is neither 0 nor 1");
-        }
-        mask_[static_cast<std::size_t>(i)] = v == T(1);
-      }
-    });
   }
 
   io::VolumeReader& reader_;
   const io::VolumeInfo& info_;
-  bool mask_input_;
-  std::string name_;
-  std::optional<ThresholdKernel> kernel_, seed_kernel_;
+  MaskMaker masks_;
+  std::optional<ThresholdKernel> seed_kernel_;
   std::vector<std::byte> input_;
-  std::vector<std::uint8_t> mask_, seeds_, scratch_;
+  std::vector<std::uint8_t> seeds_, scratch_;
   const io::Extent* core_ = nullptr;
   bool counting_ = false;
   Stats stats_;

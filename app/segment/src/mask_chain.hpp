@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,32 @@
 #include "volseg/segment/threshold.hpp"
 
 namespace volseg::segment::detail {
+
+// The u8 {0,1} mask of a brick (or any region) of the input: lo <= v <= hi
+// (unpacked units), or with mask_input the input's own 0/1 voxels, checked
+// (the first voxel that is neither is named). Shared by label's plain
+// passes and the chain's threshold stage.
+class MaskMaker {
+ public:
+  MaskMaker(const io::VolumeInfo& info, bool mask_input, double lo, double hi, std::string name);
+  // input: the region's values (native order); returns its mask, which
+  // may be input itself (a u8 mask).
+  const std::uint8_t* make(const std::byte* input, const io::Extent& extent);
+  // The threshold's kernel (null for a mask input).
+  const ThresholdKernel* kernel() const { return kernel_ ? &*kernel_ : nullptr; }
+
+ private:
+  void check(const std::uint8_t* mask, std::int64_t n, const io::Extent& extent) const;
+
+  const io::VolumeInfo& info_;
+  std::string name_;
+  std::optional<ThresholdKernel> kernel_;
+  std::vector<std::uint8_t> mask_;
+};
+
+// The kernel of lo <= v <= hi in the input's stored units (CF packing
+// undone once); throws on a scale_factor of 0.
+ThresholdKernel stored_kernel(const io::VolumeInfo& info, double lo, double hi, const std::string& name);
 
 struct ChainInput {
   io::VolumeReader& reader;

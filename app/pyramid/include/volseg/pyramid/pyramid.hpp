@@ -151,6 +151,14 @@ struct ChosenThresholds {
   double lo = 0, hi = 0;
   std::string lo_rule, hi_rule;  // the rules as given; empty for numbers
   std::optional<segment::HistogramEdges> edges;
+  // Into a job's options (segment::SegmentOptions, segment::LabelOptions).
+  template <class Options>
+  void apply_to(Options& options) const {
+    options.lo = lo;
+    options.hi = hi;
+    options.lo_rule = lo_rule;
+    options.hi_rule = hi_rule;
+  }
 };
 ChosenThresholds choose_thresholds(const Comm& comm, const HistogramOptions& options, const std::string& lo,
                                    const std::string& hi);
