@@ -36,17 +36,23 @@ class LabelCommand final : public Command {
     sub->add_option("--connectivity", o.connectivity,
                     "6 (faces) | 18 (and edges) | 26 (and corners), as scipy.ndimage's structures of rank 1, 2, 3")
         ->capture_default_str();
-    sub->add_option("--type", o.type, "Label type: auto (u32, or u64 past 2^32 - 1 objects) | u8 | u16 | u32 | u64")
+    sub->add_option("--label-type,--type", o.type,
+                    "Label type: auto (u32, or u64 past 2^32 - 1 objects, with a line saying so) | u8 | u16 | u32 | "
+                    "u64; refused when the objects do not fit")
         ->capture_default_str();
     sub->add_option("--stats", o.stats,
                     "Object table (CSV): id, voxels, volume, bounding box, centroid in voxels and "
                     "in physical units, touches_boundary, and with --values min/mean/max");
+    sub->add_option("--mask-out", o.mask_output,
+                    "Also write the mask that is labelled (after the operators, before --min-voxels), from the same "
+                    "read of the input: NAME.nhdr, .nc, .nc4, .zarr, .ome.zarr, .nii, .tif");
     sub->add_option("--min-voxels", o.min_voxels, "Drop objects smaller than this (they become 0; ids stay dense)")
         ->capture_default_str();
     sub->add_option_function<std::uint64_t>(
            "--cache", [&o](std::uint64_t mib) { o.cache_bytes = mib << 20; },
-           "MiB per rank that keep the first pass's labels for the second (4 bytes a run of foreground); "
-           "bricks past it are labelled twice [256]")
+           "MiB per rank that keep pass 1's bricks (runs and labels, about 12 bytes a run of foreground) for "
+           "pass 2, which paints them without reading the input again; bricks past it are read and labelled "
+           "again [all that --memory leaves]")
         ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 30));
     sub->add_option("--memory", memory_,
                     "Memory per rank the job may use (512MiB, 4GiB; default: this node's available memory shared "

@@ -362,10 +362,15 @@ class LabelTest(unittest.TestCase):
                 self.assert_refused(["label", self.path("board.nhdr"), "--mask-input", "--out", out, "--memory",
                                      "4MiB"], r"before its first object.*bound of 4 MiB per rank \(--memory\)",
                                     ranks)
-        # About 100 MiB of parts and merge state on 1 rank, past its bound; a quarter of that on 4 ranks.
+        # With a table, about 100 MiB of parts and merge state on 1 rank, past its bound; a quarter of
+        # that on 4 ranks. Without one, the objects inside a brick are no parts: 4 bytes each.
         args = ["--mask-input", "--connectivity", "6", "--brick", "8,128,128", "--memory", "100MiB"]
-        self.assert_refused(["label", self.path("board.nhdr"), "--out", out, *args],
+        self.assert_refused(["label", self.path("board.nhdr"), "--out", out, *args, "--stats", self.path("t.csv")],
                             r"first \d+ of 16 bricks \(\d+ parts.*past its bound of 100 MiB per rank")
+        proc = e.run(["label", self.path("board.nhdr"), "--out", out, *args, "--force", "--progress", "none"],
+                     ranks=1, timeout=300)
+        e.check_ok(self, proc)
+        self.assertIn("%d objects" % (128 ** 3 // 2), proc.stdout)
         self.label(self.path("board.nhdr"), out, *args, "--report", self.path("r.json"), ranks=4)
         with open(self.path("r.json")) as f:
             report = json.load(f)

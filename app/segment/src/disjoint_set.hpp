@@ -64,12 +64,25 @@ class DisjointSet {
   // Numbers the sets 1, 2, ... in the order of their smallest elements and
   // hands back each element's number (its storage, for the next reset); the
   // set is left empty. sets: how many there were.
-  std::vector<T> take_numbered(T& sets) {
+  // roots, when given, gets each set's smallest element in that order.
+  std::vector<T> take_numbered(T& sets, std::vector<T>* roots = nullptr) {
     T* const parent = parent_.data();
     sets = 0;
     // In place: a node's parent comes before it, so it holds its number
     // already when the node is reached, and so does its root.
-    for (std::size_t x = 0; x < parent_.size(); ++x) parent[x] = parent[x] == x ? ++sets : parent[parent[x]];
+    if (roots == nullptr) {
+      for (std::size_t x = 0; x < parent_.size(); ++x) parent[x] = parent[x] == x ? ++sets : parent[parent[x]];
+    } else {
+      roots->clear();
+      for (std::size_t x = 0; x < parent_.size(); ++x) {
+        if (parent[x] == x) {
+          roots->push_back(static_cast<T>(x));
+          parent[x] = ++sets;
+        } else {
+          parent[x] = parent[parent[x]];
+        }
+      }
+    }
     return std::exchange(parent_, {});
   }
 

@@ -243,7 +243,7 @@ void BrickLabeler::join_rows() {
       (std::make_index_sequence<before.size()>{});
     }
   // The roots in run order: objects numbered by their first voxels.
-  labels_ = joined.take_numbered(objects_);
+  labels_ = joined.take_numbered(objects_, &first_run_);
 }
 
 void BrickLabeler::label(const std::uint8_t* mask, const io::Index3& shape) {
@@ -267,15 +267,12 @@ void BrickLabeler::label(const std::uint8_t* mask, const io::Index3& shape) {
   }
 }
 
-void BrickLabeler::relabel(const std::uint8_t* mask, const io::Index3& shape, std::span<const std::uint32_t> labels,
-                           std::uint32_t objects) {
-  shape_ = shape;
-  find_runs(mask);
-  if (runs_.size() != labels.size())
-    throw Error("internal error: a brick has " + std::to_string(runs_.size()) + " runs, its kept labels " +
-                std::to_string(labels.size()));
-  labels_.assign(labels.begin(), labels.end());
-  objects_ = objects;
+void BrickLabeler::restore(Saved&& saved) {
+  shape_ = saved.shape;
+  runs_ = std::move(saved.runs);
+  row_start_ = std::move(saved.row_start);
+  labels_ = std::move(saved.labels);
+  objects_ = saved.objects;
 }
 
 // Labels are numbered in run order, so an object's first run is the first
@@ -330,6 +327,85 @@ void BrickLabeler::measure(const io::Extent& extent, const io::Index3& dims, Chu
     }
   if (seen != objects_)
     throw Error("internal error: a brick measured " + std::to_string(seen) + " objects of " + std::to_string(objects_));
+}
+
+void BrickLabeler::measure_in_brick(const io::Extent& extent, const io::Index3& dims,
+                                    const std::vector<std::uint8_t>& shared, const KeepRule& keep,
+                                    std::vector<std::uint32_t>& slots, Chunked<ObjectPart>& parts,
+                                    InBrick& figures) const {
+  // Each object's first voxel, row (its first run's: the root of its runs),
+  // voxels, and, for a rule that needs it, whether it touches the volume's
+  // boundary. Tight loops, no branch per run: a random mask has almost a
+  // new object per run.
+  struct Object {
+    std::uint64_t first;
+    std::uint32_t voxels, row;
+    std::uint32_t border;
+  };
+  static thread_local std::vector<Object> objects;  // reused brick after brick
+  objects.resize(objects_);
+  const std::int64_t height = shape_[1], rows = shape_[0] * shape_[1];
+  const auto width = static_cast<std::uint64_t>(dims[2]), plane = static_cast<std::uint64_t>(dims[1]) * width;
+  {
+    std::size_t next = 0;  // the next object's first run
+    for (std::int64_t r = 0; r < rows && next < objects_; ++r) {
+      const std::uint64_t row_first = static_cast<std::uint64_t>(extent.offset[0] + r / height) * plane +
+                                      static_cast<std::uint64_t>(extent.offset[1] + r % height) * width +
+                                      static_cast<std::uint64_t>(extent.offset[2]);
+      for (; next < objects_ && first_run_[next] < row_start_[static_cast<std::size_t>(r + 1)]; ++next)
+        objects[next] = {row_first + static_cast<std::uint64_t>(runs_[first_run_[next]].begin), 0,
+                         static_cast<std::uint32_t>(r), 0};
+    }
+  }
+  Object* const by_label = objects.data() - 1;
+  for (std::size_t i = 0; i < runs_.size(); ++i)
+    by_label[labels_[i]].voxels += static_cast<std::uint32_t>(runs_[i].end - runs_[i].begin);
+  if (keep.inside) {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::int64_t gz = extent.offset[0] + r / height, gy = extent.offset[1] + r % height;
+      const bool row_border = gz == 0 || gz == dims[0] - 1 || gy == 0 || gy == dims[1] - 1;
+      for (std::uint32_t i = row_start_[static_cast<std::size_t>(r)]; i < row_start_[static_cast<std::size_t>(r + 1)];
+           ++i)
+        if (row_border || extent.offset[2] + runs_[i].begin == 0 || extent.offset[2] + runs_[i].end == dims[2])
+          by_label[labels_[i]].border = ObjectPart::touches_boundary;
+    }
+  }
+  // In label order, which is file order: parts, and segments between them.
+  const bool whole_planes = shape_[1] == dims[1] && shape_[2] == dims[2];
+  slots.resize(objects_);
+  const std::size_t base = parts.size();
+  std::size_t segment = SIZE_MAX;  // the open segment's index in parts, if any
+  std::uint32_t segment_row = 0;
+  for (std::uint32_t label = 1; label <= objects_; ++label) {
+    const Object& o = objects[label - 1];
+    ObjectPart part;
+    part.first = o.first;
+    part.voxels = o.voxels;
+    part.border = o.border;
+    if (shared[label]) {
+      slots[label - 1] = static_cast<std::uint32_t>(parts.size() - base);
+      parts.push_back(part);
+      segment = SIZE_MAX;
+      continue;
+    }
+    if (!keep.keeps(part)) {
+      slots[label - 1] = kNoSlot;
+      ++figures.dropped;
+      continue;
+    }
+    figures.kept_voxels += o.voxels;
+    figures.largest = std::max<std::uint64_t>(figures.largest, o.voxels);
+    if (segment != SIZE_MAX && (whole_planes || o.row == segment_row)) {
+      ++parts[segment].voxels;
+    } else {
+      segment = parts.size();
+      segment_row = o.row;
+      part.voxels = 1;
+      part.border = ObjectPart::segment;
+      parts.push_back(part);
+    }
+    slots[label - 1] = static_cast<std::uint32_t>(segment - base) | kSegmentSlot;
+  }
 }
 
 void BrickLabeler::mark_seeds(const std::uint8_t* seeds, Chunked<ObjectPart>& parts, std::size_t base) const {

@@ -35,6 +35,7 @@
 #include "volseg/segment/brick_driver.hpp"
 #include "volseg/segment/expression.hpp"
 #include "volseg/segment/label.hpp"
+#include "volseg/segment/segment.hpp"
 #include "volseg/segment/threshold.hpp"
 
 namespace volseg::segment {
@@ -60,49 +61,85 @@ std::string exact(double value) {
   return text;
 }
 
+// The largest label a type holds, exactly (a double rounds 2^64 - 1 up).
+std::uint64_t most_labels(io::DType type) {
+  switch (type) {
+    case io::DType::u8:
+      return std::numeric_limits<std::uint8_t>::max();
+    case io::DType::u16:
+      return std::numeric_limits<std::uint16_t>::max();
+    case io::DType::u32:
+      return std::numeric_limits<std::uint32_t>::max();
+    default:
+      return std::numeric_limits<std::uint64_t>::max();
+  }
+}
+
+// auto: u32 while the objects fit, else u64.
 io::DType label_type(const std::string& asked, std::uint64_t objects) {
   const std::pair<const char*, io::DType> types[] = {
       {"u8", io::DType::u8}, {"u16", io::DType::u16}, {"u32", io::DType::u32}, {"u64", io::DType::u64}};
-  if (asked == "auto") return objects <= std::numeric_limits<std::uint32_t>::max() ? io::DType::u32 : io::DType::u64;
+  if (asked == "auto") return objects <= most_labels(io::DType::u32) ? io::DType::u32 : io::DType::u64;
   for (const auto& [name, type] : types)
     if (asked == name) {
-      const auto most = static_cast<std::uint64_t>(io::dtype_highest(type));
+      const std::uint64_t most = most_labels(type);
       if (objects > most)
-        throw Error("--type " + asked + " holds at most " + std::to_string(most) + " labels, and the mask has " +
+        throw Error("--label-type " + asked + " holds at most " + std::to_string(most) + " labels, and the mask has " +
                     std::to_string(objects) + " objects (use a wider type, or auto)");
       return type;
     }
   throw Error("unknown label type '" + asked + "' (auto, u8, u16, u32 or u64)");
 }
 
-// The first pass's run labels of as many bricks as the budget holds, so
-// that the second pass finds their runs again but not their joins.
-class KeptLabels {
+// Pass 1's bricks as their runs and labels (BrickLabeler::Saved), as many
+// as the memory bound leaves room for: pass 2 paints them without reading or
+// labelling the input again. When the objects need the room back, the bricks
+// kept last are dropped first; pass 2 reads and labels those again (the
+// labelling is deterministic, so they get the same labels).
+class KeptBricks {
  public:
-  explicit KeptLabels(std::uint64_t budget) : budget_(budget) {}
-  void keep(std::int64_t brick, const BrickLabeler& labeler) {
-    const auto labels = labeler.run_labels();
-    const std::uint64_t bytes = labels.size() * sizeof(std::uint32_t);
-    if (used_ + bytes > budget_) return;
+  explicit KeptBricks(std::uint64_t cap) : cap_(cap) {}
+  // room: what the bound leaves now, past what is kept.
+  void keep(std::int64_t brick, const BrickLabeler& labeler, std::uint64_t room) {
+    auto saved = labeler.save();
+    const std::uint64_t bytes = saved.bytes();
+    if (used_ + bytes > cap_ || bytes > room) return;
     used_ += bytes;
-    kept_.emplace(brick, Kept{{labels.begin(), labels.end()}, labeler.objects()});
+    order_.push_back(brick);
+    kept_.emplace(brick, std::move(saved));
+  }
+  // Frees kept bricks, the last kept first, until at least need bytes are
+  // free or nothing is kept; returns what it freed.
+  std::uint64_t shed(std::uint64_t need) {
+    std::uint64_t freed = 0;
+    while (freed < need && !order_.empty()) {
+      auto it = kept_.find(order_.back());
+      order_.pop_back();
+      if (it == kept_.end()) continue;
+      freed += it->second.bytes();
+      used_ -= it->second.bytes();
+      kept_.erase(it);
+      ++shed_;
+    }
+    return freed;
   }
   std::uint64_t used() const { return used_; }
-  void label(std::int64_t brick, BrickLabeler& labeler, const std::uint8_t* mask, const io::Index3& shape) {
+  std::uint64_t shed_count() const { return shed_; }
+  bool holds(std::int64_t brick) const { return kept_.count(brick) != 0; }
+  // Restores a kept brick into labeler (and forgets it); false when not kept.
+  bool take(std::int64_t brick, BrickLabeler& labeler) {
     auto it = kept_.find(brick);
-    if (it == kept_.end()) return labeler.label(mask, shape);
-    labeler.relabel(mask, shape, it->second.labels, it->second.objects);
-    used_ -= it->second.labels.size() * sizeof(std::uint32_t);
+    if (it == kept_.end()) return false;
+    used_ -= it->second.bytes();
+    labeler.restore(std::move(it->second));
     kept_.erase(it);
+    return true;
   }
 
  private:
-  struct Kept {
-    std::vector<std::uint32_t> labels;
-    std::uint32_t objects;
-  };
-  std::uint64_t budget_, used_ = 0;
-  std::unordered_map<std::int64_t, Kept> kept_;
+  std::uint64_t cap_, used_ = 0, shed_ = 0;
+  std::vector<std::int64_t> order_;
+  std::unordered_map<std::int64_t, BrickLabeler::Saved> kept_;
 };
 
 void paint(const BrickLabeler& labeler, std::span<const std::uint64_t> ids, io::DType type, void* out) {
@@ -167,6 +204,8 @@ io::Writing choose_io(const Comm& comm, const LabelOptions& options, LabelResult
   io::Writing writing = io::writing_backend(output_format, result.backend);
   if (!options.output_backend.empty()) writing.backend = options.output_backend;
   result.output_backend = writing.backend;
+  if (!options.mask_output.empty())
+    result.mask_format = io::format_name(io::output_format(options.mask_output, {}, input_format, false));
   return writing;
 }
 
@@ -197,6 +236,10 @@ void check_label_outputs(const LabelOptions& options, std::vector<std::string> t
   detail::check_side_output(options.report, "report", options.output, options.force, taken, "labels");
   if (!io::is_stream(options.output))
     for (const auto& file : detail::output_files(options.output)) io::refuse_existing(file.string(), options.force);
+  if (options.mask_output.empty()) return;
+  detail::refuse_output_over_input(options.mask_output, taken);
+  detail::refuse_output_over_input(options.mask_output, {options.output, options.stats, options.report});
+  for (const auto& file : detail::output_files(options.mask_output)) io::refuse_existing(file.string(), options.force);
 }
 
 // What run_label decides before its first pass: the input (and --values)
@@ -300,7 +343,7 @@ struct LabelPasses {
   std::vector<std::byte> input, source;
   std::unique_ptr<detail::MaskChain> chain;  // with operators: where masks come from
   Progress progress;
-  KeptLabels kept;
+  KeptBricks kept;
 
   LabelPasses(const Comm& c, const LabelOptions& o, LabelPlan& p)
       : comm(c),
@@ -348,31 +391,37 @@ struct LabelPasses {
     return {comm, std::move(extents), labeling.mine(), {.progress = &progress, .bytes_per_voxel = bytes_per_voxel}};
   }
 
-  // Pass 1: label every brick, keep parts and faces.
-  void label_bricks() {
+  // Pass 1: label every brick, keep parts and faces; the mask to
+  // mask_out, when given.
+  void label_bricks(io::VolumeWriter* mask_out) {
     auto& reader = *plan.reader;
     auto* values = plan.values.get();
     auto bricks = driver(io::dtype_size(info.dtype));
-    const bool collective = reader.capabilities().collective || (values && values->capabilities().collective);
+    const bool collective = reader.capabilities().collective || (values && values->capabilities().collective) ||
+                            (mask_out && mask_out->capabilities().collective);
     if (chain) chain->prepare(&progress);
     bricks.run(collective, [&](std::optional<std::size_t> k) {
       const io::Extent* extent = k ? &bricks.extent(*k) : nullptr;
       const std::uint8_t* brick_mask = mask(extent);
+      if (mask_out) io::write_in_round(*mask_out, extent, brick_mask);
       if (values) io::read_in_round(*values, extent, source.data());
       if (!extent) return;
       const std::int64_t brick = bricks.id(*k);
       labeling.add(brick, brick_mask, values ? source.data() : nullptr, values ? values->info().dtype : io::DType::u8,
                    scale, offset);
       if (chain && chain->caller_seeds()) labeling.seed(chain->seeds());
-      kept.keep(brick, labeling.labeler());
+      const std::uint64_t held = plan.fixed + kept.used() + labeling.held_bytes();
+      kept.keep(brick, labeling.labeler(), held < plan.bound.bytes ? plan.bound.bytes - held : 0);
       check_memory(*k + 1, bricks.size());
     });
   }
 
-  // Stops pass 1 when this rank's objects outgrow its bound: better now,
-  // with a line naming it, than killed by the kernel in the merge.
-  void check_memory(std::size_t done, std::size_t bricks) const {
-    const std::uint64_t held = plan.fixed + kept.used() + labeling.held_bytes();
+  // Makes room for this rank's objects by dropping kept bricks, and stops
+  // pass 1 when they outgrow its bound even so: better now, with a line
+  // naming it, than killed by the kernel in the merge.
+  void check_memory(std::size_t done, std::size_t bricks) {
+    std::uint64_t held = plan.fixed + kept.used() + labeling.held_bytes();
+    if (held > plan.bound.bytes) held -= kept.shed(held - plan.bound.bytes);
     if (held <= plan.bound.bytes) return;
     throw RankError("label: the objects of this rank's first " + std::to_string(done) + " of " +
                     std::to_string(bricks) + " bricks (" + std::to_string(labeling.part_count()) +
@@ -381,26 +430,41 @@ struct LabelPasses {
                     "): use more ranks (or nodes), or --memory where the node has more");
   }
 
-  // Pass 2: label again and write the ids.
+  // Pass 2: the ids of each brick, painted from its kept runs, or from the
+  // input read and labelled again where they were not kept, and written.
+  // When every rank kept every brick, nothing is read.
   void write_labels(io::VolumeWriter& writer, io::DType type) {
     auto& reader = *plan.reader;
     std::vector<std::byte> out(brick_voxels * io::dtype_size(type));
     BrickLabeler labeler(options.connectivity);
+    int again = std::any_of(labeling.mine().begin(), labeling.mine().end(),
+                            [&](std::int64_t brick) { return !kept.holds(brick); });
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &again, 1, MPI_INT, MPI_MAX, comm.get()), "MPI_Allreduce");
+    bricks_read_again = 0;
     auto bricks = driver(io::dtype_size(type));
-    bricks.run(reader.capabilities().collective || writer.capabilities().collective, [&](std::optional<std::size_t> k) {
-      const io::Extent* extent = k ? &bricks.extent(*k) : nullptr;
-      const std::uint8_t* brick_mask = mask(extent);
-      if (extent) {
-        const std::int64_t brick = bricks.id(*k);
-        kept.label(brick, labeler, brick_mask, extent->count);
-        const auto ids = labeling.ids(brick);
-        if (ids.size() != labeler.objects() + 1u)
-          throw Error("internal error: brick " + std::to_string(brick) + " labelled differently in pass 2");
-        paint(labeler, ids, type, out.data());
-      }
-      io::write_in_round(writer, extent, out.data());
-    });
+    bricks.run((again && reader.capabilities().collective) || writer.capabilities().collective,
+               [&](std::optional<std::size_t> k) {
+                 const io::Extent* extent = k ? &bricks.extent(*k) : nullptr;
+                 const std::int64_t brick = extent ? bricks.id(*k) : -1;
+                 const bool restored = extent && kept.take(brick, labeler);
+                 // The chain's stages read in collective rounds: every brick
+                 // goes through it again once any rank reads.
+                 const std::uint8_t* brick_mask =
+                     again && (chain || !restored) ? mask(restored && !chain ? nullptr : extent) : nullptr;
+                 if (extent) {
+                   if (!restored) {
+                     labeler.label(brick_mask, extent->count);
+                     ++bricks_read_again;
+                   }
+                   const auto ids = labeling.ids(brick);
+                   if (ids.size() != labeler.objects() + 1u)
+                     throw Error("internal error: brick " + std::to_string(brick) + " labelled differently in pass 2");
+                   paint(labeler, ids, type, out.data());
+                 }
+                 io::write_in_round(writer, extent, out.data());
+               });
   }
+  std::uint64_t bricks_read_again = 0;
 };
 
 std::unique_ptr<io::VolumeWriter> create_labels(const Comm& comm, const LabelOptions& options, const LabelPlan& plan,
@@ -417,6 +481,22 @@ std::unique_ptr<io::VolumeWriter> create_labels(const Comm& comm, const LabelOpt
       detail::joined(io::hints_for(plan.writing.backend, io::Role::writer, options.hints), plan.writing.hints),
       options.output_hints);
   return io::create_writer(result.output_backend, request, comm, io::Hints::parse(writer_hints));
+}
+
+// --mask-out: the labelled mask, as segment writes masks.
+std::unique_ptr<io::VolumeWriter> create_mask_out(const Comm& comm, const LabelOptions& options, const LabelPlan& plan,
+                                                  const LabelResult& result) {
+  const io::VolumeInfo& info = result.input_info;
+  io::CreateRequest request{options.mask_output,
+                            mask_info(info, options.lo, options.hi, options.input,
+                                      options.command_line.empty() ? "volseg label" : options.command_line),
+                            options.force, io::Partial::none};
+  const auto& shape = plan.layout.shape();
+  request.whole_planes = shape[1] == info.dims[1] && shape[2] == info.dims[2];
+  request.bricks = shape;
+  const io::Writing writing = io::writing_backend(io::parse_format(result.mask_format), result.backend);
+  auto hints = detail::joined(io::hints_for(writing.backend, io::Role::writer, options.hints), writing.hints);
+  return io::create_writer(writing.backend, request, comm, io::Hints::parse(hints));
 }
 
 // The first ids' objects (on rank 0), for formats that record them with
@@ -443,33 +523,42 @@ std::vector<io::SegmentInfo> segment_rows(const Comm& comm, const LabelSummary& 
 // Pass 1, the merge, pass 2. On an error no labels are left behind.
 void execute_label(const Comm& comm, const LabelOptions& options, LabelPlan& plan, LabelResult& result,
                    LabelResult::Times& times) {
+  const bool segments = io::format_traits(io::parse_format(result.output_format)).multiscale;
+  const bool with_table = !options.stats.empty() || !options.report.empty() || segments;
   LabelPasses passes(comm, options, plan);
+  // Without a table, the objects inside a brick never reach the merge.
+  if (!with_table && !plan.values && !(passes.chain && passes.chain->caller_seeds()))
+    passes.labeling.number_in_bricks(passes.keep());
   std::exception_ptr error;
-  std::unique_ptr<io::VolumeWriter> writer;
+  std::unique_ptr<io::VolumeWriter> writer, mask_out;
   try {
     const auto pass1 = Clock::now();
     {
       const io::watchdog::Phase phase("label, pass 1 (read and label the bricks)");
-      passes.label_bricks();
+      if (!options.mask_output.empty()) mask_out = create_mask_out(comm, options, plan, result);
+      passes.label_bricks(mask_out.get());
     }
     times.label = since(pass1);
     const auto merge = Clock::now();
     {
       const io::watchdog::Phase phase("label, the merge across bricks and ranks");
-      const bool segments = io::format_traits(io::parse_format(result.output_format)).multiscale;
-      result.summary =
-          passes.labeling.finish(passes.keep(), !options.stats.empty() || !options.report.empty() || segments);
+      result.summary = passes.labeling.finish(passes.keep(), with_table);
     }
     times.merge = since(merge);
 
     const io::DType type = label_type(options.type, result.summary.objects);
     result.label_type = io::dtype_name(type);
     const auto pass2 = Clock::now();
-    const io::watchdog::Phase phase("label, pass 2 (label again and write)");
+    const io::watchdog::Phase phase("label, pass 2 (paint the ids and write)");
     writer = create_labels(comm, options, plan, result, type);
     passes.write_labels(*writer, type);
+    std::uint64_t figures[2] = {plan.reader->bytes_read(), passes.bricks_read_again};
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, figures, 2, MPI_UINT64_T, MPI_SUM, comm.get()), "MPI_Allreduce");
+    result.bytes_read = figures[0];
+    result.bricks_read_again = figures[1];
     if (io::format_traits(io::parse_format(result.output_format)).multiscale)
       writer->describe_segments(segment_rows(comm, result.summary));
+    if (mask_out) mask_out->close();
     writer->close();
     plan.reader->close();
     if (plan.values) plan.values->close();
@@ -480,6 +569,7 @@ void execute_label(const Comm& comm, const LabelOptions& options, LabelPlan& pla
   passes.progress.finish();
   if (error) {
     writer.reset();  // removes its temporary file
+    mask_out.reset();
     std::rethrow_exception(error);
   }
 }
@@ -527,10 +617,13 @@ LabelResult run_label(const Comm& comm, const LabelOptions& options) {
 std::string label_summary(const LabelOptions& options, const LabelResult& result) {
   const auto& info = result.input_info;
   const auto& s = result.summary;
-  double slowest = 0;
+  double slowest = 0, pass1 = 0, merge = 0, pass2 = 0;
   std::uint64_t rss = 0;
   for (const auto& r : result.ranks) {
     slowest = std::max(slowest, r.total);
+    pass1 = std::max(pass1, r.label);
+    merge = std::max(merge, r.merge);
+    pass2 = std::max(pass2, r.write);
     rss = std::max(rss, r.max_rss);
   }
   std::ostringstream out;
@@ -551,9 +644,16 @@ std::string label_summary(const LabelOptions& options, const LabelResult& result
                 : "smaller than ")
         << options.min_voxels << " voxels)";
   out << "\n  " << s.boundary_parts << " parts joined across bricks by " << s.joins << " links\n"
-      << "  time " << result.seconds << " s, " << static_cast<double>(info.voxels()) / result.seconds / 1e6
-      << " Mvoxels/s; peak memory per rank " << static_cast<double>(rss) / (1 << 20) << " MiB\n"
+      << "  time " << result.seconds << " s (pass 1 " << pass1 << ", merge " << merge << ", pass 2 " << pass2 << "), "
+      << static_cast<double>(info.voxels()) / result.seconds / 1e6 << " Mvoxels/s; peak memory per rank "
+      << static_cast<double>(rss) / (1 << 20) << " MiB\n"
       << "  labels (" << result.label_type << ", " << result.output_format << "): " << options.output << "\n";
+  if (options.type == "auto" && result.label_type == "u64")
+    out << "  the labels are u64: " << s.objects << " objects are more than u32 holds (4294967295)\n";
+  if (result.bricks_read_again > 0)
+    out << "  pass 2 read and labelled " << result.bricks_read_again << " of " << result.brick_count
+        << " bricks again: their runs did not fit in the memory bound\n";
+  if (!options.mask_output.empty()) out << "  mask (u8, " << result.mask_format << "): " << options.mask_output << "\n";
   if (!options.stats.empty()) out << "  object table: " << options.stats << "\n";
   return out.str();
 }

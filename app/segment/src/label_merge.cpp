@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <bit>
 #include <functional>
+#include <optional>
 #include <span>
 #include <unordered_map>
 
@@ -86,6 +87,30 @@ struct Pair {
   std::uint32_t a, b;
 };
 
+// A face plane's foreground, a bit per voxel, rows padded with a word of
+// zeros so that 64 bits from any offset read two words.
+class FaceBits {
+ public:
+  FaceBits(const std::vector<std::uint32_t>& plane, std::int64_t rows, std::int64_t width)
+      : words_((width + 63) / 64 + 1), bits_(static_cast<std::size_t>(rows * words_), 0) {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::uint32_t* row = plane.data() + r * width;
+      std::uint64_t* out = bits_.data() + r * words_;
+      for (std::int64_t x = 0; x < width; ++x) out[x >> 6] |= static_cast<std::uint64_t>(row[x] != 0) << (x & 63);
+    }
+  }
+  // The 64 bits of row from offset (0 <= offset < the width).
+  std::uint64_t get(std::int64_t row, std::int64_t offset) const {
+    const std::uint64_t* w = bits_.data() + row * words_ + (offset >> 6);
+    const int shift = static_cast<int>(offset & 63);
+    return shift == 0 ? w[0] : (w[0] >> shift) | (w[1] << (64 - shift));
+  }
+
+ private:
+  std::int64_t words_;
+  std::vector<std::uint64_t> bits_;
+};
+
 // Pairs (label in a, label in b) of voxels that touch, from a's face toward
 // b: enough of them to join what touches (a spanning forest of the contacts,
 // found by a union-find over the two faces' labels), each label that touches
@@ -135,6 +160,9 @@ std::vector<Pair> join_faces(const io::Extent& a, const std::vector<std::uint32_
   detail::DisjointSet<std::uint32_t> joined(static_cast<std::size_t>(most_a) + most_b);
   std::vector<Pair> pairs;
   std::uint32_t last_a = 0, last_b = 0;
+  // Each face's foreground as bits, once: every step then ANDs 64 voxels
+  // of a with 64 of b, shifted by the step, and only contacts cost more.
+  const FaceBits bits_a(a_face, a.count[u], a.count[v]), bits_b(b_face, b.count[u], b.count[v]);
   // Step by step, over the rectangle of a's face whose voxels land in b: two
   // rows at a time, no bounds to check per voxel.
   for (const auto& d : steps) {
@@ -154,11 +182,11 @@ std::vector<Pair> join_faces(const io::Extent& a, const std::vector<std::uint32_
           &b_face[static_cast<std::size_t>((pu + d[u] - b.offset[u]) * b.count[v] + (lo[v] + d[v] - b.offset[v]))];
       // 64 voxels at a time, a bit for each where both are foreground: a
       // random mask's zeros would mispredict a branch per voxel.
+      const std::int64_t ra = pu - a.offset[u], rb = pu + d[u] - b.offset[u];
+      const std::int64_t va = lo[v] - a.offset[v], vb = lo[v] + d[v] - b.offset[v];
       for (std::int64_t k0 = 0; k0 < n; k0 += 64) {
-        const std::int64_t width = std::min<std::int64_t>(64, n - k0);
-        std::uint64_t both = 0;
-        for (std::int64_t k = 0; k < width; ++k)
-          both |= static_cast<std::uint64_t>((row_a[k0 + k] != 0) & (row_b[k0 + k] != 0)) << k;
+        std::uint64_t both = bits_a.get(ra, va + k0) & bits_b.get(rb, vb + k0);
+        if (n - k0 < 64) both &= (std::uint64_t{1} << (n - k0)) - 1;
         for (; both != 0; both &= both - 1) {
           const std::int64_t k = k0 + std::countr_zero(both);
           const std::uint32_t la = row_a[k], lb = row_b[k];
@@ -223,6 +251,15 @@ struct Labeling::State {
   std::vector<std::uint64_t> ids;  // per brick: 0, then its labels' ids
   std::size_t added = 0;
   bool finished = false;
+  // number_in_bricks: the rule, and per brick (position in mine_) each
+  // label's slot among the brick's parts and segments; what the bricks kept
+  // and dropped themselves; the ids of parts and segments (node order); one
+  // brick's ids, as ids() last made them.
+  std::optional<KeepRule> in_bricks;
+  std::vector<std::vector<std::uint32_t>> slots;
+  BrickLabeler::InBrick in_brick;
+  std::vector<std::uint8_t> shared;
+  mutable std::vector<std::uint64_t> brick_ids;
 };
 
 Labeling::Labeling(const Comm& comm, BrickMap map, int connectivity, bool with_values, bool with_shape)
@@ -255,8 +292,10 @@ std::uint64_t Labeling::part_count() const { return state_->parts.size(); }
 
 std::uint64_t Labeling::held_bytes() const {
   const State& s = *state_;
+  std::uint64_t slots = 0;  // number_in_bricks: 4 bytes a label
+  for (const auto& brick : s.slots) slots += brick.size() * sizeof(std::uint32_t);
   return s.parts.size() * (sizeof(ObjectPart) + (with_values_ ? sizeof(ObjectValues) : 0) + 24) +
-         s.edges.size() * sizeof(Edge) + face_bytes();
+         s.edges.size() * sizeof(Edge) + face_bytes() + slots;
 }
 
 namespace {
@@ -286,6 +325,16 @@ std::vector<std::int64_t> neighbours(const BrickMap& map, std::int64_t brick, in
 
 }  // namespace
 
+void Labeling::number_in_bricks(const KeepRule& keep) {
+  State& s = *state_;
+  if (s.added != 0 || with_values_ || keep.seeded)
+    throw Error(
+        "internal error: objects numbered in their bricks need a labeling without values, shape or seeds, "
+        "before its first brick");
+  s.in_bricks = keep;
+  s.slots.resize(mine_.size());
+}
+
 void Labeling::add(std::int64_t brick, const std::uint8_t* mask, const void* source, io::DType source_dtype,
                    double scale, double offset) {
   State& s = *state_;
@@ -293,7 +342,30 @@ void Labeling::add(std::int64_t brick, const std::uint8_t* mask, const void* sou
     throw Error("internal error: bricks must be labelled in the order of mine()");
   const io::Extent& extent = map_.bricks[static_cast<std::size_t>(brick)];
   labeler_.label(mask, extent.count);
-  labeler_.measure(extent, map_.dims, s.parts);  // appends this brick's parts
+  const auto touching = neighbours(map_, brick, connectivity_);
+  std::unordered_map<int, std::vector<std::uint32_t>> own;  // this brick's faces, cut once
+  auto own_face = [&](int face) -> std::vector<std::uint32_t>& {
+    auto it = own.find(face);
+    if (it == own.end()) it = own.emplace(face, labeler_.face(face / 2, face % 2)).first;
+    return it->second;
+  };
+  if (s.in_bricks) {
+    // The labels on a face that a neighbour shares take part in the merge.
+    s.shared.assign(static_cast<std::size_t>(labeler_.objects()) + 1, 0);
+    for (std::int64_t other : touching)
+      for (const std::uint32_t label :
+           own_face(facing(*contact(extent, map_.bricks[static_cast<std::size_t>(other)], connectivity_))))
+        s.shared[label] = 1;
+    auto& slots = s.slots[s.added];
+    labeler_.measure_in_brick(extent, map_.dims, s.shared, *s.in_bricks, slots, s.parts, s.in_brick);
+    // Faces name parts from here on (part index + 1), here and on other
+    // ranks: every label on them is a part.
+    for (auto& [face, plane] : own)
+      for (auto& label : plane)
+        if (label != 0) label = slots[label - 1] + 1;
+  } else {
+    labeler_.measure(extent, map_.dims, s.parts);  // appends this brick's parts
+  }
   s.part_start.push_back(s.parts.size());
   if (with_values_) {
     if (with_source_) {
@@ -307,13 +379,7 @@ void Labeling::add(std::int64_t brick, const std::uint8_t* mask, const void* sou
   }
   ++s.added;
 
-  std::unordered_map<int, std::vector<std::uint32_t>> own;  // this brick's faces, cut once
-  auto own_face = [&](int face) -> std::vector<std::uint32_t>& {
-    auto it = own.find(face);
-    if (it == own.end()) it = own.emplace(face, labeler_.face(face / 2, face % 2)).first;
-    return it->second;
-  };
-  for (std::int64_t other : neighbours(map_, brick, connectivity_)) {
+  for (std::int64_t other : touching) {
     const auto side = *contact(extent, map_.bricks[static_cast<std::size_t>(other)], connectivity_);
     const int face = facing(side);
     const bool same_rank = map_.owner[static_cast<std::size_t>(other)] == comm_.rank();
@@ -474,8 +540,23 @@ LabelSummary Labeling::finish(const KeepRule& keep, bool with_table) {
     std::vector<Edge>().swap(s.edges);
   });
 
+  if (s.in_bricks &&
+      (with_table || keep.min_voxels != s.in_bricks->min_voxels || keep.inside != s.in_bricks->inside || keep.seeded))
+    throw Error("internal error: a labeling numbered in its bricks finishes with their keep rule and no table");
   const detail::MergeRules rules{map_.dims, keep, with_values_, with_table};
   auto merged = detail::merge_objects(comm_, detail::NodeRanges{nodes.rank_base}, std::move(input), rules);
+  if (s.in_bricks) {
+    // The objects the bricks kept: their voxels, the largest, those dropped.
+    std::uint64_t sums[2] = {s.in_brick.kept_voxels, s.in_brick.dropped}, largest = s.in_brick.largest;
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_UINT64_T, MPI_SUM, comm), "MPI_Allreduce");
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &largest, 1, MPI_UINT64_T, MPI_MAX, comm), "MPI_Allreduce");
+    merged.summary.foreground += sums[0];
+    merged.summary.dropped += sums[1];
+    merged.summary.largest = std::max(merged.summary.largest, largest);
+    s.ids = std::move(merged.ids);  // per part or segment, in node order
+    s.finished = true;
+    return std::move(merged.summary);
+  }
   // Per brick: 0 for the background, then its labels' ids; in place, the
   // last brick first (brick i's ids move up by i + 1).
   s.ids = std::move(merged.ids);
@@ -495,6 +576,32 @@ std::span<const std::uint64_t> Labeling::ids(std::int64_t brick) const {
   const State& s = *state_;
   if (!s.finished) throw Error("internal error: ids() before finish()");
   const std::size_t i = s.index.at(brick);
+  if (s.in_bricks) {
+    // A part's id is its own; a segment's objects take its id and the ones
+    // after it, in label order.
+    const auto& slots = s.slots[i];
+    const std::uint64_t* node_ids = s.ids.data() + s.part_start[i];
+    auto& out = s.brick_ids;
+    out.resize(slots.size() + 1);
+    out[0] = 0;
+    std::uint32_t segment = BrickLabeler::kNoSlot;
+    std::uint64_t next = 0;
+    for (std::size_t label = 1; label <= slots.size(); ++label) {
+      const std::uint32_t slot = slots[label - 1];
+      if (slot == BrickLabeler::kNoSlot) {
+        out[label] = 0;
+      } else if ((slot & BrickLabeler::kSegmentSlot) == 0) {
+        out[label] = node_ids[slot];
+      } else {
+        if (slot != segment) {
+          segment = slot;
+          next = node_ids[slot & ~BrickLabeler::kSegmentSlot];
+        }
+        out[label] = next++;
+      }
+    }
+    return out;
+  }
   const std::size_t begin = s.part_start[i] + i, end = s.part_start[i + 1] + i + 1;
   return {s.ids.data() + begin, end - begin};
 }

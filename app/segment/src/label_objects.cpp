@@ -387,6 +387,10 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> move_to_representatives(
   return absorbed;
 }
 
+// How many objects an item numbered by first voxel stands for: a segment
+// its objects (ObjectPart::segment), an object one.
+std::uint64_t weight(const ObjectPart& part) { return (part.border & ObjectPart::segment) != 0 ? part.voxels : 1; }
+
 // 5a. The objects this rank's roots stand for (not those absorbed by
 // another root, absorbed_here): counted into the figures, and per z plane
 // of their first voxels.
@@ -396,14 +400,17 @@ std::vector<std::uint64_t> count_objects(MergeState& m, const std::vector<bool>&
   for (std::uint64_t n = 0; n < m.count; ++n) {
     if (!m.own.is_root(n) || absorbed_here[n]) continue;
     const std::uint64_t voxels = m.input.parts[n].voxels;
+    const std::uint64_t objects = weight(m.input.parts[n]);
     if (!m.rules.keep.keeps(m.input.parts[n])) {
       ++m.figures.dropped;
       continue;
     }
-    ++m.figures.kept;
-    m.figures.voxels += voxels;
-    m.figures.largest = std::max(m.figures.largest, voxels);
-    ++per_plane[static_cast<std::size_t>(m.input.parts[n].first / plane)];
+    m.figures.kept += objects;
+    if (objects == 1 && (m.input.parts[n].border & ObjectPart::segment) == 0) {
+      m.figures.voxels += voxels;
+      m.figures.largest = std::max(m.figures.largest, voxels);
+    }  // a segment's objects are counted by their labeling
+    per_plane[static_cast<std::size_t>(m.input.parts[n].first / plane)] += objects;
   }
   m.figures.joined = static_cast<std::uint64_t>(std::count(m.joined.begin(), m.joined.end(), true));
   free_vector(m.joined);
@@ -470,8 +477,11 @@ std::vector<std::uint64_t> hand_out_ids(MergeState& m, HeldObjects held, std::ve
                                         ObjectTable& table) {
   std::vector<std::uint64_t> ids(m.count, 0);
   auto numbered = per_rank<Named>(m.ranks);
+  std::uint64_t next_id = first_id + 1;
   for (std::uint64_t i = 0; i < held.nodes.size(); ++i) {
-    const std::uint64_t node = held.nodes[order.empty() ? i : order[i]], id = first_id + i + 1;
+    const std::uint64_t at = order.empty() ? i : order[i];
+    const std::uint64_t node = held.nodes[at], id = next_id;
+    next_id += weight(m.input.parts[at]);
     if (node - m.base < m.count)
       ids[node - m.base] = id;  // this rank's
     else
@@ -517,7 +527,8 @@ std::vector<std::uint64_t> number_objects(MergeState& m,
   HeldObjects held = gather_objects(m, absorbed_here, rank_of);
   const std::uint64_t plane = static_cast<std::uint64_t>(m.rules.dims[1]) * static_cast<std::uint64_t>(m.rules.dims[2]);
   auto order = held.in_order ? std::vector<std::uint64_t>{} : order_by_first(m.input.parts, plane);
-  std::uint64_t numbered_here = m.input.parts.size(), first_id = 0;
+  std::uint64_t numbered_here = 0, first_id = 0;
+  for (std::size_t i = 0; i < m.input.parts.size(); ++i) numbered_here += weight(m.input.parts[i]);
   check_mpi(MPI_Exscan(&numbered_here, &first_id, 1, MPI_UINT64_T, MPI_SUM, m.mpi), "MPI_Exscan");
   if (m.me == 0) first_id = 0;
   return hand_out_ids(m, std::move(held), std::move(order), first_id, std::move(absorbed), table);

@@ -291,7 +291,9 @@ void write_label_report(const std::string& path, const LabelOptions& options, co
   report["input"] = {{"path", options.input},
                      {"dims_zyx", info.dims},
                      {"dtype", std::string(io::dtype_name(info.dtype))},
-                     {"mask_input", options.mask_input}};
+                     {"mask_input", options.mask_input},
+                     {"bytes", info.voxels() * io::dtype_size(info.dtype)},
+                     {"bytes_read", result.bytes_read}};
   if (!options.mask_input) {
     report["input"]["threshold"] = {options.lo, options.hi};
     report["input"]["threshold_rules"] = detail::rules_json(options.lo_rule, options.hi_rule);
@@ -301,6 +303,8 @@ void write_label_report(const std::string& path, const LabelOptions& options, co
                       {"format", result.output_format},
                       {"type", result.label_type},
                       {"backend", result.output_backend}};
+  if (!options.mask_output.empty())
+    report["output"]["mask"] = {{"path", options.mask_output}, {"format", result.mask_format}};
   report["backend"] = result.backend;
   detail::add_backend_choice(report, result.backend, result.backend_reason, result.input_resident);
   report["connectivity"] = options.connectivity;
@@ -309,7 +313,8 @@ void write_label_report(const std::string& path, const LabelOptions& options, co
       {"shape_zyx", result.brick_shape}, {"grid_zyx", result.brick_grid}, {"count", result.brick_count}};
   report["memory"] = {{"bound_bytes_per_rank", result.memory_bound},
                       {"bound_from", result.memory_source},
-                      {"run_label_cache_bytes", result.cache_bytes}};
+                      {"run_label_cache_bytes", result.cache_bytes},
+                      {"bricks_read_again", result.bricks_read_again}};
   report["objects"] = s.objects;
   report["dropped"] = s.dropped;
   report["foreground_voxels"] = s.foreground;

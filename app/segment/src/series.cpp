@@ -440,6 +440,8 @@ LabelSeriesResult run_label_series(const Comm& comm, LabelOptions options, const
     throw Error("label --time with several steps: name each step's table with %d in --stats (objects_%03d.csv)");
   if (!options.report.empty())
     throw Error("label --time with several steps: --report takes one step (the summary and --track cover the series)");
+  if (!options.mask_output.empty() && !names_steps(options.mask_output))
+    throw Error("label --time with several steps: name each step's mask with %d in --mask-out (mask_%03d.nhdr)");
   const std::string steps_path = track.empty() ? "" : without_extension(track) + ".steps.csv";
   const std::string png = track.empty() || !plot ? "" : without_extension(track) + ".png";
   if (!track.empty()) {
@@ -458,6 +460,7 @@ LabelSeriesResult run_label_series(const Comm& comm, LabelOptions options, const
     step.input_hints.push_back("time=" + std::to_string(t));
     step.output = step_path(pattern, t);
     if (!stats.empty()) step.stats = step_path(stats, t);
+    if (!options.mask_output.empty()) step.mask_output = step_path(options.mask_output, t);
     result.steps.push_back(t);
     result.outputs.push_back(step.output);
     const std::size_t k = result.steps.size();  // the next step read ahead while this one is labelled

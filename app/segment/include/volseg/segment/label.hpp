@@ -13,6 +13,7 @@
 #include <bit>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <memory>
 #include <new>
@@ -43,9 +44,12 @@ struct ObjectPart {
   std::uint64_t sum[3] = {};            // of the voxels' z, y and x
   std::int32_t lo[3] = {}, hi[3] = {};  // bounding box z,y,x, inclusive
   // Flags, or-ed when parts merge: touches_boundary (the volume's), seeded
-  // (holds a voxel of the hysteresis seed range).
+  // (holds a voxel of the hysteresis seed range). A segment is no part of an
+  // object: it stands for `voxels` kept objects of one brick that touch no
+  // face it shares, consecutive in file order from `first` (the merge
+  // numbers them as one, and joins nothing to it).
   std::uint32_t border = 0;
-  static constexpr std::uint32_t touches_boundary = 1, seeded = 2;
+  static constexpr std::uint32_t touches_boundary = 1, seeded = 2, segment = 4;
   void merge(const ObjectPart& other);
 };
 
@@ -62,6 +66,7 @@ struct KeepRule {
   bool seeded = false;
   bool inside = false;
   bool keeps(const ObjectPart& part) const {
+    if ((part.border & ObjectPart::segment) != 0) return true;  // kept as its brick was labelled
     return part.voxels >= min_voxels && (!seeded || (part.border & ObjectPart::seeded) != 0) &&
            (!inside || (part.border & ObjectPart::touches_boundary) == 0);
   }
@@ -145,16 +150,44 @@ class BrickLabeler {
   // mask holds shape's voxels, packed x fastest.
   void label(const std::uint8_t* mask, const io::Index3& shape);
   std::uint32_t objects() const { return objects_; }
-  // The label of every run of the brick last labelled, in run order: with
-  // relabel(), a second pass over the same mask skips the joins.
-  std::span<const std::uint32_t> run_labels() const { return labels_; }
-  void relabel(const std::uint8_t* mask, const io::Index3& shape, std::span<const std::uint32_t> labels,
-               std::uint32_t objects);
   const io::Index3& shape() const { return shape_; }
+
+  struct Run {
+    std::int32_t begin, end;
+  };
+  // The brick last labelled as its runs and their labels: all that paint(),
+  // face() and the measures need, without its mask (restore()). About 12
+  // bytes a run of foreground and 4 a row.
+  struct Saved {
+    io::Index3 shape{};
+    std::vector<Run> runs;
+    std::vector<std::uint32_t> row_start, labels;
+    std::uint32_t objects = 0;
+    std::uint64_t bytes() const {
+      return runs.size() * sizeof(Run) + (row_start.size() + labels.size()) * sizeof(std::uint32_t);
+    }
+  };
+  Saved save() const { return {shape_, runs_, row_start_, labels_, objects_}; }  // first_run_ is pass 1's only
+  void restore(Saved&& saved);
 
   // Appends the brick's parts of objects to parts (label L at the size
   // parts had plus L - 1); extent places the brick in a volume of dims.
   void measure(const io::Extent& extent, const io::Index3& dims, Chunked<ObjectPart>& parts) const;
+  // What measure_in_brick() counts of the objects it keeps or drops itself.
+  struct InBrick {
+    std::uint64_t kept_voxels = 0, largest = 0, dropped = 0;
+  };
+  // Labeling::number_in_bricks' measure: the objects flagged in shared
+  // (index = label) become parts (first voxel, voxels, touches_boundary);
+  // the others are kept or dropped here (keep) and the kept ones go into
+  // segments (ObjectPart::segment): runs of them in file order, cut at
+  // each part and, unless the brick holds whole planes, at each row. slots
+  // gets, per label - 1, the index of its part or segment among those this
+  // brick appended (bit 31 set for a segment), or kNoSlot when dropped.
+  static constexpr std::uint32_t kNoSlot = 0xffffffffu, kSegmentSlot = 0x80000000u;
+  void measure_in_brick(const io::Extent& extent, const io::Index3& dims, const std::vector<std::uint8_t>& shared,
+                        const KeepRule& keep, std::vector<std::uint32_t>& slots, Chunked<ObjectPart>& parts,
+                        InBrick& figures) const;
   // Flags ObjectPart::seeded on the parts (label L at parts[base + L - 1])
   // of the brick last labelled whose runs hold a nonzero byte of seeds
   // (the brick's voxels, packed as its mask).
@@ -175,9 +208,6 @@ class BrickLabeler {
   void paint(std::span<const std::uint64_t> ids, T* out) const;
 
  private:
-  struct Run {
-    std::int32_t begin, end;
-  };
   void find_runs(const std::uint8_t* mask);
   template <int Connectivity>
   void join_rows();
@@ -187,6 +217,7 @@ class BrickLabeler {
   std::vector<Run> runs_;
   std::vector<std::uint32_t> row_start_;  // runs of row r: [row_start_[r], row_start_[r + 1])
   std::vector<std::uint32_t> labels_;     // each run's label
+  std::vector<std::uint32_t> first_run_;  // each label's first run (label - 1)
   std::uint32_t objects_ = 0;
 };
 
@@ -250,6 +281,13 @@ class Labeling {
   // This rank's bricks, ascending.
   const std::vector<std::int64_t>& mine() const { return mine_; }
 
+  // Before the first add(), for a labeling without values, shape or table:
+  // the objects that touch no face a brick shares with a neighbour are kept
+  // or dropped (keep) and numbered in their brick, as runs of objects
+  // (ObjectPart::segment); only those that touch such a face take part in
+  // the merge, as parts of three fields. finish() then takes the same keep
+  // rule (seeded rules need seed() after add(): not here) and no table.
+  void number_in_bricks(const KeepRule& keep);
   // Pass 1, one of mine() in ascending order: labels its mask (and folds in
   // its source values), joins it to the bricks this rank labelled before.
   void add(std::int64_t brick, const std::uint8_t* mask, const void* source = nullptr,
@@ -262,7 +300,8 @@ class Labeling {
   // the figures, and with_table this rank's slice of the table.
   LabelSummary finish(const KeepRule& keep, bool with_table);
   LabelSummary finish(std::uint64_t min_voxels, bool with_table) { return finish(KeepRule{min_voxels}, with_table); }
-  // Pass 2: ids[label] of a brick of mine() (ids[0] = 0), after finish().
+  // Pass 2: ids[label] of a brick of mine() (ids[0] = 0), after finish();
+  // valid until the next call.
   std::span<const std::uint64_t> ids(std::int64_t brick) const;
   // The labeler of the last brick add() saw (reused by the next add()).
   const BrickLabeler& labeler() const { return labeler_; }
@@ -299,11 +338,15 @@ struct LabelOptions {
   int connectivity = 26;
   std::string type = "auto";  // auto | u8 | u16 | u32 | u64
   std::string stats;          // CSV object table; empty: none
-  std::string report;         // JSON report; empty: none
+  // The mask that was labelled (after the operators, before min_voxels),
+  // written from pass 1's read; format by its name; empty: none.
+  std::string mask_output;
+  std::string report;  // JSON report; empty: none
   std::uint64_t min_voxels = 0;
-  // Per rank, the runs' labels kept from the first pass for the second (4
-  // bytes a run); bricks past it are labelled again.
-  std::uint64_t cache_bytes = std::uint64_t{256} << 20;
+  // Per rank, the most that keeps pass 1's bricks (runs and labels, about
+  // 12 bytes a run of foreground) for pass 2, within the memory bound (by
+  // default all it leaves); bricks past it are read and labelled again.
+  std::uint64_t cache_bytes = std::numeric_limits<std::uint64_t>::max();
   // Memory per rank (--memory); 0: this node's available memory shared by
   // its ranks (io::memory_per_rank). The run-label cache shrinks to fit it.
   std::uint64_t memory_bytes = 0;
@@ -323,6 +366,7 @@ struct LabelOptions {
 struct LabelResult {
   io::VolumeInfo input_info;
   std::string backend, output_backend, output_format, label_type;
+  std::string mask_format;     // of --mask-out
   std::string backend_reason;  // why --backend auto chose backend; empty when named
   double input_resident = -1;  // page-cache share auto sampled; -1: not sampled
   io::Index3 brick_shape{}, brick_grid{};
@@ -331,6 +375,8 @@ struct LabelResult {
   std::string memory_source;       // where it came from
   std::uint64_t cache_bytes = 0;   // the run-label cache, after fitting it into the bound
   LabelSummary summary;
+  std::uint64_t bytes_read = 0;         // of the input, all ranks and passes
+  std::uint64_t bricks_read_again = 0;  // by pass 2: their runs were not kept
   // Per rank (rank 0 holds all): seconds of pass 1 (read and label), the
   // merge, pass 2 (relabel and write) and the peak resident set in bytes.
   struct Times {

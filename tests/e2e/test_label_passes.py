@@ -1,0 +1,194 @@
+# SPDX-License-Identifier: MIT
+"""'volseg label' without a table, and what its two passes read.
+
+Without --stats, --report or a multiscale output, the objects that touch no
+face a brick shares never reach the merge: each brick numbers them itself.
+These labels are checked against scipy.ndimage.label voxel for voxel (scipy
+numbers in raster order, as volseg does) on 1 to 4 ranks, bricks of whole
+planes and of pieces of rows, every assignment, with and without
+--min-voxels. Pass 2 paints the bricks kept from pass 1: the report's
+bytes read equal the input's size, and with --cache 0 every brick is read
+twice and the labels do not change. Every --label-type holds a mask with
+objects, or is refused with one line when they do not fit."""
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+from scipy import ndimage
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e_util as e  # noqa: E402
+from test_label import RANK_OF, write_nrrd  # noqa: E402
+
+
+def reference(mask, connectivity, min_voxels=0):
+    """scipy's labels, objects under min_voxels dropped and the rest renumbered in order."""
+    labels, count = ndimage.label(mask, structure=ndimage.generate_binary_structure(3, RANK_OF[connectivity]))
+    sizes = np.bincount(labels.ravel(), minlength=count + 1)
+    keep = sizes >= min_voxels
+    keep[0] = False
+    new_id = np.zeros(count + 1, np.int64)
+    new_id[keep] = np.arange(1, int(keep.sum()) + 1)
+    return new_id[labels], int(keep.sum())
+
+
+def read_other(path):
+    """A mask written as NetCDF (netCDF4-python) or Zarr v2 (zarr-python), as their users read them."""
+    if path.endswith(".nc"):
+        import netCDF4
+        with netCDF4.Dataset(path) as ds:
+            return np.asarray(ds.variables["mask"][:])
+    import zarr
+    return zarr.open(path, mode="r")[:]
+
+
+class LabelPasses(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        e.require_binary()
+        cls.dir = tempfile.mkdtemp(prefix="volseg-e2e-label-passes-")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def setUp(self):
+        self.work = tempfile.mkdtemp(dir=self.dir)
+
+    def path(self, name):
+        return os.path.join(self.work, name)
+
+    def label(self, *args, ranks=1):
+        proc = e.run(["label", *map(str, args), "--force", "--progress", "none"], ranks=ranks, timeout=300)
+        e.check_ok(self, proc)
+        return proc
+
+    def test_objects_numbered_in_their_bricks(self):
+        rng = np.random.default_rng(49)
+        shape = (21, 26, 70)  # rows longer than a 64-voxel word
+        cases = [(1, "5,6,7", "block"), (2, "4,26,70", "block"), (3, "5,6,7", "cyclic"), (4, "8,26,33", "random"),
+                 (2, "21,26,70", "block"), (3, "3,26,70", "cyclic")]
+        for density, connectivity in ((0.1, 26), (0.3, 6), (0.3, 18), (0.5, 26), (0.55, 6)):
+            mask = rng.random(shape) < density
+            source = self.path("m.nhdr")
+            write_nrrd(source, mask.astype(np.uint8))
+            for min_voxels in (0, 3):
+                want, count = reference(mask, connectivity, min_voxels)
+                for ranks, brick, assign in cases:
+                    where = "density %g, %d-connected, min %d, %d ranks, brick %s, %s" % (
+                        density, connectivity, min_voxels, ranks, brick, assign)
+                    with self.subTest(where):
+                        out = self.path("l.nhdr")
+                        proc = self.label(source, "--mask-input", "--out", out, "--connectivity", connectivity,
+                                          "--brick", brick, "--assign", assign, "--min-voxels", min_voxels,
+                                          ranks=ranks)
+                        self.assertIn(" %d objects" % count, proc.stdout, where)
+                        _, got = e.read_volume(out)
+                        np.testing.assert_array_equal(got, want, where)
+
+    def test_pass_2_reads_nothing_when_the_bricks_fit(self):
+        rng = np.random.default_rng(5)
+        values = rng.random((20, 24, 40)).astype(np.float32)
+        source = self.path("v.nhdr")
+        write_nrrd(source, values)
+        want, count = reference((values >= 0.2) & (values <= 0.7), 26)
+        size = values.nbytes
+        for ranks in (1, 3):
+            for cache, read in ((None, size), ("0", 2 * size)):
+                with self.subTest(ranks=ranks, cache=cache):
+                    out, report = self.path("l.nhdr"), self.path("r.json")
+                    extra = ["--cache", cache] if cache else []
+                    self.label(source, "--lo", 0.2, "--hi", 0.7, "--out", out, "--brick", "7,9,40", "--report",
+                               report, *extra, ranks=ranks)
+                    with open(report) as f:
+                        r = json.load(f)
+                    self.assertEqual(r["input"]["bytes"], size)
+                    self.assertEqual(r["input"]["bytes_read"], read)
+                    self.assertEqual(r["memory"]["bricks_read_again"], 0 if cache is None else r["bricks"]["count"])
+                    self.assertEqual(r["objects"], count)
+                    np.testing.assert_array_equal(e.read_volume(out)[1], want)
+
+    def test_one_read_for_mask_labels_and_table(self):
+        """label --mask-out M --out L --stats S: the mask segment writes, the labels and the table, from one
+        read of the input (the report's bytes read = its size), in any mask format and on any ranks."""
+        rng = np.random.default_rng(11)
+        values = ndimage.gaussian_filter(rng.random((18, 22, 30)), 1.5).astype(np.float32)
+        lo, hi = np.quantile(values, [0.4, 0.8])
+        source = self.path("v.nhdr")
+        write_nrrd(source, values)
+        band = (values >= np.float32(lo)) & (values <= np.float32(hi))
+        want, count = reference(band, 26)
+        for ranks in (1, 3):
+            for mask_name in ("m.nhdr", "m.nc", "m.zarr"):
+                with self.subTest(ranks=ranks, mask=mask_name):
+                    out, mask, table, report = (self.path(n) for n in ("l.nhdr", mask_name, "t.csv", "r.json"))
+                    proc = self.label(source, "--lo", repr(float(lo)), "--hi", repr(float(hi)), "--mask-out", mask,
+                                      "--out", out, "--stats", table, "--report", report, "--brick", "5,11,30",
+                                      ranks=ranks)
+                    self.assertIn("mask (u8, ", proc.stdout)
+                    with open(report) as f:
+                        r = json.load(f)
+                    self.assertEqual(r["input"]["bytes_read"], values.nbytes)
+                    self.assertEqual(r["output"]["mask"]["path"], mask)
+                    _, got_mask = e.read_volume(mask) if mask.endswith(".nhdr") else (None, read_other(mask))
+                    np.testing.assert_array_equal(got_mask, band.astype(np.uint8))
+                    np.testing.assert_array_equal(e.read_volume(out)[1], want)
+                    with open(table) as f:
+                        self.assertEqual(len(f.read().splitlines()), count + 1)
+        # The operators' mask is what is written: segment's, byte for byte.
+        e.check_ok(self, e.run(["segment", source, "--lo", repr(float(lo)), "--hi", repr(float(hi)), "--open", "1",
+                                "--out", self.path("s.nhdr"), "--quiet", "--force"], ranks=2))
+        self.label(source, "--lo", repr(float(lo)), "--hi", repr(float(hi)), "--open", "1", "--mask-out",
+                   self.path("o.nhdr"), "--out", self.path("l.nhdr"), "--brick", "6,11,30", ranks=2)
+        np.testing.assert_array_equal(e.read_volume(self.path("o.nhdr"))[1], e.read_volume(self.path("s.nhdr"))[1])
+        # Over the input or the labels: refused, nothing written.
+        for mask, pattern in ((source, r"input"), (self.path("l2.nhdr"), r"l2\.nhdr")):
+            before = e.digest(self.work)
+            proc = e.run(["label", source, "--lo", "0", "--hi", "1", "--out", self.path("l2.nhdr"), "--mask-out",
+                          mask, "--quiet"], ranks=1, timeout=120)
+            e.assert_clean_failure(self, proc, pattern)
+            self.assertEqual(e.digest(self.work), before)
+
+    def test_every_label_type(self):
+        many = np.zeros((9, 10, 40), np.uint8)
+        many[::2, ::2, ::2] = 1  # 5 * 5 * 20 = 500 objects
+        few = np.zeros((9, 10, 40), np.uint8)
+        few[::2, ::2, ::8] = 1  # 125
+        for name, mask in (("many", many), ("few", few)):
+            write_nrrd(self.path(name + ".nhdr"), mask)
+        want_many, _ = reference(many, 6)
+        want_few, _ = reference(few, 6)
+        for ranks in (1, 2):
+            for option, kind, dtype in (("--label-type", "u16", "u2"), ("--label-type", "u32", "u4"),
+                                        ("--label-type", "u64", "u8"), ("--type", "u64", "u8"),
+                                        ("--label-type", "auto", "u4")):
+                with self.subTest(ranks=ranks, option=option, kind=kind):
+                    out = self.path("l.nhdr")
+                    proc = self.label(self.path("many.nhdr"), "--mask-input", "--connectivity", 6, "--out", out,
+                                      option, kind, "--brick", "3,4,5", "--stats", self.path("t.csv"), ranks=ranks)
+                    self.assertIn("labels (%s" % {"u2": "u16", "u4": "u32", "u8": "u64"}[dtype], proc.stdout)
+                    _, got = e.read_volume(out)
+                    self.assertEqual(got.dtype.str[1:], dtype)
+                    np.testing.assert_array_equal(got, want_many)
+            with self.subTest(ranks=ranks, kind="u8"):
+                out = self.path("l.nhdr")
+                self.label(self.path("few.nhdr"), "--mask-input", "--connectivity", 6, "--out", out,
+                           "--label-type", "u8", ranks=ranks)
+                _, got = e.read_volume(out)
+                self.assertEqual(got.dtype.str[1:], "u1")
+                np.testing.assert_array_equal(got, want_few)
+                before = e.digest(self.work)
+                proc = e.run(["label", self.path("many.nhdr"), "--mask-input", "--connectivity", "6", "--out",
+                              self.path("n.nhdr"), "--label-type", "u8", "--quiet"], ranks=ranks, timeout=120)
+                e.assert_clean_failure(self, proc, r"--label-type u8 holds at most 255 labels, and the mask has "
+                                                   r"500 objects")
+                self.assertEqual(e.digest(self.work), before)
+
+
+if __name__ == "__main__":
+    e.main()
