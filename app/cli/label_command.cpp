@@ -2,6 +2,7 @@
 // `volseg label`: connected components of a mask (or of lo <= v <= hi)
 // across bricks and ranks, with an object table.
 #include <cstdio>
+#include <optional>
 
 #include "command.hpp"
 #include "volseg/io/error.hpp"
@@ -43,6 +44,10 @@ class LabelCommand final : public Command {
     sub->add_option("--stats", o.stats,
                     "Object table (CSV): id, voxels, volume, bounding box, centroid in voxels and "
                     "in physical units, touches_boundary, and with --values min/mean/max");
+    sub->add_option(
+        "--periodic", periodic_,
+        "Axes along which the volume wraps around, any of z, y, x (x, z,y, zyx): an object across a periodic face "
+        "is one object, numbered by its first voxel in file order (a simulation's periodic domain)");
     sub->add_option("--mask-out", o.mask_output,
                     "Also write the mask that is labelled (after the operators, before --min-voxels), from the same "
                     "read of the input: NAME.nhdr, .nc, .nc4, .zarr, .ome.zarr, .nii, .tif");
@@ -141,6 +146,7 @@ class LabelCommand final : public Command {
       throw Error("label: give --lo and --hi to threshold the input, or --mask-input for a 0/1 mask");
     o.operators = thresholds_.operators(o.connectivity);
     if (!brick_.empty()) o.brick_shape = segment::parse_shape(brick_);
+    if (periodic_) o.periodic = segment::parse_periodic(*periodic_);
     if (!memory_.empty()) {
       io::Hints parsed;
       parsed.set("memory", memory_);
@@ -160,6 +166,7 @@ class LabelCommand final : public Command {
   }
 
   segment::LabelOptions options_;
+  std::optional<std::string> periodic_;
   std::string brick_, assign_ = "block", values_variable_, values_expression_, memory_;
   std::optional<std::int64_t> values_time_;
   std::string track_, mesh_;

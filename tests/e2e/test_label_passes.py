@@ -37,6 +37,76 @@ def reference(mask, connectivity, min_voxels=0):
     return new_id[labels], int(keep.sum())
 
 
+def torus_reference(mask, connectivity, periodic):
+    """Components on a torus along the periodic axes (a subset of 0, 1, 2): scipy's labels, joined
+    where two voxels touch across a periodic face (each offset of the connectivity, np.roll wrapping
+    the periodic axes only) by a union-find, then numbered by first voxel in file order."""
+    rank = RANK_OF[connectivity]
+    labels, count = ndimage.label(mask, structure=ndimage.generate_binary_structure(3, rank))
+    parent = list(range(count + 1))
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    index = np.indices(mask.shape)
+    for d in np.ndindex(3, 3, 3):
+        d = np.array(d) - 1
+        if not d.any() or np.count_nonzero(d) > rank:
+            continue
+        there = np.roll(labels, tuple(-d), axis=(0, 1, 2))
+        valid = (labels > 0) & (there > 0)
+        for a in range(3):
+            if a not in periodic:  # no wrapping along this axis
+                valid &= (index[a] + d[a] >= 0) & (index[a] + d[a] < mask.shape[a])
+        for la, lb in set(zip(labels[valid].tolist(), there[valid].tolist())):
+            ra, rb = find(la), find(lb)
+            if ra != rb:
+                parent[max(ra, rb)] = min(ra, rb)
+    roots = np.array([find(x) for x in range(count + 1)])
+    merged = roots[labels]
+    flat = merged.ravel()
+    present, first = np.unique(flat, return_index=True)
+    order = [r for _, r in sorted(zip(first, present)) if r != 0]
+    new_id = np.zeros(count + 1, np.int64)
+    new_id[order] = np.arange(1, len(order) + 1)
+    return new_id[merged], len(order)
+
+
+def tiled_reference(mask, connectivity, periodic):
+    """The same from scipy's labels of a copy tiled three times along each periodic axis (every
+    contact across a periodic face is inside it, between neighbouring tiles): the copies of one
+    voxel are one voxel of the torus, so their labels are joined; numbered by first voxel."""
+    reps = [3 if a in periodic else 1 for a in range(3)]
+    labels, count = ndimage.label(np.tile(mask, reps),
+                                  structure=ndimage.generate_binary_structure(3, RANK_OF[connectivity]))
+    parent = list(range(count + 1))
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    def tile(k):
+        return labels[tuple(slice(k[a] * mask.shape[a], (k[a] + 1) * mask.shape[a]) for a in range(3))]
+
+    base = tile((0, 0, 0))
+    for k in np.ndindex(*reps):
+        for la, lb in set(zip(base[mask].tolist(), tile(k)[mask].tolist())):
+            ra, rb = find(la), find(lb)
+            if ra != rb:
+                parent[max(ra, rb)] = min(ra, rb)
+    merged = np.array([find(x) for x in range(count + 1)])[base]
+    present, first = np.unique(merged.ravel(), return_index=True)
+    order = [r for _, r in sorted(zip(first, present)) if r != 0]
+    new_id = np.zeros(count + 1, np.int64)
+    new_id[order] = np.arange(1, len(order) + 1)
+    return new_id[merged], len(order)
+
+
 def read_other(path):
     """A mask written as NetCDF (netCDF4-python) or Zarr v2 (zarr-python), as their users read them."""
     if path.endswith(".nc"):
@@ -153,6 +223,57 @@ class LabelPasses(unittest.TestCase):
                           mask, "--quiet"], ranks=1, timeout=120)
             e.assert_clean_failure(self, proc, pattern)
             self.assertEqual(e.digest(self.work), before)
+
+    def test_periodic_boundaries(self):
+        """--periodic: objects across a periodic face are one, numbered by first voxel, against a torus
+        union-find and a tiled copy, at 6, 18 and 26, 1-4 ranks, a brick its own
+        neighbour, two bricks along an axis (each other's neighbour twice) and small bricks."""
+        rng = np.random.default_rng(91)
+        shape = (12, 14, 40)
+        bar = np.zeros(shape, bool)
+        bar[3, 4, :5] = bar[3, 4, -6:] = True  # one bar across x's faces
+        bar[0, 7, 9] = bar[-1, 8, 10] = True  # across z's faces diagonally (18 and 26 only)
+        cases = [(1, "12,14,40", "block"), (2, "12,14,20", "block"), (3, "5,6,7", "cyclic"), (4, "4,14,40", "random"),
+                 (2, "12,7,13", "cyclic")]
+        source = self.path("m.nhdr")
+        for density in (0.08, 0.3):
+            mask = (rng.random(shape) < density) | bar
+            write_nrrd(source, mask.astype(np.uint8))
+            for axes, periodic in (("x", (2,)), ("z,y", (0, 1)), ("zyx", (0, 1, 2))):
+                for connectivity in (6, 18, 26):
+                    want, count = torus_reference(mask, connectivity, periodic)
+                    tiled, _ = tiled_reference(mask, connectivity, periodic)
+                    np.testing.assert_array_equal(tiled, want, "the two references differ")
+                    for ranks, brick, assign in cases:
+                        where = "density %g, --periodic %s, %d-connected, %d ranks, brick %s" % (
+                            density, axes, connectivity, ranks, brick)
+                        with self.subTest(where):
+                            out = self.path("l.nhdr")
+                            proc = self.label(source, "--mask-input", "--out", out, "--connectivity", connectivity,
+                                              "--periodic", axes, "--brick", brick, "--assign", assign, ranks=ranks)
+                            self.assertIn(" %d objects" % count, proc.stdout, where)
+                            header, got = e.read_volume(out)
+                            np.testing.assert_array_equal(got, want, where)
+        # The bar is one object only with --periodic x.
+        write_nrrd(source, bar.astype(np.uint8))
+        plain = e.read_volume(self.path("l.nhdr"))
+        self.label(source, "--mask-input", "--out", self.path("p.nhdr"), "--connectivity", 6, "--periodic", "x")
+        _, got = e.read_volume(self.path("p.nhdr"))
+        self.assertEqual(got[3, 4, 0], got[3, 4, -1])
+        self.label(source, "--mask-input", "--out", self.path("n.nhdr"), "--connectivity", 6)
+        _, got = e.read_volume(self.path("n.nhdr"))
+        self.assertNotEqual(got[3, 4, 0], got[3, 4, -1])
+        del plain
+        # Bad input: one line, nothing written.
+        for args, pattern in ((["--periodic", "w"], r"--periodic w: 'w' is not an axis \(z, y or x\)"),
+                              (["--periodic", "x", "--stats", self.path("t.csv")], r"--periodic: an object table"),
+                              (["--periodic", "x", "--open", "1"], r"--periodic: the operators")):
+            with self.subTest(args=args):
+                before = e.digest(self.work)
+                proc = e.run(["label", source, "--mask-input", "--out", self.path("bad.nhdr"), "--quiet", *args],
+                             ranks=1, timeout=120)
+                e.assert_clean_failure(self, proc, pattern)
+                self.assertEqual(e.digest(self.work), before)
 
     def test_every_label_type(self):
         many = np.zeros((9, 10, 40), np.uint8)

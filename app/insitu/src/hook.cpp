@@ -447,7 +447,8 @@ const std::uint8_t* Hook::Impl::run_volseg(const Field& field, const io::Extent&
   seconds[1] = since(t);
   if (options.label && parts.segment) {
     t = Clock::now();
-    detail::count_objects(comm, field, mask, options.connectivity, record, options.track.empty() ? nullptr : &ids);
+    detail::count_objects(comm, field, mask, options.connectivity, options.periodic, record,
+                          options.track.empty() ? nullptr : &ids);
     if (!options.track.empty()) track(field, record);
     record.label = since(t);
   }

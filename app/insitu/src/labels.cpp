@@ -12,13 +12,14 @@ namespace volseg::insitu::detail {
 // The mask's objects across the ranks' blocks, by segment's labeling with a
 // brick per rank (blocks need not form a grid: neighbours by contact).
 void count_objects(const Comm& comm, const Field& field, const std::vector<std::uint8_t>& mask, int connectivity,
-                   StepRecord& record, std::vector<std::uint64_t>* ids) {
+                   const std::array<bool, 3>& periodic, StepRecord& record, std::vector<std::uint64_t>* ids) {
   std::int64_t mine[6];
   for (int a = 0; a < 3; ++a) mine[a] = field.box.offset[a], mine[3 + a] = field.box.count[a];
   std::vector<std::int64_t> all(static_cast<std::size_t>(6 * comm.size()));
   check_mpi(MPI_Allgather(mine, 6, MPI_INT64_T, all.data(), 6, MPI_INT64_T, comm.get()), "MPI_Allgather");
   segment::BrickMap map;
   map.dims = field.global_dims;
+  map.periodic = periodic;
   for (int r = 0; r < comm.size(); ++r) {
     io::Extent box;
     for (int a = 0; a < 3; ++a)

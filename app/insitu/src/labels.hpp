@@ -2,6 +2,7 @@
 // The hook's --label step (docs/label.md).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -16,7 +17,8 @@ namespace volseg::insitu::detail {
 // and record.largest on every rank.
 // With ids, also this rank's block's labels (the objects' global ids, 0
 // outside), field.box's voxels, as `volseg label` numbers them.
+// periodic: the axes along which the domain wraps around.
 void count_objects(const Comm& comm, const Field& field, const std::vector<std::uint8_t>& mask, int connectivity,
-                   StepRecord& record, std::vector<std::uint64_t>* ids = nullptr);
+                   const std::array<bool, 3>& periodic, StepRecord& record, std::vector<std::uint64_t>* ids = nullptr);
 
 }  // namespace volseg::insitu::detail

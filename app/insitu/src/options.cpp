@@ -9,6 +9,7 @@
 
 #include "volseg/insitu/insitu.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/segment/label.hpp"
 
 namespace volseg::insitu {
 namespace {
@@ -140,6 +141,8 @@ void parse_into(Options& options, const std::vector<std::string>& args, int dept
       options.label = true;
     else if (option == "--connectivity")
       options.connectivity = parse_count(option, value(), 1);
+    else if (option == "--periodic")
+      options.periodic = segment::parse_periodic(value());
     else if (option == "--track")
       options.track = value();
     else if (option == "--force")
@@ -153,7 +156,7 @@ void parse_into(Options& options, const std::vector<std::string>& args, int dept
       throw Error("unknown in-situ option '" + option +
                   "' (the options: --lo --hi --every --out --format --backend "
                   "--hint --series --stats --image --image-every --size --camera --catalyst-script --budget --var "
-                  "--expr --where --label --connectivity --track --force --verbose --config)");
+                  "--expr --where --label --connectivity --periodic --track --force --verbose --config)");
     }
   }
 }
@@ -222,6 +225,8 @@ std::string options_help() {
   --label                count the mask's connected components across all ranks' blocks each step
                          (--stats gains objects and largest; as volseg label)
   --connectivity N       of --label: 6 (faces) | 18 (and edges) | 26 (and corners; default)
+  --periodic AXES        of --label: axes (any of z, y, x) along which the domain wraps around: objects
+                         across those faces are one, as volseg label --periodic
   --track FILE.csv       of --label: link the objects of consecutive labelled steps that share voxels
                          (t,id,next_id,overlap_voxels; FILE.steps.csv: births, deaths, merges, splits),
                          as 'volseg label --time A:B --track'; written at finalize

@@ -9,6 +9,7 @@
 
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
+#include "volseg/segment/label.hpp"
 #include "volseg/segment/series.hpp"
 
 namespace volseg::insitu::detail {
@@ -105,7 +106,8 @@ void TimeSeries::finish(const std::vector<StepRecord>& records, double create_se
       steps.back()["labels"] = nlohmann::json{{"objects", *r.objects},
                                               {"largest", r.largest},
                                               {"seconds", r.label},
-                                              {"connectivity", options.connectivity}};
+                                              {"connectivity", options.connectivity},
+                                              {"periodic", segment::periodic_text(options.periodic)}};
   }
   std::filesystem::path json_path(path_);
   json_path.replace_extension(".json");

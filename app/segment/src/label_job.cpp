@@ -176,11 +176,42 @@ io::VolumeInfo labels_info(const io::VolumeInfo& input, io::DType type, std::uin
   return labels;
 }
 
+std::array<bool, 3> parse_periodic(const std::string& text) {
+  std::array<bool, 3> periodic{};
+  if (text.empty()) throw Error("--periodic needs the axes that wrap around: any of z, y and x (x, z,y or zyx)");
+  for (const char c : text) {
+    if (c == ',' || c == ' ') continue;
+    const std::string axes = "zyx";
+    const auto at = axes.find(c);
+    if (at == std::string::npos)
+      throw Error("--periodic " + text + ": '" + std::string(1, c) + "' is not an axis (z, y or x)");
+    periodic[at] = true;
+  }
+  return periodic;
+}
+
+std::string periodic_text(const std::array<bool, 3>& periodic) {
+  std::string text;
+  for (int a = 0; a < 3; ++a)
+    if (periodic[static_cast<std::size_t>(a)]) text += (text.empty() ? "" : ",") + std::string(1, "zyx"[a]);
+  return text;
+}
+
 namespace {
 
 // The options that need no file, checked before any work.
 void check_label_options(const LabelOptions& options) {
   check_connectivity(options.connectivity);
+  if (options.periodic != std::array<bool, 3>{}) {
+    if (options.operators.any())
+      throw Error(
+          "--periodic: the operators (--seed-lo/--seed-hi, --open, --close, --fill-holes) do not wrap "
+          "around yet; label their mask from segment instead");
+    if (!options.stats.empty() || !options.report.empty())
+      throw Error(
+          "--periodic: an object table (--stats, --report) would place objects that cross a periodic face "
+          "at wrapped coordinates; it is not measured yet: label without it");
+  }
   if (!options.mask_input) {
     if (std::isnan(options.lo) || std::isnan(options.hi)) throw Error("thresholds must not be NaN");
     if (options.lo > options.hi)
@@ -299,6 +330,10 @@ void fit_memory(const Comm& comm, const LabelOptions& options, LabelPlan& plan) 
 LabelPlan plan_label(const Comm& comm, const LabelOptions& options, LabelResult& result) {
   check_label_options(options);
   io::Writing writing = choose_io(comm, options, result);
+  if (options.periodic != std::array<bool, 3>{} && io::format_traits(io::parse_format(result.output_format)).multiscale)
+    throw Error("--periodic: a " + result.output_format +
+                " output records where each object is, which is not measured across periodic faces yet: "
+                "write .zarr, .nc, .nc4 or .nhdr labels");
   auto reader =
       open_input(result.backend, options.input, comm,
                  detail::joined(io::hints_for(result.backend, io::Role::reader, options.hints), options.input_hints));
@@ -350,8 +385,7 @@ struct LabelPasses {
         options(o),
         plan(p),
         info(p.reader->info()),
-        labeling(c, BrickMap::from_layout(p.layout, c.size(), o.assignment, o.seed), o.connectivity,
-                 p.values != nullptr, /*with_shape=*/!o.stats.empty()),
+        labeling(c, map_of(c, o, p), o.connectivity, p.values != nullptr, /*with_shape=*/!o.stats.empty()),
         masks(info, o.mask_input, o.lo, o.hi, o.input),
         scale(p.values ? p.values->info().scale_factor.value_or(1.0) : 1.0),
         offset(p.values ? p.values->info().add_offset.value_or(0.0) : 0.0),
@@ -362,6 +396,12 @@ struct LabelPasses {
         progress(c, "label", (2 + (chain ? chain->passes() : 0)) * p.layout.count(), o.progress),
         kept(p.cache) {
     if (o.on_progress) progress.observe(o.on_progress);
+  }
+
+  static BrickMap map_of(const Comm& c, const LabelOptions& o, const LabelPlan& p) {
+    auto map = BrickMap::from_layout(p.layout, c.size(), o.assignment, o.seed);
+    map.periodic = o.periodic;
+    return map;
   }
 
   static std::unique_ptr<detail::MaskChain> make_chain(const Comm& c, const LabelOptions& o, LabelPlan& p,
@@ -474,6 +514,7 @@ std::unique_ptr<io::VolumeWriter> create_labels(const Comm& comm, const LabelOpt
                             labels_info(info, type, result.summary.objects, options.connectivity, options.input,
                                         options.command_line.empty() ? "volseg label" : options.command_line),
                             options.force, io::Partial::none};
+  if (options.periodic != std::array<bool, 3>{}) request.info.attributes["periodic"] = periodic_text(options.periodic);
   const auto& shape = plan.layout.shape();
   request.whole_planes = shape[1] >= info.dims[1] && shape[2] >= info.dims[2];
   request.bricks = shape;
@@ -636,6 +677,8 @@ std::string label_summary(const LabelOptions& options, const LabelResult& result
     out << "  backend auto: " << result.backend << ", " << result.backend_reason << "\n";
   if (options.operators.any())
     out << "  mask: [" << options.lo << ", " << options.hi << "], then " << options.operators.describe() << "\n";
+  if (options.periodic != std::array<bool, 3>{})
+    out << "  periodic along " << periodic_text(options.periodic) << ": objects across those faces are one\n";
   out << "  " << s.objects << " objects, " << s.foreground << " voxels";
   if (s.dropped > 0)
     out << "; " << s.dropped << " dropped ("

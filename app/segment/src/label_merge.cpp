@@ -22,6 +22,7 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <tuple>
 #include <unordered_map>
 
 #include "disjoint_set.hpp"
@@ -300,26 +301,72 @@ std::uint64_t Labeling::held_bytes() const {
 
 namespace {
 
-std::vector<std::int64_t> neighbours(const BrickMap& map, std::int64_t brick, int connectivity) {
-  std::vector<std::int64_t> found;
+// A brick next to another: with periodic axes, possibly across the
+// volume's faces, as its image moved by shift (-1, 0, 1 per axis) times the
+// volume's size; a brick that spans a periodic axis is its own neighbour.
+struct Neighbour {
+  std::int64_t brick;
+  std::array<int, 3> shift;
+};
+
+io::Extent moved(const BrickMap& map, const Neighbour& n) {
+  io::Extent e = map.bricks[static_cast<std::size_t>(n.brick)];
+  for (int a = 0; a < 3; ++a) e.offset[a] += n.shift[static_cast<std::size_t>(a)] * map.dims[a];
+  return e;
+}
+
+// Of the two views of a brick's contact with its own image, the one that
+// joins them (the image after it).
+bool first_view(const std::array<int, 3>& shift) {
+  for (int s : shift)
+    if (s != 0) return s > 0;
+  return false;
+}
+
+std::vector<Neighbour> neighbours(const BrickMap& map, std::int64_t brick, int connectivity) {
+  std::vector<Neighbour> found;
   const io::Extent& here = map.bricks[static_cast<std::size_t>(brick)];
+  auto try_one = [&](const Neighbour& n) {
+    if ((n.brick != brick || n.shift != std::array<int, 3>{}) && contact(here, moved(map, n), connectivity))
+      found.push_back(n);
+  };
   if (map.grid[0] > 0) {
     const auto& g = map.grid;
-    const std::int64_t bz = brick / (g[1] * g[2]), by = brick / g[2] % g[1], bx = brick % g[2];
+    const std::int64_t at[3] = {brick / (g[1] * g[2]), brick / g[2] % g[1], brick % g[2]};
     for (int dz = -1; dz <= 1; ++dz)
       for (int dy = -1; dy <= 1; ++dy)
         for (int dx = -1; dx <= 1; ++dx) {
-          const std::int64_t z = bz + dz, y = by + dy, x = bx + dx;
-          if ((dz | dy | dx) == 0 || z < 0 || y < 0 || x < 0 || z >= g[0] || y >= g[1] || x >= g[2]) continue;
-          const std::int64_t other = (z * g[1] + y) * g[2] + x;
-          if (contact(here, map.bricks[static_cast<std::size_t>(other)], connectivity)) found.push_back(other);
+          const int d[3] = {dz, dy, dx};
+          std::int64_t index[3];
+          Neighbour n{0, {}};
+          bool inside = true;
+          for (int a = 0; a < 3; ++a) {
+            index[a] = at[a] + d[a];
+            if (index[a] >= 0 && index[a] < g[a]) continue;
+            if (!map.periodic[static_cast<std::size_t>(a)]) inside = false;
+            n.shift[static_cast<std::size_t>(a)] = index[a] < 0 ? -1 : 1;
+            index[a] = (index[a] + g[a]) % g[a];
+          }
+          if (!inside) continue;
+          n.brick = (index[0] * g[1] + index[1]) * g[2] + index[2];
+          try_one(n);
         }
   } else {
     for (std::size_t other = 0; other < map.bricks.size(); ++other)
-      if (static_cast<std::int64_t>(other) != brick && contact(here, map.bricks[other], connectivity))
-        found.push_back(static_cast<std::int64_t>(other));
+      for (int dz = -1; dz <= 1; ++dz)
+        for (int dy = -1; dy <= 1; ++dy)
+          for (int dx = -1; dx <= 1; ++dx) {
+            const std::array<int, 3> shift{dz, dy, dx};
+            bool allowed = true;
+            for (int a = 0; a < 3; ++a)
+              allowed =
+                  allowed && (shift[static_cast<std::size_t>(a)] == 0 || map.periodic[static_cast<std::size_t>(a)]);
+            if (allowed) try_one({static_cast<std::int64_t>(other), shift});
+          }
   }
-  std::sort(found.begin(), found.end());
+  std::sort(found.begin(), found.end(), [](const Neighbour& a, const Neighbour& b) {
+    return std::tie(a.brick, a.shift) < std::tie(b.brick, b.shift);
+  });
   return found;
 }
 
@@ -352,9 +399,8 @@ void Labeling::add(std::int64_t brick, const std::uint8_t* mask, const void* sou
   if (s.in_bricks) {
     // The labels on a face that a neighbour shares take part in the merge.
     s.shared.assign(static_cast<std::size_t>(labeler_.objects()) + 1, 0);
-    for (std::int64_t other : touching)
-      for (const std::uint32_t label :
-           own_face(facing(*contact(extent, map_.bricks[static_cast<std::size_t>(other)], connectivity_))))
+    for (const Neighbour& n : touching)
+      for (const std::uint32_t label : own_face(facing(*contact(extent, moved(map_, n), connectivity_))))
         s.shared[label] = 1;
     auto& slots = s.slots[s.added];
     labeler_.measure_in_brick(extent, map_.dims, s.shared, *s.in_bricks, slots, s.parts, s.in_brick);
@@ -379,13 +425,24 @@ void Labeling::add(std::int64_t brick, const std::uint8_t* mask, const void* sou
   }
   ++s.added;
 
-  for (std::int64_t other : touching) {
-    const auto side = *contact(extent, map_.bricks[static_cast<std::size_t>(other)], connectivity_);
+  for (const Neighbour& n : touching) {
+    const std::int64_t other = n.brick;
+    const io::Extent earlier = moved(map_, n);  // where it touches this brick
+    const auto side = *contact(extent, earlier, connectivity_);
     const int face = facing(side);
+    if (other == brick) {  // its own image across periodic faces: join once
+      if (!first_view(n.shift)) continue;
+      const auto back = *contact(earlier, extent, connectivity_);
+      const auto& plane = own_face(opposite(face));  // an unordered_map's elements stay put
+      for (const Pair& pair : join_faces(earlier, plane, extent, own_face(face), back, connectivity_))
+        s.edges.push_back({brick, pair.a, brick, pair.b});
+      if (with_shape_)
+        take_face_pairs(earlier, plane, extent, own_face(face), back, s.values, s.part_start[s.added - 1]);
+      continue;
+    }
     const bool same_rank = map_.owner[static_cast<std::size_t>(other)] == comm_.rank();
     if (same_rank && other < brick) {  // labelled before: join now
       auto& kept = s.faces.at(other * 6 + opposite(face));
-      const auto& earlier = map_.bricks[static_cast<std::size_t>(other)];
       const auto back = *contact(earlier, extent, connectivity_);
       for (const Pair& pair : join_faces(earlier, kept.plane, extent, own_face(face), back, connectivity_))
         s.edges.push_back({other, pair.a, brick, pair.b});
@@ -417,10 +474,10 @@ std::vector<std::vector<std::uint32_t>> faces_to_send(const BrickMap& map, const
   for (std::int64_t brick : mine) {
     const io::Extent& extent = map.bricks[static_cast<std::size_t>(brick)];
     std::vector<std::pair<int, int>> sent;  // (rank, face)
-    for (std::int64_t other : neighbours(map, brick, connectivity)) {
-      const int rank = map.owner[static_cast<std::size_t>(other)];
-      if (rank == me || other < brick) continue;
-      const int face = facing(*contact(extent, map.bricks[static_cast<std::size_t>(other)], connectivity));
+    for (const Neighbour& n : neighbours(map, brick, connectivity)) {
+      const int rank = map.owner[static_cast<std::size_t>(n.brick)];
+      if (rank == me || n.brick < brick) continue;
+      const int face = facing(*contact(extent, moved(map, n), connectivity));
       if (std::find(sent.begin(), sent.end(), std::pair{rank, face}) != sent.end()) continue;
       sent.emplace_back(rank, face);
       const auto& plane = faces.at(brick * 6 + face).plane;
@@ -448,17 +505,16 @@ void join_received_faces(const std::vector<std::uint32_t>& received, const Brick
                                            received.begin() + static_cast<std::ptrdiff_t>(at + 4 + size));
     at += 4 + size;
     const io::Extent& earlier = map.bricks[static_cast<std::size_t>(other)];
-    for (std::int64_t brick : neighbours(map, other, connectivity)) {
+    for (const Neighbour& n : neighbours(map, other, connectivity)) {
+      const std::int64_t brick = n.brick;
       if (map.owner[static_cast<std::size_t>(brick)] != me || brick < other) continue;
-      const auto side = *contact(earlier, map.bricks[static_cast<std::size_t>(brick)], connectivity);
+      const io::Extent here = moved(map, n);  // where it touches the earlier brick
+      const auto side = *contact(earlier, here, connectivity);
       if (facing(side) != face) continue;
       const auto& mine = faces.at(brick * 6 + opposite(face)).plane;
-      for (const Pair& pair :
-           join_faces(earlier, plane, map.bricks[static_cast<std::size_t>(brick)], mine, side, connectivity))
+      for (const Pair& pair : join_faces(earlier, plane, here, mine, side, connectivity))
         edges.push_back({other, pair.a, brick, pair.b});
-      if (values)
-        take_face_pairs(earlier, plane, map.bricks[static_cast<std::size_t>(brick)], mine, side, *values,
-                        base_of(brick));
+      if (values) take_face_pairs(earlier, plane, here, mine, side, *values, base_of(brick));
     }
   }
 }

@@ -51,6 +51,9 @@ struct Options {
   bool condition = false;  // --where: 1 where it holds, else 0
   bool label = false;      // count the mask's connected components per step
   int connectivity = 26;   // of --label: 6 | 18 | 26
+  // Of --label: axes z, y, x along which the domain wraps around (objects
+  // across those faces are one).
+  std::array<bool, 3> periodic{};
   // With --label: links the objects of consecutive labelled steps that
   // share voxels (as `volseg label --time A:B --track`): this CSV, and
   // NAME.steps.csv beside it, written at finalize; empty: none.

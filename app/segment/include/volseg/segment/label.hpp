@@ -230,6 +230,9 @@ struct BrickMap {
   // A regular grid of bricks (BrickLayout's numbering) finds neighbours by
   // index; without one (grid 0) every pair of bricks is checked.
   io::Index3 grid{}, shape{};
+  // Axes (z, y, x) along which the volume wraps around: voxels on its two
+  // faces are neighbours, as in a simulation's periodic domain.
+  std::array<bool, 3> periodic{};
   static BrickMap from_layout(const BrickLayout& layout, int comm_size, Assignment assignment, std::uint64_t seed);
 };
 
@@ -327,6 +330,12 @@ class Labeling {
 
 // --- The job over files -----------------------------------------------------
 
+// --periodic's axes: any of z, y and x, with or without commas ("x",
+// "z,y", "zyx"); throws naming what is not an axis.
+std::array<bool, 3> parse_periodic(const std::string& text);
+// "z,x" (empty when none).
+std::string periodic_text(const std::array<bool, 3>& periodic);
+
 struct LabelOptions {
   std::string input, output;
   bool mask_input = false;  // input is a 0/1 mask; else threshold with lo/hi
@@ -336,6 +345,8 @@ struct LabelOptions {
   // labeling (operators.hpp's order; then min_voxels).
   MaskOperators operators;
   int connectivity = 26;
+  // Axes z, y, x along which the volume wraps around (BrickMap::periodic).
+  std::array<bool, 3> periodic{};
   std::string type = "auto";  // auto | u8 | u16 | u32 | u64
   std::string stats;          // CSV object table; empty: none
   // The mask that was labelled (after the operators, before min_voxels),
