@@ -277,6 +277,48 @@ class TimeSeries(unittest.TestCase):
                 with open(png, "rb") as f:
                     self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
 
+    def test_labels_of_a_range_in_one_file(self):
+        """label --time all --out L.nc|.nc4|.zarr: one 4D output, a record per step, read back by
+        netCDF4-python and zarr equal to the per-step files (and to scipy); --track reads its records."""
+        per_step = self.out("labels-ref")
+        os.makedirs(per_step, exist_ok=True)
+        common = ["--var", "u", "--time", "all", "--lo", str(LO), "--hi", str(HI), "--quiet", "--force"]
+        e.check_ok(self, e.run(["label", self.files["NETCDF4"], *common, "--out", os.path.join(per_step, "l_%d.nc"),
+                                "--track", os.path.join(per_step, "t.csv")], ranks=2))
+        with open(os.path.join(per_step, "t.csv")) as f:
+            want_track = f.read()
+        want = []
+        for t in range(STEPS):
+            with netCDF4.Dataset(os.path.join(per_step, "l_%d.nc" % t)) as d:
+                want.append(np.asarray(d["labels"][:]))
+            np.testing.assert_array_equal(want[-1], self.scipy_labels(t)[0])
+        for name in ("one.nc", "one.nc4", "one.zarr"):
+            if name.endswith(".zarr") and zarr is None:
+                continue
+            for ranks in (1, 3):
+                with self.subTest(out=name, ranks=ranks):
+                    out, track = self.out(name), self.out("one-%s.csv" % name)
+                    proc = e.run(["label", self.files["NETCDF4"], *common, "--out", out, "--track", track],
+                                 ranks=ranks)
+                    e.check_ok(self, proc)
+                    if name.endswith(".zarr"):
+                        got = zarr.open(out, mode="r")[:]
+                    else:
+                        with netCDF4.Dataset(out) as d:
+                            got = np.asarray(d["labels"][:])
+                            self.assertEqual(d["labels"].dimensions[0], "time")
+                            np.testing.assert_array_equal(np.asarray(d["time"][:]), np.arange(STEPS) * 6.0)
+                    self.assertEqual(got.shape, (STEPS,) + SHAPE)
+                    for t in range(STEPS):
+                        np.testing.assert_array_equal(got[t], want[t], "step %d" % t)
+                    with open(track) as f:
+                        self.assertEqual(f.read(), want_track)
+        for name, pattern in (("bad.nhdr", r"%d in --out|keeps the time dimension"),
+                              ("bad.ome.zarr", r"%d in --out|keeps the time dimension")):
+            proc = e.run(["label", self.files["NETCDF4"], *common, "--out", self.out(name)], ranks=1)
+            e.assert_clean_failure(self, proc, pattern)
+            self.assertFalse(os.path.exists(self.out(name)))
+
     @unittest.skipUnless(e.WITH_PARAVIEW, "a build without ParaView does not render")
     def test_render_a_frame_per_step_with_one_colour_range_and_a_movie(self):
         folder = self.out("frames")

@@ -162,6 +162,9 @@ io::VolumeInfo labels_info(const io::VolumeInfo& input, io::DType type, std::uin
   labels.variable = "labels";
   labels.spacing = input.spacing;
   labels.origin = input.origin;
+  labels.step = input.step;  // a series' record: its time
+  labels.step_time = input.step_time;
+  labels.time_units = input.time_units;
   labels.coordinates = input.coordinates;
   for (int a = 0; a < 3; ++a)
     if (auto it = input.attributes.find("dim" + std::to_string(a)); it != input.attributes.end())

@@ -23,6 +23,7 @@
 #include "volseg/io/hints.hpp"
 #include "volseg/io/messages.hpp"
 #include "volseg/io/registry.hpp"
+#include "volseg/io/rounds.hpp"
 #include "volseg/io/script.hpp"
 #include "volseg/segment/brick_layout.hpp"
 #include "volseg/segment/expression.hpp"
@@ -347,31 +348,39 @@ void to_ids(io::DType dtype, const std::vector<std::byte>& raw, std::int64_t cou
   });
 }
 
-std::unique_ptr<io::VolumeReader> open_labels(const Comm& comm, const std::string& path) {
+// A step's labels: a file of their own, or (record >= 0) one record of a
+// series' one output.
+std::unique_ptr<io::VolumeReader> open_labels(const Comm& comm, const std::string& path, std::int64_t record) {
   const auto format = io::detect_format(comm, path);
-  return io::open_reader(io::choose_backend(comm, format, path, io::Access::stream).backend, path, comm, io::Hints{});
+  io::Hints hints;
+  if (record >= 0) hints = io::Hints::parse({"time=" + std::to_string(record)});
+  return io::open_reader(io::choose_backend(comm, format, path, io::Access::stream).backend, path, comm, hints);
 }
 
 // Collective. The pairs of labels of two steps' label volumes that share
 // voxels: each rank counts those of its bricks (every size-th), rank 0
 // sums them (on rank 0 only; sorted by id, then next_id).
 std::vector<TrackPair> overlaps(const Comm& comm, const std::string& before, const std::string& after,
-                                std::int64_t step) {
-  auto a = open_labels(comm, before);
-  auto b = open_labels(comm, after);
+                                std::int64_t step, std::int64_t record_before = -1) {
+  auto a = open_labels(comm, before, record_before);
+  auto b = open_labels(comm, after, record_before < 0 ? -1 : record_before + 1);
   if (a->info().dims != b->info().dims) throw Error("--track: " + before + " and " + after + " have different shapes");
   const BrickLayout layout(a->info().dims, BrickLayout::default_shape(a->info().dims, 16));
   PairCounts counts;
   std::vector<std::byte> raw;
   std::vector<std::uint64_t> ids_a, ids_b;
-  for (std::int64_t k = comm.rank(); k < layout.count(); k += comm.size()) {
-    const io::Extent extent = layout.brick(k);
+  // In rounds, every rank in each (a NetCDF-4 record variable is read
+  // collectively): brick k of round r is r * size + rank, when there is one.
+  const std::int64_t rounds = (layout.count() + comm.size() - 1) / comm.size();
+  for (std::int64_t r = 0; r < rounds; ++r) {
+    const std::int64_t k = r * comm.size() + comm.rank();
+    const io::Extent extent = k < layout.count() ? layout.brick(k) : io::Extent{};
     for (auto* reader : {a.get(), b.get()}) {
       raw.resize(static_cast<std::size_t>(extent.voxels()) * io::dtype_size(reader->info().dtype));
-      reader->read(extent, raw.data());
+      io::read_in_round(*reader, k < layout.count() ? &extent : nullptr, raw.data());
       to_ids(reader->info().dtype, raw, extent.voxels(), reader == a.get() ? ids_a : ids_b);
     }
-    count_pairs(ids_a, ids_b, counts);
+    if (k < layout.count()) count_pairs(ids_a, ids_b, counts);
   }
   a->close();
   b->close();
@@ -434,8 +443,32 @@ std::string track_steps_csv(const std::vector<TrackStep>& steps) {
 LabelSeriesResult run_label_series(const Comm& comm, LabelOptions options, const std::vector<std::int64_t>& steps,
                                    const std::string& track, bool plot) {
   const auto start = std::chrono::steady_clock::now();
-  if (!names_steps(options.output))
-    throw Error("label --time with several steps: name each step's labels with %d in --out (labels_%03d.nc)");
+  const bool per_step = names_steps(options.output);
+  std::string temp;
+  io::AtomicCommit series;  // rank 0's: the one output, removed unless every step is written
+  if (!per_step) {
+    // One output with the time dimension, as segment writes: CDF-5 records,
+    // a NetCDF-4 record variable, a 4D Zarr array a step a chunk.
+    const io::FileFormat format = io::output_format(options.output, options.format, std::nullopt, true);
+    const io::FormatTraits& traits = io::format_traits(format);
+    if (!traits.appendable || traits.multiscale)
+      throw Error(
+          "label --time with several steps: name each step's labels with %d in --out (labels_%03d.nhdr), or write "
+          "one file that keeps the time dimension (NAME.nc: CDF-5; NAME.nc4 or NAME.h5: NetCDF-4; NAME.zarr: a 4D "
+          "Zarr array)");
+    if (options.format.empty()) options.format = io::format_name(format);
+    if (options.output_backend.empty()) options.output_backend = traits.writer;
+    if (comm.rank() == 0) {
+      detail::refuse_output_over_input(options.output, {options.input});
+      io::refuse_existing(options.output, options.force, io::Streams::written_in_place);
+    }
+    agree(comm, nullptr);
+    temp = comm.broadcast(io::temporary_path(options.output));
+    if (comm.rank() == 0) {
+      series = io::AtomicCommit(options.output, temp);
+      fs::remove_all(temp);  // a leftover of an earlier process with this PID
+    }
+  }
   if (!options.stats.empty() && !names_steps(options.stats))
     throw Error("label --time with several steps: name each step's table with %d in --stats (objects_%03d.csv)");
   if (!options.report.empty())
@@ -458,7 +491,13 @@ LabelSeriesResult run_label_series(const Comm& comm, LabelOptions options, const
     LabelOptions step = options;
     step.input_hints = hints;
     step.input_hints.push_back("time=" + std::to_string(t));
-    step.output = step_path(pattern, t);
+    if (per_step) {
+      step.output = step_path(pattern, t);
+    } else {
+      step.output = temp;
+      step.force = true;
+      step.output_hints.push_back("append=1");  // its record's time: the input's (or the step number)
+    }
     if (!stats.empty()) step.stats = step_path(stats, t);
     if (!options.mask_output.empty()) step.mask_output = step_path(options.mask_output, t);
     result.steps.push_back(t);
@@ -471,15 +510,36 @@ LabelSeriesResult run_label_series(const Comm& comm, LabelOptions options, const
     summary.step = t;
     summary.objects = result.per_step.back().summary.objects;
     summary.largest = result.per_step.back().summary.largest;
-    if (!track.empty() && result.outputs.size() > 1) {
-      auto pairs =
-          overlaps(comm, result.outputs[result.outputs.size() - 2], step.output, result.steps[result.steps.size() - 2]);
+    // One output's records are compared once it is whole: a NetCDF-4 file
+    // read between two appends would be open twice at once.
+    if (!track.empty() && per_step && result.outputs.size() > 1) {
+      const auto record = per_step ? std::int64_t{-1} : static_cast<std::int64_t>(result.outputs.size()) - 2;
+      auto pairs = overlaps(comm, result.outputs[result.outputs.size() - 2], step.output,
+                            result.steps[result.steps.size() - 2], record);
       if (comm.rank() == 0) {
         summarize_track(summary, result.track.back().objects, pairs);
         result.pairs.insert(result.pairs.end(), pairs.begin(), pairs.end());
       }
     }
     result.track.push_back(summary);
+  }
+  if (!temp.empty()) {
+    std::exception_ptr error;
+    try {
+      series.commit(true);  // a Zarr folder replaced with --force is swapped (io::AtomicCommit)
+    } catch (...) {
+      error = std::current_exception();
+    }
+    agree(comm, error);
+    result.outputs.assign(1, options.output);
+    for (std::size_t k = 1; !track.empty() && k < result.steps.size(); ++k) {
+      auto pairs =
+          overlaps(comm, options.output, options.output, result.steps[k - 1], static_cast<std::int64_t>(k - 1));
+      if (comm.rank() == 0) {
+        summarize_track(result.track[k], result.track[k - 1].objects, pairs);
+        result.pairs.insert(result.pairs.end(), pairs.begin(), pairs.end());
+      }
+    }
   }
   if (!track.empty()) {
     std::exception_ptr error;
@@ -517,7 +577,10 @@ std::string series_summary(const LabelSeriesResult& result, const std::string& t
                     static_cast<unsigned long long>(s.merges), static_cast<unsigned long long>(s.splits));
     text += line;
   }
-  text += "  labels: " + result.outputs.front() + " ... " + result.outputs.back() + "\n";
+  text += "  labels: " +
+          (result.outputs.size() == 1 ? result.outputs.front() + " (a record per step)"
+                                      : result.outputs.front() + " ... " + result.outputs.back()) +
+          "\n";
   if (!track.empty()) text += "  track: " + track + " (and " + without_extension(track) + ".steps.csv, .png)\n";
   return text;
 }
