@@ -83,9 +83,13 @@ py::dict label_file(const std::string& input, const std::string& out, const py::
                     bool mask_input, const std::optional<std::string>& lo, const std::optional<std::string>& hi,
                     const std::string& stats, std::uint64_t min_voxels, bool force, const std::string& backend,
                     const std::optional<std::string>& var, const std::optional<std::int64_t>& time,
-                    const std::optional<std::pair<double, double>>& seed, int open, int close, bool fill_holes) {
+                    const std::optional<std::pair<double, double>>& seed, int open, int close, bool fill_holes,
+                    const std::string& label_type, const std::string& periodic, const std::string& mask_out) {
   const MPI_Comm handle = mpi_comm(comm);
   segment::LabelOptions o;
+  o.type = label_type;
+  if (!periodic.empty()) o.periodic = segment::parse_periodic(periodic);
+  o.mask_output = mask_out;
   o.input = input;
   o.output = out;
   o.connectivity = connectivity;
@@ -191,7 +195,7 @@ void bind_jobs(py::module_& m) {
   m.def("_label_file", &label_file, py::arg("input"), py::arg("out"), py::arg("comm"), py::arg("connectivity"),
         py::arg("mask_input"), py::arg("lo"), py::arg("hi"), py::arg("stats"), py::arg("min_voxels"), py::arg("force"),
         py::arg("backend"), py::arg("var"), py::arg("time"), py::arg("seed"), py::arg("open"), py::arg("close"),
-        py::arg("fill_holes"));
+        py::arg("fill_holes"), py::arg("label_type"), py::arg("periodic"), py::arg("mask_out"));
   m.def("_convert", &convert_file, py::arg("input"), py::arg("out"), py::arg("comm"), py::arg("force"),
         py::arg("format"), py::arg("var"), py::arg("time"), py::arg("glob"), py::arg("out_hints"));
 

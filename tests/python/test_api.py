@@ -142,6 +142,31 @@ def test_label_file_counts_as_scipy(volume):
     assert result["foreground_voxels"] == int(mask.sum())
 
 
+def test_label_file_types_periodic_and_mask_out(volume):
+    """label_type=, periodic= and mask_out= as the command line's --label-type, --periodic and
+    --mask-out: u64 labels equal to u32's, wrapping joins objects, the mask equals segment's."""
+    path, values, folder = volume
+    mask_path = os.path.join(folder, "pm.nhdr")
+    volseg.segment(path, lo=0.3, hi=0.45, out=mask_path, force=True)
+    out32, out64, outp = (os.path.join(folder, "%s%d.nhdr" % (n, COMM.size)) for n in ("l32", "l64", "lp"))
+    mask_out = os.path.join(folder, "mo%d.nhdr" % COMM.size)
+    plain = volseg.label_file(path, out=out32, mask_input=False, lo=0.3, hi=0.45, connectivity=6, force=True,
+                              mask_out=mask_out)
+    wide = volseg.label_file(mask_path, out=out64, connectivity=6, force=True, label_type="u64")
+    wrapped = volseg.label_file(mask_path, out=outp, connectivity=6, force=True, periodic="zyx")
+    assert wide["label_type"] == "u64" and plain["label_type"] == "u32"
+    assert wide["objects"] == plain["objects"]
+    assert 0 < wrapped["objects"] <= plain["objects"]
+    if COMM.rank == 0:
+        a = np.fromfile(out32[:-5] + ".raw", dtype=np.uint32)
+        b = np.fromfile(out64[:-5] + ".raw", dtype=np.uint64)
+        np.testing.assert_array_equal(a.astype(np.uint64), b)
+        with open(mask_out[:-5] + ".raw", "rb") as x, open(mask_path[:-5] + ".raw", "rb") as y:
+            assert x.read() == y.read()
+    with pytest.raises(volseg.Error, match="not an axis"):
+        volseg.label_file(mask_path, out=outp, force=True, periodic="w")
+
+
 def test_segment_operators_equal_the_cli_and_otsu_is_chosen(volume):
     """seed=, open=, close=, fill_holes= and lo="otsu" give the command
     line's mask byte for byte, and the report says the number chosen."""
