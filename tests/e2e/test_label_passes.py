@@ -10,6 +10,7 @@ planes and of pieces of rows, every assignment, with and without
 bytes read equal the input's size, and with --cache 0 every brick is read
 twice and the labels do not change. Every --label-type holds a mask with
 objects, or is refused with one line when they do not fit."""
+import csv
 import json
 import os
 import re
@@ -274,6 +275,36 @@ class LabelPasses(unittest.TestCase):
                              ranks=1, timeout=120)
                 e.assert_clean_failure(self, proc, pattern)
                 self.assertEqual(e.digest(self.work), before)
+
+    def test_value_sum_and_centroid(self):
+        """--values: value_sum and the value-weighted centroid of each object, against numpy over scipy's
+        labels, on 1 and 3 ranks with bricks smaller than the objects (the sums add across parts)."""
+        rng = np.random.default_rng(23)
+        field = ndimage.gaussian_filter(rng.random((16, 20, 26)), 1.0)
+        mask = field > np.quantile(field, 0.75)
+        values = (rng.random(mask.shape) * 10 - 2).astype(np.float32)
+        write_nrrd(self.path("m.nhdr"), mask.astype(np.uint8))
+        write_nrrd(self.path("v.nhdr"), values)
+        labels, count = reference(mask, 26)
+        index = np.arange(1, count + 1)
+        v64 = values.astype(np.float64)
+        sums = ndimage.sum(v64, labels, index)
+        z, y, x = np.indices(mask.shape)
+        centroids = [ndimage.sum(v64 * a, labels, index) / sums for a in (z, y, x)]
+        self.assertGreater(count, 3)
+        for ranks in (1, 3):
+            with self.subTest(ranks=ranks):
+                table = self.path("t.csv")
+                self.label(self.path("m.nhdr"), "--mask-input", "--out", self.path("l.nhdr"), "--values",
+                           self.path("v.nhdr"), "--stats", table, "--brick", "5,7,9", ranks=ranks)
+                with open(table) as f:
+                    rows = list(csv.DictReader(f))
+                self.assertEqual(len(rows), count)
+                for k, row in enumerate(rows):
+                    self.assertAlmostEqual(float(row["value_sum"]), sums[k], delta=1e-9 * max(1, abs(sums[k])))
+                    for a, axis in enumerate("zyx"):
+                        self.assertAlmostEqual(float(row["value_centroid_" + axis]), centroids[a][k],
+                                               delta=1e-7 * max(1, abs(centroids[a][k])))
 
     def test_every_label_type(self):
         many = np.zeros((9, 10, 40), np.uint8)

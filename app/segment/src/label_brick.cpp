@@ -48,6 +48,7 @@ void ObjectValues::merge(const ObjectValues& other) {
   min = std::min(min, other.min);
   max = std::max(max, other.max);
   sum += other.sum;
+  for (int a = 0; a < 3; ++a) weighted[a] += other.weighted[a];
   for (int i = 0; i < 6; ++i) moments[i] += other.moments[i];
   for (int a = 0; a < 3; ++a) faces[a] += other.faces[a];
 }
@@ -478,36 +479,45 @@ namespace {
 
 template <class T>
 void fold_values(const T* source, const std::vector<std::uint32_t>& label_of_run,
-                 const std::vector<std::uint32_t>& row_start, std::int64_t rows, std::int64_t width, const auto& runs,
-                 double scale, double offset, std::vector<ObjectValues>& values) {
+                 const std::vector<std::uint32_t>& row_start, const io::Index3& shape, const io::Extent& extent,
+                 const auto& runs, double scale, double offset, std::vector<ObjectValues>& values) {
   std::vector<bool> seen(values.size());
-  for (std::int64_t r = 0; r < rows; ++r)
+  const std::int64_t rows = shape[0] * shape[1], width = shape[2];
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const auto gz = static_cast<double>(extent.offset[0] + r / shape[1]),
+               gy = static_cast<double>(extent.offset[1] + r % shape[1]);
     for (std::uint32_t i = row_start[static_cast<std::size_t>(r)]; i < row_start[static_cast<std::size_t>(r + 1)];
          ++i) {
       const std::uint32_t object = label_of_run[i] - 1;
       ObjectValues& v = values[object];
       const T* p = source + r * width;
+      double run_sum = 0, run_x = 0;  // the run's values, and each times its x
       for (std::int32_t x = runs[i].begin; x < runs[i].end; ++x) {
         const double value = static_cast<double>(p[x]) * scale + offset;
         if (!seen[object]) {
-          v = {value, value, 0};
+          v.min = v.max = value;
           seen[object] = true;
         }
         v.min = std::min(v.min, value);
         v.max = std::max(v.max, value);
-        v.sum += value;
+        run_sum += value;
+        run_x += value * static_cast<double>(extent.offset[2] + x);
       }
+      v.sum += run_sum;
+      v.weighted[0] += gz * run_sum;
+      v.weighted[1] += gy * run_sum;
+      v.weighted[2] += run_x;
     }
+  }
 }
 
 }  // namespace
 
 void BrickLabeler::measure_values(const void* source, io::DType dtype, double scale, double offset,
-                                  std::vector<ObjectValues>& values) const {
+                                  const io::Extent& extent, std::vector<ObjectValues>& values) const {
   values.assign(objects_, ObjectValues{});
-  const std::int64_t rows = shape_[0] * shape_[1], width = shape_[2];
   io::visit_dtype(dtype, [&]<class T>(std::type_identity<T>) {
-    fold_values(static_cast<const T*>(source), labels_, row_start_, rows, width, runs_, scale, offset, values);
+    fold_values(static_cast<const T*>(source), labels_, row_start_, shape_, extent, runs_, scale, offset, values);
   });
 }
 

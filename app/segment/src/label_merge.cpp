@@ -416,7 +416,7 @@ void Labeling::add(std::int64_t brick, const std::uint8_t* mask, const void* sou
   if (with_values_) {
     if (with_source_) {
       if (source == nullptr) throw Error("internal error: a labeling with values needs each brick's source values");
-      labeler_.measure_values(source, source_dtype, scale, offset, s.brick_values);
+      labeler_.measure_values(source, source_dtype, scale, offset, extent, s.brick_values);
     } else {
       s.brick_values.assign(labeler_.objects(), ObjectValues{});
     }

@@ -114,7 +114,10 @@ void table_row(Text& out, std::uint64_t id, const ObjectPart& p, const ObjectVal
   for (int a = 0; a < 3; ++a) out << "," << w.centroid[a];
   for (int a = 0; a < 3; ++a) out << "," << w.position[a];
   out << ((p.border & ObjectPart::touches_boundary) != 0 ? ",1" : ",0");
-  if (columns.values) out << "," << v->min << "," << v->sum / static_cast<double>(p.voxels) << "," << v->max;
+  if (columns.values) {
+    out << "," << v->min << "," << v->sum / static_cast<double>(p.voxels) << "," << v->max << "," << v->sum;
+    for (int a = 0; a < 3; ++a) out << "," << v->weighted[a] / v->sum;  // NaN when the values sum to 0
+  }
   if (columns.shape) {
     const ObjectShape shape = object_shape(p, *v, info.spacing);
     out << "," << shape.surface_area << "," << shape.equivalent_diameter;
@@ -206,7 +209,10 @@ void write_table_to_stream(const Comm& comm, const std::string& path, const std:
 void write_object_table(const Comm& comm, const std::string& path, const LabelSummary& summary,
                         const io::VolumeInfo& info, TableColumns columns) {
   const std::string header =
-      std::string(kTableHeader) + (columns.values ? ",value_min,value_mean,value_max" : "") +
+      std::string(kTableHeader) +
+      (columns.values ? ",value_min,value_mean,value_max,value_sum,value_centroid_z,value_centroid_y,"
+                        "value_centroid_x"
+                      : "") +
       (columns.shape ? ",surface_area,equivalent_diameter,inertia_1,inertia_2,inertia_3,major_axis_length,"
                        "minor_axis_length,sphericity"
                      : "") +
@@ -360,7 +366,12 @@ void write_label_report(const std::string& path, const LabelOptions& options, co
     if (values) {
       const auto& v = table_values[i];
       out << ", \"values\": {\"min\": " << v.min << ", \"mean\": " << v.sum / static_cast<double>(p.voxels)
-          << ", \"max\": " << v.max << "}";
+          << ", \"max\": " << v.max << ", \"sum\": " << v.sum;
+      if (v.sum != 0) {  // JSON has no NaN
+        const double centroid[3] = {v.weighted[0] / v.sum, v.weighted[1] / v.sum, v.weighted[2] / v.sum};
+        triple("centroid_zyx", centroid);
+      }
+      out << "}";
     }
     out << "}";
   }

@@ -77,6 +77,7 @@ struct KeepRule {
 // its shape (the table's shape columns, ObjectShape).
 struct ObjectValues {
   double min = 0, max = 0, sum = 0;
+  double weighted[3] = {};  // sums of value times z, y and x (index): sum-weighted, the value's centroid
   // Exact sums over the voxels of z*z, y*y, x*x, z*y, z*x, y*x (indices).
   std::uint64_t moments[6] = {};
   // Voxel faces normal to z, y and x next to background or the volume's
@@ -194,7 +195,7 @@ class BrickLabeler {
   void mark_seeds(const std::uint8_t* seeds, Chunked<ObjectPart>& parts, std::size_t base) const;
   // Folds the source values (the brick's voxels, native order, of dtype,
   // unpacked as value * scale + offset) into values (index = label - 1).
-  void measure_values(const void* source, io::DType dtype, double scale, double offset,
+  void measure_values(const void* source, io::DType dtype, double scale, double offset, const io::Extent& extent,
                       std::vector<ObjectValues>& values) const;
   // Adds the brick's shape measures (second moments, exposed faces inside
   // the brick) to values (index = label - 1, sized objects()); extent
