@@ -324,7 +324,8 @@ class FaultMatrix(unittest.TestCase):
         return proc
 
     def test_label_and_pyramid_meet_faults(self):
-        """label's two passes and merge, and the pyramid's pass and tables,
+        """label's two passes (the second reads the bricks it did not keep)
+        and merge, and the pyramid's pass and tables,
         under the same faults: an error ends every rank with one line (naming
         the rank when one failed) and leaves no output; a short read or a slow
         rank gives the fault-free result byte for byte."""
@@ -334,12 +335,15 @@ class FaultMatrix(unittest.TestCase):
             return ["label", source, "--lo", LO, "--hi", HI, "--out", os.path.join(self.dir, "o.nhdr"),
                     "--backend", backend, "--brick", "8,48,40"]
 
+        def label_reread(backend):  # no brick kept from pass 1: pass 2 reads the input again
+            return label(backend) + ["--cache", "0"]
+
         def pyramid(backend):
             return ["pyramid", source, "--pyramid-dir", os.path.join(self.dir, "o.pyramid"), "--brick", "8",
                     "--backend", backend]
 
         def result(job):
-            if job is label:
+            if job in (label, label_reread):
                 with open(os.path.join(self.dir, "o.raw"), "rb") as f:
                     return f.read()
             folder = os.path.join(self.dir, "o.pyramid")
@@ -359,7 +363,8 @@ class FaultMatrix(unittest.TestCase):
         mpi_io_error = "MPI_ERR_IO: input/output error"
         rows = [  # job, backend, ranks, faults, expect (a regex of the line, or "same"), failing rank, shim
             (label, "posix", 2, "read:eio@3,rank=1", r"read \S*in\.raw: " + EIO, 1, False),  # pass 1
-            (label, "posix", 2, "read:eio@6,rank=1", r"read \S*in\.raw: " + EIO, 1, False),  # pass 2 (4 bricks a rank)
+            # Pass 2 (4 bricks a rank): it reads only bricks it did not keep.
+            (label_reread, "posix", 2, "read:eio@6,rank=1", r"read \S*in\.raw: " + EIO, 1, False),
             (label, "posix", 3, "write:eio@1,rank=2", r"write \S*o\.raw: " + EIO, 2, False),
             (label, "mmap", 4, "write:enospc@1,rank=0", r"write \S*o\.raw: " + ENOSPC, 0, False),
             (label, "posix", 1, "close:eio", r"close \S*: " + EIO, None, False),
