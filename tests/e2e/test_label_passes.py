@@ -217,6 +217,18 @@ class LabelPasses(unittest.TestCase):
         self.label(source, "--lo", repr(float(lo)), "--hi", repr(float(hi)), "--open", "1", "--mask-out",
                    self.path("o.nhdr"), "--out", self.path("l.nhdr"), "--brick", "6,11,30", ranks=2)
         np.testing.assert_array_equal(e.read_volume(self.path("o.nhdr"))[1], e.read_volume(self.path("s.nhdr"))[1])
+        # Hysteresis alone too: the mask after it, not the band (label drops unseeded objects itself).
+        blobs = ["--lo", repr(float(np.quantile(values, 0.85))), "--hi", repr(float(values.max()))]
+        seeds = ["--seed-lo", repr(float(np.quantile(values, 0.97))), "--seed-hi", repr(float(values.max()))]
+        e.check_ok(self, e.run(["segment", source, *blobs, *seeds, "--out", self.path("s.nhdr"), "--quiet",
+                                "--force"], ranks=2))
+        self.label(source, *blobs, *seeds, "--mask-out", self.path("o.nhdr"), "--out", self.path("l.nhdr"),
+                   "--brick", "6,11,30", ranks=2)
+        hysteresis = e.read_volume(self.path("s.nhdr"))[1]
+        self.assertLess(int(hysteresis.sum()), int((values >= np.quantile(values, 0.85)).sum()),
+                        "no object without a seed: a weak case")
+        np.testing.assert_array_equal(e.read_volume(self.path("o.nhdr"))[1], hysteresis)
+        np.testing.assert_array_equal(e.read_volume(self.path("l.nhdr"))[1] > 0, hysteresis > 0)
         # Over the input or the labels: refused, nothing written.
         for mask, pattern in ((source, r"input"), (self.path("l2.nhdr"), r"l2\.nhdr")):
             before = e.digest(self.work)

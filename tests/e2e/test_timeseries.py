@@ -313,6 +313,16 @@ class TimeSeries(unittest.TestCase):
                         np.testing.assert_array_equal(got[t], want[t], "step %d" % t)
                     with open(track) as f:
                         self.assertEqual(f.read(), want_track)
+        # A step's table that exists is refused without --force, as per step (the steps append with force).
+        existing = self.out("t_1.csv")
+        with open(existing, "w") as f:
+            f.write("keep me\n")
+        proc = e.run(["label", self.files["NETCDF4"], *[a for a in common if a != "--force"], "--out",
+                      self.out("two.nc"), "--stats", self.out("t_%d.csv")], ranks=2)
+        e.assert_clean_failure(self, proc, r"t_1\.csv")
+        with open(existing) as f:
+            self.assertEqual(f.read(), "keep me\n")
+        self.assertFalse(os.path.exists(self.out("two.nc")))
         for name, pattern in (("bad.nhdr", r"%d in --out|keeps the time dimension"),
                               ("bad.ome.zarr", r"%d in --out|keeps the time dimension")):
             proc = e.run(["label", self.files["NETCDF4"], *common, "--out", self.out(name)], ranks=1)

@@ -101,10 +101,10 @@ class KeptBricks {
   explicit KeptBricks(std::uint64_t cap) : cap_(cap) {}
   // room: what the bound leaves now, past what is kept.
   void keep(std::int64_t brick, const BrickLabeler& labeler, std::uint64_t room) {
-    auto saved = labeler.save();
-    const std::uint64_t bytes = saved.bytes();
+    const std::uint64_t bytes = labeler.saved_bytes();  // before copying: the room may not hold it
     if (used_ + bytes > cap_ || bytes > room) return;
-    used_ += bytes;
+    auto saved = labeler.save();
+    used_ += saved.bytes();
     order_.push_back(brick);
     kept_.emplace(brick, std::move(saved));
   }
@@ -411,7 +411,8 @@ struct LabelPasses {
                                                        const BrickMap& map) {
     if (!o.operators.any()) return nullptr;
     return std::make_unique<detail::MaskChain>(
-        c, map, detail::ChainInput{*p.reader, o.mask_input, o.lo, o.hi, o.input, o.output}, o.operators, true);
+        c, map, detail::ChainInput{*p.reader, o.mask_input, o.lo, o.hi, o.input, o.output}, o.operators,
+        /*seeds_to_caller=*/o.mask_output.empty());  // --mask-out writes the mask after hysteresis
   }
 
   // The mask of a brick (nullptr: a round with nothing), read through the

@@ -463,6 +463,19 @@ LabelSeriesResult run_label_series(const Comm& comm, LabelOptions options, const
       io::refuse_existing(options.output, options.force, io::Streams::written_in_place);
     }
     agree(comm, nullptr);
+    // The steps' own files (tables, masks) are refused here as they would
+    // be per step: the steps run with force, to append to the temporary.
+    std::exception_ptr taken;
+    if (comm.rank() == 0) try {
+        for (const std::int64_t t : steps)
+          for (const auto& side : {options.stats, options.mask_output})
+            if (!side.empty() && names_steps(side))
+              for (const auto& file : detail::output_files(step_path(side, t)))
+                io::refuse_existing(file.string(), options.force);
+      } catch (...) {
+        taken = std::current_exception();
+      }
+    agree(comm, taken);
     temp = comm.broadcast(io::temporary_path(options.output));
     if (comm.rank() == 0) {
       series = io::AtomicCommit(options.output, temp);
@@ -494,6 +507,8 @@ LabelSeriesResult run_label_series(const Comm& comm, LabelOptions options, const
     if (per_step) {
       step.output = step_path(pattern, t);
     } else {
+      // Its side outputs were checked above; force only lets the steps
+      // append to the one output's temporary.
       step.output = temp;
       step.force = true;
       step.output_hints.push_back("append=1");  // its record's time: the input's (or the step number)

@@ -169,6 +169,9 @@ class BrickLabeler {
     }
   };
   Saved save() const { return {shape_, runs_, row_start_, labels_, objects_}; }  // first_run_ is pass 1's only
+  std::uint64_t saved_bytes() const {
+    return runs_.size() * sizeof(Run) + (row_start_.size() + labels_.size()) * sizeof(std::uint32_t);
+  }
   void restore(Saved&& saved);
 
   // Appends the brick's parts of objects to parts (label L at the size
