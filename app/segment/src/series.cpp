@@ -440,48 +440,60 @@ std::string track_steps_csv(const std::vector<TrackStep>& steps) {
   return text;
 }
 
+namespace {
+
+// A label series into one output with the time dimension, as segment writes
+// masks (CDF-5 records, a NetCDF-4 record variable, a 4D Zarr array a step a
+// chunk): checked, and its temporary named (the steps append to it) and
+// set to be committed by series (rank 0's). Returns the temporary.
+std::string open_labels_series(const Comm& comm, LabelOptions& options, const std::vector<std::int64_t>& steps,
+                               io::AtomicCommit& series) {
+  // One output with the time dimension, as segment writes: CDF-5 records,
+  // a NetCDF-4 record variable, a 4D Zarr array a step a chunk.
+  const io::FileFormat format = io::output_format(options.output, options.format, std::nullopt, true);
+  const io::FormatTraits& traits = io::format_traits(format);
+  if (!traits.appendable || traits.multiscale)
+    throw Error(
+        "label --time with several steps: name each step's labels with %d in --out (labels_%03d.nhdr), or write "
+        "one file that keeps the time dimension (NAME.nc: CDF-5; NAME.nc4 or NAME.h5: NetCDF-4; NAME.zarr: a 4D "
+        "Zarr array)");
+  if (options.format.empty()) options.format = io::format_name(format);
+  if (options.output_backend.empty()) options.output_backend = traits.writer;
+  if (comm.rank() == 0) {
+    detail::refuse_output_over_input(options.output, {options.input});
+    io::refuse_existing(options.output, options.force, io::Streams::written_in_place);
+  }
+  agree(comm, nullptr);
+  // The steps' own files (tables, masks) are refused here as they would
+  // be per step: the steps run with force, to append to the temporary.
+  std::exception_ptr taken;
+  if (comm.rank() == 0) try {
+      for (const std::int64_t t : steps)
+        for (const auto& side : {options.stats, options.mask_output})
+          if (!side.empty() && names_steps(side))
+            for (const auto& file : detail::output_files(step_path(side, t)))
+              io::refuse_existing(file.string(), options.force);
+    } catch (...) {
+      taken = std::current_exception();
+    }
+  agree(comm, taken);
+  const std::string temp = comm.broadcast(io::temporary_path(options.output));
+  if (comm.rank() == 0) {
+    series = io::AtomicCommit(options.output, temp);
+    fs::remove_all(temp);  // a leftover of an earlier process with this PID
+  }
+  return temp;
+}
+
+}  // namespace
+
 LabelSeriesResult run_label_series(const Comm& comm, LabelOptions options, const std::vector<std::int64_t>& steps,
                                    const std::string& track, bool plot) {
   const auto start = std::chrono::steady_clock::now();
   const bool per_step = names_steps(options.output);
   std::string temp;
   io::AtomicCommit series;  // rank 0's: the one output, removed unless every step is written
-  if (!per_step) {
-    // One output with the time dimension, as segment writes: CDF-5 records,
-    // a NetCDF-4 record variable, a 4D Zarr array a step a chunk.
-    const io::FileFormat format = io::output_format(options.output, options.format, std::nullopt, true);
-    const io::FormatTraits& traits = io::format_traits(format);
-    if (!traits.appendable || traits.multiscale)
-      throw Error(
-          "label --time with several steps: name each step's labels with %d in --out (labels_%03d.nhdr), or write "
-          "one file that keeps the time dimension (NAME.nc: CDF-5; NAME.nc4 or NAME.h5: NetCDF-4; NAME.zarr: a 4D "
-          "Zarr array)");
-    if (options.format.empty()) options.format = io::format_name(format);
-    if (options.output_backend.empty()) options.output_backend = traits.writer;
-    if (comm.rank() == 0) {
-      detail::refuse_output_over_input(options.output, {options.input});
-      io::refuse_existing(options.output, options.force, io::Streams::written_in_place);
-    }
-    agree(comm, nullptr);
-    // The steps' own files (tables, masks) are refused here as they would
-    // be per step: the steps run with force, to append to the temporary.
-    std::exception_ptr taken;
-    if (comm.rank() == 0) try {
-        for (const std::int64_t t : steps)
-          for (const auto& side : {options.stats, options.mask_output})
-            if (!side.empty() && names_steps(side))
-              for (const auto& file : detail::output_files(step_path(side, t)))
-                io::refuse_existing(file.string(), options.force);
-      } catch (...) {
-        taken = std::current_exception();
-      }
-    agree(comm, taken);
-    temp = comm.broadcast(io::temporary_path(options.output));
-    if (comm.rank() == 0) {
-      series = io::AtomicCommit(options.output, temp);
-      fs::remove_all(temp);  // a leftover of an earlier process with this PID
-    }
-  }
+  if (!per_step) temp = open_labels_series(comm, options, steps, series);
   if (!options.stats.empty() && !names_steps(options.stats))
     throw Error("label --time with several steps: name each step's table with %d in --stats (objects_%03d.csv)");
   if (!options.report.empty())
