@@ -38,19 +38,40 @@ def reference(mask, connectivity, min_voxels=0):
     return new_id[labels], int(keep.sum())
 
 
-def torus_reference(mask, connectivity, periodic):
-    """Components on a torus along the periodic axes (a subset of 0, 1, 2): scipy's labels, joined
-    where two voxels touch across a periodic face (each offset of the connectivity, np.roll wrapping
-    the periodic axes only) by a union-find, then numbered by first voxel in file order."""
-    rank = RANK_OF[connectivity]
-    labels, count = ndimage.label(mask, structure=ndimage.generate_binary_structure(3, rank))
-    parent = list(range(count + 1))
+def union_find(n):
+    """find and join over 0..n-1, the smaller root winning."""
+    parent = list(range(n))
 
     def find(x):
         while parent[x] != x:
             parent[x] = parent[parent[x]]
             x = parent[x]
         return x
+
+    def join(a, b):
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+
+    return find, join
+
+
+def in_file_order(labels):
+    """Labels renumbered 1, 2, ... by each one's first voxel in file order (0 stays 0), and their count."""
+    present, first = np.unique(labels.ravel(), return_index=True)
+    order = [r for _, r in sorted(zip(first, present)) if r != 0]
+    new_id = np.zeros(int(labels.max()) + 1, np.int64)
+    new_id[order] = np.arange(1, len(order) + 1)
+    return new_id[labels], len(order)
+
+
+def torus_reference(mask, connectivity, periodic):
+    """Components on a torus along the periodic axes (a subset of 0, 1, 2): scipy's labels, joined
+    where two voxels touch across a periodic face (each offset of the connectivity, np.roll wrapping
+    the periodic axes only) by a union-find, then numbered by first voxel in file order."""
+    rank = RANK_OF[connectivity]
+    labels, count = ndimage.label(mask, structure=ndimage.generate_binary_structure(3, rank))
+    find, join = union_find(count + 1)
 
     index = np.indices(mask.shape)
     for d in np.ndindex(3, 3, 3):
@@ -63,17 +84,8 @@ def torus_reference(mask, connectivity, periodic):
             if a not in periodic:  # no wrapping along this axis
                 valid &= (index[a] + d[a] >= 0) & (index[a] + d[a] < mask.shape[a])
         for la, lb in set(zip(labels[valid].tolist(), there[valid].tolist())):
-            ra, rb = find(la), find(lb)
-            if ra != rb:
-                parent[max(ra, rb)] = min(ra, rb)
-    roots = np.array([find(x) for x in range(count + 1)])
-    merged = roots[labels]
-    flat = merged.ravel()
-    present, first = np.unique(flat, return_index=True)
-    order = [r for _, r in sorted(zip(first, present)) if r != 0]
-    new_id = np.zeros(count + 1, np.int64)
-    new_id[order] = np.arange(1, len(order) + 1)
-    return new_id[merged], len(order)
+            join(la, lb)
+    return in_file_order(np.array([find(x) for x in range(count + 1)])[labels])
 
 
 def tiled_reference(mask, connectivity, periodic):
@@ -83,13 +95,7 @@ def tiled_reference(mask, connectivity, periodic):
     reps = [3 if a in periodic else 1 for a in range(3)]
     labels, count = ndimage.label(np.tile(mask, reps),
                                   structure=ndimage.generate_binary_structure(3, RANK_OF[connectivity]))
-    parent = list(range(count + 1))
-
-    def find(x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
+    find, join = union_find(count + 1)
 
     def tile(k):
         return labels[tuple(slice(k[a] * mask.shape[a], (k[a] + 1) * mask.shape[a]) for a in range(3))]
@@ -97,15 +103,8 @@ def tiled_reference(mask, connectivity, periodic):
     base = tile((0, 0, 0))
     for k in np.ndindex(*reps):
         for la, lb in set(zip(base[mask].tolist(), tile(k)[mask].tolist())):
-            ra, rb = find(la), find(lb)
-            if ra != rb:
-                parent[max(ra, rb)] = min(ra, rb)
-    merged = np.array([find(x) for x in range(count + 1)])[base]
-    present, first = np.unique(merged.ravel(), return_index=True)
-    order = [r for _, r in sorted(zip(first, present)) if r != 0]
-    new_id = np.zeros(count + 1, np.int64)
-    new_id[order] = np.arange(1, len(order) + 1)
-    return new_id[merged], len(order)
+            join(la, lb)
+    return in_file_order(np.array([find(x) for x in range(count + 1)])[base])
 
 
 def read_other(path):

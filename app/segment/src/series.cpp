@@ -233,6 +233,22 @@ std::uint64_t announce_step(const Comm& comm, const std::string& backend, const 
   return bytes;
 }
 
+namespace {
+
+// Collective: a series' one output committed on rank 0 (a Zarr folder
+// replaced with --force is swapped, io::AtomicCommit), agreed by every rank.
+void commit_series(const Comm& comm, io::AtomicCommit& series) {
+  std::exception_ptr error;
+  try {
+    series.commit(true);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  agree(comm, error);
+}
+
+}  // namespace
+
 SegmentSeriesResult run_segment_series(const Comm& comm, SegmentOptions options,
                                        const std::vector<std::int64_t>& steps) {
   const auto start = std::chrono::steady_clock::now();
@@ -291,13 +307,7 @@ SegmentSeriesResult run_segment_series(const Comm& comm, SegmentOptions options,
     result.per_step.push_back(run_segment(comm, step));
   }
   if (!temp.empty()) {
-    std::exception_ptr error;
-    try {
-      series.commit(true);  // a Zarr folder replaced with --force is swapped (io::AtomicCommit)
-    } catch (...) {
-      error = std::current_exception();
-    }
-    agree(comm, error);
+    commit_series(comm, series);
     result.outputs.assign(1, options.output);
   }
   result.seconds = since(start);
@@ -540,9 +550,8 @@ LabelSeriesResult run_label_series(const Comm& comm, LabelOptions options, const
     // One output's records are compared once it is whole: a NetCDF-4 file
     // read between two appends would be open twice at once.
     if (!track.empty() && per_step && result.outputs.size() > 1) {
-      const auto record = per_step ? std::int64_t{-1} : static_cast<std::int64_t>(result.outputs.size()) - 2;
-      auto pairs = overlaps(comm, result.outputs[result.outputs.size() - 2], step.output,
-                            result.steps[result.steps.size() - 2], record);
+      auto pairs =
+          overlaps(comm, result.outputs[result.outputs.size() - 2], step.output, result.steps[result.steps.size() - 2]);
       if (comm.rank() == 0) {
         summarize_track(summary, result.track.back().objects, pairs);
         result.pairs.insert(result.pairs.end(), pairs.begin(), pairs.end());
@@ -551,13 +560,7 @@ LabelSeriesResult run_label_series(const Comm& comm, LabelOptions options, const
     result.track.push_back(summary);
   }
   if (!temp.empty()) {
-    std::exception_ptr error;
-    try {
-      series.commit(true);  // a Zarr folder replaced with --force is swapped (io::AtomicCommit)
-    } catch (...) {
-      error = std::current_exception();
-    }
-    agree(comm, error);
+    commit_series(comm, series);
     result.outputs.assign(1, options.output);
     for (std::size_t k = 1; !track.empty() && k < result.steps.size(); ++k) {
       auto pairs =
