@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: MIT
 // `volseg label`: connected components of a mask (or of lo <= v <= hi)
 // across bricks and ranks, with an object table.
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <optional>
 
 #include "command.hpp"
@@ -64,11 +68,16 @@ class LabelCommand final : public Command {
                     "by its ranks). Refused before it starts when bricks and buffers do not fit; stopped in pass 1 "
                     "when its objects outgrow it. Also the most one strip, tile or chunk of the input may take "
                     "decoded (default: VOLSEG_MEMORY, else 1GiB)");
-    sub->add_option("--values", o.values, "Source scalar volume, voxel for voxel, for the table's min/mean/max");
-    sub->add_option("--values-var", values_variable_, "NetCDF variable of --values");
-    sub->add_option("--values-time", values_time_, "Step of --values' 4D variable");
-    sub->add_option("--values-expr", values_expression_,
-                    "A field of --values' variables for the table, as --expr: 'sqrt(u*u + v*v)'")
+    sub->add_option("--values", values_,
+                    "FILE[:VAR] (repeatable): a field measured per object in the same passes, voxel for voxel the "
+                    "input's: columns NAME_min, _mean, _max, _sum and the value-weighted centroid _centroid_z/y/x, "
+                    "NAME the VAR (else the file's name; value_* for one field not named). With --values-expr, a "
+                    "FILE without :VAR is where the expressions' variables are");
+    sub->add_option("--values-var", values_variable_, "NetCDF variable of the one --values FILE");
+    sub->add_option("--values-time", values_time_, "Step of the fields' 4D variables");
+    sub->add_option("--values-expr", expressions_,
+                    "[NAME=]EXPR (repeatable): a field computed from the variables of --values FILE (else of the "
+                    "input), as --expr: 'speed=sqrt(u*u + v*v)'")
         ->excludes("--values-var");
     selection_.add_to(*sub, true, true);
     sub->add_option("--format", o.format,
@@ -159,15 +168,84 @@ class LabelCommand final : public Command {
     o.command_line = command_line;
     auto selection = selection_.hints();
     o.input_hints.insert(o.input_hints.begin(), selection.begin(), selection.end());
-    if ((!values_variable_.empty() || values_time_ || !values_expression_.empty()) && o.values.empty())
-      throw Error("--values-var, --values-time and --values-expr need --values");
-    o.values_hints = selection_hints(values_variable_, values_time_);
-    if (!values_expression_.empty()) o.values_hints.push_back("expr=" + values_expression_);
+    o.values = fields();
+  }
+
+  // --values FILE[:VAR] and --values-expr [NAME=]EXPR as the table's fields:
+  // the files' first, then the expressions', each in the order given.
+  std::vector<segment::ValueField> fields() const {
+    if ((!values_variable_.empty() || values_time_) && values_.empty())
+      throw Error("--values-var and --values-time need --values");
+    struct Source {
+      std::string file, variable;
+    };
+    std::vector<Source> sources, plain;
+    for (const auto& text : values_) {
+      Source source{text, ""};
+      const auto colon = text.rfind(':');
+      std::error_code ec;
+      if (!std::filesystem::exists(text, ec) && colon != std::string::npos && colon > 0 &&
+          std::filesystem::exists(text.substr(0, colon), ec))
+        source = {text.substr(0, colon), text.substr(colon + 1)};
+      if (source.variable.empty() && !expressions_.empty())
+        plain.push_back(source);  // where the expressions' variables are
+      else
+        sources.push_back(source);
+    }
+    if (!values_variable_.empty() && (values_.size() != 1 || !sources.at(0).variable.empty()))
+      throw Error("--values-var names the variable of one --values FILE: give FILE:VAR for each of several");
+    if (plain.size() > 1)
+      throw Error("--values-expr reads the variables of one file: give one --values FILE without :VAR (" +
+                  plain[0].file + ", " + plain[1].file + ")");
+    const auto time = selection_hints("", values_time_);
+    std::vector<segment::ValueField> out;
+    for (const auto& source : sources) {
+      segment::ValueField field;
+      field.file = source.file;
+      field.named = !source.variable.empty();
+      const std::string name = std::filesystem::path(source.file).filename().string();
+      field.name = field.named ? source.variable : name.substr(0, name.find('.'));
+      field.hints = selection_hints(field.named ? source.variable : values_variable_, values_time_);
+      out.push_back(std::move(field));
+    }
+    for (std::size_t k = 0; k < expressions_.size(); ++k) {
+      segment::ValueField field;
+      std::string text = expressions_[k];
+      // NAME=EXPR: a name, then '=' that is not '=='.
+      const auto eq = text.find('=');
+      if (eq != std::string::npos && eq > 0 && (eq + 1 == text.size() || text[eq + 1] != '=')) {
+        std::string name = text.substr(0, eq);
+        name.erase(name.find_last_not_of(" \t") + 1);
+        name.erase(0, name.find_first_not_of(" \t"));
+        const bool identifier = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+                                std::all_of(name.begin(), name.end(), [](char c) {
+                                  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                                });
+        if (identifier && !std::strchr("<>!", text[eq - 1])) {
+          field.name = name;
+          field.named = true;
+          text = text.substr(eq + 1);
+        }
+      }
+      if (!field.named) field.name = k == 0 ? "expr" : "expr" + std::to_string(k + 1);
+      field.file = plain.empty() ? options_.input : plain[0].file;
+      // The input's own step and files, unless --values-time names one.
+      if (plain.empty() && !values_time_) {
+        const auto t = selection_.time_selection();
+        field.hints = selection_hints("", t && t->single ? t->single : std::nullopt, selection_.glob);
+      } else {
+        field.hints = time;
+      }
+      field.hints.push_back("expr=" + text);
+      out.push_back(std::move(field));
+    }
+    return out;
   }
 
   segment::LabelOptions options_;
   std::optional<std::string> periodic_;
-  std::string brick_, assign_ = "block", values_variable_, values_expression_, memory_;
+  std::string brick_, assign_ = "block", values_variable_, memory_;
+  std::vector<std::string> values_, expressions_;
   std::optional<std::int64_t> values_time_;
   std::string track_, mesh_;
   bool plot_ = true;

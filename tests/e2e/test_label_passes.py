@@ -107,6 +107,75 @@ def tiled_reference(mask, connectivity, periodic):
     return in_file_order(np.array([find(x) for x in range(count + 1)])[base])
 
 
+def unwrapped_reference(mask, connectivity, periodic):
+    """The objects on a torus with where each voxel lies unwrapped: a union-find over the voxels
+    that keeps each one's offset in whole periods from its root's frame. Per object in file order of
+    first voxels: (voxels, box lo, box hi, centroid, wrap axes) with the box's low corner moved into
+    the volume; along an axis where the object meets itself moved by a period, the box is the whole
+    axis and the centroid NaN."""
+    dims = np.array(mask.shape)
+    flat = np.flatnonzero(mask)
+    coords = np.array(np.unravel_index(flat, mask.shape)).T
+    node = np.full(mask.size, -1, np.int64)
+    node[flat] = np.arange(flat.size)
+    parent = list(range(flat.size))
+    offset = [np.zeros(3, np.int64) for _ in range(flat.size)]
+    wraps = [set() for _ in range(flat.size)]
+
+    def find(x):
+        total = np.zeros(3, np.int64)
+        while parent[x] != x:
+            total += offset[x]
+            x = parent[x]
+        return x, total
+
+    rank = RANK_OF[connectivity]
+    for d in np.ndindex(3, 3, 3):
+        d = np.array(d) - 1
+        if not d.any() or np.count_nonzero(d) > rank:
+            continue
+        there = coords + d
+        shift = np.zeros_like(there)
+        ok = np.ones(len(coords), bool)
+        for a in range(3):
+            if a in periodic:
+                shift[:, a] = np.floor_divide(there[:, a], dims[a])
+                there[:, a] -= shift[:, a] * dims[a]
+            else:
+                ok &= (there[:, a] >= 0) & (there[:, a] < dims[a])
+        idx = np.ravel_multi_index(there[ok].T, mask.shape)
+        for a_node, b_node, s in zip(np.flatnonzero(ok), node[idx], shift[ok]):
+            if b_node < 0:
+                continue
+            # b's voxel moved by s periods touches a's: pos(b) = pos(a) + s.
+            ra, pa = find(int(a_node))
+            rb, pb = find(int(b_node))
+            rel = pa + s - pb  # rb's frame in ra's
+            if ra == rb:
+                wraps[ra].update(int(k) for k in np.flatnonzero(rel))
+            elif ra < rb:
+                parent[rb], offset[rb] = ra, rel
+                wraps[ra] |= wraps[rb]
+            else:
+                parent[ra], offset[ra] = rb, -rel
+                wraps[rb] |= wraps[ra]
+    objects = {}
+    for n in range(flat.size):  # in file order: each object's first voxel comes first
+        root, pos = find(n)
+        objects.setdefault(root, []).append(coords[n] + pos * dims)
+    table = []
+    for root, points in objects.items():
+        points = np.array(points)
+        axes = wraps[root]
+        back = np.array([0 if a in axes or a not in periodic else points[:, a].min() // dims[a] for a in range(3)])
+        points = points - back * dims
+        lo, hi, centroid = points.min(axis=0), points.max(axis=0), points.mean(axis=0)
+        for a in axes:
+            lo[a], hi[a], centroid[a] = 0, dims[a] - 1, np.nan
+        table.append((len(points), lo, hi, centroid, "".join("zyx"[a] for a in sorted(axes))))
+    return table
+
+
 def read_other(path):
     """A mask written as NetCDF (netCDF4-python) or Zarr v2 (zarr-python), as their users read them."""
     if path.endswith(".nc"):
@@ -278,7 +347,6 @@ class LabelPasses(unittest.TestCase):
         del plain
         # Bad input: one line, nothing written.
         for args, pattern in ((["--periodic", "w"], r"--periodic w: 'w' is not an axis \(z, y or x\)"),
-                              (["--periodic", "x", "--stats", self.path("t.csv")], r"--periodic: an object table"),
                               (["--periodic", "x", "--open", "1"], r"--periodic: the operators")):
             with self.subTest(args=args):
                 before = e.digest(self.work)
@@ -286,6 +354,90 @@ class LabelPasses(unittest.TestCase):
                              ranks=1, timeout=120)
                 e.assert_clean_failure(self, proc, pattern)
                 self.assertEqual(e.digest(self.work), before)
+        before = e.digest(self.work)
+        proc = e.run(["label", source, "--mask-input", "--out", self.path("bad.ome.zarr"), "--periodic", "x"],
+                     ranks=1, timeout=120)
+        e.assert_clean_failure(self, proc, r"--periodic: ome-zarr labels record each object's box")
+        self.assertEqual(e.digest(self.work), before)
+
+    def test_periodic_table_is_unwrapped(self):
+        """--periodic with --stats and --report: boxes and centroids unwrapped (in the frame where the box's
+        low corner lies in the volume), objects that meet themselves flagged with their axes, against a
+        union-find with offsets over the voxels, on 1-4 ranks with small bricks. A periodic volume rolled
+        so that an object lies inside gives that object's shape and values as the plain job does."""
+        rng = np.random.default_rng(17)
+        shape = (12, 14, 16)
+        smooth = ndimage.gaussian_filter(rng.random(shape), 1.3, mode="wrap")
+        mask = smooth > np.quantile(smooth, 0.62)
+        mask[6, 3, :] = True  # a tube along x: it meets itself across x's faces
+        write_nrrd(self.path("m.nhdr"), mask.astype(np.uint8))
+        for axes, periodic in (("zyx", (0, 1, 2)), ("x", (2,)), ("z,y", (0, 1))):
+            for connectivity in (6, 26):
+                want = unwrapped_reference(mask, connectivity, periodic)
+                for ranks, brick, assign in ((1, "5,6,7", "block"), (2, "12,7,16", "cyclic"), (3, "4,5,6", "random"),
+                                             (4, "6,14,8", "block")):
+                    where = "--periodic %s, %d-connected, %d ranks, brick %s" % (axes, connectivity, ranks, brick)
+                    with self.subTest(where):
+                        table, report = self.path("t.csv"), self.path("r.json")
+                        self.label(self.path("m.nhdr"), "--mask-input", "--out", self.path("l.nhdr"), "--periodic",
+                                   axes, "--connectivity", connectivity, "--brick", brick, "--assign", assign,
+                                   "--stats", table, "--report", report, ranks=ranks)
+                        with open(table) as f:
+                            rows = list(csv.DictReader(f))
+                        with open(report) as f:
+                            json_rows = json.load(f)["table"]
+                        self.assertEqual(len(rows), len(want), where)
+                        for k, (row, (voxels, lo, hi, centroid, wraps)) in enumerate(zip(rows, want)):
+                            self.assertEqual(int(row["voxels"]), voxels, f"object {k + 1}")
+                            self.assertEqual([int(row[a + "_min"]) for a in "zyx"], lo.tolist(), f"object {k + 1}")
+                            self.assertEqual([int(row[a + "_max"]) for a in "zyx"], hi.tolist(), f"object {k + 1}")
+                            self.assertEqual(row["wraps"], wraps, f"object {k + 1}")
+                            self.assertEqual(json_rows[k]["wraps"], wraps)
+                            for a, axis in enumerate("zyx"):
+                                got = float(row["centroid_" + axis])
+                                if np.isnan(centroid[a]):
+                                    self.assertTrue(np.isnan(got), f"object {k + 1} centroid_{axis}")
+                                    self.assertIsNone(json_rows[k]["centroid_zyx"][a])
+                                else:
+                                    self.assertAlmostEqual(got, centroid[a], delta=1e-9, msg=f"object {k + 1}")
+                        self.assertTrue(any(w for *_, w in want) or axes == "z,y")
+
+        # Rolled so that an object across every face (an ellipsoid about a corner) lies inside: its shape
+        # and values are the plain job's.
+        z, y, x = np.indices(shape)
+        dz, dy, dx = (np.minimum(c, n - c) for c, n in zip((z, y, x), shape))  # distances to the corner, wrapped
+        mask = (dz / 3.5) ** 2 + (dy / 2.5) ** 2 + ((x - 1) / 4.5) ** 2 <= 1  # x from the low face only...
+        mask |= (dz / 3.5) ** 2 + (dy / 2.5) ** 2 + ((x - shape[2] + 2) / 2.2) ** 2 <= 1  # ...and the high one
+        mask[5:8, 6:9, 6:10] = True  # and one inside
+        write_nrrd(self.path("m.nhdr"), mask.astype(np.uint8))
+        values = rng.random(shape).astype(np.float32)
+        write_nrrd(self.path("v.nhdr"), values)
+        want = unwrapped_reference(mask, 26, (0, 1, 2))
+        self.assertEqual(len(want), 2)
+        k, (voxels, lo, hi, centroid, wraps) = 0, want[0]
+        self.assertEqual(wraps, "")
+        self.assertTrue((hi >= np.array(shape)).all(), "the corner object crosses every face")
+        roll = tuple(int(shape[a] // 2 - (lo[a] + hi[a]) // 2) for a in range(3))
+        write_nrrd(self.path("rolled.nhdr"), np.roll(mask, roll, axis=(0, 1, 2)).astype(np.uint8))
+        write_nrrd(self.path("rolled_v.nhdr"), np.roll(values, roll, axis=(0, 1, 2)))
+        self.label(self.path("m.nhdr"), "--mask-input", "--out", self.path("l.nhdr"), "--periodic", "zyx",
+                   "--values", self.path("v.nhdr"), "--stats", self.path("p.csv"), "--brick", "5,6,7", ranks=2)
+        self.label(self.path("rolled.nhdr"), "--mask-input", "--out", self.path("r.nhdr"), "--values",
+                   self.path("rolled_v.nhdr"), "--stats", self.path("r.csv"))
+        with open(self.path("p.csv")) as f:
+            periodic_row = list(csv.DictReader(f))[k]
+        with open(self.path("r.csv")) as f:
+            rolled = [r for r in csv.DictReader(f) if r["touches_boundary"] == "0"]
+        moved = [(centroid[a] + roll[a]) for a in range(3)]
+        match = [r for r in rolled if all(abs(float(r["centroid_" + x]) - moved[a]) < 1e-9 for a, x in enumerate("zyx"))]
+        self.assertEqual(len(match), 1, "the rolled object")
+        plain = match[0]
+        for column in ("voxels", "surface_area", "equivalent_diameter", "inertia_1", "inertia_2", "inertia_3",
+                       "major_axis_length", "minor_axis_length", "sphericity", "value_min", "value_max", "value_sum"):
+            self.assertAlmostEqual(float(periodic_row[column]), float(plain[column]), delta=1e-6, msg=column)
+        for a, axis in enumerate("zyx"):
+            self.assertAlmostEqual(float(periodic_row["value_centroid_" + axis]) + roll[a],
+                                   float(plain["value_centroid_" + axis]), delta=1e-6, msg=axis)
 
     def test_value_sum_and_centroid(self):
         """--values: value_sum and the value-weighted centroid of each object, against numpy over scipy's

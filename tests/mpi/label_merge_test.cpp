@@ -79,8 +79,12 @@ ObjectPart measure(const Box& box) {
   return part;
 }
 
-// A part's values: the merge must take the minimum, maximum and sum.
-ObjectValues values_of(int part) { return {10.0 * part, 10.0 * part + 5, 1.0 + part}; }
+// A part's values: the merge must take the minimum, maximum and sum. Field
+// k's are the first's times k + 1, so an object's are too.
+ObjectValues values_of(int part, int field = 0) {
+  const double f = field + 1;
+  return {10.0 * part * f, (10.0 * part + 5) * f, (1.0 + part) * f};
+}
 
 enum class Layout { Cyclic, Reversed, AllOnLast };
 
@@ -103,7 +107,7 @@ struct Dealt {
 
 // This rank's share of the input: its parts in kParts order, nodes numbered
 // rank by rank.
-Dealt deal(const Comm& comm, Layout layout, bool with_values) {
+Dealt deal(const Comm& comm, Layout layout, std::size_t records) {
   const int ranks = comm.size();
   Dealt dealt;
   std::vector<std::uint64_t> global(kParts.size());
@@ -120,7 +124,7 @@ Dealt deal(const Comm& comm, Layout layout, bool with_values) {
     if (owner(p) != comm.rank()) continue;
     dealt.mine.push_back(p);
     dealt.input.parts.push_back(measure(kParts[static_cast<std::size_t>(p)].box));
-    if (with_values) dealt.input.values.push_back(values_of(p));
+    for (std::size_t k = 0; k < records; ++k) dealt.input.values.push_back(values_of(p, static_cast<int>(k)));
   }
   for (const auto& [a, b] : kJoins) {
     if (owner(b) != comm.rank()) continue;
@@ -155,13 +159,13 @@ const std::vector<Expected> kObjects = {
 struct Case {
   Layout layout;
   std::uint64_t min_voxels;
-  bool with_values;
+  std::size_t records;  // values a part: 0 (none), 1 or several fields
 };
 
 std::string describe(const Case& c) {
   const char* layouts[] = {"cyclic", "reversed", "all on the last rank"};
   return std::string(layouts[static_cast<int>(c.layout)]) + ", min_voxels " + std::to_string(c.min_voxels) +
-         (c.with_values ? ", values" : "");
+         (c.records != 0 ? ", " + std::to_string(c.records) + " fields" : "");
 }
 
 class LabelMerge : public ::testing::TestWithParam<Case> {
@@ -173,8 +177,8 @@ class LabelMerge : public ::testing::TestWithParam<Case> {
 TEST_P(LabelMerge, ObjectsAreTheSameOnAnyNumberOfRanks) {
   const Case c = GetParam();
   SCOPED_TRACE(describe(c) + ", " + std::to_string(comm_.size()) + " ranks");
-  Dealt dealt = deal(comm_, c.layout, c.with_values);
-  const detail::MergeRules rules{kDims, KeepRule{c.min_voxels}, c.with_values, true};
+  Dealt dealt = deal(comm_, c.layout, c.records);
+  const detail::MergeRules rules{kDims, KeepRule{c.min_voxels}, c.records, true};
   const auto merged = detail::merge_objects(comm_, dealt.nodes, std::move(dealt.input), rules);
 
   // Kept objects by id, in first-voxel order.
@@ -225,24 +229,26 @@ TEST_P(LabelMerge, ObjectsAreTheSameOnAnyNumberOfRanks) {
       EXPECT_EQ(got.hi[a], want.hi[a]) << "axis " << a;
     }
     EXPECT_EQ(got.border, want.border);
-    if (c.with_values) {
-      EXPECT_EQ(table.values_of(i).min, want.values.min);
-      EXPECT_EQ(table.values_of(i).max, want.values.max);
-      EXPECT_EQ(table.values_of(i).sum, want.values.sum);
+    for (std::size_t k = 0; k < c.records; ++k) {
+      const double f = static_cast<double>(k + 1);
+      EXPECT_EQ(table.values_of(i, k).min, want.values.min * f) << "field " << k;
+      EXPECT_EQ(table.values_of(i, k).max, want.values.max * f) << "field " << k;
+      EXPECT_EQ(table.values_of(i, k).sum, want.values.sum * f) << "field " << k;
     }
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, LabelMerge,
-                         ::testing::Values(Case{Layout::Cyclic, 0, false}, Case{Layout::Cyclic, 2, true},
-                                           Case{Layout::Reversed, 0, true}, Case{Layout::Reversed, 2, false},
-                                           Case{Layout::AllOnLast, 2, true}));
+                         ::testing::Values(Case{Layout::Cyclic, 0, 0}, Case{Layout::Cyclic, 2, 1},
+                                           Case{Layout::Reversed, 0, 1}, Case{Layout::Reversed, 2, 0},
+                                           Case{Layout::AllOnLast, 2, 1}, Case{Layout::Cyclic, 0, 3},
+                                           Case{Layout::Reversed, 2, 2}, Case{Layout::AllOnLast, 0, 3}));
 
 // Without a table the figures and ids are the same, and no rank keeps rows.
 TEST(LabelMergeWithoutTable, KeepsNoRows) {
   const Comm comm(MPI_COMM_WORLD);
-  Dealt dealt = deal(comm, Layout::Cyclic, false);
-  const detail::MergeRules rules{kDims, KeepRule{}, false, false};
+  Dealt dealt = deal(comm, Layout::Cyclic, 0);
+  const detail::MergeRules rules{kDims, KeepRule{}, 0, false};
   const auto merged = detail::merge_objects(comm, dealt.nodes, std::move(dealt.input), rules);
   EXPECT_EQ(merged.summary.objects, 6u);
   EXPECT_EQ(merged.summary.table.size(), 0u);

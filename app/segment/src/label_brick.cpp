@@ -95,6 +95,14 @@ ObjectShape object_shape(const ObjectPart& part, const ObjectValues& measures, c
                        static_cast<double>(measures.faces[1]) * sz * sx +
                        static_cast<double>(measures.faces[2]) * sz * sy;
   shape.equivalent_diameter = std::cbrt(6 * n / pi);
+  const double volume = n * sx * sy * sz;
+  shape.sphericity = shape.surface_area > 0 ? std::cbrt(pi) * std::pow(6 * volume, 2.0 / 3.0) / shape.surface_area : 0;
+  if ((part.border & (ObjectPart::wraps_z | ObjectPart::wraps_y | ObjectPart::wraps_x)) != 0) {
+    // Across periodic faces it reaches itself: no moments about a centre.
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    shape.inertia[0] = shape.inertia[1] = shape.inertia[2] = shape.major_axis = shape.minor_axis = nan;
+    return shape;
+  }
   // Central second moments over N, exact to the last step: (N S_ij - S_i S_j) / N^2.
   const auto big_n = static_cast<__int128>(part.voxels);
   auto central = [&](int m, int i, int j) {
@@ -111,8 +119,6 @@ ObjectShape object_shape(const ObjectPart& part, const ObjectValues& measures, c
   // zero; rounding may not, for a line of voxels (e2 = 0, e0 = e1).
   shape.major_axis = std::sqrt(std::max(0.0, 10 * (e[0] + e[1] - e[2])));
   shape.minor_axis = std::sqrt(std::max(0.0, 10 * (-e[0] + e[1] + e[2])));
-  const double volume = n * sx * sy * sz;
-  shape.sphericity = shape.surface_area > 0 ? std::cbrt(pi) * std::pow(6 * volume, 2.0 / 3.0) / shape.surface_area : 0;
   return shape;
 }
 
@@ -423,7 +429,7 @@ void BrickLabeler::mark_seeds(const std::uint8_t* seeds, Chunked<ObjectPart>& pa
   }
 }
 
-void BrickLabeler::measure_shape(const io::Extent& extent, std::vector<ObjectValues>& values) const {
+void BrickLabeler::measure_shape(const io::Extent& extent, ObjectValues* values, std::size_t stride) const {
   const std::int64_t nz = shape_[0], ny = shape_[1];
   auto run_range = [&](std::int64_t z, std::int64_t y) {
     const auto r = static_cast<std::size_t>(z * ny + y);
@@ -436,7 +442,7 @@ void BrickLabeler::measure_shape(const io::Extent& extent, std::vector<ObjectVal
     auto [j, j_end] = run_range(z1, y1);
     while (i < i_end && j < j_end) {
       const std::int32_t lo = std::max(runs_[i].begin, runs_[j].begin), hi = std::min(runs_[i].end, runs_[j].end);
-      if (lo < hi) values[labels_[i] - 1].faces[axis] -= 2 * static_cast<std::int64_t>(hi - lo);
+      if (lo < hi) values[(labels_[i] - 1) * stride].faces[axis] -= 2 * static_cast<std::int64_t>(hi - lo);
       if (runs_[i].end < runs_[j].end)
         ++i;
       else
@@ -449,7 +455,7 @@ void BrickLabeler::measure_shape(const io::Extent& extent, std::vector<ObjectVal
                  gy = static_cast<std::uint64_t>(extent.offset[1] + y);
       auto [i, i_end] = run_range(z, y);
       for (; i < i_end; ++i) {
-        ObjectValues& v = values[labels_[i] - 1];
+        ObjectValues& v = values[(labels_[i] - 1) * stride];
         const auto x0 = static_cast<std::uint64_t>(extent.offset[2] + runs_[i].begin),
                    x1 = static_cast<std::uint64_t>(extent.offset[2] + runs_[i].end);
         const std::uint64_t length = x1 - x0;
@@ -480,8 +486,9 @@ namespace {
 template <class T>
 void fold_values(const T* source, const std::vector<std::uint32_t>& label_of_run,
                  const std::vector<std::uint32_t>& row_start, const io::Index3& shape, const io::Extent& extent,
-                 const auto& runs, double scale, double offset, std::vector<ObjectValues>& values) {
-  std::vector<bool> seen(values.size());
+                 const auto& runs, double scale, double offset, ObjectValues* values, std::size_t stride,
+                 std::uint32_t objects) {
+  std::vector<bool> seen(objects);
   const std::int64_t rows = shape[0] * shape[1], width = shape[2];
   for (std::int64_t r = 0; r < rows; ++r) {
     const auto gz = static_cast<double>(extent.offset[0] + r / shape[1]),
@@ -489,7 +496,7 @@ void fold_values(const T* source, const std::vector<std::uint32_t>& label_of_run
     for (std::uint32_t i = row_start[static_cast<std::size_t>(r)]; i < row_start[static_cast<std::size_t>(r + 1)];
          ++i) {
       const std::uint32_t object = label_of_run[i] - 1;
-      ObjectValues& v = values[object];
+      ObjectValues& v = values[object * stride];
       const T* p = source + r * width;
       double run_sum = 0, run_x = 0;  // the run's values, and each times its x
       for (std::int32_t x = runs[i].begin; x < runs[i].end; ++x) {
@@ -514,10 +521,10 @@ void fold_values(const T* source, const std::vector<std::uint32_t>& label_of_run
 }  // namespace
 
 void BrickLabeler::measure_values(const void* source, io::DType dtype, double scale, double offset,
-                                  const io::Extent& extent, std::vector<ObjectValues>& values) const {
-  values.assign(objects_, ObjectValues{});
+                                  const io::Extent& extent, ObjectValues* values, std::size_t stride) const {
   io::visit_dtype(dtype, [&]<class T>(std::type_identity<T>) {
-    fold_values(static_cast<const T*>(source), labels_, row_start_, shape_, extent, runs_, scale, offset, values);
+    fold_values(static_cast<const T*>(source), labels_, row_start_, shape_, extent, runs_, scale, offset, values,
+                stride, objects_);
   });
 }
 

@@ -200,6 +200,19 @@ std::string periodic_text(const std::array<bool, 3>& periodic) {
   return text;
 }
 
+std::vector<std::string> field_columns(const std::vector<ValueField>& fields) {
+  std::vector<std::string> columns;
+  for (const ValueField& field : fields) {
+    const std::string& name = field.name;
+    if (name.empty() || name.find_first_of(",\"' \t\r\n") != std::string::npos)
+      throw Error("--values: the field name '" + name + "' cannot name CSV columns: use letters, digits and _");
+    columns.push_back(fields.size() == 1 && !field.named ? "value" : name);
+    if (std::count(columns.begin(), columns.end(), columns.back()) > 1)
+      throw Error("--values: two fields are named " + name + ": name them apart (FILE:VAR, --values-expr NAME=EXPR)");
+  }
+  return columns;
+}
+
 namespace {
 
 // The options that need no file, checked before any work.
@@ -210,10 +223,6 @@ void check_label_options(const LabelOptions& options) {
       throw Error(
           "--periodic: the operators (--seed-lo/--seed-hi, --open, --close, --fill-holes) do not wrap "
           "around yet; label their mask from segment instead");
-    if (!options.stats.empty() || !options.report.empty())
-      throw Error(
-          "--periodic: an object table (--stats, --report) would place objects that cross a periodic face "
-          "at wrapped coordinates; it is not measured yet: label without it");
   }
   if (!options.mask_input) {
     if (std::isnan(options.lo) || std::isnan(options.hi)) throw Error("thresholds must not be NaN");
@@ -243,23 +252,29 @@ io::Writing choose_io(const Comm& comm, const LabelOptions& options, LabelResult
   return writing;
 }
 
-// --values: the source scalar of the table, voxel for voxel the input's;
-// null without it.
-std::unique_ptr<io::VolumeReader> open_values(const Comm& comm, const LabelOptions& options,
-                                              const std::string& input_backend, const io::VolumeInfo& info) {
-  if (options.values.empty()) return nullptr;
-  const io::FileFormat values_format = io::detect_format(comm, options.values);
-  auto values = open_input(options.values == options.input
-                               ? input_backend
-                               : io::choose_backend(comm, values_format, options.values, io::Access::stream).backend,
-                           options.values, comm, options.values_hints);  // a variable, or an expression of them
-  if (values->info().dims != info.dims)
-    throw Error("--values " + options.values + " is " + std::to_string(values->info().dims[2]) + "x" +
-                std::to_string(values->info().dims[1]) + "x" + std::to_string(values->info().dims[0]) + ", the input " +
-                std::to_string(info.dims[2]) + "x" + std::to_string(info.dims[1]) + "x" + std::to_string(info.dims[0]) +
-                ": they must match voxel for voxel");
-  detail::refuse_output_over_input(options.output, values->files());
-  return values;
+// The fields of the table (--values, --values-expr), each voxel for voxel
+// the input's, in the order given.
+std::vector<std::unique_ptr<io::VolumeReader>> open_fields(const Comm& comm, const LabelOptions& options,
+                                                           const std::string& input_backend,
+                                                           const io::VolumeInfo& info) {
+  field_columns(options.values);  // the names, checked before any file
+  auto dims_text = [](const io::Index3& d) {
+    return std::to_string(d[2]) + "x" + std::to_string(d[1]) + "x" + std::to_string(d[0]);
+  };
+  std::vector<std::unique_ptr<io::VolumeReader>> fields;
+  for (const ValueField& field : options.values) {
+    const io::FileFormat format = io::detect_format(comm, field.file);
+    auto reader = open_input(field.file == options.input
+                                 ? input_backend
+                                 : io::choose_backend(comm, format, field.file, io::Access::stream).backend,
+                             field.file, comm, field.hints);  // a variable, or an expression of them
+    if (reader->info().dims != info.dims)
+      throw Error("field " + field.name + " (" + field.file + ") is " + dims_text(reader->info().dims) +
+                  ", the input " + dims_text(info.dims) + ": they must match voxel for voxel");
+    detail::refuse_output_over_input(options.output, reader->files());
+    fields.push_back(std::move(reader));
+  }
+  return fields;
 }
 
 // Table and report over no input, the labels or each other; the labels'
@@ -281,7 +296,7 @@ void check_label_outputs(const LabelOptions& options, std::vector<std::string> t
 // output checked, the bricks.
 struct LabelPlan {
   std::unique_ptr<io::VolumeReader> reader;
-  std::unique_ptr<io::VolumeReader> values;  // --values; null without it
+  std::vector<std::unique_ptr<io::VolumeReader>> fields;  // --values, --values-expr
   io::Writing writing;
   BrickLayout layout;
   io::MemoryBound bound;    // per rank
@@ -297,8 +312,8 @@ struct LabelPlan {
 void fit_memory(const Comm& comm, const LabelOptions& options, LabelPlan& plan) {
   const auto voxels = static_cast<std::uint64_t>(plan.layout.largest_brick_voxels());
   const std::uint64_t label_size = options.type == "u64" ? 8 : 4;
-  const std::uint64_t per_voxel = io::dtype_size(plan.reader->info().dtype) + 1 + label_size + 6 +
-                                  (plan.values ? io::dtype_size(plan.values->info().dtype) : 0);
+  std::uint64_t per_voxel = io::dtype_size(plan.reader->info().dtype) + 1 + label_size + 6;
+  for (const auto& field : plan.fields) per_voxel += io::dtype_size(field->info().dtype);
   std::uint64_t buffers = voxels * per_voxel;
   if (options.operators.any()) {
     // The chain's buffers per voxel of a brick grown by its ghost layers:
@@ -334,9 +349,9 @@ LabelPlan plan_label(const Comm& comm, const LabelOptions& options, LabelResult&
   check_label_options(options);
   io::Writing writing = choose_io(comm, options, result);
   if (options.periodic != std::array<bool, 3>{} && io::format_traits(io::parse_format(result.output_format)).multiscale)
-    throw Error("--periodic: a " + result.output_format +
-                " output records where each object is, which is not measured across periodic faces yet: "
-                "write .zarr, .nc, .nc4 or .nhdr labels");
+    throw Error("--periodic: " + result.output_format +
+                " labels record each object's box for viewers, which across periodic faces passes the volume's "
+                "far face: write .zarr, .nc, .nc4 or .nhdr labels (--stats gives the unwrapped boxes)");
   auto reader =
       open_input(result.backend, options.input, comm,
                  detail::joined(io::hints_for(result.backend, io::Role::reader, options.hints), options.input_hints));
@@ -344,10 +359,10 @@ LabelPlan plan_label(const Comm& comm, const LabelOptions& options, LabelResult&
   result.input_info = info;
   detail::refuse_output_over_input(options.output, reader->files());
   detail::check_levels(io::parse_format(result.output_format), options.output_hints, info.dims);
-  auto values = open_values(comm, options, result.backend, info);
+  auto fields = open_fields(comm, options, result.backend, info);
   std::vector<std::string> taken = reader->files();
-  if (values)
-    for (const auto& file : values->files()) taken.push_back(file);
+  for (const auto& field : fields)
+    for (const auto& file : field->files()) taken.push_back(file);
   check_label_outputs(options, std::move(taken));
   // Bricks of about 12 MiB of labels (u32): a brick's buffers are its input,
   // its mask, its labels and ~12 bytes a run of foreground.
@@ -359,7 +374,7 @@ LabelPlan plan_label(const Comm& comm, const LabelOptions& options, LabelResult&
   result.brick_shape = layout.shape();
   result.brick_grid = layout.grid();
   result.brick_count = layout.count();
-  LabelPlan plan{std::move(reader), std::move(values), std::move(writing), layout, {}, 0, 0};
+  LabelPlan plan{std::move(reader), std::move(fields), std::move(writing), layout, {}, 0, 0};
   fit_memory(comm, options, plan);
   result.memory_bound = plan.bound.bytes;
   result.memory_source = plan.bound.source;
@@ -376,10 +391,11 @@ struct LabelPasses {
   const io::VolumeInfo& info;
   Labeling labeling;
   detail::MaskMaker masks;
-  double scale, offset;  // of --values
   std::size_t brick_voxels;
-  std::vector<std::byte> input, source;
-  std::unique_ptr<detail::MaskChain> chain;  // with operators: where masks come from
+  std::vector<std::byte> input;
+  std::vector<std::vector<std::byte>> sources;  // a brick of each field
+  std::vector<FieldBrick> fields;               // pointing into sources
+  std::unique_ptr<detail::MaskChain> chain;     // with operators: where masks come from
   Progress progress;
   KeptBricks kept;
 
@@ -388,17 +404,19 @@ struct LabelPasses {
         options(o),
         plan(p),
         info(p.reader->info()),
-        labeling(c, map_of(c, o, p), o.connectivity, p.values != nullptr, /*with_shape=*/!o.stats.empty()),
+        labeling(c, map_of(c, o, p), o.connectivity, p.fields.size(), /*with_shape=*/!o.stats.empty()),
         masks(info, o.mask_input, o.lo, o.hi, o.input),
-        scale(p.values ? p.values->info().scale_factor.value_or(1.0) : 1.0),
-        offset(p.values ? p.values->info().add_offset.value_or(0.0) : 0.0),
         brick_voxels(static_cast<std::size_t>(p.layout.largest_brick_voxels())),
         input(o.operators.any() ? 0 : brick_voxels * io::dtype_size(info.dtype)),  // the chain reads its own
-        source(p.values ? brick_voxels * io::dtype_size(p.values->info().dtype) : 0),
         chain(make_chain(c, o, p, labeling.map())),
         progress(c, "label", (2 + (chain ? chain->passes() : 0)) * p.layout.count(), o.progress),
         kept(p.cache) {
     if (o.on_progress) progress.observe(o.on_progress);
+    for (const auto& field : p.fields) {
+      const io::VolumeInfo& f = field->info();
+      sources.emplace_back(brick_voxels * io::dtype_size(f.dtype));
+      fields.push_back({sources.back().data(), f.dtype, f.scale_factor.value_or(1.0), f.add_offset.value_or(0.0)});
+    }
   }
 
   static BrickMap map_of(const Comm& c, const LabelOptions& o, const LabelPlan& p) {
@@ -439,20 +457,19 @@ struct LabelPasses {
   // mask_out, when given.
   void label_bricks(io::VolumeWriter* mask_out) {
     auto& reader = *plan.reader;
-    auto* values = plan.values.get();
     auto bricks = driver(io::dtype_size(info.dtype));
-    const bool collective = reader.capabilities().collective || (values && values->capabilities().collective) ||
-                            (mask_out && mask_out->capabilities().collective);
+    bool collective = reader.capabilities().collective || (mask_out && mask_out->capabilities().collective);
+    for (const auto& field : plan.fields) collective = collective || field->capabilities().collective;
     if (chain) chain->prepare(&progress);
     bricks.run(collective, [&](std::optional<std::size_t> k) {
       const io::Extent* extent = k ? &bricks.extent(*k) : nullptr;
       const std::uint8_t* brick_mask = mask(extent);
       if (mask_out) io::write_in_round(*mask_out, extent, brick_mask);
-      if (values) io::read_in_round(*values, extent, source.data());
+      for (std::size_t f = 0; f < plan.fields.size(); ++f)
+        io::read_in_round(*plan.fields[f], extent, sources[f].data());
       if (!extent) return;
       const std::int64_t brick = bricks.id(*k);
-      labeling.add(brick, brick_mask, values ? source.data() : nullptr, values ? values->info().dtype : io::DType::u8,
-                   scale, offset);
+      labeling.add(brick, brick_mask, fields);
       if (chain && chain->caller_seeds()) labeling.seed(chain->seeds());
       const std::uint64_t held = plan.fixed + kept.used() + labeling.held_bytes();
       kept.keep(brick, labeling.labeler(), held < plan.bound.bytes ? plan.bound.bytes - held : 0);
@@ -549,7 +566,7 @@ std::unique_ptr<io::VolumeWriter> create_mask_out(const Comm& comm, const LabelO
 std::vector<io::SegmentInfo> segment_rows(const Comm& comm, const LabelSummary& summary) {
   std::vector<ObjectPart> rows;
   std::vector<ObjectValues> values;
-  gather_report_rows(comm, summary, false, rows, values);
+  gather_report_rows(comm, summary, 0, rows, values);
   std::vector<io::SegmentInfo> out;
   out.reserve(rows.size());
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -572,7 +589,7 @@ void execute_label(const Comm& comm, const LabelOptions& options, LabelPlan& pla
   const bool with_table = !options.stats.empty() || !options.report.empty() || segments;
   LabelPasses passes(comm, options, plan);
   // Without a table, the objects inside a brick never reach the merge.
-  if (!with_table && !plan.values && !(passes.chain && passes.chain->caller_seeds()))
+  if (!with_table && plan.fields.empty() && !(passes.chain && passes.chain->caller_seeds()))
     passes.labeling.number_in_bricks(passes.keep());
   std::exception_ptr error;
   std::unique_ptr<io::VolumeWriter> writer, mask_out;
@@ -606,7 +623,7 @@ void execute_label(const Comm& comm, const LabelOptions& options, LabelPlan& pla
     if (mask_out) mask_out->close();
     writer->close();
     plan.reader->close();
-    if (plan.values) plan.values->close();
+    for (const auto& field : plan.fields) field->close();
     times.write = since(pass2);
   } catch (...) {
     error = std::current_exception();
@@ -645,13 +662,13 @@ LabelResult run_label(const Comm& comm, const LabelOptions& options) {
   times.total = since(job_start);
   times.max_rss = max_rss_bytes();
   gather_label_times(comm, times, result);
-  const bool with_values = !options.values.empty();
   if (!options.stats.empty())
-    write_object_table(comm, options.stats, result.summary, result.input_info, {with_values, /*shape=*/true});
+    write_object_table(comm, options.stats, result.summary, result.input_info,
+                       {field_columns(options.values), /*shape=*/true, options.periodic != std::array<bool, 3>{}});
   if (!options.report.empty()) {
     std::vector<ObjectPart> rows;
     std::vector<ObjectValues> values;
-    gather_report_rows(comm, result.summary, with_values, rows, values);
+    gather_report_rows(comm, result.summary, options.values.size(), rows, values);
     collectively(comm, [&] {
       if (comm.rank() == 0) write_label_report(options.report, options, result, rows, values);
     });

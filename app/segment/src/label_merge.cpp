@@ -204,10 +204,11 @@ std::vector<Pair> join_faces(const io::Extent& a, const std::vector<std::uint32_
 
 // Foreground voxels face to face across two bricks that share a face
 // (not an edge or a corner): two exposed faces fewer per pair, both taken
-// off b's part of the object (parts at values[base + label - 1]).
+// off b's part of the object (its shape at values[(base + label - 1) *
+// stride], stride records a part).
 void take_face_pairs(const io::Extent& a, const std::vector<std::uint32_t>& a_face, const io::Extent& b,
                      const std::vector<std::uint32_t>& b_face, const std::array<int, 3>& side,
-                     Chunked<ObjectValues>& values, std::uint64_t base) {
+                     Chunked<ObjectValues>& values, std::uint64_t base, std::size_t stride) {
   int touching = 0;
   for (int s : side) touching += s != 0;
   if (touching != 1) return;
@@ -222,17 +223,23 @@ void take_face_pairs(const io::Extent& a, const std::vector<std::uint32_t>& a_fa
     const std::uint32_t* row_b = b_face.data() + (pu - b.offset[u]) * b.count[v];
     for (std::int64_t pv = v0; pv < v1; ++pv) {
       const std::uint32_t la = row_a[pv - a.offset[v]], lb = row_b[pv - b.offset[v]];
-      if (la != 0 && lb != 0) values[base + lb - 1].faces[face_axis] -= 2;
+      if (la != 0 && lb != 0) values[(base + lb - 1) * stride].faces[face_axis] -= 2;
     }
   }
 }
 
+// A join of label_a of brick_a and label_b of brick_b; across periodic
+// faces b's voxels moved by shift times the volume's size touch a's.
 struct Edge {
-  std::int64_t brick_a;
-  std::uint32_t label_a;
-  std::int64_t brick_b;
-  std::uint32_t label_b;
+  std::int64_t brick_a, brick_b;
+  std::uint32_t label_a, label_b;
+  std::array<std::int8_t, 3> shift{};
 };
+
+std::array<std::int8_t, 3> shift_of(const std::array<int, 3>& periods, int sign) {
+  return {static_cast<std::int8_t>(sign * periods[0]), static_cast<std::int8_t>(sign * periods[1]),
+          static_cast<std::int8_t>(sign * periods[2])};
+}
 
 struct KeptFace {
   std::vector<std::uint32_t> plane;
@@ -263,13 +270,13 @@ struct Labeling::State {
   mutable std::vector<std::uint64_t> brick_ids;
 };
 
-Labeling::Labeling(const Comm& comm, BrickMap map, int connectivity, bool with_values, bool with_shape)
+Labeling::Labeling(const Comm& comm, BrickMap map, int connectivity, std::size_t fields, bool with_shape)
     : comm_(comm),
       map_(std::move(map)),
       connectivity_(check_connectivity(connectivity)),
-      with_source_(with_values),
+      fields_(fields),
       with_shape_(with_shape),
-      with_values_(with_values || with_shape),
+      records_(fields != 0 || with_shape ? std::max<std::size_t>(fields, 1) : 0),
       labeler_(connectivity),
       state_(new State) {
   if (map_.owner.size() != map_.bricks.size()) throw Error("internal error: a brick map without owners");
@@ -295,8 +302,8 @@ std::uint64_t Labeling::held_bytes() const {
   const State& s = *state_;
   std::uint64_t slots = 0;  // number_in_bricks: 4 bytes a label
   for (const auto& brick : s.slots) slots += brick.size() * sizeof(std::uint32_t);
-  return s.parts.size() * (sizeof(ObjectPart) + (with_values_ ? sizeof(ObjectValues) : 0) + 24) +
-         s.edges.size() * sizeof(Edge) + face_bytes() + slots;
+  return s.parts.size() * (sizeof(ObjectPart) + records_ * sizeof(ObjectValues) + 24) + s.edges.size() * sizeof(Edge) +
+         face_bytes() + slots;
 }
 
 namespace {
@@ -374,7 +381,7 @@ std::vector<Neighbour> neighbours(const BrickMap& map, std::int64_t brick, int c
 
 void Labeling::number_in_bricks(const KeepRule& keep) {
   State& s = *state_;
-  if (s.added != 0 || with_values_ || keep.seeded)
+  if (s.added != 0 || records_ != 0 || keep.seeded)
     throw Error(
         "internal error: objects numbered in their bricks need a labeling without values, shape or seeds, "
         "before its first brick");
@@ -382,11 +389,13 @@ void Labeling::number_in_bricks(const KeepRule& keep) {
   s.slots.resize(mine_.size());
 }
 
-void Labeling::add(std::int64_t brick, const std::uint8_t* mask, const void* source, io::DType source_dtype,
-                   double scale, double offset) {
+void Labeling::add(std::int64_t brick, const std::uint8_t* mask, std::span<const FieldBrick> fields) {
   State& s = *state_;
   if (s.added >= mine_.size() || mine_[s.added] != brick)
     throw Error("internal error: bricks must be labelled in the order of mine()");
+  if (fields.size() != fields_)
+    throw Error("internal error: a labeling of " + std::to_string(fields_) + " fields was given " +
+                std::to_string(fields.size()));
   const io::Extent& extent = map_.bricks[static_cast<std::size_t>(brick)];
   labeler_.label(mask, extent.count);
   const auto touching = neighbours(map_, brick, connectivity_);
@@ -413,14 +422,15 @@ void Labeling::add(std::int64_t brick, const std::uint8_t* mask, const void* sou
     labeler_.measure(extent, map_.dims, s.parts);  // appends this brick's parts
   }
   s.part_start.push_back(s.parts.size());
-  if (with_values_) {
-    if (with_source_) {
-      if (source == nullptr) throw Error("internal error: a labeling with values needs each brick's source values");
-      labeler_.measure_values(source, source_dtype, scale, offset, extent, s.brick_values);
-    } else {
-      s.brick_values.assign(labeler_.objects(), ObjectValues{});
+  if (records_ != 0) {  // a record per object and field, the shape in the first
+    s.brick_values.assign(labeler_.objects() * records_, ObjectValues{});
+    for (std::size_t k = 0; k < fields.size(); ++k) {
+      const FieldBrick& field = fields[k];
+      if (field.data == nullptr) throw Error("internal error: a labeling with values needs each brick's fields");
+      labeler_.measure_values(field.data, field.dtype, field.scale, field.offset, extent, s.brick_values.data() + k,
+                              records_);
     }
-    if (with_shape_) labeler_.measure_shape(extent, s.brick_values);
+    if (with_shape_) labeler_.measure_shape(extent, s.brick_values.data(), records_);
     for (const auto& values : s.brick_values) s.values.push_back(values);
   }
   ++s.added;
@@ -435,9 +445,9 @@ void Labeling::add(std::int64_t brick, const std::uint8_t* mask, const void* sou
       const auto back = *contact(earlier, extent, connectivity_);
       const auto& plane = own_face(opposite(face));  // an unordered_map's elements stay put
       for (const Pair& pair : join_faces(earlier, plane, extent, own_face(face), back, connectivity_))
-        s.edges.push_back({brick, pair.a, brick, pair.b});
+        s.edges.push_back({brick, brick, pair.a, pair.b, shift_of(n.shift, -1)});
       if (with_shape_)
-        take_face_pairs(earlier, plane, extent, own_face(face), back, s.values, s.part_start[s.added - 1]);
+        take_face_pairs(earlier, plane, extent, own_face(face), back, s.values, s.part_start[s.added - 1], records_);
       continue;
     }
     const bool same_rank = map_.owner[static_cast<std::size_t>(other)] == comm_.rank();
@@ -445,9 +455,10 @@ void Labeling::add(std::int64_t brick, const std::uint8_t* mask, const void* sou
       auto& kept = s.faces.at(other * 6 + opposite(face));
       const auto back = *contact(earlier, extent, connectivity_);
       for (const Pair& pair : join_faces(earlier, kept.plane, extent, own_face(face), back, connectivity_))
-        s.edges.push_back({other, pair.a, brick, pair.b});
+        s.edges.push_back({other, brick, pair.a, pair.b, shift_of(n.shift, -1)});
       if (with_shape_)
-        take_face_pairs(earlier, kept.plane, extent, own_face(face), back, s.values, s.part_start[s.added - 1]);
+        take_face_pairs(earlier, kept.plane, extent, own_face(face), back, s.values, s.part_start[s.added - 1],
+                        records_);
       if (--kept.uses == 0) s.faces.erase(other * 6 + opposite(face));
     } else {  // a later brick of this rank, or another rank's: keep the face
       auto& kept = s.faces[brick * 6 + face];
@@ -491,11 +502,12 @@ std::vector<std::vector<std::uint32_t>> faces_to_send(const BrickMap& map, const
 }
 
 // Joins each received face to the bricks of this rank that face it.
-// With shape, values holds the parts' measures and base_of(brick) where a
-// brick of this rank's parts begin; null without.
+// With shape, values holds the parts' measures (stride records a part) and
+// base_of(brick) where a brick of this rank's parts begin; null without.
 void join_received_faces(const std::vector<std::uint32_t>& received, const BrickMap& map, int connectivity, int me,
                          const std::unordered_map<std::int64_t, KeptFace>& faces, std::vector<Edge>& edges,
-                         Chunked<ObjectValues>* values, const std::function<std::uint64_t(std::int64_t)>& base_of) {
+                         Chunked<ObjectValues>* values, std::size_t stride,
+                         const std::function<std::uint64_t(std::int64_t)>& base_of) {
   for (std::size_t at = 0; at < received.size();) {
     const std::int64_t other = static_cast<std::int64_t>(received[at]) | static_cast<std::int64_t>(received[at + 1])
                                                                              << 32;
@@ -513,8 +525,8 @@ void join_received_faces(const std::vector<std::uint32_t>& received, const Brick
       if (facing(side) != face) continue;
       const auto& mine = faces.at(brick * 6 + opposite(face)).plane;
       for (const Pair& pair : join_faces(earlier, plane, here, mine, side, connectivity))
-        edges.push_back({other, pair.a, brick, pair.b});
-      if (values) take_face_pairs(earlier, plane, here, mine, side, *values, base_of(brick));
+        edges.push_back({other, brick, pair.a, pair.b, shift_of(n.shift, 1)});
+      if (values) take_face_pairs(earlier, plane, here, mine, side, *values, base_of(brick), stride);
     }
   }
 }
@@ -570,13 +582,13 @@ LabelSummary Labeling::finish(const KeepRule& keep, bool with_table) {
     // Faces grow with the volume: they move in pieces; outgoing is freed.
     const auto received = io::exchange(comm, outgoing);
     join_received_faces(received, map_, connectivity_, me, s.faces, s.edges, with_shape_ ? &s.values : nullptr,
-                        [&](std::int64_t brick) { return s.part_start[s.index.at(brick)]; });
+                        records_, [&](std::int64_t brick) { return s.part_start[s.index.at(brick)]; });
   }
   s.faces.clear();
 
   const Nodes nodes = number_nodes(comm, ranks, map_, mine_, s.part_start);
   const std::uint64_t count = s.part_start.back();
-  detail::MergeInput input{std::move(s.parts), std::move(s.values), {}, {}};
+  detail::MergeInput input{std::move(s.parts), std::move(s.values), {}, {}, {}, {}};
   s.parts.clear();  // a moved-from Chunked keeps its size
   s.values.clear();
   collectively(comm_, [&] {
@@ -586,12 +598,16 @@ LabelSummary Labeling::finish(const KeepRule& keep, bool with_table) {
     auto node = [&](std::int64_t brick, std::uint32_t label) {
       return nodes.base[static_cast<std::size_t>(brick)] + label - 1;
     };
+    // Only a table places objects: without one the joins' periods are not needed.
+    const bool periodic = with_table && map_.periodic != std::array<bool, 3>{};
     for (const Edge& e : s.edges) {
       const std::uint64_t b = node(e.brick_b, e.label_b) - base;
-      if (map_.owner[static_cast<std::size_t>(e.brick_a)] == me)
+      const bool local = map_.owner[static_cast<std::size_t>(e.brick_a)] == me;
+      if (local)
         input.local_edges.push_back({node(e.brick_a, e.label_a) - base, b});
       else
         input.cross_edges.push_back({node(e.brick_a, e.label_a), b});
+      if (periodic) (local ? input.local_shifts : input.cross_shifts).push_back({e.shift[0], e.shift[1], e.shift[2]});
     }
     std::vector<Edge>().swap(s.edges);
   });
@@ -599,7 +615,8 @@ LabelSummary Labeling::finish(const KeepRule& keep, bool with_table) {
   if (s.in_bricks &&
       (with_table || keep.min_voxels != s.in_bricks->min_voxels || keep.inside != s.in_bricks->inside || keep.seeded))
     throw Error("internal error: a labeling numbered in its bricks finishes with their keep rule and no table");
-  const detail::MergeRules rules{map_.dims, keep, with_values_, with_table};
+  const detail::MergeRules rules{map_.dims, keep, records_, with_table,
+                                 with_table ? map_.periodic : std::array<bool, 3>{}};
   auto merged = detail::merge_objects(comm_, detail::NodeRanges{nodes.rank_base}, std::move(input), rules);
   if (s.in_bricks) {
     // The objects the bricks kept: their voxels, the largest, those dropped.

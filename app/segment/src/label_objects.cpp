@@ -24,7 +24,98 @@ int NodeRanges::owner(std::uint64_t node) const {
   return static_cast<int>(std::upper_bound(rank_base.begin(), rank_base.end(), node) - rank_base.begin()) - 1;
 }
 
+void translate(ObjectPart& part, ObjectValues* records, std::size_t count, const Periods& periods,
+               const io::Index3& dims) {
+  std::uint64_t d[3];  // voxels, modulo 2^64
+  for (int a = 0; a < 3; ++a) {
+    const std::int64_t by = static_cast<std::int64_t>(periods[static_cast<std::size_t>(a)]) * dims[a];
+    d[a] = static_cast<std::uint64_t>(by);
+    part.lo[a] += static_cast<std::int32_t>(by);
+    part.hi[a] += static_cast<std::int32_t>(by);
+  }
+  const std::uint64_t n = part.voxels, s[3] = {part.sum[0], part.sum[1], part.sum[2]};
+  for (int a = 0; a < 3; ++a) part.sum[a] = s[a] + n * d[a];
+  for (std::size_t k = 0; k < count; ++k) {
+    ObjectValues& v = records[k];
+    for (int a = 0; a < 3; ++a) v.weighted[a] += v.sum * static_cast<double>(static_cast<std::int64_t>(d[a]));
+  }
+  if (count == 0) return;
+  // sum (p + d)(q + e) = sum pq + e sum p + d sum q + n d e, for z*z, y*y,
+  // x*x, z*y, z*x, y*x.
+  static constexpr int kPairs[6][2] = {{0, 0}, {1, 1}, {2, 2}, {0, 1}, {0, 2}, {1, 2}};
+  auto& moments = records[0].moments;
+  for (int i = 0; i < 6; ++i) {
+    const int p = kPairs[i][0], q = kPairs[i][1];
+    moments[i] += d[q] * s[p] + d[p] * s[q] + n * d[p] * d[q];
+  }
+}
+
 namespace {
+
+// The axes along which two frames of one object differ: it reaches itself
+// moved by a period (ObjectPart::wraps_z, ...).
+std::uint32_t wrap_flags(const Periods& difference) {
+  std::uint32_t flags = 0;
+  for (int a = 0; a < 3; ++a)
+    if (difference[static_cast<std::size_t>(a)] != 0) flags |= ObjectPart::wraps_z << a;
+  return flags;
+}
+
+Periods plus(const Periods& a, const Periods& b) { return {a[0] + b[0], a[1] + b[1], a[2] + b[2]}; }
+Periods minus(const Periods& a, const Periods& b) { return {a[0] - b[0], a[1] - b[1], a[2] - b[2]}; }
+
+// Union-find of one rank's nodes that also knows where each lies relative
+// to its root (periodic axes; step 1): the smaller root wins, as in
+// DisjointSet, so the roots are the same.
+class PlacedSets {
+ public:
+  explicit PlacedSets(std::size_t n) : parent_(n), offset_(n, Periods{}), wraps_(n, 0) {
+    std::iota(parent_.begin(), parent_.end(), std::uint64_t{0});
+  }
+  // The root of x and x's frame moved into the root's.
+  std::pair<std::uint64_t, Periods> find(std::uint64_t x) {
+    Periods to_root{};
+    std::uint64_t at = x;
+    while (parent_[at] != at) {
+      to_root = plus(to_root, offset_[at]);
+      at = parent_[at];
+    }
+    // Compress: every node on the path points at the root.
+    Periods left = to_root;
+    for (std::uint64_t y = x; parent_[y] != y;) {
+      const std::uint64_t next = parent_[y];
+      const Periods own = offset_[y];
+      parent_[y] = at;
+      offset_[y] = left;
+      left = minus(left, own);
+      y = next;
+    }
+    return {at, to_root};
+  }
+  // b's frame moved by shift lies in a's.
+  void join(std::uint64_t a, std::uint64_t b, const Periods& shift) {
+    const auto [ra, pa] = find(a);
+    const auto [rb, pb] = find(b);
+    const Periods rb_in_ra = minus(plus(pa, shift), pb);
+    if (ra == rb) {
+      wraps_[ra] |= wrap_flags(rb_in_ra);
+    } else if (ra < rb) {
+      parent_[rb] = ra;
+      offset_[rb] = rb_in_ra;
+      wraps_[ra] |= wraps_[rb];
+    } else {
+      parent_[ra] = rb;
+      offset_[ra] = Periods{-rb_in_ra[0], -rb_in_ra[1], -rb_in_ra[2]};
+      wraps_[rb] |= wraps_[ra];
+    }
+  }
+  std::uint32_t wraps(std::uint64_t root) const { return wraps_[root]; }
+
+ private:
+  std::vector<std::uint64_t> parent_;
+  std::vector<Periods> offset_;
+  std::vector<std::uint32_t> wraps_;
+};
 
 // The ranks an object reaches, as an interval (the tree's groups are
 // intervals of ranks).
@@ -41,34 +132,61 @@ struct Span {
   bool within(int begin, int end) const { return lo >= begin && hi < end; }
 };
 
-// One node of a Forest as it travels: its root and its own span.
+// One node of a Forest as it travels: its root, its own span, its frame
+// moved into its root's (periodic axes) and its root's wrap flags.
 struct ForestRecord {
   std::uint64_t node, root;
   Span span;
+  Periods offset;
+  std::uint32_t wraps;
+};
+
+// A node of an object resolved across ranks, told to the node's rank: its
+// representative, its frame moved into the representative's and the
+// object's wrap flags.
+struct Resolved {
+  std::uint64_t node, representative;
+  Periods offset;
+  std::uint32_t wraps;
 };
 
 // Union-find over the roots joined across ranks that one rank holds, keyed
 // by global node; the smaller node wins, and a root's span is its object's.
+// With periodic axes each node also knows where its frame lies in its
+// parent's (offset), and a root the axes along which its object reaches
+// itself (wraps).
 class Forest {
  public:
   bool empty() const { return nodes_.empty(); }
   void add(std::uint64_t node, const Span& span) {
-    auto [it, inserted] = nodes_.try_emplace(node, Node{node, span});
-    if (!inserted) nodes_.at(find(node)).span.add(span);
+    auto [it, inserted] = nodes_.try_emplace(node, Node{node, span, {}, 0});
+    if (!inserted) nodes_.at(find(node).first).span.add(span);
   }
-  void join(std::uint64_t a, std::uint64_t b) {
-    std::uint64_t ra = find(a), rb = find(b);
-    if (ra == rb) return;
-    if (rb < ra) std::swap(ra, rb);
-    Node& loser = nodes_.at(rb);
-    loser.parent = ra;
-    nodes_.at(ra).span.add(loser.span);
+  // b's frame moved by shift lies in a's.
+  void join(std::uint64_t a, std::uint64_t b, const Periods& shift = {}) {
+    const auto [ra, pa] = find(a);
+    const auto [rb, pb] = find(b);
+    const Periods rb_in_ra = minus(plus(pa, shift), pb);
+    if (ra == rb) {
+      nodes_.at(ra).wraps |= wrap_flags(rb_in_ra);
+      return;
+    }
+    const bool a_wins = ra < rb;
+    Node& winner = nodes_.at(a_wins ? ra : rb);
+    Node& loser = nodes_.at(a_wins ? rb : ra);
+    loser.parent = a_wins ? ra : rb;
+    loser.offset = a_wins ? rb_in_ra : Periods{-rb_in_ra[0], -rb_in_ra[1], -rb_in_ra[2]};
+    winner.span.add(loser.span);
+    winner.wraps |= loser.wraps;
   }
   // Every node, to hand to another rank; the forest is emptied.
   std::vector<ForestRecord> take() {
     std::vector<ForestRecord> records;
     records.reserve(nodes_.size());
-    for (auto& [node, entry] : nodes_) records.push_back({node, find(node), entry.span});
+    for (auto& [node, entry] : nodes_) {
+      const auto [root, offset] = find(node);
+      records.push_back({node, root, entry.span, offset, nodes_.at(root).wraps});
+    }
     std::unordered_map<std::uint64_t, Node>().swap(nodes_);
     return records;
   }
@@ -76,19 +194,21 @@ class Forest {
     add(record.node, record.span);
     if (record.root != record.node) {
       add(record.root, Span{});
-      join(record.node, record.root);
+      join(record.root, record.node, record.offset);
     }
+    nodes_.at(find(record.node).first).wraps |= record.wraps;
   }
   // The objects that reach no rank outside [begin, end): every member with
   // its representative (the object's smallest node), removed from the forest.
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> resolve(int begin, int end) {
-    std::vector<std::pair<std::uint64_t, std::uint64_t>> done;
+  std::vector<Resolved> resolve(int begin, int end) {
+    std::vector<Resolved> done;
     for (const auto& entry : nodes_) {
-      const std::uint64_t root = find(entry.first);
-      if (nodes_.at(root).span.within(begin, end)) done.emplace_back(entry.first, root);
+      const auto [root, offset] = find(entry.first);
+      const Node& r = nodes_.at(root);
+      if (r.span.within(begin, end)) done.push_back({entry.first, root, offset, r.wraps});
     }
-    for (const auto& [node, root] : done) nodes_.erase(node);
-    std::sort(done.begin(), done.end());
+    for (const auto& resolved : done) nodes_.erase(resolved.node);
+    std::sort(done.begin(), done.end(), [](const Resolved& a, const Resolved& b) { return a.node < b.node; });
     return done;
   }
 
@@ -96,13 +216,22 @@ class Forest {
   struct Node {
     std::uint64_t parent;
     Span span;
+    Periods offset;  // this node's frame in its parent's
+    std::uint32_t wraps;
   };
-  std::uint64_t find(std::uint64_t x) {
+  // x's root, and x's frame moved into the root's.
+  std::pair<std::uint64_t, Periods> find(std::uint64_t x) {
+    Periods to_root{};
     for (;;) {
       Node& n = nodes_.at(x);
-      if (n.parent == x) return x;
+      if (n.parent == x) return {x, to_root};
       Node& up = nodes_.at(n.parent);
-      n.parent = up.parent;  // halving
+      to_root = plus(to_root, n.offset);
+      if (up.parent != n.parent) {  // halving: skip to the grandparent
+        n.offset = plus(n.offset, up.offset);
+        n.parent = up.parent;
+        to_root = plus(to_root, up.offset);
+      }
       x = up.parent;
     }
   }
@@ -113,11 +242,11 @@ struct Named {
   std::uint64_t node, value;
 };
 
-// A member's measures on their way to its representative.
+// A member's measures on their way to its representative (its values
+// travel beside it, MergeRules::records each).
 struct Moved {
   std::uint64_t representative, member;
   ObjectPart part;
-  ObjectValues values;
 };
 
 // An object on its way to the rank that numbers its z range.
@@ -226,6 +355,8 @@ struct MergeState {
   DisjointSet<std::uint64_t> own;  // step 1's joins; then own.parent(n) is n's root
   std::vector<bool> joined;        // the nodes that take part in a join
   LabelFigures figures;
+  bool periodic;                // any periodic axis: frames and offsets below
+  std::vector<Periods> placed;  // with periodic axes, after step 1: each node's frame in its root's
 
   MergeState(const Comm& comm, const NodeRanges& node_ranges, MergeInput& merged, const MergeRules& merge_rules)
       : mpi(comm.get()),
@@ -237,12 +368,20 @@ struct MergeState {
         rules(merge_rules),
         input(merged),
         own(count),
-        joined(count, false) {
+        joined(count, false),
+        periodic(rules.periodic != std::array<bool, 3>{}) {
     if (nodes.rank_base[static_cast<std::size_t>(me) + 1] - base != count)
       throw Error("internal error: a rank's parts and its node range differ");
     figures.joins = input.local_edges.size() + input.cross_edges.size();
   }
   std::uint64_t root(std::uint64_t local) const { return own.parent(local); }
+  Periods place(std::uint64_t local) const { return periodic ? placed[local] : Periods{}; }
+  // Moves node n's part and records by periods (periodic axes only).
+  void move(std::uint64_t n, const Periods& periods) {
+    if (periods == Periods{}) return;
+    translate(input.parts[n], rules.records ? &input.values[n * rules.records] : nullptr, rules.records, periods,
+              rules.dims);
+  }
 };
 
 // 1. This rank's own joins; every part's measures go to its root.
@@ -252,28 +391,50 @@ void join_within_rank(MergeState& m) {
     m.joined[e.a] = m.joined[e.b] = true;
     m.own.join(e.a, e.b);
   }
+  if (m.periodic) {  // where each node lies in its root's frame, and the roots that reach themselves
+    PlacedSets placed(m.count);
+    for (std::size_t i = 0; i < m.input.local_edges.size(); ++i)
+      placed.join(m.input.local_edges[i].a, m.input.local_edges[i].b, m.input.local_shifts[i]);
+    m.placed.resize(m.count);
+    for (std::uint64_t n = 0; n < m.count; ++n) {
+      const auto [root, offset] = placed.find(n);
+      m.placed[n] = offset;
+      if (root == n) m.input.parts[n].border |= placed.wraps(n);
+    }
+    free_vector(m.input.local_shifts);
+  }
   free_vector(m.input.local_edges);
   m.own.flatten();
   // Ascending, so the measures of a root add in node order.
   for (std::uint64_t n = 0; n < m.count; ++n) {
     const std::uint64_t root = m.root(n);
     if (root == n) continue;
+    m.move(n, m.place(n));
     m.input.parts[root].merge(m.input.parts[n]);
-    if (m.rules.with_values) m.input.values[root].merge(m.input.values[n]);
+    for (std::size_t k = 0; k < m.rules.records; ++k)
+      m.input.values[root * m.rules.records + k].merge(m.input.values[n * m.rules.records + k]);
   }
 }
 
 // This rank's roots joined across ranks.
+struct CrossLink {
+  std::uint64_t remote, local;  // another rank's root (global), this rank's root (local)
+  Periods shift;                // the local root's frame in the remote's
+  auto key() const { return std::tie(remote, local, shift); }
+};
 struct CrossRoots {
-  std::unordered_map<std::uint64_t, Span> spans;               // by root: the ranks its object reaches
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> links;  // (another rank's root, this rank's root)
+  std::unordered_map<std::uint64_t, Span> spans;  // by root: the ranks its object reaches
+  std::vector<CrossLink> links;
 };
 
 // The roots of this rank's nodes that the other ranks ask for (questions,
 // from[r] of them from rank r), per asking rank.
+// With periodic axes, places gets each asked node's frame in its root's.
 std::vector<std::vector<std::uint64_t>> answer_roots(MergeState& m, const std::vector<std::uint64_t>& questions,
-                                                     const std::vector<std::uint64_t>& from, CrossRoots& cross) {
+                                                     const std::vector<std::uint64_t>& from, CrossRoots& cross,
+                                                     std::vector<std::vector<Periods>>& places) {
   auto answers = per_rank<std::uint64_t>(m.ranks);
+  places = per_rank<Periods>(m.periodic ? m.ranks : 0);
   std::size_t at = 0;
   for (int r = 0; r < m.ranks; ++r)
     for (std::uint64_t k = 0; k < from[static_cast<std::size_t>(r)]; ++k) {
@@ -281,6 +442,7 @@ std::vector<std::vector<std::uint64_t>> answer_roots(MergeState& m, const std::v
       m.joined[local] = true;
       const std::uint64_t root = m.root(local);
       answers[static_cast<std::size_t>(r)].push_back(m.base + root);
+      if (m.periodic) places[static_cast<std::size_t>(r)].push_back(m.placed[local]);
       auto& span = cross.spans[root];
       span.add(r);
       span.add(m.me);
@@ -290,8 +452,10 @@ std::vector<std::vector<std::uint64_t>> answer_roots(MergeState& m, const std::v
 
 // Each join across ranks as a link of two roots, from the roots the other
 // ranks answered (replied[r] of them from rank r, to asked[r] in order).
+// places: with periodic axes, each answered node's frame in its root's.
 void link_roots(MergeState& m, const std::vector<std::vector<std::uint64_t>>& asked,
-                const std::vector<std::uint64_t>& roots, const std::vector<std::uint64_t>& replied, CrossRoots& cross) {
+                const std::vector<std::uint64_t>& roots, const std::vector<Periods>& places,
+                const std::vector<std::uint64_t>& replied, CrossRoots& cross) {
   std::vector<std::uint64_t> reply_at(static_cast<std::size_t>(m.ranks) + 1, 0);
   for (int r = 0; r < m.ranks; ++r) {
     const auto i = static_cast<std::size_t>(r);
@@ -299,19 +463,29 @@ void link_roots(MergeState& m, const std::vector<std::vector<std::uint64_t>>& as
     reply_at[i + 1] = reply_at[i] + replied[i];
   }
   cross.links.reserve(m.input.cross_edges.size());
-  for (const auto& e : m.input.cross_edges) {
+  for (std::size_t i = 0; i < m.input.cross_edges.size(); ++i) {
+    const CrossEdge& e = m.input.cross_edges[i];
     const int owner = m.nodes.owner(e.remote);
     const auto& list = asked[static_cast<std::size_t>(owner)];
     const auto index = static_cast<std::size_t>(std::lower_bound(list.begin(), list.end(), e.remote) - list.begin());
+    const std::size_t answer = reply_at[static_cast<std::size_t>(owner)] + index;
     const std::uint64_t root = m.root(e.local);
-    cross.links.emplace_back(roots[reply_at[static_cast<std::size_t>(owner)] + index], root);
+    // The local root's frame in the remote root's: remote node at pr in
+    // its root, local node at pl in its own, local = remote + shift.
+    const Periods shift =
+        m.periodic ? minus(plus(places[answer], m.input.cross_shifts[i]), m.placed[e.local]) : Periods{};
+    cross.links.push_back({roots[answer], root, shift});
     auto& span = cross.spans[root];
     span.add(owner);
     span.add(m.me);
   }
   free_vector(m.input.cross_edges);
-  std::sort(cross.links.begin(), cross.links.end());
-  cross.links.erase(std::unique(cross.links.begin(), cross.links.end()), cross.links.end());
+  free_vector(m.input.cross_shifts);
+  std::sort(cross.links.begin(), cross.links.end(),
+            [](const CrossLink& a, const CrossLink& b) { return a.key() < b.key(); });
+  cross.links.erase(std::unique(cross.links.begin(), cross.links.end(),
+                                [](const CrossLink& a, const CrossLink& b) { return a.key() == b.key(); }),
+                    cross.links.end());
 }
 
 // 2. Each join across ranks asks the other node's rank for its root.
@@ -330,35 +504,40 @@ CrossRoots roots_across_ranks(MergeState& m) {
   CrossRoots cross;
   std::vector<std::uint64_t> from;
   auto questions = io::exchange(m.mpi, asks, &from);
-  auto answers = answer_roots(m, questions, from, cross);
+  std::vector<std::vector<Periods>> places;
+  auto answers = answer_roots(m, questions, from, cross, places);
   free_vector(questions);
   std::vector<std::uint64_t> replied;
   const auto roots = io::exchange(m.mpi, answers, &replied);
-  link_roots(m, asked, roots, replied, cross);
+  const auto placed = m.periodic ? io::exchange(m.mpi, places) : std::vector<Periods>{};
+  link_roots(m, asked, roots, placed, replied, cross);
   return cross;
 }
 
 // 3. Up the tree of ranks until every object across ranks is resolved: the
-// representative of each of this rank's roots joined across ranks.
-std::unordered_map<std::uint64_t, std::uint64_t> resolve_across_ranks(const MergeState& m, CrossRoots cross) {
+// representative of each of this rank's roots joined across ranks (with
+// periodic axes, where the root's frame lies in the representative's, and
+// the axes along which the object reaches itself).
+using Representatives = std::unordered_map<std::uint64_t, Resolved>;  // by this rank's root (local)
+Representatives resolve_across_ranks(const MergeState& m, CrossRoots cross) {
   const io::watchdog::Phase phase("label, the merge: objects across ranks, up a tree of ranks");
   Forest forest;
   for (const auto& [root, span] : cross.spans) forest.add(m.base + root, span);
-  for (const auto& [remote, local] : cross.links) {
+  for (const auto& link : cross.links) {
     Span span;
-    span.add(m.nodes.owner(remote));
+    span.add(m.nodes.owner(link.remote));
     span.add(m.me);
-    forest.add(remote, span);
-    forest.join(remote, m.base + local);
+    forest.add(link.remote, span);
+    forest.join(link.remote, m.base + link.local, link.shift);
   }
   cross = CrossRoots{};
-  std::unordered_map<std::uint64_t, std::uint64_t> representative;  // this rank's root -> its object's
+  Representatives representative;
   auto resolve_group = [&](const io::TreeRound& round) {
-    auto told = per_rank<Named>(m.ranks);
+    auto told = per_rank<Resolved>(m.ranks);
     if (round.holds)
-      for (const auto& [node, root] : forest.resolve(round.group_begin, round.group_end))
-        told[static_cast<std::size_t>(m.nodes.owner(node))].push_back({node, root});
-    for (const auto& news : io::exchange(m.mpi, told)) representative[news.node - m.base] = news.value;
+      for (const Resolved& resolved : forest.resolve(round.group_begin, round.group_end))
+        told[static_cast<std::size_t>(m.nodes.owner(resolved.node))].push_back(resolved);
+    for (const auto& news : io::exchange(m.mpi, told)) representative[news.node - m.base] = news;
   };
   io::reduce_tree<ForestRecord>(
       m.mpi, [&] { return forest.take(); }, [&](const ForestRecord& record) { forest.absorb(record); }, resolve_group);
@@ -366,22 +545,37 @@ std::unordered_map<std::uint64_t, std::uint64_t> resolve_across_ranks(const Merg
   return representative;
 }
 
-// 4. Members' measures to their representatives; gives back the pairs
-// (representative, member node) this rank absorbed.
-std::vector<std::pair<std::uint64_t, std::uint64_t>> move_to_representatives(
-    MergeState& m, const std::unordered_map<std::uint64_t, std::uint64_t>& representative) {
+// 4. Members' measures to their representatives (moved into its frame);
+// gives back the pairs (representative, member node) this rank absorbed.
+std::vector<std::pair<std::uint64_t, std::uint64_t>> move_to_representatives(MergeState& m,
+                                                                             const Representatives& representative) {
+  const std::size_t records = m.rules.records;
   auto moving = per_rank<Moved>(m.ranks);
-  for (const auto& [root, rep] : representative)
-    if (rep != m.base + root)
-      moving[static_cast<std::size_t>(m.nodes.owner(rep))].push_back(
-          {rep, m.base + root, m.input.parts[root], m.rules.with_values ? m.input.values[root] : ObjectValues{}});
-  for (auto& list : moving)  // the sums of values add in one order, whatever the hash map's
+  for (const auto& [root, resolved] : representative) {
+    m.input.parts[root].border |= resolved.wraps;
+    const std::uint64_t rep = resolved.representative;
+    if (rep == m.base + root) continue;
+    m.move(root, resolved.offset);
+    moving[static_cast<std::size_t>(m.nodes.owner(rep))].push_back({rep, m.base + root, m.input.parts[root]});
+  }
+  auto values_out = per_rank<ObjectValues>(m.ranks);
+  for (std::size_t r = 0; r < moving.size(); ++r) {
+    auto& list = moving[r];  // the sums of values add in one order, whatever the hash map's
     std::sort(list.begin(), list.end(), [](const Moved& a, const Moved& b) { return a.member < b.member; });
+    for (const Moved& moved : list)
+      for (std::size_t k = 0; k < records; ++k)
+        values_out[r].push_back(m.input.values[(moved.member - m.base) * records + k]);
+  }
+  // Members and their values travel in the same order: they line up again.
+  const auto arrived = io::exchange(m.mpi, moving);
+  const auto arrived_values = io::exchange(m.mpi, values_out);
   std::vector<std::pair<std::uint64_t, std::uint64_t>> absorbed;
-  for (const auto& moved : io::exchange(m.mpi, moving)) {
+  for (std::size_t i = 0; i < arrived.size(); ++i) {
+    const Moved& moved = arrived[i];
     const std::uint64_t local = moved.representative - m.base;
     m.input.parts[local].merge(moved.part);
-    if (m.rules.with_values) m.input.values[local].merge(moved.values);
+    for (std::size_t k = 0; k < records; ++k)
+      m.input.values[local * records + k].merge(arrived_values[i * records + k]);
     absorbed.emplace_back(local, moved.member);
   }
   return absorbed;
@@ -428,7 +622,7 @@ struct HeldObjects {
 // this rank numbers stay in input.parts, moved forward in place.
 HeldObjects gather_objects(MergeState& m, std::vector<bool>& absorbed_here, const std::vector<int>& rank_of) {
   const std::uint64_t plane = static_cast<std::uint64_t>(m.rules.dims[1]) * static_cast<std::uint64_t>(m.rules.dims[2]);
-  const bool table_values = m.rules.with_values && m.rules.with_table;
+  const std::size_t records = m.rules.with_table ? m.rules.records : 0;  // values the table keeps
   auto& parts = m.input.parts;
   auto& values = m.input.values;
   HeldObjects held;
@@ -442,19 +636,20 @@ HeldObjects gather_objects(MergeState& m, std::vector<bool>& absorbed_here, cons
     if (to == m.me) {
       if (kept != n) {
         parts[kept] = parts[n];
-        if (table_values) values[kept] = values[n];
+        for (std::size_t k = 0; k < records; ++k) values[kept * records + k] = values[n * records + k];
       }
       held.in_order = held.in_order && (kept == 0 || parts[kept - 1].first < parts[kept].first);
       held.nodes.push_back(m.base + n);
       ++kept;
     } else {
       rows_out[static_cast<std::size_t>(to)].push_back({parts[n], m.base + n});
-      if (table_values) values_out[static_cast<std::size_t>(to)].push_back(values[n]);
+      for (std::size_t k = 0; k < records; ++k)
+        values_out[static_cast<std::size_t>(to)].push_back(values[n * records + k]);
     }
   }
   free_vector(absorbed_here);
   parts.shrink(kept);
-  values.shrink(table_values ? kept : 0);
+  values.shrink(kept * records);
   // Rows and their values travel in the same order: they line up again.
   const auto rows = io::exchange(m.mpi, rows_out);
   const auto row_values = io::exchange(m.mpi, values_out);
@@ -465,6 +660,29 @@ HeldObjects gather_objects(MergeState& m, std::vector<bool>& absorbed_here, cons
   }
   for (const auto& v : row_values) values.push_back(v);
   return held;
+}
+
+// With periodic axes, the objects of the table in one frame each: moved by
+// whole periods until their box's low corner lies in the volume. Along an
+// axis where an object reaches itself it has no such frame: its box is the
+// whole axis (and its centroid there is not a number, ObjectPart::wraps_z).
+void unwrap_into_volume(MergeState& m) {
+  for (std::size_t i = 0; i < m.input.parts.size(); ++i) {
+    ObjectPart& part = m.input.parts[i];
+    Periods back{};
+    for (int a = 0; a < 3; ++a) {
+      if (!m.rules.periodic[static_cast<std::size_t>(a)]) continue;
+      const auto dim = static_cast<std::int32_t>(m.rules.dims[a]);
+      if ((part.border & (ObjectPart::wraps_z << a)) != 0) continue;
+      back[static_cast<std::size_t>(a)] = -(part.lo[a] >= 0 ? part.lo[a] / dim : -((-part.lo[a] + dim - 1) / dim));
+    }
+    m.move(i, back);
+    for (int a = 0; a < 3; ++a)
+      if ((part.border & (ObjectPart::wraps_z << a)) != 0) {
+        part.lo[a] = 0;
+        part.hi[a] = static_cast<std::int32_t>(m.rules.dims[a]) - 1;
+      }
+  }
 }
 
 // 5c. The ids: this rank's objects in the order of their first voxels
@@ -490,9 +708,11 @@ std::vector<std::uint64_t> hand_out_ids(MergeState& m, HeldObjects held, std::ve
   free_vector(held.nodes);
   table = ObjectTable{};
   table.first_id = first_id + 1;
+  if (m.rules.with_table && m.periodic) unwrap_into_volume(m);
   if (m.rules.with_table) {
     table.parts = std::move(m.input.parts);
     table.values = std::move(m.input.values);
+    table.records = std::max<std::size_t>(m.rules.records, 1);
     table.order = std::move(order);
   }
   m.input.parts.clear();
@@ -514,12 +734,11 @@ std::vector<std::uint64_t> hand_out_ids(MergeState& m, HeldObjects held, std::ve
 
 // 5. Numbering by first voxel: each object to the rank of its z range, which
 // numbers those it holds after the ranks before it.
-std::vector<std::uint64_t> number_objects(MergeState& m,
-                                          std::unordered_map<std::uint64_t, std::uint64_t> representative,
+std::vector<std::uint64_t> number_objects(MergeState& m, Representatives representative,
                                           std::vector<std::pair<std::uint64_t, std::uint64_t>> absorbed,
                                           ObjectTable& table) {
   std::vector<bool> absorbed_here(m.count, false);  // roots whose object another root represents
-  for (const auto& [root, rep] : representative) absorbed_here[root] = rep != m.base + root;
+  for (const auto& [root, resolved] : representative) absorbed_here[root] = resolved.representative != m.base + root;
   free_map(representative);
   auto per_plane = count_objects(m, absorbed_here);
   const auto rank_of = plane_ranks(m.mpi, m.ranks, per_plane);

@@ -3,6 +3,7 @@
 // its share (private to the segment library; docs/label.md, "The merge").
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -18,6 +19,17 @@ struct NodeRanges {
   int owner(std::uint64_t node) const;
 };
 
+// Whole periods of the volume along z, y and x (--periodic): a part's
+// voxels moved by that many times the volume's size lie in another's frame.
+using Periods = std::array<std::int32_t, 3>;
+
+// Moves a part and its value records (records of them) by `periods` times
+// dims: its sums, box, value-weighted sums and second moments (records[0]'s
+// shape), as if its voxels lay there. Sums are modulo 2^64: a part may pass
+// below 0 on the way, as long as its object ends at or above it.
+void translate(ObjectPart& part, ObjectValues* records, std::size_t count, const Periods& periods,
+               const io::Index3& dims);
+
 // A join of one of this rank's nodes (local: its index among this rank's)
 // to another's, or this rank's, node.
 struct LocalEdge {
@@ -29,21 +41,29 @@ struct CrossEdge {
 };
 
 // This rank's share of the merge: the parts of its nodes (index = local
-// node) and, with values, their values; the joins it found. The merge takes
-// them apart on the way.
+// node) and, with values, their values (MergeRules::records a part, in the
+// parts' order); the joins it found. The merge takes them apart on the way.
 struct MergeInput {
   Chunked<ObjectPart> parts;
   Chunked<ObjectValues> values;
   std::vector<LocalEdge> local_edges;
   std::vector<CrossEdge> cross_edges;
+  // With periodic axes, per edge: b's (local's) frame moved by shift lies
+  // in a's (remote's); empty without.
+  std::vector<Periods> local_shifts, cross_shifts;
 };
 
 // The same on every rank.
 struct MergeRules {
-  io::Index3 dims{};         // the volume's: first voxels fall in its z planes
-  KeepRule keep;             // objects it does not keep are dropped (id 0)
-  bool with_values = false;  // input.values holds every part's values
-  bool with_table = false;   // the summary gets this rank's slice of the table
+  io::Index3 dims{};        // the volume's: first voxels fall in its z planes
+  KeepRule keep;            // objects it does not keep are dropped (id 0)
+  std::size_t records = 0;  // input.values holds that many records a part (0: none)
+  bool with_table = false;  // the summary gets this rank's slice of the table
+  // Axes along which the volume wraps: the table's objects are unwrapped
+  // (each part moved by the periods its joins carry; the box's low corner
+  // then moved into the volume), and one that reaches itself along an axis
+  // is flagged (ObjectPart::wraps_z, ...).
+  std::array<bool, 3> periodic{};
 };
 
 // What the merge gives back.

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string_view>
@@ -35,11 +36,23 @@ struct Placement {
   double volume;
 };
 
+bool wraps(const ObjectPart& p, int axis) { return (p.border & (ObjectPart::wraps_z << axis)) != 0; }
+
+// "zx": the axes along which p reaches itself across periodic faces.
+std::string wrap_axes(const ObjectPart& p) {
+  std::string axes;
+  for (int a = 0; a < 3; ++a)
+    if (wraps(p, a)) axes += "zyx"[a];
+  return axes;
+}
+
 Placement place(const ObjectPart& p, const io::VolumeInfo& info) {
   Placement where{};
   const double n = static_cast<double>(p.voxels);
   for (int a = 0; a < 3; ++a) {
-    where.centroid[a] = static_cast<double>(p.sum[a]) / n;
+    // Along an axis where it reaches itself across periodic faces an
+    // object has no centroid.
+    where.centroid[a] = wraps(p, a) ? std::numeric_limits<double>::quiet_NaN() : static_cast<double>(p.sum[a]) / n;
     where.position[a] = info.origin[2 - a] + info.spacing[2 - a] * where.centroid[a];  // spacing, origin: x,y,z
   }
   where.volume = n * info.spacing[0] * info.spacing[1] * info.spacing[2];
@@ -114,9 +127,11 @@ void table_row(Text& out, std::uint64_t id, const ObjectPart& p, const ObjectVal
   for (int a = 0; a < 3; ++a) out << "," << w.centroid[a];
   for (int a = 0; a < 3; ++a) out << "," << w.position[a];
   out << ((p.border & ObjectPart::touches_boundary) != 0 ? ",1" : ",0");
-  if (columns.values) {
-    out << "," << v->min << "," << v->sum / static_cast<double>(p.voxels) << "," << v->max << "," << v->sum;
-    for (int a = 0; a < 3; ++a) out << "," << v->weighted[a] / v->sum;  // NaN when the values sum to 0
+  for (std::size_t k = 0; k < columns.fields.size(); ++k) {
+    const ObjectValues& f = v[k];
+    out << "," << f.min << "," << f.sum / static_cast<double>(p.voxels) << "," << f.max << "," << f.sum;
+    for (int a = 0; a < 3; ++a)  // NaN when the values sum to 0
+      out << "," << (wraps(p, a) ? std::numeric_limits<double>::quiet_NaN() : f.weighted[a] / f.sum);
   }
   if (columns.shape) {
     const ObjectShape shape = object_shape(p, *v, info.spacing);
@@ -124,6 +139,7 @@ void table_row(Text& out, std::uint64_t id, const ObjectPart& p, const ObjectVal
     for (double e : shape.inertia) out << "," << e;
     out << "," << shape.major_axis << "," << shape.minor_axis << "," << shape.sphericity;
   }
+  if (columns.periodic) out << "," << wrap_axes(p);
   out << "\n";
 }
 
@@ -135,8 +151,8 @@ void table_blocks(const LabelSummary& summary, const io::VolumeInfo& info, Table
   out.str().reserve(kBlock + 1024);
   for (std::size_t i = 0; i < summary.table.size(); ++i) {
     const auto& table = summary.table;
-    table_row(out, table.first_id + i, table.part(i), columns.values || columns.shape ? &table.values_of(i) : nullptr,
-              columns, info);
+    table_row(out, table.first_id + i, table.part(i),
+              !columns.fields.empty() || columns.shape ? &table.values_of(i) : nullptr, columns, info);
     if (out.str().size() >= kBlock) {
       sink(out.str());
       out.str().clear();
@@ -208,15 +224,16 @@ void write_table_to_stream(const Comm& comm, const std::string& path, const std:
 // count their text first (a prefix sum gives each its offset), then write.
 void write_object_table(const Comm& comm, const std::string& path, const LabelSummary& summary,
                         const io::VolumeInfo& info, TableColumns columns) {
-  const std::string header =
-      std::string(kTableHeader) +
-      (columns.values ? ",value_min,value_mean,value_max,value_sum,value_centroid_z,value_centroid_y,"
-                        "value_centroid_x"
-                      : "") +
-      (columns.shape ? ",surface_area,equivalent_diameter,inertia_1,inertia_2,inertia_3,major_axis_length,"
-                       "minor_axis_length,sphericity"
-                     : "") +
-      "\n";
+  std::string header = kTableHeader;
+  for (const auto& name : columns.fields)
+    for (const char* column : {"_min", "_mean", "_max", "_sum", "_centroid_z", "_centroid_y", "_centroid_x"})
+      header += "," + name + column;
+  if (columns.shape)
+    header +=
+        ",surface_area,equivalent_diameter,inertia_1,inertia_2,inertia_3,major_axis_length,minor_axis_length,"
+        "sphericity";
+  if (columns.periodic) header += ",wraps";
+  header += "\n";
   if (io::is_stream(path)) return write_table_to_stream(comm, path, header, summary, info, columns);
   io::AtomicCommit commit;
   std::string temporary;
@@ -270,8 +287,8 @@ void write_object_table(const Comm& comm, const std::string& path, const LabelSu
   });
 }
 
-void gather_report_rows(const Comm& comm, const LabelSummary& summary, bool with_values, std::vector<ObjectPart>& rows,
-                        std::vector<ObjectValues>& values) {
+void gather_report_rows(const Comm& comm, const LabelSummary& summary, std::size_t fields,
+                        std::vector<ObjectPart>& rows, std::vector<ObjectValues>& values) {
   // This rank's rows among the first kReportTableRows ids.
   const auto& table = summary.table;
   const std::uint64_t mine = table.first_id > kReportTableRows
@@ -281,10 +298,10 @@ void gather_report_rows(const Comm& comm, const LabelSummary& summary, bool with
   std::vector<ObjectValues> my_values;
   for (std::uint64_t i = 0; i < mine; ++i) {
     my_rows.push_back(table.part(i));
-    if (with_values) my_values.push_back(table.values_of(i));
+    for (std::size_t k = 0; k < fields; ++k) my_values.push_back(table.values_of(i, k));
   }
   rows = io::gather(comm.get(), std::span<const ObjectPart>(my_rows));
-  if (with_values) values = io::gather(comm.get(), std::span<const ObjectValues>(my_values));
+  if (fields != 0) values = io::gather(comm.get(), std::span<const ObjectValues>(my_values));
 }
 
 void write_label_report(const std::string& path, const LabelOptions& options, const LabelResult& result,
@@ -313,7 +330,18 @@ void write_label_report(const std::string& path, const LabelOptions& options, co
     report["output"]["mask"] = {{"path", options.mask_output}, {"format", result.mask_format}};
   report["backend"] = result.backend;
   detail::add_backend_choice(report, result.backend, result.backend_reason, result.input_resident);
+  if (!options.values.empty()) {
+    nlohmann::json fields = nlohmann::json::array();
+    const auto columns = field_columns(options.values);
+    for (std::size_t k = 0; k < options.values.size(); ++k)
+      fields.push_back({{"name", options.values[k].name},
+                        {"columns", columns[k]},
+                        {"file", options.values[k].file},
+                        {"selection", options.values[k].hints}});
+    report["fields"] = fields;
+  }
   report["connectivity"] = options.connectivity;
+  if (options.periodic != std::array<bool, 3>{}) report["periodic"] = periodic_text(options.periodic);
   report["min_voxels"] = options.min_voxels;
   report["bricks"] = {
       {"shape_zyx", result.brick_shape}, {"grid_zyx", result.brick_grid}, {"count", result.brick_count}};
@@ -349,7 +377,12 @@ void write_label_report(const std::string& path, const LabelOptions& options, co
   head.pop_back();  // the closing brace
   BlockedWriter out(path, true);
   out << head << ",\n \"table\": [";
-  const bool values = !options.values.empty();
+  const auto columns = field_columns(options.values);
+  const std::size_t fields = columns.size();
+  // One field not named keeps the rows' "values" object; named fields go
+  // under "fields", by name.
+  const bool one_value = fields == 1 && columns[0] == "value";
+  const bool periodic = options.periodic != std::array<bool, 3>{};
   auto triple = [&](const char* key, const auto& v) {
     out << ", \"" << key << "\": [" << v[0] << ", " << v[1] << ", " << v[2] << "]";
   };
@@ -363,16 +396,22 @@ void write_label_report(const std::string& path, const LabelOptions& options, co
     triple("centroid_zyx", w.centroid);
     triple("position_zyx", w.position);
     out << ", \"touches_boundary\": " << ((p.border & ObjectPart::touches_boundary) != 0 ? "true" : "false");
-    if (values) {
-      const auto& v = table_values[i];
-      out << ", \"values\": {\"min\": " << v.min << ", \"mean\": " << v.sum / static_cast<double>(p.voxels)
-          << ", \"max\": " << v.max << ", \"sum\": " << v.sum;
-      if (v.sum != 0) {  // JSON has no NaN
-        const double centroid[3] = {v.weighted[0] / v.sum, v.weighted[1] / v.sum, v.weighted[2] / v.sum};
+    if (periodic) out << ", \"wraps\": \"" << wrap_axes(p) << "\"";
+    if (fields != 0) out << (one_value ? ", \"values\": " : ", \"fields\": {");
+    for (std::size_t k = 0; k < fields; ++k) {
+      const auto& v = table_values[i * fields + k];
+      if (!one_value) out << (k == 0 ? "" : ", ") << nlohmann::json(columns[k]).dump() << ": ";
+      out << "{\"min\": " << v.min << ", \"mean\": " << v.sum / static_cast<double>(p.voxels) << ", \"max\": " << v.max
+          << ", \"sum\": " << v.sum;
+      if (v.sum != 0) {  // JSON has no NaN (null along an axis where the object wraps)
+        double centroid[3];
+        for (int a = 0; a < 3; ++a)
+          centroid[a] = wraps(p, a) ? std::numeric_limits<double>::quiet_NaN() : v.weighted[a] / v.sum;
         triple("centroid_zyx", centroid);
       }
       out << "}";
     }
+    if (fields != 0 && !one_value) out << "}";
     out << "}";
   }
   out << "\n ]\n}\n";

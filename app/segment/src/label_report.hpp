@@ -13,10 +13,13 @@
 
 namespace volseg::segment {
 
-// The table's optional columns: the source values' min/mean/max, the shape
-// (ObjectShape). Either needs the parts' ObjectValues.
+// The table's optional columns: each field's min, mean, max, sum and
+// value-weighted centroid (fields: their column prefixes, field_columns()),
+// the shape (ObjectShape). Either needs the parts' ObjectValues.
 struct TableColumns {
-  bool values = false, shape = false;
+  std::vector<std::string> fields;
+  bool shape = false;
+  bool periodic = false;  // a last column `wraps`: the axes along which an object reaches itself
 };
 
 // Collective. One CSV row per object, in id order (docs/label.md, "Object
@@ -24,9 +27,10 @@ struct TableColumns {
 // place in one file, committed when every rank has written.
 void write_object_table(const Comm& comm, const std::string& path, const LabelSummary& summary,
                         const io::VolumeInfo& info, TableColumns columns);
-// Collective. The rows the report lists (the first 100,000 ids), on rank 0.
-void gather_report_rows(const Comm& comm, const LabelSummary& summary, bool with_values, std::vector<ObjectPart>& rows,
-                        std::vector<ObjectValues>& values);
+// Collective. The rows the report lists (the first 100,000 ids), on rank 0,
+// and with fields their values (fields records a row).
+void gather_report_rows(const Comm& comm, const LabelSummary& summary, std::size_t fields,
+                        std::vector<ObjectPart>& rows, std::vector<ObjectValues>& values);
 // Rank 0. The report: the job's figures and the first rows of the table.
 void write_label_report(const std::string& path, const LabelOptions& options, const LabelResult& result,
                         const std::vector<ObjectPart>& table, const std::vector<ObjectValues>& table_values);

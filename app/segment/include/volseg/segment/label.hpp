@@ -47,9 +47,12 @@ struct ObjectPart {
   // (holds a voxel of the hysteresis seed range). A segment is no part of an
   // object: it stands for `voxels` kept objects of one brick that touch no
   // face it shares, consecutive in file order from `first` (the merge
-  // numbers them as one, and joins nothing to it).
+  // numbers them as one, and joins nothing to it). wraps_z/y/x: across
+  // periodic faces the object reaches itself along that axis, moved by a
+  // period (it percolates): it has no unwrapped extent along it.
   std::uint32_t border = 0;
   static constexpr std::uint32_t touches_boundary = 1, seeded = 2, segment = 4;
+  static constexpr std::uint32_t wraps_z = 8, wraps_y = 16, wraps_x = 32;
   void merge(const ObjectPart& other);
 };
 
@@ -74,7 +77,9 @@ struct KeepRule {
 
 // What a table measures of an object past its ObjectPart, carried only
 // when asked for: the values of a source scalar inside it (--values), and
-// its shape (the table's shape columns, ObjectShape).
+// its shape (the table's shape columns, ObjectShape). A part with several
+// fields carries a record per field, in the order given; the first also
+// holds the shape (moments, faces), the others leave it at zero.
 struct ObjectValues {
   double min = 0, max = 0, sum = 0;
   double weighted[3] = {};  // sums of value times z, y and x (index): sum-weighted, the value's centroid
@@ -197,13 +202,14 @@ class BrickLabeler {
   // (the brick's voxels, packed as its mask).
   void mark_seeds(const std::uint8_t* seeds, Chunked<ObjectPart>& parts, std::size_t base) const;
   // Folds the source values (the brick's voxels, native order, of dtype,
-  // unpacked as value * scale + offset) into values (index = label - 1).
+  // unpacked as value * scale + offset) into values[(label - 1) * stride],
+  // zeroed by the caller (a record per object and field: values points at
+  // the field's first).
   void measure_values(const void* source, io::DType dtype, double scale, double offset, const io::Extent& extent,
-                      std::vector<ObjectValues>& values) const;
+                      ObjectValues* values, std::size_t stride = 1) const;
   // Adds the brick's shape measures (second moments, exposed faces inside
-  // the brick) to values (index = label - 1, sized objects()); extent
-  // places the brick.
-  void measure_shape(const io::Extent& extent, std::vector<ObjectValues>& values) const;
+  // the brick) to values[(label - 1) * stride]; extent places the brick.
+  void measure_shape(const io::Extent& extent, ObjectValues* values, std::size_t stride = 1) const;
   // The labels on one face of the brick: axis 0 (z), 1 (y) or 2 (x), its low
   // or high side, packed over the other two axes in order.
   std::vector<std::uint32_t> face(int axis, bool high) const;
@@ -248,12 +254,14 @@ class ObjectTable {
   std::uint64_t first_id = 1;
   std::size_t size() const { return parts.size(); }
   const ObjectPart& part(std::size_t i) const { return parts[at(i)]; }
-  // With values only.
-  const ObjectValues& values_of(std::size_t i) const { return values[at(i)]; }
+  // With values only: field k's record (the first holds the shape too).
+  const ObjectValues& values_of(std::size_t i, std::size_t k = 0) const { return values[at(i) * records + k]; }
 
-  // Storage: records in any order and the order of ids (empty: as stored).
+  // Storage: records in any order and the order of ids (empty: as stored);
+  // values holds `records` a part, in the parts' order.
   Chunked<ObjectPart> parts;
   Chunked<ObjectValues> values;
+  std::size_t records = 1;
   std::vector<std::uint64_t> order;
 
  private:
@@ -272,14 +280,23 @@ struct LabelSummary {
   ObjectTable table;
 };
 
+// One field's values of a brick for Labeling::add: its voxels packed as
+// the mask, of dtype, unpacked as value * scale + offset.
+struct FieldBrick {
+  const void* data = nullptr;
+  io::DType dtype = io::DType::u8;
+  double scale = 1, offset = 0;
+};
+
 // The distributed labeling of a BrickMap's bricks, whatever supplies their
 // masks (files: run_label; a simulation's blocks: the in-situ hook).
 // Collective where marked; every rank calls in the same order.
 class Labeling {
  public:
-  // with_values: add() gets each brick's source values; with_shape: the
-  // parts carry shape measures (either carries ObjectValues).
-  Labeling(const Comm& comm, BrickMap map, int connectivity, bool with_values, bool with_shape = false);
+  // fields: add() gets that many fields' values of each brick; with_shape:
+  // the parts carry shape measures (either carries ObjectValues records,
+  // max(fields, 1) a part).
+  Labeling(const Comm& comm, BrickMap map, int connectivity, std::size_t fields, bool with_shape = false);
   Labeling(const Labeling&) = delete;
   Labeling& operator=(const Labeling&) = delete;
   ~Labeling();
@@ -296,9 +313,9 @@ class Labeling {
   // rule (seeded rules need seed() after add(): not here) and no table.
   void number_in_bricks(const KeepRule& keep);
   // Pass 1, one of mine() in ascending order: labels its mask (and folds in
-  // its source values), joins it to the bricks this rank labelled before.
-  void add(std::int64_t brick, const std::uint8_t* mask, const void* source = nullptr,
-           io::DType source_dtype = io::DType::u8, double scale = 1, double offset = 0);
+  // its fields' values, one FieldBrick each), joins it to the bricks this
+  // rank labelled before.
+  void add(std::int64_t brick, const std::uint8_t* mask, std::span<const FieldBrick> fields = {});
   // After add(): flags the parts of the brick just added that hold a
   // nonzero byte of seeds (hysteresis; KeepRule::seeded keeps only those).
   void seed(const std::uint8_t* seeds);
@@ -325,8 +342,9 @@ class Labeling {
   const Comm& comm_;
   BrickMap map_;
   int connectivity_;
-  bool with_source_, with_shape_;
-  bool with_values_;  // parts carry ObjectValues: with a source or a shape
+  std::size_t fields_;
+  bool with_shape_;
+  std::size_t records_;  // ObjectValues a part: max(fields, 1) with fields or a shape, else 0
   std::vector<std::int64_t> mine_;
   BrickLabeler labeler_;
   State* state_;
@@ -339,6 +357,19 @@ class Labeling {
 std::array<bool, 3> parse_periodic(const std::string& text);
 // "z,x" (empty when none).
 std::string periodic_text(const std::array<bool, 3>& periodic);
+
+// A field of the object table: a volume voxel for voxel the input's, or
+// an expression of a file's variables (hints "expr=..."), and the name of
+// its columns (NAME_min, ...; `value_min`, ... for one field not named).
+struct ValueField {
+  std::string name = "value";
+  bool named = false;              // named by the user (FILE:VAR, NAME=EXPR)
+  std::string file;                // the volume, or the file the expression reads
+  std::vector<std::string> hints;  // var=, time=, expr= of it
+};
+// The column prefix of each field: "value" for one field not named, else
+// its name.
+std::vector<std::string> field_columns(const std::vector<ValueField>& fields);
 
 struct LabelOptions {
   std::string input, output;
@@ -365,8 +396,9 @@ struct LabelOptions {
   // Memory per rank (--memory); 0: this node's available memory shared by
   // its ranks (io::memory_per_rank). The run-label cache shrinks to fit it.
   std::uint64_t memory_bytes = 0;
-  std::string values;                     // source scalar for the table; empty: none
-  std::vector<std::string> values_hints;  // var=, time= of the source
+  // The table's fields (--values, --values-expr): each object's min, max,
+  // mean, sum and value-weighted centroid of each.
+  std::vector<ValueField> values;
   std::string backend = "auto", output_backend, format;
   std::vector<std::string> hints, input_hints, output_hints;
   std::optional<io::Index3> brick_shape;
