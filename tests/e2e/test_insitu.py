@@ -107,16 +107,19 @@ class InSituLabels(Base):
     def test_label_periodic_matches_batch(self):
         """--label --periodic: the hook's objects across its ranks' blocks, wrapping around the axes
         named, equal 'volseg label --periodic' of the step's dump (whose wrapping is checked against a
-        torus reference in test_label_passes.py; volseg-sim's own domain has zero-flux faces, so its
-        objects seldom reach them)."""
-        for ranks, connectivity, axes in ((1, 26, "x"), (4, 6, "z,y,x"), (2, 18, "y")):
-            with self.subTest(ranks=ranks, connectivity=connectivity, axes=axes):
-                work = os.path.join(self.dir, "periodic_np%d_c%d" % (ranks, connectivity))
+        torus reference in test_label_passes.py). 'volseg-sim --periodic' is a periodic domain whose seed
+        sits on the grid's corner: its objects cross every face, and are one only with --periodic zyx;
+        the field is the same on any number of ranks."""
+        split = 0  # steps whose objects the faces split without --periodic
+        for ranks, connectivity, axes, domain in ((1, 26, "x", []), (4, 6, "z,y,x", []), (2, 18, "y", []),
+                                                  (3, 26, "zyx", ["--periodic"]), (1, 6, "z,y,x", ["--periodic"])):
+            with self.subTest(ranks=ranks, connectivity=connectivity, axes=axes, domain=domain):
+                work = os.path.join(self.dir, "periodic_np%d_c%d%s" % (ranks, connectivity, "_p" if domain else ""))
                 os.makedirs(work)
-                proc = sim(["--dims", DIMS, "--steps", 4, "--ghost", 1, "--quiet", "--dump", "dumps/v_%04d.nhdr",
-                            "--dump-format", "raw", "--insitu", "--lo", "0.0001", "--hi", "0.001", "--every", 2,
-                            "--label", "--connectivity", connectivity, "--periodic", axes, "--stats", "stats.csv"],
-                           ranks, work)
+                proc = sim(["--dims", DIMS, "--steps", 4, "--ghost", 1, "--quiet", *domain, "--dump",
+                            "dumps/v_%04d.nhdr", "--dump-format", "raw", "--insitu", "--lo", "0.0001", "--hi", "0.001",
+                            "--every", 2, "--label", "--connectivity", connectivity, "--periodic", axes, "--stats",
+                            "stats.csv"], ranks, work)
                 self.assertEqual(proc.returncode, 0, proc.stderr)
                 with open(os.path.join(work, "stats.csv")) as f:
                     rows = list(csv.DictReader(f))
@@ -128,8 +131,21 @@ class InSituLabels(Base):
                     e.check_ok(self, batch)
                     self.assertIn("periodic along %s" % axes.replace("zyx", "z,y,x"), batch.stdout)
                     self.assertEqual(int(row["objects"]), int(re.search(r"(\d+) objects", batch.stdout).group(1)))
+                    if domain:
+                        plain = e.run(["label", "dumps/v_%04d.nhdr" % step, "--lo", "0.0001", "--hi", "0.001",
+                                       "--out", "p.nhdr", "--connectivity", connectivity, "--force", "--progress",
+                                       "none"], ranks=1, cwd=work)
+                        e.check_ok(self, plain)
+                        objects = int(re.search(r"(\d+) objects", plain.stdout).group(1))
+                        self.assertGreaterEqual(objects, int(row["objects"]))
+                        split += objects > int(row["objects"])
                 with open(os.path.join(work, "stats.json")) as f:
-                    self.assertEqual(json.load(f)["steps"][-1]["labels"]["periodic"], axes)
+                    self.assertEqual(json.load(f)["steps"][-1]["labels"]["periodic"], ",".join(axes.replace(",", "")))
+        self.assertGreater(split, 0, "the periodic domain's objects cross its faces")
+        one = os.path.join(self.dir, "periodic_np1_c6_p", "dumps", "v_0004.raw")
+        three = os.path.join(self.dir, "periodic_np3_c26_p", "dumps", "v_0004.raw")
+        with open(one, "rb") as a, open(three, "rb") as b:
+            self.assertEqual(a.read(), b.read(), "a periodic domain's field on 1 and 3 ranks")
         proc = sim(["--steps", 1, "--quiet", "--insitu", "--lo", "0", "--hi", "1", "--label", "--periodic", "q"], 1,
                    self.dir)
         self.assertNotEqual(proc.returncode, 0)

@@ -19,12 +19,12 @@ std::pair<std::int64_t, std::int64_t> split(std::int64_t n, int parts, int p) {
 
 }  // namespace
 
-GrayScott::GrayScott(MPI_Comm comm, const io::Index3& dims, int ghost, const Parameters& parameters)
-    : dims_(dims), ghost_(ghost), p_(parameters) {
+GrayScott::GrayScott(MPI_Comm comm, const io::Index3& dims, int ghost, const Parameters& parameters, bool periodic)
+    : dims_(dims), ghost_(ghost), p_(parameters), periodic_(periodic) {
   if (ghost < 1) throw Error("volseg-sim: --ghost must be at least 1 (the stencil needs one layer)");
   int size = 1;
   check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
-  int grid[3] = {0, 0, 0}, periods[3] = {0, 0, 0};
+  int grid[3] = {0, 0, 0}, periods[3] = {periodic, periodic, periodic};
   check_mpi(MPI_Dims_create(size, 3, grid), "MPI_Dims_create");
   check_mpi(MPI_Cart_create(comm, 3, grid, periods, 0, &cart_), "MPI_Cart_create");
   int rank = 0, coords[3];
@@ -39,7 +39,8 @@ GrayScott::GrayScott(MPI_Comm comm, const io::Index3& dims, int ghost, const Par
     box_.offset[a] = offset;
     box_.count[a] = count;
     check_mpi(MPI_Cart_shift(cart_, a, 1, &lower_[a], &upper_[a]), "MPI_Cart_shift");
-    const std::int64_t below = offset > 0 ? ghost : 0, above = offset + count < dims[a] ? ghost : 0;
+    const std::int64_t below = offset > 0 || periodic ? ghost : 0,
+                       above = offset + count < dims[a] || periodic ? ghost : 0;
     stored_.offset[a] = offset - below;
     stored_.count[a] = count + below + above;
   }
@@ -71,14 +72,19 @@ GrayScott::GrayScott(MPI_Comm comm, const io::Index3& dims, int ghost, const Par
   u_.assign(n, 1.0);
   v_.assign(n, 0.0);
   // A seed cube in the middle of the grid (global coordinates, so every
-  // decomposition starts alike).
+  // decomposition starts alike); on the corner of a periodic one, across
+  // every face (ghost layers beyond a face wrap to the far side).
   for (std::int64_t z = 0; z < stored_.count[0]; ++z)
     for (std::int64_t y = 0; y < stored_.count[1]; ++y)
       for (std::int64_t x = 0; x < stored_.count[2]; ++x) {
         const std::int64_t g[3] = {stored_.offset[0] + z, stored_.offset[1] + y, stored_.offset[2] + x};
         bool seed = true;
-        for (int a = 0; a < 3; ++a)
-          seed = seed && std::abs(2 * g[a] - dims[a]) <= 12;  // ADIOS2's seed: 6 points either side of the centre
+        for (int a = 0; a < 3; ++a) {
+          const std::int64_t wrapped = (g[a] % dims[a] + dims[a]) % dims[a];
+          const std::int64_t from_corner = std::min(wrapped, dims[a] - wrapped);
+          // ADIOS2's seed: 6 points either side of the centre (of the corner)
+          seed = seed && (periodic ? 2 * from_corner : std::abs(2 * g[a] - dims[a])) <= 12;
+        }
         if (seed) {
           u_[static_cast<std::size_t>(index(z, y, x))] = 0.25;
           v_[static_cast<std::size_t>(index(z, y, x))] = 0.33;
@@ -86,6 +92,27 @@ GrayScott::GrayScott(MPI_Comm comm, const io::Index3& dims, int ghost, const Par
       }
   u_next_ = u_;
   v_next_ = v_;
+}
+
+io::Extent GrayScott::published() const {
+  io::Extent e = stored_;
+  for (int a = 0; a < 3; ++a) {
+    const std::int64_t lo = std::max<std::int64_t>(e.offset[a], 0),
+                       hi = std::min<std::int64_t>(e.offset[a] + e.count[a], dims_[a]);
+    e.offset[a] = lo;
+    e.count[a] = hi - lo;
+  }
+  return e;
+}
+
+void GrayScott::pack(const std::vector<double>& field, std::vector<double>& out) const {
+  const io::Extent p = published();
+  out.resize(static_cast<std::size_t>(p.voxels()));
+  for (std::int64_t z = 0; z < p.count[0]; ++z)
+    for (std::int64_t y = 0; y < p.count[1]; ++y)
+      std::copy_n(field.data() + index(p.offset[0] - stored_.offset[0] + z, p.offset[1] - stored_.offset[1] + y,
+                                       p.offset[2] - stored_.offset[2]),
+                  p.count[2], out.data() + (z * p.count[1] + y) * p.count[2]);
 }
 
 GrayScott::~GrayScott() {

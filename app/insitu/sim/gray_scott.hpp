@@ -5,11 +5,13 @@
 //   du/dt = Du lap(u) - u v^2 + F (1 - u) + noise * uniform(-1, 1)
 //   dv/dt = Dv lap(v) + u v^2 - (F + k) v
 // explicit Euler on a 7-point Laplacian divided by 6, its default parameters,
-// zero-flux faces. The noise comes from a counter-based generator of (step,
+// zero-flux faces, or a periodic domain (every axis wraps around; the seed
+// cube then sits on the grid's corner, across every face). The noise comes from a counter-based generator of (step,
 // global point), so a run gives the same field on any number of ranks. The grid is split into blocks over a
 // Cartesian communicator; each block keeps `ghost` layers towards its
-// neighbours (none beyond the grid's faces), refreshed every step x, then y,
-// then z over the whole extent, so edges and corners are right too.
+// neighbours (beyond the grid's faces only when periodic: the far side's),
+// refreshed every step x, then y, then z over the whole extent, so edges and
+// corners are right too.
 #pragma once
 
 #include <array>
@@ -29,7 +31,7 @@ struct Parameters {
 class GrayScott {
  public:
   // Collective over comm (duplicated into a Cartesian communicator).
-  GrayScott(MPI_Comm comm, const io::Index3& dims, int ghost, const Parameters& parameters);
+  GrayScott(MPI_Comm comm, const io::Index3& dims, int ghost, const Parameters& parameters, bool periodic = false);
   ~GrayScott();
   GrayScott(const GrayScott&) = delete;
   GrayScott& operator=(const GrayScott&) = delete;
@@ -40,6 +42,12 @@ class GrayScott {
   const io::Extent& box() const { return box_; }        // points this rank owns
   const io::Extent& stored() const { return stored_; }  // box with its ghost layers
   int ghost() const { return ghost_; }
+  bool periodic() const { return periodic_; }
+  // The box with its ghost layers inside the grid: what a block is
+  // published with (the hook's convention), stored() itself unless periodic.
+  io::Extent published() const;
+  // field (u or v, over stored()) over published(), packed x fastest.
+  void pack(const std::vector<double>& field, std::vector<double>& out) const;
   // v over `stored` (x fastest), ghost layers current: what is published.
   const std::vector<double>& v() const { return v_; }
   // u over `stored`, the same way: published beside v for --expr and --where.
@@ -57,6 +65,7 @@ class GrayScott {
   io::Extent box_, stored_;
   int ghost_ = 1;
   Parameters p_;
+  bool periodic_ = false;
   std::array<int, 3> lower_{}, upper_{};  // neighbour ranks per axis (MPI_PROC_NULL at faces)
   std::array<MPI_Datatype, 6> send_{}, receive_{};
   std::int64_t steps_ = 0;  // per axis: lower send, upper send / lower recv, upper recv

@@ -38,6 +38,7 @@ struct SimOptions {
   io::Index3 dims{64, 64, 64};
   int steps = 100;
   int ghost = 1;
+  bool periodic = false;  // every axis wraps around (GrayScott)
   sim::Parameters parameters;
   std::string dump;         // field per in-situ step (pattern with %d)
   std::string dump_format;  // raw | cdf2 | cdf5 | netcdf4; empty: from the extension
@@ -130,6 +131,9 @@ SimOptions parse(int argc, char** argv) {
   app.add_option("--ghost", o.ghost, "ghost layers kept towards neighbours (and published)")
       ->check(CLI::Range(1, 8))
       ->capture_default_str();
+  app.add_flag("--periodic", o.periodic,
+               "a periodic domain: every axis wraps around, and the seed cube sits on the grid's corner, across "
+               "every face (default: zero-flux faces, the seed in the middle)");
   app.add_option("--F", o.parameters.F, "feed rate")->capture_default_str();
   app.add_option("--k", o.parameters.k, "kill rate")->capture_default_str();
   app.add_option("--noise", o.parameters.noise, "noise added to u each step")->capture_default_str();
@@ -228,6 +232,7 @@ StepSeconds run_steps(const Comm& comm, const SimOptions& o, int rank, sim::Gray
   field.box = sim.box();
   field.ghost = sim.ghost();
   field.dtype = io::DType::f64;
+  std::vector<double> packed_v, packed_u;  // periodic: the stored blocks without the layers beyond the faces
   StepSeconds seconds;
   int next_report = 1;
   for (int step = 1; step <= o.steps && !(run.failed_at >= 0 && o.on_error == "stop"); ++step) {
@@ -238,6 +243,12 @@ StepSeconds run_steps(const Comm& comm, const SimOptions& o, int rank, sim::Gray
     field.time = step * o.parameters.dt;
     field.values = sim.v().data();
     field.arrays = {{"u", io::DType::f64, sim.u().data()}};  // the other species, for --expr and --where
+    if (sim.periodic()) {
+      sim.pack(sim.v(), packed_v);
+      sim.pack(sim.u(), packed_u);
+      field.values = packed_v.data();
+      field.arrays = {{"u", io::DType::f64, packed_u.data()}};
+    }
     field.source.clear();
     if (!o.dump.empty() && step % o.dump_every == 0) {
       t = Clock::now();
@@ -281,6 +292,7 @@ void report_run(const Comm& comm, const SimOptions& o, int rank, const HookRun& 
                         {"steps", o.steps},
                         {"ranks", comm.size()},
                         {"dims", o.dims},
+                        {"periodic", o.periodic},
                         {"insitu", o.insitu.has_value()},
                         {"actions", actions},
                         {"hook_error", run.error}};
@@ -293,7 +305,7 @@ void report_run(const Comm& comm, const SimOptions& o, int rank, const HookRun& 
 int run_simulation(const SimOptions& o, int rank) {
   const auto start = Clock::now();
   Comm comm(MPI_COMM_WORLD);
-  sim::GrayScott sim(comm.get(), o.dims, o.ghost, o.parameters);
+  sim::GrayScott sim(comm.get(), o.dims, o.ghost, o.parameters, o.periodic);
   HookRun run;
   if (o.insitu) start_hook(comm, *o.insitu, run);
   const StepSeconds seconds = run_steps(comm, o, rank, sim, run, start);
@@ -319,7 +331,7 @@ int main(int argc, char** argv) {
       o = parse(argc, argv);
     } catch (const CLI::CallForHelp&) {
       if (rank == 0)
-        std::cout << "usage: volseg-sim [--dims Z,Y,X] [--steps N] [--ghost G] [--dump PATTERN] "
+        std::cout << "usage: volseg-sim [--dims Z,Y,X] [--steps N] [--ghost G] [--periodic] [--dump PATTERN] "
                      "[--report FILE] [--insitu-errors continue|stop] [--insitu HOOK OPTIONS...]\n";
       MPI_Finalize();
       return 0;
