@@ -1,11 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `volseg label`: connected components of a mask (or of lo <= v <= hi)
 // across bricks and ranks, with an object table.
-#include <algorithm>
-#include <cctype>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
 #include <optional>
 
 #include "command.hpp"
@@ -171,75 +167,11 @@ class LabelCommand final : public Command {
     o.values = fields();
   }
 
-  // --values FILE[:VAR] and --values-expr [NAME=]EXPR as the table's fields:
-  // the files' first, then the expressions', each in the order given.
+  // --values FILE[:VAR] and --values-expr [NAME=]EXPR as the table's fields.
   std::vector<segment::ValueField> fields() const {
-    if ((!values_variable_.empty() || values_time_) && values_.empty())
-      throw Error("--values-var and --values-time need --values");
-    struct Source {
-      std::string file, variable;
-    };
-    std::vector<Source> sources, plain;
-    for (const auto& text : values_) {
-      Source source{text, ""};
-      const auto colon = text.rfind(':');
-      std::error_code ec;
-      if (!std::filesystem::exists(text, ec) && colon != std::string::npos && colon > 0 &&
-          std::filesystem::exists(text.substr(0, colon), ec))
-        source = {text.substr(0, colon), text.substr(colon + 1)};
-      if (source.variable.empty() && !expressions_.empty())
-        plain.push_back(source);  // where the expressions' variables are
-      else
-        sources.push_back(source);
-    }
-    if (!values_variable_.empty() && (values_.size() != 1 || !sources.at(0).variable.empty()))
-      throw Error("--values-var names the variable of one --values FILE: give FILE:VAR for each of several");
-    if (plain.size() > 1)
-      throw Error("--values-expr reads the variables of one file: give one --values FILE without :VAR (" +
-                  plain[0].file + ", " + plain[1].file + ")");
-    const auto time = selection_hints("", values_time_);
-    std::vector<segment::ValueField> out;
-    for (const auto& source : sources) {
-      segment::ValueField field;
-      field.file = source.file;
-      field.named = !source.variable.empty();
-      const std::string name = std::filesystem::path(source.file).filename().string();
-      field.name = field.named ? source.variable : name.substr(0, name.find('.'));
-      field.hints = selection_hints(field.named ? source.variable : values_variable_, values_time_);
-      out.push_back(std::move(field));
-    }
-    for (std::size_t k = 0; k < expressions_.size(); ++k) {
-      segment::ValueField field;
-      std::string text = expressions_[k];
-      // NAME=EXPR: a name, then '=' that is not '=='.
-      const auto eq = text.find('=');
-      if (eq != std::string::npos && eq > 0 && (eq + 1 == text.size() || text[eq + 1] != '=')) {
-        std::string name = text.substr(0, eq);
-        name.erase(name.find_last_not_of(" \t") + 1);
-        name.erase(0, name.find_first_not_of(" \t"));
-        const bool identifier = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
-                                std::all_of(name.begin(), name.end(), [](char c) {
-                                  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-                                });
-        if (identifier && !std::strchr("<>!", text[eq - 1])) {
-          field.name = name;
-          field.named = true;
-          text = text.substr(eq + 1);
-        }
-      }
-      if (!field.named) field.name = k == 0 ? "expr" : "expr" + std::to_string(k + 1);
-      field.file = plain.empty() ? options_.input : plain[0].file;
-      // The input's own step and files, unless --values-time names one.
-      if (plain.empty() && !values_time_) {
-        const auto t = selection_.time_selection();
-        field.hints = selection_hints("", t && t->single ? t->single : std::nullopt, selection_.glob);
-      } else {
-        field.hints = time;
-      }
-      field.hints.push_back("expr=" + text);
-      out.push_back(std::move(field));
-    }
-    return out;
+    const auto t = selection_.time_selection();
+    return segment::value_fields({values_, expressions_, values_variable_, values_time_, options_.input,
+                                  selection_hints("", t && t->single ? t->single : std::nullopt, selection_.glob)});
   }
 
   segment::LabelOptions options_;

@@ -84,7 +84,9 @@ py::dict label_file(const std::string& input, const std::string& out, const py::
                     const std::string& stats, std::uint64_t min_voxels, bool force, const std::string& backend,
                     const std::optional<std::string>& var, const std::optional<std::int64_t>& time,
                     const std::optional<std::pair<double, double>>& seed, int open, int close, bool fill_holes,
-                    const std::string& label_type, const std::string& periodic, const std::string& mask_out) {
+                    const std::string& label_type, const std::string& periodic, const std::string& mask_out,
+                    const std::vector<std::string>& values, const std::vector<std::string>& values_expr,
+                    const std::string& report) {
   const MPI_Comm handle = mpi_comm(comm);
   segment::LabelOptions o;
   o.type = label_type;
@@ -101,6 +103,8 @@ py::dict label_file(const std::string& input, const std::string& out, const py::
   o.force = force;
   o.backend = backend;
   o.input_hints = hint_list(var, time, "");
+  o.values = segment::value_fields({values, values_expr, "", std::nullopt, input, hint_list(std::nullopt, time, "")});
+  o.report = report;
   o.progress = segment::ProgressMode::none;
   o.command_line = "volseg.label_file(" + input + ", out=" + out + ") from Python";
   segment::LabelResult result;
@@ -195,7 +199,8 @@ void bind_jobs(py::module_& m) {
   m.def("_label_file", &label_file, py::arg("input"), py::arg("out"), py::arg("comm"), py::arg("connectivity"),
         py::arg("mask_input"), py::arg("lo"), py::arg("hi"), py::arg("stats"), py::arg("min_voxels"), py::arg("force"),
         py::arg("backend"), py::arg("var"), py::arg("time"), py::arg("seed"), py::arg("open"), py::arg("close"),
-        py::arg("fill_holes"), py::arg("label_type"), py::arg("periodic"), py::arg("mask_out"));
+        py::arg("fill_holes"), py::arg("label_type"), py::arg("periodic"), py::arg("mask_out"), py::arg("values"),
+        py::arg("values_expr"), py::arg("report"));
   m.def("_convert", &convert_file, py::arg("input"), py::arg("out"), py::arg("comm"), py::arg("force"),
         py::arg("format"), py::arg("var"), py::arg("time"), py::arg("glob"), py::arg("out_hints"));
 

@@ -105,19 +105,27 @@ def segment(input, lo, hi, out, comm=None, force=False, backend="auto", brick=No
 def label_file(input, out, connectivity=26, stats="", comm=None, mask_input=True, lo=None, hi=None,
                min_voxels=0, force=False, backend="auto", var=None, time=None, expr=None, where=None,
                operands=None, seed=None, open=0, close=0, fill_holes=False, label_type="auto", periodic="",
-               mask_out=""):
+               mask_out="", values=(), values_expr=(), report=""):
     """Label the connected components of a mask file (or of lo <= v <= hi of
     a volume, or of a derived field: expr=, where=) into out, as `volseg
     label`: collective; returns counts. lo, hi, seed, open, close and
     fill_holes as segment's (the operators run before the labeling).
     label_type: "auto" (u32, u64 past 2^32 - 1 objects), "u8" ... "u64";
     periodic: the axes that wrap around ("x", "zyx"); mask_out: also write
-    the labelled mask there, from the same read."""
+    the labelled mask there, from the same read. values: fields measured per
+    object into the stats table, "FILE" or "FILE:VAR" each; values_expr:
+    "[NAME=]EXPR" each, of the variables of the one FILE given without :VAR
+    (else of input); report: a JSON report with the table's first rows."""
+    if isinstance(values, (str, os.PathLike)):
+        values = [values]
+    if isinstance(values_expr, str):
+        values_expr = [values_expr]
     return _volseg._label_file(str(input), str(out), _comm(comm), connectivity, mask_input,
                                None if lo is None else _threshold_text(lo),
                                None if hi is None else _threshold_text(hi), stats, min_voxels, force, backend,
                                _field(var, expr, where, operands), time, _seed(seed), int(open), int(close),
-                               bool(fill_holes), str(label_type), str(periodic), str(mask_out))
+                               bool(fill_holes), str(label_type), str(periodic), str(mask_out),
+                               [str(v) for v in values], [str(v) for v in values_expr], str(report))
 
 
 def convert(input, out, comm=None, force=False, format="", var=None, time=None, glob="", out_hints=(), expr=None,

@@ -167,6 +167,43 @@ def test_label_file_types_periodic_and_mask_out(volume):
         volseg.label_file(mask_path, out=outp, force=True, periodic="w")
 
 
+def test_label_file_fields(volume):
+    """values= and values_expr= as --values and --values-expr: each field's columns in the table (a
+    NetCDF variable and an expression of the input's variables; one raw file as value_*), equal to numpy
+    over the labels the job wrote, and the report's fields."""
+    import csv
+    path, values, folder = volume
+    out = os.path.join(folder, "lf%d.nhdr" % COMM.size)
+    stats, report = (os.path.join(folder, "lf%d.%s" % (COMM.size, x)) for x in ("csv", "json"))
+    nc = os.path.join(folder, "lf%d.nc" % COMM.size)  # a NetCDF copy: expressions name its variable, "data"
+    volseg.convert(path, out=nc, force=True)
+    counts = volseg.label_file(nc, var="data", out=out, mask_input=False, lo=0.3, hi=0.45, connectivity=6,
+                               force=True, stats=stats, report=report, values=[nc + ":data"],
+                               values_expr=["twice=data * 2"])
+    one = volseg.label_file(path, out=out, mask_input=False, lo=0.3, hi=0.45, connectivity=6, force=True,
+                            stats=stats + ".one.csv", values=path)
+    assert counts["objects"] == one["objects"] > 1
+    if COMM.rank == 0:
+        labels = np.fromfile(out[:-5] + ".raw", dtype=np.uint32).reshape(DIMS)
+        with open(stats) as f:
+            rows = list(csv.DictReader(f))
+        with open(stats + ".one.csv") as f:
+            plain = list(csv.DictReader(f))
+        assert len(rows) == len(plain) == counts["objects"]
+        v = np.asarray(values, dtype=np.float64)
+        for k in (0, len(rows) // 2, len(rows) - 1):
+            inside = v[labels == k + 1]
+            assert float(rows[k]["data_max"]) == pytest.approx(inside.max())
+            assert float(rows[k]["data_sum"]) == pytest.approx(inside.sum(), rel=1e-6)
+            assert float(rows[k]["twice_mean"]) == pytest.approx(2 * inside.mean(), rel=1e-6)
+            assert float(plain[k]["value_min"]) == pytest.approx(inside.min())
+        with open(report) as f:
+            assert [x["name"] for x in json.load(f)["fields"]] == ["data", "twice"]
+    with pytest.raises(volseg.Error, match="two fields are named v"):
+        volseg.label_file(path, out=out, mask_input=False, lo=0.3, hi=0.45, force=True, stats=stats,
+                          values=[path, path])
+
+
 def test_segment_operators_equal_the_cli_and_otsu_is_chosen(volume):
     """seed=, open=, close=, fill_holes= and lo="otsu" give the command
     line's mask byte for byte, and the report says the number chosen."""

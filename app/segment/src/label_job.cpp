@@ -200,19 +200,6 @@ std::string periodic_text(const std::array<bool, 3>& periodic) {
   return text;
 }
 
-std::vector<std::string> field_columns(const std::vector<ValueField>& fields) {
-  std::vector<std::string> columns;
-  for (const ValueField& field : fields) {
-    const std::string& name = field.name;
-    if (name.empty() || name.find_first_of(",\"' \t\r\n") != std::string::npos)
-      throw Error("--values: the field name '" + name + "' cannot name CSV columns: use letters, digits and _");
-    columns.push_back(fields.size() == 1 && !field.named ? "value" : name);
-    if (std::count(columns.begin(), columns.end(), columns.back()) > 1)
-      throw Error("--values: two fields are named " + name + ": name them apart (FILE:VAR, --values-expr NAME=EXPR)");
-  }
-  return columns;
-}
-
 namespace {
 
 // The options that need no file, checked before any work.

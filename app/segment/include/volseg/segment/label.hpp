@@ -368,8 +368,24 @@ struct ValueField {
   std::vector<std::string> hints;  // var=, time=, expr= of it
 };
 // The column prefix of each field: "value" for one field not named, else
-// its name.
+// its name. Throws on two of one name, or a name that cannot head a column.
 std::vector<std::string> field_columns(const std::vector<ValueField>& fields);
+
+// What --values and --values-expr ask for (label_fields.cpp).
+struct FieldRequest {
+  std::vector<std::string> values;       // FILE or FILE:VAR, each a field (NAME: VAR, else the file's name)
+  std::vector<std::string> expressions;  // [NAME=]EXPR, each a field (NAME: expr, expr2, ...)
+  std::string variable;                  // the variable of the one FILE (--values-var)
+  std::optional<std::int64_t> time;      // the step of the fields' 4D variables (--values-time)
+  // The expressions read the variables of the one FILE given without :VAR
+  // (which is then no field itself), else those of input, at the input's
+  // step and files (input_selection: its time= and glob= hints).
+  std::string input;
+  std::vector<std::string> input_selection;
+};
+// The fields in order: the files', then the expressions'. Throws, naming
+// it, on a request that names no one field set.
+std::vector<ValueField> value_fields(const FieldRequest& request);
 
 struct LabelOptions {
   std::string input, output;
