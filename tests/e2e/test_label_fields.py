@@ -155,6 +155,43 @@ class LabelFields(unittest.TestCase):
                     self.assert_close(float(row[f"{name}_{m}"]), want[m][k], f"object {k + 1} {name}_{m}",
                                       self.scale_of(want, m, k))
 
+    def test_three_fields_past_a_storage_block(self):
+        """Three fields on a mask of 200,000 objects on one rank, plain and --periodic: a part's three
+        records straddle two of the table's 32 MiB blocks at object 174,763 (524,288 records a block);
+        the rows about it hold each field's own values."""
+        rng = np.random.default_rng(3)
+        mask = rng.random((96, 160, 160)) < 0.15
+        fields = [(rng.random(mask.shape) * 100).astype(np.float32), rng.integers(0, 1000, mask.shape, np.uint16),
+                  rng.integers(-500, 500, mask.shape, np.int16)]
+        write_nrrd(self.path("m.nhdr"), mask.astype(np.uint8))
+        for k, values in enumerate(fields):
+            write_nrrd(self.path("f%d.nhdr" % k), values)
+        from test_label_passes import torus_reference
+        for periodic in ([], ["--periodic", "zyx"]):
+            with self.subTest(periodic=periodic):
+                if periodic:
+                    labels, count = torus_reference(mask, 6, (0, 1, 2))
+                else:
+                    labels, count = reference(mask, 6)
+                self.assertGreater(count, 174770)
+                self.label(self.path("m.nhdr"), "--mask-input", "--connectivity", 6, "--out", self.path("l.nhdr"),
+                           *periodic, "--values", self.path("f0.nhdr"), "--values", self.path("f1.nhdr"), "--values",
+                           self.path("f2.nhdr"), "--stats", self.path("t.csv"))
+                with open(self.path("t.csv")) as f:
+                    rows = list(csv.DictReader(f))
+                self.assertEqual(len(rows), count)
+                ids = np.arange(174755, 174775)  # 0-based rows about the straddle
+                for k, values in enumerate(fields):
+                    v = values.astype(np.float64)
+                    lo = ndimage.minimum(v, labels, ids + 1)
+                    hi = ndimage.maximum(v, labels, ids + 1)
+                    total = ndimage.sum(v, labels, ids + 1)
+                    for j, i in enumerate(ids):
+                        row = rows[i]
+                        self.assertEqual(float(row["f%d_min" % k]), lo[j], f"object {i + 1} field {k}")
+                        self.assertEqual(float(row["f%d_max" % k]), hi[j], f"object {i + 1} field {k}")
+                        self.assertAlmostEqual(float(row["f%d_sum" % k]), total[j], delta=1e-6 * max(1, abs(total[j])))
+
     def test_bad_fields_are_refused(self):
         """A field of another shape, two fields of one name, expressions over two files, --values-var with
         two files: one line each, nothing written."""

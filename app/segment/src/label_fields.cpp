@@ -72,7 +72,7 @@ std::vector<ValueField> value_fields(const FieldRequest& request) {
     else
       sources.push_back(source);
   }
-  if (!request.variable.empty() && (request.values.size() != 1 || !sources.at(0).variable.empty()))
+  if (!request.variable.empty() && (request.values.size() != 1 || sources.empty() || !sources[0].variable.empty()))
     throw Error("--values-var names the variable of one --values FILE: give FILE:VAR for each of several");
   if (plain.size() > 1)
     throw Error("--values-expr reads the variables of one file: give one --values FILE without :VAR (" + plain[0].file +

@@ -24,8 +24,8 @@ int NodeRanges::owner(std::uint64_t node) const {
   return static_cast<int>(std::upper_bound(rank_base.begin(), rank_base.end(), node) - rank_base.begin()) - 1;
 }
 
-void translate(ObjectPart& part, ObjectValues* records, std::size_t count, const Periods& periods,
-               const io::Index3& dims) {
+void translate(ObjectPart& part, Chunked<ObjectValues>& values, std::size_t first, std::size_t count,
+               const Periods& periods, const io::Index3& dims) {
   std::uint64_t d[3];  // voxels, modulo 2^64
   for (int a = 0; a < 3; ++a) {
     const std::int64_t by = static_cast<std::int64_t>(periods[static_cast<std::size_t>(a)]) * dims[a];
@@ -36,14 +36,14 @@ void translate(ObjectPart& part, ObjectValues* records, std::size_t count, const
   const std::uint64_t n = part.voxels, s[3] = {part.sum[0], part.sum[1], part.sum[2]};
   for (int a = 0; a < 3; ++a) part.sum[a] = s[a] + n * d[a];
   for (std::size_t k = 0; k < count; ++k) {
-    ObjectValues& v = records[k];
+    ObjectValues& v = values[first + k];
     for (int a = 0; a < 3; ++a) v.weighted[a] += v.sum * static_cast<double>(static_cast<std::int64_t>(d[a]));
   }
   if (count == 0) return;
   // sum (p + d)(q + e) = sum pq + e sum p + d sum q + n d e, for z*z, y*y,
   // x*x, z*y, z*x, y*x.
   static constexpr int kPairs[6][2] = {{0, 0}, {1, 1}, {2, 2}, {0, 1}, {0, 2}, {1, 2}};
-  auto& moments = records[0].moments;
+  auto& moments = values[first].moments;
   for (int i = 0; i < 6; ++i) {
     const int p = kPairs[i][0], q = kPairs[i][1];
     moments[i] += d[q] * s[p] + d[p] * s[q] + n * d[p] * d[q];
@@ -379,8 +379,7 @@ struct MergeState {
   // Moves node n's part and records by periods (periodic axes only).
   void move(std::uint64_t n, const Periods& periods) {
     if (periods == Periods{}) return;
-    translate(input.parts[n], rules.records ? &input.values[n * rules.records] : nullptr, rules.records, periods,
-              rules.dims);
+    translate(input.parts[n], input.values, n * rules.records, rules.records, periods, rules.dims);
   }
 };
 

@@ -23,12 +23,13 @@ struct NodeRanges {
 // voxels moved by that many times the volume's size lie in another's frame.
 using Periods = std::array<std::int32_t, 3>;
 
-// Moves a part and its value records (records of them) by `periods` times
-// dims: its sums, box, value-weighted sums and second moments (records[0]'s
-// shape), as if its voxels lay there. Sums are modulo 2^64: a part may pass
-// below 0 on the way, as long as its object ends at or above it.
-void translate(ObjectPart& part, ObjectValues* records, std::size_t count, const Periods& periods,
-               const io::Index3& dims);
+// Moves a part and its value records (values[first], ... count of them) by
+// `periods` times dims: its sums, box, value-weighted sums and second
+// moments (the first record's shape), as if its voxels lay there. Sums are
+// modulo 2^64: a part may pass below 0 on the way, as long as its object
+// ends at or above it.
+void translate(ObjectPart& part, Chunked<ObjectValues>& values, std::size_t first, std::size_t count,
+               const Periods& periods, const io::Index3& dims);
 
 // A join of one of this rank's nodes (local: its index among this rank's)
 // to another's, or this rank's, node.

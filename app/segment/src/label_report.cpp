@@ -118,8 +118,12 @@ constexpr const char* kTableHeader =
     "id,voxels,volume,z_min,y_min,x_min,z_max,y_max,x_max,centroid_z,centroid_y,centroid_x,"
     "position_z,position_y,position_x,touches_boundary";
 
-void table_row(Text& out, std::uint64_t id, const ObjectPart& p, const ObjectValues* v, TableColumns columns,
+// Row i of table (its values record by record: a part's records may
+// straddle two of Chunked's blocks).
+void table_row(Text& out, const ObjectTable& table, std::size_t i, const TableColumns& columns,
                const io::VolumeInfo& info) {
+  const std::uint64_t id = table.first_id + i;
+  const ObjectPart& p = table.part(i);
   const Placement w = place(p, info);
   out << id << "," << p.voxels << "," << w.volume;
   for (int a = 0; a < 3; ++a) out << "," << p.lo[a];
@@ -128,13 +132,13 @@ void table_row(Text& out, std::uint64_t id, const ObjectPart& p, const ObjectVal
   for (int a = 0; a < 3; ++a) out << "," << w.position[a];
   out << ((p.border & ObjectPart::touches_boundary) != 0 ? ",1" : ",0");
   for (std::size_t k = 0; k < columns.fields.size(); ++k) {
-    const ObjectValues& f = v[k];
+    const ObjectValues& f = table.values_of(i, k);
     out << "," << f.min << "," << f.sum / static_cast<double>(p.voxels) << "," << f.max << "," << f.sum;
     for (int a = 0; a < 3; ++a)  // NaN when the values sum to 0
       out << "," << (wraps(p, a) ? std::numeric_limits<double>::quiet_NaN() : f.weighted[a] / f.sum);
   }
   if (columns.shape) {
-    const ObjectShape shape = object_shape(p, *v, info.spacing);
+    const ObjectShape shape = object_shape(p, table.values_of(i), info.spacing);
     out << "," << shape.surface_area << "," << shape.equivalent_diameter;
     for (double e : shape.inertia) out << "," << e;
     out << "," << shape.major_axis << "," << shape.minor_axis << "," << shape.sphericity;
@@ -146,13 +150,11 @@ void table_row(Text& out, std::uint64_t id, const ObjectPart& p, const ObjectVal
 // This rank's rows as text, about a MiB at a time, to sink(text): a table
 // of millions of objects is never held as text.
 template <class Sink>
-void table_blocks(const LabelSummary& summary, const io::VolumeInfo& info, TableColumns columns, Sink&& sink) {
+void table_blocks(const LabelSummary& summary, const io::VolumeInfo& info, const TableColumns& columns, Sink&& sink) {
   Text out(false);
   out.str().reserve(kBlock + 1024);
   for (std::size_t i = 0; i < summary.table.size(); ++i) {
-    const auto& table = summary.table;
-    table_row(out, table.first_id + i, table.part(i),
-              !columns.fields.empty() || columns.shape ? &table.values_of(i) : nullptr, columns, info);
+    table_row(out, summary.table, i, columns, info);
     if (out.str().size() >= kBlock) {
       sink(out.str());
       out.str().clear();
