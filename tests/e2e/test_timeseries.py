@@ -278,7 +278,7 @@ class TimeSeries(unittest.TestCase):
                     self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
 
     def test_labels_of_a_range_in_one_file(self):
-        """label --time all --out L.nc|.nc4|.zarr: one 4D output, a record per step, read back by
+        """label --time all --out L.nc|.nc4|.zarr|.ome.zarr: one 4D output, a record per step, read back by
         netCDF4-python and zarr equal to the per-step files (and to scipy); --track reads its records."""
         per_step = self.out("labels-ref")
         os.makedirs(per_step, exist_ok=True)
@@ -292,7 +292,7 @@ class TimeSeries(unittest.TestCase):
             with netCDF4.Dataset(os.path.join(per_step, "l_%d.nc" % t)) as d:
                 want.append(np.asarray(d["labels"][:]))
             np.testing.assert_array_equal(want[-1], self.scipy_labels(t)[0])
-        for name in ("one.nc", "one.nc4", "one.zarr"):
+        for name in ("one.nc", "one.nc4", "one.zarr", "one.ome.zarr"):
             if name.endswith(".zarr") and zarr is None:
                 continue
             for ranks in (1, 3):
@@ -301,7 +301,11 @@ class TimeSeries(unittest.TestCase):
                     proc = e.run(["label", self.files["NETCDF4"], *common, "--out", out, "--track", track],
                                  ranks=ranks)
                     e.check_ok(self, proc)
-                    if name.endswith(".zarr"):
+                    if name.endswith(".ome.zarr"):  # a label image with axes t, z, y, x
+                        got = zarr.open(out + "/0", mode="r")[:]
+                        axes = zarr.open(out, "r").attrs.asdict()["multiscales"][0]["axes"]
+                        self.assertEqual([a["name"] for a in axes], ["t", "z", "y", "x"])
+                    elif name.endswith(".zarr"):
                         got = zarr.open(out, mode="r")[:]
                     else:
                         with netCDF4.Dataset(out) as d:
@@ -324,7 +328,7 @@ class TimeSeries(unittest.TestCase):
             self.assertEqual(f.read(), "keep me\n")
         self.assertFalse(os.path.exists(self.out("two.nc")))
         for name, pattern in (("bad.nhdr", r"%d in --out|keeps the time dimension"),
-                              ("bad.ome.zarr", r"%d in --out|keeps the time dimension")):
+                              ("bad.precomputed", r"%d in --out|keeps the time dimension")):
             proc = e.run(["label", self.files["NETCDF4"], *common, "--out", self.out(name)], ranks=1)
             e.assert_clean_failure(self, proc, pattern)
             self.assertFalse(os.path.exists(self.out(name)))

@@ -459,14 +459,15 @@ namespace {
 std::string open_labels_series(const Comm& comm, LabelOptions& options, const std::vector<std::int64_t>& steps,
                                io::AtomicCommit& series) {
   // One output with the time dimension, as segment writes: CDF-5 records,
-  // a NetCDF-4 record variable, a 4D Zarr array a step a chunk.
+  // a NetCDF-4 record variable, a 4D Zarr array a step a chunk (OME-Zarr:
+  // a label image with axes t, z, y, x, one level).
   const io::FileFormat format = io::output_format(options.output, options.format, std::nullopt, true);
   const io::FormatTraits& traits = io::format_traits(format);
-  if (!traits.appendable || traits.multiscale)
+  if (!traits.appendable)
     throw Error(
         "label --time with several steps: name each step's labels with %d in --out (labels_%03d.nhdr), or write "
-        "one file that keeps the time dimension (NAME.nc: CDF-5; NAME.nc4 or NAME.h5: NetCDF-4; NAME.zarr: a 4D "
-        "Zarr array)");
+        "one file that keeps the time dimension (NAME.nc: CDF-5; NAME.nc4 or NAME.h5: NetCDF-4; NAME.zarr or "
+        "NAME.ome.zarr: a 4D Zarr array)");
   if (options.format.empty()) options.format = io::format_name(format);
   if (options.output_backend.empty()) options.output_backend = traits.writer;
   if (comm.rank() == 0) {

@@ -105,8 +105,10 @@ class ZarrWriter final : public VolumeWriter {
   std::string backend_name() const override { return "zarr"; }
   std::uint64_t bytes_written() const override { return bytes_written_; }
 
+  // A series' step (append) lists none: each step numbers its own objects,
+  // and one table of properties would describe only the last.
   void describe_segments(std::vector<SegmentInfo> segments) override {
-    if (comm_.rank() == 0) segments_ = std::move(segments);
+    if (comm_.rank() == 0 && !append_) segments_ = std::move(segments);
   }
 
  protected:
