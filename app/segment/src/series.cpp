@@ -247,6 +247,21 @@ void commit_series(const Comm& comm, io::AtomicCommit& series) {
   agree(comm, error);
 }
 
+// A series' one output with the time dimension (segment's or label's
+// options): the format and writer its name gives where none was named, and
+// checked by rank 0 for every rank: not over the input, nor over an
+// existing output without --force.
+template <class Options>
+void settle_one_file(const Comm& comm, Options& options, const io::FormatTraits& traits) {
+  if (options.format.empty()) options.format = io::format_name(traits.format);
+  if (options.output_backend.empty()) options.output_backend = traits.writer;
+  if (comm.rank() == 0) {
+    detail::refuse_output_over_input(options.output, {options.input});
+    io::refuse_existing(options.output, options.force, io::Streams::written_in_place);
+  }
+  agree(comm, nullptr);
+}
+
 }  // namespace
 
 SegmentSeriesResult run_segment_series(const Comm& comm, SegmentOptions options,
@@ -269,13 +284,7 @@ SegmentSeriesResult run_segment_series(const Comm& comm, SegmentOptions options,
           "NetCDF-4; NAME.zarr or NAME.ome.zarr: a 4D Zarr array)");
     if (options.resume)
       throw Error("--resume over steps needs a mask per step (%d in --out): a NetCDF series is written whole");
-    if (options.format.empty()) options.format = io::format_name(format);
-    if (options.output_backend.empty()) options.output_backend = traits.writer;
-    if (comm.rank() == 0) {
-      detail::refuse_output_over_input(options.output, {options.input});
-      io::refuse_existing(options.output, options.force, io::Streams::written_in_place);
-    }
-    agree(comm, nullptr);
+    settle_one_file(comm, options, traits);
     temp = comm.broadcast(io::temporary_path(options.output));  // rank 0's PID names it
     if (comm.rank() == 0) series = io::AtomicCommit(options.output, temp);
   }
@@ -468,13 +477,7 @@ std::string open_labels_series(const Comm& comm, LabelOptions& options, const st
         "label --time with several steps: name each step's labels with %d in --out (labels_%03d.nhdr), or write "
         "one file that keeps the time dimension (NAME.nc: CDF-5; NAME.nc4 or NAME.h5: NetCDF-4; NAME.zarr or "
         "NAME.ome.zarr: a 4D Zarr array)");
-  if (options.format.empty()) options.format = io::format_name(format);
-  if (options.output_backend.empty()) options.output_backend = traits.writer;
-  if (comm.rank() == 0) {
-    detail::refuse_output_over_input(options.output, {options.input});
-    io::refuse_existing(options.output, options.force, io::Streams::written_in_place);
-  }
-  agree(comm, nullptr);
+  settle_one_file(comm, options, traits);
   // The steps' own files (tables, masks) are refused here as they would
   // be per step: the steps run with force, to append to the temporary.
   std::exception_ptr taken;
