@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "volseg/io/memory.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
@@ -8,6 +10,7 @@
 #include <fstream>
 #include <limits>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <sstream>
 
@@ -53,6 +56,18 @@ std::uint64_t available_memory_bytes() { return proc_kib("/proc/meminfo", "MemAv
 std::uint64_t resident_bytes() { return proc_kib("/proc/self/status", "VmRSS:"); }
 
 std::uint64_t peak_resident_bytes() { return proc_kib("/proc/self/status", "VmHWM:"); }
+
+HugeBuffer allocate_huge(std::size_t bytes) {
+  const std::size_t size = (std::max<std::size_t>(bytes, 1) + kHugePage - 1) / kHugePage * kHugePage;
+  void* memory = std::aligned_alloc(kHugePage, size);
+  if (memory == nullptr) throw std::bad_alloc();
+#if defined(MADV_HUGEPAGE)
+  // Advice only: refused (EINVAL) where the kernel has no THP, and then the
+  // memory is ordinary pages, as good as before.
+  (void)::madvise(memory, size, MADV_HUGEPAGE);
+#endif
+  return HugeBuffer(static_cast<std::byte*>(memory));
+}
 
 std::string mib_text(std::uint64_t bytes) { return std::to_string((bytes + (1 << 19)) >> 20) + " MiB"; }
 

@@ -274,14 +274,6 @@ void BrickLabeler::label(const std::uint8_t* mask, const io::Index3& shape) {
   }
 }
 
-void BrickLabeler::restore(Saved&& saved) {
-  shape_ = saved.shape;
-  runs_ = std::move(saved.runs);
-  row_start_ = std::move(saved.row_start);
-  labels_ = std::move(saved.labels);
-  objects_ = saved.objects;
-}
-
 // Labels are numbered in run order, so an object's first run is the first
 // with a label past those seen: its part is appended there, with nothing to
 // clear beforehand, and later runs only update it. Rows come in (z, y) order,
@@ -576,33 +568,33 @@ inline void fill_over(T* p, std::int64_t n, T value) {
 // up to kSpill voxels into the rows after it, which are written later; the
 // rows near the end of the brick are written exactly.
 template <class T>
-void BrickLabeler::paint(std::span<const std::uint64_t> ids, T* out) const {
-  const std::int64_t rows = shape_[0] * shape_[1], width = shape_[2];
+void BrickLabeler::View::paint(std::span<const std::uint64_t> ids, T* out) const {
+  const std::int64_t rows = shape[0] * shape[1], width = shape[2];
   const auto background = static_cast<T>(ids[0]);
   for (std::int64_t r = 0; r < rows; ++r) {
     T* row = out + r * width;
-    const std::uint32_t begin = row_start_[static_cast<std::size_t>(r)],
-                        end = row_start_[static_cast<std::size_t>(r + 1)];
+    const std::uint32_t begin = row_start[static_cast<std::size_t>(r)],
+                        end = row_start[static_cast<std::size_t>(r + 1)];
     if ((r + 1) * width + kSpill > rows * width) {
       std::fill(row, row + width, background);
       for (std::uint32_t i = begin; i < end; ++i)
-        std::fill(row + runs_[i].begin, row + runs_[i].end, static_cast<T>(ids[labels_[i]]));
+        std::fill(row + runs[i].begin, row + runs[i].end, static_cast<T>(ids[labels[i]]));
       continue;
     }
     std::int32_t x = 0;
     for (std::uint32_t i = begin; i < end; ++i) {
-      const Run run = runs_[i];
+      const Run run = runs[i];
       fill_over<kSpill>(row + x, run.begin - x, background);
-      fill_over<kSpill / 2>(row + run.begin, run.end - run.begin, static_cast<T>(ids[labels_[i]]));
+      fill_over<kSpill / 2>(row + run.begin, run.end - run.begin, static_cast<T>(ids[labels[i]]));
       x = run.end;
     }
     fill_over<kSpill>(row + x, width - x, background);
   }
 }
 
-template void BrickLabeler::paint(std::span<const std::uint64_t>, std::uint8_t*) const;
-template void BrickLabeler::paint(std::span<const std::uint64_t>, std::uint16_t*) const;
-template void BrickLabeler::paint(std::span<const std::uint64_t>, std::uint32_t*) const;
-template void BrickLabeler::paint(std::span<const std::uint64_t>, std::uint64_t*) const;
+template void BrickLabeler::View::paint(std::span<const std::uint64_t>, std::uint8_t*) const;
+template void BrickLabeler::View::paint(std::span<const std::uint64_t>, std::uint16_t*) const;
+template void BrickLabeler::View::paint(std::span<const std::uint64_t>, std::uint32_t*) const;
+template void BrickLabeler::View::paint(std::span<const std::uint64_t>, std::uint64_t*) const;
 
 }  // namespace volseg::segment

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 // `volseg label`: two passes over the bricks. Pass 1 reads each brick of
 // this rank (a mask, or a scalar volume thresholded as segment does), labels
-// it and keeps only its parts of objects and the faces a neighbour still
-// needs; the merge numbers every object; pass 2 reads and labels each brick
-// again and writes its final ids. Reading twice costs the input's bytes
-// again, not the labels' (four or eight bytes a voxel): no brick's labels
-// are kept between the passes, so memory does not grow with the volume.
+// it, keeps its parts of objects and the faces a neighbour still needs, and
+// keeps its runs and their labels (about 12 bytes a run) while the memory
+// bound has room (KeptBricks); the merge numbers every object; pass 2 paints
+// each brick's final ids from its kept runs and writes them. A brick whose
+// runs did not fit is read and labelled again in pass 2 instead: it costs the
+// input's bytes again, not the labels' (four or eight bytes a voxel), so
+// memory does not grow with the volume.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -20,6 +22,7 @@
 #include <unordered_map>
 
 #include "job_outputs.hpp"
+#include "kept_bricks.hpp"
 #include "label_report.hpp"
 #include "mask_chain.hpp"
 #include "volseg/io/auto_backend.hpp"
@@ -91,61 +94,10 @@ io::DType label_type(const std::string& asked, std::uint64_t objects) {
   throw Error("unknown label type '" + asked + "' (auto, u8, u16, u32 or u64)");
 }
 
-// Pass 1's bricks as their runs and labels (BrickLabeler::Saved), as many
-// as the memory bound leaves room for: pass 2 paints them without reading or
-// labelling the input again. When the objects need the room back, the bricks
-// kept last are dropped first; pass 2 reads and labels those again (the
-// labelling is deterministic, so they get the same labels).
-class KeptBricks {
- public:
-  explicit KeptBricks(std::uint64_t cap) : cap_(cap) {}
-  // room: what the bound leaves now, past what is kept.
-  void keep(std::int64_t brick, const BrickLabeler& labeler, std::uint64_t room) {
-    const std::uint64_t bytes = labeler.saved_bytes();  // before copying: the room may not hold it
-    if (used_ + bytes > cap_ || bytes > room) return;
-    auto saved = labeler.save();
-    used_ += saved.bytes();
-    order_.push_back(brick);
-    kept_.emplace(brick, std::move(saved));
-  }
-  // Frees kept bricks, the last kept first, until at least need bytes are
-  // free or nothing is kept; returns what it freed.
-  std::uint64_t shed(std::uint64_t need) {
-    std::uint64_t freed = 0;
-    while (freed < need && !order_.empty()) {
-      auto it = kept_.find(order_.back());
-      order_.pop_back();
-      if (it == kept_.end()) continue;
-      freed += it->second.bytes();
-      used_ -= it->second.bytes();
-      kept_.erase(it);
-      ++shed_;
-    }
-    return freed;
-  }
-  std::uint64_t used() const { return used_; }
-  std::uint64_t shed_count() const { return shed_; }
-  bool holds(std::int64_t brick) const { return kept_.count(brick) != 0; }
-  // Restores a kept brick into labeler (and forgets it); false when not kept.
-  bool take(std::int64_t brick, BrickLabeler& labeler) {
-    auto it = kept_.find(brick);
-    if (it == kept_.end()) return false;
-    used_ -= it->second.bytes();
-    labeler.restore(std::move(it->second));
-    kept_.erase(it);
-    return true;
-  }
-
- private:
-  std::uint64_t cap_, used_ = 0, shed_ = 0;
-  std::vector<std::int64_t> order_;
-  std::unordered_map<std::int64_t, BrickLabeler::Saved> kept_;
-};
-
-void paint(const BrickLabeler& labeler, std::span<const std::uint64_t> ids, io::DType type, void* out) {
+void paint(const BrickLabeler::View& labelled, std::span<const std::uint64_t> ids, io::DType type, void* out) {
   io::visit_dtype(type, [&]<class T>(std::type_identity<T>) {
     if constexpr (std::is_unsigned_v<T> && std::is_integral_v<T>)
-      labeler.paint(ids, static_cast<T*>(out));
+      labelled.paint(ids, static_cast<T*>(out));
     else
       throw Error("labels are written as u8, u16, u32 or u64, not " + std::string(io::dtype_name(type)));
   });
@@ -384,7 +336,7 @@ struct LabelPasses {
   std::vector<FieldBrick> fields;               // pointing into sources
   std::unique_ptr<detail::MaskChain> chain;     // with operators: where masks come from
   Progress progress;
-  KeptBricks kept;
+  detail::KeptBricks kept;
 
   LabelPasses(const Comm& c, const LabelOptions& o, LabelPlan& p)
       : comm(c),
@@ -459,7 +411,7 @@ struct LabelPasses {
       labeling.add(brick, brick_mask, fields);
       if (chain && chain->caller_seeds()) labeling.seed(chain->seeds());
       const std::uint64_t held = plan.fixed + kept.used() + labeling.held_bytes();
-      kept.keep(brick, labeling.labeler(), held < plan.bound.bytes ? plan.bound.bytes - held : 0);
+      kept.keep(brick, labeling.labeler().view(), held < plan.bound.bytes ? plan.bound.bytes - held : 0);
       check_memory(*k + 1, bricks.size());
     });
   }
@@ -494,7 +446,7 @@ struct LabelPasses {
                [&](std::optional<std::size_t> k) {
                  const io::Extent* extent = k ? &bricks.extent(*k) : nullptr;
                  const std::int64_t brick = extent ? bricks.id(*k) : -1;
-                 const bool restored = extent && kept.take(brick, labeler);
+                 const BrickLabeler::View* restored = extent ? kept.find(brick) : nullptr;
                  // The chain's stages read in collective rounds: every brick
                  // goes through it again once any rank reads.
                  const std::uint8_t* brick_mask =
@@ -504,10 +456,12 @@ struct LabelPasses {
                      labeler.label(brick_mask, extent->count);
                      ++bricks_read_again;
                    }
+                   const BrickLabeler::View labelled = restored ? *restored : labeler.view();
                    const auto ids = labeling.ids(brick);
-                   if (ids.size() != labeler.objects() + 1u)
+                   if (ids.size() != labelled.objects + 1u)
                      throw Error("internal error: brick " + std::to_string(brick) + " labelled differently in pass 2");
-                   paint(labeler, ids, type, out.data());
+                   paint(labelled, ids, type, out.data());
+                   kept.release(brick);
                  }
                  io::write_in_round(writer, extent, out.data());
                });

@@ -3,8 +3,11 @@
 // a job checks before it starts and while its data-dependent state grows.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <initializer_list>
+#include <memory>
 #include <string>
 
 #include "volseg/io/comm.hpp"
@@ -30,6 +33,19 @@ std::uint64_t resident_bytes();
 
 // This process's peak resident memory (VmHWM); 0 where /proc says nothing.
 std::uint64_t peak_resident_bytes();
+
+// Memory for large buffers filled once and then read (the labeller's kept
+// runs, the merge's parts): aligned to 2 MiB and advised as transparent huge
+// pages (madvise MADV_HUGEPAGE), so the kernel faults it in 2 MiB at a time
+// rather than 4 KiB. Where THP is off or the kernel has none, the advice is
+// refused and the pages are ordinary: nothing else changes. bytes is
+// rounded up to 2 MiB; throws std::bad_alloc when there is no memory.
+inline constexpr std::size_t kHugePage = std::size_t{2} << 20;
+struct FreeHuge {
+  void operator()(void* p) const noexcept { std::free(p); }
+};
+using HugeBuffer = std::unique_ptr<std::byte[], FreeHuge>;
+HugeBuffer allocate_huge(std::size_t bytes);
 
 // "12 MiB", rounded to the nearest MiB.
 std::string mib_text(std::uint64_t bytes);
