@@ -55,7 +55,7 @@ class LabelCommand final : public Command {
         ->capture_default_str();
     sub->add_option_function<std::uint64_t>(
            "--cache", [&o](std::uint64_t mib) { o.cache_bytes = mib << 20; },
-           "MiB per rank that keep pass 1's bricks (runs and labels, about 12 bytes a run of foreground) for "
+           "MiB per rank that keep pass 1's bricks (runs and labels, 6 to 12 bytes a run of foreground) for "
            "pass 2, which paints them without reading the input again; bricks past it are read and labelled "
            "again [all that --memory leaves]")
         ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 30));

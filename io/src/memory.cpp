@@ -59,14 +59,29 @@ std::uint64_t peak_resident_bytes() { return proc_kib("/proc/self/status", "VmHW
 
 HugeBuffer allocate_huge(std::size_t bytes) {
   const std::size_t size = (std::max<std::size_t>(bytes, 1) + kHugePage - 1) / kHugePage * kHugePage;
-  void* memory = std::aligned_alloc(kHugePage, size);
-  if (memory == nullptr) throw std::bad_alloc();
+  // Map a huge page more than asked, then unmap the ends outside the
+  // aligned range: a huge page needs a 2 MiB-aligned range of its own.
+  void* mapped = ::mmap(nullptr, size + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mapped == MAP_FAILED) throw std::bad_alloc();
+  auto* raw = static_cast<std::byte*>(mapped);
+  const auto address = reinterpret_cast<std::uintptr_t>(raw);
+  std::byte* aligned = raw + ((kHugePage - address % kHugePage) % kHugePage);
+  // Unmapping parts of a fresh private mapping of our own cannot fail but
+  // for a bad range, which these are not.
+  if (aligned > raw) (void)::munmap(raw, static_cast<std::size_t>(aligned - raw));
+  if (std::byte* end = aligned + size; end < raw + size + kHugePage)
+    (void)::munmap(end, static_cast<std::size_t>(raw + size + kHugePage - end));
 #if defined(MADV_HUGEPAGE)
   // Advice only: refused (EINVAL) where the kernel has no THP, and then the
   // memory is ordinary pages, as good as before.
-  (void)::madvise(memory, size, MADV_HUGEPAGE);
+  (void)::madvise(aligned, size, MADV_HUGEPAGE);
 #endif
-  return HugeBuffer(static_cast<std::byte*>(memory));
+  return HugeBuffer(aligned, FreeHuge{size});
+}
+
+void FreeHuge::operator()(std::byte* p) const noexcept {
+  // The whole mapping allocate_huge made: unmapping it cannot fail.
+  if (p != nullptr) (void)::munmap(p, bytes);
 }
 
 std::string mib_text(std::uint64_t bytes) { return std::to_string((bytes + (1 << 19)) >> 20) + " MiB"; }

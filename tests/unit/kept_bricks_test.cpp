@@ -32,6 +32,13 @@ std::vector<std::uint32_t> painted(const BrickLabeler::View& view) {
   return out;
 }
 
+// What a brick takes once kept (narrowed where it fits).
+std::uint64_t kept_bytes(const BrickLabeler& labeler) {
+  detail::KeptBricks kept(1ull << 40);
+  kept.keep(0, labeler.view(), 1ull << 40);
+  return kept.find(0)->bytes();
+}
+
 }  // namespace
 
 TEST(KeptBricks, PaintsWhatWasLabelled) {
@@ -61,7 +68,7 @@ TEST(KeptBricks, StaysWithinCapAndRoom) {
   BrickLabeler labeler(6);
   const auto mask = random_mask(shape, 0.5, 3);
   labeler.label(mask.data(), shape);
-  const std::uint64_t bytes = labeler.view().bytes();
+  const std::uint64_t bytes = kept_bytes(labeler);
   {
     detail::KeptBricks kept(bytes / 2);  // a cap below one brick: nothing kept
     kept.keep(0, labeler.view(), 1ull << 40);
@@ -74,7 +81,8 @@ TEST(KeptBricks, StaysWithinCapAndRoom) {
     EXPECT_FALSE(kept.holds(0));
   }
   {
-    // A cap of three bricks: a slab of that size, three kept, the fourth not.
+    // A cap of three bricks (and their padding to 8 bytes): a slab of that
+    // size, three kept, the fourth not.
     detail::KeptBricks kept(3 * bytes + 64);
     for (int b = 0; b < 4; ++b) kept.keep(b, labeler.view(), 1ull << 40);
     EXPECT_TRUE(kept.holds(0) && kept.holds(1) && kept.holds(2));
@@ -85,11 +93,11 @@ TEST(KeptBricks, StaysWithinCapAndRoom) {
 
 TEST(KeptBricks, ShedsTheLastKeptFirstBySlab) {
   // Bricks larger than half a slab: one slab each.
-  const io::Index3 shape{24, 512, 512};
+  const io::Index3 shape{48, 512, 512};
   BrickLabeler labeler(6);
   const auto mask = random_mask(shape, 0.5, 4);
   labeler.label(mask.data(), shape);
-  ASSERT_GT(labeler.view().bytes(), detail::KeptBricks::kSlab / 2);
+  ASSERT_GT(kept_bytes(labeler), detail::KeptBricks::kSlab / 2);
   detail::KeptBricks kept(1ull << 40);
   for (int b = 0; b < 3; ++b) kept.keep(b, labeler.view(), 1ull << 40);
   const std::uint64_t all = kept.used();
@@ -103,4 +111,29 @@ TEST(KeptBricks, ShedsTheLastKeptFirstBySlab) {
   EXPECT_EQ(kept.used(), all / 3);
   EXPECT_EQ(kept.shed(all), all / 3);
   EXPECT_EQ(kept.used(), 0u);
+}
+
+TEST(KeptBricks, NarrowsRunsAndLabelsOnlyWhereTheyFit) {
+  struct Case {
+    io::Index3 shape;
+    double density;
+    bool narrow_runs, narrow_labels;
+  };
+  // Small; more than 65535 objects; wider than 65535.
+  const Case cases[] = {
+      {{4, 40, 90}, 0.3, true, true}, {{8, 512, 512}, 0.1, true, false}, {{1, 3, 70000}, 0.3, false, true}};
+  for (const Case& c : cases) {
+    BrickLabeler labeler(6);
+    const auto mask = random_mask(c.shape, c.density, 6);
+    labeler.label(mask.data(), c.shape);
+    ASSERT_EQ(c.narrow_labels, labeler.objects() <= 65535u) << labeler.objects();
+    detail::KeptBricks kept(1ull << 40);
+    kept.keep(0, labeler.view(), 1ull << 40);
+    const BrickLabeler::View* view = kept.find(0);
+    ASSERT_NE(view, nullptr);
+    EXPECT_EQ(view->runs16.empty(), !c.narrow_runs);
+    EXPECT_EQ(view->labels16.empty(), !c.narrow_labels);
+    EXPECT_EQ(painted(*view), painted(labeler.view())) << c.shape[2] << " wide, " << labeler.objects() << " objects";
+    EXPECT_LT(view->bytes(), labeler.view().bytes());
+  }
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 namespace volseg::segment::detail {
 namespace {
@@ -10,8 +11,16 @@ namespace {
 // Each array starts on 8 bytes (runs are pairs of int32).
 constexpr std::size_t aligned(std::size_t bytes) { return (bytes + 7) & ~std::size_t{7}; }
 
+// Runs narrow to 16 bits in a brick at most 65535 wide, labels in one of at
+// most 65535 objects: 6 bytes a run rather than 12.
+constexpr std::uint64_t kNarrow = std::numeric_limits<std::uint16_t>::max();
+bool narrow_runs(const BrickLabeler::View& v) { return v.shape[2] <= static_cast<std::int64_t>(kNarrow); }
+bool narrow_labels(const BrickLabeler::View& v) { return v.objects <= kNarrow; }
+
 std::size_t packed_bytes(const BrickLabeler::View& v) {
-  return aligned(v.runs.size_bytes()) + aligned(v.row_start.size_bytes()) + aligned(v.labels.size_bytes());
+  const std::size_t runs = v.runs.size();
+  return aligned(runs * (narrow_runs(v) ? sizeof(BrickLabeler::Run16) : sizeof(BrickLabeler::Run))) +
+         aligned(v.row_start.size_bytes()) + aligned(runs * (narrow_labels(v) ? 2 : 4));
 }
 
 template <class T>
@@ -22,9 +31,19 @@ std::span<const T> copy_into(std::byte*& at, std::span<const T> from) {
   return to;
 }
 
+// from, each element converted to To (which holds it), placed at `at`.
+template <class To, class From, class Convert>
+std::span<const To> narrow_into(std::byte*& at, std::span<const From> from, Convert convert) {
+  To* to = reinterpret_cast<To*>(at);
+  for (std::size_t i = 0; i < from.size(); ++i) to[i] = convert(from[i]);
+  at += aligned(from.size() * sizeof(To));
+  return {to, from.size()};
+}
+
 }  // namespace
 
 void KeptBricks::keep(std::int64_t brick, const BrickLabeler::View& labelled, std::uint64_t room) {
+  if (holds(brick)) return;
   const std::size_t bytes = packed_bytes(labelled);
   const bool fits = !slabs_.empty() && slabs_.back().memory && slabs_.back().capacity - slabs_.back().used >= bytes;
   if (!fits) {  // a new slab, as large as cap and room allow up to kSlab
@@ -32,16 +51,25 @@ void KeptBricks::keep(std::int64_t brick, const BrickLabeler::View& labelled, st
     if (bytes > avail) return;
     const auto capacity = static_cast<std::size_t>(std::min<std::uint64_t>(std::max(bytes, kSlab), avail));
     // allocate_huge rounds up to 2 MiB; the tail past capacity is never
-    // written, so it takes no memory.
+    // written (a huge page that holds its first bytes may still count it).
     slabs_.push_back({io::allocate_huge(capacity), capacity, 0, 0});
     used_ += capacity;
   }
   Slab& slab = slabs_.back();
   std::byte* at = slab.memory.get() + slab.used;
-  BrickLabeler::View view{labelled.shape, {}, {}, {}, labelled.objects};
-  view.runs = copy_into(at, labelled.runs);
+  BrickLabeler::View view{labelled.shape, {}, {}, {}, labelled.objects, {}, {}};
+  if (narrow_runs(labelled))
+    view.runs16 = narrow_into<BrickLabeler::Run16>(at, labelled.runs, [](const BrickLabeler::Run& r) {
+      return BrickLabeler::Run16{static_cast<std::uint16_t>(r.begin), static_cast<std::uint16_t>(r.end)};
+    });
+  else
+    view.runs = copy_into(at, labelled.runs);
   view.row_start = copy_into(at, labelled.row_start);
-  view.labels = copy_into(at, labelled.labels);
+  if (narrow_labels(labelled))
+    view.labels16 = narrow_into<std::uint16_t>(at, labelled.labels,
+                                               [](std::uint32_t label) { return static_cast<std::uint16_t>(label); });
+  else
+    view.labels = copy_into(at, labelled.labels);
   slab.used += bytes;
   ++slab.live;
   order_.push_back(brick);

@@ -5,7 +5,9 @@
 //
 // They are packed one after another into slabs of 32 MiB advised as huge
 // pages (io::allocate_huge): a brick of a random mask keeps millions of runs,
-// and copying them into fresh 4 KiB pages faulted once per 341 runs. When the
+// and copying them into fresh 4 KiB pages faulted once per 341 runs. Runs
+// and labels narrow to 16 bits where the brick's width and objects allow
+// (BrickLabeler::Run16): 6 bytes a run rather than 12. When the
 // objects need the room back, the bricks kept last are dropped first, a slab
 // at a time (only a whole slab gives memory back); pass 2 reads and labels
 // those again (the labelling is deterministic: the same labels). Pass 2

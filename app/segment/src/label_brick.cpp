@@ -562,19 +562,17 @@ inline void fill_over(T* p, std::int64_t n, T value) {
   if (n > Spill) std::fill(p + Spill, p + n, value);
 }
 
-}  // namespace
-
 // Each voxel written once, row by row, gap and run in turn. A row may spill
 // up to kSpill voxels into the rows after it, which are written later; the
 // rows near the end of the brick are written exactly.
-template <class T>
-void BrickLabeler::View::paint(std::span<const std::uint64_t> ids, T* out) const {
+template <class T, class R, class L>
+void paint_runs(const io::Index3& shape, const std::uint32_t* row_start, const R* runs, const L* labels,
+                std::span<const std::uint64_t> ids, T* out) {
   const std::int64_t rows = shape[0] * shape[1], width = shape[2];
   const auto background = static_cast<T>(ids[0]);
   for (std::int64_t r = 0; r < rows; ++r) {
     T* row = out + r * width;
-    const std::uint32_t begin = row_start[static_cast<std::size_t>(r)],
-                        end = row_start[static_cast<std::size_t>(r + 1)];
+    const std::uint32_t begin = row_start[r], end = row_start[r + 1];
     if ((r + 1) * width + kSpill > rows * width) {
       std::fill(row, row + width, background);
       for (std::uint32_t i = begin; i < end; ++i)
@@ -583,13 +581,29 @@ void BrickLabeler::View::paint(std::span<const std::uint64_t> ids, T* out) const
     }
     std::int32_t x = 0;
     for (std::uint32_t i = begin; i < end; ++i) {
-      const Run run = runs[i];
-      fill_over<kSpill>(row + x, run.begin - x, background);
-      fill_over<kSpill / 2>(row + run.begin, run.end - run.begin, static_cast<T>(ids[labels[i]]));
-      x = run.end;
+      const std::int32_t run_begin = runs[i].begin, run_end = runs[i].end;
+      fill_over<kSpill>(row + x, run_begin - x, background);
+      fill_over<kSpill / 2>(row + run_begin, run_end - run_begin, static_cast<T>(ids[labels[i]]));
+      x = run_end;
     }
     fill_over<kSpill>(row + x, width - x, background);
   }
+}
+
+}  // namespace
+
+template <class T>
+void BrickLabeler::View::paint(std::span<const std::uint64_t> ids, T* out) const {
+  auto with_labels = [&](const auto* run_data) {
+    if (labels16.empty())
+      paint_runs(shape, row_start.data(), run_data, labels.data(), ids, out);
+    else
+      paint_runs(shape, row_start.data(), run_data, labels16.data(), ids, out);
+  };
+  if (runs16.empty())
+    with_labels(runs.data());
+  else
+    with_labels(runs16.data());
 }
 
 template void BrickLabeler::View::paint(std::span<const std::uint64_t>, std::uint8_t*) const;

@@ -35,14 +35,16 @@ std::uint64_t resident_bytes();
 std::uint64_t peak_resident_bytes();
 
 // Memory for large buffers filled once and then read (the labeller's kept
-// runs, the merge's parts): aligned to 2 MiB and advised as transparent huge
-// pages (madvise MADV_HUGEPAGE), so the kernel faults it in 2 MiB at a time
-// rather than 4 KiB. Where THP is off or the kernel has none, the advice is
-// refused and the pages are ordinary: nothing else changes. bytes is
-// rounded up to 2 MiB; throws std::bad_alloc when there is no memory.
+// runs, the merge's parts): its own mapping, aligned to 2 MiB and advised as
+// transparent huge pages (madvise MADV_HUGEPAGE), so the kernel faults it in
+// 2 MiB at a time rather than 4 KiB, and freeing it hands it back to the
+// system at once. Where THP is off or the kernel has none, the advice is
+// refused and the pages are ordinary: nothing else changes. Pages never
+// written take no memory. Throws std::bad_alloc when there is no memory.
 inline constexpr std::size_t kHugePage = std::size_t{2} << 20;
 struct FreeHuge {
-  void operator()(void* p) const noexcept { std::free(p); }
+  std::size_t bytes = 0;  // the mapping's length
+  void operator()(std::byte* p) const noexcept;
 };
 using HugeBuffer = std::unique_ptr<std::byte[], FreeHuge>;
 HugeBuffer allocate_huge(std::size_t bytes);

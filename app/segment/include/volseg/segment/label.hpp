@@ -108,10 +108,9 @@ ObjectShape object_shape(const ObjectPart& part, const ObjectValues& measures, c
 
 // A growing array of plain records in chunks of at least 32 MiB: appending
 // never moves what is there (no reallocation's double peak), each chunk is
-// its own mapping (glibc maps allocations this large), so freeing hands it
-// back to the system at once, and pages not yet written take no memory. The
-// chunks are advised as huge pages (io::allocate_huge): one fault per 2 MiB
-// rather than one per 56 parts.
+// its own mapping (io::allocate_huge), so freeing hands it back to the
+// system at once, and pages not yet written take no memory. The chunks are
+// advised as huge pages: one fault per 2 MiB rather than one per 56 parts.
 template <class T>
 class Chunked {
   static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>);
@@ -124,11 +123,13 @@ class Chunked {
   Chunked& operator=(Chunked&&) noexcept = default;
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  T& operator[](std::size_t i) { return chunks_[i >> bits].get()[i & (chunk - 1)]; }
-  const T& operator[](std::size_t i) const { return chunks_[i >> bits].get()[i & (chunk - 1)]; }
+  T& operator[](std::size_t i) { return reinterpret_cast<T*>(chunks_[i >> bits].get())[i & (chunk - 1)]; }
+  const T& operator[](std::size_t i) const {
+    return reinterpret_cast<const T*>(chunks_[i >> bits].get())[i & (chunk - 1)];
+  }
   void push_back(const T& value) {
     if ((size_ >> bits) == chunks_.size()) {
-      chunks_.emplace_back(reinterpret_cast<T*>(io::allocate_huge(chunk * sizeof(T)).release()));
+      chunks_.push_back(io::allocate_huge(chunk * sizeof(T)));
     }
     ::new (&(*this)[size_]) T(value);
     ++size_;
@@ -141,10 +142,7 @@ class Chunked {
   void clear() { shrink(0); }
 
  private:
-  struct Free {
-    void operator()(T* p) const { std::free(p); }
-  };
-  std::vector<std::unique_ptr<T, Free>> chunks_;
+  std::vector<io::HugeBuffer> chunks_;
   std::size_t size_ = 0;
 };
 
@@ -162,21 +160,32 @@ class BrickLabeler {
   struct Run {
     std::int32_t begin, end;
   };
+  // A run and a label narrowed to 16 bits, for a brick at most 65535 wide
+  // and of at most 65535 objects (KeptBricks).
+  struct Run16 {
+    std::uint16_t begin, end;
+  };
   // A labelled brick as its runs and their labels: all that paint() needs,
-  // without the mask. view() shows the brick last labelled; the passes keep
-  // copies of it (KeptBricks) to paint in pass 2 without labelling again.
-  // About 12 bytes a run of foreground and 4 a row.
+  // without the mask. view() shows the brick last labelled, in runs and
+  // labels (about 12 bytes a run of foreground and 4 a row); the passes keep
+  // copies of it (KeptBricks) to paint in pass 2 without labelling again,
+  // narrowed where they fit (runs16, labels16 in place of runs, labels).
   struct View {
     io::Index3 shape{};
     std::span<const Run> runs;
     std::span<const std::uint32_t> row_start, labels;
     std::uint32_t objects = 0;
-    std::uint64_t bytes() const { return runs.size_bytes() + row_start.size_bytes() + labels.size_bytes(); }
+    std::span<const Run16> runs16;
+    std::span<const std::uint16_t> labels16;
+    std::uint64_t bytes() const {
+      return runs.size_bytes() + row_start.size_bytes() + labels.size_bytes() + runs16.size_bytes() +
+             labels16.size_bytes();
+    }
     // Writes ids[label] for every voxel (ids[0] for the background).
     template <class T>
     void paint(std::span<const std::uint64_t> ids, T* out) const;
   };
-  View view() const { return {shape_, runs_, row_start_, labels_, objects_}; }
+  View view() const { return {shape_, runs_, row_start_, labels_, objects_, {}, {}}; }
 
   // Appends the brick's parts of objects to parts (label L at the size
   // parts had plus L - 1); extent places the brick in a volume of dims.
