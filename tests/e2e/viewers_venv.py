@@ -27,12 +27,22 @@ def ensure_venv(packages=PACKAGES, modules=MODULES):
     print("viewers: installing %s into %s" % (" ".join(packages), venv), file=sys.stderr)
     if not os.path.exists(python):
         subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv], check=True)
+    # numpy stays at 1.x: Debian's scipy, scikit-image, h5py and netCDF4,
+    # visible in the venv, are built against numpy 1 and fail to import under
+    # numpy 2 (dask imports scipy.sparse), and zarr 3 wants numpy >= 1.25,
+    # newer than Debian's. A pip numpy 1.26 serves both. First, so that a venv
+    # that got numpy 2 from an earlier install is mended.
+    constraints = os.path.join(venv, "volseg-constraints.txt")
+    with open(constraints, "w") as f:
+        f.write("numpy<2\n")
+    pip = [python, "-m", "pip", "install", "-q", "-c", constraints]
+    subprocess.run(pip + ["numpy>=1.25,<2"], check=True, timeout=900)
     # One package at a time: together, ome-zarr's s3fs (aiobotocore pins
     # botocore) and cloud-volume's boto3 send pip's resolver backtracking
     # through botocore releases for many minutes; one after the other, the
     # second moves botocore on, which s3 access alone would need.
     for package in packages:
-        subprocess.run([python, "-m", "pip", "install", "-q", package], check=True, timeout=900)
+        subprocess.run(pip + [package], check=True, timeout=900)
     subprocess.run([python, "-c", probe], check=True)
     return python
 
