@@ -101,7 +101,7 @@ int owner_of(int slot, Layout layout, int ranks) {
 
 struct Dealt {
   detail::NodeRanges nodes;
-  detail::MergeInput input;
+  detail::MergeInput<ObjectPart> input;
   std::vector<int> mine;  // kParts index of each local node
 };
 
@@ -254,6 +254,57 @@ TEST(LabelMergeWithoutTable, KeepsNoRows) {
   EXPECT_EQ(merged.summary.table.size(), 0u);
   for (std::size_t n = 0; n < dealt.mine.size(); ++n)
     EXPECT_NE(merged.ids[n], 0u) << kParts[static_cast<std::size_t>(dealt.mine[n])].name;
+}
+
+// 16-byte parts (no table: the objects numbered in their bricks): the same
+// ids and figures as the full parts, on every layout, with an object
+// dropped and without.
+TEST(LabelMergeWithoutTable, CoresNumberAsFullParts) {
+  const Comm comm(MPI_COMM_WORLD);
+  for (const Layout layout : {Layout::Cyclic, Layout::Reversed, Layout::AllOnLast})
+    for (const std::uint64_t min_voxels : {std::uint64_t{0}, std::uint64_t{2}}) {
+      SCOPED_TRACE(describe({layout, min_voxels, 0}) + ", " + std::to_string(comm.size()) + " ranks");
+      const detail::MergeRules rules{kDims, KeepRule{min_voxels}, 0, false};
+      Dealt full = deal(comm, layout, 0);
+      detail::MergeInput<PartCore> cores;
+      for (std::size_t n = 0; n < full.input.parts.size(); ++n) {
+        const ObjectPart& part = full.input.parts[n];
+        PartCore core;
+        core.first = part.first;
+        core.voxels = static_cast<std::uint32_t>(part.voxels);  // a few voxels
+        core.border = static_cast<std::uint16_t>(part.border);
+        cores.parts.push_back(core);
+      }
+      cores.local_edges = full.input.local_edges;
+      cores.cross_edges = full.input.cross_edges;
+      const auto want = detail::merge_objects(comm, full.nodes, std::move(full.input), rules);
+      const auto got = detail::merge_objects(comm, full.nodes, std::move(cores), rules);
+      EXPECT_EQ(got.ids, want.ids);
+      EXPECT_EQ(got.summary.objects, min_voxels == 2 ? 5u : 6u);
+      EXPECT_EQ(got.summary.objects, want.summary.objects);
+      EXPECT_EQ(got.summary.dropped, want.summary.dropped);
+      EXPECT_EQ(got.summary.foreground, want.summary.foreground);
+      EXPECT_EQ(got.summary.largest, want.summary.largest);
+      EXPECT_EQ(got.summary.joins, want.summary.joins);
+      EXPECT_EQ(got.summary.boundary_parts, want.summary.boundary_parts);
+    }
+}
+
+// A 16-byte part counts past 2^32 voxels, and keeps its flags apart.
+TEST(PartCore, CountsPastFourBillionVoxels) {
+  PartCore a, b;
+  a.first = 7;
+  a.voxels = 3'000'000'000u;
+  a.border = ObjectPart::touches_boundary;
+  b.first = 5;
+  b.voxels = 4'000'000'000u;
+  b.border = ObjectPart::seeded;
+  a.merge(b);
+  EXPECT_EQ(a.first, 5u);
+  EXPECT_EQ(static_cast<std::uint64_t>(a.voxels), 7'000'000'000u);
+  EXPECT_EQ(static_cast<std::uint32_t>(a.border), ObjectPart::touches_boundary | ObjectPart::seeded);
+  EXPECT_TRUE(KeepRule(6'999'999'999u).keeps(a));
+  EXPECT_FALSE(KeepRule(7'000'000'001u).keeps(a));
 }
 
 }  // namespace

@@ -330,7 +330,7 @@ void BrickLabeler::measure(const io::Extent& extent, const io::Index3& dims, Chu
 
 void BrickLabeler::measure_in_brick(const io::Extent& extent, const io::Index3& dims,
                                     const std::vector<std::uint8_t>& shared, const KeepRule& keep,
-                                    std::vector<std::uint32_t>& slots, Chunked<ObjectPart>& parts,
+                                    std::vector<std::uint32_t>& slots, Chunked<PartCore>& parts,
                                     InBrick& figures) const {
   // Each object's first voxel, row (its first run's: the root of its runs),
   // voxels, and, for a rule that needs it, whether it touches the volume's
@@ -377,10 +377,10 @@ void BrickLabeler::measure_in_brick(const io::Extent& extent, const io::Index3& 
   std::uint32_t segment_row = 0;
   for (std::uint32_t label = 1; label <= objects_; ++label) {
     const Object& o = objects[label - 1];
-    ObjectPart part;
+    PartCore part;
     part.first = o.first;
     part.voxels = o.voxels;
-    part.border = o.border;
+    part.border = static_cast<std::uint16_t>(o.border);
     if (shared[label]) {
       slots[label - 1] = static_cast<std::uint32_t>(parts.size() - base);
       parts.push_back(part);

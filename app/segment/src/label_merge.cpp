@@ -251,6 +251,7 @@ struct KeptFace {
 struct Labeling::State {
   std::unordered_map<std::int64_t, std::size_t> index;  // brick -> position in mine_
   Chunked<ObjectPart> parts;                            // every brick's, in mine_ order
+  Chunked<PartCore> cores;                              // the same, numbered in bricks (parts stays empty)
   Chunked<ObjectValues> values;
   std::vector<ObjectValues> brick_values;
   std::vector<std::uint64_t> part_start;             // per position in mine_, and the end
@@ -296,14 +297,15 @@ std::uint64_t Labeling::face_bytes() const {
   return bytes;
 }
 
-std::uint64_t Labeling::part_count() const { return state_->parts.size(); }
+std::uint64_t Labeling::part_count() const { return state_->parts.size() + state_->cores.size(); }
 
 std::uint64_t Labeling::held_bytes() const {
   const State& s = *state_;
   std::uint64_t slots = 0;  // number_in_bricks: 4 bytes a label
   for (const auto& brick : s.slots) slots += brick.size() * sizeof(std::uint32_t);
-  return s.parts.size() * (sizeof(ObjectPart) + records_ * sizeof(ObjectValues) + 24) + s.edges.size() * sizeof(Edge) +
-         face_bytes() + slots;
+  // Per node, past its part: the merge's root, joined flag and id (24 bytes).
+  return s.parts.size() * (sizeof(ObjectPart) + records_ * sizeof(ObjectValues) + 24) +
+         s.cores.size() * (sizeof(PartCore) + 24) + s.edges.size() * sizeof(Edge) + face_bytes() + slots;
 }
 
 namespace {
@@ -409,7 +411,7 @@ void Labeling::add(std::int64_t brick, const std::uint8_t* mask, std::span<const
   // order), found before the numbering when it is done in the brick.
   std::vector<std::optional<std::vector<Pair>>> early(touching.size());
   auto labelled_before = [&](const Neighbour& n) {
-    return n.brick != brick && n.brick < brick && map_.owner[static_cast<std::size_t>(n.brick)] == comm_.rank();
+    return n.brick < brick && map_.owner[static_cast<std::size_t>(n.brick)] == comm_.rank();
   };
   if (s.in_bricks) {
     // The labels that take part in the merge. On a face that only bricks of
@@ -418,22 +420,25 @@ void Labeling::add(std::int64_t brick, const std::uint8_t* mask, std::span<const
     // what lies across is not known yet.
     s.shared.assign(static_cast<std::size_t>(labeler_.objects()) + 1, 0);
     std::array<bool, 6> open{};
-    for (const Neighbour& n : touching)
-      open[facing(*contact(extent, moved(map_, n), connectivity_))] |= !labelled_before(n);
+    std::vector<int> faces(touching.size());
     for (std::size_t k = 0; k < touching.size(); ++k) {
-      const io::Extent earlier = moved(map_, touching[k]);
-      const int face = facing(*contact(extent, earlier, connectivity_));
-      if (open[face]) {
+      faces[k] = facing(*contact(extent, moved(map_, touching[k]), connectivity_));
+      open[static_cast<std::size_t>(faces[k])] |= !labelled_before(touching[k]);
+    }
+    for (int face = 0; face < 6; ++face)
+      if (open[static_cast<std::size_t>(face)])
         for (const std::uint32_t label : own_face(face)) s.shared[label] = 1;
-        continue;
-      }
+    for (std::size_t k = 0; k < touching.size(); ++k) {
+      const int face = faces[k];
+      if (open[static_cast<std::size_t>(face)]) continue;
+      const io::Extent earlier = moved(map_, touching[k]);
       const auto& kept = s.faces.at(touching[k].brick * 6 + opposite(face));
       early[k] = join_faces(earlier, kept.plane, extent, own_face(face), *contact(earlier, extent, connectivity_),
                             connectivity_);
       for (const Pair& pair : *early[k]) s.shared[pair.b] = 1;
     }
     auto& slots = s.slots[s.added];
-    labeler_.measure_in_brick(extent, map_.dims, s.shared, *s.in_bricks, slots, s.parts, s.in_brick);
+    labeler_.measure_in_brick(extent, map_.dims, s.shared, *s.in_bricks, slots, s.cores, s.in_brick);
     for (auto& pairs : early)
       if (pairs)
         for (Pair& pair : *pairs) pair.b = slots[pair.b - 1] + 1;
@@ -447,7 +452,7 @@ void Labeling::add(std::int64_t brick, const std::uint8_t* mask, std::span<const
   } else {
     labeler_.measure(extent, map_.dims, s.parts);  // appends this brick's parts
   }
-  s.part_start.push_back(s.parts.size());
+  s.part_start.push_back(s.parts.size() + s.cores.size());
   if (records_ != 0) {  // a record per object and field, the shape in the first
     s.brick_values.assign(labeler_.objects() * records_, ObjectValues{});
     for (std::size_t k = 0; k < fields.size(); ++k) {
@@ -477,8 +482,7 @@ void Labeling::add(std::int64_t brick, const std::uint8_t* mask, std::span<const
         take_face_pairs(earlier, plane, extent, own_face(face), back, s.values, s.part_start[s.added - 1], records_);
       continue;
     }
-    const bool same_rank = map_.owner[static_cast<std::size_t>(other)] == comm_.rank();
-    if (same_rank && other < brick) {  // labelled before: join now
+    if (labelled_before(n)) {  // join now
       auto& kept = s.faces.at(other * 6 + opposite(face));
       const auto back = *contact(earlier, extent, connectivity_);
       const auto pairs = early[k] ? std::move(*early[k])
@@ -616,10 +620,8 @@ LabelSummary Labeling::finish(const KeepRule& keep, bool with_table) {
 
   const Nodes nodes = number_nodes(comm, ranks, map_, mine_, s.part_start);
   const std::uint64_t count = s.part_start.back();
-  detail::MergeInput input{std::move(s.parts), std::move(s.values), {}, {}, {}, {}};
-  s.parts.clear();  // a moved-from Chunked keeps its size
-  s.values.clear();
-  collectively(comm_, [&] {
+  // The edges as the merge's joins, this rank's and across ranks.
+  auto fill_edges = [&](auto& input) {
     std::vector<ObjectValues>().swap(s.brick_values);
     // (brick, label) is node base[brick] + label - 1; the later brick of a join is always this rank's.
     const std::uint64_t base = nodes.rank_base[static_cast<std::size_t>(me)];
@@ -638,14 +640,27 @@ LabelSummary Labeling::finish(const KeepRule& keep, bool with_table) {
       if (periodic) (local ? input.local_shifts : input.cross_shifts).push_back({e.shift[0], e.shift[1], e.shift[2]});
     }
     std::vector<Edge>().swap(s.edges);
-  });
+  };
 
   if (s.in_bricks &&
       (with_table || keep.min_voxels != s.in_bricks->min_voxels || keep.inside != s.in_bricks->inside || keep.seeded))
     throw Error("internal error: a labeling numbered in its bricks finishes with their keep rule and no table");
   const detail::MergeRules rules{map_.dims, keep, records_, with_table,
                                  with_table ? map_.periodic : std::array<bool, 3>{}};
-  auto merged = detail::merge_objects(comm_, detail::NodeRanges{nodes.rank_base}, std::move(input), rules);
+  // A moved-from Chunked keeps its size: cleared after the move.
+  detail::MergedObjects merged;
+  if (s.in_bricks) {
+    detail::MergeInput<PartCore> input{std::move(s.cores), {}, {}, {}, {}, {}};
+    s.cores.clear();
+    collectively(comm_, [&] { fill_edges(input); });
+    merged = detail::merge_objects(comm_, detail::NodeRanges{nodes.rank_base}, std::move(input), rules);
+  } else {
+    detail::MergeInput<ObjectPart> input{std::move(s.parts), std::move(s.values), {}, {}, {}, {}};
+    s.parts.clear();
+    s.values.clear();
+    collectively(comm_, [&] { fill_edges(input); });
+    merged = detail::merge_objects(comm_, detail::NodeRanges{nodes.rank_base}, std::move(input), rules);
+  }
   if (s.in_bricks) {
     // The objects the bricks kept: their voxels, the largest, those dropped.
     std::uint64_t sums[2] = {s.in_brick.kept_voxels, s.in_brick.dropped}, largest = s.in_brick.largest;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <climits>
 #include <numeric>
+#include <type_traits>
 #include <unordered_map>
 
 #include "disjoint_set.hpp"
@@ -244,14 +245,16 @@ struct Named {
 
 // A member's measures on their way to its representative (its values
 // travel beside it, MergeRules::records each).
+template <class Part>
 struct Moved {
   std::uint64_t representative, member;
-  ObjectPart part;
+  Part part;
 };
 
 // An object on its way to the rank that numbers its z range.
+template <class Part>
 struct Row {
-  ObjectPart part;
+  Part part;
   std::uint64_t node;
 };
 
@@ -259,7 +262,8 @@ struct Row {
 // skips this when they are in that order already, as one rank's slab of
 // whole planes is): counted into z planes, then sorted within each (a
 // plane's objects fit in cache).
-std::vector<std::uint64_t> order_by_first(const Chunked<ObjectPart>& parts, std::uint64_t plane) {
+template <class Part>
+std::vector<std::uint64_t> order_by_first(const Chunked<Part>& parts, std::uint64_t plane) {
   const std::size_t n = parts.size();
   std::uint64_t z0 = UINT64_MAX, z1 = 0;
   for (std::size_t i = 0; i < n; ++i) {
@@ -345,20 +349,22 @@ struct LabelFigures {
 };
 
 // One rank's merge as it goes from step to step.
+template <class Part>
 struct MergeState {
   MPI_Comm mpi;
   int me, ranks;
   const NodeRanges& nodes;
   std::uint64_t base, count;  // this rank's first node, and its number of nodes
   const MergeRules& rules;
-  MergeInput& input;
+  MergeInput<Part>& input;
   DisjointSet<std::uint64_t> own;  // step 1's joins; then own.parent(n) is n's root
   std::vector<bool> joined;        // the nodes that take part in a join
   LabelFigures figures;
   bool periodic;                // any periodic axis: frames and offsets below
   std::vector<Periods> placed;  // with periodic axes, after step 1: each node's frame in its root's
+  static constexpr bool table_part = std::is_same_v<Part, ObjectPart>;  // else PartCore: no sums, no box
 
-  MergeState(const Comm& comm, const NodeRanges& node_ranges, MergeInput& merged, const MergeRules& merge_rules)
+  MergeState(const Comm& comm, const NodeRanges& node_ranges, MergeInput<Part>& merged, const MergeRules& merge_rules)
       : mpi(comm.get()),
         me(comm.rank()),
         ranks(comm.size()),
@@ -370,6 +376,8 @@ struct MergeState {
         own(count),
         joined(count, false),
         periodic(rules.periodic != std::array<bool, 3>{}) {
+    if (!table_part && (periodic || rules.records != 0 || rules.with_table))
+      throw Error("internal error: a merge of 16-byte parts with a table, values or periodic axes");
     if (nodes.rank_base[static_cast<std::size_t>(me) + 1] - base != count)
       throw Error("internal error: a rank's parts and its node range differ");
     figures.joins = input.local_edges.size() + input.cross_edges.size();
@@ -378,13 +386,16 @@ struct MergeState {
   Periods place(std::uint64_t local) const { return periodic ? placed[local] : Periods{}; }
   // Moves node n's part and records by periods (periodic axes only).
   void move(std::uint64_t n, const Periods& periods) {
-    if (periods == Periods{}) return;
-    translate(input.parts[n], input.values, n * rules.records, rules.records, periods, rules.dims);
+    if constexpr (table_part) {
+      if (periods == Periods{}) return;
+      translate(input.parts[n], input.values, n * rules.records, rules.records, periods, rules.dims);
+    }
   }
 };
 
 // 1. This rank's own joins; every part's measures go to its root.
-void join_within_rank(MergeState& m) {
+template <class Part>
+void join_within_rank(MergeState<Part>& m) {
   const io::watchdog::Phase phase("label, the merge: joins within a rank");
   for (const auto& e : m.input.local_edges) {
     m.joined[e.a] = m.joined[e.b] = true;
@@ -398,7 +409,7 @@ void join_within_rank(MergeState& m) {
     for (std::uint64_t n = 0; n < m.count; ++n) {
       const auto [root, offset] = placed.find(n);
       m.placed[n] = offset;
-      if (root == n) m.input.parts[n].border |= placed.wraps(n);
+      if (root == n) m.input.parts[n].border |= static_cast<std::uint16_t>(placed.wraps(n));
     }
     free_vector(m.input.local_shifts);
   }
@@ -429,7 +440,8 @@ struct CrossRoots {
 // The roots of this rank's nodes that the other ranks ask for (questions,
 // from[r] of them from rank r), per asking rank.
 // With periodic axes, places gets each asked node's frame in its root's.
-std::vector<std::vector<std::uint64_t>> answer_roots(MergeState& m, const std::vector<std::uint64_t>& questions,
+template <class Part>
+std::vector<std::vector<std::uint64_t>> answer_roots(MergeState<Part>& m, const std::vector<std::uint64_t>& questions,
                                                      const std::vector<std::uint64_t>& from, CrossRoots& cross,
                                                      std::vector<std::vector<Periods>>& places) {
   auto answers = per_rank<std::uint64_t>(m.ranks);
@@ -452,7 +464,8 @@ std::vector<std::vector<std::uint64_t>> answer_roots(MergeState& m, const std::v
 // Each join across ranks as a link of two roots, from the roots the other
 // ranks answered (replied[r] of them from rank r, to asked[r] in order).
 // places: with periodic axes, each answered node's frame in its root's.
-void link_roots(MergeState& m, const std::vector<std::vector<std::uint64_t>>& asked,
+template <class Part>
+void link_roots(MergeState<Part>& m, const std::vector<std::vector<std::uint64_t>>& asked,
                 const std::vector<std::uint64_t>& roots, const std::vector<Periods>& places,
                 const std::vector<std::uint64_t>& replied, CrossRoots& cross) {
   std::vector<std::uint64_t> reply_at(static_cast<std::size_t>(m.ranks) + 1, 0);
@@ -488,7 +501,8 @@ void link_roots(MergeState& m, const std::vector<std::vector<std::uint64_t>>& as
 }
 
 // 2. Each join across ranks asks the other node's rank for its root.
-CrossRoots roots_across_ranks(MergeState& m) {
+template <class Part>
+CrossRoots roots_across_ranks(MergeState<Part>& m) {
   const io::watchdog::Phase phase("label, the merge: roots across ranks");
   auto asks = per_rank<std::uint64_t>(m.ranks);
   for (const auto& e : m.input.cross_edges) {
@@ -518,7 +532,8 @@ CrossRoots roots_across_ranks(MergeState& m) {
 // periodic axes, where the root's frame lies in the representative's, and
 // the axes along which the object reaches itself).
 using Representatives = std::unordered_map<std::uint64_t, Resolved>;  // by this rank's root (local)
-Representatives resolve_across_ranks(const MergeState& m, CrossRoots cross) {
+template <class Part>
+Representatives resolve_across_ranks(const MergeState<Part>& m, CrossRoots cross) {
   const io::watchdog::Phase phase("label, the merge: objects across ranks, up a tree of ranks");
   Forest forest;
   for (const auto& [root, span] : cross.spans) forest.add(m.base + root, span);
@@ -546,12 +561,13 @@ Representatives resolve_across_ranks(const MergeState& m, CrossRoots cross) {
 
 // 4. Members' measures to their representatives (moved into its frame);
 // gives back the pairs (representative, member node) this rank absorbed.
-std::vector<std::pair<std::uint64_t, std::uint64_t>> move_to_representatives(MergeState& m,
+template <class Part>
+std::vector<std::pair<std::uint64_t, std::uint64_t>> move_to_representatives(MergeState<Part>& m,
                                                                              const Representatives& representative) {
   const std::size_t records = m.rules.records;
-  auto moving = per_rank<Moved>(m.ranks);
+  auto moving = per_rank<Moved<Part>>(m.ranks);
   for (const auto& [root, resolved] : representative) {
-    m.input.parts[root].border |= resolved.wraps;
+    m.input.parts[root].border |= static_cast<std::uint16_t>(resolved.wraps);  // flags fit PartCore's 16 bits
     const std::uint64_t rep = resolved.representative;
     if (rep == m.base + root) continue;
     m.move(root, resolved.offset);
@@ -560,8 +576,8 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> move_to_representatives(Mer
   auto values_out = per_rank<ObjectValues>(m.ranks);
   for (std::size_t r = 0; r < moving.size(); ++r) {
     auto& list = moving[r];  // the sums of values add in one order, whatever the hash map's
-    std::sort(list.begin(), list.end(), [](const Moved& a, const Moved& b) { return a.member < b.member; });
-    for (const Moved& moved : list)
+    std::sort(list.begin(), list.end(), [](const Moved<Part>& a, const Moved<Part>& b) { return a.member < b.member; });
+    for (const Moved<Part>& moved : list)
       for (std::size_t k = 0; k < records; ++k)
         values_out[r].push_back(m.input.values[(moved.member - m.base) * records + k]);
   }
@@ -570,7 +586,7 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> move_to_representatives(Mer
   const auto arrived_values = io::exchange(m.mpi, values_out);
   std::vector<std::pair<std::uint64_t, std::uint64_t>> absorbed;
   for (std::size_t i = 0; i < arrived.size(); ++i) {
-    const Moved& moved = arrived[i];
+    const Moved<Part>& moved = arrived[i];
     const std::uint64_t local = moved.representative - m.base;
     m.input.parts[local].merge(moved.part);
     for (std::size_t k = 0; k < records; ++k)
@@ -582,12 +598,16 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> move_to_representatives(Mer
 
 // How many objects an item numbered by first voxel stands for: a segment
 // its objects (ObjectPart::segment), an object one.
-std::uint64_t weight(const ObjectPart& part) { return (part.border & ObjectPart::segment) != 0 ? part.voxels : 1; }
+template <class Part>
+std::uint64_t weight(const Part& part) {
+  return (part.border & ObjectPart::segment) != 0 ? part.voxels : 1;
+}
 
 // 5a. The objects this rank's roots stand for (not those absorbed by
 // another root, absorbed_here): counted into the figures, and per z plane
 // of their first voxels.
-std::vector<std::uint64_t> count_objects(MergeState& m, const std::vector<bool>& absorbed_here) {
+template <class Part>
+std::vector<std::uint64_t> count_objects(MergeState<Part>& m, const std::vector<bool>& absorbed_here) {
   const std::uint64_t plane = static_cast<std::uint64_t>(m.rules.dims[1]) * static_cast<std::uint64_t>(m.rules.dims[2]);
   std::vector<std::uint64_t> per_plane(static_cast<std::size_t>(m.rules.dims[0]), 0);
   for (std::uint64_t n = 0; n < m.count; ++n) {
@@ -619,14 +639,15 @@ struct HeldObjects {
 
 // 5b. Each kept object to the rank that numbers its z plane (rank_of). Those
 // this rank numbers stay in input.parts, moved forward in place.
-HeldObjects gather_objects(MergeState& m, std::vector<bool>& absorbed_here, const std::vector<int>& rank_of) {
+template <class Part>
+HeldObjects gather_objects(MergeState<Part>& m, std::vector<bool>& absorbed_here, const std::vector<int>& rank_of) {
   const std::uint64_t plane = static_cast<std::uint64_t>(m.rules.dims[1]) * static_cast<std::uint64_t>(m.rules.dims[2]);
   const std::size_t records = m.rules.with_table ? m.rules.records : 0;  // values the table keeps
   auto& parts = m.input.parts;
   auto& values = m.input.values;
   HeldObjects held;
   held.nodes.reserve(m.count);
-  auto rows_out = per_rank<Row>(m.ranks);
+  auto rows_out = per_rank<Row<Part>>(m.ranks);
   auto values_out = per_rank<ObjectValues>(m.ranks);
   std::uint64_t kept = 0;
   for (std::uint64_t n = 0; n < m.count; ++n) {
@@ -665,7 +686,8 @@ HeldObjects gather_objects(MergeState& m, std::vector<bool>& absorbed_here, cons
 // whole periods until their box's low corner lies in the volume. Along an
 // axis where an object reaches itself it has no such frame: its box is the
 // whole axis (and its centroid there is not a number, ObjectPart::wraps_z).
-void unwrap_into_volume(MergeState& m) {
+template <class Part>
+void unwrap_into_volume(MergeState<Part>& m) {
   for (std::size_t i = 0; i < m.input.parts.size(); ++i) {
     ObjectPart& part = m.input.parts[i];
     Periods back{};
@@ -688,7 +710,8 @@ void unwrap_into_volume(MergeState& m) {
 // (order, empty when held in that order) take first_id + 1, first_id + 2,
 // ...; then to their representatives, then to the members, and every node
 // takes its root's. The table keeps the objects when asked for.
-std::vector<std::uint64_t> hand_out_ids(MergeState& m, HeldObjects held, std::vector<std::uint64_t> order,
+template <class Part>
+std::vector<std::uint64_t> hand_out_ids(MergeState<Part>& m, HeldObjects held, std::vector<std::uint64_t> order,
                                         std::uint64_t first_id,
                                         std::vector<std::pair<std::uint64_t, std::uint64_t>> absorbed,
                                         ObjectTable& table) {
@@ -707,12 +730,14 @@ std::vector<std::uint64_t> hand_out_ids(MergeState& m, HeldObjects held, std::ve
   free_vector(held.nodes);
   table = ObjectTable{};
   table.first_id = first_id + 1;
-  if (m.rules.with_table && m.periodic) unwrap_into_volume(m);
-  if (m.rules.with_table) {
-    table.parts = std::move(m.input.parts);
-    table.values = std::move(m.input.values);
-    table.records = std::max<std::size_t>(m.rules.records, 1);
-    table.order = std::move(order);
+  if constexpr (MergeState<Part>::table_part) {
+    if (m.rules.with_table && m.periodic) unwrap_into_volume(m);
+    if (m.rules.with_table) {
+      table.parts = std::move(m.input.parts);
+      table.values = std::move(m.input.values);
+      table.records = std::max<std::size_t>(m.rules.records, 1);
+      table.order = std::move(order);
+    }
   }
   m.input.parts.clear();
   m.input.values.clear();
@@ -733,7 +758,8 @@ std::vector<std::uint64_t> hand_out_ids(MergeState& m, HeldObjects held, std::ve
 
 // 5. Numbering by first voxel: each object to the rank of its z range, which
 // numbers those it holds after the ranks before it.
-std::vector<std::uint64_t> number_objects(MergeState& m, Representatives representative,
+template <class Part>
+std::vector<std::uint64_t> number_objects(MergeState<Part>& m, Representatives representative,
                                           std::vector<std::pair<std::uint64_t, std::uint64_t>> absorbed,
                                           ObjectTable& table) {
   std::vector<bool> absorbed_here(m.count, false);  // roots whose object another root represents
@@ -754,8 +780,10 @@ std::vector<std::uint64_t> number_objects(MergeState& m, Representatives represe
 
 }  // namespace
 
-MergedObjects merge_objects(const Comm& comm, const NodeRanges& nodes, MergeInput input, const MergeRules& rules) {
-  MergeState m(comm, nodes, input, rules);
+template <class Part>
+MergedObjects merge_objects(const Comm& comm, const NodeRanges& nodes, MergeInput<Part> input,
+                            const MergeRules& rules) {
+  MergeState<Part> m(comm, nodes, input, rules);
   join_within_rank(m);
   auto representative = resolve_across_ranks(m, roots_across_ranks(m));
   auto absorbed = move_to_representatives(m, representative);
@@ -765,5 +793,8 @@ MergedObjects merge_objects(const Comm& comm, const NodeRanges& nodes, MergeInpu
   m.figures.fill(merged.summary);
   return merged;
 }
+
+template MergedObjects merge_objects(const Comm&, const NodeRanges&, MergeInput<ObjectPart>, const MergeRules&);
+template MergedObjects merge_objects(const Comm&, const NodeRanges&, MergeInput<PartCore>, const MergeRules&);
 
 }  // namespace volseg::segment::detail

@@ -44,8 +44,11 @@ struct CrossEdge {
 // This rank's share of the merge: the parts of its nodes (index = local
 // node) and, with values, their values (MergeRules::records a part, in the
 // parts' order); the joins it found. The merge takes them apart on the way.
+// Part: ObjectPart, or PartCore when there is no table, no values and no
+// periodic axis (the merge then counts objects and voxels, and numbers).
+template <class Part>
 struct MergeInput {
-  Chunked<ObjectPart> parts;
+  Chunked<Part> parts;
   Chunked<ObjectValues> values;
   std::vector<LocalEdge> local_edges;
   std::vector<CrossEdge> cross_edges;
@@ -94,6 +97,7 @@ struct MergedObjects {
 //    histogram), which sorts them; a prefix sum of the counts gives each
 //    rank its first id. The ids go back to the representatives, then to the
 //    members.
-MergedObjects merge_objects(const Comm& comm, const NodeRanges& nodes, MergeInput input, const MergeRules& rules);
+template <class Part>
+MergedObjects merge_objects(const Comm& comm, const NodeRanges& nodes, MergeInput<Part> input, const MergeRules& rules);
 
 }  // namespace volseg::segment::detail

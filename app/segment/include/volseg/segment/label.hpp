@@ -57,6 +57,21 @@ struct ObjectPart {
   void merge(const ObjectPart& other);
 };
 
+// A part as the merge needs it when no table is asked for (the objects
+// numbered in their bricks, Labeling::number_in_bricks): ObjectPart's first
+// voxel, voxels (up to 2^48) and flags, in 16 bytes rather than 72.
+struct PartCore {
+  std::uint64_t first = 0;
+  std::uint64_t voxels : 48 = 0;
+  std::uint64_t border : 16 = 0;
+  void merge(const PartCore& other) {
+    first = std::min(first, other.first);
+    voxels += other.voxels;
+    border |= other.border;
+  }
+};
+static_assert(sizeof(PartCore) == 16 && ObjectPart::wraps_x < (1u << 16));
+
 // Which merged objects a labeling keeps (numbers); the others get id 0 and
 // count as dropped. min_voxels: at least that many voxels; seeded: only
 // those with a seed voxel (hysteresis); inside: only those that touch no
@@ -69,10 +84,12 @@ struct KeepRule {
   std::uint64_t min_voxels = 0;
   bool seeded = false;
   bool inside = false;
-  bool keeps(const ObjectPart& part) const {
-    if ((part.border & ObjectPart::segment) != 0) return true;  // kept as its brick was labelled
-    return part.voxels >= min_voxels && (!seeded || (part.border & ObjectPart::seeded) != 0) &&
-           (!inside || (part.border & ObjectPart::touches_boundary) == 0);
+  template <class Part>  // ObjectPart or PartCore
+  bool keeps(const Part& part) const {
+    const std::uint32_t border = part.border;
+    if ((border & ObjectPart::segment) != 0) return true;  // kept as its brick was labelled
+    return part.voxels >= min_voxels && (!seeded || (border & ObjectPart::seeded) != 0) &&
+           (!inside || (border & ObjectPart::touches_boundary) == 0);
   }
 };
 
@@ -195,7 +212,8 @@ class BrickLabeler {
     std::uint64_t kept_voxels = 0, largest = 0, dropped = 0;
   };
   // Labeling::number_in_bricks' measure: the objects flagged in shared
-  // (index = label) become parts (first voxel, voxels, touches_boundary);
+  // (index = label) become parts (PartCore: first voxel, voxels,
+  // touches_boundary);
   // the others are kept or dropped here (keep) and the kept ones go into
   // segments (ObjectPart::segment): runs of them in file order, cut at
   // each part and, unless the brick holds whole planes, at each row. slots
@@ -203,7 +221,7 @@ class BrickLabeler {
   // brick appended (bit 31 set for a segment), or kNoSlot when dropped.
   static constexpr std::uint32_t kNoSlot = 0xffffffffu, kSegmentSlot = 0x80000000u;
   void measure_in_brick(const io::Extent& extent, const io::Index3& dims, const std::vector<std::uint8_t>& shared,
-                        const KeepRule& keep, std::vector<std::uint32_t>& slots, Chunked<ObjectPart>& parts,
+                        const KeepRule& keep, std::vector<std::uint32_t>& slots, Chunked<PartCore>& parts,
                         InBrick& figures) const;
   // Flags ObjectPart::seeded on the parts (label L at parts[base + L - 1])
   // of the brick last labelled whose runs hold a nonzero byte of seeds
@@ -319,7 +337,7 @@ class Labeling {
   // the objects that touch no face a brick shares with a neighbour are kept
   // or dropped (keep) and numbered in their brick, as runs of objects
   // (ObjectPart::segment); only those that touch such a face take part in
-  // the merge, as parts of three fields. finish() then takes the same keep
+  // the merge, as 16-byte parts (PartCore). finish() then takes the same keep
   // rule (seeded rules need seed() after add(): not here) and no table.
   void number_in_bricks(const KeepRule& keep);
   // Pass 1, one of mine() in ascending order: labels its mask (and folds in
