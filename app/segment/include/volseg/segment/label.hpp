@@ -256,6 +256,7 @@ class BrickLabeler {
   std::vector<std::uint32_t> row_start_;  // runs of row r: [row_start_[r], row_start_[r + 1])
   std::vector<std::uint32_t> labels_;     // each run's label
   std::vector<std::uint32_t> first_run_;  // each label's first run (label - 1)
+  std::vector<std::uint32_t> pairs_;      // join_rows: one row's touching runs, (i, k) pairs
   std::uint32_t objects_ = 0;
 };
 
