@@ -42,6 +42,9 @@ class DisjointSet {
   }
   // Joins the sets of a and b; false when they were one already.
   bool join(T a, T b) {
+    // Runs of one object mostly share a parent already (a dense mask joins
+    // the same two sets over and over): no walk then.
+    if (parent_[a] == parent_[b]) return false;
     const T ra = find(a), rb = find(b);
     if (ra == rb) return false;
     if (ra < rb)
