@@ -2,9 +2,11 @@
 // BrickLabeler against a flood fill, numbered by first voxel: random masks
 // sparse and dense (its row joins take a branch-free sweep above 3 runs in
 // 20 voxels, a branchy one below), at 6, 18 and 26, with rows that start
-// and end on the brick's faces.
+// and end on the brick's faces; and a checkerboard, the most runs a row can
+// hold, each touching its diagonal neighbours.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <random>
@@ -56,10 +58,14 @@ TEST(BrickLabeler, MatchesAFloodFillOnSparseAndDenseMasks) {
   const io::Index3 shape{9, 23, 67};
   BrickLabeler labeler6(6), labeler18(18), labeler26(26);
   std::mt19937 rng(29);
-  for (const double density : {0.05, 0.1, 0.3, 0.5, 0.7, 0.95}) {
-    std::bernoulli_distribution on(density);
+  for (const double density : {0.05, 0.1, 0.3, 0.5, 0.7, 0.95, -1.0}) {  // -1: the checkerboard
+    std::bernoulli_distribution on(std::max(density, 0.0));
     std::vector<std::uint8_t> mask(static_cast<std::size_t>(shape[0] * shape[1] * shape[2]));
-    for (auto& v : mask) v = on(rng) ? 1 : 0;
+    for (std::size_t v = 0; v < mask.size(); ++v) {
+      const auto x = static_cast<std::int64_t>(v) % shape[2], y = static_cast<std::int64_t>(v) / shape[2] % shape[1],
+                 z = static_cast<std::int64_t>(v) / (shape[1] * shape[2]);
+      mask[v] = density < 0 ? static_cast<std::uint8_t>((x + y + z + 1) % 2) : on(rng) ? 1 : 0;
+    }
     for (BrickLabeler* labeler : {&labeler6, &labeler18, &labeler26}) {
       const int connectivity = labeler == &labeler6 ? 6 : labeler == &labeler18 ? 18 : 26;
       SCOPED_TRACE("density " + std::to_string(density) + ", " + std::to_string(connectivity) + "-connected");

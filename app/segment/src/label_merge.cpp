@@ -387,6 +387,11 @@ void Labeling::number_in_bricks(const KeepRule& keep) {
     throw Error(
         "internal error: objects numbered in their bricks need a labeling without values, shape or seeds, "
         "before its first brick");
+  // PartCore counts voxels in 48 bits: a volume of 2^48 voxels or more
+  // keeps the full parts (and numbers every object in the merge).
+  if (static_cast<double>(map_.dims[0]) * static_cast<double>(map_.dims[1]) * static_cast<double>(map_.dims[2]) >=
+      0x1p48)
+    return;
   s.in_bricks = keep;
   s.slots.resize(mine_.size());
 }
@@ -502,6 +507,7 @@ void Labeling::add(std::int64_t brick, const std::uint8_t* mask, std::span<const
 void Labeling::seed(const std::uint8_t* seeds) {
   State& s = *state_;
   if (s.added == 0) throw Error("internal error: seed() before add()");
+  if (s.in_bricks) throw Error("internal error: seed() on a labeling that numbers objects in their bricks");
   labeler_.mark_seeds(seeds, s.parts, s.part_start[s.added - 1]);
 }
 

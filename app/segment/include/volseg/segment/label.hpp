@@ -340,6 +340,8 @@ class Labeling {
   // (ObjectPart::segment); only those that touch such a face take part in
   // the merge, as 16-byte parts (PartCore). finish() then takes the same keep
   // rule (seeded rules need seed() after add(): not here) and no table.
+  // A volume of 2^48 voxels or more (PartCore's count) keeps the full
+  // parts: the call does nothing.
   void number_in_bricks(const KeepRule& keep);
   // Pass 1, one of mine() in ascending order: labels its mask (and folds in
   // its fields' values, one FieldBrick each), joins it to the bricks this
