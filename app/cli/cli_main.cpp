@@ -24,6 +24,7 @@
 #include "volseg/io/registry.hpp"
 #include "volseg/io/watchdog.hpp"
 #include "volseg/segment/cancel.hpp"
+#include "volseg/version.hpp"
 
 namespace volseg::cli {
 namespace {
@@ -161,9 +162,13 @@ int run_main(int argc, char** argv, const CommandList& commands) {
   std::signal(SIGXFSZ, SIG_IGN);
   const bool speaks = launcher_rank() == 0;
   CLI::App app{app_description};
+  app.set_version_flag("--version", std::filesystem::path(argv[0]).filename().string() + " " + version(),
+                       "Print which volseg this is and exit");
   const auto subcommands = add_commands(app, commands);
   try {
     app.parse(argc, argv);
+  } catch (const CLI::CallForVersion& e) {
+    return speaks ? app.exit(e) : 0;
   } catch (const CLI::CallForHelp& e) {
     return speaks ? app.exit(e) : 0;
   } catch (const CLI::CallForAllHelp& e) {

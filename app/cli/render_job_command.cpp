@@ -213,6 +213,7 @@ void RenderJobCommand::run(const Context& context) {
     std::printf("render: %zu frames, %s ... %s, colour range [%g, %g] for all, %.2f s\n", series.frames.size(),
                 series.frames.front().c_str(), series.frames.back().c_str(), series.lo, series.hi, series.seconds);
     if (!series.movie.empty()) std::printf("  movie: %s\n", series.movie.c_str());
+    std::printf("  %s\n", render::display_way().c_str());
     return;
   }
   if (!movie_.empty()) throw Error("--movie encodes the frames of several steps: give --time all or A:B[:S]");
@@ -229,6 +230,7 @@ void RenderJobCommand::run(const Context& context) {
   std::printf("render: %d ranks, %.2f s (slowest rank: read %.2f s, render %.2f s, composite %.3f s)\n",
               result.comm_size, result.seconds, read, draw, composite);
   if (!o.report.empty()) std::printf("  report: %s\n", o.report.c_str());
+  std::printf("  %s\n", render::display_way().c_str());
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "volseg/io/registry.hpp"
 #include "volseg/mesh/mesh.hpp"
 #include "volseg/render/render.hpp"
+#include "volseg/version.hpp"
 
 namespace {
 
@@ -51,6 +52,7 @@ int main(int argc, char** argv) {
         "volseg-gui: pick a threshold on the exact histogram, segment on every rank, see the result.\n"
         "Run it as 'mpirun -np N volseg-gui [FILE]': rank 0 shows the window, the other ranks work.\n"
         "Every action can be given here too, so a session can run unattended."};
+    app.set_version_flag("--version", std::string("volseg-gui ") + volseg::version(), "Print which volseg this is and exit");
     app.add_option("file", script.file,
                    "Volume to open: a raw volume's .nhdr header, a NetCDF file, a Zarr v2 array or an OME-Zarr image");
     app.add_option("--var", script.var, "NetCDF variable (default: the first)");
@@ -96,8 +98,13 @@ int main(int argc, char** argv) {
       if (provided < MPI_THREAD_SERIALIZED)
         throw volseg::Error("this MPI library gives no thread support (MPI_THREAD_SERIALIZED at least is needed)");
       volseg::io::check_parallel_netcdf();
-      // One clear line, on every rank, when there is no X display to draw on.
-      volseg::render::check_display(world);
+      // The window needs the user's display; a batch run (pictures, then
+      // --quit) draws on a private Xvfb where there is none. One clear line,
+      // on every rank, when neither can be.
+      const bool batch = script.quit && !(script.screenshot.empty() && script.window_shot.empty());
+      const std::string way = volseg::render::check_display(
+          world, batch ? volseg::render::Drawing::offscreen : volseg::render::Drawing::window);
+      if (rank == 0 && batch) std::printf("volseg-gui: %s\n", way.c_str());
       volseg::Comm session = world.duplicate();
       if (rank == 0) {
         QSurfaceFormat::setDefaultFormat(QVTKOpenGLNativeWidget::defaultFormat());
@@ -111,6 +118,8 @@ int main(int argc, char** argv) {
         volseg::gui::serve(session);
       }
     } catch (const CLI::CallForHelp& e) {
+      if (rank == 0) app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
       if (rank == 0) app.exit(e);
     } catch (const CLI::ParseError& e) {
       if (rank == 0) std::fprintf(stderr, "volseg-gui: error: %s (see 'volseg-gui --help')\n", e.what());

@@ -13,6 +13,7 @@
 
 #include "volseg/io/error.hpp"
 #include "volseg/io/memory.hpp"
+#include "volseg/version.hpp"
 
 namespace volseg::io {
 namespace {
@@ -335,6 +336,7 @@ std::string format_nrrd(const VolumeInfo& info, const std::string& data_file_nam
   out << "NRRD0004\n"
       << "# Complete NRRD file format specification at:\n"
       << "# http://teem.sourceforge.net/nrrd/format.html\n"
+      << "# written by volseg " << version() << "\n"
       << "type: " << nrrd_type_name(info.dtype) << "\n"
       << "dimension: 3\n"
       << "sizes: " << info.dims[2] << " " << info.dims[1] << " " << info.dims[0] << "\n"

@@ -2,6 +2,7 @@
 #include "volseg/io/registry.hpp"
 
 #include "volseg/io/error.hpp"
+#include "volseg/version.hpp"
 
 namespace volseg::io {
 
@@ -89,7 +90,11 @@ std::unique_ptr<VolumeWriter> create_writer(const std::string& backend, const Cr
                                             const Hints& hints) {
   const Backend& chosen = usable(backend);
   refuse_other_roles_hints(chosen, Role::writer, hints);
-  return chosen.create(request, comm, hints);
+  // Every output says which volseg made it (an input's older stamp, copied
+  // with its attributes, is replaced).
+  CreateRequest stamped = request;
+  stamped.info.attributes["volseg_version"] = version();
+  return chosen.create(stamped, comm, hints);
 }
 
 }  // namespace volseg::io

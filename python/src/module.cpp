@@ -8,11 +8,13 @@
 // own extension (_render), so `import volseg` does not load VTK.
 #include "common.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/version.hpp"
 
 PYBIND11_MODULE(_volseg, m) {
   using namespace volseg::python;
   init_mpi4py();
   m.doc() = "volseg's libraries for Python: parallel, out-of-core threshold segmentation (docs/python.md)";
+  m.attr("__version__") = volseg::version();
   static py::exception<volseg::Error> error(m, "Error");
   py::register_exception_translator([](std::exception_ptr p) {
     try {

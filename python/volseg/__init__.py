@@ -23,6 +23,7 @@ import os
 from mpi4py import MPI  # initialises MPI before the extension uses it
 
 from ._volseg import Error, Histogram, Volume, label, threshold  # noqa: F401
+from ._volseg import __version__  # the release and the git commit built from: "0.1.0+g1a2b3c4d5e6f"
 from . import _build, _volseg
 
 __all__ = ["Error", "Histogram", "Volume", "open", "threshold", "label", "segment", "label_file", "convert",

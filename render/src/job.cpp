@@ -21,6 +21,7 @@
 #include "volseg/render/render.hpp"
 #include "volseg/segment/expression.hpp"
 #include "volseg/segment/progress.hpp"
+#include "volseg/version.hpp"
 
 namespace volseg::render {
 namespace {
@@ -92,6 +93,7 @@ void write_report(const RenderOptions& o, const RenderResult& r) {
   j["mask"] = o.mask;
   j["backend"] = r.backend;  // of the input's full-resolution level; coarser ones are read with posix
   if (!r.backend_reason.empty()) j["backend_choice"] = {{"backend", r.backend}, {"reason", r.backend_reason}};
+  j["volseg_version"] = version();
   j["ranks"] = r.comm_size;
   j["seconds"] = r.seconds;
   j["dims"] = {r.dims[0], r.dims[1], r.dims[2]};

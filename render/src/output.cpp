@@ -8,6 +8,7 @@
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
 #include "volseg/render/render.hpp"
+#include "volseg/version.hpp"
 
 namespace volseg::render {
 
@@ -33,6 +34,7 @@ void write_png(const Image& image, const std::string& path) {
   vtkNew<vtkPNGWriter> writer;
   writer->SetInputData(data);
   writer->WriteToMemoryOn();
+  writer->AddText("Software", (std::string("volseg ") + version()).c_str());  // which volseg drew it
   writer->SetCompressionLevel(1);  // a third of the default's time at 1024^2, about 10% larger files
   writer->Write();
   vtkUnsignedCharArray* bytes = writer->GetResult();

@@ -119,7 +119,7 @@ void WebJobCommand::run(const cli::Context& context) {
       if (failure.empty()) {
         const std::string line = "volseg web: " + server->url();
         if (!url_file_.empty()) io::write_file_atomically(url_file_, line + "\n");
-        std::printf("%s\n", line.c_str());
+        std::printf("%s\nvolseg web: %s\n", line.c_str(), render::display_way().c_str());
         std::fflush(stdout);
         server->run(worker);
       }

@@ -26,6 +26,7 @@
 #include "volseg/io/files.hpp"
 #include "volseg/io/format.hpp"
 #include "volseg/io/registry.hpp"
+#include "volseg/version.hpp"
 
 namespace {
 
@@ -148,12 +149,15 @@ SimOptions parse(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--insitu-help", insitu_help, "the hook's options");
   app.add_flag("--quiet", o.quiet, "no progress lines");
+  app.set_version_flag("--version", std::string("volseg-sim ") + version(), "which volseg this is");
   std::vector<const char*> args;
   for (auto& a : own) args.push_back(a.c_str());
   try {
     app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::CallForHelp&) {
     throw CLI::CallForHelp();
+  } catch (const CLI::CallForVersion&) {
+    throw;
   } catch (const CLI::ParseError& e) {
     throw Error(e.what());
   }
@@ -283,7 +287,8 @@ void report_run(const Comm& comm, const SimOptions& o, int rank, const HookRun& 
   if (o.report.empty()) return;
   std::map<std::string, int> actions;
   for (const auto& r : run.records) ++actions[r.action];
-  nlohmann::json report{{"wall_seconds", slowest[0]},
+  nlohmann::json report{{"volseg_version", version()},
+                        {"wall_seconds", slowest[0]},
                         {"hook_seconds", slowest[1]},
                         {"hook_create_seconds", run.create_seconds},
                         {"first_publish_seconds", run.first_publish},
@@ -333,6 +338,10 @@ int main(int argc, char** argv) {
       if (rank == 0)
         std::cout << "usage: volseg-sim [--dims Z,Y,X] [--steps N] [--ghost G] [--periodic] [--dump PATTERN] "
                      "[--report FILE] [--insitu-errors continue|stop] [--insitu HOOK OPTIONS...]\n";
+      MPI_Finalize();
+      return 0;
+    } catch (const CLI::CallForVersion&) {
+      if (rank == 0) std::cout << "volseg-sim " << version() << "\n";
       MPI_Finalize();
       return 0;
     } catch (const insitu::Options&) {

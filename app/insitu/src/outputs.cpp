@@ -11,6 +11,7 @@
 #include "volseg/io/files.hpp"
 #include "volseg/segment/label.hpp"
 #include "volseg/segment/series.hpp"
+#include "volseg/version.hpp"
 
 namespace volseg::insitu::detail {
 
@@ -73,6 +74,7 @@ void TimeSeries::finish(const std::vector<StepRecord>& records, double create_se
   commit_.commit(false);
 
   nlohmann::json json;
+  json["volseg_version"] = version();
   json["create_seconds"] = create_seconds;
   json["lo"] = options.lo;
   json["hi"] = options.hi;

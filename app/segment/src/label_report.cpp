@@ -22,6 +22,7 @@
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
 #include "volseg/io/messages.hpp"
+#include "volseg/version.hpp"
 
 namespace volseg::segment {
 namespace {
@@ -368,6 +369,7 @@ void write_label_report(const std::string& path, const LabelOptions& options, co
                      {"max_rss_bytes", t.max_rss}});
   }
   report["ranks"] = ranks;
+  report["volseg_version"] = version();
   // The report is a summary that people and scripts open whole: its table
   // stops at the first kReportTableRows objects (26 million made a 5.6 GB
   // JSON); --stats writes every row.

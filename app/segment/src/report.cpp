@@ -7,6 +7,7 @@
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
 #include "volseg/segment/segment.hpp"
+#include "volseg/version.hpp"
 
 namespace volseg::segment {
 namespace {
@@ -65,6 +66,7 @@ std::string report_json(const SegmentOptions& options, const SegmentResult& resu
   const auto& info = result.input_info;
   nlohmann::json report;
   report["tool"] = "volseg segment";
+  report["volseg_version"] = version();
   report["input"] = {{"path", options.input},
                      {"dims_zyx", info.dims},
                      {"dtype", std::string(io::dtype_name(info.dtype))},

@@ -27,6 +27,7 @@
 #include "volseg/io/script.hpp"
 #include "volseg/segment/brick_layout.hpp"
 #include "volseg/segment/expression.hpp"
+#include "volseg/version.hpp"
 
 namespace volseg::segment {
 namespace fs = std::filesystem;
@@ -195,6 +196,7 @@ void write_segment_report(const SegmentOptions& options, const SegmentSeriesResu
     rows.push_back(std::move(row));
   }
   nlohmann::json report{{"tool", "volseg segment"},
+                        {"volseg_version", version()},
                         {"input", options.input},
                         {"output", options.output},
                         {"steps", result.steps},

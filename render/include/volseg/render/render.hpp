@@ -218,10 +218,23 @@ class Renderer {
   std::unique_ptr<Impl> impl_;
 };
 
-// Collective. Throws volseg::Error on every rank with one clear line when a
-// rank cannot open the X display ($DISPLAY unset or unreachable): VTK would
+// What a program draws: frames offscreen (a batch job, a server's frames),
+// or a window a user looks at.
+enum class Drawing { offscreen, window };
+
+// Collective; call it before any work that draws. Makes sure every rank can
+// draw: an existing DISPLAY is used as it is; where ranks have none (a
+// cluster's compute node), one private Xvfb per node serves them, started
+// here and stopped when the last rank of its node ends, however it ends (a
+// window needs the user's display: no private server for Drawing::window).
+// Returns the line a program prints (on rank 0) to say which way it draws
+// ("drawing on a private Xvfb, :3 ..." or "drawing on the X display :0 ..."). Throws
+// volseg::Error on every rank alike with one clear line when it cannot (no
+// Xvfb installed, DISPLAY naming a server that does not answer): VTK would
 // abort the process instead.
-void check_display(const Comm& comm);
+std::string check_display(const Comm& comm, Drawing drawing = Drawing::offscreen);
+// That line after a check_display of this process; "" before.
+std::string display_way();
 
 // Writes the image as PNG under a temporary name beside path, then renames it.
 void write_png(const Image& image, const std::string& path);
