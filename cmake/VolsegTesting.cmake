@@ -40,3 +40,16 @@ function(volseg_add_mpi_test name target)
       LABELS "mpi;${ARG_LABELS}")
   endforeach()
 endfunction()
+
+# volseg_xvfb_run(OUT): the command prefix `xvfb-run -a -n N -s "-screen 0
+# 1280x1024x24"` with a server number N of the calling test's own (from
+# 1000 up, ten apart): tests that run at once never race for the same
+# display (xvfb-run -a alone starts every one at 99), and none meets the
+# private servers volseg starts (100-999; render/src/private_x_server.cpp).
+set_property(GLOBAL PROPERTY VOLSEG_XVFB_NEXT 1000)
+function(volseg_xvfb_run out)
+  get_property(number GLOBAL PROPERTY VOLSEG_XVFB_NEXT)
+  math(EXPR next "${number} + 10")
+  set_property(GLOBAL PROPERTY VOLSEG_XVFB_NEXT ${next})
+  set(${out} xvfb-run -a -n ${number} -s "-screen 0 1280x1024x24" PARENT_SCOPE)
+endfunction()

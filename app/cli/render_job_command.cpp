@@ -142,8 +142,8 @@ CLI::App* RenderJobCommand::add_to(CLI::App& app) {
   sub->add_flag("--quiet", quiet_, "No progress and no summary");
   sub->add_option("--progress", progress_, "auto | bar | lines | none")->capture_default_str();
   sub->footer(
-      "Runs on every rank: mpirun -np N volseg render ... Needs an X display (OpenGL through GLX): on a node\n"
-      "without one run it under 'xvfb-run -a'.");
+      "Runs on every rank: mpirun -np N volseg render ... Draws through OpenGL on X: on the X display of\n"
+      "DISPLAY, or where there is none (a compute node) on a private Xvfb per node that volseg starts and stops.");
   return sub;
 }
 

@@ -52,7 +52,8 @@ int main(int argc, char** argv) {
         "volseg-gui: pick a threshold on the exact histogram, segment on every rank, see the result.\n"
         "Run it as 'mpirun -np N volseg-gui [FILE]': rank 0 shows the window, the other ranks work.\n"
         "Every action can be given here too, so a session can run unattended."};
-    app.set_version_flag("--version", std::string("volseg-gui ") + volseg::version(), "Print which volseg this is and exit");
+    app.set_version_flag("--version", std::string("volseg-gui ") + volseg::version(),
+                         "Print which volseg this is and exit");
     app.add_option("file", script.file,
                    "Volume to open: a raw volume's .nhdr header, a NetCDF file, a Zarr v2 array or an OME-Zarr image");
     app.add_option("--var", script.var, "NetCDF variable (default: the first)");

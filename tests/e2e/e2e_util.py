@@ -53,6 +53,18 @@ if MPI_QUIET:
     os.environ.setdefault("OMPI_MCA_odls_base_sigkill_timeout", "0")
 
 
+def xvfb_run(server_args="-screen 0 1280x1024x24"):
+    """xvfb-run with a server number of this process's own (from 2000 up;
+    xvfb-run -a alone starts every caller at 99, so tests that run at once
+    raced for it; 100-999 are volseg's private servers)."""
+    return ["xvfb-run", "-a", "-n", str(2000 + os.getpid() % 20000), "-s", server_args]
+
+
+def without_display(env=None):
+    """The environment with no X display: volseg starts its own Xvfb."""
+    return {k: v for k, v in (os.environ if env is None else env).items() if k not in ("DISPLAY", "XAUTHORITY")}
+
+
 def command(args, ranks=2, mpi=True, wrap=None):
     """The argv that runs volseg ARGS on RANKS ranks. With mpi=False and one
     rank, volseg runs as an MPI singleton (no mpirun). wrap: a shell snippet
@@ -66,10 +78,10 @@ def command(args, ranks=2, mpi=True, wrap=None):
     return [MPIEXEC] + MPI_QUIET + ["-np", str(ranks)] + inner
 
 
-def run(args, ranks=2, mpi=True, cwd=None, timeout=120, wrap=None, prefix=()):
+def run(args, ranks=2, mpi=True, cwd=None, timeout=120, wrap=None, prefix=(), env=None):
     """Runs volseg; returns CompletedProcess with text stdout/stderr."""
     argv = list(prefix) + command(args, ranks, mpi, wrap)
-    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def check_ok(test, proc):

@@ -139,7 +139,7 @@ class ScriptedGui(unittest.TestCase):
                 if not entered_by_others(GUI):
                     self.skipTest("the build is in a folder other users cannot enter (%s): the read-only case "
                                   "needs another user" % os.path.dirname(GUI))
-                argv = ["xvfb-run", "-a", "-s", "-ac -screen 0 1280x1024x24", "setpriv", "--reuid=nobody",
+                argv = u.xvfb_run("-ac -screen 0 1280x1024x24") + ["setpriv", "--reuid=nobody",
                         "--regid=nogroup", "--clear-groups", "env", "HOME=" + cache, "XDG_CACHE_HOME=" + cache,
                         "XAUTHORITY=/dev/null", GUI] + [str(a) for a in args]
                 proc = subprocess.run(argv, capture_output=True, text=True, timeout=300)

@@ -83,7 +83,7 @@ class ParaViewReads(unittest.TestCase):
         os.mkdir(out)
         env = dict(os.environ)
         env.pop("DISPLAY", None)
-        attempts = [[PVPYTHON, script], ["xvfb-run", "-a", PVPYTHON, script]]
+        attempts = [[PVPYTHON, script], e.xvfb_run() + [PVPYTHON, script]]
         failures = []
         for argv in attempts:
             proc = subprocess.run(argv + [out] + headers, capture_output=True, text=True, timeout=300, env=env)

@@ -286,13 +286,12 @@ class Mesh(Base):
         import colorsys
         out = self.path("m")
         self.volseg(["mesh", self.labels, "--out", out, "--quiet"])
-        xvfb = ["xvfb-run", "-a", "-s", "-screen 0 1280x1024x24"]
         images = []
         for ranks in (1, 3):
             png = self.path("r%d.png" % ranks)
             proc = util.run(["render", self.path("mask.nhdr"), "--mode", "iso", "--iso", "2", "--mesh", out,
                              "--mesh-ids", "3", "--size", "400x400", "--no-annotations", "--out", png, "--quiet"],
-                            ranks=ranks, mpi=ranks > 1, prefix=xvfb, timeout=300)
+                            ranks=ranks, mpi=ranks > 1, env=util.without_display(), timeout=300)
             util.check_ok(self, proc)
             images.append(np.asarray(Image.open(png).convert("RGB")).astype(float) / 255)
         # Object 3's hue (io::segment_rgba: golden-angle hues, 0.7 saturation).
@@ -311,9 +310,9 @@ class Mesh(Base):
                                                            "volseg-gui")
         out, shot = self.path("m"), self.path("gui.png")
         self.volseg(["mesh", self.labels, "--out", out, "--quiet"])
-        proc = subprocess.run(["xvfb-run", "-a", "-s", "-screen 0 1280x1024x24", gui, self.path("mask.nhdr"),
-                               "--mesh", out, "--mesh-ids", "3", "--size", "400x400", "--screenshot", shot, "--quit"],
-                              capture_output=True, text=True, timeout=300)
+        proc = subprocess.run([gui, self.path("mask.nhdr"), "--mesh", out, "--mesh-ids", "3", "--size", "400x400",
+                               "--screenshot", shot, "--quit"],
+                              capture_output=True, text=True, timeout=300, env=util.without_display())
         self.assertEqual(proc.returncode, 0, proc.stderr)
         image = np.asarray(Image.open(shot).convert("RGB")).astype(float) / 255
         import colorsys

@@ -6,6 +6,7 @@ own mask byte for byte for segment, scipy.ndimage.label for label_file;
 bad input raises volseg.Error with one message on every rank."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -48,6 +49,14 @@ def volume():
     COMM.Barrier()
     if COMM.rank == 0:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_version_is_the_cli_s():
+    """volseg.__version__: the release and the git commit, as `volseg --version` says."""
+    assert re.match(r"^0\.\d+\.\d+(\+g[0-9a-f]{12}(\.dirty)?)?$", volseg.__version__), volseg.__version__
+    if COMM.rank == 0:
+        proc = cli("--version")
+        assert proc.stdout.split() == ["volseg", volseg.__version__], proc.stdout
 
 
 def test_open_read_and_describe(volume):

@@ -195,14 +195,10 @@ void write_segment_report(const SegmentOptions& options, const SegmentSeriesResu
     row["next_step_announced_bytes"] = result.next_announced[k];
     rows.push_back(std::move(row));
   }
-  nlohmann::json report{{"tool", "volseg segment"},
-                        {"volseg_version", version()},
-                        {"input", options.input},
-                        {"output", options.output},
-                        {"steps", result.steps},
-                        {"steps_resumed", result.steps_resumed},
-                        {"seconds", result.seconds},
-                        {"per_step", std::move(rows)}};
+  nlohmann::json report{{"tool", "volseg segment"},  {"volseg_version", version()},
+                        {"input", options.input},    {"output", options.output},
+                        {"steps", result.steps},     {"steps_resumed", result.steps_resumed},
+                        {"seconds", result.seconds}, {"per_step", std::move(rows)}};
   io::write_file_atomically(options.report, report.dump(2) + "\n");
 }
 
