@@ -293,6 +293,83 @@ class Headless(unittest.TestCase):
         self.assertRegex(version[1], VERSION)
 
 
+def readme_block(heading):
+    """The first indented block (a command block) under a README heading."""
+    with open(os.path.join(ROOT, "README.md")) as f:
+        text = f.read()
+    after = text[text.index("\n" + heading + "\n"):]
+    lines, started = [], False
+    for line in after.splitlines()[2:]:
+        if line.startswith("    "):
+            started = True
+            lines.append(line[4:])
+        elif started and line.strip():
+            break
+        elif line.startswith("#"):
+            break
+    return lines
+
+
+@unittest.skipUnless(e.WITH_PARAVIEW, "built without ParaView: nothing draws")
+class ReadmeVerbatim(unittest.TestCase):
+    """The README's commands as printed, in a folder that has the repository's
+    scripts/ and this build as build/, with no DISPLAY."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="volseg-readme-")
+        os.symlink(os.path.join(ROOT, "scripts"), os.path.join(self.dir, "scripts"))
+        os.symlink(BUILD, os.path.join(self.dir, "build"))
+        self.tag = uuid.uuid4().hex
+        self.env = headless_env(self.tag)
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def bash(self, lines, **kwargs):
+        return subprocess.Popen(["bash", "-c", "set -eo pipefail\n" + "\n".join(lines)], cwd=self.dir, env=self.env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                                **kwargs)
+
+    def test_segment_look_and_the_browser(self):
+        segment, look, browser = (readme_block(h) for h in ("### Segment", "### Look", "### In the browser"))
+        self.assertTrue(any("volseg render" in line for line in look), look)
+        proc = self.bash(segment + look)
+        out, err = proc.communicate(timeout=600)
+        self.assertEqual(proc.returncode, 0, out + err)
+        self.assertRegex(out, PRIVATE)
+        rows = png_pixels(os.path.join(self.dir, "vol.png"))
+        self.assertEqual((len(rows), len(rows[0]) // 3), (1024, 1024))
+        self.assertGreater(len(set(b"".join(rows[::16]))), 64, "the frame is blank")
+        # The browser's job, the README's line as printed (the line after it is its output).
+        command = [line for line in browser if line.startswith("mpirun")]
+        self.assertEqual(len(command), 1, browser)
+        job = self.bash(segment[:2] + command)
+        try:
+            address = job.stdout.readline()
+            m = re.match(r"^volseg web: http://([^/:]+):(\d+)(/[^?]*)\?token=(\S+)$", address.strip())
+            self.assertTrue(m, address + (job.stderr.read() if job.poll() is not None else ""))
+            self.assertRegex(job.stdout.readline(), PRIVATE)
+            import wsclient
+            host, port, base, token = m.group(1), int(m.group(2)), m.group(3), m.group(4)
+            ws = wsclient.WebSocket(host, port, f"{base}ws?token={token}", {"Origin": f"http://{host}:{port}"})
+            ws.send({"type": "frame", "id": 7, "width": 512, "height": 512,
+                     "camera": {"azimuth": 30, "elevation": 20, "zoom": 1}, "lo": 4, "hi": 7})
+            frame, _ = ws.until(lambda msg: isinstance(msg, bytes) or (isinstance(msg, dict) and msg.get("type") ==
+                                                                         "error"), limit=1000)
+            self.assertIsInstance(frame, bytes, frame)
+            header, payload = wsclient.binary_header(frame)
+            self.assertEqual((header["type"], header["width"], header["height"]), ("frame", 512, 512))
+            self.assertEqual(payload[:2], b"\xff\xd8")
+            ws.close()
+        finally:
+            os.killpg(job.pid, signal.SIGTERM)
+            job.communicate(timeout=60)
+        deadline = time.time() + 15
+        while tagged(self.tag) and time.time() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(tagged(self.tag), [], "processes of the job remain")
+
+
 class Versions(unittest.TestCase):
     """--version, and the version in a mask, a labels file and the reports."""
 

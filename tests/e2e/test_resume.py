@@ -37,10 +37,16 @@ def partial_path(data):
 
 
 def journal_slots(path):
-    """Offsets of the written (non-zero) record slots."""
+    """Offsets of the written (non-zero) record slots; none while the job is
+    still writing the header (a busy machine can catch it half-way)."""
     with open(path, "rb") as f:
         data = f.read()
-    size = int(data.split(b"\n", 1)[0].split()[2])
+    if b"\n" not in data:
+        return []
+    fields = data.split(b"\n", 1)[0].split()
+    if len(fields) < 3 or not fields[2].isdigit():
+        return []
+    size = int(fields[2])
     slots = []
     for b in range(BRICKS):
         at = size + b * RECORD
