@@ -17,7 +17,7 @@ drift falls on every case alike:
 
 and prints GB/s, x ceiling, x mmap (same ranks), x dd, what the device saw
 (/proc/diskstats: requests, merges, average request size, time a request,
-time busy), and the issue's bars: the best backend at least 0.9 x the
+time busy), and the bars: the best backend at least 0.9 x the
 ceiling on 2 ranks; the best ranged backend (Fogal & Krüger's readanyv)
 at least 1.0 x mmap; auto at least 0.95 x the best backend. Writes CSV,
 Markdown and a PNG, then traces one ranged-uring run on 2 ranks and prints

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""The cost of a derived field (issue 32's bar: a 3-variable expression
+"""The cost of a derived field (the bar: a 3-variable expression
 costs at most 2x the time of reading the three variables, warm).
 
 Writes N^3 float32 variables u, v, w with netCDF4-python (CDF-5 and

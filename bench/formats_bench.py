@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""The readers of issue 30 against the raw reader on the same bytes
+"""The NIfTI, VTK, TIFF and HDF5 readers against the raw reader on the same bytes
 (`volseg segment`, whole `mpirun` process, files warm in the page cache,
 best of --repeat, the runs interleaved: the machines are shared and noisy).
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Strong scaling of whole jobs: `volseg segment`, `volseg label` (6- and
 26-connected) and `volseg pyramid` at each rank count, whole process, best of
---rounds (issue 28's study: segment and pyramid on a 4 GiB f32 volume, label
+--rounds (the 16-core study: segment and pyramid on a 4 GiB f32 volume, label
 on a 768^3 random mask of density 0.3, about 26 million objects at 6).
 
 Every run's output is checked against the 1-rank run's (mask and labels byte

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """Peak memory per rank of `volseg label` as the number of objects grows
-(issue 28: no rank's memory grows with the job's objects). The masks are
+(the bar: no rank's memory grows with the job's objects). The masks are
 checkerboards (every other voxel): at 6-connectivity every foreground voxel
 is an object, the most objects a mask of that size can have. Edges 126, 272
 and 585 give 1.0, 10.1 and 100.1 million objects. Each run's peak resident

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""The Python API's speed bars (issue 31), measured in one run with the
+"""The Python API's speed bars, measured in one run with the
 references interleaved (the machines are shared and noisy):
 
   threshold: volseg.threshold on a GiB of float32 against numpy's

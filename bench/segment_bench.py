@@ -246,7 +246,7 @@ def throughput(args, volseg):
         for r in mine:
             if advise and ranks == 2 and r["method"].startswith("volseg twophase"):
                 bars.append(f"- {r['method'][7:]} at {advise['job_s'] / r['job_s']:.2f} x mmap-advise on 2 ranks")
-        # The mask formats against the raw mask, method by method (issue 29's bars).
+        # The mask formats against the raw mask, method by method.
         for r in mine:
             if " -> " not in r["method"] or r["method"].endswith(" -> raw"):
                 continue

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """A time series read cold, with and without the next step announced to the
-kernel while this step works (issue 32: `segment|label --time all` call
+kernel while this step works (`segment|label --time all` call
 posix_fadvise(WILLNEED) on step t+1's bytes before running step t;
 VOLSEG_SERIES_PREFETCH=0 turns it off).
 

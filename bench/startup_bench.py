@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""Start-up cost of volseg's commands (issue 27's bar: `volseg --help` within
+"""Start-up cost of volseg's commands (the bar: `volseg --help` within
 0.1 s, `mpirun -np 2 volseg segment` of a tiny volume within 0.2 s), against
 `mpirun -np 2 /bin/true` and `/bin/true` measured in the same run, the runs
 interleaved so that a busy machine slows every command alike. With

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""Zarr v2 against raw, for `volseg segment` (issue 29's speed bars), measured
+"""Zarr v2 against raw, for `volseg segment` (Zarr's speed bars), measured
 in one run with the references interleaved (the machines are shared and noisy).
 
   mask out:  the same job writing the u8 mask as raw (.nhdr) and as Zarr

@@ -1,6 +1,6 @@
 # Run on a lent machine from the checkout root, after pack.sh and with setup.sh copied into .devpkg/
 # (the device tool's notes): run with carry [".devpkg"], command "bash bench/device/NAME.sh".
-# Issue 28's 16-core study: segment, label (6, 26) and pyramid at 1-16 ranks, data in /dev/shm.
+# The 16-core scaling study: segment, label (6, 26) and pyramid at 1-16 ranks, data in /dev/shm.
 # JOBS and ROUNDS choose the jobs (bench/job_scaling.py --jobs) and the rounds; RANKS the rank counts.
 set -u
 source .devpkg/setup.sh || exit 1

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The NetCDF-4 backend's writer: parallel netCDF-C (nc_create_par) into a
 // temporary file renamed at close, collective by default; with append=1 a
-// record along an unlimited time dimension (issue 32's one-file series).
+// record along an unlimited time dimension (a time series in one file).
 #include <mpi.h>
 #include <netcdf.h>
 #include <netcdf_par.h>

@@ -23,7 +23,7 @@ class BufferPool {
   // Plain malloc memory, not page-aligned: page-aligned collective buffers
   // (aligned_alloc or posix_memalign, from 6d7eca0 on) made the NCIO bar's
   // nc-nc writes 25-30% slower on this VM (9.2 against 12.5 MB/s, request
-  // phase 6.4 ms against 3.0 ms a call; bisected, issue 28). Direct writes
+  // phase 6.4 ms against 3.0 ms a call; bisected: docs/ncio.md). Direct writes
   // of whole blocks from it go through DirectFile's aligned staging buffer.
   struct Buffer {
     std::unique_ptr<std::byte[], Free> bytes;

@@ -201,7 +201,7 @@ def assert_clean_failure(test, proc, pattern=None):
         test.assertRegex(lines[0], pattern, where)
 
 
-# What one run on a lying header may cost (issue bars: 256 MiB of RSS on
+# What one run on a lying header may cost (the bar: 256 MiB of RSS on
 # any rank). Time is printed, never asserted (the machines are shared).
 LYING_HEADER_RSS_MIB = 256
 

@@ -75,7 +75,7 @@ struct Options {
   // At least one block is always allowed, whatever its size. 32 MiB: cold
   // reads on 1 and 2 ranks were as fast as with 128 MiB or faster (a queue
   // longer than the device needs only adds latency), and a rank's memory
-  // stays bounded well below the 64 MiB of the bar.
+  // stays bounded well below the 64 MiB of the memory bar.
   std::uint64_t max_bytes = std::uint64_t{32} << 20;
   // uring, read ranges: O_DIRECT, so each byte goes from the disk straight
   // into the range's buffers (pieces are widened to 4 KiB units inside the

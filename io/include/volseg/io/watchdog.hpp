@@ -4,7 +4,7 @@
 // phase it is in and ends with status 124 (as timeout(1) does), and its
 // launcher ends the others. A batch job then fails with a reason instead of
 // holding its nodes until the scheduler's limit: a library can still hang
-// inside a collective call (issue 14's notes), and a rank that waits for a
+// inside a collective call, and a rank that waits for a
 // failed one makes no progress either.
 //
 // What counts as moving: a brick done (Progress::advance and the brick

@@ -1,5 +1,5 @@
-# Run on a lent machine from the checkout root (see percore.sh for what .devpkg/ must hold): issue 49's
-# 16-core check. Label the study's 768^3 random mask (density 0.3, seed 7) at 6 and 26 to a Zarr output:
+# Run on a lent machine from the checkout root (see percore.sh for what .devpkg/ must hold): the 16-core
+# label study to Zarr. Label the study's 768^3 random mask (density 0.3, seed 7) at 6 and 26 to a Zarr output:
 # phases at 1 and 16 ranks, cc3d per core on the same mask, then the 1-16 rank study as whole processes
 # (bar: 16 ranks >= 10x 1 rank, and >= 1.0x cc3d per core).
 set -u
