@@ -226,7 +226,7 @@ segment::ProgressMode Verbosity::mode() const {
   return quiet ? segment::ProgressMode::none : segment::parse_progress_mode(progress);
 }
 
-void Selection::add_to(CLI::App& sub, bool with_glob, bool series) {
+void SelectionOptions::add_to(CLI::App& sub, bool with_glob, bool series) {
   sub.add_option("--var", variable,
                  "NetCDF or HDF5 variable (/group/name; 'volseg info' lists them), or a .vti point data array "
                  "(default: the only 3D one)");
@@ -253,26 +253,13 @@ void Selection::add_to(CLI::App& sub, bool with_glob, bool series) {
                    "in natural order)");
 }
 
-std::optional<segment::TimeSelection> Selection::time_selection() const {
+std::optional<segment::StepRange> SelectionOptions::step_range() const {
   if (time.empty()) return std::nullopt;
   return segment::parse_time(time);
 }
 
-std::vector<std::string> Selection::hints() const {
-  const auto t = time_selection();
-  if (t && t->range() && !series_)
-    throw Error("--time " + time + ": 'volseg " + command_ + "' takes one step (segment and label take a range)");
-  auto hints = selection_hints(variable, t && t->single ? t->single : std::nullopt, glob);
-  if (!expression.empty()) hints.push_back("expr=" + expression);
-  if (!condition.empty()) hints.push_back("where=" + condition);
-  if (!operands.empty() && expression.empty() && condition.empty())
-    throw Error("--operand names a variable of --expr or --where: give one");
-  for (const auto& operand : operands) hints.push_back("operand=" + operand);
-  return hints;
-}
-
-io::Selection Selection::selection() const {
-  const auto t = time_selection();
+io::Selection SelectionOptions::selection() const {
+  const auto t = step_range();
   if (t && t->range() && !series_)
     throw Error("--time " + time + ": 'volseg " + command_ + "' takes one step (segment and label take a range)");
   if (!operands.empty() && expression.empty() && condition.empty())
@@ -285,15 +272,6 @@ io::Selection Selection::selection() const {
   result.condition = !condition.empty();
   result.operands = operands;
   return result;
-}
-
-std::vector<std::string> selection_hints(const std::string& variable, const std::optional<std::int64_t>& time,
-                                         const std::string& glob) {
-  std::vector<std::string> hints;
-  if (!glob.empty()) hints.push_back("glob=" + glob);
-  if (!variable.empty()) hints.push_back("var=" + variable);
-  if (time) hints.push_back("time=" + std::to_string(*time));
-  return hints;
 }
 
 }  // namespace volseg::cli

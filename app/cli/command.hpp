@@ -77,13 +77,9 @@ void accept_precomputed_url(CLI::Option& out, std::string& format);
 // hint levels=N among `output_hints`.
 void add_levels_option(CLI::App& sub, std::vector<std::string>& output_hints);
 
-// --var/--time/--glob reach a backend as the reader hints var=, time= and glob=.
-std::vector<std::string> selection_hints(const std::string& variable, const std::optional<std::int64_t>& time,
-                                         const std::string& glob = {});
-
 // Which volume of the input file a job reads: --var, --time and (for
 // folders of TIFF slices) --glob, with one help text for every command.
-struct Selection {
+struct SelectionOptions {
   std::string variable, glob;
   std::string time;                   // --time N | all | A:B[:S]
   std::string expression, condition;  // --expr, --where: a field computed from the file's variables
@@ -91,12 +87,11 @@ struct Selection {
   // series: the command runs a job per step (segment, label); else a range
   // is refused with one line.
   void add_to(CLI::App& sub, bool with_glob = true, bool series = false);
-  // The reader's hints (time=N for one step; none for a range).
-  std::vector<std::string> hints() const;
-  // The same, typed: the selection open_input reads (a range refused alike).
+  // The selection open_input reads: one step, or none for a range (which
+  // a command that is not a series refuses).
   io::Selection selection() const;
   // --time as given, parsed (a range, or one step); nullopt when absent.
-  std::optional<segment::TimeSelection> time_selection() const;
+  std::optional<segment::StepRange> step_range() const;
 
  private:
   bool series_ = false;
@@ -123,7 +118,7 @@ struct ThresholdOptions {
   using Resolved = pyramid::ChosenThresholds;
 
   Resolved resolve(const Comm& comm, const std::string& input, const std::string& backend,
-                   const std::vector<std::string>& input_hints, bool quiet) const;
+                   const io::Selection& selection, const std::vector<std::string>& input_hints, bool quiet) const;
 
  private:
   // Rank 0: a note when the seed range reaches outside [lo, hi].

@@ -48,8 +48,8 @@ class ConvertCommand final : public Command {
     if (!brick_.empty()) o.brick_shape = segment::parse_shape(brick_);
     o.progress = verbosity_.mode();
     o.command_line = context.command_line;
-    o.input_hints = selection_.hints();
-    o.input_hints.insert(o.input_hints.end(), input_hints_.begin(), input_hints_.end());
+    o.selection = selection_.selection();
+    o.input_hints = input_hints_;
     const auto result = segment::run_convert(context.comm, o);
     if (context.comm.rank() != 0) return;
     for (const auto& what : result.dropped)
@@ -75,7 +75,7 @@ class ConvertCommand final : public Command {
   segment::ConvertOptions options_;
   Verbosity verbosity_;
   std::string brick_;
-  Selection selection_;
+  SelectionOptions selection_;
   std::vector<std::string> input_hints_;
 };
 

@@ -62,7 +62,7 @@ class InfoCommand final : public Command {
 
  private:
   std::string path_, backend_ = "auto";
-  Selection selection_;
+  SelectionOptions selection_;
 };
 
 }  // namespace

@@ -106,14 +106,14 @@ class LabelCommand final : public Command {
   void run(const Context& context) override {
     plan(context.command_line);
     if (!options_.mask_input) {
-      const auto chosen =
-          thresholds_.resolve(context.comm, options_.input, options_.backend, options_.input_hints, verbosity_.quiet);
+      const auto chosen = thresholds_.resolve(context.comm, options_.input, options_.backend, options_.selection,
+                                              options_.input_hints, verbosity_.quiet);
       chosen.apply_to(options_);
     }
-    const auto time = selection_.time_selection();
+    const auto time = selection_.step_range();
     if (time && time->range()) {
-      const auto steps =
-          segment::input_steps(context.comm, options_.backend, options_.input, options_.input_hints, *time);
+      const auto steps = segment::input_steps(context.comm, options_.backend, {options_.input, options_.selection},
+                                              options_.input_hints, *time);
       const auto series = segment::run_label_series(context.comm, options_, steps, track_, plot_);
       if (context.comm.rank() == 0 && !verbosity_.quiet) {
         std::fputs(segment::series_summary(series, track_).c_str(), stdout);
@@ -162,16 +162,17 @@ class LabelCommand final : public Command {
     o.assignment = segment::parse_assignment(assign_);
     o.progress = verbosity_.mode();
     o.command_line = command_line;
-    auto selection = selection_.hints();
-    o.input_hints.insert(o.input_hints.begin(), selection.begin(), selection.end());
+    o.selection = selection_.selection();
     o.values = fields();
   }
 
   // --values FILE[:VAR] and --values-expr [NAME=]EXPR as the table's fields.
   std::vector<segment::ValueField> fields() const {
-    const auto t = selection_.time_selection();
-    return segment::value_fields({values_, expressions_, values_variable_, values_time_, options_.input,
-                                  selection_hints("", t && t->single ? t->single : std::nullopt, selection_.glob)});
+    io::Selection input = selection_.selection();
+    input.variable.clear();
+    input.expression.clear();
+    input.operands.clear();
+    return segment::value_fields({values_, expressions_, values_variable_, values_time_, options_.input, input});
   }
 
   segment::LabelOptions options_;
@@ -181,7 +182,7 @@ class LabelCommand final : public Command {
   std::optional<std::int64_t> values_time_;
   std::string track_, mesh_;
   bool plot_ = true;
-  Selection selection_;
+  SelectionOptions selection_;
   ThresholdOptions thresholds_;
   Verbosity verbosity_;
 };

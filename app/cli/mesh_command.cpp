@@ -34,7 +34,7 @@ class MeshCommand final : public Command {
     sub->add_flag("--ply", o.ply, "Also ply/ID.ply per object (binary), in the volume's coordinates");
     sub->add_flag("--vtp", o.vtp, "Also vtp/ID.vtp per object and objects.vtm (all, for ParaView)");
     sub->add_flag("--as-labels", o.as_labels, "Mesh an integer volume that does not say it holds labels");
-    sub->add_option("--var", variable_, "NetCDF variable of the labels");
+    sub->add_option("--var", o.selection.variable, "NetCDF variable of the labels");
     sub->add_option("--backend", o.backend, "Backend that reads (auto: by format)")->capture_default_str();
     sub->add_option("--hint", o.input_hints, "Reader hint key=value (repeatable)");
     sub->add_option("--brick", brick_, "Brick shape Z,Y,X (default 128): an object's fragment per brick");
@@ -47,7 +47,6 @@ class MeshCommand final : public Command {
     auto& o = options_;
     if (!ids_.empty()) o.ids = mesh::parse_ids(ids_);
     if (!brick_.empty()) o.brick_shape = segment::parse_shape(brick_);
-    if (!variable_.empty()) o.input_hints.push_back("var=" + variable_);
     o.progress = verbosity_.mode();
     o.command_line = context.command_line;
     const auto result = mesh::run_mesh(context.comm, o);
@@ -59,7 +58,7 @@ class MeshCommand final : public Command {
 
  private:
   mesh::MeshOptions options_;
-  std::string ids_, brick_, variable_;
+  std::string ids_, brick_;
   Verbosity verbosity_;
 };
 

@@ -43,19 +43,19 @@ class PyramidCommand final : public Command {
         throw Error("--reduce " + reduce_ + ": known reductions are mean and max");
       o.reduction = reduce_ == "max" ? pyramid::Reduction::max : pyramid::Reduction::mean;
     }
-    auto selection = selection_.hints();
-    o.input_hints.insert(o.input_hints.begin(), selection.begin(), selection.end());
+    o.selection = selection_.selection();
     o.progress = verbosity_.mode();
     o.command_line = context.command_line;
-    if (const auto time = selection_.time_selection(); time && time->range()) {
+    if (const auto time = selection_.step_range(); time && time->range()) {
       if (!segment::names_steps(o.directory))
         throw Error(
             "pyramid --time with several steps: name each step's pyramid with %d in --pyramid-dir "
             "(NAME_%d.pyramid)");
       const std::string pattern = o.directory;
-      for (const std::int64_t t : segment::input_steps(context.comm, o.backend, o.input, o.input_hints, *time)) {
+      for (const std::int64_t t :
+           segment::input_steps(context.comm, o.backend, {o.input, o.selection}, o.input_hints, *time)) {
         pyramid::BuildOptions step = o;
-        step.input_hints.push_back("time=" + std::to_string(t));
+        step.selection = o.selection.at_step(t);
         step.directory = segment::step_path(pattern, t);
         const auto p = pyramid::build(context.comm, step);
         if (context.comm.rank() == 0 && !verbosity_.quiet) print_summary(p);
@@ -83,7 +83,7 @@ class PyramidCommand final : public Command {
 
   pyramid::BuildOptions options_;
   std::string reduce_;
-  Selection selection_;
+  SelectionOptions selection_;
   Verbosity verbosity_;
 };
 

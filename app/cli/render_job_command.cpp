@@ -61,7 +61,7 @@ class RenderJobCommand final : public Command {
 
  private:
   render::RenderOptions options_;
-  Selection selection_;
+  SelectionOptions selection_;
   std::string size_ = "1024x1024", camera_, view_, colormap_ = "viridis", memory_ = "512MiB", progress_ = "auto",
               mask_color_, background_, slice_at_, mask_surface_ = "smooth", scale_;
   std::vector<std::string> modes_, hints_;
@@ -201,13 +201,12 @@ void RenderJobCommand::run(const Context& context) {
     o.memory = static_cast<std::uint64_t>(parsed.get_size("memory", 0));
     if (o.memory == 0) throw Error("--memory must be positive");
   }
-  const auto selection = selection_.hints();
-  o.input_hints.insert(o.input_hints.end(), selection.begin(), selection.end());
+  o.selection = selection_.selection();
   o.input_hints.insert(o.input_hints.end(), hints_.begin(), hints_.end());
   o.progress = quiet_ ? segment::ProgressMode::none : segment::parse_progress_mode(progress_);
-  if (const auto time = selection_.time_selection(); time && time->range()) {
+  if (const auto time = selection_.step_range(); time && time->range()) {
     if (fps_ < 1 || fps_ > 120) throw Error("--fps must be 1 to 120");
-    const auto steps = segment::input_steps(comm, o.backend, o.input, o.input_hints, *time);
+    const auto steps = segment::input_steps(comm, o.backend, {o.input, o.selection}, o.input_hints, *time);
     const auto series = render::run_render_series(comm, o, steps, movie_, fps_);
     if (comm.rank() != 0 || quiet_) return;
     std::printf("render: %zu frames, %s ... %s, colour range [%g, %g] for all, %.2f s\n", series.frames.size(),

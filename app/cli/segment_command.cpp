@@ -110,15 +110,15 @@ class SegmentCommand final : public Command {
 
   void run(const Context& context) override {
     plan(context.command_line);
-    const auto chosen =
-        thresholds_.resolve(context.comm, options_.input, options_.backend, options_.input_hints, verbosity_.quiet);
+    const auto chosen = thresholds_.resolve(context.comm, options_.input, options_.backend, options_.selection,
+                                            options_.input_hints, verbosity_.quiet);
     chosen.apply_to(options_);
     SchedulerSignals signals;
     options_.interrupt = &signals.received();
-    if (const auto time = selection_.time_selection(); time && time->range()) {
+    if (const auto time = selection_.step_range(); time && time->range()) {
       if (!label_.empty() || pyramid_) throw Error("--time with several steps: --label and --pyramid take one step");
-      const auto steps =
-          segment::input_steps(context.comm, options_.backend, options_.input, options_.input_hints, *time);
+      const auto steps = segment::input_steps(context.comm, options_.backend, {options_.input, options_.selection},
+                                              options_.input_hints, *time);
       const auto series = segment::run_segment_series(context.comm, options_, steps);
       if (context.comm.rank() == 0 && !verbosity_.quiet) {
         std::fputs(segment::series_summary(series).c_str(), stdout);
@@ -150,8 +150,8 @@ class SegmentCommand final : public Command {
     o.command_line = command_line;
     for (std::size_t at; (at = o.command_line.find(" --resume")) != std::string::npos;) o.command_line.erase(at, 9);
     o.report = report_;
-    o.input_hints = selection_.hints();
-    o.input_hints.insert(o.input_hints.end(), input_hints_.begin(), input_hints_.end());
+    o.selection = selection_.selection();
+    o.input_hints = input_hints_;
     o.operators = thresholds_.operators(connectivity_);
     if (pyramid_ && !pyramid_dir_.empty() && std::filesystem::exists(pyramid_dir_) &&
         !std::filesystem::is_directory(pyramid_dir_))
@@ -208,7 +208,7 @@ class SegmentCommand final : public Command {
   segment::SegmentOptions options_;
   ThresholdOptions thresholds_;
   std::string brick_, assign_ = "block", report_;
-  Selection selection_;
+  SelectionOptions selection_;
   std::vector<std::string> input_hints_;
   Verbosity verbosity_;
   bool pyramid_ = false;     // --pyramid: build the mask's pyramid after a successful job

@@ -51,11 +51,12 @@ segment::MaskOperators ThresholdOptions::operators(int connectivity) const {
 }
 
 ThresholdOptions::Resolved ThresholdOptions::resolve(const Comm& comm, const std::string& input,
-                                                     const std::string& backend,
+                                                     const std::string& backend, const io::Selection& selection,
                                                      const std::vector<std::string>& input_hints, bool quiet) const {
   pyramid::HistogramOptions options;
   options.input = input;
   options.backend = backend;
+  options.selection = selection;
   options.input_hints = input_hints;
   const Resolved chosen = pyramid::choose_thresholds(comm, options, lo, hi);
   if (chosen.edges && comm.rank() == 0 && !quiet) {

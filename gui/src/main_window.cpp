@@ -103,22 +103,26 @@ MainWindow::~MainWindow() {
   if (worker_) worker_->quit();
 }
 
-Json MainWindow::open_request() const {
-  Json request{{"kind", "open"}, {"path", path_->text().toStdString()}, {"backend", script_.backend}};
-  if (!script_.pyramid_dir.empty()) request["pyramid_dir"] = script_.pyramid_dir;
+OpenRequest MainWindow::open_request() const {
+  OpenRequest request;
+  request.path = path_->text().toStdString();
+  request.backend = script_.backend;
+  request.pyramid_dir = script_.pyramid_dir;
+  io::Selection& s = request.selection;
   const std::string expression = expression_->text().trimmed().toStdString();
   if (!expression.empty()) {
-    request[condition_->isChecked() ? "where" : "expr"] = expression;
+    s.expression = expression;
+    s.condition = condition_->isChecked();
   } else if (variable_->isEnabled() && variable_->currentIndex() >= 0) {
     const std::string line = variable_->currentText().toStdString();
-    request["var"] = line.substr(0, line.find('('));
-  } else if (!script_.var.empty()) {
-    request["var"] = script_.var;
+    s.variable = line.substr(0, line.find('('));
+  } else {
+    s.variable = script_.var;
   }
   if (time_->isEnabled())
-    request["time"] = time_->value();
-  else if (script_.time)
-    request["time"] = *script_.time;
+    s.step = time_->value();
+  else
+    s.step = script_.time;
   return request;
 }
 
@@ -201,6 +205,21 @@ std::vector<std::string> MainWindow::hint_list() const {
   return hints;
 }
 
+SegmentRequest MainWindow::segment_request() const {
+  SegmentRequest request;
+  request.lo = lo_;
+  request.hi = hi_;
+  request.output = output_->text().toStdString();
+  request.backend = backend_->currentText().toStdString();
+  request.hints = hint_list();
+  request.format = format_->currentText().toStdString();
+  if (seed_on_->isChecked()) request.operators.seed = std::pair{seed_lo_->value(), seed_hi_->value()};
+  request.operators.open = open_radius_->value();
+  request.operators.close = close_radius_->value();
+  request.operators.fill_holes = fill_holes_->isChecked();
+  return request;
+}
+
 void MainWindow::check_hints() {
   if (opened_.is_null()) return;
   const auto hints = hint_list();
@@ -211,39 +230,24 @@ void MainWindow::check_hints() {
     hint_status_->setStyleSheet("color: #c0392b");
     return;
   }
-  worker_->post({{"kind", "check"}, {"backend", backend_->currentText().toStdString()}, {"hints", hints}});
+  worker_->post(CheckRequest{backend_->currentText().toStdString(), hints});
 }
 
 void MainWindow::update_command() {
   if (opened_.is_null()) return;
-  const std::string input = opened_.value("path", "");
-  std::string selection;
-  for (const auto& s : opened_.at("selection")) {
-    const std::string item = s.get<std::string>();
-    const auto eq = item.find('=');
-    selection += " --" + item.substr(0, eq) + " " + shell_word(item.substr(eq + 1));
-  }
-  std::string seg = "mpirun -np " + std::to_string(ranks_) + " volseg segment " + shell_word(input) + selection +
-                    " --lo " + number(lo_) + " --hi " + number(hi_);
-  const std::string output = output_->text().toStdString();
-  if (seed_on_->isChecked())
-    seg += " --seed-lo " + number(seed_lo_->value()) + " --seed-hi " + number(seed_hi_->value());
-  if (open_radius_->value() > 0) seg += " --open " + std::to_string(open_radius_->value());
-  if (close_radius_->value() > 0) seg += " --close " + std::to_string(close_radius_->value());
-  if (fill_holes_->isChecked()) seg += " --fill-holes";
-  seg += " --out " + shell_word(output.empty() ? "MASK.nhdr" : output);
-  if (backend_->currentText() != "auto") seg += " --backend " + backend_->currentText().toStdString();
-  for (const auto& h : hint_list()) seg += " --hint " + shell_word(h);
-  if (!format_->currentText().isEmpty()) seg += " --format " + format_->currentText().toStdString();
-  seg += " --pyramid";
+  SegmentRequest segment = segment_request();
+  if (segment.output.empty()) segment.output = "MASK.nhdr";
+  const OpenRequest opened = opened_request_.value_or(open_request());
+  std::string seg =
+      "mpirun -np " + std::to_string(ranks_) + " " + session::segment_command_line(opened, segment) + " --pyramid";
   const auto camera = view_->camera();
   std::string modes;
   if (show_volume_->isChecked()) modes += "volume";
   if (show_mask_->isChecked()) modes += std::string(modes.empty() ? "" : ",") + "mask";
   if (show_slices_->isChecked()) modes += std::string(modes.empty() ? "" : ",") + "slices";
   if (modes.empty()) modes = "volume";
-  std::string ren =
-      "mpirun -np " + std::to_string(ranks_) + " volseg render " + shell_word(input) + selection + " --mode " + modes;
+  std::string ren = "mpirun -np " + std::to_string(ranks_) + " volseg render " + session::input_arguments(opened) +
+                    " --mode " + modes;
   if (!mask_.empty())
     ren += " --mask " + shell_word(mask_);
   else if (show_mask_->isChecked())
@@ -263,44 +267,38 @@ void MainWindow::request_frame(bool coarse, const char* tag, int level) {
   if (opened_.is_null()) return;
   const QSize size = view_->frame_size();
   const int levels = static_cast<int>(opened_.at("levels").size());
-  Json request{{"kind", "render"},
-               {"tag", tag},
-               {"width", coarse ? std::max(1, size.width() / 2) : size.width()},
-               {"height", coarse ? std::max(1, size.height() / 2) : size.height()},
-               {"camera",
-                {{"azimuth", view_->camera().azimuth},
-                 {"elevation", view_->camera().elevation},
-                 {"zoom", view_->camera().zoom}}},
-               {"modes",
-                {{"volume", show_volume_->isChecked()},
-                 {"mask", show_mask_->isChecked()},
-                 {"slices", show_slices_->isChecked()}}},
-               {"slice_at", {cursor_[0], cursor_[1], cursor_[2]}},
-               {"mask_surface", smooth_surface_->isChecked() ? "smooth" : "voxels"},
-               {"scale", {1.0, 1.0, z_scale_->value()}},
-               {"title", QFileInfo(path_->text()).fileName().toStdString()}};
+  DrawRequest request;
+  request.width = coarse ? std::max(1, size.width() / 2) : size.width();
+  request.height = coarse ? std::max(1, size.height() / 2) : size.height();
+  request.azimuth = view_->camera().azimuth;
+  request.elevation = view_->camera().elevation;
+  request.zoom = view_->camera().zoom;
+  request.volume = show_volume_->isChecked();
+  request.mask = show_mask_->isChecked();
+  request.slices = show_slices_->isChecked();
+  request.slice_at = {cursor_[0], cursor_[1], cursor_[2]};
+  request.mask_surface = smooth_surface_->isChecked() ? "smooth" : "voxels";
+  request.scale = {1.0, 1.0, z_scale_->value()};
+  request.title = QFileInfo(path_->text()).fileName().toStdString();
+  if (level >= 0)
+    request.level = std::min(level, levels - 1);
+  else if (coarse)
+    request.level = std::min(2, levels - 1);
+  else if (script_.level != "auto")
+    request.level = std::clamp(std::stoi(script_.level), 0, levels - 1);
+  if (mask_.empty()) request.threshold = std::array<double, 2>{lo_, hi_};
+  request.meshes = mesh_folder_;
+  request.mesh_ids = mesh_ids_;
   // Interactive frames may replace each other in the queue; the first image,
   // the one after a job and the benchmark's frames are all drawn.
   const std::string t = tag;
-  request["replaceable"] = t == "view" || t == "drag" || t == "refine";
-  if (level >= 0)
-    request["level"] = std::min(level, levels - 1);
-  else if (coarse)
-    request["level"] = std::min(2, levels - 1);
-  else
-    request["level"] = script_.level;
-  if (mask_.empty()) {
-    request["lo"] = lo_;
-    request["hi"] = hi_;
-  }
-  if (!mesh_folder_.empty()) request["meshes"] = {{"folder", mesh_folder_}, {"ids", mesh_ids_}};
-  worker_->post(std::move(request));
+  worker_->post(std::move(request), t, t == "view" || t == "drag" || t == "refine" ? "view" : "");
   update_command();
 }
 
 void MainWindow::request_slices() {
   if (opened_.is_null()) return;
-  worker_->post({{"kind", "slices"}, {"at", {cursor_[0], cursor_[1], cursor_[2]}}, {"max_side", 768}});
+  worker_->post(SlicesRequest{{cursor_[0], cursor_[1], cursor_[2]}, 768});
 }
 
 void MainWindow::start_segment() {
@@ -309,19 +307,9 @@ void MainWindow::start_segment() {
     show_error(tr("segment"), tr("name the mask file first (Segment tab)"));
     return;
   }
-  Json request{{"kind", "segment"},
-               {"lo", lo_},
-               {"hi", hi_},
-               {"output", output_->text().toStdString()},
-               {"backend", backend_->currentText().toStdString()},
-               {"hints", hint_list()},
-               {"format", format_->currentText().toStdString()},
-               {"force", script_.force || !mask_.empty()},
-               {"command_line", command_->toPlainText().section('\n', 0, 0).toStdString()}};
-  if (seed_on_->isChecked()) request["seed"] = {seed_lo_->value(), seed_hi_->value()};
-  request["open"] = open_radius_->value();
-  request["close"] = close_radius_->value();
-  request["fill_holes"] = fill_holes_->isChecked();
+  SegmentRequest request = segment_request();
+  request.force = script_.force || !mask_.empty();
+  request.command_line = command_->toPlainText().section('\n', 0, 0).toStdString();
   job_running_ = true;
   segment_button_->setEnabled(false);
   cancel_button_->setEnabled(true);
@@ -394,6 +382,7 @@ void MainWindow::on_reply(std::shared_ptr<Reply> reply) {
 
 void MainWindow::on_opened(const Reply& reply) {
   opened_ = reply.data;
+  opened_request_ = reply.opened;
   info_->setPlainText(QString::fromStdString(opened_.value("info", "")));
   // variable and time pickers (NetCDF)
   const auto& variables = opened_.at("variables");
@@ -473,7 +462,7 @@ void MainWindow::on_frame(const Reply& reply) {
   view_->show_image(reply.image);
   ++frames_shown_;
   const int level = reply.data.value("level", 0);
-  const std::string tag = reply.data.value("tag", "");
+  const std::string tag = reply.tag.is_string() ? reply.tag.get<std::string>() : "";
   if (first_image_seconds_ < 0) {
     first_image_epoch_ = now_epoch();
     first_image_seconds_ = first_image_epoch_ - script_.process_start_epoch;

@@ -127,7 +127,9 @@ class MainWindow : public QMainWindow {
   void script_step();
   void write_timings();
   void save_mask_as();
-  Json open_request() const;
+  OpenRequest open_request() const;
+  // The Segment tab's request (the job's output, thresholds, operators, backend).
+  SegmentRequest segment_request() const;
   std::vector<std::string> hint_list() const;
 
   Script script_;
@@ -136,6 +138,7 @@ class MainWindow : public QMainWindow {
 
   // the volume
   Json opened_;
+  std::optional<OpenRequest> opened_request_;  // as opened: the command line's selection
   segment::Histogram histogram_data_;
   std::optional<std::pair<double, double>> segmented_range_;  // the last job's range and its exact count
   std::uint64_t segmented_count_ = 0;

@@ -473,10 +473,9 @@ Backend make_netcdf4_backend() {
       "parallel netCDF-C (nc_open_par/nc_create_par), collective access; a contiguous dataset is read by pread at its "
       "file offset (hint pread=0: through the library)";
   backend.list_variables = list_variables;
-  backend.hints = {{"var", HintFor::readers},        {"time", HintFor::readers},    {"access", HintFor::both},
-                   {"chunks", HintFor::writers},     {"deflate", HintFor::writers}, {"fsync", HintFor::writers},
-                   {"shuffle", HintFor::writers},    {"pread", HintFor::readers},   {"append", HintFor::writers},
-                   {"record_time", HintFor::writers}};
+  backend.hints = {{"access", HintFor::both},    {"chunks", HintFor::writers},     {"deflate", HintFor::writers},
+                   {"fsync", HintFor::writers},  {"shuffle", HintFor::writers},    {"pread", HintFor::readers},
+                   {"append", HintFor::writers}, {"record_time", HintFor::writers}};
   backend.open = [](const OpenRequest& request, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
     request.selection.refuse_glob("netcdf4");
     return std::make_unique<Netcdf4Reader>(request.path, comm, read_options(hints, request.selection));

@@ -361,8 +361,10 @@ static std::vector<std::string> list_variables(const std::string& path, const Co
 }
 
 std::vector<KnownHint> cdf_hints() {
-  return {{"var", HintFor::readers},    {"time", HintFor::readers},   {"nonblocking", HintFor::both},
-          {"format", HintFor::writers}, {"append", HintFor::writers}, {"record_time", HintFor::writers},
+  return {{"nonblocking", HintFor::both},
+          {"format", HintFor::writers},
+          {"append", HintFor::writers},
+          {"record_time", HintFor::writers},
           {"fsync", HintFor::writers}};
 }
 

@@ -231,8 +231,7 @@ Backend make_tiff_backend() {
   backend.extension = ".tif";
   backend.description =
       "rank 0 lists the pages, each rank reads its own planes: uncompressed strips raw, others through libtiff's "
-      "decoders (hint glob=PATTERN: a folder's slices)";
-  backend.hints = {{"glob", HintFor::readers}, {"time", HintFor::readers}};
+      "decoders (--glob PATTERN: a folder's slices)";
   backend.open = [](const OpenRequest& request, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
     request.selection.refuse_variable("tiff");
     hints.reject_unused("tiff");

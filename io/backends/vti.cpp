@@ -285,7 +285,7 @@ Backend make_vti_backend() {
   backend.formats = "VTK image data (.vti) with compressed appended arrays (zlib, LZ4, LZMA), raw or base64; read only";
   backend.extension = ".vti";
   backend.description = "each rank inflates the compressed blocks its bricks touch (hint cache=16MiB)";
-  backend.hints = {{"cache", HintFor::readers}, {"var", HintFor::readers}};
+  backend.hints = {{"cache", HintFor::readers}};
   backend.open = [](const OpenRequest& request, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
     const auto cache = static_cast<std::uint64_t>(hints.get_size("cache", std::int64_t{16} << 20));
     request.selection.refuse_step_and_glob("vti");

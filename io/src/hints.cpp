@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "volseg/io/error.hpp"
+#include "volseg/io/selection.hpp"
 
 namespace volseg::io {
 
@@ -129,22 +130,24 @@ std::optional<std::string> hint_in(const std::vector<std::string>& items, std::s
   return value;
 }
 
-std::vector<std::string> with_hint(std::vector<std::string> items, std::string_view key,
-                                   const std::optional<std::string>& value) {
-  std::erase_if(items, [&](const std::string& item) { return has_key(item, key); });
-  if (value) items.push_back(std::string(key) + "=" + *value);
+std::vector<std::string> Selection::record() const {
+  std::vector<std::string> items;
+  if (!variable.empty()) items.push_back("var=" + variable);
+  if (step) items.push_back("time=" + std::to_string(*step));
   return items;
 }
 
-std::vector<std::string> hints_of(const std::vector<std::string>& items, std::initializer_list<std::string_view> keys) {
-  std::vector<std::string> chosen;
-  for (const auto& item : items)
-    for (const auto key : keys)
-      if (has_key(item, key)) {
-        chosen.push_back(item);
-        break;
-      }
-  return chosen;
+Selection Selection::from_record(const std::vector<std::string>& items) {
+  Selection selection;
+  if (auto value = hint_in(items, "var")) selection.variable = *value;
+  if (auto value = hint_in(items, "time")) {
+    std::int64_t step = 0;
+    const char* end = value->data() + value->size();
+    if (auto [at, error] = std::from_chars(value->data(), end, step); error != std::errc() || at != end)
+      throw Error("a recorded selection's step is not a number: time=" + *value);
+    selection.step = step;
+  }
+  return selection;
 }
 
 }  // namespace volseg::io

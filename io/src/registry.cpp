@@ -79,13 +79,6 @@ std::unique_ptr<VolumeReader> open_reader(const std::string& backend, const Open
   return chosen.open(request, comm, hints);
 }
 
-std::unique_ptr<VolumeReader> open_reader(const std::string& backend, const std::string& path, const Comm& comm,
-                                          const Hints& hints) {
-  const Backend& chosen = usable(backend);
-  refuse_other_roles_hints(chosen, Role::reader, hints);
-  return chosen.open(OpenRequest{path, Selection::from_hints(hints)}, comm, hints);
-}
-
 std::unique_ptr<VolumeWriter> create_writer(const std::string& backend, const CreateRequest& request, const Comm& comm,
                                             const Hints& hints) {
   const Backend& chosen = usable(backend);

@@ -46,12 +46,4 @@ void Selection::refuse_step_and_glob(std::string_view backend) const {
   refuse_step(backend);
 }
 
-Selection Selection::from_hints(const Hints& hints) {
-  Selection selection;
-  selection.glob = hints.get_string("glob", "");
-  if (hints.has("time")) selection.step = hints.get_int("time", 0);
-  selection.variable = hints.get_string("var", "");
-  return selection;
-}
-
 }  // namespace volseg::io

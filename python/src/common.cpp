@@ -69,22 +69,15 @@ void require_contiguous(const py::array& array, const char* what) {
                 "double its memory): pass numpy.ascontiguousarray(...)");
 }
 
-std::vector<std::string> hint_list(const std::optional<std::string>& var, const std::optional<std::int64_t>& time,
-                                   const std::string& glob) {
-  std::vector<std::string> hints;
-  if (var && (var->rfind("expr=", 0) == 0 || var->rfind("where=", 0) == 0)) {
-    // A derived field, then its operands from other files, each after a
-    // unit separator (\x1f): "expr=T - S\x1foperand=S=salt.nc:SALT".
-    std::size_t at = 0;
-    for (std::size_t end; (end = var->find('\x1f', at)) != std::string::npos; at = end + 1)
-      hints.push_back(var->substr(at, end - at));
-    hints.push_back(var->substr(at));
-  } else if (var && !var->empty()) {
-    hints.push_back("var=" + *var);
-  }
-  if (time) hints.push_back("time=" + std::to_string(*time));
-  if (!glob.empty()) hints.push_back("glob=" + glob);
-  return hints;
+void bind_selection(py::module_& m) {
+  py::class_<io::Selection>(m, "_Selection")
+      .def(py::init<>())
+      .def_readwrite("variable", &io::Selection::variable)
+      .def_readwrite("step", &io::Selection::step)
+      .def_readwrite("glob", &io::Selection::glob)
+      .def_readwrite("expression", &io::Selection::expression)
+      .def_readwrite("condition", &io::Selection::condition)
+      .def_readwrite("operands", &io::Selection::operands);
 }
 
 py::object json_loads(const std::string& text) { return py::module_::import("json").attr("loads")(text); }

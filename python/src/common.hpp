@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "mpi_comm.hpp"
+#include "volseg/io/selection.hpp"
 #include "volseg/io/types.hpp"
 #include "volseg/segment/progress.hpp"
 
@@ -29,11 +30,9 @@ const char* numpy_name(io::DType type);
 io::DType dtype_of(const py::array& array);
 // volseg.Error unless the array is C-contiguous: volseg never copies behind a user's back.
 void require_contiguous(const py::array& array, const char* what);
-// The reader's hints. var is a variable's name, or, from volseg's Python
-// wrappers (their expr= and where= arguments), "expr=TEXT" or "where=TEXT":
-// a derived field, which segment::open_input opens.
-std::vector<std::string> hint_list(const std::optional<std::string>& var, const std::optional<std::int64_t>& time,
-                                   const std::string& glob);
+// volseg._Selection: io::Selection as volseg's Python wrappers build it
+// from var=, time=, glob=, expr=, where= and operands= (volseg/__init__.py).
+void bind_selection(py::module_& m);
 py::object json_loads(const std::string& text);
 
 // progress=: None or a callable (the job shows nothing itself), or the

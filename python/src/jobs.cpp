@@ -32,19 +32,19 @@ segment::MaskOperators mask_operators(const std::optional<std::pair<double, doub
 // lo and hi as text (numbers, or rules over the input's histogram), chosen
 // on every rank of c.
 pyramid::ChosenThresholds chosen(const Comm& c, const std::string& input, const std::string& backend,
-                                 const std::vector<std::string>& hints, const std::string& lo, const std::string& hi) {
+                                 const io::Selection& selection, const std::string& lo, const std::string& hi) {
   pyramid::HistogramOptions h;
   h.input = input;
   h.backend = backend;
-  h.input_hints = hints;
+  h.selection = selection;
   return pyramid::choose_thresholds(c, h, lo, hi);
 }
 
 py::object segment_file(const std::string& input, const std::string& lo, const std::string& hi, const std::string& out,
                         const py::object& comm, bool force, const std::string& backend,
                         const std::optional<std::vector<std::int64_t>>& brick, const py::object& progress,
-                        const std::optional<std::string>& var, const std::optional<std::int64_t>& time,
-                        const std::string& format, const std::vector<std::string>& hints, bool resume, bool histogram,
+                        const io::Selection& selection, const std::string& format,
+                        const std::vector<std::string>& hints, bool resume, bool histogram,
                         const std::optional<std::pair<double, double>>& seed, int open, int close, bool fill_holes,
                         int connectivity) {
   const MPI_Comm handle = mpi_comm(comm);
@@ -58,7 +58,7 @@ py::object segment_file(const std::string& input, const std::string& lo, const s
   o.format = format;
   o.hints = hints;
   o.histogram = histogram;
-  o.input_hints = hint_list(var, time, "");
+  o.selection = selection;
   if (brick) {
     if (brick->size() != 3) throw Error("brick=(z, y, x): three numbers");
     o.brick_shape = io::Index3{(*brick)[0], (*brick)[1], (*brick)[2]};
@@ -71,7 +71,7 @@ py::object segment_file(const std::string& input, const std::string& lo, const s
   {
     py::gil_scoped_release release;
     const Comm c(handle);
-    chosen(c, input, backend, o.input_hints, lo, hi).apply_to(o);
+    chosen(c, input, backend, o.selection, lo, hi).apply_to(o);
     const auto result = segment::run_segment(c, o);
     report = segment::report_json(o, result);
   }
@@ -82,11 +82,10 @@ py::object segment_file(const std::string& input, const std::string& lo, const s
 py::dict label_file(const std::string& input, const std::string& out, const py::object& comm, int connectivity,
                     bool mask_input, const std::optional<std::string>& lo, const std::optional<std::string>& hi,
                     const std::string& stats, std::uint64_t min_voxels, bool force, const std::string& backend,
-                    const std::optional<std::string>& var, const std::optional<std::int64_t>& time,
-                    const std::optional<std::pair<double, double>>& seed, int open, int close, bool fill_holes,
-                    const std::string& label_type, const std::string& periodic, const std::string& mask_out,
-                    const std::vector<std::string>& values, const std::vector<std::string>& values_expr,
-                    const std::string& report) {
+                    const io::Selection& selection, const std::optional<std::pair<double, double>>& seed, int open,
+                    int close, bool fill_holes, const std::string& label_type, const std::string& periodic,
+                    const std::string& mask_out, const std::vector<std::string>& values,
+                    const std::vector<std::string>& values_expr, const std::string& report) {
   const MPI_Comm handle = mpi_comm(comm);
   segment::LabelOptions o;
   o.type = label_type;
@@ -102,8 +101,10 @@ py::dict label_file(const std::string& input, const std::string& out, const py::
   o.min_voxels = min_voxels;
   o.force = force;
   o.backend = backend;
-  o.input_hints = hint_list(var, time, "");
-  o.values = segment::value_fields({values, values_expr, "", std::nullopt, input, hint_list(std::nullopt, time, "")});
+  o.selection = selection;
+  io::Selection at_step;  // the input's step: where the expressions of values_expr read
+  at_step.step = selection.step;
+  o.values = segment::value_fields({values, values_expr, "", std::nullopt, input, at_step});
   o.report = report;
   o.progress = segment::ProgressMode::none;
   o.command_line = "volseg.label_file(" + input + ", out=" + out + ") from Python";
@@ -112,7 +113,7 @@ py::dict label_file(const std::string& input, const std::string& out, const py::
     py::gil_scoped_release release;
     const Comm c(handle);
     if (!mask_input) {
-      chosen(c, input, backend, o.input_hints, *lo, *hi).apply_to(o);
+      chosen(c, input, backend, o.selection, *lo, *hi).apply_to(o);
     }
     result = segment::run_label(c, o);
   }
@@ -128,8 +129,7 @@ py::dict label_file(const std::string& input, const std::string& out, const py::
 }
 
 py::dict convert_file(const std::string& input, const std::string& out, const py::object& comm, bool force,
-                      const std::string& format, const std::optional<std::string>& var,
-                      const std::optional<std::int64_t>& time, const std::string& glob,
+                      const std::string& format, const io::Selection& selection,
                       const std::vector<std::string>& out_hints) {
   const MPI_Comm handle = mpi_comm(comm);
   segment::ConvertOptions o;
@@ -137,7 +137,7 @@ py::dict convert_file(const std::string& input, const std::string& out, const py
   o.output = out;
   o.force = force;
   o.format = format;
-  o.input_hints = hint_list(var, time, glob);
+  o.selection = selection;
   o.output_hints = out_hints;
   o.progress = segment::ProgressMode::none;
   o.command_line = "volseg.convert(" + input + ", " + out + ") from Python";
@@ -157,15 +157,13 @@ py::dict convert_file(const std::string& input, const std::string& out, const py
   return d;
 }
 
-segment::Histogram histogram(const std::string& input, int bins, const py::object& comm,
-                             const std::optional<std::string>& var, const std::optional<std::int64_t>& time,
-                             const std::string& glob, const std::string& backend, const std::string& pyramid,
-                             const py::object& progress) {
+segment::Histogram histogram(const std::string& input, int bins, const py::object& comm, const io::Selection& selection,
+                             const std::string& backend, const std::string& pyramid, const py::object& progress) {
   const MPI_Comm handle = mpi_comm(comm);
   pyramid::HistogramOptions o;
   o.input = input;
   o.bins = bins;
-  o.input_hints = hint_list(var, time, glob);
+  o.selection = selection;
   o.backend = backend;
   o.directory = pyramid;
   o.progress = progress_mode(progress);
@@ -193,16 +191,16 @@ py::array_t<double> edges(const segment::Histogram& h) {
 
 void bind_jobs(py::module_& m) {
   m.def("_segment", &segment_file, py::arg("input"), py::arg("lo"), py::arg("hi"), py::arg("out"), py::arg("comm"),
-        py::arg("force"), py::arg("backend"), py::arg("brick"), py::arg("progress"), py::arg("var"), py::arg("time"),
+        py::arg("force"), py::arg("backend"), py::arg("brick"), py::arg("progress"), py::arg("selection"),
         py::arg("format"), py::arg("hints"), py::arg("resume"), py::arg("histogram"), py::arg("seed"), py::arg("open"),
         py::arg("close"), py::arg("fill_holes"), py::arg("connectivity"));
   m.def("_label_file", &label_file, py::arg("input"), py::arg("out"), py::arg("comm"), py::arg("connectivity"),
         py::arg("mask_input"), py::arg("lo"), py::arg("hi"), py::arg("stats"), py::arg("min_voxels"), py::arg("force"),
-        py::arg("backend"), py::arg("var"), py::arg("time"), py::arg("seed"), py::arg("open"), py::arg("close"),
+        py::arg("backend"), py::arg("selection"), py::arg("seed"), py::arg("open"), py::arg("close"),
         py::arg("fill_holes"), py::arg("label_type"), py::arg("periodic"), py::arg("mask_out"), py::arg("values"),
         py::arg("values_expr"), py::arg("report"));
   m.def("_convert", &convert_file, py::arg("input"), py::arg("out"), py::arg("comm"), py::arg("force"),
-        py::arg("format"), py::arg("var"), py::arg("time"), py::arg("glob"), py::arg("out_hints"));
+        py::arg("format"), py::arg("selection"), py::arg("out_hints"));
 
   py::class_<segment::Histogram>(m, "Histogram",
                                  "Exact voxel counts over fixed bins (volseg.histogram): the pyramid's and the GUI's")
@@ -231,8 +229,8 @@ void bind_jobs(py::module_& m) {
         return "<volseg.Histogram " + std::to_string(h.edges().bins) + " bins over [" + std::to_string(h.edges().lo) +
                ", " + std::to_string(h.edges().hi) + "], " + std::to_string(h.total()) + " voxels>";
       });
-  m.def("_histogram", &histogram, py::arg("input"), py::arg("bins"), py::arg("comm"), py::arg("var"), py::arg("time"),
-        py::arg("glob"), py::arg("backend"), py::arg("pyramid"), py::arg("progress"));
+  m.def("_histogram", &histogram, py::arg("input"), py::arg("bins"), py::arg("comm"), py::arg("selection"),
+        py::arg("backend"), py::arg("pyramid"), py::arg("progress"));
 }
 
 }  // namespace volseg::python

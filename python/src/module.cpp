@@ -23,6 +23,7 @@ PYBIND11_MODULE(_volseg, m) {
       error(e.what());
     }
   });
+  bind_selection(m);
   bind_volume(m);
   bind_arrays(m);
   bind_jobs(m);

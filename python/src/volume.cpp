@@ -17,16 +17,14 @@ namespace {
 // A volume open for reading: `volseg.open(...)`.
 class Volume {
  public:
-  Volume(const std::string& path, const std::optional<std::string>& var, const std::optional<std::int64_t>& time,
-         const std::string& backend, const std::string& glob, const py::object& comm)
+  Volume(const std::string& path, const io::Selection& selection, const std::string& backend, const py::object& comm)
       : path_(path) {
     const MPI_Comm handle = mpi_comm(comm);
     py::gil_scoped_release release;
     comm_ = std::make_unique<Comm>(handle);
     format_ = io::detect_format(*comm_, path);
     backend_ = io::resolve_backend(*comm_, backend, format_, path, io::Access::stream).backend;
-    reader_ =
-        segment::open_input(backend_, path, *comm_, hint_list(var, time, glob));  // a variable, or a derived field
+    reader_ = segment::open_input(backend_, {path, selection}, *comm_, {});  // a variable, or a derived field
   }
 
   const io::VolumeInfo& info() const { return reader().info(); }
@@ -144,10 +142,10 @@ void bind_volume(py::module_& m) {
 
   m.def(
       "_open",
-      [](const std::string& path, const std::optional<std::string>& var, const std::optional<std::int64_t>& time,
-         const std::string& backend, const std::string& glob,
-         const py::object& comm) { return std::make_unique<Volume>(path, var, time, backend, glob, comm); },
-      py::arg("path"), py::arg("var"), py::arg("time"), py::arg("backend"), py::arg("glob"), py::arg("comm"));
+      [](const std::string& path, const io::Selection& selection, const std::string& backend, const py::object& comm) {
+        return std::make_unique<Volume>(path, selection, backend, comm);
+      },
+      py::arg("path"), py::arg("selection"), py::arg("backend"), py::arg("comm"));
 }
 
 }  // namespace volseg::python

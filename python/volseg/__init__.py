@@ -34,26 +34,30 @@ def _comm(comm):
     return MPI.COMM_WORLD if comm is None else comm
 
 
-def _field(var, expr, where, operands=None):
-    """What the extension's var= carries: a variable's name, or a derived
-    field (expr= or where=, the command line's --expr and --where) and the
-    operands it reads from other files (operands=, the command line's
-    --operand: {"S": "salt.nc"} or {"S": ("salt.nc", "SALT")}), each after a
-    unit separator."""
+def _selection(var, time, glob="", expr=None, where=None, operands=None):
+    """The volume a call reads, typed as the command line's --var, --time,
+    --glob, --expr, --where and --operand build it: a variable's name, or a
+    derived field (expr= or where=) and the operands it reads from other
+    files (operands=: {"S": "salt.nc"} or {"S": ("salt.nc", "SALT")})."""
     given = [name for name, value in (("var", var), ("expr", expr), ("where", where)) if value is not None]
     if len(given) > 1:
         raise Error("give one of %s: an expression names the variables it reads" % " and ".join(given))
     if operands and expr is None and where is None:
         raise Error("operands= reads variables of expr= or where= from other files: give one")
-    field = var
-    if expr is not None:
-        field = "expr=" + str(expr)
-    if where is not None:
-        field = "where=" + str(where)
+    selection = _volseg._Selection()
+    if var is not None:
+        selection.variable = str(var)
+    selection.step = time
+    selection.glob = str(glob or "")
+    if expr is not None or where is not None:
+        selection.expression = str(expr if expr is not None else where)
+        selection.condition = where is not None
+    named = []
     for name, operand in (operands or {}).items():
         path, variable = (operand, "") if isinstance(operand, (str, os.PathLike)) else operand
-        field += "\x1foperand=%s=%s%s" % (name, os.fspath(path), ":" + variable if variable else "")
-    return field
+        named.append("%s=%s%s" % (name, os.fspath(path), ":" + variable if variable else ""))
+    selection.operands = named
+    return selection
 
 
 def open(path, var=None, time=None, backend="auto", glob="", comm=None, expr=None, where=None,
@@ -67,7 +71,7 @@ def open(path, var=None, time=None, backend="auto", glob="", comm=None, expr=Non
     operands={"S": "salt.nc"} or {"S": ("salt.nc", "SALT")} reads a variable
     of the expression from another file of the same shape, as --operand. Use
     it in a `with` block, or close() it on every rank: closing is collective."""
-    return _volseg._open(str(path), _field(var, expr, where, operands), time, backend, glob, _comm(comm))
+    return _volseg._open(str(path), _selection(var, time, glob, expr, where, operands), backend, _comm(comm))
 
 
 def _threshold_text(value):
@@ -99,7 +103,7 @@ def segment(input, lo, hi, out, comm=None, force=False, backend="auto", brick=No
     expr= / where= threshold a derived field (see open)."""
     return _volseg._segment(str(input), _threshold_text(lo), _threshold_text(hi), str(out), _comm(comm), force,
                             backend, None if brick is None else list(brick), progress,
-                            _field(var, expr, where, operands), time, format, list(hints), resume, histogram,
+                            _selection(var, time, "", expr, where, operands), format, list(hints), resume, histogram,
                             _seed(seed), int(open), int(close), bool(fill_holes), int(connectivity))
 
 
@@ -124,7 +128,7 @@ def label_file(input, out, connectivity=26, stats="", comm=None, mask_input=True
     return _volseg._label_file(str(input), str(out), _comm(comm), connectivity, mask_input,
                                None if lo is None else _threshold_text(lo),
                                None if hi is None else _threshold_text(hi), stats, min_voxels, force, backend,
-                               _field(var, expr, where, operands), time, _seed(seed), int(open), int(close),
+                               _selection(var, time, "", expr, where, operands), _seed(seed), int(open), int(close),
                                bool(fill_holes), str(label_type), str(periodic), str(mask_out),
                                [str(v) for v in values], [str(v) for v in values_expr], str(report))
 
@@ -133,7 +137,7 @@ def convert(input, out, comm=None, force=False, format="", var=None, time=None, 
             where=None, operands=None):
     """Copy a volume (or a derived field: expr=, where=) into another format,
     as `volseg convert`: collective."""
-    return _volseg._convert(str(input), str(out), _comm(comm), force, format, _field(var, expr, where, operands), time, glob,
+    return _volseg._convert(str(input), str(out), _comm(comm), force, format, _selection(var, time, glob, expr, where, operands),
                             list(out_hints))
 
 
@@ -145,7 +149,7 @@ def histogram(input, bins=1024, comm=None, var=None, time=None, glob="", backend
     pyramid's tables when there is one (volseg pyramid), else one pass over
     the volume (two when its range is not declared). Collective; returns a
     volseg.Histogram (counts, edges, count(lo, hi)) on every rank."""
-    return _volseg._histogram(str(input), int(bins), _comm(comm), _field(var, expr, where, operands), time, glob, backend,
+    return _volseg._histogram(str(input), int(bins), _comm(comm), _selection(var, time, glob, expr, where, operands), backend,
                               str(pyramid), progress)
 
 
@@ -172,7 +176,7 @@ def render(input, mask=None, mode=None, lo=None, hi=None, size=(800, 600), camer
     level = str(level)
     return _render.render(str(input), None if mask is None else str(mask), mode, list(iso), lo, hi, list(size),
                           list(camera) if camera is not None else [], view, level, colormap, opacity, str(out), title,
-                          annotations, _comm(comm), _field(var, expr, where, operands), time, backend, int(memory),
+                          annotations, _comm(comm), _selection(var, time, "", expr, where, operands), backend, int(memory),
                           mask_surface,
                           [float(v) for v in scale] if scale is not None else [])
 

@@ -59,12 +59,6 @@ std::string number(double value) {
   return text;
 }
 
-std::string hint_value(const std::vector<std::string>& hints, const std::string& key) {
-  for (const auto& h : hints)
-    if (h.rfind(key + "=", 0) == 0) return h.substr(key.size() + 1);
-  return {};
-}
-
 std::vector<RankRenderTimes> gather(const Comm& comm, const RankRenderTimes& t) {
   constexpr int fields = 9;
   double mine[fields] = {t.read,
@@ -238,8 +232,9 @@ RenderPlan plan_render(const Comm& comm, const RenderOptions& o) {
   Source& field = plan.field;
   field.path = o.input;
   field.backend = plan.reading.backend;
+  field.selection = o.selection;
   field.hints = o.input_hints;
-  field.pyramid = find_pyramid(comm, o.input, o.pyramid_dir, o.input_hints);
+  field.pyramid = find_pyramid(comm, o.input, o.pyramid_dir, o.selection);
   auto& mask = plan.mask;
   if (!o.mask.empty()) {
     mask.emplace();
@@ -248,7 +243,7 @@ RenderPlan plan_render(const Comm& comm, const RenderOptions& o) {
   }
   {  // the input's coordinate variables, as the file has them (a pyramid
      // keeps spacing and origin only)
-    auto reader = segment::open_input(field.backend, field.path, comm, field.hints);
+    auto reader = segment::open_input(field.backend, {field.path, field.selection}, comm, field.hints);
     const io::VolumeInfo& info = reader->info();
     field.coordinates = info.coordinates;
     plan.scalar_name = info.variable;
@@ -314,8 +309,8 @@ void load_level(const Comm& comm, const RenderOptions& o, RenderPlan& plan, int 
 // thresholds, level and ranks.
 std::string default_title(const RenderOptions& o, int l, int ranks) {
   std::string title = std::filesystem::path(o.input).filename().string();
-  if (auto v = hint_value(o.input_hints, "var"); !v.empty()) title += " " + v;
-  if (auto t = hint_value(o.input_hints, "time"); !t.empty()) title += " step " + t;
+  if (!o.selection.variable.empty()) title += " " + o.selection.variable;
+  if (o.selection.step) title += " step " + std::to_string(*o.selection.step);
   if (o.lo && o.hi) title += "  [" + number(*o.lo) + ", " + number(*o.hi) + "]";
   title += "  level " + std::to_string(l) + "  " + std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks");
   return title;

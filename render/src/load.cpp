@@ -29,10 +29,10 @@ std::unique_ptr<io::VolumeReader> open_source(const Comm& comm, const Source& so
                 "')");
   // A renderer reads each slab once into its own buffer (Access::copy).
   const std::string backend = io::resolve_backend(comm, source.backend, source.path, io::Access::copy).backend;
-  if (source.pyramid) return source.pyramid->open_level(level, comm, backend, source.hints);
+  if (source.pyramid) return source.pyramid->open_level(level, comm, backend, source.selection, source.hints);
   // Uneven coordinate axes: on a uniform grid in their coordinates.
-  return resample_uneven(segment::open_input(backend, source.path, comm, source.hints), source.coordinates,
-                         mask ? Resampling::nearest : Resampling::linear);
+  return resample_uneven(segment::open_input(backend, {source.path, source.selection}, comm, source.hints),
+                         source.coordinates, mask ? Resampling::nearest : Resampling::linear);
 }
 
 std::array<double, 2> value_range(const pyramid::Pyramid& pyramid) {
@@ -272,7 +272,7 @@ Piece load_piece(const Comm& comm, const Source& field, const std::optional<Sour
 }
 
 std::optional<pyramid::Pyramid> find_pyramid(const Comm& comm, const std::string& path, const std::string& dir,
-                                             const std::vector<std::string>& selection) {
+                                             const io::Selection& selection) {
   std::string found;
   collectively(comm, [&] {
     if (comm.rank() != 0) return;

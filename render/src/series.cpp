@@ -14,14 +14,6 @@
 
 namespace volseg::render {
 
-namespace {
-
-std::vector<std::string> at_step(std::vector<std::string> hints, std::int64_t t) {
-  return io::with_hint(std::move(hints), "time", std::to_string(t));
-}
-
-}  // namespace
-
 RenderSeriesResult run_render_series(const Comm& comm, RenderOptions options, const std::vector<std::int64_t>& steps,
                                      const std::string& movie, int frames_per_second) {
   const auto start = std::chrono::steady_clock::now();
@@ -46,7 +38,8 @@ RenderSeriesResult run_render_series(const Comm& comm, RenderOptions options, co
       pyramid::HistogramOptions h;
       h.input = options.input;
       h.backend = options.backend;
-      h.input_hints = at_step(options.input_hints, t);
+      h.selection = options.selection.at_step(t);
+      h.input_hints = options.input_hints;
       if (!options.pyramid_dir.empty() && segment::names_steps(options.pyramid_dir))
         h.directory = segment::step_path(options.pyramid_dir, t);
       const auto histogram = pyramid::histogram(comm, h);
@@ -63,7 +56,7 @@ RenderSeriesResult run_render_series(const Comm& comm, RenderOptions options, co
   const bool pyramid_per_step = !pyramids.empty() && segment::names_steps(pyramids);
   for (const std::int64_t t : steps) {
     RenderOptions step = options;
-    step.input_hints = at_step(options.input_hints, t);
+    step.selection = options.selection.at_step(t);
     step.output = segment::step_path(frames, t);
     if (mask_per_step) step.mask = segment::step_path(mask, t);
     if (pyramid_per_step) step.pyramid_dir = segment::step_path(pyramids, t);

@@ -47,16 +47,16 @@ bool netcdf4_wanted() {
 void open_as_info_does(const volseg::Comm& comm, const std::string& path, FileFormat format) {
   const std::string backend = reading_backend(format);
   const Backend& entry = builtin_registry().get(backend);
-  std::vector<std::string> hints;
+  volseg::io::Selection selection;
   if (entry.list_variables) {
     // "name(dim=length, ...) type": with several candidates, name the first
     // as a user would with --var, and with a time axis, choose step 0.
     const auto variables = entry.list_variables(path, comm);
-    if (variables.size() > 1) hints.push_back("var=" + variables.front().substr(0, variables.front().find('(')));
+    if (variables.size() > 1) selection.variable = variables.front().substr(0, variables.front().find('('));
     if (!variables.empty() && std::count(variables.front().begin(), variables.front().end(), '=') == 4)
-      hints.push_back("time=0");
+      selection.step = 0;
   }
-  auto reader = open_reader(backend, path, comm, Hints::parse(hints));
+  auto reader = open_reader(backend, {path, selection}, comm);
   (void)describe(path, format, backend, reader->info());
   reader->close();
 }

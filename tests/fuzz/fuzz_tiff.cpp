@@ -35,7 +35,7 @@ const std::string& file_path() {
 void write_file(const std::uint8_t* data, std::size_t size) { volseg::fuzz::write_scratch(file_path(), data, size); }
 
 void open_and_read(const volseg::Comm& comm, const std::string& path) {
-  auto reader = open_reader("tiff", path, comm, Hints::parse({}));
+  auto reader = open_reader("tiff", {path, {}}, comm, Hints::parse({}));
   const VolumeInfo& info = reader->info();
   for (int a = 0; a < 3; ++a) {
     if (info.dims[a] < 1) volseg::fuzz::invariant_broken("a dimension below 1");

@@ -75,7 +75,11 @@ int expression_session(const Comm& world, const volseg::testing::SharedTempDir& 
   };
   {
     gui::Session session(world);
-    auto reply = session.execute({{"kind", "open"}, {"path", input}, {"backend", "auto"}, {"where", condition}});
+    gui::OpenRequest open;
+    open.path = input;
+    open.selection.expression = condition;
+    open.selection.condition = true;
+    auto reply = session.execute(open);
     if (!reply.error.empty()) fail("open: " + reply.error);
     if (world.rank() == 0 && !failed) {
       if (reply.data.value("where", "") != condition) fail("the reply does not name the condition");
@@ -83,19 +87,23 @@ int expression_session(const Comm& world, const volseg::testing::SharedTempDir& 
       if (h.at("lo").get<double>() != 0 || h.at("hi").get<double>() != 1) fail("the condition's values are not 0..1");
     }
     if (!failed) {
-      reply = session.execute(
-          {{"kind", "segment"}, {"lo", 1}, {"hi", 1}, {"output", gui_mask}, {"hints", gui::Json::array()}});
+      gui::SegmentRequest segment;
+      segment.lo = segment.hi = 1;
+      segment.output = gui_mask;
+      reply = session.execute(segment);
       if (!reply.error.empty()) fail("segment: " + reply.error);
     }
     // A name the file does not hold: one line naming it and its column.
-    reply = session.execute({{"kind", "open"}, {"path", input}, {"backend", "auto"}, {"where", "u > 2 && w < 1"}});
+    open.selection.expression = "u > 2 && w < 1";
+    reply = session.execute(open);
     if (reply.error.find("unknown variable 'w' at column 10") == std::string::npos)
       fail("an unknown variable gave: '" + reply.error + "'");
   }
   if (!failed) {
     segment::SegmentOptions options;
     options.input = input;
-    options.input_hints = {"where=" + condition};
+    options.selection.expression = condition;
+    options.selection.condition = true;
     options.output = batch_mask;
     options.lo = options.hi = 1;
     options.progress = segment::ProgressMode::none;

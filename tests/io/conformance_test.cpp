@@ -202,7 +202,7 @@ class Conformance : public ::testing::Test {
   }
 
   void expect_reads_back(const std::string& file, DType dtype) {
-    auto reader = open_reader(backend_, file, comm_, backend_hints());
+    auto reader = open_reader(backend_, {file, {}}, comm_, backend_hints());
     ASSERT_EQ(reader->info().dims, kDims);
     ASSERT_EQ(reader->info().dtype, dtype);
     for (const Extent& e : probe_extents()) {
@@ -251,7 +251,7 @@ TEST_F(Conformance, MappedWritesAndReadsAgreeWithPlainOnes) {
     std::string file = path(std::string("mapped_") + std::string(byte_order_name(order)));
     write_volume(file, DType::f32, order, /*mapped=*/true);
     expect_reads_back(file, DType::f32);
-    auto reader = open_reader(backend_, file, comm_, backend_hints());
+    auto reader = open_reader(backend_, {file, {}}, comm_, backend_hints());
     if (!reader->capabilities().map) {
       EXPECT_THROW(reader->map(Extent{{0, 0, 0}, {1, 1, 1}}), Error);
       reader->close();
@@ -283,7 +283,7 @@ TEST_F(Conformance, MappedWritesAndReadsAgreeWithPlainOnes) {
 TEST_F(Conformance, ReadAllWithUnevenListsAndPrefetchHints) {
   std::string file = path("read_all");
   write_volume(file, DType::i16, ByteOrder::big);
-  auto reader = open_reader(backend_, file, comm_, backend_hints());
+  auto reader = open_reader(backend_, {file, {}}, comm_, backend_hints());
   auto probes = probe_extents();
   std::vector<Extent> mine(
       probes.begin(),
@@ -320,7 +320,7 @@ TEST_F(Conformance, ReadAllOfManyBricksGivesEachBrickItsOwnValues) {
   write_from_rank0(*writer, whole, index.data());
   writer->close();
 
-  auto reader = open_reader(backend_, file, comm_, backend_hints());
+  auto reader = open_reader(backend_, {file, {}}, comm_, backend_hints());
   segment::BrickLayout layout(kDims, {4, 5, 6});  // 64 bricks, some cut by the volume's faces
   const int rank = comm_.rank();
   const std::int64_t count = comm_.size() == 1 ? 20 : rank * 5;
@@ -367,7 +367,7 @@ TEST_F(Conformance, ReadAllOfManyBricksGivesEachBrickItsOwnValues) {
 TEST_F(Conformance, RefusesExtentsOutsideTheVolume) {
   std::string file = path("outside");
   write_volume(file, DType::u8, ByteOrder::little);
-  auto reader = open_reader(backend_, file, comm_, backend_hints());
+  auto reader = open_reader(backend_, {file, {}}, comm_, backend_hints());
   std::vector<std::byte> buffer(64 * 64 * 64);
   EXPECT_THROW(reader->read({{0, 0, 0}, {kDims[0] + 1, 1, 1}}, buffer.data()), Error);
   EXPECT_THROW(reader->read({{-1, 0, 0}, {1, 1, 1}}, buffer.data()), Error);
@@ -395,7 +395,7 @@ TEST_F(Conformance, EveryBackendRefusesBadCallsWithOneMessage) {
   const std::string beyond = "extent " + to_string(outside) + " is outside the volume 13x17x19";
   std::vector<std::byte> buffer(64);
   void* pointer = buffer.data();
-  auto reader = open_reader(backend_, file, comm_, backend_hints());
+  auto reader = open_reader(backend_, {file, {}}, comm_, backend_hints());
   EXPECT_EQ(error_of([&] { reader->read(outside, buffer.data()); }), "read: " + beyond);
   EXPECT_EQ(error_of([&] { reader->will_need(outside); }), "will_need: " + beyond);
   EXPECT_EQ(error_of([&] {
@@ -439,7 +439,7 @@ TEST_F(Conformance, EveryBackendRefusesBadCallsWithOneMessage) {
 }
 
 TEST_F(Conformance, MissingInputFailsOnEveryRank) {
-  EXPECT_THROW(open_reader(backend_, path("does_not_exist"), comm_, backend_hints()), Error);
+  EXPECT_THROW(open_reader(backend_, {path("does_not_exist"), {}}, comm_, backend_hints()), Error);
 }
 
 TEST_F(Conformance, ExistingOutputNeedsOverwrite) {
@@ -453,7 +453,7 @@ TEST_F(Conformance, ExistingOutputNeedsOverwrite) {
   std::vector<std::uint8_t> ones(static_cast<std::size_t>(info.voxels()), 1);
   write_from_rank0(*writer, info.whole(), ones.data());
   writer->close();
-  auto reader = open_reader(backend_, file, comm_, backend_hints());
+  auto reader = open_reader(backend_, {file, {}}, comm_, backend_hints());
   std::vector<std::uint8_t> got(ones.size());
   reader->read(info.whole(), got.data());
   EXPECT_EQ(got, ones);
@@ -494,13 +494,13 @@ TEST_F(Conformance, RefusedInputIsClosed) {
   }
   comm_.barrier();
   const auto before = open_descriptors();
-  for (int attempt = 0; attempt < 3; ++attempt) EXPECT_THROW(open_reader(backend_, file, comm_, hints), Error);
+  for (int attempt = 0; attempt < 3; ++attempt) EXPECT_THROW(open_reader(backend_, {file, {}}, comm_, hints), Error);
   EXPECT_EQ(open_descriptors(), before);
 }
 
 TEST_F(Conformance, UnknownHintIsRefused) {
   Hints hints = Hints::parse({"no_such_hint=1"});
-  EXPECT_THROW(open_reader(backend_, path("whatever"), comm_, hints), Error);
+  EXPECT_THROW(open_reader(backend_, {path("whatever"), {}}, comm_, hints), Error);
 }
 
 }  // namespace

@@ -90,7 +90,7 @@ class Trace : public ::testing::Test {
   }
 
   void read_pattern(const std::string& path) {
-    auto reader = open_reader("posix", path, comm_, Hints{});
+    auto reader = open_reader("posix", {path, {}}, comm_, Hints{});
     std::vector<std::uint16_t> buffer(64 * 64);
     for (const auto& extent : extents_of(comm_.rank())) reader->read(extent, buffer.data());
     reader->close();
@@ -138,7 +138,7 @@ TEST_F(Trace, MappedReadsRecordTheirWindows) {
   for (const std::string backend : {"mmap", "mmap-advise"}) {
     SCOPED_TRACE(backend);
     trace::enable(comm_);
-    auto reader = open_reader(backend, path, comm_, Hints{});
+    auto reader = open_reader(backend, {path, {}}, comm_, Hints{});
     std::vector<std::uint16_t> buffer(64 * 64);
     if (backend == "mmap-advise") reader->will_need(extents_of(rank)[1]);
     for (const auto& extent : extents_of(rank)) reader->read(extent, buffer.data());

@@ -79,7 +79,7 @@ class Pyramid : public ::testing::Test {
 
   // The whole volume decoded (NaN where invalid), read by every rank.
   std::vector<double> full_resolution(const std::string& path) {
-    auto reader = io::open_reader("posix", path, comm_);
+    auto reader = io::open_reader("posix", {path, {}}, comm_);
     std::vector<float> raw(static_cast<std::size_t>(reader->info().voxels()));
     reader->read(reader->info().whole(), raw.data());
     std::vector<double> values(raw.size());

@@ -199,7 +199,7 @@ TEST_F(Segment, EveryFormatAndEveryReaderGiveTheSameMask) {
     options.hi = hi_;
     options.progress = segment::ProgressMode::none;
     segment::run_segment(comm_, options);
-    auto reader = io::open_reader(backend, options.output, comm_);
+    auto reader = io::open_reader(backend, {options.output, {}}, comm_);
     EXPECT_EQ(reader->info().variable, "mask");
     std::vector<std::uint8_t> mask(static_cast<std::size_t>(reader->info().voxels()));
     void* pointer = mask.data();
@@ -217,7 +217,7 @@ TEST_F(Segment, MaskHeaderRecordsTheThresholdsAndSource) {
   const std::string input = make_shells("header.nhdr", io::DType::u16, io::ByteOrder::little);
   const std::string output = dir_ / "header_mask.nhdr";
   run(input, output, "posix", segment::Assignment::block, {});
-  auto reader = io::open_reader("posix", output, comm_);
+  auto reader = io::open_reader("posix", {output, {}}, comm_);
   const auto& info = reader->info();
   EXPECT_EQ(info.dtype, io::DType::u8);
   EXPECT_EQ(info.dims, dims_);

@@ -191,7 +191,7 @@ class TwoPhaseVolume : public TwoPhaseFixture {
                           const Volume& volume, const std::vector<std::byte>& model,
                           const std::vector<std::string>& hints, const std::string& what) {
     const std::size_t size = dtype_size(volume.dtype);
-    auto reader = open_reader(backend, header, comm_, Hints::parse(hints));
+    auto reader = open_reader(backend, {header, {}}, comm_, Hints::parse(hints));
     EXPECT_EQ(reader->info().dims, kDims) << what;
     EXPECT_EQ(reader->info().dtype, volume.dtype) << what;
     std::vector<std::vector<std::byte>> buffers;
@@ -317,9 +317,10 @@ TEST_F(TwoPhaseVolume, RefusalsReachEveryRankAndLeaveNothingBehind) {
       << "a refused writer left files behind";
   // A good volume, then a reader refused for the same reasons.
   write_volume("posix", header, {DType::u16, ByteOrder::little}, {{}}, {{}}, {});
-  EXPECT_THROW(open_reader("twophase", header, comm_, Hints::parse({missing})), Error);
-  EXPECT_THROW(open_reader("twophase", header, comm_, Hints::parse({"ds=sometimes"})), Error);
-  auto reader = open_reader("twophase", header, comm_, Hints::parse({"cb_nodes=" + std::to_string(comm_.size() + 3)}));
+  EXPECT_THROW(open_reader("twophase", {header, {}}, comm_, Hints::parse({missing})), Error);
+  EXPECT_THROW(open_reader("twophase", {header, {}}, comm_, Hints::parse({"ds=sometimes"})), Error);
+  auto reader =
+      open_reader("twophase", {header, {}}, comm_, Hints::parse({"cb_nodes=" + std::to_string(comm_.size() + 3)}));
   EXPECT_NE(reader->implementation().find("clamped"), std::string::npos) << reader->implementation();
   reader->close();
 }

@@ -163,7 +163,7 @@ std::string zlib_block(const std::string& data) {
 
 std::string open_refusal(const std::string& backend, const std::string& path) {
   Comm self(MPI_COMM_SELF);
-  return refusal([&] { open_reader(backend, path, self, Hints{}); });
+  return refusal([&] { open_reader(backend, {path, {}}, self, Hints{}); });
 }
 
 }  // namespace
@@ -211,7 +211,7 @@ TEST(HeaderClaims, VtiBlockHeaderAgainstTheFileAndTheBudget) {
   }
   std::ofstream(path, std::ios::binary) << vti_header("0 1023 0 1023 0 1023", "UInt8") << table << data;
   Comm self(MPI_COMM_SELF);
-  auto reader = open_reader("vti", path, self, Hints{});
+  auto reader = open_reader("vti", {path, {}}, self, Hints{});
   std::vector<unsigned char> row(1024, 7);
   reader->read(Extent{{1023, 1023, 0}, {1, 1, 1024}}, row.data());
   EXPECT_EQ(row, std::vector<unsigned char>(1024, 0));
@@ -275,7 +275,7 @@ TEST(HeaderClaims, GzipNiftiAgainstItsCompressedBytes) {
   // past them: opened, and refused as it decodes, when it reaches their end.
   std::ofstream(path, std::ios::binary) << gzip(nifti1(64, 64, 64), std::size_t{4} << 20);
   Comm self(MPI_COMM_SELF);
-  auto reader = open_reader("gzip", path, self, Hints{});
+  auto reader = open_reader("gzip", {path, {}}, self, Hints{});
   std::vector<unsigned char> voxels(64 * 64 * 64);
   reader->read(Extent{{0, 0, 0}, {63, 64, 64}}, voxels.data());  // all but the last plane: fine
   try {
@@ -289,7 +289,7 @@ TEST(HeaderClaims, GzipNiftiAgainstItsCompressedBytes) {
   }
   // The same volume, ending where its voxels do, reads whole.
   std::ofstream(path, std::ios::binary) << gzip(nifti1(64, 64, 64) + std::string(64 * 64 * 64, '\3'));
-  auto good = open_reader("gzip", path, self, Hints{});
+  auto good = open_reader("gzip", {path, {}}, self, Hints{});
   good->read(Extent{{0, 0, 0}, {64, 64, 64}}, voxels.data());
   EXPECT_EQ(voxels, std::vector<unsigned char>(voxels.size(), 3));
   good->close();

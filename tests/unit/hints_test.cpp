@@ -67,9 +67,13 @@ TEST(Hints, EachRoleRefusesTheOtherRolesHints) {
     }
     return "";
   };
-  EXPECT_EQ(refusal([&] { volseg::io::open_reader("pnetcdf", "absent.nc", comm, Hints::parse({"append=1"})); }),
+  EXPECT_EQ(refusal([&] {
+              volseg::io::open_reader("pnetcdf", {"absent.nc", {}}, comm, Hints::parse({"append=1"}));
+            }),
             "hint append= is for writers (pnetcdf)");
-  EXPECT_EQ(refusal([&] { volseg::io::open_reader("posix", "absent.nhdr", comm, Hints::parse({"fsync=1"})); }),
+  EXPECT_EQ(refusal([&] {
+              volseg::io::open_reader("posix", {"absent.nhdr", {}}, comm, Hints::parse({"fsync=1"}));
+            }),
             "hint fsync= is for writers (posix)");
   EXPECT_EQ(
       refusal([&] {
@@ -93,17 +97,19 @@ TEST(Hints, SharedHintsReachTheRoleThatKnowsThem) {
             std::vector<std::string>{"populate=0"});
 }
 
-TEST(Hints, JobHintListsAreReadByKeyNotByPrefix) {
+TEST(Hints, HintListsAreReadByKeyNotByPrefix) {
   using volseg::io::hint_in;
-  using volseg::io::hints_of;
-  using volseg::io::with_hint;
-  const std::vector<std::string> items{"var=T", "timeout=5", "time=1", "cache=0", "time=3", "variable=x"};
-  EXPECT_EQ(hint_in(items, "time"), std::optional<std::string>("3"));  // the last one, not "timeout"
-  EXPECT_EQ(hint_in(items, "var"), std::optional<std::string>("T"));   // not "variable"
+  const std::vector<std::string> items{"level=T", "levels=5", "cache=1", "cache_size=0", "cache=3", "levelx=x"};
+  EXPECT_EQ(hint_in(items, "cache"), std::optional<std::string>("3"));  // the last one, not "cache_size"
+  EXPECT_EQ(hint_in(items, "level"), std::optional<std::string>("T"));  // not "levels" or "levelx"
   EXPECT_EQ(hint_in(items, "glob"), std::nullopt);
-  EXPECT_EQ(with_hint(items, "time", "7"),
-            (std::vector<std::string>{"var=T", "timeout=5", "cache=0", "variable=x", "time=7"}));
-  EXPECT_EQ(with_hint(items, "time", std::nullopt),
-            (std::vector<std::string>{"var=T", "timeout=5", "cache=0", "variable=x"}));
-  EXPECT_EQ(hints_of(items, {"var", "time"}), (std::vector<std::string>{"var=T", "time=1", "time=3"}));
+}
+
+TEST(Hints, APyramidIndexRecordsItsSelectionAsItAlwaysHas) {
+  volseg::io::Selection selection;
+  selection.variable = "u";
+  selection.step = 4;
+  EXPECT_EQ(selection.record().size(), 2u);
+  EXPECT_EQ(volseg::io::Selection::from_record(selection.record()), selection);
+  EXPECT_THROW(volseg::io::Selection::from_record({selection.record()[0], selection.record()[1] + "x"}), volseg::Error);
 }

@@ -23,7 +23,7 @@ TEST(NullBackend, ReadsZerosOfTheHeadersShapeAndNeverWrites) {
   const std::string header = dir / "v.nhdr";  // its data file need not exist
   std::ofstream(header) << io::format_nrrd(info, "v.raw");
   Comm self(MPI_COMM_SELF);
-  auto reader = io::open_reader("null", header, self, io::Hints{});
+  auto reader = io::open_reader("null", {header, {}}, self, io::Hints{});
   EXPECT_EQ(reader->info().dims, info.dims);
   EXPECT_EQ(reader->info().dtype, io::DType::i16);
   std::vector<std::int16_t> values(2 * 3 * 4, 7);

@@ -8,8 +8,13 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
 
 #include "volseg/io/error.hpp"
+#include "volseg/session/command_line.hpp"
 
 namespace fs = std::filesystem;
 using volseg::web::Json;
@@ -39,10 +44,57 @@ TEST_F(ProtocolTest, SegmentBecomesARequestWithAResolvedOutput) {
   const auto m = parse_message(R"({"type":"segment","id":7,"lo":1.5,"hi":2,"output":"m.nc"})", *roots, "");
   EXPECT_EQ(m.type, "segment");
   EXPECT_EQ(m.id, 7);
-  EXPECT_EQ(m.request.at("kind"), "segment");
-  EXPECT_EQ(m.request.at("lo"), 1.5);
-  EXPECT_EQ(m.request.at("output"), (fs::canonical(dir) / "m.nc").string());
-  EXPECT_EQ(m.request.at("force"), false);
+  ASSERT_TRUE(m.request.has_value());
+  const auto* segment = std::get_if<volseg::session::SegmentRequest>(&*m.request);
+  ASSERT_NE(segment, nullptr);
+  EXPECT_EQ(segment->lo, 1.5);
+  EXPECT_EQ(segment->hi, 2);
+  EXPECT_EQ(segment->output, (fs::canonical(dir) / "m.nc").string());
+  EXPECT_FALSE(segment->force);
+}
+
+TEST_F(ProtocolTest, EveryPageTypeIsAKindOfTheSessionsTable) {
+  // Each kind the page may send parses into that kind (and no other).
+  const std::map<std::string, Json> messages{{"open", {{"path", "v.nc"}}},
+                                             {"segment", {{"lo", 0}, {"hi", 1}, {"output", "m.nc"}}},
+                                             {"label", {{"output", "l.nc"}}},
+                                             {"surface", Json::object()},
+                                             {"frame", {{"width", 64}, {"height", 64}, {"camera", Json::object()}}},
+                                             {"slices", {{"at", {0.5, 0.5, 0.5}}}}};
+  std::ofstream(dir / "v.nc") << "x";
+  int page_kinds = 0;
+  for (const auto& kind : volseg::session::kinds) {
+    if (kind.page_type.empty()) continue;
+    ++page_kinds;
+    const std::string type(kind.page_type);
+    ASSERT_TRUE(messages.count(type)) << type << " has no message in this test";
+    Json message = messages.at(type);
+    message["type"] = type;
+    message["id"] = 1;
+    const auto m = parse_message(message.dump(), *roots, "");
+    ASSERT_TRUE(m.request.has_value());
+    EXPECT_EQ(volseg::session::kind_of(*m.request).name, kind.name);
+  }
+  EXPECT_EQ(page_kinds, static_cast<int>(messages.size()));
+}
+
+// The page (web/page/*.js) sends only the message types of the table, and
+// every one of them.
+TEST(PageProtocol, ThePageSendsTheTablesTypes) {
+  std::string page;
+  for (const char* script : {"app.js", "view3d.js"}) {
+    std::ifstream in(std::string(VOLSEG_SOURCE_DIR) + "/web/page/" + script);
+    ASSERT_TRUE(in) << script;
+    page.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  std::set<std::string> sent;
+  const std::regex type(R"(\{type: '([a-z]+)')");
+  for (auto it = std::sregex_iterator(page.begin(), page.end(), type); it != std::sregex_iterator(); ++it)
+    sent.insert((*it)[1]);
+  std::set<std::string> table{"hello", "cancel"};  // the page's own, no session request
+  for (const auto& kind : volseg::session::kinds)
+    if (!kind.page_type.empty()) table.insert(std::string(kind.page_type));
+  EXPECT_EQ(sent, table);
 }
 
 TEST_F(ProtocolTest, BadMessagesNameTheirFault) {
@@ -115,11 +167,22 @@ TEST(Frames, JpegStartsAndEndsAsOne) {
 }
 
 TEST(Commands, QuotedSoAShellRunsThemAsShown) {
-  EXPECT_EQ(volseg::web::shell_quoted("/data/a.nc"), "/data/a.nc");
-  EXPECT_EQ(volseg::web::shell_quoted("my file.nc"), "'my file.nc'");
-  EXPECT_EQ(volseg::web::shell_quoted("it's"), "'it'\\''s'");
-  const Json open{{"path", "/d/v.nc"}, {"variable", "temp"}, {"step", 2}};
-  const Json segment{{"lo", 0.1}, {"hi", 3.0}, {"output", "/d/m.nc"}};
-  EXPECT_EQ(volseg::web::segment_command(open, segment),
+  using volseg::session::shell_quoted;
+  EXPECT_EQ(shell_quoted("/data/a.nc"), "/data/a.nc");
+  EXPECT_EQ(shell_quoted("my file.nc"), "'my file.nc'");
+  EXPECT_EQ(shell_quoted("it's"), "'it'\\''s'");
+  volseg::session::OpenRequest open;
+  open.path = "/d/v.nc";
+  open.selection.variable = "temp";
+  open.selection.step = 2;
+  volseg::session::SegmentRequest segment;
+  segment.lo = 0.1;
+  segment.hi = 3.0;
+  segment.output = "/d/m.nc";
+  EXPECT_EQ(volseg::session::segment_command_line(open, segment),
             "volseg segment /d/v.nc --var temp --time 2 --lo 0.1 --hi 3 --out /d/m.nc");
+  volseg::session::LabelRequest label;
+  label.output = "/d/l.nc";
+  EXPECT_EQ(volseg::session::label_command_line(segment, label),
+            "volseg label /d/m.nc --mask-input --connectivity 26 --out /d/l.nc");
 }

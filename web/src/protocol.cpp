@@ -61,109 +61,110 @@ void only(const Json& message, std::initializer_list<const char*> names) {
   }
 }
 
-Json open_request(const Json& m, const Roots& roots, const std::string& file) {
+session::OpenRequest open_request(const Json& m, const Roots& roots, const std::string& file) {
   only(m, {"path", "var", "time", "expr", "where"});
-  Json r{{"kind", "open"}};
-  r["path"] = roots.input(m.contains("path") ? string(m, "path") : file).string();
-  if (m.contains("var") && !string(m, "var").empty()) r["var"] = string(m, "var", 256);
-  if (m.contains("time")) r["time"] = integer(m, "time", 0, std::numeric_limits<std::int32_t>::max());
-  if (m.contains("expr") && !string(m, "expr").empty()) r["expr"] = string(m, "expr");
-  if (m.contains("where") && !string(m, "where").empty()) r["where"] = string(m, "where");
-  if (r.contains("expr") && r.contains("where")) throw Error("an expression or a condition, not both");
+  session::OpenRequest r;
+  r.path = roots.input(m.contains("path") ? string(m, "path") : file).string();
+  io::Selection& s = r.selection;
+  if (m.contains("var")) s.variable = string(m, "var", 256);
+  if (m.contains("time")) s.step = integer(m, "time", 0, std::numeric_limits<std::int32_t>::max());
+  const std::string expression = m.contains("expr") ? string(m, "expr") : "";
+  const std::string condition = m.contains("where") ? string(m, "where") : "";
+  if (!expression.empty() && !condition.empty()) throw Error("an expression or a condition, not both");
+  s.expression = expression.empty() ? condition : expression;
+  s.condition = !condition.empty();
   return r;
 }
 
-Json segment_request(const Json& m, const Roots& roots) {
+// "connectivity": 6, 18 or 26.
+int connectivity(const Json& m) {
+  const auto c = integer(m, "connectivity", 6, 26);
+  if (c != 6 && c != 18 && c != 26) throw Error("'connectivity' must be 6, 18 or 26");
+  return static_cast<int>(c);
+}
+
+session::SegmentRequest segment_request(const Json& m, const Roots& roots) {
   only(m, {"lo", "hi", "output", "force", "seed", "open", "close", "fill_holes", "connectivity"});
-  const double lo = number(m, "lo"), hi = number(m, "hi");
-  if (lo > hi) throw Error("'lo' is above 'hi'");
-  Json r{{"kind", "segment"},
-         {"lo", lo},
-         {"hi", hi},
-         {"output", roots.output(string(m, "output")).string()},
-         {"force", flag(m, "force")},
-         {"hints", Json::array()}};
+  session::SegmentRequest r;
+  r.lo = number(m, "lo");
+  r.hi = number(m, "hi");
+  if (r.lo > r.hi) throw Error("'lo' is above 'hi'");
+  r.output = roots.output(string(m, "output")).string();
+  r.force = flag(m, "force");
   // The operators after the threshold (docs/operators.md).
+  auto& o = r.operators;
   if (m.contains("seed")) {
     const Json& seed = m.at("seed");
     if (!seed.is_array() || seed.size() != 2 || !seed[0].is_number() || !seed[1].is_number())
       throw Error("'seed' must be [lo, hi], two numbers");
     if (seed[0].get<double>() > seed[1].get<double>()) throw Error("'seed' is [lo, hi] with lo above hi");
-    r["seed"] = seed;
+    o.seed = std::pair{seed[0].get<double>(), seed[1].get<double>()};
   }
-  for (const char* radius : {"open", "close"})
-    if (m.contains(radius)) r[radius] = integer(m, radius, 0, segment::max_radius);
-  if (m.contains("fill_holes")) r["fill_holes"] = flag(m, "fill_holes");
-  if (m.contains("connectivity")) {
-    const auto c = integer(m, "connectivity", 6, 26);
-    if (c != 6 && c != 18 && c != 26) throw Error("'connectivity' must be 6, 18 or 26");
-    r["connectivity"] = c;
-  }
+  if (m.contains("open")) o.open = static_cast<int>(integer(m, "open", 0, segment::max_radius));
+  if (m.contains("close")) o.close = static_cast<int>(integer(m, "close", 0, segment::max_radius));
+  o.fill_holes = flag(m, "fill_holes");
+  if (m.contains("connectivity")) o.connectivity = connectivity(m);
   return r;
 }
 
-Json label_request(const Json& m, const Roots& roots) {
+session::LabelRequest label_request(const Json& m, const Roots& roots) {
   only(m, {"output", "connectivity", "min_voxels", "force"});
-  Json r{{"kind", "label"}, {"output", roots.output(string(m, "output")).string()}, {"force", flag(m, "force")}};
-  if (m.contains("connectivity")) {
-    const auto c = integer(m, "connectivity", 6, 26);
-    if (c != 6 && c != 18 && c != 26) throw Error("'connectivity' must be 6, 18 or 26");
-    r["connectivity"] = c;
-  }
-  if (m.contains("min_voxels")) r["min_voxels"] = integer(m, "min_voxels", 0, std::numeric_limits<std::int64_t>::max());
+  session::LabelRequest r;
+  r.output = roots.output(string(m, "output")).string();
+  r.force = flag(m, "force");
+  if (m.contains("connectivity")) r.connectivity = connectivity(m);
+  if (m.contains("min_voxels"))
+    r.min_voxels = static_cast<std::uint64_t>(integer(m, "min_voxels", 0, std::numeric_limits<std::int64_t>::max()));
   return r;
 }
 
-Json surface_request(const Json& m) {
-  only(m, {"lo", "hi", "object", "max_side", "max_triangles"});
-  Json r{{"kind", "surface"}};
+// "lo" and "hi", together or not at all.
+std::optional<std::array<double, 2>> band(const Json& m) {
   if (m.contains("lo") != m.contains("hi")) throw Error("'lo' and 'hi' come together");
-  if (m.contains("lo")) {
-    r["lo"] = number(m, "lo");
-    r["hi"] = number(m, "hi");
-  }
-  if (m.contains("object")) r["object"] = integer(m, "object", 1, std::numeric_limits<std::int64_t>::max());
-  r["max_side"] = m.contains("max_side") ? integer(m, "max_side", 16, 256) : 128;
-  r["max_triangles"] = m.contains("max_triangles") ? integer(m, "max_triangles", 1000, 2000000) : 100000;
+  if (!m.contains("lo")) return std::nullopt;
+  return std::array<double, 2>{number(m, "lo"), number(m, "hi")};
+}
+
+session::SurfaceRequest surface_request(const Json& m) {
+  only(m, {"lo", "hi", "object", "max_side", "max_triangles"});
+  session::SurfaceRequest r;
+  r.band = band(m);
+  if (m.contains("object")) r.object = integer(m, "object", 1, std::numeric_limits<std::int64_t>::max());
+  if (m.contains("max_side")) r.max_side = integer(m, "max_side", 16, 256);
+  if (m.contains("max_triangles"))
+    r.max_triangles = static_cast<std::size_t>(integer(m, "max_triangles", 1000, 2000000));
   return r;
 }
 
-Json frame_request(const Json& m) {
+session::DrawRequest frame_request(const Json& m) {
   only(m, {"width", "height", "camera", "lo", "hi"});
   const Json& c = field(m, "camera");
   if (!c.is_object()) throw Error("'camera' must be an object");
   for (const auto& [key, value] : c.items())
     if (key != "azimuth" && key != "elevation" && key != "zoom") throw Error("unknown field 'camera." + key + "'");
-  const double zoom = c.contains("zoom") ? number(c, "zoom") : 1.0;
-  if (zoom < 0.05 || zoom > 100) throw Error("'camera.zoom' must be in 0.05..100");
-  Json r{{"kind", "render"},
-         {"width", integer(m, "width", 16, 2048)},
-         {"height", integer(m, "height", 16, 2048)},
-         {"camera",
-          {{"azimuth", c.contains("azimuth") ? number(c, "azimuth") : 30.0},
-           {"elevation", c.contains("elevation") ? number(c, "elevation") : 20.0},
-           {"zoom", zoom}}},
-         {"level", "auto"},
-         {"modes", {{"volume", false}, {"mask", true}, {"slices", false}}},
-         {"annotations", false}};
-  // Before a mask exists the frame draws the band's surface, as the page does.
-  if (m.contains("lo") != m.contains("hi")) throw Error("'lo' and 'hi' come together");
-  if (m.contains("lo")) {
-    r["lo"] = number(m, "lo");
-    r["hi"] = number(m, "hi");
-  }
+  session::DrawRequest r;
+  r.zoom = c.contains("zoom") ? number(c, "zoom") : 1.0;
+  if (r.zoom < 0.05 || r.zoom > 100) throw Error("'camera.zoom' must be in 0.05..100");
+  r.width = static_cast<int>(integer(m, "width", 16, 2048));
+  r.height = static_cast<int>(integer(m, "height", 16, 2048));
+  if (c.contains("azimuth")) r.azimuth = number(c, "azimuth");
+  if (c.contains("elevation")) r.elevation = number(c, "elevation");
+  r.volume = false;  // the page draws the mask (or, before one exists, the band's surface)
+  r.annotations = false;
+  r.threshold = band(m);
   return r;
 }
 
-Json slices_request(const Json& m) {
+session::SlicesRequest slices_request(const Json& m) {
   only(m, {"at"});
   const Json& at = field(m, "at");
   if (!at.is_array() || at.size() != 3) throw Error("'at' must be 3 numbers");
-  Json r{{"kind", "slices"}, {"at", Json::array()}};
-  for (const auto& v : at) {
+  session::SlicesRequest r;
+  for (std::size_t k = 0; k < 3; ++k) {
+    const Json& v = at[k];
     if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() <= 1))
       throw Error("'at' must be 3 numbers in [0, 1]");
-    r["at"].push_back(v.get<double>());
+    r.at[k] = v.get<double>();
   }
   return r;
 }
@@ -197,6 +198,10 @@ Message parse_message(const std::string& text, const Roots& roots, const std::st
     message.request = slices_request(m);
   else
     throw Error("unknown message type '" + t + "'");
+  // The page's types are the session's table's (requests.hpp's kinds).
+  if (message.request && session::kind_of(*message.request).page_type != t)
+    throw Error("message type '" + t + "' is not the page type of request '" +
+                std::string(session::kind_of(*message.request).name) + "'");
   return message;
 }
 
@@ -311,53 +316,6 @@ std::string jpeg(const render::Image& image, int quality) {
   jpeg_destroy_compress(&info);
   std::free(buffer);
   return out;
-}
-
-std::string shell_quoted(const std::string& word) {
-  bool plain = !word.empty();
-  for (const char c : word)
-    plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || std::strchr("@%_+=:,./-", c) != nullptr);
-  if (plain) return word;
-  std::string q = "'";
-  for (const char c : word) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-namespace {
-// The shortest text that reads back as the same double.
-std::string exact(double v) {
-  char text[32];
-  const auto r = std::to_chars(text, text + sizeof text, v);
-  return std::string(text, r.ptr);
-}
-}  // namespace
-
-std::string segment_command(const Json& open, const Json& segment) {
-  std::string c = "volseg segment " + shell_quoted(open.value("path", std::string()));
-  if (open.contains("expr"))
-    c += " --expr " + shell_quoted(open.at("expr").get<std::string>());
-  else if (open.contains("where"))
-    c += " --where " + shell_quoted(open.at("where").get<std::string>());
-  else if (!open.value("variable", std::string()).empty())
-    c += " --var " + shell_quoted(open.at("variable").get<std::string>());
-  if (open.contains("step")) c += " --time " + std::to_string(open.at("step").get<std::int64_t>());
-  c += " --lo " + exact(segment.at("lo").get<double>()) + " --hi " + exact(segment.at("hi").get<double>());
-  if (segment.contains("seed"))
-    c += " --seed-lo " + exact(segment.at("seed")[0].get<double>()) + " --seed-hi " +
-         exact(segment.at("seed")[1].get<double>());
-  if (segment.value("open", 0) > 0) c += " --open " + std::to_string(segment.at("open").get<int>());
-  if (segment.value("close", 0) > 0) c += " --close " + std::to_string(segment.at("close").get<int>());
-  if (segment.value("fill_holes", false)) c += " --fill-holes";
-  if (segment.contains("seed") && segment.value("connectivity", 26) != 26)
-    c += " --connectivity " + std::to_string(segment.at("connectivity").get<int>());
-  c += " --out " + shell_quoted(segment.at("output").get<std::string>());
-  return c;
-}
-
-std::string label_command(const Json& segment, const Json& label) {
-  return "volseg label " + shell_quoted(segment.at("output").get<std::string>()) + " --mask-input --connectivity " +
-         std::to_string(label.value("connectivity", 26)) + " --out " +
-         shell_quoted(label.at("output").get<std::string>());
 }
 
 }  // namespace volseg::web

@@ -14,6 +14,7 @@
 
 #include "page.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/session/command_line.hpp"
 
 namespace volseg::web {
 namespace beast = boost::beast;
@@ -335,14 +336,13 @@ void Server::on_progress(const std::vector<std::int64_t>& units, std::int64_t to
   });
 }
 
-std::string Server::open_first(session::Worker& worker, const Json& request) {
+std::string Server::open_first(session::Worker& worker, const session::OpenRequest& request) {
   worker_ = &worker;
   first_open_.emplace();
   auto done = first_open_->get_future();
-  Json tagged = request;
-  tagged["tag"] = {{"connection", 0}, {"id", 0}, {"type", "open"}};
   busy_ = {{"request", "open"}, {"id", 0}};
-  worker.post(tagged);
+  job_ = request;
+  worker.post(request, {{"connection", 0}, {"id", 0}, {"type", "open"}});
   return done.get();
 }
 
@@ -360,8 +360,8 @@ void Server::run(session::Worker& worker) {
 
 Json Server::state() const {
   Json command = Json::array();
-  if (!segment_.is_null()) command.push_back(segment_command(open_, segment_));
-  if (!label_.is_null()) command.push_back(label_command(segment_, label_));
+  if (opened_ && segmented_) command.push_back(session::segment_command_line(*opened_, *segmented_));
+  if (segmented_ && labelled_) command.push_back(session::label_command_line(*segmented_, *labelled_));
   Json roots = Json::array();
   for (const auto& r : roots_.folders()) roots.push_back(r.string());
   return {{"type", "state"},
@@ -423,38 +423,40 @@ void Server::handle_message(const std::shared_ptr<WebSocketSession>& from, const
     // Requests dropped before they ran are answered as a cancelled job is.
     for (auto& dropped : worker_->cancel()) {
       auto reply = std::make_shared<session::Reply>();
-      reply->kind = dropped.value("kind", "");
+      reply->kind = std::string(session::kind_of(dropped.request).name);
       reply->error = Cancelled::message;
       reply->cancelled = true;
-      reply->data["tag"] = dropped.value("tag", Json::object());
+      reply->tag = std::move(dropped.tag);
       handle_reply(reply);
     }
     return;
   }
-  const bool job = type == "open" || type == "segment" || type == "label";
+  const session::Kind& kind = session::kind_of(*message.request);
+  const bool job = kind.job;
   if (job && !busy_.is_null()) {
     error_to(from->number(), message.id, type,
              "busy: " + busy_.at("request").get<std::string>() + " is running (cancel it or wait)");
     return;
   }
-  message.request["tag"] = {{"connection", from->number()}, {"id", message.id}, {"type", type}};
+  Json tag{{"connection", from->number()}, {"id", message.id}, {"type", type}};
   // A page's newer frame (or slices) replaces its own older one still queued:
   // a turning view asks faster than frames come.
-  if (type == "frame" || type == "slices") message.request["replaceable"] = type + "-" + std::to_string(from->number());
+  std::string replaces = kind.replaceable ? type + "-" + std::to_string(from->number()) : "";
   if (job) {
     busy_ = {{"request", type}, {"id", message.id}};
+    job_ = *message.request;
     broadcast(state());
   }
-  worker_->post(std::move(message.request));
+  worker_->post(std::move(*message.request), std::move(tag), std::move(replaces));
 }
 
 void Server::handle_reply(const std::shared_ptr<session::Reply>& reply) {
-  const Json tag = reply->data.contains("tag") ? reply->data.at("tag") : Json::object();
-  reply->data.erase("tag");
+  const Json tag = reply->tag.is_object() ? reply->tag : Json::object();
   const auto connection = tag.value("connection", std::uint64_t{0});
   const auto id = tag.value("id", std::int64_t{0});
   const std::string type = tag.value("type", reply->kind);
-  const bool job = type == "open" || type == "segment" || type == "label";
+  const session::Kind* kind = session::kind_of_page_type(type);
+  const bool job = kind != nullptr && kind->job;
   if (job) busy_ = nullptr;
   if (!reply->error.empty()) {
     error_to(connection, id, type, reply->error);
@@ -470,13 +472,18 @@ void Server::handle_reply(const std::shared_ptr<session::Reply>& reply) {
       if (type == "open") {
         open_ = reply->data;
         if (open_.contains("range")) range_ = {open_["range"][0].get<double>(), open_["range"][1].get<double>()};
-        segment_ = nullptr;
-        label_ = nullptr;
+        opened_ = reply->opened;
+        segment_ = label_ = nullptr;
+        segmented_.reset();
+        labelled_.reset();
       } else if (type == "segment") {
         segment_ = reply->data;
+        if (job_) segmented_ = std::get<session::SegmentRequest>(*job_);
         label_ = nullptr;
+        labelled_.reset();
       } else {
         label_ = reply->data;
+        if (job_) labelled_ = std::get<session::LabelRequest>(*job_);
       }
       const Json r{{"type", "reply"}, {"id", id}, {"request", type}, {"data", reply->data}};
       send_to(connection, std::make_shared<const std::string>(r.dump()), false);

@@ -11,6 +11,7 @@
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
 #include "volseg/render/render.hpp"
+#include "volseg/session/transport.hpp"
 #include "volseg/session/worker.hpp"
 #include "volseg/web/server.hpp"
 
@@ -84,11 +85,11 @@ void WebJobCommand::check_options() {
 void WebJobCommand::run(const cli::Context& context) {
   const Comm& comm = context.comm;
   check_options();
-  Json first{{"kind", "open"}};
-  if (!variable_.empty()) first["var"] = variable_;
-  if (time_) first["time"] = *time_;
-  if (!expression_.empty()) first["expr"] = expression_;
-  if (!condition_.empty()) first["where"] = condition_;
+  session::OpenRequest first;
+  first.selection.variable = variable_;
+  first.selection.step = time_;
+  first.selection.expression = condition_.empty() ? expression_ : condition_;
+  first.selection.condition = !condition_.empty();
   std::unique_ptr<Server> server;
   collectively(comm, [&] {
     render::check_display(comm);  // frames need a display on every rank: say so now
@@ -97,8 +98,8 @@ void WebJobCommand::run(const cli::Context& context) {
     options_.ranks = comm.size();
     if (const char* dir = std::getenv("VOLSEG_WEB_PAGE_DIR")) options_.page_dir = dir;
     server = std::make_unique<Server>(options_);
-    first["path"] = Roots(options_.roots).input(file_).string();
-    server->set_file(first["path"].get<std::string>());
+    first.path = Roots(options_.roots).input(file_).string();
+    server->set_file(first.path);
   });
   Comm session_comm = comm.duplicate();
   if (comm.rank() != 0) {

@@ -211,7 +211,8 @@ MeshResult run_mesh(const Comm& comm, const MeshOptions& options) {
   MeshResult result;
   result.comm_size = comm.size();
   const std::string backend = io::resolve_backend(comm, options.backend, options.input, io::Access::copy).backend;
-  auto reader = io::open_reader(backend, options.input, comm, io::Hints::parse(options.input_hints));
+  auto reader =
+      io::open_reader(backend, {options.input, options.selection}, comm, io::Hints::parse(options.input_hints));
   const io::VolumeInfo info = reader->info();
   check_input(info, options);
   if (options.output.empty()) throw Error("mesh: give --out DIR");

@@ -334,7 +334,7 @@ nlohmann::json index_json(const BuildOptions& options, const std::string& direct
   source["dims"] = info.dims;
   source["dtype"] = std::string(io::dtype_name(info.dtype));
   source["variable"] = info.variable;
-  source["hints"] = io::hints_of(options.input_hints, {"var", "time"});
+  source["hints"] = options.selection.record();
   source["files"] = json::array();
   for (const auto& file : source_files) {
     struct stat st {};
@@ -378,7 +378,7 @@ Pyramid build(const Comm& comm, const BuildOptions& options) {
   if (options.bins < 1) throw Error("--bins " + std::to_string(options.bins) + ": a histogram needs at least one bin");
   const std::string directory = options.directory.empty() ? default_directory(options.input) : options.directory;
   const std::string backend = io::resolve_backend(comm, options.backend, options.input, io::Access::stream).backend;
-  auto reader = segment::open_input(backend, options.input, comm, options.input_hints);
+  auto reader = segment::open_input(backend, {options.input, options.selection}, comm, options.input_hints);
   const io::VolumeInfo info = reader->info();
   const std::vector<std::string> source_files = reader->files();
   const Reduction reduction = options.reduction.value_or(is_mask(info) ? Reduction::max : Reduction::mean);
@@ -455,14 +455,6 @@ Pyramid build(const Comm& comm, const BuildOptions& options) {
   return result;
 }
 
-namespace {
-// The hints that choose what is read (var=, time=), in a set.
-std::set<std::string> selection(const std::vector<std::string>& hints) {
-  const auto chosen = io::hints_of(hints, {"var", "time"});
-  return {chosen.begin(), chosen.end()};
-}
-}  // namespace
-
 segment::Histogram histogram(const Comm& comm, const HistogramOptions& options) {
   if (options.bins < 1) throw Error("bins " + std::to_string(options.bins) + ": a histogram needs at least one bin");
   // A pyramid of this input (and variable) with these bins: its tables are
@@ -478,7 +470,7 @@ segment::Histogram histogram(const Comm& comm, const HistogramOptions& options) 
   if (pyramid &&
       !(pyramid->edges().bins == options.bins || (pyramid->edges().integers && pyramid->edges().bins <= options.bins)))
     pyramid.reset();
-  if (pyramid && selection(pyramid->source_hints()) != selection(options.input_hints)) pyramid.reset();
+  if (pyramid && pyramid->source_selection() != options.selection) pyramid.reset();
   int found = pyramid ? 1 : 0, everywhere = 0;
   check_mpi(MPI_Allreduce(&found, &everywhere, 1, MPI_INT, MPI_MIN, comm.get()), "MPI_Allreduce");
   if (everywhere) {
@@ -495,7 +487,7 @@ segment::Histogram histogram(const Comm& comm, const HistogramOptions& options) 
   }
 
   const std::string backend = io::resolve_backend(comm, options.backend, options.input, io::Access::stream).backend;
-  auto reader = segment::open_input(backend, options.input, comm, options.input_hints);
+  auto reader = segment::open_input(backend, {options.input, options.selection}, comm, options.input_hints);
   const io::VolumeInfo info = reader->info();
   const segment::Decoder decoder(info);
   const std::int64_t edge = 64;

@@ -135,15 +135,16 @@ segment::Histogram Pyramid::histogram(std::int64_t first_brick, std::int64_t cou
 }
 
 std::unique_ptr<io::VolumeReader> Pyramid::open_level(int level, const Comm& comm, const std::string& backend,
+                                                      const std::optional<io::Selection>& selection,
                                                       const std::vector<std::string>& hints) const {
   if (level < 0 || level >= static_cast<int>(levels_.size()))
     throw Error(directory_ + ": no level " + std::to_string(level) + " (the pyramid has levels 0 to " +
                 std::to_string(levels_.size() - 1) + ")");
   if (level == 0) {
     const std::string name = io::resolve_backend(comm, backend, source_, io::Access::copy).backend;
-    return segment::open_input(name, source_, comm, hints.empty() ? source_hints_ : hints);
+    return segment::open_input(name, {source_, selection.value_or(source_selection_)}, comm, hints);
   }
-  return io::open_reader("posix", levels_[static_cast<std::size_t>(level)].header, comm);
+  return io::open_reader("posix", {levels_[static_cast<std::size_t>(level)].header, {}}, comm);
 }
 
 namespace {
@@ -223,7 +224,7 @@ Pyramid load(const std::string& directory) {
                                 std::to_string(files::format_version) + ")");
     parse_index(j, directory, p.source_, p.source_info_, p.reduction_, p.brick_shape_, p.brick_grid_, p.levels_,
                 p.edges_, bricks_file, p.histograms_path_);
-    for (const auto& hint : j.at("source").at("hints")) p.source_hints_.push_back(hint.get<std::string>());
+    p.source_selection_ = io::Selection::from_record(j.at("source").at("hints").get<std::vector<std::string>>());
     for (const auto& file : j.at("source").at("files"))
       p.source_files_.push_back({resolve(directory, file.at("path").get<std::string>()),
                                  file.at("size").get<std::uint64_t>(), file.at("mtime_ns").get<std::int64_t>()});
@@ -257,22 +258,15 @@ Pyramid load(const std::string& directory) {
   return p;
 }
 
-std::optional<Pyramid> find(const std::string& input, const std::string& directory,
-                            const std::vector<std::string>& selection) {
+std::optional<Pyramid> find(const std::string& input, const std::string& directory, const io::Selection& selection) {
   const std::string dir = directory.empty() ? default_directory(input) : directory;
   if (!fs::exists(fs::path(dir) / files::index)) return std::nullopt;
   Pyramid p = load(dir);
   std::error_code ec;
   if (!fs::equivalent(p.source_, input, ec) || ec) return std::nullopt;
-  auto picks = [](const std::vector<std::string>& hints) {
-    std::vector<std::string> kept;
-    for (const auto& h : hints)
-      for (const char* key : {"var=", "time=", "glob=", "expr=", "where="})
-        if (h.rfind(key, 0) == 0) kept.push_back(h);
-    std::sort(kept.begin(), kept.end());
-    return kept;
-  };
-  if (picks(p.source_hints_) != picks(selection)) return std::nullopt;
+  // Of another variable or step, or not of the stored one (a glob, an
+  // expression: what the index does not record).
+  if (p.source_selection_ != selection) return std::nullopt;
   // A source rewritten since the build: the pyramid is stale.
   for (const auto& file : p.source_files_) {
     struct stat st {};

@@ -75,7 +75,7 @@ ConvertResult run_convert(const Comm& comm, const ConvertOptions& options) {
   const io::FileFormat input_format = io::detect_format(comm, options.input);
   result.backend = io::resolve_backend(comm, options.backend, input_format, options.input, io::Access::stream).backend;
   auto reader =
-      open_input(result.backend, options.input, comm,
+      open_input(result.backend, {options.input, options.selection}, comm,
                  detail::joined(io::hints_for(result.backend, io::Role::reader, options.hints), options.input_hints));
   const io::VolumeInfo& in = reader->info();
   const io::FileFormat format =

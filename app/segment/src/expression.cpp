@@ -78,35 +78,6 @@ std::optional<Request> expression_in(const io::Selection& selection) {
   return request;
 }
 
-// Hints that still name the selection ("expr=", "where=", "operand=",
-// "var=", "time=", "glob="): the selection apart from the tuning hints.
-std::pair<io::Selection, std::vector<std::string>> selection_in(const std::vector<std::string>& hints) {
-  std::vector<std::string> named, tuning;
-  io::Selection selection;
-  int found = 0;
-  for (const auto& item : hints) {
-    const auto eq = item.find('=');
-    const std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
-    if (key == "expr" || key == "where") {
-      selection.expression = value;
-      selection.condition = key == "where";
-      ++found;
-    } else if (key == "operand") {
-      selection.operands.push_back(value);
-    } else if (key == "var" || key == "time" || key == "glob") {
-      named.push_back(item);
-    } else {
-      tuning.push_back(item);
-    }
-  }
-  if (found > 1) throw Error("--expr and --where: give one (a condition is --where COND alone)");
-  const io::Selection plain = io::Selection::from_hints(io::Hints::parse(named));
-  selection.variable = plain.variable;
-  selection.step = plain.step;
-  selection.glob = plain.glob;
-  return {selection, tuning};
-}
-
 // The 1-based column of name as a whole word in text (0 when absent).
 std::size_t column_of(const std::string& text, const std::string& name) {
   auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
@@ -424,12 +395,6 @@ std::unique_ptr<io::VolumeReader> open_input(const std::string& backend, const i
   const auto request = expression_in(input.selection);
   if (!request) return io::open_reader(backend, input, comm, io::Hints::parse(hints));
   return ExpressionReader::open(backend, input.path, comm, *request, hints);
-}
-
-std::unique_ptr<io::VolumeReader> open_input(const std::string& backend, const std::string& path, const Comm& comm,
-                                             const std::vector<std::string>& hints) {
-  auto [selection, tuning] = selection_in(hints);
-  return open_input(backend, io::OpenRequest{path, std::move(selection)}, comm, tuning);
 }
 
 }  // namespace volseg::segment

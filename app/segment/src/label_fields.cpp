@@ -41,9 +41,10 @@ std::pair<std::string, std::string> split_expression(const std::string& text) {
   return {name, text.substr(eq + 1)};
 }
 
-std::vector<std::string> step_hint(const std::optional<std::int64_t>& time) {
-  if (!time) return {};
-  return {"time=" + std::to_string(*time)};
+io::Selection at_step(const std::optional<std::int64_t>& time) {
+  io::Selection selection;
+  selection.step = time;
+  return selection;
 }
 
 }  // namespace
@@ -85,8 +86,8 @@ std::vector<ValueField> value_fields(const FieldRequest& request) {
     const std::string name = std::filesystem::path(source.file).filename().string();
     field.name = field.named ? source.variable : name.substr(0, name.find('.'));
     const std::string& variable = field.named ? source.variable : request.variable;
-    if (!variable.empty()) field.hints.push_back("var=" + variable);
-    for (auto& hint : step_hint(request.time)) field.hints.push_back(hint);
+    field.selection = at_step(request.time);
+    field.selection.variable = variable;
     out.push_back(std::move(field));
   }
   for (std::size_t k = 0; k < request.expressions.size(); ++k) {
@@ -96,8 +97,13 @@ std::vector<ValueField> value_fields(const FieldRequest& request) {
     field.name = field.named ? name : k == 0 ? "expr" : "expr" + std::to_string(k + 1);
     field.file = plain.empty() ? request.input : plain[0].file;
     // On the input: its own step and files, unless a step is named.
-    field.hints = plain.empty() && !request.time ? request.input_selection : step_hint(request.time);
-    field.hints.push_back("expr=" + text);
+    if (plain.empty() && !request.time) {
+      field.selection.step = request.input_selection.step;
+      field.selection.glob = request.input_selection.glob;
+    } else {
+      field.selection = at_step(request.time);
+    }
+    field.selection.expression = text;
     out.push_back(std::move(field));
   }
   return out;

@@ -206,7 +206,7 @@ std::vector<std::unique_ptr<io::VolumeReader>> open_fields(const Comm& comm, con
     auto reader = open_input(field.file == options.input
                                  ? input_backend
                                  : io::choose_backend(comm, format, field.file, io::Access::stream).backend,
-                             field.file, comm, field.hints);  // a variable, or an expression of them
+                             {field.file, field.selection}, comm, {});  // a variable, or an expression of them
     if (reader->info().dims != info.dims)
       throw Error("field " + field.name + " (" + field.file + ") is " + dims_text(reader->info().dims) +
                   ", the input " + dims_text(info.dims) + ": they must match voxel for voxel");
@@ -292,7 +292,7 @@ LabelPlan plan_label(const Comm& comm, const LabelOptions& options, LabelResult&
                 " labels record each object's box for viewers, which across periodic faces passes the volume's "
                 "far face: write .zarr, .nc, .nc4 or .nhdr labels (--stats gives the unwrapped boxes)");
   auto reader =
-      open_input(result.backend, options.input, comm,
+      open_input(result.backend, {options.input, options.selection}, comm,
                  detail::joined(io::hints_for(result.backend, io::Role::reader, options.hints), options.input_hints));
   const io::VolumeInfo& info = reader->info();
   result.input_info = info;

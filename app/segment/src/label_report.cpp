@@ -27,6 +27,16 @@
 namespace volseg::segment {
 namespace {
 
+// A field's selection as the report names it: variable, step, expression.
+nlohmann::json selection_json(const io::Selection& selection) {
+  nlohmann::json j = nlohmann::json::object();
+  if (!selection.variable.empty()) j["variable"] = selection.variable;
+  if (selection.step) j["step"] = *selection.step;
+  if (!selection.glob.empty()) j["glob"] = selection.glob;
+  if (selection.has_expression()) j[selection.condition ? "where" : "expression"] = selection.expression;
+  return j;
+}
+
 // The most objects whose rows the JSON report lists (the CSV has them all).
 constexpr std::uint64_t kReportTableRows = 100000;
 
@@ -340,7 +350,7 @@ void write_label_report(const std::string& path, const LabelOptions& options, co
       fields.push_back({{"name", options.values[k].name},
                         {"columns", columns[k]},
                         {"file", options.values[k].file},
-                        {"selection", options.values[k].hints}});
+                        {"selection", selection_json(options.values[k].selection)}});
     report["fields"] = fields;
   }
   report["connectivity"] = options.connectivity;

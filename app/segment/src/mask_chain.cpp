@@ -336,7 +336,7 @@ class SpillStage final : public MaskStage {
     });
     threshold_.counting(false);
     writer->close();
-    reader_ = open_input("posix", path_, comm, {});
+    reader_ = open_input("posix", {path_, {}}, comm, {});
   }
 
   const std::uint8_t* region(const io::Extent* extent) override {

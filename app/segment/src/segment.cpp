@@ -67,7 +67,7 @@ JournalIdentity job_identity(const SegmentOptions& options, const std::vector<st
     stamps += (stamps.empty() ? "" : ",") + std::to_string(st.st_size) + "@" + std::to_string(st.st_mtim.tv_sec) + "." +
               std::to_string(st.st_mtim.tv_nsec);
   }
-  const std::string time = io::hint_in(joined(options.hints, options.input_hints), "time").value_or("");
+  const std::string time = options.selection.step ? std::to_string(*options.selection.step) : "";
   std::error_code ec;
   const auto output = fs::weakly_canonical(options.output, ec);
   return {{"input", files},
@@ -320,7 +320,7 @@ SegmentPlan plan_segment(const Comm& comm, const SegmentOptions& options, Segmen
   const auto open_start = Clock::now();
   const IoChoice io = choose_io(comm, options, result);
   // --hint goes to both roles, each taking the hints it knows (io::hints_for).
-  auto reader = open_input(result.backend, options.input, comm,
+  auto reader = open_input(result.backend, {options.input, options.selection}, comm,
                            joined(io::hints_for(result.backend, io::Role::reader, options.hints), options.input_hints));
   check_outputs(options, reader->files());
   result.input_info = reader->info();

@@ -43,11 +43,6 @@ std::optional<std::int64_t> integer(const std::string& text, const std::string& 
   return value;
 }
 
-// The hints less any time=.
-std::vector<std::string> without_time(std::vector<std::string> hints) {
-  return io::with_hint(std::move(hints), "time", std::nullopt);
-}
-
 double since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -61,8 +56,8 @@ bool everyone(const Comm& comm, bool rank0) {
 
 }  // namespace
 
-TimeSelection parse_time(const std::string& text) {
-  TimeSelection selection;
+StepRange parse_time(const std::string& text) {
+  StepRange selection;
   if (text == "all") return selection;
   const auto first = text.find(':');
   if (first == std::string::npos) {
@@ -87,7 +82,7 @@ TimeSelection parse_time(const std::string& text) {
   return selection;
 }
 
-std::vector<std::int64_t> steps_in(const TimeSelection& selection, std::int64_t count) {
+std::vector<std::int64_t> steps_in(const StepRange& selection, std::int64_t count) {
   if (selection.single) {
     if (*selection.single >= count)
       throw Error("--time " + std::to_string(*selection.single) + " is past the last step " +
@@ -108,16 +103,15 @@ std::vector<std::int64_t> steps_in(const TimeSelection& selection, std::int64_t 
   return steps;
 }
 
-std::vector<std::int64_t> input_steps(const Comm& comm, const std::string& backend, const std::string& path,
-                                      const std::vector<std::string>& hints, const TimeSelection& selection) {
-  auto first = without_time(hints);
-  first.push_back("time=0");
+std::vector<std::int64_t> input_steps(const Comm& comm, const std::string& backend, const io::OpenRequest& input,
+                                      const std::vector<std::string>& hints, const StepRange& range) {
+  const std::string& path = input.path;
   std::int64_t count = 0;
   {
     std::unique_ptr<io::VolumeReader> reader;
     try {
       const std::string chosen = io::resolve_backend(comm, backend, path, io::Access::stream).backend;
-      reader = open_input(chosen, path, comm, first);
+      reader = open_input(chosen, {path, input.selection.at_step(0)}, comm, hints);
     } catch (const Error& e) {
       const std::string text = e.what();
       if (text.find("is 3D; --time does not apply") != std::string::npos)
@@ -127,7 +121,7 @@ std::vector<std::int64_t> input_steps(const Comm& comm, const std::string& backe
     count = reader->info().steps;
     reader->close();
   }
-  return steps_in(selection, count);
+  return steps_in(range, count);
 }
 
 namespace {
@@ -204,13 +198,11 @@ void write_segment_report(const SegmentOptions& options, const SegmentSeriesResu
 
 }  // namespace
 
-std::uint64_t announce_step(const Comm& comm, const std::string& backend, const std::string& path,
+std::uint64_t announce_step(const Comm& comm, const std::string& backend, const io::OpenRequest& input,
                             const std::vector<std::string>& hints, std::int64_t t) {
   if (const char* off = std::getenv("VOLSEG_SERIES_PREFETCH"); off != nullptr && std::string(off) == "0") return 0;
-  std::vector<std::string> at = hints;
-  at.push_back("time=" + std::to_string(t));
-  const std::string reading = io::resolve_backend(comm, backend, path, io::Access::stream).backend;
-  auto reader = open_input(reading, path, comm, at);
+  const std::string reading = io::resolve_backend(comm, backend, input.path, io::Access::stream).backend;
+  auto reader = open_input(reading, {input.path, input.selection.at_step(t)}, comm, hints);
   const io::Index3 dims = reader->info().dims;
   const std::int64_t z0 = dims[0] * comm.rank() / comm.size(), z1 = dims[0] * (comm.rank() + 1) / comm.size();
   std::uint64_t bytes = 0;
@@ -287,14 +279,12 @@ SegmentSeriesResult run_segment_series(const Comm& comm, SegmentOptions options,
     if (comm.rank() == 0) series = io::AtomicCommit(options.output, temp);
   }
   const std::string report = options.report;
-  options.report.clear();  // the series writes one, with a row per step
-  const auto hints = without_time(options.input_hints);
+  options.report.clear();                                       // the series writes one, with a row per step
   if (!temp.empty() && comm.rank() == 0) fs::remove_all(temp);  // a leftover of an earlier process with this PID
   for (std::size_t k = 0; k < steps.size(); ++k) {
     const std::int64_t t = steps[k];
     SegmentOptions step = options;
-    step.input_hints = hints;
-    step.input_hints.push_back("time=" + std::to_string(t));
+    step.selection = options.selection.at_step(t);
     if (per_step) {
       step.output = step_path(options.output, t);
       if (options.resume && everyone(comm, comm.rank() == 0 && fs::exists(step.output))) {
@@ -309,8 +299,10 @@ SegmentSeriesResult run_segment_series(const Comm& comm, SegmentOptions options,
     result.steps.push_back(t);
     result.outputs.push_back(step.output);
     // The next step read ahead while this one runs.
-    result.next_announced.push_back(
-        k + 1 < steps.size() ? announce_step(comm, options.backend, options.input, hints, steps[k + 1]) : 0);
+    result.next_announced.push_back(k + 1 < steps.size()
+                                        ? announce_step(comm, options.backend, {options.input, options.selection},
+                                                        options.input_hints, steps[k + 1])
+                                        : 0);
     result.per_step.push_back(run_segment(comm, step));
   }
   if (!temp.empty()) {
@@ -369,9 +361,9 @@ void to_ids(io::DType dtype, const std::vector<std::byte>& raw, std::int64_t cou
 // series' one output.
 std::unique_ptr<io::VolumeReader> open_labels(const Comm& comm, const std::string& path, std::int64_t record) {
   const auto format = io::detect_format(comm, path);
-  io::Hints hints;
-  if (record >= 0) hints = io::Hints::parse({"time=" + std::to_string(record)});
-  return io::open_reader(io::choose_backend(comm, format, path, io::Access::stream).backend, path, comm, hints);
+  io::Selection selection;
+  if (record >= 0) selection.step = record;
+  return io::open_reader(io::choose_backend(comm, format, path, io::Access::stream).backend, {path, selection}, comm);
 }
 
 // Collective. The pairs of labels of two steps' label volumes that share
@@ -522,12 +514,10 @@ LabelSeriesResult run_label_series(const Comm& comm, LabelOptions options, const
     agree(comm, nullptr);
   }
   LabelSeriesResult result;
-  const auto hints = without_time(options.input_hints);
   const std::string pattern = options.output, stats = options.stats;
   for (const std::int64_t t : steps) {
     LabelOptions step = options;
-    step.input_hints = hints;
-    step.input_hints.push_back("time=" + std::to_string(t));
+    step.selection = options.selection.at_step(t);
     if (per_step) {
       step.output = step_path(pattern, t);
     } else {
@@ -543,7 +533,9 @@ LabelSeriesResult run_label_series(const Comm& comm, LabelOptions options, const
     result.outputs.push_back(step.output);
     const std::size_t k = result.steps.size();  // the next step read ahead while this one is labelled
     result.next_announced.push_back(
-        k < steps.size() ? announce_step(comm, options.backend, options.input, hints, steps[k]) : 0);
+        k < steps.size()
+            ? announce_step(comm, options.backend, {options.input, options.selection}, options.input_hints, steps[k])
+            : 0);
     result.per_step.push_back(run_label(comm, step));
     TrackStep summary;
     summary.step = t;

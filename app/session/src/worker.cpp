@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "volseg/session/worker.hpp"
 
+#include "volseg/session/transport.hpp"
+
 #include <algorithm>
 
 namespace volseg::session {
@@ -12,24 +14,23 @@ Worker::Worker(Comm comm, ReplyFn on_reply, segment::ProgressObserver on_progres
 
 Worker::~Worker() { quit(); }
 
-void Worker::post(Json request) {
+void Worker::post(Request request, Json tag, std::string replaces) {
   std::lock_guard lock(mutex_);
   if (quitting_) return;
-  // "replaceable": true, or a key (a page's own frames replace only each other).
-  const Json key = request.contains("replaceable") ? request.at("replaceable") : Json(false);
-  if (key != Json(false))
-    for (auto it = queue_.begin(); it != queue_.end(); ++it)
-      if (it->contains("replaceable") && it->at("replaceable") == key) {
-        *it = std::move(request);
+  Posted posted{std::move(request), std::move(tag), std::move(replaces)};
+  if (!posted.replaces.empty())
+    for (auto& queued : queue_)
+      if (queued.replaces == posted.replaces) {
+        queued = std::move(posted);
         return;
       }
-  queue_.push_back(std::move(request));
+  queue_.push_back(std::move(posted));
   wake_.notify_one();
 }
 
-std::deque<Json> Worker::cancel() {
+std::deque<Posted> Worker::cancel() {
   std::lock_guard lock(mutex_);
-  std::deque<Json> dropped;
+  std::deque<Posted> dropped;
   dropped.swap(queue_);
   if (running_request_) cancel_.request();
   return dropped;
@@ -61,19 +62,19 @@ void Worker::run() {
   auto session = std::make_unique<Session>(comm_);
   Hooks hooks{&cancel_, on_progress_};
   for (;;) {
-    Json request;
+    Posted posted;
     {
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [&] { return quitting_ || !queue_.empty(); });
       if (quitting_) break;
-      request = std::move(queue_.front());
+      posted = std::move(queue_.front());
       queue_.pop_front();
       running_request_ = true;
       cancel_.reset();
     }
-    send_request(comm_, request.dump());
-    auto reply = std::make_shared<Reply>(session->execute(request, hooks));
-    if (request.contains("tag")) reply->data["tag"] = request.at("tag");
+    send_request(comm_, posted.request);
+    auto reply = std::make_shared<Reply>(session->execute(posted.request, hooks));
+    reply->tag = std::move(posted.tag);
     {
       std::lock_guard lock(mutex_);
       running_request_ = false;
@@ -81,7 +82,7 @@ void Worker::run() {
     }
     on_reply_(std::move(reply));
   }
-  send_request(comm_, Json{{"kind", "quit"}}.dump());
+  send_request(comm_, QuitRequest{});
   session.reset();  // collective, with the other ranks leaving serve()
 }
 

@@ -4,7 +4,7 @@
 // extents touch, and keeps the latest decoded chunks up to a byte budget
 // (hint cache=, default 64 MiB) so a chunk that straddles a rank's bricks is
 // decoded once. A missing chunk is all fill_value, as the specification says.
-// A 4D array (t, z, y, x) is a series: hint time= (--time) picks the step,
+// A 4D array (t, z, y, x) is a series: --time picks the step,
 // whose time comes from xarray's coordinate array of t or volseg's "times".
 // Writing: zarr_writer.cpp.
 #include <fcntl.h>
@@ -430,15 +430,20 @@ Backend make_zarr_backend() {
   backend.extension = ".zarr";
   backend.description =
       "reads: each rank decodes the chunks its bricks touch, keeping recent ones (hint cache=64MiB; fill=data: "
-      "fill_value is a value, not missing; time=T: a step of a 4D array, t first); writes: each "
+      "fill_value is a value, not missing; --time T: a step of a 4D array, t first); writes: each "
       "rank its own chunks, aligned to the bricks (hints compressor=blosc-lz4, level=, shuffle=, chunks=Z,Y,X; "
       "append=1: a step added to a 4D array)";
-  backend.hints = {{"cache", HintFor::readers},  {"compressor", HintFor::writers},
-                   {"time", HintFor::readers},   {"append", HintFor::writers},
-                   {"level", HintFor::writers},  {"shuffle", HintFor::writers},
-                   {"chunks", HintFor::writers}, {"dimension_separator", HintFor::writers},
-                   {"fsync", HintFor::writers},  {"ome", HintFor::writers},
-                   {"levels", HintFor::writers}, {"fill", HintFor::readers}};
+  backend.hints = {{"cache", HintFor::readers},
+                   {"compressor", HintFor::writers},
+                   {"append", HintFor::writers},
+                   {"level", HintFor::writers},
+                   {"shuffle", HintFor::writers},
+                   {"chunks", HintFor::writers},
+                   {"dimension_separator", HintFor::writers},
+                   {"fsync", HintFor::writers},
+                   {"ome", HintFor::writers},
+                   {"levels", HintFor::writers},
+                   {"fill", HintFor::readers}};
   backend.open = [](const OpenRequest& request, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {
     const auto cache = static_cast<std::uint64_t>(hints.get_size("cache", std::int64_t{64} << 20));
     const std::string fill = hints.get_string("fill", "missing");

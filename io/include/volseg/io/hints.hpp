@@ -56,16 +56,8 @@ class Hints {
   const std::string* find(const std::string& key) const;
 };
 
-// Lists of "key=value" strings as jobs carry them (input_hints). The only
-// place that reads a key out of such a list by its text; the jobs' series
-// and identity code ask these instead of scanning for "time=".
-//   hint_in(items, "time"): the value of the last item with that key, if any;
-//   with_hint(items, "time", "3"): the items with that key replaced (or
-//   removed, for std::nullopt), the new item last;
-//   hints_of(items, {"var", "time"}): the items with one of these keys.
+// The value of the last "key=value" item of `items` with that key (not a
+// longer key that starts with it), if any.
 std::optional<std::string> hint_in(const std::vector<std::string>& items, std::string_view key);
-std::vector<std::string> with_hint(std::vector<std::string> items, std::string_view key,
-                                   const std::optional<std::string>& value);
-std::vector<std::string> hints_of(const std::vector<std::string>& items, std::initializer_list<std::string_view> keys);
 
 }  // namespace volseg::io

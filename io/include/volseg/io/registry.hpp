@@ -69,10 +69,6 @@ std::vector<std::string> hints_for(const std::string& backend, Role role, const 
 // request.selection; every hint must be known to the backend's readers.
 std::unique_ptr<VolumeReader> open_reader(const std::string& backend, const OpenRequest& request, const Comm& comm,
                                           const Hints& hints = {});
-// The same, for callers that still name the selection among the hints
-// ("var=", "time=", "glob="; Selection::from_hints).
-std::unique_ptr<VolumeReader> open_reader(const std::string& backend, const std::string& path, const Comm& comm,
-                                          const Hints& hints = {});
 std::unique_ptr<VolumeWriter> create_writer(const std::string& backend, const CreateRequest& request, const Comm& comm,
                                             const Hints& hints = {});
 

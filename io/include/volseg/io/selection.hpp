@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // What part of a file a job reads: a variable, a step, a folder's slices, or
 // an expression over several files. Built once from the user's options (the
-// command line, the GUI, Python) and handed, typed, to open_reader and the
-// jobs; string hints stay for tuning a backend (cache=, nonblocking=).
+// command line, the GUI, the page's protocol, Python) and handed, typed, to
+// open_reader and the jobs; string hints only tune a backend (cache=,
+// nonblocking=).
 #pragma once
 
 #include <cstdint>
@@ -52,9 +53,13 @@ struct Selection {
   // Raw backends: neither a step nor a glob.
   void refuse_step_and_glob(std::string_view backend) const;
 
-  // The selection read from hints "var=", "time=" and "glob=" (marked as
-  // read): for callers that still name the selection among string hints.
-  static Selection from_hints(const Hints& hints);
+  // The variable and step as a pyramid's index records its source
+  // (["var=T", "time=3"], the form indexes have always had); from_record
+  // reads them back. Defined beside the hint parser (io/src/hints.cpp).
+  std::vector<std::string> record() const;
+  static Selection from_record(const std::vector<std::string>& items);
+
+  bool operator==(const Selection&) const = default;
 };
 
 // What open_reader is asked to open.

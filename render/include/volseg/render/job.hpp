@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "volseg/io/comm.hpp"
+#include "volseg/io/selection.hpp"
 #include "volseg/render/render.hpp"
 #include "volseg/segment/progress.hpp"
 
@@ -16,7 +17,8 @@ namespace volseg::render {
 
 struct RenderOptions {
   std::string input, backend = "auto";
-  std::vector<std::string> input_hints;       // var=, time=, backend hints
+  io::Selection selection;                    // which volume of input: --var, --time, --expr
+  std::vector<std::string> input_hints;       // the reader's tuning hints
   std::string mask;                           // a mask volume of the same shape; empty: none
   std::string pyramid_dir, mask_pyramid_dir;  // empty: beside each volume
   std::string output;                         // PNG; with orbit or progressive, NAME-KKK.png per frame

@@ -20,7 +20,8 @@ namespace volseg::render {
 struct Source {
   std::string path;
   std::string backend = "auto";
-  std::vector<std::string> hints;           // var=, time=, backend hints
+  io::Selection selection;                  // which volume of the file
+  std::vector<std::string> hints;           // the reader's tuning hints
   std::optional<pyramid::Pyramid> pyramid;  // its pyramid, if there is one
   // x, y, z: the input's coordinate variables (CF), which place and orient
   // the drawing (a decreasing or positive-down axis is drawn reversed).
@@ -46,7 +47,7 @@ struct LoadStats {
 // belongs to it: rank 0 looks (a stale or damaged one is none) and every rank
 // loads what it found, so all ranks take the same path.
 std::optional<pyramid::Pyramid> find_pyramid(const Comm& comm, const std::string& path, const std::string& dir = {},
-                                             const std::vector<std::string>& selection = {});
+                                             const io::Selection& selection = {});
 
 // Collective when it opens a file. Opens a level of the source (levels
 // above 0 need its pyramid).

@@ -6,10 +6,12 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "volseg/render/render.hpp"
+#include "volseg/session/requests.hpp"
 #include "volseg/session/session.hpp"
 #include "volseg/web/guard.hpp"
 
@@ -25,7 +27,7 @@ inline constexpr std::size_t max_message_bytes = 64 * 1024;
 struct Message {
   std::string type;
   std::int64_t id = 0;
-  Json request;  // for volseg::session::Session::execute
+  std::optional<session::Request> request;  // none for hello and cancel
 };
 
 // Throws volseg::Error with one line naming the field at fault. `file` is
@@ -43,11 +45,5 @@ std::string surface_frame(const Json& header, const session::Surface& surface);
 std::string slices_frame(Json header, const session::Planes& planes, const std::array<double, 2>& range);
 // RGBA rows from the top as a JPEG of the given quality (1..100).
 std::string jpeg(const render::Image& image, int quality);
-
-// The command lines that redo a session: `volseg segment` of the last
-// segment request, then `volseg label` of the last label request.
-std::string shell_quoted(const std::string& word);
-std::string segment_command(const Json& open, const Json& segment);
-std::string label_command(const Json& segment, const Json& label);
 
 }  // namespace volseg::web

@@ -56,7 +56,7 @@ class Server {
 
   // Opens the job's FILE before any page connects; returns the error, or
   // an empty string.
-  std::string open_first(session::Worker& worker, const Json& request);
+  std::string open_first(session::Worker& worker, const session::OpenRequest& request);
   // Serves until SIGINT, SIGTERM or SIGHUP.
   void run(session::Worker& worker);
 
@@ -85,7 +85,13 @@ class Server {
   std::uint64_t next_connection_ = 1;
   std::optional<std::promise<std::string>> first_open_;
   // the shared session
-  Json open_, segment_, label_, busy_, last_error_;
+  Json open_, segment_, label_, busy_, last_error_;  // the replies the page's state shows
+  // The job running, and the requests of the last open, segment and label
+  // that succeeded: the command lines that redo them.
+  std::optional<session::Request> job_;
+  std::optional<session::OpenRequest> opened_;
+  std::optional<session::SegmentRequest> segmented_;
+  std::optional<session::LabelRequest> labelled_;
   std::array<double, 2> range_{0, 1};
 };
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "volseg/io/comm.hpp"
+#include "volseg/io/selection.hpp"
 #include "volseg/io/types.hpp"
 #include "volseg/segment/progress.hpp"
 
@@ -60,6 +61,7 @@ Fragment surface_nets(const BrickLabels& labels, const ObjectBox& object, bool s
 
 struct MeshOptions {
   std::string input, output;  // labels; the mesh folder
+  io::Selection selection;    // the labels' variable (--var) and step
   std::vector<std::string> input_hints;
   std::string backend = "auto";
   std::vector<std::uint64_t> ids;  // empty: every object

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "volseg/io/comm.hpp"
+#include "volseg/io/selection.hpp"
 #include "volseg/io/types.hpp"
 #include "volseg/io/volume.hpp"
 #include "volseg/segment/histogram.hpp"
@@ -54,8 +55,8 @@ class Pyramid {
   std::int64_t brick_count() const { return brick_grid_[0] * brick_grid_[1] * brick_grid_[2]; }
   const std::vector<Level>& levels() const { return levels_; }  // levels()[k].level == k
   const segment::HistogramEdges& edges() const { return edges_; }
-  // var= and time= of the source as the pyramid read it.
-  const std::vector<std::string>& source_hints() const { return source_hints_; }
+  // The variable and step of the source as the pyramid read it.
+  const io::Selection& source_selection() const { return source_selection_; }
 
   // Brick index (z-major, x fastest) -> its voxels at a level (rounded out so
   // neighbouring bricks share no voxel and cover the level's dims).
@@ -70,9 +71,11 @@ class Pyramid {
 
   // Opens a level for reading (collective over comm). Level 0 opens the
   // source with `backend` ("auto": io::resolve_backend for a reader that
-  // copies pieces, Access::copy) and the hints given
-  // (var=, time=); levels >= 1 are raw volumes read with the posix backend.
+  // copies pieces, Access::copy) at `selection` (none: the one the pyramid
+  // was built from) with the reader's tuning hints; levels >= 1 are raw
+  // volumes read with the posix backend.
   std::unique_ptr<io::VolumeReader> open_level(int level, const Comm& comm, const std::string& backend = "auto",
+                                               const std::optional<io::Selection>& selection = std::nullopt,
                                                const std::vector<std::string>& hints = {}) const;
 
  private:
@@ -88,7 +91,7 @@ class Pyramid {
   // Per-brick histograms are read from this file on demand (pread), so a
   // loaded pyramid does not hold brick_count x bins counts in memory.
   std::string histograms_path_;
-  std::vector<std::string> source_hints_;  // var= / time= the source was read with
+  io::Selection source_selection_;  // the variable and step the source was read at
   struct SourceFile {
     std::string path;  // resolved
     std::uint64_t size = 0;
@@ -96,14 +99,15 @@ class Pyramid {
   };
   std::vector<SourceFile> source_files_;  // what find() checks to tell a stale pyramid
   friend std::optional<Pyramid> find(const std::string& input, const std::string& directory,
-                                     const std::vector<std::string>& selection);
+                                     const io::Selection& selection);
 };
 
 struct BuildOptions {
   std::string input;
   std::string directory;                 // empty: default_directory(input)
   std::string backend = "auto";          // reads the input
-  std::vector<std::string> input_hints;  // var=, time=, backend hints
+  io::Selection selection;               // which volume of input: --var, --time, --expr
+  std::vector<std::string> input_hints;  // the reader's tuning hints
   std::int64_t brick = 64;               // level-0 brick edge (a power of two, >= 2)
   int levels = 0;                        // 0: until the coarsest level fits one brick, at most log2(brick)
   int bins = segment::HistogramEdges::default_bins;
@@ -134,7 +138,8 @@ struct HistogramOptions {
   std::string input;
   std::string directory;  // where to look for a pyramid; empty: the default one
   std::string backend = "auto";
-  std::vector<std::string> input_hints;  // var=, time=, backend hints
+  io::Selection selection;               // which volume of input: --var, --time, --expr
+  std::vector<std::string> input_hints;  // the reader's tuning hints
   int bins = segment::HistogramEdges::default_bins;
   segment::ProgressMode progress = segment::ProgressMode::none;
   segment::ProgressObserver on_progress;  // rank 0, bricks of the pass (not called when a pyramid answers)
@@ -167,10 +172,9 @@ ChosenThresholds choose_thresholds(const Comm& comm, const HistogramOptions& opt
 Pyramid load(const std::string& directory);
 // The pyramid of `input` in `directory` (empty: the default one), if there is
 // one that belongs to it (same source dims and variable); nullopt otherwise.
-// selection: the reader hints that pick the volume (var=, time=, glob=,
-// expr=, where=; others are ignored): a pyramid of another variable, step
+// selection: the volume of the file: a pyramid of another variable, step
 // or expression of the same file is not this one's.
 std::optional<Pyramid> find(const std::string& input, const std::string& directory = {},
-                            const std::vector<std::string>& selection = {});
+                            const io::Selection& selection = {});
 
 }  // namespace volseg::pyramid

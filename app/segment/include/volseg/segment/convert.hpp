@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "volseg/io/comm.hpp"
+#include "volseg/io/selection.hpp"
 #include "volseg/io/types.hpp"
 #include "volseg/segment/progress.hpp"
 
@@ -21,6 +22,7 @@ struct ConvertOptions {
   std::string input, output;
   std::string format;  // --format: raw | cdf2 | cdf5 | netcdf4 | zarr | ome-zarr (default: by extension)
   std::string backend = "auto", output_backend;
+  io::Selection selection;  // which volume of input: --var, --time, --glob, --expr
   std::vector<std::string> hints, input_hints, output_hints;
   std::optional<io::Index3> brick_shape;
   bool force = false;

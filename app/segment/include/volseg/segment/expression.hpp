@@ -69,19 +69,15 @@ class Expression {
 // operands is computed in float, as numpy computes float32 arrays.
 bool in_single(const io::VolumeInfo& info);
 
-// Collective. The input as io::open_reader opens it; or, when the hints
-// hold expr=TEXT or where=TEXT (the CLI's --expr and --where), a reader of
+// Collective. The input as io::open_reader opens it; or, when the
+// selection holds an expression (the CLI's --expr and --where), a reader of
 // the expression's values over the variables it names, each read from the
-// same file with the other hints (time=, the backend's): float32, NaN where
-// any operand is missing (fill, missing_value, outside valid_range, NaN); a
-// condition's values are 1 where it holds and 0 where it does not.
+// same file at the selection's step (operands from other files: their own
+// variable, the same step): float32, NaN where any operand is missing (fill,
+// missing_value, outside valid_range, NaN); a condition's values are 1 where
+// it holds and 0 where it does not. hints are the backend's tuning hints.
 // Throws volseg::Error with one line (the column of a bad name or token,
 // operands of different shapes, --var beside an expression).
-std::unique_ptr<io::VolumeReader> open_input(const std::string& backend, const std::string& path, const Comm& comm,
-                                             const std::vector<std::string>& hints);
-// The same with the selection typed (input.selection: its expression and
-// operands, each operand opened with its own variable and the step);
-// hints are the backend's tuning hints only.
 std::unique_ptr<io::VolumeReader> open_input(const std::string& backend, const io::OpenRequest& input, const Comm& comm,
                                              const std::vector<std::string>& hints);
 

@@ -25,6 +25,7 @@
 
 #include "volseg/io/comm.hpp"
 #include "volseg/io/memory.hpp"
+#include "volseg/io/selection.hpp"
 #include "volseg/io/types.hpp"
 #include "volseg/segment/brick_layout.hpp"
 #include "volseg/segment/cancel.hpp"
@@ -394,9 +395,9 @@ std::string periodic_text(const std::array<bool, 3>& periodic);
 // its columns (NAME_min, ...; `value_min`, ... for one field not named).
 struct ValueField {
   std::string name = "value";
-  bool named = false;              // named by the user (FILE:VAR, NAME=EXPR)
-  std::string file;                // the volume, or the file the expression reads
-  std::vector<std::string> hints;  // var=, time=, expr= of it
+  bool named = false;       // named by the user (FILE:VAR, NAME=EXPR)
+  std::string file;         // the volume, or the file the expression reads
+  io::Selection selection;  // its variable, step or expression
 };
 // The column prefix of each field: "value" for one field not named, else
 // its name. Throws on two of one name, or a name that cannot head a column.
@@ -410,9 +411,9 @@ struct FieldRequest {
   std::optional<std::int64_t> time;      // the step of the fields' 4D variables (--values-time)
   // The expressions read the variables of the one FILE given without :VAR
   // (which is then no field itself), else those of input, at the input's
-  // step and files (input_selection: its time= and glob= hints).
+  // step and files (input_selection: its step and glob).
   std::string input;
-  std::vector<std::string> input_selection;
+  io::Selection input_selection;
 };
 // The fields in order: the files', then the expressions'. Throws, naming
 // it, on a request that names no one field set.
@@ -447,6 +448,7 @@ struct LabelOptions {
   // mean, sum and value-weighted centroid of each.
   std::vector<ValueField> values;
   std::string backend = "auto", output_backend, format;
+  io::Selection selection;  // which volume of input: --var, --time, --glob, --expr
   std::vector<std::string> hints, input_hints, output_hints;
   std::optional<io::Index3> brick_shape;
   Assignment assignment = Assignment::block;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "volseg/io/comm.hpp"
+#include "volseg/io/selection.hpp"
 #include "volseg/io/types.hpp"
 #include "volseg/io/volume.hpp"
 #include "volseg/segment/brick_layout.hpp"
@@ -27,7 +28,8 @@ struct SegmentOptions {
   std::string output_backend;             // empty: by the output format
   std::string format;                     // raw | cdf2 | cdf5 | netcdf4; empty: the input's (or the output's extension)
   std::vector<std::string> hints;         // to reader and writer
-  std::vector<std::string> input_hints;   // to the reader only (var=, time=)
+  io::Selection selection;                // which volume of input: --var, --time, --expr, ...
+  std::vector<std::string> input_hints;   // to the reader only (cache=, access=)
   std::vector<std::string> output_hints;  // to the writer only
   double lo = 0, hi = 0;
   // The rules lo and hi were chosen by ("otsu", "p95"; empty: given as

@@ -25,7 +25,7 @@
 namespace volseg::segment {
 
 // What --time says: one step, or a range of them.
-struct TimeSelection {
+struct StepRange {
   std::optional<std::int64_t> single;  // --time N
   std::optional<std::int64_t> start, stop;
   std::int64_t stride = 1;
@@ -34,16 +34,17 @@ struct TimeSelection {
 
 // "N", "all", "A:B", "A:B:S", "A:", ":B", "::S". Throws volseg::Error with
 // one line naming what is wrong.
-TimeSelection parse_time(const std::string& text);
+StepRange parse_time(const std::string& text);
 
 // The steps a range names of a variable with `count` steps; throws when it
 // names a step outside the file or none.
-std::vector<std::int64_t> steps_in(const TimeSelection& selection, std::int64_t count);
+std::vector<std::int64_t> steps_in(const StepRange& selection, std::int64_t count);
 
-// Collective. The steps of the input (`hints` without time=) a range names:
-// its first step opened to learn how many it has. Refuses a 3D input.
-std::vector<std::int64_t> input_steps(const Comm& comm, const std::string& backend, const std::string& path,
-                                      const std::vector<std::string>& hints, const TimeSelection& selection);
+// Collective. The steps of the input a range names: its first step opened
+// (whatever step input.selection names) to learn how many it has. hints are
+// the reader's tuning hints. Refuses a 3D input.
+std::vector<std::int64_t> input_steps(const Comm& comm, const std::string& backend, const io::OpenRequest& input,
+                                      const std::vector<std::string>& hints, const StepRange& range);
 
 // Whether path holds one printf integer conversion (%d, %04d, %i; %% is a
 // '%'), and the path of one step ("mask_%06d.nc", 42 -> "mask_000042.nc").
@@ -62,13 +63,13 @@ struct SegmentSeriesResult {
   double seconds = 0;
 };
 
-// Collective. Opens step t of an input (hints without time=) and asks the
+// Collective. Opens step t of an input (whatever step its selection names) and asks the
 // kernel to read its bytes ahead, each rank its slab of planes (the
 // reader's will_need: posix_fadvise WILLNEED where it knows where the bytes
 // are: CDF records, contiguous NetCDF-4 datasets), so that the disk reads
 // the next step while this one computes. Returns the bytes announced,
 // summed over ranks. VOLSEG_SERIES_PREFETCH=0 turns it off (benchmarks).
-std::uint64_t announce_step(const Comm& comm, const std::string& backend, const std::string& path,
+std::uint64_t announce_step(const Comm& comm, const std::string& backend, const io::OpenRequest& input,
                             const std::vector<std::string>& hints, std::int64_t t);
 
 // Collective. segment on every step: options.output names the steps (%d)

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+// What a session holds between requests, on every rank, and the handler of
+// each request kind (handlers/<kind>.cpp). Private to the session library.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "volseg/io/comm.hpp"
+#include "volseg/io/selection.hpp"
+#include "volseg/pyramid/pyramid.hpp"
+#include "volseg/render/load.hpp"
+#include "volseg/render/render.hpp"
+#include "volseg/session/session.hpp"
+
+namespace volseg::session::detail {
+
+struct State {
+  explicit State(const Comm& c) : comm(c.duplicate()) {}
+
+  Comm comm;
+  // The open volume.
+  std::string path, backend = "auto", pyramid_dir;
+  io::Selection selection;                                   // the field of the file shown
+  std::array<std::optional<io::Coordinate>, 3> coordinates;  // the input's (CF), x, y, z
+  std::optional<io::Index3> resampled_dims;                  // an uneven axis: the uniform grid it is drawn on
+  std::optional<pyramid::Pyramid> pyramid;
+  std::array<double, 2> range{0, 1};
+  // The mask of the last segment request, and its pyramid.
+  std::string mask;
+  std::optional<pyramid::Pyramid> mask_pyramid;
+  // The labels of the mask, and each listed object's box (z, y, x lo, then hi).
+  std::string labels;
+  std::map<std::int64_t, std::array<std::int64_t, 6>> boxes;
+  // The renderer and the pieces it has drawn (a coarse one for camera drags
+  // and a fine one), keyed by level and mask.
+  std::unique_ptr<render::Renderer> renderer;
+  // Objects' meshes a frame draws, read once.
+  std::map<std::pair<std::string, std::uint64_t>, std::shared_ptr<const render::ObjectSurface>> surfaces;
+  std::map<std::pair<int, std::string>, render::Piece> pieces;
+  std::pair<int, std::string> shown{-1, ""};
+  std::optional<std::array<double, 2>> shown_threshold;
+
+  // The open volume as render reads it: its file, selection, axes, and
+  // (with_pyramid) its pyramid's levels.
+  render::Source field(bool with_pyramid = true) const;
+  // The mask as render reads it, on the field's grid.
+  render::Source mask_source(bool with_pyramid = true) const;
+  // Forgets the mask, its labels and the pieces drawn of them.
+  void forget_mask();
+  void close();
+  void require_volume() const;
+};
+
+// One handler a kind, run on every rank with the same request.
+void handle(State& state, const OpenRequest& request, const Hooks& hooks, Reply& reply);
+void handle(State& state, const CheckRequest& request, const Hooks& hooks, Reply& reply);
+void handle(State& state, const SegmentRequest& request, const Hooks& hooks, Reply& reply);
+void handle(State& state, const DrawRequest& request, const Hooks& hooks, Reply& reply);
+void handle(State& state, const SlicesRequest& request, const Hooks& hooks, Reply& reply);
+void handle(State& state, const LabelRequest& request, const Hooks& hooks, Reply& reply);
+void handle(State& state, const SurfaceRequest& request, const Hooks& hooks, Reply& reply);
+void handle(State& state, const CloseRequest& request, const Hooks& hooks, Reply& reply);
+void handle(State& state, const QuitRequest& request, const Hooks& hooks, Reply& reply);
+
+// A private temporary file named on rank 0 and known to every rank.
+std::string shared_temporary(const Comm& comm, const std::string& what);
+
+}  // namespace volseg::session::detail
