@@ -62,6 +62,7 @@ class RenderJobCommand final : public Command {
  private:
   render::RenderOptions options_;
   SelectionOptions selection_;
+  std::string level_ = "auto";
   std::string size_ = "1024x1024", camera_, view_, colormap_ = "viridis", memory_ = "512MiB", progress_ = "auto",
               mask_color_, background_, slice_at_, mask_surface_ = "smooth", scale_;
   std::vector<std::string> modes_, hints_;
@@ -98,7 +99,7 @@ CLI::App* RenderJobCommand::add_to(CLI::App& app) {
   sub->add_option("--zoom", zoom_, "Zoom (> 1 magnifies); with --view, or instead of --camera's third number");
   sub->add_flag("--parallel", parallel_, "Orthographic projection");
   sub->add_option("--orbit", o.orbit, "Render N frames around the volume (one PNG each)");
-  sub->add_option("--level", o.level, "Pyramid level: 0 is full resolution, or auto (finest that fits --memory)")
+  sub->add_option("--level", level_, "Pyramid level: 0 is full resolution, or auto (finest that fits --memory)")
       ->capture_default_str();
   sub->add_option(
          "--memory", memory_,
@@ -201,6 +202,7 @@ void RenderJobCommand::run(const Context& context) {
     o.memory = static_cast<std::uint64_t>(parsed.get_size("memory", 0));
     if (o.memory == 0) throw Error("--memory must be positive");
   }
+  o.level = render::parse_level(level_);
   o.selection = selection_.selection();
   o.input_hints.insert(o.input_hints.end(), hints_.begin(), hints_.end());
   o.progress = quiet_ ? segment::ProgressMode::none : segment::parse_progress_mode(progress_);

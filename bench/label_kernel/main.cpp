@@ -14,7 +14,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "volseg/segment/label.hpp"
+#include "label_kernel.hpp"  // the brick labeller: private to volseg_segment (core/segment/src)
 
 int main(int argc, char** argv) {
   CLI::App app{"The brick labeller alone on a raw u8 mask of Z,Y,X voxels: label and paint, slab brick by slab brick"};

@@ -19,6 +19,7 @@
 #include "volseg/io/error.hpp"
 #include "volseg/io/registry.hpp"
 #include "volseg/mesh/mesh.hpp"
+#include "volseg/render/job.hpp"
 #include "volseg/render/render.hpp"
 #include "volseg/version.hpp"
 
@@ -91,6 +92,7 @@ int main(int argc, char** argv) {
       if (!size.empty() && !parse_size(size, script.view_width, script.view_height))
         throw volseg::Error("--size must be WxH, like 1024x768 (got '" + size + "')");
       if (!camera.empty()) script.camera = volseg::render::parse_camera(camera);
+      volseg::render::parse_level(script.level);  // "auto" or N: refused here, before any window
       if (!mesh_ids.empty() && script.mesh.empty()) throw volseg::Error("--mesh-ids: give the folder with --mesh");
       if (!script.mesh.empty())
         script.mesh_ids = mesh_ids.empty() ? volseg::mesh::mesh_ids(script.mesh) : volseg::mesh::parse_ids(mesh_ids);

@@ -46,6 +46,7 @@
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
 #include "volseg/io/registry.hpp"
+#include "volseg/render/job.hpp"
 #include "volseg/render/render.hpp"
 
 namespace volseg::gui {
@@ -284,8 +285,8 @@ void MainWindow::request_frame(bool coarse, const char* tag, int level) {
     request.level = std::min(level, levels - 1);
   else if (coarse)
     request.level = std::min(2, levels - 1);
-  else if (script_.level != "auto")
-    request.level = std::clamp(std::stoi(script_.level), 0, levels - 1);
+  else if (const auto asked = render::parse_level(script_.level))
+    request.level = std::clamp(*asked, 0, levels - 1);
   if (mask_.empty()) request.threshold = std::array<double, 2>{lo_, hi_};
   request.meshes = mesh_folder_;
   request.mesh_ids = mesh_ids_;

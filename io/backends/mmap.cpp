@@ -203,6 +203,7 @@ Backend make_mmap_backend(const std::string& name, bool advise) {
   backend.name = name;
   backend.formats = "raw (NRRD .nhdr)";
   backend.extension = ".nhdr";
+  backend.raw_layout = true;
   backend.description = advise ? "mmap of the current brick + posix_fadvise(WILLNEED) on the next (\"Advised\")"
                                : "mmap of the current brick, processed in place";
   backend.hints = {{"populate", HintFor::both}, {"fsync", HintFor::writers}, {"direct_write", HintFor::writers}};

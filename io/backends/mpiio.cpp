@@ -391,6 +391,7 @@ Backend make_mpiio_backend() {
   backend.name = "mpiio";
   backend.formats = "raw (NRRD .nhdr)";
   backend.extension = ".nhdr";
+  backend.raw_layout = true;
   backend.description = "MPI_File_read_all/write_all with subarray views (the MPI library's OMPIO or ROMIO)";
   backend.hints = {{"fsync", HintFor::writers}};
   backend.open = [](const OpenRequest& request, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {

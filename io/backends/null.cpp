@@ -45,6 +45,7 @@ Backend make_null_backend() {
   backend.name = "null";
   backend.formats = "raw (NRRD .nhdr), read-only";
   backend.extension = ".nhdr";
+  backend.raw_layout = true;
   backend.description = "reads the header only: every voxel 0 (tests, costs beside the I/O)";
   backend.open = [](const OpenRequest& request, const Comm&, const Hints& hints) -> std::unique_ptr<VolumeReader> {
     request.selection.refuse_step_and_glob("null");

@@ -66,6 +66,7 @@ Backend make_posix_backend() {
   backend.name = "posix";
   backend.formats = "raw (NRRD .nhdr)";
   backend.extension = ".nhdr";
+  backend.raw_layout = true;
   backend.description = "pread/pwrite per contiguous run";
   backend.hints = {{"fsync", HintFor::writers}, {"direct_write", HintFor::writers}};
   backend.open = [](const OpenRequest& request, const Comm& comm, const Hints& hints) -> std::unique_ptr<VolumeReader> {

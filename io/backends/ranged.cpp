@@ -155,6 +155,7 @@ Backend make_ranged_backend(ranged::Engine engine) {
   backend.name = std::string("ranged-") + ranged::engine_name(engine);
   backend.formats = "raw (NRRD .nhdr)";
   backend.extension = ".nhdr";
+  backend.raw_layout = true;
   backend.description =
       engine == ranged::Engine::mmap
           ? "Fogal & Krüger's readanyv on a mapping: WILLNEED ahead, hands out a brick mincore finds resident"

@@ -295,7 +295,7 @@ Writing writing_backend(FileFormat format, const std::string& input_backend) {
   // its byte offsets too.
   if (format == FileFormat::raw) {
     const Backend& backend = builtin_registry().get(input_backend);
-    return {backend.extension == ".nhdr" ? input_backend : traits.writer, traits.writer_hints};
+    return {backend.raw_layout ? input_backend : traits.writer, traits.writer_hints};
   }
   if (traits.classic && input_backend == "twophase") return {"twophase", traits.writer_hints};
   return {traits.writer, traits.writer_hints};

@@ -289,6 +289,7 @@ Backend make_twophase_backend() {
   backend.name = "twophase";
   backend.formats = "raw (NRRD .nhdr), NetCDF CDF-1/2/5 fixed-size variables (.nc)";
   backend.extension = ".nhdr";
+  backend.raw_layout = true;
   backend.description =
       "volseg's own two-phase collective I/O (partition=, cb_nodes=, cb_buffer_size=, exchange=, ds=)";
   // The engine's own (twophase::Options), then those of CDF files' headers (PnetCDF's).

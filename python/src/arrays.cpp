@@ -89,8 +89,7 @@ void copy_brick(const T* volume, const io::Index3& dims, const io::Extent& exten
 
 template <class T>
 void paint_labels(const std::uint8_t* mask, const io::Index3& dims, const segment::BrickLayout& layout,
-                  const segment::Labeling& labeling, int connectivity, T* out) {
-  segment::BrickLabeler labeler(connectivity);
+                  segment::Labeling& labeling, T* out) {
   std::vector<std::uint8_t> brick;
   std::vector<T> labels;
   for (std::int64_t b = 0; b < layout.count(); ++b) {
@@ -98,8 +97,7 @@ void paint_labels(const std::uint8_t* mask, const io::Index3& dims, const segmen
     brick.resize(static_cast<std::size_t>(extent.voxels()));
     labels.resize(brick.size());
     copy_brick(mask, dims, extent, brick.data(), false);
-    labeler.label(brick.data(), extent.count);  // labels a brick the same way every time
-    labeler.paint(labeling.ids(b), labels.data());
+    labeling.paint(b, brick.data(), labels.data());  // labels a brick the same way every time
     copy_brick(out, dims, extent, labels.data(), true);
   }
 }
@@ -164,9 +162,9 @@ py::tuple label(const py::array& mask, int connectivity, std::uint64_t min_voxel
   {
     py::gil_scoped_release release;
     if (wide)
-      paint_labels(voxels, dims, layout, *labeling, connectivity, static_cast<std::uint64_t*>(out));
+      paint_labels(voxels, dims, layout, *labeling, static_cast<std::uint64_t*>(out));
     else
-      paint_labels(voxels, dims, layout, *labeling, connectivity, static_cast<std::uint32_t*>(out));
+      paint_labels(voxels, dims, layout, *labeling, static_cast<std::uint32_t*>(out));
   }
 
   // The table: the columns of `volseg label --stats`, in voxel units.

@@ -46,7 +46,7 @@ py::object render(const std::string& input, const std::optional<std::string>& ma
   o.keep_image = true;
   o.lo = lo;
   o.hi = hi;
-  o.level = level;
+  o.level = render::parse_level(level);
   o.memory = memory;
   o.opacity = opacity;
   o.progress = segment::ProgressMode::none;

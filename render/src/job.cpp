@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -174,7 +175,7 @@ int pick_level(const Comm& comm, const RenderOptions& o, const Source& field, co
   const FrameSettings& frame = o.frame;
   const int levels = field.pyramid ? static_cast<int>(field.pyramid->levels().size()) : 1;
   int level = 0;
-  if (o.level == "auto") {
+  if (!o.level) {
     if (field.pyramid)
       level = choose_level(*field.pyramid, comm.size(), mask.has_value(), frame.width, frame.height, o.memory);
     else {
@@ -184,12 +185,10 @@ int pick_level(const Comm& comm, const RenderOptions& o, const Source& field, co
                     " MiB per rank and has no pyramid: build one with 'volseg pyramid " + o.input + "'");
     }
   } else {
-    char* end = nullptr;
-    const long asked = std::strtol(o.level.c_str(), &end, 10);
-    if (o.level.empty() || *end || asked < 0 || asked >= levels)
-      throw Error("level '" + o.level + "' does not exist: " + o.input + " has levels 0.." +
+    if (*o.level < 0 || *o.level >= levels)
+      throw Error("level '" + std::to_string(*o.level) + "' does not exist: " + o.input + " has levels 0.." +
                   std::to_string(levels - 1) + (field.pyramid ? "" : " (no pyramid: build one with 'volseg pyramid')"));
-    level = static_cast<int>(asked);
+    level = *o.level;
   }
   if (!mask) return level;
   if (level > 0 && (!mask->pyramid || static_cast<int>(mask->pyramid->levels().size()) <= level))
@@ -427,6 +426,15 @@ RenderResult run_render(const Comm& comm, const RenderOptions& o) {
       if (comm.rank() == 0) write_report(o, result);
     });
   return result;
+}
+
+std::optional<int> parse_level(const std::string& text) {
+  if (text == "auto") return std::nullopt;
+  int level = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), level);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() || level < 0)
+    throw Error("level '" + text + "': give auto or a level number (0 is full resolution)");
+  return level;
 }
 
 }  // namespace volseg::render

@@ -23,7 +23,7 @@ import e2e_util as e  # noqa: E402
 LO, HI = "2", "5"
 BRICK = "1,48,40"  # 64 bricks of the 64x48x40 volume: more per rank than a rank's masks in flight
 BRICKS = 64
-RECORD = 8 * (8 + 256)  # bytes of a journal record (app/segment/src/journal.cpp)
+RECORD = 8 * (8 + 256)  # bytes of a journal record (core/driver/src/journal.cpp)
 
 
 def journal_path(out):

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "label_objects.hpp"
+#include "label_merge.hpp"
 #include "volseg/io/comm.hpp"
 #include "volseg/segment/label.hpp"
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "volseg/segment/label.hpp"
+#include "label_kernel.hpp"
 
 using namespace volseg;
 using namespace volseg::segment;

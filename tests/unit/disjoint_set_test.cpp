@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
 // detail::DisjointSet: the smaller root wins, so a set's root is its
 // smallest element, and take_numbered numbers the sets in the order of
-// their smallest elements: the numbering brick labelling relies on.
+// their smallest elements: the numbering brick labelling relies on. With
+// offsets (the merge's periodic frames): each element placed in its root's
+// frame, and a join within a set tells how far the set reaches itself.
 #include "disjoint_set.hpp"
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -102,5 +105,64 @@ TEST(DisjointSet, MatchesAPlainLabellingOnRandomJoins) {
     std::uint32_t sets = 0;
     EXPECT_EQ(set.take_numbered(sets), expected) << "trial " << trial;
     EXPECT_EQ(sets, count);
+  }
+}
+
+using Placed = DisjointSet<std::uint64_t, 3>;
+using Offset = Placed::Offset;
+
+TEST(DisjointSetWithOffsets, AJoinWithinASetGivesItsCycle) {
+  Placed set(4);
+  EXPECT_EQ(set.size(), 4u);
+  // 1's frame moved by (0, 0, 1) lies in 0's; 2's by (0, 2, 0) in 1's.
+  auto joined = set.join(0, 1, Offset{0, 0, 1});
+  EXPECT_TRUE(joined.merged());
+  EXPECT_EQ(joined.root, 0u);
+  EXPECT_EQ(joined.absorbed, 1u);
+  joined = set.join(2, 1, Offset{0, -2, 0});  // 2 then lies at (0, 2, 1) in the root's, 0's
+  EXPECT_TRUE(joined.merged());
+  EXPECT_EQ(joined.root, 0u);
+  EXPECT_EQ(joined.absorbed, 2u);
+  EXPECT_EQ(set.place(1), (std::pair<std::uint64_t, Offset>{0, Offset{0, 0, 1}}));
+  EXPECT_EQ(set.place(2), (std::pair<std::uint64_t, Offset>{0, Offset{0, 2, 1}}));
+  // Consistent with the frames: no cycle. One period off along z: the set
+  // reaches itself moved by it.
+  joined = set.join(0, 2, Offset{0, 2, 1});
+  EXPECT_FALSE(joined.merged());
+  EXPECT_EQ(joined.cycle, (Offset{0, 0, 0}));
+  joined = set.join(2, 0, Offset{1, -2, -1});
+  EXPECT_FALSE(joined.merged());
+  EXPECT_EQ(joined.cycle, (Offset{1, 0, 0}));
+  EXPECT_EQ(set.place(3), (std::pair<std::uint64_t, Offset>{3, Offset{}}));
+}
+
+// Against positions: element x's frame lies at pos[x]; a join says where
+// b's frame lies in a's (pos[b] - pos[a]). Every element is then placed at
+// pos[x] - pos[root], and the roots are the plain union-find's.
+TEST(DisjointSetWithOffsets, PlacesEveryElementInItsRootsFrame) {
+  std::mt19937 random(46);
+  auto below = [&](std::uint32_t n) { return static_cast<std::uint32_t>(random() % n); };
+  for (int trial = 0; trial < 50; ++trial) {
+    const std::uint32_t n = 1 + below(300);
+    std::vector<Offset> pos(n);
+    for (auto& p : pos)
+      for (auto& c : p) c = static_cast<std::int32_t>(below(7)) - 3;
+    Placed placed(n);
+    DisjointSet<std::uint64_t> plain(n);
+    for (std::uint32_t k = 0, joins = below(2 * n); k < joins; ++k) {
+      const std::uint32_t a = below(n), b = below(n);
+      const Offset shift{pos[b][0] - pos[a][0], pos[b][1] - pos[a][1], pos[b][2] - pos[a][2]};
+      const auto joined = placed.join(a, b, shift);
+      EXPECT_EQ(joined.merged(), plain.join(a, b));
+      if (!joined.merged()) {
+        EXPECT_EQ(joined.cycle, (Offset{0, 0, 0}));
+      }
+    }
+    for (std::uint64_t x = 0; x < n; ++x) {
+      const auto [root, offset] = placed.place(x);
+      ASSERT_EQ(root, plain.find(x)) << "trial " << trial;
+      const Offset expected{pos[x][0] - pos[root][0], pos[x][1] - pos[root][1], pos[x][2] - pos[root][2]};
+      EXPECT_EQ(offset, expected) << "trial " << trial << ", element " << x;
+    }
   }
 }

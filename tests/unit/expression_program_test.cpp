@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "expression_ops.hpp"  // app/segment/src: both builds of the loops
+#include "expression_ops.hpp"  // core/segment/src: both builds of the loops
 #include "volseg/io/error.hpp"
 
 namespace {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "kept_bricks.hpp"
-#include "volseg/segment/label.hpp"
+#include "label_kernel.hpp"
 
 using namespace volseg;
 using namespace volseg::segment;

@@ -12,7 +12,9 @@ let TRIANGLES = 100000, SIDE = 128;
 window.volsegState = null;
 
 // --- the histogram's counts, as the job counts (app/session/src/threshold.cpp) ---
-function edge(h, i) { return h.lo + (h.hi - h.lo) * i / h.bins; }
+// The bins' edges and Otsu's threshold come with the histogram from the job
+// (the session computes them as segment does): the page only draws.
+function edge(h, i) { return h.edges[i]; }
 // The largest double below x (C's nextafter(x, -inf)).
 function below(x) {
   if (x === 0) return -Number.MIN_VALUE;
@@ -53,20 +55,6 @@ function countInRange(h, lo, hi) {
     }
   }
   return countBetween(h, lo, hi);
-}
-function otsu(h) {
-  let total = 0, sum = 0;
-  for (let i = 0; i < h.bins; ++i) { total += h.counts[i]; sum += h.counts[i] * (edge(h, i) + edge(h, i + 1)) / 2; }
-  let weight = 0, partial = 0, best = -1, at = Math.floor(h.bins / 2);
-  for (let i = 0; i + 1 < h.bins; ++i) {
-    weight += h.counts[i];
-    partial += h.counts[i] * (edge(h, i) + edge(h, i + 1)) / 2;
-    if (weight === 0 || weight === total) continue;
-    const m0 = partial / weight, m1 = (sum - partial) / (total - weight);
-    const between = weight * (total - weight) * (m0 - m1) * (m0 - m1);
-    if (between > best) { best = between; at = i + 1; }
-  }
-  return edge(h, at);
 }
 // A range of whole bins a..b (inclusive) as thresholds: integers for integer
 // bins; otherwise lo on an edge and hi just below one, so segment counts the same.
@@ -171,13 +159,13 @@ function onOpened(o) {
   $('expr').value = o.expr || '';
   $('where').value = o.where || '';
   histogram = o.histogram;
-  const start = binOf(histogram, otsu(histogram));
+  const start = binOf(histogram, histogram.otsu);
   range = binsToRange(histogram, start, histogram.bins - 1);
   $('segment-output').value = stem(o.path) + '-mask.nc';
   $('label-output').value = stem(o.path) + '-labels.nc';
   showRange();
   drawHistogram();
-  if (view) { view.reset(); view.setBand(range[0], range[1]); }
+  if (view) { view.setColours(o.colours); view.reset(); view.setBand(range[0], range[1]); }
   if (!state.segment) send({type: 'surface', lo: range[0], hi: range[1], max_triangles: TRIANGLES, max_side: SIDE});
   if (slices) slices.request();
 }

@@ -6,8 +6,6 @@
 // ParaView switches between local and remote rendering.
 'use strict';
 
-const MASK_COLOUR = [0.95, 0.35, 0.2];      // render's mask_color
-const BACKGROUND = [0.12, 0.12, 0.16];      // render's background
 const REST_MS = 150;                        // a view still this long asks for a frame
 
 // --- 4x4 matrices, column-major as WebGL wants them ---
@@ -117,6 +115,8 @@ class VolsegView3D {
     gl.enable(gl.DEPTH_TEST);
   }
 
+  // The job's colours (its open reply's): those of its rendered frames.
+  setColours(colours) { this.colours = colours; }
   reset() { this.object = 0; this.count = 0; this.hideFrame(); this.draw(); }
   setBand(lo, hi) { this.band = [lo, hi]; if (!this.hasMask) this.moved(); }
   setHasMask(on) { if (on !== this.hasMask) { this.hasMask = on; this.moved(); } }
@@ -214,7 +214,8 @@ class VolsegView3D {
     const gl = this.gl;
     if (!gl) return;
     gl.viewport(0, 0, this.canvas.width, this.canvas.height);
-    gl.clearColor(BACKGROUND[0], BACKGROUND[1], BACKGROUND[2], 1);
+    const background = this.colours ? this.colours.background : [0, 0, 0];
+    gl.clearColor(background[0], background[1], background[2], 1);
     gl.clear(gl.COLOR_BUFFER_BIT | gl.DEPTH_BUFFER_BIT);
     if (!this.bounds || !this.count) return;
     const cam = vtkCamera(this.bounds, this.azimuth, this.elevation, this.zoom);
@@ -231,7 +232,7 @@ class VolsegView3D {
       gl.vertexAttribPointer(this.loc.normal, 3, gl.FLOAT, false, 0, 0);
     };
     attributes(this.buffers.points, this.buffers.normals);
-    gl.uniform3fv(this.loc.colour, MASK_COLOUR);
+    gl.uniform3fv(this.loc.colour, this.colours ? this.colours.mask : [1, 1, 1]);
     gl.uniform1f(this.loc.lit, 1);
     gl.bindBuffer(gl.ELEMENT_ARRAY_BUFFER, this.buffers.indices);
     gl.drawElements(gl.TRIANGLES, this.count, gl.UNSIGNED_INT, 0);

@@ -37,7 +37,7 @@ void count_objects(const Comm& comm, const Field& field, const std::vector<std::
     const auto summary = labeling.finish(0, false);
     if (ids) {
       ids->assign(static_cast<std::size_t>(field.box.voxels()), 0);
-      if (!labeling.mine().empty()) labeling.labeler().paint(labeling.ids(labeling.mine().front()), ids->data());
+      if (!labeling.mine().empty()) labeling.paint(labeling.mine().front(), mask.data(), ids->data());
     }
     figures[0] = summary.objects;
     figures[1] = summary.largest;

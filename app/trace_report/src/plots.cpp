@@ -10,7 +10,8 @@
 #include <vector>
 
 #include "volseg/io/error.hpp"
-#include "volseg/io/script.hpp"
+#include "volseg/io/files.hpp"
+#include "volseg/segment/plot_script.hpp"
 #include "volseg/trace_report/trace_report.hpp"
 
 namespace volseg::trace_report {
@@ -59,18 +60,27 @@ std::vector<std::string> write_plots(const Summary& summary, const std::string& 
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw Error("create plot folder " + dir + ": " + ec.message());
-  write_text((fs::path(dir) / "histogram.csv").string(), histogram_csv(summary));
+  // Tables and plots are made in a folder of this process's own inside dir,
+  // then each is renamed into place: a failed plot leaves dir as it was.
+  const std::string scratch = io::temporary_path((fs::path(dir) / "plots").string());
+  fs::remove_all(scratch, ec);
+  fs::create_directories(scratch, ec);
+  if (ec) throw Error("create plot folder " + scratch + ": " + ec.message());
+  io::AtomicCommit scratch_folder(scratch, scratch);  // removed on the way out (never committed)
+  write_text((fs::path(scratch) / "histogram.csv").string(), histogram_csv(summary));
   std::string cdf = "kind,size,count_fraction,bytes_fraction\n";
   append_cdf(cdf, "read", summary.reads);
   append_cdf(cdf, "write", summary.writes);
-  write_text((fs::path(dir) / "cdf.csv").string(), cdf);
-
-  io::run_script("trace_plots.py", {dir, trace_path});
+  write_text((fs::path(scratch) / "cdf.csv").string(), cdf);
+  segment::run_script("trace_plots.py", {scratch, trace_path});
+  for (const char* name : {"histogram.png", "cdf.png", "timeline.png"})
+    if (!fs::exists(fs::path(scratch) / name))
+      throw Error("plot script trace_plots.py did not write " + (fs::path(dir) / name).string());
   std::vector<std::string> pngs;
-  for (const char* name : {"histogram.png", "cdf.png", "timeline.png"}) {
+  for (const char* name : {"histogram.csv", "cdf.csv", "histogram.png", "cdf.png", "timeline.png"}) {
     const std::string path = (fs::path(dir) / name).string();
-    if (!fs::exists(path)) throw Error("plot script trace_plots.py did not write " + path);
-    pngs.push_back(path);
+    io::AtomicCommit(path, (fs::path(scratch) / name).string()).commit(false);
+    if (std::string(name).ends_with(".png")) pngs.push_back(path);
   }
   return pngs;
 }

@@ -30,6 +30,7 @@
 
 #include "precomputed/compressed_segmentation.hpp"
 #include "raw/raw_volume.hpp"
+#include "volseg/io/collective_output.hpp"
 #include "volseg/io/comm.hpp"
 #include "volseg/io/downsample.hpp"
 #include "volseg/io/error.hpp"
@@ -85,20 +86,18 @@ class PrecomputedWriter final : public VolumeWriter {
         downsampling_(downsampling_for(request.info)),
         overwrite_(request.overwrite) {
     collectively(comm, [&] {
+      if (comm.rank() == 0) refuse_existing(path_, overwrite_);
+    });
+    output_ = CollectiveOutput(comm, path_, CollectiveOutput::Start::folder);
+    temporary_ = output_.temporary();
+    collectively(comm, [&] {
       if (comm.rank() != 0) return;
-      refuse_existing(path_, overwrite_);
-      temporary_ = temporary_path(path_);
-      commit_ = AtomicCommit(path_, temporary_);
-      std::error_code ec;
-      std::filesystem::remove_all(temporary_, ec);
-      make_folder(temporary_);
       make_folder(temporary_ + "/" + kPieces);
       for (int level = 0; level < levels_; ++level) {
         make_folder(temporary_ + "/" + scale_key(level));
         if (level > 0) make_folder(piece_folder(level));
       }
     });
-    temporary_ = comm.broadcast(temporary_);
   }
 
   const VolumeInfo& info() const override { return info_; }
@@ -157,9 +156,8 @@ class PrecomputedWriter final : public VolumeWriter {
         make_folder(temporary_ + "/segment_properties");
         write_text(temporary_ + "/segment_properties/info", properties_json());
       }
-      refuse_existing(path_, overwrite_);
-      commit_.commit(false);
     });
+    output_.commit(comm_, false, overwrite_);
   }
 
  private:
@@ -337,7 +335,7 @@ class PrecomputedWriter final : public VolumeWriter {
   bool segmentation_, compressed_;
   Downsampling downsampling_;
   bool overwrite_;
-  AtomicCommit commit_;
+  CollectiveOutput output_;
   std::map<Index3, Pending> pending_;
   std::vector<std::byte> piece_;
   std::vector<SegmentInfo> segments_;

@@ -45,6 +45,7 @@ render::FrameSettings frame_of(const State& state, const DrawRequest& request) {
 // The objects' meshes of a `volseg mesh` folder drawn in their colours;
 // each rank reads each once (its box's part is drawn).
 void add_meshes(State& state, const DrawRequest& request, render::FrameSettings& frame) {
+  if (request.meshes.empty()) return;
   for (const std::uint64_t id : request.mesh_ids) {
     auto& surface = state.surfaces[{request.meshes, id}];
     if (!surface) surface = render::object_surface(request.meshes, id);

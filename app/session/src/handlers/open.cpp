@@ -15,6 +15,7 @@
 #include "volseg/io/format.hpp"
 #include "volseg/io/registry.hpp"
 #include "volseg/segment/expression.hpp"
+#include "volseg/session/threshold.hpp"
 
 namespace volseg::session::detail {
 namespace {
@@ -90,7 +91,8 @@ pyramid::Pyramid find_or_build_pyramid(const Comm& comm, const std::string& path
 }
 
 // What the window shows of a pyramid: its levels, range, exact histogram
-// and counts.
+// (with its bins' edges and Otsu's threshold, as segment computes them: a
+// front end draws these, it does not recompute them) and counts.
 void describe_pyramid(const pyramid::Pyramid& pyramid, const std::array<double, 2>& range, Json& d) {
   d["pyramid"] = pyramid.directory();
   Json levels = Json::array();
@@ -106,6 +108,10 @@ void describe_pyramid(const pyramid::Pyramid& pyramid, const std::array<double, 
                     {"counts", histogram.counts()},
                     {"below", histogram.below()},
                     {"above", histogram.above()}};
+  Json edges = Json::array();
+  for (int i = 0; i <= e.bins; ++i) edges.push_back(e.edge(i));
+  d["histogram"]["edges"] = std::move(edges);
+  d["histogram"]["otsu"] = otsu(histogram);
   std::uint64_t voxels = 0, valid = 0;
   for (std::int64_t b = 0; b < pyramid.brick_count(); ++b) {
     voxels += pyramid.stats(b).voxels;
@@ -136,6 +142,10 @@ void describe_open(const State& state, io::FileFormat format, const std::string&
   d["dtype"] = std::string(io::dtype_name(info.dtype));
   d["spacing"] = {info.spacing[0], info.spacing[1], info.spacing[2]};
   describe_pyramid(*state.pyramid, state.range, d);
+  // The colours frames are drawn in, for a front end that draws surfaces itself.
+  const render::FrameSettings frame;
+  auto rgb = [](const render::Rgb& c) { return Json{c.r, c.g, c.b}; };
+  d["colours"] = {{"mask", rgb(frame.mask_color)}, {"background", rgb(frame.background)}};
 }
 
 }  // namespace

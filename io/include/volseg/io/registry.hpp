@@ -23,8 +23,11 @@ struct Backend {
   using CreateFn =
       std::function<std::unique_ptr<VolumeWriter>(const CreateRequest& request, const Comm& comm, const Hints& hints)>;
   std::string name;
-  std::string formats;      // what it reads and writes, for --help and info
-  std::string extension;    // of the path that names a volume: ".nhdr", ".nc"
+  std::string formats;    // what it reads and writes, for --help and info
+  std::string extension;  // of the path that names a volume: ".nhdr", ".nc"
+  // Reads and writes raw volumes (a header, data at byte offsets): a raw
+  // output keeps such an input's backend (writing_backend).
+  bool raw_layout = false;
   std::string description;  // one line
   // Formats with named variables: "name(dim=length, ...) type" for each
   // variable of 3 or more dimensions (collective). Empty for raw backends.

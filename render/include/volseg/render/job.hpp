@@ -15,6 +15,11 @@
 
 namespace volseg::render {
 
+// A level as the command line, Python and the GUI's script give it: "auto"
+// (none: the finest level that fits the memory budget) or a level number.
+// Throws volseg::Error naming the text.
+std::optional<int> parse_level(const std::string& text);
+
 struct RenderOptions {
   std::string input, backend = "auto";
   io::Selection selection;                    // which volume of input: --var, --time, --expr
@@ -28,7 +33,7 @@ struct RenderOptions {
   FrameSettings frame;
   std::string opacity = "ramp";                     // ramp | shells | v:a,...
   std::optional<double> lo, hi;                     // the threshold (mask surface of the scalar, slice overlay)
-  std::string level = "auto";                       // auto or a level number
+  std::optional<int> level;                         // none: auto, the finest that fits memory
   std::uint64_t memory = std::uint64_t{512} << 20;  // per rank, for --level auto
   int orbit = 0;                                    // frames around the volume (0: one image)
   bool progressive = false;                         // a coarse image first, then finer ones
