@@ -4,6 +4,7 @@
 #include "volseg/session/requests.hpp"
 
 #include <set>
+#include <type_traits>
 
 #include "volseg/io/error.hpp"
 
@@ -47,164 +48,109 @@ class Fields {
   std::set<std::string> read_;
 };
 
-void read(Fields& f, OpenRequest& r) {
-  f.get("path", r.path);
-  f.get("backend", r.backend);
-  f.get("pyramid_dir", r.pyramid_dir);
-  auto& s = r.selection;
-  f.get("var", s.variable);
-  f.get("time", s.step);
-  f.get("glob", s.glob);
-  std::string expression, condition;
-  f.get("expr", expression);
-  f.get("where", condition);
-  if (!expression.empty() && !condition.empty()) throw Error("open: an expression or a condition, not both");
-  s.expression = expression.empty() ? condition : expression;
-  s.condition = !condition.empty();
-  f.get("operands", s.operands);
+// Each kind's fields, listed once: visit(name, member) for every field,
+// read (Reader) and written (Writer) alike. An open's expression is one
+// member named by two fields ("expr", or "where" for a condition), which
+// visit.expression() reads and writes. R is a request or a const one.
+template <class R, class Visit>
+void visit_fields(R& r, Visit&& visit) {
+  using T = std::remove_const_t<R>;
+  if constexpr (std::is_same_v<T, OpenRequest>) {
+    visit("path", r.path);
+    visit("backend", r.backend);
+    visit("pyramid_dir", r.pyramid_dir);
+    visit("var", r.selection.variable);
+    visit("time", r.selection.step);
+    visit("glob", r.selection.glob);
+    visit("operands", r.selection.operands);
+    visit.expression(r.selection);
+  } else if constexpr (std::is_same_v<T, CheckRequest>) {
+    visit("backend", r.backend);
+    visit("hints", r.hints);
+  } else if constexpr (std::is_same_v<T, SegmentRequest>) {
+    visit("lo", r.lo);
+    visit("hi", r.hi);
+    visit("output", r.output);
+    visit("format", r.format);
+    visit("backend", r.backend);
+    visit("hints", r.hints);
+    visit("force", r.force);
+    visit("command_line", r.command_line);
+    visit("seed", r.operators.seed);
+    visit("open", r.operators.open);
+    visit("close", r.operators.close);
+    visit("fill_holes", r.operators.fill_holes);
+    visit("connectivity", r.operators.connectivity);
+  } else if constexpr (std::is_same_v<T, DrawRequest>) {
+    visit("width", r.width);
+    visit("height", r.height);
+    visit("azimuth", r.azimuth);
+    visit("elevation", r.elevation);
+    visit("zoom", r.zoom);
+    visit("volume", r.volume);
+    visit("mask", r.mask);
+    visit("slices", r.slices);
+    visit("threshold", r.threshold);
+    visit("slice_at", r.slice_at);
+    visit("annotations", r.annotations);
+    visit("level", r.level);
+    visit("memory", r.memory);
+    visit("opacity", r.opacity);
+    visit("mask_opacity", r.mask_opacity);
+    visit("mask_surface", r.mask_surface);
+    visit("scale", r.scale);
+    visit("title", r.title);
+    visit("meshes", r.meshes);
+    visit("mesh_ids", r.mesh_ids);
+  } else if constexpr (std::is_same_v<T, SlicesRequest>) {
+    visit("at", r.at);
+    visit("max_side", r.max_side);
+  } else if constexpr (std::is_same_v<T, LabelRequest>) {
+    visit("output", r.output);
+    visit("connectivity", r.connectivity);
+    visit("min_voxels", r.min_voxels);
+    visit("force", r.force);
+    visit("command_line", r.command_line);
+  } else if constexpr (std::is_same_v<T, SurfaceRequest>) {
+    visit("band", r.band);
+    visit("object", r.object);
+    visit("max_side", r.max_side);
+    visit("max_triangles", r.max_triangles);
+  }  // close and quit have none
 }
 
-void read(Fields& f, CheckRequest& r) {
-  f.get("backend", r.backend);
-  f.get("hints", r.hints);
-}
+// Reads each field into its member.
+struct Reader {
+  Fields& fields;
+  template <class T>
+  void operator()(const char* name, T& member) {
+    fields.get(name, member);
+  }
+  void expression(io::Selection& s) {
+    std::string expression, condition;
+    fields.get("expr", expression);
+    fields.get("where", condition);
+    if (!expression.empty() && !condition.empty()) throw Error("open: an expression or a condition, not both");
+    s.expression = expression.empty() ? condition : expression;
+    s.condition = !condition.empty();
+  }
+};
 
-void read(Fields& f, SegmentRequest& r) {
-  f.get("lo", r.lo);
-  f.get("hi", r.hi);
-  f.get("output", r.output);
-  f.get("format", r.format);
-  f.get("backend", r.backend);
-  f.get("hints", r.hints);
-  f.get("force", r.force);
-  f.get("command_line", r.command_line);
-  auto& o = r.operators;
-  f.get("seed", o.seed);
-  f.get("open", o.open);
-  f.get("close", o.close);
-  f.get("fill_holes", o.fill_holes);
-  f.get("connectivity", o.connectivity);
-}
-
-void read(Fields& f, DrawRequest& r) {
-  f.get("width", r.width);
-  f.get("height", r.height);
-  f.get("azimuth", r.azimuth);
-  f.get("elevation", r.elevation);
-  f.get("zoom", r.zoom);
-  f.get("volume", r.volume);
-  f.get("mask", r.mask);
-  f.get("slices", r.slices);
-  f.get("threshold", r.threshold);
-  f.get("slice_at", r.slice_at);
-  f.get("annotations", r.annotations);
-  f.get("level", r.level);
-  f.get("memory", r.memory);
-  f.get("opacity", r.opacity);
-  f.get("mask_opacity", r.mask_opacity);
-  f.get("mask_surface", r.mask_surface);
-  f.get("scale", r.scale);
-  f.get("title", r.title);
-  f.get("meshes", r.meshes);
-  f.get("mesh_ids", r.mesh_ids);
-}
-
-void read(Fields& f, SlicesRequest& r) {
-  f.get("at", r.at);
-  f.get("max_side", r.max_side);
-}
-
-void read(Fields& f, LabelRequest& r) {
-  f.get("output", r.output);
-  f.get("connectivity", r.connectivity);
-  f.get("min_voxels", r.min_voxels);
-  f.get("force", r.force);
-  f.get("command_line", r.command_line);
-}
-
-void read(Fields& f, SurfaceRequest& r) {
-  f.get("band", r.band);
-  f.get("object", r.object);
-  f.get("max_side", r.max_side);
-  f.get("max_triangles", r.max_triangles);
-}
-
-void read(Fields&, CloseRequest&) {}
-void read(Fields&, QuitRequest&) {}
-
-template <class T>
-void put(Json& j, const char* name, const std::optional<T>& value) {
-  if (value) j[name] = *value;
-}
-
-Json fields(const OpenRequest& r) {
-  Json j{{"path", r.path}, {"backend", r.backend}, {"pyramid_dir", r.pyramid_dir}};
-  const auto& s = r.selection;
-  if (!s.variable.empty()) j["var"] = s.variable;
-  put(j, "time", s.step);
-  if (!s.glob.empty()) j["glob"] = s.glob;
-  if (s.has_expression()) j[s.condition ? "where" : "expr"] = s.expression;
-  if (!s.operands.empty()) j["operands"] = s.operands;
-  return j;
-}
-
-Json fields(const CheckRequest& r) { return {{"backend", r.backend}, {"hints", r.hints}}; }
-
-Json fields(const SegmentRequest& r) {
-  Json j{{"lo", r.lo},           {"hi", r.hi},       {"output", r.output}, {"format", r.format},
-         {"backend", r.backend}, {"hints", r.hints}, {"force", r.force},   {"command_line", r.command_line}};
-  const auto& o = r.operators;
-  put(j, "seed", o.seed);
-  j["open"] = o.open;
-  j["close"] = o.close;
-  j["fill_holes"] = o.fill_holes;
-  j["connectivity"] = o.connectivity;
-  return j;
-}
-
-Json fields(const DrawRequest& r) {
-  Json j{{"width", r.width},
-         {"height", r.height},
-         {"azimuth", r.azimuth},
-         {"elevation", r.elevation},
-         {"zoom", r.zoom},
-         {"volume", r.volume},
-         {"mask", r.mask},
-         {"slices", r.slices},
-         {"slice_at", r.slice_at},
-         {"annotations", r.annotations},
-         {"memory", r.memory},
-         {"mask_opacity", r.mask_opacity},
-         {"mask_surface", r.mask_surface},
-         {"scale", r.scale},
-         {"title", r.title},
-         {"meshes", r.meshes},
-         {"mesh_ids", r.mesh_ids}};
-  put(j, "threshold", r.threshold);
-  put(j, "level", r.level);
-  put(j, "opacity", r.opacity);
-  return j;
-}
-
-Json fields(const SlicesRequest& r) { return {{"at", r.at}, {"max_side", r.max_side}}; }
-
-Json fields(const LabelRequest& r) {
-  return {{"output", r.output},
-          {"connectivity", r.connectivity},
-          {"min_voxels", r.min_voxels},
-          {"force", r.force},
-          {"command_line", r.command_line}};
-}
-
-Json fields(const SurfaceRequest& r) {
-  Json j{{"max_side", r.max_side}, {"max_triangles", r.max_triangles}};
-  put(j, "band", r.band);
-  put(j, "object", r.object);
-  return j;
-}
-
-Json fields(const CloseRequest&) { return Json::object(); }
-Json fields(const QuitRequest&) { return Json::object(); }
+// Writes each member that holds something (an empty optional is no field).
+struct Writer {
+  Json& json;
+  template <class T>
+  void operator()(const char* name, const T& member) {
+    json[name] = member;
+  }
+  template <class T>
+  void operator()(const char* name, const std::optional<T>& member) {
+    if (member) json[name] = *member;
+  }
+  void expression(const io::Selection& s) {
+    if (s.has_expression()) json[s.condition ? "where" : "expr"] = s.expression;
+  }
+};
 
 // The request of kind `index` (the variant's order), read from json.
 template <std::size_t index = 0>
@@ -213,7 +159,7 @@ Request parse_kind(std::size_t kind, const Json& json) {
     if (kind != index) return parse_kind<index + 1>(kind, json);
     std::variant_alternative_t<index, Request> request;
     Fields f(json, kinds[index].name);
-    read(f, request);
+    visit_fields(request, Reader{f});
     f.done();
     return request;
   } else {
@@ -232,7 +178,8 @@ const Kind* kind_of_page_type(std::string_view type) {
 }
 
 Json to_json(const Request& request) {
-  Json j = std::visit([](const auto& r) { return fields(r); }, request);
+  Json j = Json::object();
+  std::visit([&](const auto& r) { visit_fields(r, Writer{j}); }, request);
   j["kind"] = std::string(kind_of(request).name);
   return j;
 }
