@@ -53,6 +53,11 @@ class DistanceCommand final : public Command {
     sub->add_option("--memory", memory_,
                     "Memory per rank the job may use (512MiB, 4GiB; default: this node's available memory shared "
                     "by its ranks); refused before it starts when one row of slabs or one plane does not fit");
+    sub->add_option("--slab-rows", o.slab_rows,
+                    "Rows of y in a slab of the first sweep (slabs whole along z and x; default: within a quarter of "
+                    "--memory, at most 64 MiB)");
+    sub->add_option("--plane-group", o.plane_group,
+                    "Planes read, finished and written at a time by the second sweep (default: as --slab-rows)");
     sub->add_flag("--force", o.force, "Replace an existing output");
     verbosity_.add_to(*sub);
     return sub;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The jobs over files, each the library call its command makes:
-// volseg.segment, volseg.label_file, volseg.convert, volseg.histogram.
+// volseg.segment, volseg.label_file, volseg.distance_file, volseg.convert,
+// volseg.histogram.
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "volseg/io/error.hpp"
 #include "volseg/pyramid/pyramid.hpp"
 #include "volseg/segment/convert.hpp"
+#include "volseg/segment/distance.hpp"
 #include "volseg/segment/label.hpp"
 #include "volseg/segment/segment.hpp"
 
@@ -128,6 +130,54 @@ py::dict label_file(const std::string& input, const std::string& out, const py::
   return d;
 }
 
+py::dict distance_file(const std::string& input, const std::string& out, const py::object& comm, bool mask_input,
+                       const std::optional<std::string>& lo, const std::optional<std::string>& hi,
+                       const std::optional<std::vector<double>>& spacing, bool black_border, const std::string& type,
+                       bool force, const std::string& backend, const io::Selection& selection,
+                       const std::optional<std::pair<double, double>>& seed, int open, int close, bool fill_holes,
+                       int connectivity) {
+  const MPI_Comm handle = mpi_comm(comm);
+  segment::DistanceOptions o;
+  o.input = input;
+  o.output = out;
+  o.mask_input = mask_input;
+  if (!mask_input && (!lo || !hi)) throw Error("distance_file: give lo= and hi=, or mask_input=True for a mask");
+  o.operators = mask_operators(seed, open, close, fill_holes, connectivity);
+  if (spacing) {
+    if (spacing->size() != 3) throw Error("distance_file: spacing=(z, y, x), three numbers");
+    for (const double s : *spacing)
+      if (!(s > 0)) throw Error("distance_file: spacing must be positive in every entry");
+    o.spacing = std::array<double, 3>{(*spacing)[0], (*spacing)[1], (*spacing)[2]};
+  }
+  o.black_border = black_border;
+  if (type == "f32")
+    o.type = io::DType::f32;
+  else if (type == "f64")
+    o.type = io::DType::f64;
+  else
+    throw Error("distance_file: type is \"f32\" or \"f64\", not \"" + type + "\"");
+  o.force = force;
+  o.backend = backend;
+  o.selection = selection;
+  o.progress = segment::ProgressMode::none;
+  o.command_line = "volseg.distance_file(" + input + ", out=" + out + ") from Python";
+  segment::DistanceResult result;
+  {
+    py::gil_scoped_release release;
+    const Comm c(handle);
+    if (!mask_input) chosen(c, input, backend, o.selection, *lo, *hi).apply_to(o);
+    result = segment::run_distance(c, o);
+  }
+  py::dict d;
+  d["foreground_voxels"] = result.foreground;
+  d["largest"] = result.largest;
+  d["spacing"] = py::make_tuple(result.spacing[0], result.spacing[1], result.spacing[2]);
+  d["no_background"] = result.no_background;
+  d["output_format"] = result.output_format;
+  d["seconds"] = result.seconds;
+  return d;
+}
+
 py::dict convert_file(const std::string& input, const std::string& out, const py::object& comm, bool force,
                       const std::string& format, const io::Selection& selection,
                       const std::vector<std::string>& out_hints) {
@@ -199,6 +249,10 @@ void bind_jobs(py::module_& m) {
         py::arg("backend"), py::arg("selection"), py::arg("seed"), py::arg("open"), py::arg("close"),
         py::arg("fill_holes"), py::arg("label_type"), py::arg("periodic"), py::arg("mask_out"), py::arg("values"),
         py::arg("values_expr"), py::arg("report"));
+  m.def("_distance_file", &distance_file, py::arg("input"), py::arg("out"), py::arg("comm"), py::arg("mask_input"),
+        py::arg("lo"), py::arg("hi"), py::arg("spacing"), py::arg("black_border"), py::arg("type"), py::arg("force"),
+        py::arg("backend"), py::arg("selection"), py::arg("seed"), py::arg("open"), py::arg("close"),
+        py::arg("fill_holes"), py::arg("connectivity"));
   m.def("_convert", &convert_file, py::arg("input"), py::arg("out"), py::arg("comm"), py::arg("force"),
         py::arg("format"), py::arg("selection"), py::arg("out_hints"));
 

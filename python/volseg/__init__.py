@@ -26,7 +26,7 @@ from ._volseg import Error, Histogram, Volume, label, threshold  # noqa: F401
 from ._volseg import __version__  # the release and the git commit built from: "0.1.0+g1a2b3c4d5e6f"
 from . import _build, _volseg
 
-__all__ = ["Error", "Histogram", "Volume", "open", "threshold", "label", "segment", "label_file", "convert",
+__all__ = ["Error", "Histogram", "Volume", "open", "threshold", "label", "segment", "label_file", "distance_file", "convert",
            "histogram", "render", "insitu"]
 
 
@@ -131,6 +131,25 @@ def label_file(input, out, connectivity=26, stats="", comm=None, mask_input=True
                                _selection(var, time, "", expr, where, operands), _seed(seed), int(open), int(close),
                                bool(fill_holes), str(label_type), str(periodic), str(mask_out),
                                [str(v) for v in values], [str(v) for v in values_expr], str(report))
+
+
+def distance_file(input, out, mask_input=True, lo=None, hi=None, spacing=None, black_border=False, type="f32",
+                  comm=None, force=False, backend="auto", var=None, time=None, expr=None, where=None,
+                  operands=None, seed=None, open=0, close=0, fill_holes=False, connectivity=26):
+    """The exact Euclidean distance of every foreground voxel to the nearest
+    background voxel, written to out, as `volseg distance`: collective;
+    returns counts and the largest distance. The mask: input's nonzero
+    voxels (mask_input=True), or lo <= v <= hi then the operators, as
+    segment's. spacing=(z, y, x): distances in those units (default: the
+    input's own); black_border=True: outside the volume is background;
+    type: "f32" or "f64". Equal to scipy.ndimage.distance_transform_edt(mask,
+    sampling=spacing) within an ulp, whatever the ranks."""
+    return _volseg._distance_file(str(input), str(out), _comm(comm), bool(mask_input),
+                                  None if lo is None else _threshold_text(lo),
+                                  None if hi is None else _threshold_text(hi),
+                                  None if spacing is None else [float(s) for s in spacing], bool(black_border),
+                                  str(type), force, backend, _selection(var, time, "", expr, where, operands),
+                                  _seed(seed), int(open), int(close), bool(fill_holes), int(connectivity))
 
 
 def convert(input, out, comm=None, force=False, format="", var=None, time=None, glob="", out_hints=(), expr=None,

@@ -151,6 +151,22 @@ def test_label_file_counts_as_scipy(volume):
     assert result["foreground_voxels"] == int(mask.sum())
 
 
+def test_distance_file_equals_scipy(volume):
+    path, values, folder = volume
+    scipy_ndimage = pytest.importorskip("scipy.ndimage")
+    out = os.path.join(folder, "d.nhdr")
+    result = volseg.distance_file(path, out=out, mask_input=False, lo=0.3, hi=0.7, spacing=(2.0, 1.0, 0.5),
+                                  black_border=True, type="f64", force=True)
+    mask = (values >= 0.3) & (values <= 0.7)
+    expected = scipy_ndimage.distance_transform_edt(np.pad(mask, 1), sampling=(2.0, 1.0, 0.5))[1:-1, 1:-1, 1:-1]
+    got = np.fromfile(os.path.join(folder, "d.raw"), dtype="<f8").reshape(DIMS)
+    assert np.abs(got - expected).max() <= np.spacing(expected).max()
+    assert result["foreground_voxels"] == int(mask.sum())
+    assert result["largest"] == pytest.approx(expected.max())
+    with pytest.raises(volseg.Error, match="spacing"):
+        volseg.distance_file(path, out=out, mask_input=False, lo=0.3, hi=0.7, spacing=(1, 0, 1), force=True)
+
+
 def test_label_file_types_periodic_and_mask_out(volume):
     """label_type=, periodic= and mask_out= as the command line's --label-type, --periodic and
     --mask-out: u64 labels equal to u32's, wrapping joins objects, the mask equals segment's."""

@@ -45,6 +45,8 @@ void check_distance_options(const DistanceOptions& options) {
   if (options.spacing)
     for (const double s : *options.spacing)
       if (!(s > 0) || !std::isfinite(s)) throw Error("--spacing: every entry must be positive and finite");
+  if ((options.slab_rows && *options.slab_rows < 1) || (options.plane_group && *options.plane_group < 1))
+    throw Error("--slab-rows and --plane-group must be at least 1");
   if (!options.mask_input) {
     if (std::isnan(options.lo) || std::isnan(options.hi)) throw Error("thresholds must not be NaN");
     if (options.lo > options.hi) throw Error("lo > hi: --lo is above --hi");
@@ -76,17 +78,18 @@ void choose_shapes(const Comm& comm, const DistanceOptions& options, DistancePla
   if (options.operators.any()) row *= 3 + 2 * options.operators.ghost();
   // A plane: offsets in, distances out, the y pass's offsets.
   const double plane = static_cast<double>(d[1] * d[2]) * (2.0 + static_cast<double>(io::dtype_size(options.type)) + 4);
-  if (row > static_cast<double>(room) / 2 || plane > static_cast<double>(room) / 2)
-    throw Error("distance needs " + io::mib_text(static_cast<std::uint64_t>(std::max(row, plane) * 2)) +
-                " per rank for one row of " + dims_text({d[0], 1, d[2]}) + " voxels or one plane, more than its bound of " +
-                io::mib_text(plan.bound.bytes) + " per rank (" + plan.bound.source +
-                ") leaves: give more memory (--memory) or more nodes");
+  const double one = std::max(row, plane);
+  if (one > static_cast<double>(room) / 2)
+    throw Error("distance needs " + io::mib_text(process + static_cast<std::uint64_t>(one * 2)) +
+                " per rank (this process " + io::mib_text(process) + ", and one row of " + dims_text({d[0], 1, d[2]}) +
+                " voxels or one plane), more than its bound of " + io::mib_text(plan.bound.bytes) + " per rank (" +
+                plan.bound.source + "): give more memory (--memory) or more nodes");
   auto count = [&](double unit, std::int64_t most) {
     const auto fit = std::max<std::int64_t>(1, static_cast<std::int64_t>(static_cast<double>(share) / unit));
     return std::clamp<std::int64_t>(std::min(fit, (most + ranks - 1) / ranks), 1, most);
   };
-  plan.slab = {d[0], count(row, d[1]), d[2]};
-  plan.planes = {count(plane, d[0]), d[1], d[2]};
+  plan.slab = {d[0], options.slab_rows ? std::min(*options.slab_rows, d[1]) : count(row, d[1]), d[2]};
+  plan.planes = {options.plane_group ? std::min(*options.plane_group, d[0]) : count(plane, d[0]), d[1], d[2]};
 }
 
 DistancePlan plan_distance(const Comm& comm, const DistanceOptions& options, DistanceResult& result) {

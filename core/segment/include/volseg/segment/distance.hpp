@@ -40,6 +40,9 @@ struct DistanceOptions {
   io::Selection selection;
   std::vector<std::string> hints, input_hints, output_hints;
   std::uint64_t memory_bytes = 0;  // per rank; 0: this node's available memory shared by its ranks
+  // Rows of y a slab of the first sweep, planes a group of the second;
+  // nullopt: within a quarter of the bound, at most 64 MiB each.
+  std::optional<std::int64_t> slab_rows, plane_group;
   bool force = false;
   ProgressMode progress = ProgressMode::automatic;
   std::string command_line;
