@@ -15,14 +15,14 @@ namespace {
 class DistanceCommand final : public Command {
  public:
   CLI::App* add_to(CLI::App& app) override {
-    auto* sub = app.add_subcommand(
-        "distance",
-        "The exact Euclidean distance of every foreground voxel to the nearest background voxel, as "
-        "scipy.ndimage.distance_transform_edt, across bricks and ranks in bounded memory");
+    auto* sub =
+        app.add_subcommand("distance",
+                           "The exact Euclidean distance of every foreground voxel to the nearest background voxel, as "
+                           "scipy.ndimage.distance_transform_edt, across bricks and ranks in bounded memory");
     auto& o = options_;
-    sub->add_option("input", o.input,
-                    "A mask (--mask-input: foreground nonzero) or a scalar volume (--lo/--hi). " +
-                        std::string(input_help))
+    sub->add_option(
+           "input", o.input,
+           "A mask (--mask-input: foreground nonzero) or a scalar volume (--lo/--hi). " + std::string(input_help))
         ->required();
     auto* out = sub->add_option("--out", o.output,
                                 "Distances: NAME.nhdr (raw), NAME.nc, NAME.nc4, NAME.zarr, NAME.ome.zarr, "

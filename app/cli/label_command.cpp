@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `volseg label`: connected components of a mask (or of lo <= v <= hi)
 // across bricks and ranks, with an object table.
+#include <cmath>
 #include <cstdio>
 #include <optional>
 
@@ -9,6 +10,7 @@
 #include "volseg/io/files.hpp"
 #include "volseg/io/hints.hpp"
 #include "volseg/mesh/mesh.hpp"
+#include "volseg/segment/distance.hpp"
 #include "volseg/segment/label.hpp"
 #include "volseg/segment/segment.hpp"
 
@@ -33,7 +35,12 @@ class LabelCommand final : public Command {
                     ->required();
     accept_precomputed_url(*out, o.format);
     auto* mask = sub->add_flag("--mask-input", o.mask_input, "The input is a mask: every voxel 0 or 1");
+    auto* classes = sub->add_flag("--classes", o.classes,
+                                  "The input is a u8 class image: objects are the connected regions of one nonzero "
+                                  "value, as skimage.measure.label(image) (0 the background)")
+                        ->excludes(mask);
     thresholds_.add_to(*sub, false, mask);
+    classes->excludes("--lo")->excludes("--hi");
     sub->add_option("--connectivity", o.connectivity,
                     "6 (faces) | 18 (and edges) | 26 (and corners), as scipy.ndimage's structures of rank 1, 2, 3")
         ->capture_default_str();
@@ -41,6 +48,21 @@ class LabelCommand final : public Command {
                     "Label type: auto (u32, or u64 past 2^32 - 1 objects, with a line saying so) | u8 | u16 | u32 | "
                     "u64; refused when the objects do not fit")
         ->capture_default_str();
+    auto* split = sub->add_flag("--split", o.split.on,
+                                "Split touching objects: a watershed of the distance transform (volseg distance) from "
+                                "markers, each connected component of the mask apart (docs/split.md)");
+    sub->add_option("--markers", markers_,
+                    "With --split: FILE[:VAR], a labels volume of the input's shape: each nonzero id a marker (ids "
+                    "need not be contiguous)")
+        ->needs(split);
+    sub->add_option("--h", h_,
+                    "With --split: markers are the h-maxima of the distance (regional maxima at least H above their "
+                    "surroundings, in the distance's units), as skimage.morphology.h_maxima [0.5]")
+        ->needs(split)
+        ->excludes("--markers");
+    sub->add_option("--spacing", spacing_,
+                    "With --split: Z,Y,X units of the distance (default: the input's own spacing, else 1,1,1)")
+        ->needs(split);
     sub->add_option("--stats", o.stats,
                     "Object table (CSV): id, voxels, volume, bounding box, centroid in voxels and "
                     "in physical units, touches_boundary, and with --values min/mean/max");
@@ -105,7 +127,7 @@ class LabelCommand final : public Command {
 
   void run(const Context& context) override {
     plan(context.command_line);
-    if (!options_.mask_input) {
+    if (!options_.mask_input && !options_.classes) {
       const auto chosen = thresholds_.resolve(context.comm, options_.input, options_.backend, options_.selection,
                                               options_.input_hints, verbosity_.quiet);
       chosen.apply_to(options_);
@@ -147,8 +169,10 @@ class LabelCommand final : public Command {
  private:
   void plan(const std::string& command_line) {
     auto& o = options_;
-    if (!o.mask_input && (thresholds_.lo.empty() || thresholds_.hi.empty()))
-      throw Error("label: give --lo and --hi to threshold the input, or --mask-input for a 0/1 mask");
+    if (!o.mask_input && !o.classes && (thresholds_.lo.empty() || thresholds_.hi.empty()))
+      throw Error(
+          "label: give --lo and --hi to threshold the input, --mask-input for a 0/1 mask or --classes for a "
+          "class image");
     o.operators = thresholds_.operators(o.connectivity);
     if (!brick_.empty()) o.brick_shape = segment::parse_shape(brick_);
     if (periodic_) o.periodic = segment::parse_periodic(*periodic_);
@@ -164,6 +188,25 @@ class LabelCommand final : public Command {
     o.command_line = command_line;
     o.selection = selection_.selection();
     o.values = fields();
+    if (!markers_.empty()) {
+      const auto [file, variable] = segment::file_and_variable(markers_);
+      o.split.markers = file;
+      o.split.markers_selection.variable = variable;
+    }
+    if (h_) {
+      const std::string& text = *h_;
+      std::size_t used = 0;
+      double h = 0;
+      try {
+        h = std::stod(text, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != text.size()) throw Error("--h " + text + ": not a number");
+      if (!(h > 0) || !std::isfinite(h)) throw Error("--h " + text + ": the height must be above 0");
+      o.split.h = h;
+    }
+    if (!spacing_.empty()) o.split.spacing = segment::parse_spacing(spacing_);
   }
 
   // --values FILE[:VAR] and --values-expr [NAME=]EXPR as the table's fields.
@@ -176,7 +219,8 @@ class LabelCommand final : public Command {
   }
 
   segment::LabelOptions options_;
-  std::optional<std::string> periodic_;
+  std::optional<std::string> periodic_, h_;
+  std::string markers_, spacing_;
   std::string brick_, assign_ = "block", values_variable_, memory_;
   std::vector<std::string> values_, expressions_;
   std::optional<std::int64_t> values_time_;

@@ -2,6 +2,7 @@
 // `volseg distance` (distance.hpp): the column sweep over slabs whole along
 // z, a temporary 16-bit volume of offsets, the plane sweep over groups of
 // whole planes.
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -9,7 +10,6 @@
 #include <filesystem>
 #include <limits>
 #include <sstream>
-#include <unistd.h>
 
 #include "distance_kernel.hpp"
 #include "job_outputs.hpp"
@@ -202,7 +202,9 @@ io::VolumeInfo distance_info(const DistanceOptions& options, const io::VolumeInf
 class Foreground {
  public:
   Foreground(const DistanceOptions& options, const io::VolumeInfo& info)
-      : nonzero_(options.mask_input), info_(info), maker_(info, false, options.lo, options.hi, options.input) {}
+      : nonzero_(options.mask_input && !options.binary_mask),
+        info_(info),
+        maker_(info, options.mask_input, options.lo, options.hi, options.input) {}
   const std::uint8_t* make(const std::byte* values, const io::Extent& extent) {
     if (!nonzero_) return maker_.make(values, extent);
     const auto n = static_cast<std::size_t>(extent.voxels());
@@ -244,14 +246,15 @@ struct Sweeps {
     BrickMap map = BrickMap::from_layout(layout, comm.size(), Assignment::block, 0);
     if (options.operators.any())
       chain = std::make_unique<detail::MaskChain>(
-          comm, map, detail::ChainInput{*plan.reader, options.mask_input, options.lo, options.hi, options.input,
-                                        options.output},
+          comm, map,
+          detail::ChainInput{*plan.reader, options.mask_input, options.lo, options.hi, options.input, options.output},
           options.operators, /*seeds_to_caller=*/false);
     const auto voxels = static_cast<std::size_t>(layout.largest_brick_voxels());
     std::vector<std::byte> input(chain ? 0 : voxels * io::dtype_size(info.dtype));
     std::vector<std::uint16_t> kz(voxels);
     Foreground foreground(options, info);
-    BrickDriver bricks(comm, mine(comm, layout), {}, {.progress = &progress, .bytes_per_voxel = io::dtype_size(info.dtype)});
+    BrickDriver bricks(comm, mine(comm, layout), {},
+                       {.progress = &progress, .bytes_per_voxel = io::dtype_size(info.dtype)});
     if (chain) chain->prepare(&progress);
     bricks.run(plan.reader->capabilities().collective || (chain && chain->collective()),
                [&](std::optional<std::size_t> k) {
@@ -270,17 +273,19 @@ struct Sweeps {
   }
 
   // Sweep 2: each group of planes finished along y and x, and written.
-  void planes(io::VolumeReader& scratch, io::VolumeWriter& writer, DistanceResult& result) {
+  void planes(io::VolumeReader& scratch, io::VolumeWriter& writer, io::VolumeWriter* mask_out, DistanceResult& result) {
     const io::VolumeInfo& info = plan.reader->info();
     const BrickLayout layout(info.dims, plan.planes);
     const auto voxels = static_cast<std::size_t>(layout.largest_brick_voxels());
     const auto plane = static_cast<std::size_t>(info.dims[1] * info.dims[2]);
     std::vector<std::uint16_t> kz(voxels);
     std::vector<std::byte> out(voxels * io::dtype_size(options.type));
+    std::vector<std::uint8_t> foreground_mask(mask_out ? voxels : 0);
     detail::PlaneDistance transform(info.dims[1], info.dims[2], plan.spacing, options.black_border);
     std::uint64_t foreground = 0;
     bool infinite = false;
-    BrickDriver bricks(comm, mine(comm, layout), {}, {.progress = &progress, .bytes_per_voxel = io::dtype_size(options.type)});
+    BrickDriver bricks(comm, mine(comm, layout), {},
+                       {.progress = &progress, .bytes_per_voxel = io::dtype_size(options.type)});
     bricks.run(writer.capabilities().collective, [&](std::optional<std::size_t> k) {
       const io::Extent* extent = k ? &bricks.extent(*k) : nullptr;
       if (extent) {
@@ -295,10 +300,13 @@ struct Sweeps {
               foreground += d[i] > 0;
               infinite |= std::isinf(d[i]);
             }
+            if (mask_out)
+              for (std::size_t i = 0; i < n; ++i) foreground_mask[i] = d[i] > 0;
           }
         });
       }
       io::write_in_round(writer, extent, out.data());
+      if (mask_out && extent) mask_out->write(*extent, foreground_mask.data());
     });
     double largest = transform.largest();
     check_mpi(MPI_Allreduce(MPI_IN_PLACE, &foreground, 1, MPI_UINT64_T, MPI_SUM, comm.get()), "MPI_Allreduce");
@@ -375,7 +383,15 @@ DistanceResult run_distance(const Comm& comm, const DistanceOptions& options) {
     {
       const io::watchdog::Phase phase("distance, sweep 2 (planes along y and x, and write)");
       writer = create_output(comm, options, plan, result);
-      sweeps.planes(offsets, *writer, result);
+      std::unique_ptr<io::VolumeWriter> mask_out;
+      if (!options.mask_output.empty()) {
+        io::VolumeInfo mask_info = distance_info(options, result.input_info, plan.spacing);
+        mask_info.dtype = io::DType::u8;
+        mask_info.variable = "foreground";
+        mask_out = io::create_writer("posix", io::CreateRequest{options.mask_output, mask_info, true}, comm);
+      }
+      sweeps.planes(offsets, *writer, mask_out.get(), result);
+      if (mask_out) mask_out->close();
       writer->close();
       plan.reader->close();
     }
@@ -412,8 +428,8 @@ std::string distance_summary(const DistanceOptions& options, const DistanceResul
   }
   std::ostringstream out;
   out.precision(6);
-  out << "distance of " << options.input << " (" << dims_text(info.dims) << " " << io::dtype_name(info.dtype)
-      << ") on " << result.comm_size << " rank(s): slabs of " << dims_text(result.slab) << ", planes in groups of "
+  out << "distance of " << options.input << " (" << dims_text(info.dims) << " " << io::dtype_name(info.dtype) << ") on "
+      << result.comm_size << " rank(s): slabs of " << dims_text(result.slab) << ", planes in groups of "
       << result.planes[0] << "\n";
   if (!options.mask_input)
     out << "  mask: [" << options.lo << ", " << options.hi << "]"

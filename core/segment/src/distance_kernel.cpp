@@ -126,7 +126,8 @@ void PlaneDistance::run(const std::uint16_t* kz, T* out) {
       any_foreground |= k != 0;
     }
     if (!any_foreground) {  // all background: offsets 0
-      for (std::int64_t y = 0; y < h; ++y) ky_[static_cast<std::size_t>(y * w + x)] = kz_[static_cast<std::size_t>(y * w + x)] = 0;
+      for (std::int64_t y = 0; y < h; ++y)
+        ky_[static_cast<std::size_t>(y * w + x)] = kz_[static_cast<std::size_t>(y * w + x)] = 0;
       continue;
     }
     envelope(f_.data(), h, sy, winner_.data());

@@ -187,21 +187,6 @@ void BrickLabeler::find_runs(const std::uint8_t* mask) {
 
 namespace {
 
-// The rows before (z, y) that can touch it, and how far a run reaches into
-// them along x (1: diagonally), by the neighbours the connectivity allows.
-struct Before {
-  int dz, dy;
-  std::int32_t reach;
-};
-template <int Connectivity>
-constexpr auto rows_before() {
-  constexpr std::int32_t edge = Connectivity >= 18, corner = Connectivity == 26;
-  if constexpr (Connectivity == 6)
-    return std::array<Before, 2>{{{0, -1, 0}, {-1, 0, 0}}};
-  else
-    return std::array<Before, 4>{{{0, -1, edge}, {-1, 0, edge}, {-1, -1, corner}, {-1, 1, corner}}};
-}
-
 // Joins the runs of one row to those of one row before it that they touch:
 // the two lists are in x order, so one sweep meets every touching pair.
 // Each step moves past the run that ends first. Its branches are well
@@ -274,7 +259,7 @@ void BrickLabeler::join_rows() {
       std::uint32_t* out = pairs_.data();  // dense only
       [&]<std::size_t... B>(std::index_sequence<B...>) {
         auto sweep = [&]<std::size_t S>(std::integral_constant<std::size_t, S>) {
-          constexpr Before b = before[S];
+          constexpr RowBefore b = before[S];
           const std::int64_t nz = z + b.dz, ny = y + b.dy;
           if (nz < 0 || ny < 0 || ny >= height) return;
           const auto other = static_cast<std::size_t>(nz * height + ny);
@@ -300,6 +285,22 @@ void BrickLabeler::label(const std::uint8_t* mask, const io::Index3& shape) {
     throw Error("a brick of " + std::to_string(shape[0] * shape[1] * shape[2]) +
                 " voxels is too large to label (at most 2^31 - 1; choose a smaller --brick)");
   shape_ = shape;
+  if (classes_) {
+    find_class_runs(mask);
+    switch (connectivity_) {
+      case 6:
+        join_class_rows<6>();
+        break;
+      case 18:
+        join_class_rows<18>();
+        break;
+      default:
+        join_class_rows<26>();
+        break;
+    }
+    return;
+  }
+  run_class_.clear();
   find_runs(mask);
   switch (connectivity_) {
     case 6:
@@ -474,7 +475,8 @@ void BrickLabeler::measure_shape(const io::Extent& extent, ObjectValues* values,
     auto [j, j_end] = run_range(z1, y1);
     while (i < i_end && j < j_end) {
       const std::int32_t lo = std::max(runs_[i].begin, runs_[j].begin), hi = std::min(runs_[i].end, runs_[j].end);
-      if (lo < hi) values[(labels_[i] - 1) * stride].faces[axis] -= 2 * static_cast<std::int64_t>(hi - lo);
+      if (lo < hi && (!classes_ || run_class_[i] == run_class_[j]))
+        values[(labels_[i] - 1) * stride].faces[axis] -= 2 * static_cast<std::int64_t>(hi - lo);
       if (runs_[i].end < runs_[j].end)
         ++i;
       else

@@ -142,7 +142,7 @@ std::vector<Neighbour> neighbours(const BrickMap& map, std::int64_t brick, int c
 // and sorting them all cost more than the labelling of the face.
 std::vector<FacePair> join_faces(const io::Extent& a, const std::vector<std::uint32_t>& a_face, const io::Extent& b,
                                  const std::vector<std::uint32_t>& b_face, const std::array<int, 3>& side,
-                                 int connectivity) {
+                                 int connectivity, const std::uint8_t* a_classes, const std::uint8_t* b_classes) {
   const int most = axes_allowed(connectivity);
   const int face_axis = facing(side) / 2;
   int touching = 0;
@@ -212,6 +212,7 @@ std::vector<FacePair> join_faces(const io::Extent& a, const std::vector<std::uin
         if (n - k0 < 64) both &= (std::uint64_t{1} << (n - k0)) - 1;
         for (; both != 0; both &= both - 1) {
           const std::int64_t k = k0 + std::countr_zero(both);
+          if (a_classes && a_classes[(row_a - a_face.data()) + k] != b_classes[(row_b - b_face.data()) + k]) continue;
           const std::uint32_t la = row_a[k], lb = row_b[k];
           if (la == last_a && lb == last_b) continue;
           last_a = la;
@@ -226,7 +227,8 @@ std::vector<FacePair> join_faces(const io::Extent& a, const std::vector<std::uin
 
 void take_face_pairs(const io::Extent& a, const std::vector<std::uint32_t>& a_face, const io::Extent& b,
                      const std::vector<std::uint32_t>& b_face, const std::array<int, 3>& side,
-                     Chunked<ObjectValues>& values, std::uint64_t base, std::size_t stride) {
+                     Chunked<ObjectValues>& values, std::uint64_t base, std::size_t stride,
+                     const std::uint8_t* a_classes, const std::uint8_t* b_classes) {
   int touching = 0;
   for (int s : side) touching += s != 0;
   if (touching != 1) return;
@@ -241,6 +243,9 @@ void take_face_pairs(const io::Extent& a, const std::vector<std::uint32_t>& a_fa
     const std::uint32_t* row_b = b_face.data() + (pu - b.offset[u]) * b.count[v];
     for (std::int64_t pv = v0; pv < v1; ++pv) {
       const std::uint32_t la = row_a[pv - a.offset[v]], lb = row_b[pv - b.offset[v]];
+      if (a_classes && a_classes[(row_a - a_face.data()) + (pv - a.offset[v])] !=
+                           b_classes[(row_b - b_face.data()) + (pv - b.offset[v])])
+        continue;
       if (la != 0 && lb != 0) values[(base + lb - 1) * stride].faces[face_axis] -= 2;
     }
   }

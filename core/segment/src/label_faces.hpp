@@ -46,17 +46,22 @@ struct FacePair {
 // Pairs (label in a, label in b) of voxels that touch, from a's face toward
 // b (side: contact(a, b)): enough of them to join what touches (a spanning
 // forest of the contacts, found by a union-find over the two faces'
-// labels), each label that touches anything in at least one.
+// labels), each label that touches anything in at least one. With
+// classes (a class image), a_classes and b_classes hold each face voxel's
+// class, packed as the faces: only voxels of one class touch.
 std::vector<FacePair> join_faces(const io::Extent& a, const std::vector<std::uint32_t>& a_face, const io::Extent& b,
                                  const std::vector<std::uint32_t>& b_face, const std::array<int, 3>& side,
-                                 int connectivity);
+                                 int connectivity, const std::uint8_t* a_classes = nullptr,
+                                 const std::uint8_t* b_classes = nullptr);
 
 // Foreground voxels face to face across two bricks that share a face
 // (not an edge or a corner): two exposed faces fewer per pair, both taken
 // off b's part of the object (its shape at values[(base + label - 1) *
 // stride], stride records a part).
+// With classes, only pairs of one class.
 void take_face_pairs(const io::Extent& a, const std::vector<std::uint32_t>& a_face, const io::Extent& b,
                      const std::vector<std::uint32_t>& b_face, const std::array<int, 3>& side,
-                     Chunked<ObjectValues>& values, std::uint64_t base, std::size_t stride);
+                     Chunked<ObjectValues>& values, std::uint64_t base, std::size_t stride,
+                     const std::uint8_t* a_classes = nullptr, const std::uint8_t* b_classes = nullptr);
 
 }  // namespace volseg::segment::detail

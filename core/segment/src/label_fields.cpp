@@ -109,4 +109,9 @@ std::vector<ValueField> value_fields(const FieldRequest& request) {
   return out;
 }
 
+std::pair<std::string, std::string> file_and_variable(const std::string& text) {
+  const Source source = split_source(text);
+  return {source.file, source.variable};
+}
+
 }  // namespace volseg::segment

@@ -26,6 +26,7 @@
 #include "label_kernel.hpp"
 #include "label_report.hpp"
 #include "mask_chain.hpp"
+#include "split_job.hpp"
 #include "volseg/io/auto_backend.hpp"
 #include "volseg/io/dtype_dispatch.hpp"
 #include "volseg/io/error.hpp"
@@ -164,7 +165,11 @@ void check_label_options(const LabelOptions& options) {
           "--periodic: the operators (--seed-lo/--seed-hi, --open, --close, --fill-holes) do not wrap "
           "around yet; label their mask from segment instead");
   }
-  if (!options.mask_input) {
+  if (options.classes && options.operators.any())
+    throw Error(
+        "--classes labels a class image as it is: the operators (--seed-lo/--seed-hi, --open, --close, "
+        "--fill-holes) work on 0/1 masks");
+  if (!options.mask_input && !options.classes) {
     if (std::isnan(options.lo) || std::isnan(options.hi)) throw Error("thresholds must not be NaN");
     if (options.lo > options.hi)
       throw Error("lo > hi: --lo " + exact(options.lo) + " is above --hi " + exact(options.hi));
@@ -297,7 +302,11 @@ LabelPlan plan_label(const Comm& comm, const LabelOptions& options, LabelResult&
                  detail::joined(io::hints_for(result.backend, io::Role::reader, options.hints), options.input_hints));
   const io::VolumeInfo& info = reader->info();
   result.input_info = info;
+  if (options.classes && info.dtype != io::DType::u8)
+    throw Error("--classes: " + options.input + " is " + std::string(io::dtype_name(info.dtype)) +
+                ", and a class image is u8 (classes 1..255, 0 the background)");
   detail::refuse_output_over_input(options.output, reader->files());
+  if (options.source_info) result.input_info = *options.source_info;
   detail::check_levels(io::parse_format(result.output_format), options.output_hints, info.dims);
   auto fields = open_fields(comm, options, result.backend, info);
   std::vector<std::string> taken = reader->files();
@@ -351,6 +360,7 @@ struct LabelPasses {
         chain(make_chain(c, o, p, labeling.map())),
         progress(c, "label", (2 + (chain ? chain->passes() : 0)) * p.layout.count(), o.progress),
         kept(p.cache) {
+    labeling.set_classes(o.classes);
     if (o.on_progress) progress.observe(o.on_progress);
     for (const auto& field : p.fields) {
       const io::VolumeInfo& f = field->info();
@@ -378,6 +388,7 @@ struct LabelPasses {
   const std::uint8_t* mask(const io::Extent* extent) {
     if (chain) return chain->brick(extent);
     io::read_in_round(*plan.reader, extent, input.data());
+    if (options.classes) return extent ? reinterpret_cast<const std::uint8_t*>(input.data()) : nullptr;
     return extent ? masks.make(input.data(), *extent) : nullptr;
   }
 
@@ -439,6 +450,7 @@ struct LabelPasses {
     auto& reader = *plan.reader;
     std::vector<std::byte> out(brick_voxels * io::dtype_size(type));
     BrickLabeler labeler(options.connectivity);
+    labeler.set_classes(options.classes);
     int again = std::any_of(labeling.mine().begin(), labeling.mine().end(),
                             [&](std::int64_t brick) { return !kept.holds(brick); });
     check_mpi(MPI_Allreduce(MPI_IN_PLACE, &again, 1, MPI_INT, MPI_MAX, comm.get()), "MPI_Allreduce");
@@ -475,7 +487,8 @@ std::unique_ptr<io::VolumeWriter> create_labels(const Comm& comm, const LabelOpt
                                                 const LabelResult& result, io::DType type) {
   const io::VolumeInfo& info = result.input_info;
   io::CreateRequest request{options.output,
-                            labels_info(info, type, result.summary.objects, options.connectivity, options.input,
+                            labels_info(info, type, result.summary.objects, options.connectivity,
+                                        options.source_name.empty() ? options.input : options.source_name,
                                         options.command_line.empty() ? "volseg label" : options.command_line),
                             options.force, io::Partial::none};
   if (options.periodic != std::array<bool, 3>{}) request.info.attributes["periodic"] = periodic_text(options.periodic);
@@ -596,6 +609,7 @@ void gather_label_times(const Comm& comm, const LabelResult::Times& times, Label
 // A job is planned (inputs checked, backends, formats and outputs decided),
 // then executed (two passes and the merge), then reported.
 LabelResult run_label(const Comm& comm, const LabelOptions& options) {
+  if (options.split.on) return detail::run_split_label(comm, options);
   const auto job_start = Clock::now();
   LabelResult result;
   result.comm_size = comm.size();
@@ -643,6 +657,14 @@ std::string label_summary(const LabelOptions& options, const LabelResult& result
     out << "  mask: [" << options.lo << ", " << options.hi << "], then " << options.operators.describe() << "\n";
   if (options.periodic != std::array<bool, 3>{})
     out << "  periodic along " << periodic_text(options.periodic) << ": objects across those faces are one\n";
+  if (result.split) {
+    const auto& split = *result.split;
+    out << "  split: " << split.markers << " markers ("
+        << (options.split.markers.empty() ? "h-maxima of the distance, h " + exact(options.split.h)
+                                          : "ids of " + options.split.markers)
+        << "); " << split.flooded << " components of two or more flooded into " << split.regions
+        << " objects; distance " << split.distance_seconds << " s, floods " << split.flood_seconds << " s\n";
+  }
   out << "  " << s.objects << " objects, " << s.foreground << " voxels";
   if (s.dropped > 0)
     out << "; " << s.dropped << " dropped ("

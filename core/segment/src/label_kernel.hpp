@@ -90,9 +90,30 @@ struct ObjectTable::Rows {
 // Labels the foreground (nonzero bytes) of one brick: 1..objects() in the
 // order of each object's first voxel (x fastest). Reused brick after brick;
 // memory is about 12 bytes per run of foreground along x.
+// The rows before (z, y) that can touch it, and how far a run reaches into
+// them along x (1: diagonally), by the neighbours the connectivity allows.
+struct RowBefore {
+  int dz, dy;
+  std::int32_t reach;
+};
+template <int Connectivity>
+constexpr auto rows_before() {
+  constexpr std::int32_t edge = Connectivity >= 18, corner = Connectivity == 26;
+  if constexpr (Connectivity == 6)
+    return std::array<RowBefore, 2>{{{0, -1, 0}, {-1, 0, 0}}};
+  else
+    return std::array<RowBefore, 4>{{{0, -1, edge}, {-1, 0, edge}, {-1, -1, corner}, {-1, 1, corner}}};
+}
+
 class BrickLabeler {
  public:
   explicit BrickLabeler(int connectivity);
+  // Classes: the mask's nonzero bytes are classes (1..255), and only
+  // voxels of one class join (skimage.measure.label of a class image);
+  // runs end where the class changes. Off: every nonzero byte is
+  // foreground.
+  void set_classes(bool on) { classes_ = on; }
+  bool classes() const { return classes_; }
   // mask holds shape's voxels, packed x fastest.
   void label(const std::uint8_t* mask, const io::Index3& shape);
   std::uint32_t objects() const { return objects_; }
@@ -163,6 +184,8 @@ class BrickLabeler {
   // The labels on one face of the brick: axis 0 (z), 1 (y) or 2 (x), its low
   // or high side, packed over the other two axes in order.
   std::vector<std::uint32_t> face(int axis, bool high) const;
+  // With classes: the class of each voxel of that face, packed as face()'s.
+  std::vector<std::uint8_t> face_classes(int axis, bool high) const;
   // Writes ids[label] for every voxel (ids[0] for the background).
   template <class T>
   void paint(std::span<const std::uint64_t> ids, T* out) const {
@@ -171,12 +194,17 @@ class BrickLabeler {
 
  private:
   void find_runs(const std::uint8_t* mask);
+  void find_class_runs(const std::uint8_t* mask);
   template <int Connectivity>
   void join_rows();
+  template <int Connectivity>
+  void join_class_rows();
 
   int connectivity_;
+  bool classes_ = false;
   io::Index3 shape_{};
   std::vector<Run> runs_;
+  std::vector<std::uint8_t> run_class_;   // with classes: each run's
   std::vector<std::uint32_t> row_start_;  // runs of row r: [row_start_[r], row_start_[r + 1])
   std::vector<std::uint32_t> labels_;     // each run's label
   std::vector<std::uint32_t> first_run_;  // each label's first run (label - 1)

@@ -311,7 +311,7 @@ void write_label_report(const std::string& path, const LabelOptions& options, co
   nlohmann::json report;
   report["tool"] = "volseg label";
   report["command"] = options.command_line;
-  report["input"] = {{"path", options.input},
+  report["input"] = {{"path", options.source_name.empty() ? options.input : options.source_name},
                      {"dims_zyx", info.dims},
                      {"dtype", std::string(io::dtype_name(info.dtype))},
                      {"mask_input", options.mask_input},

@@ -66,9 +66,31 @@ std::array<std::int8_t, 3> shift_of(const std::array<int, 3>& periods, int sign)
           static_cast<std::int8_t>(sign * periods[2])};
 }
 
+// A brick's faces, cut from its labeller once each: labels, and with
+// classes each voxel's class.
+struct OwnFaces {
+  explicit OwnFaces(const BrickLabeler& l) : labeler(l) {}
+  std::vector<std::uint32_t>& labels(int face) {
+    auto it = planes.find(face);
+    if (it == planes.end()) it = planes.emplace(face, labeler.face(face / 2, face % 2)).first;
+    return it->second;
+  }
+  const std::uint8_t* classes(int face) {
+    if (!labeler.classes()) return nullptr;
+    auto it = class_planes.find(face);
+    if (it == class_planes.end()) it = class_planes.emplace(face, labeler.face_classes(face / 2, face % 2)).first;
+    return it->second.data();
+  }
+  const BrickLabeler& labeler;
+  std::unordered_map<int, std::vector<std::uint32_t>> planes;
+  std::unordered_map<int, std::vector<std::uint8_t>> class_planes;
+};
+
 struct KeptFace {
   std::vector<std::uint32_t> plane;
+  std::vector<std::uint8_t> classes;  // with classes: each voxel's (BrickLabeler::face_classes)
   int uses = 0;
+  const std::uint8_t* class_data() const { return classes.empty() ? nullptr : classes.data(); }
 };
 
 }  // namespace
@@ -135,6 +157,11 @@ std::uint64_t Labeling::held_bytes() const {
          s.cores.size() * (sizeof(PartCore) + 24) + s.edges.size() * sizeof(Edge) + face_bytes() + slots;
 }
 
+void Labeling::set_classes(bool on) {
+  if (state_->added != 0) throw Error("internal error: set_classes() after the first brick");
+  state_->labeler.set_classes(on);
+}
+
 void Labeling::number_in_bricks(const KeepRule& keep) {
   State& s = *state_;
   if (s.added != 0 || records_ != 0 || keep.seeded)
@@ -162,12 +189,10 @@ void Labeling::add(std::int64_t brick, const std::uint8_t* mask, std::span<const
   labeler.label(mask, extent.count);
   s.labelled = brick;
   const auto touching = neighbours(map_, brick, connectivity_);
-  std::unordered_map<int, std::vector<std::uint32_t>> own;  // this brick's faces, cut once
-  auto own_face = [&](int face) -> std::vector<std::uint32_t>& {
-    auto it = own.find(face);
-    if (it == own.end()) it = own.emplace(face, labeler.face(face / 2, face % 2)).first;
-    return it->second;
-  };
+  OwnFaces own_faces(labeler);
+  auto own_face = [&](int face) -> std::vector<std::uint32_t>& { return own_faces.labels(face); };
+  auto own_classes = [&](int face) { return own_faces.classes(face); };
+  auto& own = own_faces.planes;
   // Joins to bricks of this rank labelled before, by neighbour (touching's
   // order), found before the numbering when it is done in the brick.
   std::vector<std::optional<std::vector<FacePair>>> early(touching.size());
@@ -195,7 +220,7 @@ void Labeling::add(std::int64_t brick, const std::uint8_t* mask, std::span<const
       const io::Extent earlier = moved(map_, touching[k]);
       const auto& kept = s.faces.at(touching[k].brick * 6 + opposite(face));
       early[k] = join_faces(earlier, kept.plane, extent, own_face(face), *contact(earlier, extent, connectivity_),
-                            connectivity_);
+                            connectivity_, kept.class_data(), own_classes(face));
       for (const FacePair& pair : *early[k]) s.shared[pair.b] = 1;
     }
     auto& slots = s.slots[s.added];
@@ -237,25 +262,31 @@ void Labeling::add(std::int64_t brick, const std::uint8_t* mask, std::span<const
       if (!first_view(n.shift)) continue;
       const auto back = *contact(earlier, extent, connectivity_);
       const auto& plane = own_face(opposite(face));  // an unordered_map's elements stay put
-      for (const FacePair& pair : join_faces(earlier, plane, extent, own_face(face), back, connectivity_))
+      for (const FacePair& pair : join_faces(earlier, plane, extent, own_face(face), back, connectivity_,
+                                             own_classes(opposite(face)), own_classes(face)))
         s.edges.push_back({brick, brick, pair.a, pair.b, shift_of(n.shift, -1)});
       if (with_shape_)
-        take_face_pairs(earlier, plane, extent, own_face(face), back, s.values, s.part_start[s.added - 1], records_);
+        take_face_pairs(earlier, plane, extent, own_face(face), back, s.values, s.part_start[s.added - 1], records_,
+                        own_classes(opposite(face)), own_classes(face));
       continue;
     }
     if (labelled_before(n)) {  // join now
       auto& kept = s.faces.at(other * 6 + opposite(face));
       const auto back = *contact(earlier, extent, connectivity_);
       const auto pairs = early[k] ? std::move(*early[k])
-                                  : join_faces(earlier, kept.plane, extent, own_face(face), back, connectivity_);
+                                  : join_faces(earlier, kept.plane, extent, own_face(face), back, connectivity_,
+                                               kept.class_data(), own_classes(face));
       for (const FacePair& pair : pairs) s.edges.push_back({other, brick, pair.a, pair.b, shift_of(n.shift, -1)});
       if (with_shape_)
         take_face_pairs(earlier, kept.plane, extent, own_face(face), back, s.values, s.part_start[s.added - 1],
-                        records_);
+                        records_, kept.class_data(), own_classes(face));
       if (--kept.uses == 0) s.faces.erase(other * 6 + opposite(face));
     } else {  // a later brick of this rank, or another rank's: keep the face
       auto& kept = s.faces[brick * 6 + face];
-      if (kept.uses++ == 0) kept.plane = own_face(face);
+      if (kept.uses++ == 0) {
+        kept.plane = own_face(face);
+        if (const std::uint8_t* classes = own_classes(face)) kept.classes.assign(classes, classes + kept.plane.size());
+      }
     }
   }
 }
@@ -270,7 +301,8 @@ void Labeling::seed(const std::uint8_t* seeds) {
 namespace {
 
 // The faces of this rank's bricks that a later brick on another rank
-// needs, packed per rank: (brick low, brick high, face, size, plane...).
+// needs, packed per rank: (brick low, brick high, face, size, plane...),
+// and with classes the plane's classes, four a word.
 std::vector<std::vector<std::uint32_t>> faces_to_send(const BrickMap& map, const std::vector<std::int64_t>& mine,
                                                       int connectivity,
                                                       const std::unordered_map<std::int64_t, KeptFace>& faces, int me,
@@ -290,6 +322,13 @@ std::vector<std::vector<std::uint32_t>> faces_to_send(const BrickMap& map, const
       out.insert(out.end(), {static_cast<std::uint32_t>(brick), static_cast<std::uint32_t>(brick >> 32),
                              static_cast<std::uint32_t>(face), static_cast<std::uint32_t>(plane.size())});
       out.insert(out.end(), plane.begin(), plane.end());
+      const auto& classes = faces.at(brick * 6 + face).classes;
+      for (std::size_t i = 0; i < classes.size(); i += 4) {
+        std::uint32_t word = 0;
+        for (std::size_t j = i; j < std::min(i + 4, classes.size()); ++j)
+          word |= std::uint32_t{classes[j]} << (8 * (j - i));
+        out.push_back(word);
+      }
     }
   }
   return outgoing;
@@ -301,7 +340,7 @@ std::vector<std::vector<std::uint32_t>> faces_to_send(const BrickMap& map, const
 void join_received_faces(const std::vector<std::uint32_t>& received, const BrickMap& map, int connectivity, int me,
                          const std::unordered_map<std::int64_t, KeptFace>& faces, std::vector<Edge>& edges,
                          Chunked<ObjectValues>* values, std::size_t stride,
-                         const std::function<std::uint64_t(std::int64_t)>& base_of) {
+                         const std::function<std::uint64_t(std::int64_t)>& base_of, bool classes) {
   for (std::size_t at = 0; at < received.size();) {
     const std::int64_t other = static_cast<std::int64_t>(received[at]) | static_cast<std::int64_t>(received[at + 1])
                                                                              << 32;
@@ -310,6 +349,14 @@ void join_received_faces(const std::vector<std::uint32_t>& received, const Brick
     const std::vector<std::uint32_t> plane(received.begin() + static_cast<std::ptrdiff_t>(at + 4),
                                            received.begin() + static_cast<std::ptrdiff_t>(at + 4 + size));
     at += 4 + size;
+    std::vector<std::uint8_t> plane_classes;
+    if (classes) {
+      plane_classes.resize(size);
+      for (std::size_t i = 0; i < size; ++i)
+        plane_classes[i] = static_cast<std::uint8_t>(received[at + i / 4] >> (8 * (i % 4)));
+      at += (size + 3) / 4;
+    }
+    const std::uint8_t* theirs = classes ? plane_classes.data() : nullptr;
     const io::Extent& earlier = map.bricks[static_cast<std::size_t>(other)];
     for (const Neighbour& n : neighbours(map, other, connectivity)) {
       const std::int64_t brick = n.brick;
@@ -317,10 +364,12 @@ void join_received_faces(const std::vector<std::uint32_t>& received, const Brick
       const io::Extent here = moved(map, n);  // where it touches the earlier brick
       const auto side = *contact(earlier, here, connectivity);
       if (facing(side) != face) continue;
-      const auto& mine = faces.at(brick * 6 + opposite(face)).plane;
-      for (const FacePair& pair : join_faces(earlier, plane, here, mine, side, connectivity))
+      const auto& kept = faces.at(brick * 6 + opposite(face));
+      const auto& mine = kept.plane;
+      for (const FacePair& pair : join_faces(earlier, plane, here, mine, side, connectivity, theirs, kept.class_data()))
         edges.push_back({other, brick, pair.a, pair.b, shift_of(n.shift, 1)});
-      if (values) take_face_pairs(earlier, plane, here, mine, side, *values, base_of(brick), stride);
+      if (values)
+        take_face_pairs(earlier, plane, here, mine, side, *values, base_of(brick), stride, theirs, kept.class_data());
     }
   }
 }
@@ -375,8 +424,9 @@ LabelSummary Labeling::finish(const KeepRule& keep, bool with_table) {
     auto outgoing = faces_to_send(map_, mine_, connectivity_, s.faces, me, ranks);
     // Faces grow with the volume: they move in pieces; outgoing is freed.
     const auto received = io::exchange(comm, outgoing);
-    join_received_faces(received, map_, connectivity_, me, s.faces, s.edges, with_shape_ ? &s.values : nullptr,
-                        records_, [&](std::int64_t brick) { return s.part_start[s.index.at(brick)]; });
+    join_received_faces(
+        received, map_, connectivity_, me, s.faces, s.edges, with_shape_ ? &s.values : nullptr, records_,
+        [&](std::int64_t brick) { return s.part_start[s.index.at(brick)]; }, s.labeler.classes());
   }
   s.faces.clear();
 

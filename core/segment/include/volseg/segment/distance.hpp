@@ -28,7 +28,8 @@ namespace volseg::segment {
 
 struct DistanceOptions {
   std::string input, output;
-  bool mask_input = false;  // input is a mask, foreground nonzero; else lo <= v <= hi
+  bool mask_input = false;   // input is a mask, foreground nonzero; else lo <= v <= hi
+  bool binary_mask = false;  // with mask_input: every voxel must be 0 or 1 (the first that is not is named)
   double lo = 0, hi = 0;
   std::string lo_rule, hi_rule;  // what chose lo and hi, for the summary; empty: numbers
   MaskOperators operators;       // hysteresis, open, close, fill holes, as segment's
@@ -43,6 +44,9 @@ struct DistanceOptions {
   // Rows of y a slab of the first sweep, planes a group of the second;
   // nullopt: within a quarter of the bound, at most 64 MiB each.
   std::optional<std::int64_t> slab_rows, plane_group;
+  // Also the foreground as a u8 0/1 volume (raw NRRD), from the second
+  // sweep: the split's class image before its watershed; empty: none.
+  std::string mask_output;
   bool force = false;
   ProgressMode progress = ProgressMode::automatic;
   std::string command_line;

@@ -193,6 +193,10 @@ class Labeling {
   // A volume of 2^48 voxels or more (what a 16-byte part counts) keeps the
   // full parts: the call does nothing.
   void number_in_bricks(const KeepRule& keep);
+  // Before the first add(): the masks are class images (nonzero bytes are
+  // classes 1..255): objects are the connected regions of one class, as
+  // skimage.measure.label of the image with background 0.
+  void set_classes(bool on);
   // Pass 1, one of mine() in ascending order: labels its mask (and folds in
   // its fields' values, one FieldBrick each), joins it to the bricks this
   // rank labelled before.
@@ -258,6 +262,10 @@ struct ValueField {
 // its name. Throws on two of one name, or a name that cannot head a column.
 std::vector<std::string> field_columns(const std::vector<ValueField>& fields);
 
+// FILE or FILE:VAR (a colon names a variable where the text is no file
+// itself and what comes before the colon is): (file, variable or "").
+std::pair<std::string, std::string> file_and_variable(const std::string& text);
+
 // What --values and --values-expr ask for (label_fields.cpp).
 struct FieldRequest {
   std::vector<std::string> values;       // FILE or FILE:VAR, each a field (NAME: VAR, else the file's name)
@@ -274,9 +282,31 @@ struct FieldRequest {
 // it, on a request that names no one field set.
 std::vector<ValueField> value_fields(const FieldRequest& request);
 
+// label --split: touching objects apart by a watershed of the distance
+// transform from markers (docs/split.md).
+struct SplitOptions {
+  bool on = false;
+  // A labels volume of the input's shape: each nonzero id a marker. Empty:
+  // the h-maxima of the distance, each connected maximum a marker.
+  std::string markers;
+  io::Selection markers_selection;  // its variable
+  double h = 0.5;                   // h-maxima's height, in the distance's units
+  // z, y, x units of the distance; nullopt: the input's own spacing.
+  std::optional<std::array<double, 3>> spacing;
+};
+
 struct LabelOptions {
   std::string input, output;
   bool mask_input = false;  // input is a 0/1 mask; else threshold with lo/hi
+  // input is a u8 class image: objects are the connected regions of one
+  // nonzero value (Labeling::set_classes); no threshold, no operators.
+  bool classes = false;
+  SplitOptions split;
+  // The volume the input stands for (the split's class image stands for
+  // the file it was made from): the labels' geometry, attributes and
+  // report take its description and name. Unset: the input's own.
+  std::optional<io::VolumeInfo> source_info;
+  std::string source_name;
   double lo = 0, hi = 0;
   std::string lo_rule, hi_rule;  // what chose lo and hi ("otsu", ...), for the report; empty: numbers
   // Hysteresis, open, close, fill holes between the threshold and the
@@ -316,6 +346,13 @@ struct LabelOptions {
 
 struct LabelResult {
   io::VolumeInfo input_info;
+  // --split: markers found (or read), components that held two or more
+  // (flooded), and seconds of the distance and of the floods.
+  struct Split {
+    std::uint64_t markers = 0, flooded = 0, regions = 0;
+    double distance_seconds = 0, flood_seconds = 0;
+  };
+  std::optional<Split> split;
   std::string backend, output_backend, output_format, label_type;
   std::string mask_format;     // of --mask-out
   std::string backend_reason;  // why --backend auto chose backend; empty when named
