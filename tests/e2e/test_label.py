@@ -28,7 +28,7 @@ except ImportError:  # the NetCDF cases are skipped, the rest still runs
     netCDF4 = None
 
 RANK_OF = {6: 1, 18: 2, 26: 3}  # scipy's generate_binary_structure(3, rank)
-NUMPY_NRRD = {"u1": "uint8", "u2": "uint16", "f4": "float", "i2": "short"}
+NUMPY_NRRD = {"u1": "uint8", "u2": "uint16", "f4": "float", "i2": "short", "i4": "int"}
 COLIN27 = "/usr/share/mricron/templates/ch2.nii.gz"
 
 

@@ -145,7 +145,9 @@ void Progress::draw(bool final) {
     if (final) std::fputc('\n', stderr);
   } else {
     int decile = static_cast<int>(fraction * 10);
-    if (decile == last_decile_) return;
+    // Nothing done, nothing to say: a job that ends before its first unit
+    // (bad input) leaves no line beside its error.
+    if (decile == last_decile_ || units == 0) return;
     last_decile_ = decile;
     std::fprintf(stderr, "%s [%s] %3d%% %lld/%lld %s%s  %.1f s\n", label_.c_str(), bar.c_str(), decile * 10,
                  static_cast<long long>(units), static_cast<long long>(total_), unit_.c_str(), throughput, seconds);

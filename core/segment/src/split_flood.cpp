@@ -111,27 +111,99 @@ std::uint32_t h_maxima(const ComponentBox& box, double h, std::vector<std::uint3
   return count;
 }
 
+namespace {
+
+// scikit-image's heap (CellProfiler's, heap_general.pxi) step for step: the
+// same pushes and pops order items of one (value, age) alike, so a flood
+// from markers of equal heights (age 0) takes them in the order
+// scikit-image takes them when the component is alone in the image.
+class FloodHeap {
+ public:
+  struct Item {
+    double value;
+    std::uint64_t age;
+    std::size_t index;
+  };
+  bool empty() const { return items_.empty(); }
+  void push(const Item& item) {
+    items_.push_back(item);
+    std::size_t child = items_.size() - 1;
+    while (child > 0) {
+      const std::size_t parent = (child + 1) / 2 - 1;
+      if (!smaller(items_[child], items_[parent])) break;
+      std::swap(items_[parent], items_[child]);
+      child = parent;
+    }
+  }
+  Item pop() {
+    const Item top = items_[0];
+    const std::size_t count = items_.size() - 1;
+    std::swap(items_[0], items_[count]);
+    items_.pop_back();
+    std::size_t i = 0;
+    for (;;) {
+      const std::size_t l = 2 * i + 1, r = 2 * i + 2;
+      if (l >= count) break;
+      std::size_t smallest = i;
+      if (smaller(items_[l], items_[i])) smallest = l;
+      if (r < count && smaller(items_[r], items_[smallest])) smallest = r;
+      if (smallest == i) break;
+      std::swap(items_[i], items_[smallest]);
+      i = smallest;
+    }
+    return top;
+  }
+
+ private:
+  static bool smaller(const Item& a, const Item& b) { return a.value != b.value ? a.value < b.value : a.age < b.age; }
+  std::vector<Item> items_;
+};
+
+}  // namespace
+
+// The flood's neighbours in the order scikit-image visits them: its
+// offsets sorted by distance from the centre with numpy's argsort (not a
+// stable sort), as Debian's scikit-image 0.19 and numpy 1.24 give them for
+// 18 and 26; faces in raster order for 6. The order decides which of two
+// voxels of one height floods first, so it is kept to agree with the
+// reference where heights tie.
+std::vector<std::int64_t> flood_steps(const io::Index3& shape, int connectivity) {
+  static constexpr int edges[18][3] = {{1, 0, 0},   {-1, 0, 0}, {0, -1, 0}, {0, 1, 0},   {0, 0, -1},  {0, 0, 1},
+                                       {1, 0, -1},  {1, -1, 0}, {0, 1, 1},  {0, 1, -1},  {-1, -1, 0}, {0, -1, 1},
+                                       {0, -1, -1}, {-1, 1, 0}, {-1, 0, 1}, {-1, 0, -1}, {1, 0, 1},   {1, 1, 0}};
+  static constexpr int corners[26][3] = {
+      {0, 1, 0},  {-1, 0, 0},   {0, 0, 1},   {0, 0, -1}, {1, 0, 0},   {0, -1, 0},  {0, 1, 1},   {0, 1, -1}, {1, 1, 0},
+      {0, -1, 1}, {0, -1, -1},  {-1, 1, 0},  {1, 0, 1},  {-1, 0, 1},  {-1, 0, -1}, {-1, -1, 0}, {1, 0, -1}, {1, -1, 0},
+      {1, 1, -1}, {-1, -1, -1}, {1, -1, -1}, {-1, 1, 1}, {-1, 1, -1}, {-1, -1, 1}, {1, -1, 1},  {1, 1, 1}};
+  if (connectivity == 6) return neighbour_steps(shape, 6);
+  std::vector<std::int64_t> out;
+  auto add = [&](const int(&d)[3]) { out.push_back((d[0] * shape[1] + d[1]) * shape[2] + d[2]); };
+  if (connectivity == 18)
+    for (const auto& d : edges) add(d);
+  else
+    for (const auto& d : corners) add(d);
+  return out;
+}
+
 void flood(const ComponentBox& box, std::vector<std::uint32_t>& markers, int connectivity) {
-  // (value, age, index): the lowest value, then the earliest age, then
-  // file order; a voxel takes its label when it is pushed.
-  using Entry = std::tuple<double, std::uint64_t, std::size_t>;
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
+  // The lowest (value, age) first; a voxel takes its label when it is pushed.
+  FloodHeap heap;
   const std::size_t n = box.height.size();
-  for (std::size_t i = 0; i < n; ++i)
-    if (box.inside[i] && markers[i])
-      heap.emplace(-static_cast<double>(box.height[i]), 0, i);
-    else if (!box.inside[i])
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!box.inside[i])
       markers[i] = 0;  // a marker outside the component is no marker
-  const auto steps = neighbour_steps(box.shape, connectivity);
+    else if (markers[i])
+      heap.push({-static_cast<double>(box.height[i]), 0, i});
+  }
+  const auto steps = flood_steps(box.shape, connectivity);
   std::uint64_t age = 0;
   while (!heap.empty()) {
-    const std::size_t v = std::get<2>(heap.top());
-    heap.pop();
+    const std::size_t v = heap.pop().index;
     for (const std::int64_t step : steps) {
       const auto u = static_cast<std::size_t>(static_cast<std::int64_t>(v) + step);
       if (!box.inside[u] || markers[u]) continue;
       markers[u] = markers[v];
-      heap.emplace(-static_cast<double>(box.height[u]), ++age, u);
+      heap.push({-static_cast<double>(box.height[u]), ++age, u});
     }
   }
 }

@@ -292,6 +292,14 @@ LabelResult run_split_label(const Comm& comm, const LabelOptions& options) {
   // Everything the labeling would refuse, refused before the distance.
   if (!io::is_stream(options.output))
     for (const auto& file : output_files(options.output)) io::refuse_existing(file.string(), options.force);
+  // The markers checked against the input before anything is written.
+  std::unique_ptr<io::VolumeReader> markers;
+  if (!options.split.markers.empty()) {
+    const io::FileFormat format = io::detect_format(comm, options.input);
+    const auto choice = io::resolve_backend(comm, options.backend, format, options.input, io::Access::stream);
+    markers =
+        open_markers(comm, options, open_input(choice.backend, {options.input, options.selection}, comm, {})->info());
+  }
   SplitFiles files(comm, options.output);
   LabelResult::Split figures;
   // 1. The distance, and the mask as the class image.
@@ -322,7 +330,6 @@ LabelResult run_split_label(const Comm& comm, const LabelOptions& options) {
     const io::watchdog::Phase phase("label --split: the components' markers and floods");
     auto classes = open_input("posix", {files.classes, {}}, comm, {});
     auto distances = open_input("posix", {files.distance, {}}, comm, {});
-    auto markers = open_markers(comm, options, distance.input_info);
     const LabelSummary components = find_components(comm, options, *classes);
     const io::MemoryBound bound = io::memory_per_rank(comm, options.memory_bytes);
     const std::uint64_t process = io::resident_bytes();
