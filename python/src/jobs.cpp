@@ -2,6 +2,7 @@
 // The jobs over files, each the library call its command makes:
 // volseg.segment, volseg.label_file, volseg.distance_file, volseg.convert,
 // volseg.histogram.
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -87,9 +88,23 @@ py::dict label_file(const std::string& input, const std::string& out, const py::
                     const io::Selection& selection, const std::optional<std::pair<double, double>>& seed, int open,
                     int close, bool fill_holes, const std::string& label_type, const std::string& periodic,
                     const std::string& mask_out, const std::vector<std::string>& values,
-                    const std::vector<std::string>& values_expr, const std::string& report) {
+                    const std::vector<std::string>& values_expr, const std::string& report, bool split,
+                    const std::string& markers, const std::optional<double>& h, bool classes) {
   const MPI_Comm handle = mpi_comm(comm);
   segment::LabelOptions o;
+  o.classes = classes;
+  o.split.on = split;
+  if (!split && (!markers.empty() || h)) throw Error("label_file: markers= and h= go with split=True");
+  if (!markers.empty()) {
+    const auto [file, variable] = segment::file_and_variable(markers);
+    o.split.markers = file;
+    o.split.markers_selection.variable = variable;
+  }
+  if (h) {
+    if (!(*h > 0) || !std::isfinite(*h)) throw Error("label_file: h= must be a positive number of distance units");
+    if (!markers.empty()) throw Error("label_file: give markers= or h=, not both");
+    o.split.h = *h;
+  }
   o.type = label_type;
   if (!periodic.empty()) o.periodic = segment::parse_periodic(periodic);
   o.mask_output = mask_out;
@@ -97,7 +112,8 @@ py::dict label_file(const std::string& input, const std::string& out, const py::
   o.output = out;
   o.connectivity = connectivity;
   o.mask_input = mask_input;
-  if (!mask_input && (!lo || !hi)) throw Error("label_file: give lo= and hi=, or mask_input=True for a 0/1 mask");
+  if (!mask_input && !classes && (!lo || !hi))
+    throw Error("label_file: give lo= and hi=, or mask_input=True for a 0/1 mask");
   o.operators = mask_operators(seed, open, close, fill_holes, connectivity);
   o.stats = stats;
   o.min_voxels = min_voxels;
@@ -114,7 +130,7 @@ py::dict label_file(const std::string& input, const std::string& out, const py::
   {
     py::gil_scoped_release release;
     const Comm c(handle);
-    if (!mask_input) {
+    if (!mask_input && !classes) {
       chosen(c, input, backend, o.selection, *lo, *hi).apply_to(o);
     }
     result = segment::run_label(c, o);
@@ -127,6 +143,10 @@ py::dict label_file(const std::string& input, const std::string& out, const py::
   d["label_type"] = result.label_type;
   d["output_format"] = result.output_format;
   d["backend"] = result.backend;
+  if (result.split) {
+    d["markers"] = result.split->markers;
+    d["components_split"] = result.split->flooded;
+  }
   return d;
 }
 
@@ -248,7 +268,8 @@ void bind_jobs(py::module_& m) {
         py::arg("mask_input"), py::arg("lo"), py::arg("hi"), py::arg("stats"), py::arg("min_voxels"), py::arg("force"),
         py::arg("backend"), py::arg("selection"), py::arg("seed"), py::arg("open"), py::arg("close"),
         py::arg("fill_holes"), py::arg("label_type"), py::arg("periodic"), py::arg("mask_out"), py::arg("values"),
-        py::arg("values_expr"), py::arg("report"));
+        py::arg("values_expr"), py::arg("report"), py::arg("split"), py::arg("markers"), py::arg("h"),
+        py::arg("classes"));
   m.def("_distance_file", &distance_file, py::arg("input"), py::arg("out"), py::arg("comm"), py::arg("mask_input"),
         py::arg("lo"), py::arg("hi"), py::arg("spacing"), py::arg("black_border"), py::arg("type"), py::arg("force"),
         py::arg("backend"), py::arg("selection"), py::arg("seed"), py::arg("open"), py::arg("close"),

@@ -110,7 +110,8 @@ def segment(input, lo, hi, out, comm=None, force=False, backend="auto", brick=No
 def label_file(input, out, connectivity=26, stats="", comm=None, mask_input=True, lo=None, hi=None,
                min_voxels=0, force=False, backend="auto", var=None, time=None, expr=None, where=None,
                operands=None, seed=None, open=0, close=0, fill_holes=False, label_type="auto", periodic="",
-               mask_out="", values=(), values_expr=(), report=""):
+               mask_out="", values=(), values_expr=(), report="", split=False, markers="", h=None,
+               classes=False):
     """Label the connected components of a mask file (or of lo <= v <= hi of
     a volume, or of a derived field: expr=, where=) into out, as `volseg
     label`: collective; returns counts. lo, hi, seed, open, close and
@@ -120,7 +121,12 @@ def label_file(input, out, connectivity=26, stats="", comm=None, mask_input=True
     the labelled mask there, from the same read. values: fields measured per
     object into the stats table, "FILE" or "FILE:VAR" each; values_expr:
     "[NAME=]EXPR" each, of the variables of the one FILE given without :VAR
-    (else of input); report: a JSON report with the table's first rows."""
+    (else of input); report: a JSON report with the table's first rows.
+    split=True: touching objects apart, a watershed of the distance
+    transform from markers: markers="FILE[:VAR]" (a labels volume, each
+    nonzero id one) or h=H (the h-maxima of the distance, default 0.5), as
+    `volseg label --split`. classes=True: input is a u8 class image, its
+    objects the connected regions of one value (skimage.measure.label)."""
     if isinstance(values, (str, os.PathLike)):
         values = [values]
     if isinstance(values_expr, str):
@@ -130,7 +136,8 @@ def label_file(input, out, connectivity=26, stats="", comm=None, mask_input=True
                                None if hi is None else _threshold_text(hi), stats, min_voxels, force, backend,
                                _selection(var, time, "", expr, where, operands), _seed(seed), int(open), int(close),
                                bool(fill_holes), str(label_type), str(periodic), str(mask_out),
-                               [str(v) for v in values], [str(v) for v in values_expr], str(report))
+                               [str(v) for v in values], [str(v) for v in values_expr], str(report), bool(split),
+                               str(markers), None if h is None else float(h), bool(classes))
 
 
 def distance_file(input, out, mask_input=True, lo=None, hi=None, spacing=None, black_border=False, type="f32",

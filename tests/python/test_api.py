@@ -167,6 +167,34 @@ def test_distance_file_equals_scipy(volume):
         volseg.distance_file(path, out=out, mask_input=False, lo=0.3, hi=0.7, spacing=(1, 0, 1), force=True)
 
 
+def test_label_file_split_equals_the_cli(volume):
+    path, values, folder = volume
+    spheres = os.path.join(folder, "spheres.nhdr")
+    if COMM.rank == 0:
+        proc = cli("generate", spheres, "--field", "spheres", "--count", "30", "--dims", "48", "--dtype", "u8",
+                   "--quiet", "--force")
+        assert proc.returncode == 0, proc.stderr
+    COMM.Barrier()
+    out = os.path.join(folder, "split.nhdr")
+    result = volseg.label_file(spheres, out=out, split=True, h=0.5, force=True, label_type="u32")
+    whole = volseg.label_file(spheres, out=out, force=True, label_type="u32")["objects"]
+    result = volseg.label_file(spheres, out=out, split=True, h=0.5, force=True, label_type="u32")
+    assert result["objects"] == result["markers"] > whole  # touching balls apart, one object a marker
+    ours = np.fromfile(os.path.join(folder, "split.raw"), dtype="<u4")
+    COMM.Barrier()
+    if COMM.rank == 0:
+        cli_out = os.path.join(folder, "split_cli.nhdr")
+        proc = cli("label", spheres, "--mask-input", "--split", "--h", "0.5", "--out", cli_out, "--label-type", "u32",
+                   "--quiet")
+        assert proc.returncode == 0, proc.stderr
+        assert np.array_equal(ours, np.fromfile(os.path.join(folder, "split_cli.raw"), dtype="<u4"))
+    COMM.Barrier()
+    with pytest.raises(volseg.Error, match="h="):
+        volseg.label_file(spheres, out=out, split=True, h=-1, force=True)
+    with pytest.raises(volseg.Error, match="split=True"):
+        volseg.label_file(spheres, out=out, h=1, force=True)
+
+
 def test_label_file_types_periodic_and_mask_out(volume):
     """label_type=, periodic= and mask_out= as the command line's --label-type, --periodic and
     --mask-out: u64 labels equal to u32's, wrapping joins objects, the mask equals segment's."""
