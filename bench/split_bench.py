@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""The distance transform: 'volseg distance' against seung-lab's edt 3.1.2 and
-scipy.ndimage.distance_transform_edt.
+"""The distance transform and the split: 'volseg distance' against seung-lab's
+edt 3.1.2 and scipy.ndimage.distance_transform_edt; 'volseg label --split'
+against scikit-image's pipeline.
 
 Part 1, 512^3 u8 masks (random density 0.5; the spheres generator's
 touching balls; a smooth band: volseg generate's smooth field in
@@ -15,11 +16,19 @@ must be equal voxel for voxel.
 Part 2, 1024^3 spheres on 2 ranks within --memory 512MiB: each rank's peak
 resident memory (the summary's).
 
+Part 3, the split of the spheres generator's touching balls at 256^3 and
+512^3: 'volseg label --split --h 0.5' (distance, h-maxima, watershed,
+labels; file to file) on 1 and 2 ranks against scikit-image's pipeline on
+one core (scipy's distance_transform_edt, h_maxima, label, watershed with
+connectivity 3; read the mask, write u32 labels). The object counts must be
+equal and the labels agree on at least 99.9% of the voxels.
+
 Ratios against references measured in the same run (best of --repeat):
   volseg 1 rank / edt per core (bar: >= 1.0), volseg / scipy (bar: >= 5),
-  volseg 2 ranks / 1 rank (bar: >= 1.8, on a machine with 2 free cores).
+  volseg 2 ranks / 1 rank (bar: >= 1.8, on a machine with 2 free cores),
+  volseg split / scikit-image per core (bar: >= 2).
 
-  /usr/bin/python3 bench/split_bench.py             # both parts, ~10 min, 6 GiB in --dir
+  /usr/bin/python3 bench/split_bench.py             # every part, ~20 min, 6 GiB in --dir
   /usr/bin/python3 bench/split_bench.py --part 1
 Writes docs/results/split_bench.{md,json,png}."""
 import argparse
@@ -63,7 +72,7 @@ def log(*args):
 
 def edt_python(venv):
     python = os.path.join(venv, "bin", "python")
-    probe = [python, "-c", "import edt, numpy; assert edt.__version__ == '%s'" % EDT_VERSION]
+    probe = [python, "-c", "import edt, numpy, importlib.metadata as m; assert m.version('edt') == '%s'" % EDT_VERSION]
     if os.path.exists(python) and subprocess.run(probe, capture_output=True).returncode == 0:
         return python
     log("creating edt's virtual environment in", venv)
@@ -184,21 +193,106 @@ def part2(args, work):
     n = args.size2
     mask, raw = spheres_mask(args, os.path.join(work, "big"), n, args.spheres * 8)
     run = run_volseg(args, mask, os.path.join(work, "big-d.nhdr"), 2, memory="512MiB")
-    for leftover in (raw, mask, os.path.join(work, "big-d.nhdr"), os.path.join(work, "big-d.raw")):
+    for leftover in (os.path.join(work, "big-d.nhdr"), os.path.join(work, "big-d.raw")):
+        os.remove(leftover)
+    split = run_split(args, mask, os.path.join(work, "big-l.nhdr"), 2, memory="512MiB")
+    for leftover in (raw, mask, os.path.join(work, "big-l.nhdr"), os.path.join(work, "big-l.raw")):
         if os.path.exists(leftover):
             os.remove(leftover)
-    log("%d^3 spheres on 2 ranks, --memory 512MiB: %.1f s, peak %.0f MiB a rank" % (n, run["total"],
-                                                                                    run["max_rss"] / 2**20))
-    return {"size": n, "ranks": 2, "memory": "512MiB", **run}
+    log("%d^3 spheres on 2 ranks, --memory 512MiB: distance %.1f s, peak %.0f MiB a rank; label --split %.1f s "
+        "(%d objects), peak %.0f MiB a rank" % (n, run["total"], run["max_rss"] / 2**20, split["total"],
+                                                split["objects"], split["max_rss"] / 2**20))
+    return {"size": n, "ranks": 2, "memory": "512MiB", **run, "split": split}
 
 
-def write_results(args, rows, big):
+# Debian's python: scikit-image's pipeline on one mask, file to file.
+SKIMAGE = r'''
+import sys, time, json
+import numpy as np
+from scipy import ndimage
+from skimage.measure import label
+from skimage.morphology import h_maxima
+from skimage.segmentation import watershed
+path, n, h, out = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+t0 = time.perf_counter()
+mask = np.fromfile(path, dtype=np.uint8).reshape(n, n, n) != 0
+t1 = time.perf_counter()
+distance = ndimage.distance_transform_edt(mask).astype(np.float32)
+t2 = time.perf_counter()
+markers = label(h_maxima(distance, h))
+t3 = time.perf_counter()
+labels = watershed(-distance, markers, mask=mask, connectivity=3)
+t4 = time.perf_counter()
+labels.astype(np.uint32).tofile(out)
+t5 = time.perf_counter()
+print(json.dumps({"read": t1 - t0, "distance": t2 - t1, "markers": t3 - t2, "watershed": t4 - t3,
+                  "write": t5 - t4, "total": t5 - t0, "objects": int(labels.max())}))
+'''
+
+
+def run_split(args, mask, out, ranks, memory=None):
+    argv = [args.volseg, "label", mask, "--mask-input", "--split", "--h", str(args.h), "--out", out, "--force",
+            "--label-type", "u32", "--progress", "none"] + (["--memory", memory] if memory else [])
+    if ranks > 1:
+        argv = ["mpirun", "-np", str(ranks), "--bind-to", "none"] + argv
+    start = time.perf_counter()
+    text = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+    wall = time.perf_counter() - start
+    objects = re.search(r"(\d+) objects, ", text)
+    rss = re.search(r"peak memory per rank ([0-9.]+) MiB", text)
+    split = re.search(r"distance ([0-9.e+-]+) s, floods ([0-9.e+-]+) s", text)
+    return {"total": wall, "objects": int(objects.group(1)), "max_rss": int(float(rss.group(1)) * (1 << 20)),
+            "distance": float(split.group(1)), "floods": float(split.group(2))}
+
+
+def agreement(a_path, b_path):
+    """The share of voxels where two labelings agree once each id of a is
+    matched to the id of b it overlaps most (background included)."""
+    a = np.fromfile(a_path, dtype=np.uint32).astype(np.uint64)
+    b = np.fromfile(b_path, dtype=np.uint32).astype(np.uint64)
+    pairs, counts = np.unique(a << np.uint64(32) | b, return_counts=True)
+    first = pairs >> np.uint64(32)
+    order = np.lexsort((-counts, first))
+    keep = np.ones(len(order), bool)
+    keep[1:] = first[order][1:] != first[order][:-1]
+    return float(counts[order][keep].sum()) / len(a)
+
+
+def part3(args, work):
+    rows = []
+    for n in args.split_sizes:
+        count = max(100, int(args.spheres * (n / 512.0) ** 3))
+        mask, raw = spheres_mask(args, os.path.join(work, "split%d" % n), n, count)
+        out = os.path.join(work, "split.nhdr")
+        got = {"volseg": [], "volseg2": [], "skimage": []}
+        for _ in range(args.repeat):
+            got["volseg"].append(run_split(args, mask, out, 1))
+            got["volseg2"].append(run_split(args, mask, out, 2))
+        proc = subprocess.run(["/usr/bin/python3", "-c", SKIMAGE, raw, str(n), str(args.h),
+                               os.path.join(work, "skimage.u32")], capture_output=True, text=True, check=True)
+        got["skimage"].append(json.loads(proc.stdout))
+        row = {"size": n, "balls": count, "volseg": min(got["volseg"], key=lambda r: r["total"]),
+               "volseg2": min(got["volseg2"], key=lambda r: r["total"]), "skimage": got["skimage"][0]}
+        row["agreement"] = agreement(os.path.join(work, "split.raw"), os.path.join(work, "skimage.u32"))
+        row["vs_skimage"] = row["skimage"]["total"] / row["volseg"]["total"]
+        row["two_ranks"] = row["volseg"]["total"] / row["volseg2"]["total"]
+        log("split %d^3 (%d balls): volseg %.2f s (%d objects), 2 ranks %.2f s, scikit-image %.2f s (%d objects); "
+            "%.1fx, agreement %.5f" % (n, count, row["volseg"]["total"], row["volseg"]["objects"],
+                                        row["volseg2"]["total"], row["skimage"]["total"], row["skimage"]["objects"],
+                                        row["vs_skimage"], row["agreement"]))
+        rows.append(row)
+        for leftover in (raw, mask):
+            os.remove(leftover)
+    return rows
+
+
+def write_results(args, rows, big, splits=()):
     os.makedirs(args.results, exist_ok=True)
     base = os.path.join(args.results, "split_bench")
     cpu = open("/proc/cpuinfo").read()
     model = re.search(r"model name\s*:\s*(.*)", cpu)
     info = {"machine": model.group(1) if model else "?", "cores": os.cpu_count(), "date": time.strftime("%Y-%m-%d"),
-            "edt": EDT_VERSION, "distance": rows, "memory": big}
+            "edt": EDT_VERSION, "distance": rows, "memory": big, "split": list(splits)}
     with open(base + ".json", "w") as f:
         json.dump(info, f, indent=1)
     lines = ["# The distance transform: volseg distance, edt %s, scipy" % EDT_VERSION, "",
@@ -215,8 +309,22 @@ def write_results(args, rows, big):
             "%.1fx" % r["vs_scipy"] if "vs_scipy" in r else "-", r["two_ranks"],
             ", ".join("%s %s" % (k, "yes" if v else "NO") for k, v in r["checks"].items())))
     if big:
-        lines += ["", "%d^3 spheres on 2 ranks within --memory %s: %.1f s, peak resident memory %.0f MiB a rank." % (
-            big["size"], big["memory"], big["total"], big["max_rss"] / 2**20)]
+        lines += ["", "%d^3 spheres (%d balls) on 2 ranks within --memory %s: `volseg distance` %.1f s, peak resident "
+                  "memory %.0f MiB a rank; `volseg label --split` %.1f s (%d objects), peak %.0f MiB a rank." % (
+                      big["size"], args.spheres * 8, big["memory"], big["total"], big["max_rss"] / 2**20,
+                      big["split"]["total"], big["split"]["objects"], big["split"]["max_rss"] / 2**20)]
+    if splits:
+        lines += ["", "## The split: label --split --h %g against scikit-image" % args.h, "",
+                  "Seconds, file to file (the mask in, u32 labels out); scikit-image: scipy's distance, h_maxima, "
+                  "label, watershed (connectivity 3) on one core.", "",
+                  "| spheres | balls | volseg 1 rank | volseg 2 ranks | scikit-image | vs scikit-image | "
+                  "2 ranks / 1 | objects (volseg, scikit-image) | voxels that agree | peak MiB a rank (1 rank) |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for r in splits:
+            lines.append("| %d^3 | %d | %.2f | %.2f | %.2f | %.2fx | %.2fx | %d, %d | %.3f%% | %.0f |" % (
+                r["size"], r["balls"], r["volseg"]["total"], r["volseg2"]["total"], r["skimage"]["total"],
+                r["vs_skimage"], r["two_ranks"], r["volseg"]["objects"], r["skimage"]["objects"],
+                100 * r["agreement"], r["volseg"]["max_rss"] / 2**20))
     with open(base + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")
     try:
@@ -249,7 +357,9 @@ def main():
     parser.add_argument("--dir", default=None, help="scratch folder (default: a temporary one in /tmp)")
     parser.add_argument("--venv", default=os.path.join(os.path.expanduser("~"), ".cache", "volseg-bench-edt"))
     parser.add_argument("--results", default=os.path.join(ROOT, "docs", "results"))
-    parser.add_argument("--part", type=int, choices=(1, 2), default=None)
+    parser.add_argument("--part", type=int, choices=(1, 2, 3), default=None)
+    parser.add_argument("--split-sizes", type=int, nargs="+", default=[256, 512])
+    parser.add_argument("--h", type=float, default=0.5)
     parser.add_argument("--size1", type=int, default=512)
     parser.add_argument("--size2", type=int, default=1024)
     parser.add_argument("--spheres", type=int, default=1500, help="balls in the 512^3 spheres mask (x8 at 1024^3)")
@@ -261,7 +371,8 @@ def main():
     with tempfile.TemporaryDirectory(dir=args.dir) as work:
         rows = part1(args, python, work) if args.part in (None, 1) else []
         big = part2(args, work) if args.part in (None, 2) else None
-    write_results(args, rows, big)
+        splits = part3(args, work) if args.part in (None, 3) else []
+    write_results(args, rows, big, splits)
 
 
 if __name__ == "__main__":
