@@ -197,7 +197,8 @@ class Split(unittest.TestCase):
                 ([path, "--mask-input", "--split", "--h", "tall"], "--h"),
                 ([path, "--mask-input", "--split", "--spacing", "1,0,1"], "--spacing"),
                 ([self.path("twos.nhdr"), "--mask-input", "--split"], "0 or 1|neither"),
-                ([path, "--mask-input", "--h", "1"], "--split")):
+                ([path, "--mask-input", "--h", "1"], "--split"),
+                (["--classes", self.path("small.nhdr")], "--classes")):
             proc = e.run(["label", *args, "--out", out], ranks=2)
             e.assert_clean_failure(self, proc, pattern)
             self.assertFalse(os.path.exists(out), args)

@@ -95,8 +95,11 @@ void choose_shapes(const Comm& comm, const DistanceOptions& options, DistancePla
 DistancePlan plan_distance(const Comm& comm, const DistanceOptions& options, DistanceResult& result) {
   check_distance_options(options);
   const io::FileFormat input_format = io::detect_format(comm, options.input);
+  // Slabs whole along z are strided in the file and copied into the
+  // sweep's buffer: read (pread), not mapped, so that a slab's window over
+  // the whole file never counts in the rank's memory.
   const io::AutoChoice choice =
-      io::resolve_backend(comm, options.backend, input_format, options.input, io::Access::stream);
+      io::resolve_backend(comm, options.backend, input_format, options.input, io::Access::copy);
   result.backend = choice.backend;
   const io::FileFormat output_format = io::output_format(options.output, options.format, input_format, false);
   result.output_format = io::format_name(output_format);

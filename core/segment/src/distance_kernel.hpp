@@ -55,6 +55,7 @@ class PlaneDistance {
   // border is background; winner[i]: the site nearest i (-1 and n the
   // border's), or kNone.
   void envelope(const double* f, std::int64_t n, double step, std::int32_t* winner);
+  void run_envelope(const double* f, std::int64_t n, std::int64_t a, std::int64_t b, double step, std::int32_t* winner);
 
   std::int64_t height_, width_;
   std::array<double, 3> spacing_;
@@ -62,7 +63,9 @@ class PlaneDistance {
   std::vector<std::uint16_t> ky_, kz_;  // after the y pass: offsets along y and z of each voxel's nearest
   std::vector<double> f_, boundary_;
   std::vector<std::int32_t> sites_, winner_;
-  std::vector<std::uint16_t> column_;
+  // The y pass's columns, kColumns at a time: offsets in, y and z offsets out.
+  static constexpr std::int64_t kColumns = 16;
+  std::vector<std::uint16_t> tile_, tile_y_, tile_z_;
   double largest_ = 0;
 };
 

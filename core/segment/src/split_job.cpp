@@ -163,8 +163,12 @@ class Floods {
   Floods(const LabelOptions& options, io::VolumeReader& distance, io::VolumeReader* markers, std::uint64_t room)
       : options_(options), distance_(distance), markers_(markers), room_(room) {}
 
-  void run(const ObjectTable& table, ClassWriter& out, FloodFigures& figures) {
-    for (std::size_t i = 0; i < table.size(); ++i) split(table.part(i), out, figures);
+  void run(const ObjectTable& table, ClassWriter& out, FloodFigures& figures, Progress& progress) {
+    for (std::size_t i = 0; i < table.size(); ++i) {
+      const ObjectPart& part = table.part(i);
+      split(part, out, figures);
+      progress.advance(1, part.voxels * sizeof(float));
+    }
   }
 
  private:
@@ -189,7 +193,6 @@ class Floods {
     read_box(box, component);
     std::vector<std::uint8_t> foreground(n, 0);
     for (std::size_t i = 0; i < n; ++i) foreground[i] = component.height[i] > 0;
-    const std::int64_t width = io::Index3{box.count}[2];
     auto padded_index = [&](std::uint64_t global) {
       const auto& d = distance_.info().dims;
       const auto x = static_cast<std::int64_t>(global % static_cast<std::uint64_t>(d[2]));
@@ -198,7 +201,6 @@ class Floods {
       const auto z = static_cast<std::int64_t>(global / static_cast<std::uint64_t>(d[2] * d[1]));
       return component.index(z - box.offset[0], y - box.offset[1], x - box.offset[2]);
     };
-    (void)width;
     isolate(component, foreground, padded_index(part.first), options_.connectivity);
     std::vector<std::uint32_t> regions;
     const std::uint32_t count =
@@ -334,12 +336,20 @@ LabelResult run_split_label(const Comm& comm, const LabelOptions& options) {
     const io::MemoryBound bound = io::memory_per_rank(comm, options.memory_bytes);
     const std::uint64_t process = io::resident_bytes();
     FloodFigures mine;
-    collectively(comm, [&] {
-      ClassWriter out(files.classes);
-      Floods(options, *distances, markers.get(), bound.bytes > process ? bound.bytes - process : 0)
-          .run(components.table, out, mine);
-      out.close();
-    });
+    Progress progress(comm, "split", static_cast<std::int64_t>(components.objects), options.progress, "objects");
+    if (options.on_progress) progress.observe(options.on_progress);
+    try {
+      collectively(comm, [&] {
+        ClassWriter out(files.classes);
+        Floods(options, *distances, markers.get(), bound.bytes > process ? bound.bytes - process : 0)
+            .run(components.table, out, mine, progress);
+        out.close();
+      });
+    } catch (...) {
+      progress.finish();
+      throw;
+    }
+    progress.finish();
     std::uint64_t sums[3] = {mine.markers, mine.flooded, mine.regions};
     check_mpi(MPI_Allreduce(MPI_IN_PLACE, sums, 3, MPI_UINT64_T, MPI_SUM, comm.get()), "MPI_Allreduce");
     figures.markers = sums[0];
