@@ -415,7 +415,7 @@ struct LabelPasses {
     bricks.run(collective, [&](std::optional<std::size_t> k) {
       const io::Extent* extent = k ? &bricks.extent(*k) : nullptr;
       const std::uint8_t* brick_mask = mask(extent);
-      if (mask_out) io::write_in_round(*mask_out, extent, brick_mask);
+      if (mask_out) io::write_in_round(*mask_out, extent, options.classes ? binary(brick_mask, extent) : brick_mask);
       for (std::size_t f = 0; f < plan.fields.size(); ++f)
         io::read_in_round(*plan.fields[f], extent, sources[f].data());
       if (!extent) return;
@@ -428,6 +428,16 @@ struct LabelPasses {
       check_memory(*k + 1, bricks.size());
     });
   }
+
+  // A class image's brick as the 0/1 mask --mask-out writes (null: none).
+  const std::uint8_t* binary(const std::uint8_t* classes, const io::Extent* extent) {
+    if (!extent) return nullptr;
+    const auto n = static_cast<std::size_t>(extent->voxels());
+    binary_mask.resize(n);
+    for (std::size_t i = 0; i < n; ++i) binary_mask[i] = classes[i] != 0;
+    return binary_mask.data();
+  }
+  std::vector<std::uint8_t> binary_mask;
 
   // Makes room for this rank's objects by dropping kept bricks, and stops
   // pass 1 when they outgrow its bound even so: better now, with a line

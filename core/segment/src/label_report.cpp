@@ -322,6 +322,17 @@ void write_label_report(const std::string& path, const LabelOptions& options, co
     report["input"]["threshold_rules"] = detail::rules_json(options.lo_rule, options.hi_rule);
   }
   if (options.operators.any()) report["operators"] = detail::operators_json(options.operators, options.lo, options.hi);
+  if (result.split) {
+    const auto& split = *result.split;
+    report["split"] = {
+        {"markers", options.split.markers.empty() ? nlohmann::json("h-maxima") : nlohmann::json(options.split.markers)},
+        {"h", options.split.markers.empty() ? nlohmann::json(options.split.h) : nlohmann::json()},
+        {"markers_found", split.markers},
+        {"components_flooded", split.flooded},
+        {"objects_from_floods", split.regions},
+        {"distance_seconds", split.distance_seconds},
+        {"flood_seconds", split.flood_seconds}};
+  }
   report["output"] = {{"path", options.output},
                       {"format", result.output_format},
                       {"type", result.label_type},
