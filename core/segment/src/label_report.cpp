@@ -304,6 +304,22 @@ void gather_report_rows(const Comm& comm, const LabelSummary& summary, std::size
   if (fields != 0) values = io::gather(comm.get(), std::span<const ObjectValues>(my_values));
 }
 
+namespace {
+
+// The report's "split" (label --split): the markers and what the floods made.
+nlohmann::json split_json(const LabelOptions& options, const LabelResult::Split& split) {
+  const bool h_maxima = options.split.markers.empty();
+  return {{"markers", h_maxima ? nlohmann::json("h-maxima") : nlohmann::json(options.split.markers)},
+          {"h", h_maxima ? nlohmann::json(options.split.h) : nlohmann::json()},
+          {"markers_found", split.markers},
+          {"components_flooded", split.flooded},
+          {"objects_from_floods", split.regions},
+          {"distance_seconds", split.distance_seconds},
+          {"flood_seconds", split.flood_seconds}};
+}
+
+}  // namespace
+
 void write_label_report(const std::string& path, const LabelOptions& options, const LabelResult& result,
                         const std::vector<ObjectPart>& table, const std::vector<ObjectValues>& table_values) {
   const auto& info = result.input_info;
@@ -322,17 +338,7 @@ void write_label_report(const std::string& path, const LabelOptions& options, co
     report["input"]["threshold_rules"] = detail::rules_json(options.lo_rule, options.hi_rule);
   }
   if (options.operators.any()) report["operators"] = detail::operators_json(options.operators, options.lo, options.hi);
-  if (result.split) {
-    const auto& split = *result.split;
-    report["split"] = {
-        {"markers", options.split.markers.empty() ? nlohmann::json("h-maxima") : nlohmann::json(options.split.markers)},
-        {"h", options.split.markers.empty() ? nlohmann::json(options.split.h) : nlohmann::json()},
-        {"markers_found", split.markers},
-        {"components_flooded", split.flooded},
-        {"objects_from_floods", split.regions},
-        {"distance_seconds", split.distance_seconds},
-        {"flood_seconds", split.flood_seconds}};
-  }
+  if (result.split) report["split"] = split_json(options, *result.split);
   report["output"] = {{"path", options.output},
                       {"format", result.output_format},
                       {"type", result.label_type},
