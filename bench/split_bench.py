@@ -23,7 +23,9 @@ one core (scipy's distance_transform_edt, h_maxima, label, watershed with
 connectivity 3; read the mask, write u32 labels). The object counts must be
 equal and the labels agree on at least 99.9% of the voxels.
 
-Ratios against references measured in the same run (best of --repeat):
+Ratios against references measured in the same run (best of --repeat); the
+2-rank ratio both by the wall clock (mpirun's start included) and by the
+job's own time (its summary's):
   volseg 1 rank / edt per core (bar: >= 1.0), volseg / scipy (bar: >= 5),
   volseg 2 ranks / 1 rank (bar: >= 1.8, on a machine with 2 free cores),
   volseg split / scikit-image per core (bar: >= 2).
@@ -300,13 +302,14 @@ def write_results(args, rows, big, splits=()):
              "(read the u8 mask, transform, write f32), best of %d; the files in the page cache." % (
                  info["machine"], info["cores"], info["date"], args.repeat), "",
              "| mask (%d^3) | volseg 1 rank | volseg 2 ranks | edt (1 thread) | scipy | vs edt | vs scipy | "
-             "2 ranks / 1 | equal to edt, scipy |" % args.size1,
-             "|---|---|---|---|---|---|---|---|---|"]
+             "2 ranks / 1 | 2 ranks / 1, the job's own time | equal to edt, scipy |" % args.size1,
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append("| %s | %.2f | %.2f | %.2f | %s | %.2fx | %s | %.2fx | %s |" % (
+        lines.append("| %s | %.2f | %.2f | %.2f | %s | %.2fx | %s | %.2fx | %.2fx | %s |" % (
             r["mask"], r["volseg"]["total"], r["volseg2"]["total"], r["edt"]["total"],
             "%.2f" % r["scipy"]["total"] if "scipy" in r else "-", r["vs_edt"],
             "%.1fx" % r["vs_scipy"] if "vs_scipy" in r else "-", r["two_ranks"],
+            r["volseg"]["job"] / r["volseg2"]["job"],
             ", ".join("%s %s" % (k, "yes" if v else "NO") for k, v in r["checks"].items())))
     if big:
         lines += ["", "%d^3 spheres (%d balls) on 2 ranks within --memory %s: `volseg distance` %.1f s, peak resident "
@@ -366,7 +369,14 @@ def main():
     parser.add_argument("--masks", nargs="+", default=["random", "spheres", "band"])
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--no-scipy", action="store_true")
+    parser.add_argument("--tables-from", metavar="JSON",
+                        help="write the table and plot again from a run's JSON, without measuring")
     args = parser.parse_args()
+    if args.tables_from:
+        with open(args.tables_from) as f:
+            kept = json.load(f)
+        write_results(args, kept["distance"], kept["memory"], kept["split"])
+        return
     python = edt_python(args.venv)
     with tempfile.TemporaryDirectory(dir=args.dir) as work:
         rows = part1(args, python, work) if args.part in (None, 1) else []
