@@ -11,7 +11,6 @@
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -19,10 +18,10 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <unordered_map>
 
 #include "job_outputs.hpp"
 #include "kept_bricks.hpp"
+#include "label_bricks.hpp"
 #include "label_kernel.hpp"
 #include "label_report.hpp"
 #include "mask_chain.hpp"
@@ -64,36 +63,6 @@ std::string exact(double value) {
   char text[64];
   std::snprintf(text, sizeof text, "%.17g", value);
   return text;
-}
-
-// The largest label a type holds, exactly (a double rounds 2^64 - 1 up).
-std::uint64_t most_labels(io::DType type) {
-  switch (type) {
-    case io::DType::u8:
-      return std::numeric_limits<std::uint8_t>::max();
-    case io::DType::u16:
-      return std::numeric_limits<std::uint16_t>::max();
-    case io::DType::u32:
-      return std::numeric_limits<std::uint32_t>::max();
-    default:
-      return std::numeric_limits<std::uint64_t>::max();
-  }
-}
-
-// auto: u32 while the objects fit, else u64.
-io::DType label_type(const std::string& asked, std::uint64_t objects) {
-  const std::pair<const char*, io::DType> types[] = {
-      {"u8", io::DType::u8}, {"u16", io::DType::u16}, {"u32", io::DType::u32}, {"u64", io::DType::u64}};
-  if (asked == "auto") return objects <= most_labels(io::DType::u32) ? io::DType::u32 : io::DType::u64;
-  for (const auto& [name, type] : types)
-    if (asked == name) {
-      const std::uint64_t most = most_labels(type);
-      if (objects > most)
-        throw Error("--label-type " + asked + " holds at most " + std::to_string(most) + " labels, and the mask has " +
-                    std::to_string(objects) + " objects (use a wider type, or auto)");
-      return type;
-    }
-  throw Error("unknown label type '" + asked + "' (auto, u8, u16, u32 or u64)");
 }
 
 void paint(const BrickLabeler::View& labelled, std::span<const std::uint64_t> ids, io::DType type, void* out) {
@@ -174,7 +143,7 @@ void check_label_options(const LabelOptions& options) {
     if (options.lo > options.hi)
       throw Error("lo > hi: --lo " + exact(options.lo) + " is above --hi " + exact(options.hi));
   }
-  if (options.type != "auto") label_type(options.type, 0);  // a name it knows, before any work
+  if (options.type != "auto") detail::label_type(options.type, 0);  // a name it knows, before any work
 }
 
 // The input's format and reading backend (auto: by access pattern and the
@@ -190,12 +159,7 @@ io::Writing choose_io(const Comm& comm, const LabelOptions& options, LabelResult
       io::output_format(options.output, options.format, input_format, /*wide_types=*/true);
   result.output_format = io::format_name(output_format);
   io::Writing writing = io::writing_backend(output_format, result.backend);
-  // Labels are 4 bytes a voxel where segment's mask is 1: written through a
-  // map, each page faults in and is dirtied twice (1024^3 u32 on 2 ranks:
-  // 10.4 s with mmap against 3.0 s with pwrite), so raw labels are written
-  // with pwrite whatever reads the input.
-  if (output_format == io::FileFormat::raw && writing.backend.find("mmap") != std::string::npos)
-    writing.backend = "posix";
+  writing.backend = detail::label_writer(output_format, writing.backend);
   if (!options.output_backend.empty()) writing.backend = options.output_backend;
   result.output_backend = writing.backend;
   if (!options.mask_output.empty())
@@ -296,28 +260,6 @@ void fit_memory(const Comm& comm, const LabelOptions& options, LabelPlan& plan) 
   });
 }
 
-// The bricks when --brick names none. Each brick face is merge work, and a
-// brick of a few planes is mostly faces: on 1024^3 f32 (2 ranks), bricks of
-// 3 planes labelled in 2.7 s and 16 planes in 0.9 s. So bricks of whole
-// planes (rows, or whole chunks of a chunked input) of up to 16 Mi voxels
-// (64 MiB of u32 labels), within an eighth of the smallest rank's memory
-// bound (a brick's buffers take about dtype + 11 bytes a voxel), and small
-// enough that every rank gets 4 bricks; never below the 3 Mi voxels (12 MiB
-// of labels) that every job had before. Collective: the ranks agree.
-io::Index3 label_brick_shape(const Comm& comm, const LabelOptions& options, const io::VolumeInfo& info,
-                             const std::optional<io::Index3>& chunks) {
-  constexpr std::uint64_t least = std::uint64_t{3} << 20, most = std::uint64_t{16} << 20;
-  std::uint64_t bound = io::memory_per_rank(comm, options.memory_bytes).bytes;
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &bound, 1, MPI_UINT64_T, MPI_MIN, comm.get()), "MPI_Allreduce");
-  const std::uint64_t per_voxel = io::dtype_size(info.dtype) + 11;
-  const auto total = static_cast<std::uint64_t>(info.dims[0] * info.dims[1] * info.dims[2]);
-  const std::uint64_t share = total / (4 * static_cast<std::uint64_t>(comm.size()));
-  const std::uint64_t voxels = std::clamp(std::min({bound / 8 / per_voxel, share, most}), least, most);
-  const std::size_t target = static_cast<std::size_t>(voxels) * 4;
-  return chunks ? BrickLayout::chunk_aligned_shape(info.dims, 4, *chunks, target)
-                : BrickLayout::default_shape(info.dims, 4, target);
-}
-
 LabelPlan plan_label(const Comm& comm, const LabelOptions& options, LabelResult& result) {
   check_label_options(options);
   io::Writing writing = choose_io(comm, options, result);
@@ -341,8 +283,9 @@ LabelPlan plan_label(const Comm& comm, const LabelOptions& options, LabelResult&
   for (const auto& field : fields)
     for (const auto& file : field->files()) taken.push_back(file);
   check_label_outputs(options, std::move(taken));
-  const io::Index3 shape = options.brick_shape.value_or(label_brick_shape(
-      comm, options, info, detail::chunks_for_bricks(reader->capabilities().chunks, io::parse_format(result.output_format))));
+  const io::Index3 shape = options.brick_shape.value_or(detail::label_brick_shape(
+      comm, options, info,
+      detail::chunks_for_bricks(reader->capabilities().chunks, io::parse_format(result.output_format))));
   const BrickLayout layout(info.dims, shape);
   check_operators(options.operators, layout.shape());
   result.brick_shape = layout.shape();
@@ -533,6 +476,9 @@ std::unique_ptr<io::VolumeWriter> create_labels(const Comm& comm, const LabelOpt
   auto writer_hints = detail::joined(
       detail::joined(io::hints_for(plan.writing.backend, io::Role::writer, options.hints), plan.writing.hints),
       options.output_hints);
+  if (detail::direct_label_writes(io::parse_format(result.output_format), result.output_backend, request.whole_planes,
+                                  writer_hints))
+    writer_hints.push_back("direct_write=1");
   return io::create_writer(result.output_backend, request, comm, io::Hints::parse(writer_hints));
 }
 
@@ -599,7 +545,7 @@ void execute_label(const Comm& comm, const LabelOptions& options, LabelPlan& pla
     }
     times.merge = since(merge);
 
-    const io::DType type = label_type(options.type, result.summary.objects);
+    const io::DType type = detail::label_type(options.type, result.summary.objects);
     result.label_type = io::dtype_name(type);
     const auto pass2 = Clock::now();
     const io::watchdog::Phase phase("label, pass 2 (paint the ids and write)");
