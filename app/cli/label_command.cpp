@@ -60,6 +60,12 @@ class LabelCommand final : public Command {
                     "surroundings, in the distance's units), as skimage.morphology.h_maxima [0.5]")
         ->needs(split)
         ->excludes("--markers");
+    sub->add_option("--split-on", split_on_,
+                    "With --split: flood FIELD instead of the distance, as skimage.segmentation.watershed(FIELD, "
+                    "markers) (lowest first: for images whose boundaries are bright); -FIELD floods its negation. "
+                    "FIELD: input (the input's own values) or FILE[:VAR] of the input's shape; --h is then in its "
+                    "units (its h-minima)")
+        ->needs(split);
     sub->add_option("--spacing", spacing_,
                     "With --split: Z,Y,X units of the distance (default: the input's own spacing, else 1,1,1)")
         ->needs(split);
@@ -207,6 +213,19 @@ class LabelCommand final : public Command {
       o.split.h = h;
     }
     if (!spacing_.empty()) o.split.spacing = segment::parse_spacing(spacing_);
+    if (!split_on_.empty()) {
+      std::string field = split_on_;
+      o.split.on_negate = field[0] == '-';
+      if (o.split.on_negate) field.erase(0, 1);
+      if (field.empty()) throw Error("--split-on " + split_on_ + ": name a field (input, or FILE[:VAR])");
+      if (field == "input") {
+        o.split.on_field = field;
+      } else {
+        const auto [file, variable] = segment::file_and_variable(field);
+        o.split.on_field = file;
+        o.split.on_selection.variable = variable;
+      }
+    }
   }
 
   // --values FILE[:VAR] and --values-expr [NAME=]EXPR as the table's fields.
@@ -220,7 +239,7 @@ class LabelCommand final : public Command {
 
   segment::LabelOptions options_;
   std::optional<std::string> periodic_, h_;
-  std::string markers_, spacing_;
+  std::string markers_, spacing_, split_on_;
   std::string brick_, assign_ = "block", values_variable_, memory_;
   std::vector<std::string> values_, expressions_;
   std::optional<std::int64_t> values_time_;

@@ -27,7 +27,7 @@ from test_label import write_nrrd  # noqa: E402
 
 try:
     from skimage.measure import label as skimage_label
-    from skimage.morphology import h_maxima
+    from skimage.morphology import h_maxima, h_minima
     from skimage.segmentation import watershed
 except ImportError:
     skimage_label = None
@@ -183,6 +183,45 @@ class Split(unittest.TestCase):
         share, _ = agreement(got, expected, mask & (expected > 0))
         self.assertGreaterEqual(share, 0.999)
 
+    def test_split_on_a_field(self):
+        # Flooding the negated distance, given as a field, is --split itself.
+        path, mask, _ = self.spheres("f", 30, (36, 40, 44), 5)
+        distance = ndimage.distance_transform_edt(mask).astype(np.float32)
+        write_nrrd(self.path("d.nhdr"), distance)
+        write_nrrd(self.path("negd.nhdr"), -distance)
+        plain, _ = self.label([path, "--mask-input", "--split"])
+        on, _ = self.label([path, "--mask-input", "--split", "--split-on", self.path("negd.nhdr")])
+        negated, _ = self.label([path, "--mask-input", "--split", "--split-on", "-" + self.path("d.nhdr")])
+        self.assertGreater(plain.max(), ndimage.label(mask, np.ones((3, 3, 3)))[1])
+        np.testing.assert_array_equal(on, plain)
+        np.testing.assert_array_equal(negated, plain)
+        # Dark cells with bright walls: the input's own values flood, lowest
+        # first, from their h-minima, each component as scikit-image floods
+        # it alone (outside it: above everything).
+        rng = np.random.default_rng(7)
+        walls = ndimage.gaussian_filter(rng.random((30, 34, 38)), 2.0)
+        image = ((walls - walls.min()) / np.ptp(walls) * 100).astype(np.float32)
+        write_nrrd(self.path("cells.nhdr"), image)
+        h = 3.0
+        for connectivity in (6, 26):
+            got = self.same_everywhere([self.path("cells.nhdr"), "--lo", "0", "--hi", "60", "--split", "--split-on",
+                                        "input", "--h", str(h), "--connectivity", str(connectivity)],
+                                       ("7,9,11", "30,34,38"))
+            cells = image <= 60
+            structure = ndimage.generate_binary_structure(3, RANK_OF[connectivity])
+            components, _ = ndimage.label(cells, structure=structure)
+            expected = np.zeros(image.shape, np.int32)
+            for k, box in enumerate(ndimage.find_objects(components), 1):
+                inside = components[box] == k
+                alone = np.where(inside, image[box], image.max() + 1000).astype(np.float32)
+                markers = skimage_label(h_minima(alone, h) * inside)
+                expected[box][inside] = watershed(image[box], markers, mask=inside,
+                                                  connectivity=RANK_OF[connectivity])[inside]
+            self.assertGreater(len(np.unique(expected)) - 1, components.max(), "the walls should split cells")
+            share, one_to_one = agreement(got, expected, cells)
+            self.assertEqual(share, 1.0, "connectivity %d" % connectivity)
+            self.assertTrue(one_to_one)
+
     def test_bad_input(self):
         path, mask, _ = self.spheres("b", 6, (20, 22, 24), 1)
         out = self.path("l.nhdr")
@@ -198,6 +237,9 @@ class Split(unittest.TestCase):
                 ([path, "--mask-input", "--split", "--spacing", "1,0,1"], "--spacing"),
                 ([self.path("twos.nhdr"), "--mask-input", "--split"], "0 or 1|neither"),
                 ([path, "--mask-input", "--h", "1"], "--split"),
+                ([path, "--mask-input", "--split", "--split-on", "input"], "--split-on input"),
+                ([path, "--mask-input", "--split", "--split-on", self.path("small.nhdr")], "--split-on .* must match"),
+                ([path, "--mask-input", "--split-on", self.path("float.nhdr")], "--split"),
                 (["--classes", self.path("small.nhdr")], "--classes")):
             proc = e.run(["label", *args, "--out", out], ranks=2)
             e.assert_clean_failure(self, proc, pattern)

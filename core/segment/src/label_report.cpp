@@ -309,7 +309,10 @@ namespace {
 // The report's "split" (label --split): the markers and what the floods made.
 nlohmann::json split_json(const LabelOptions& options, const LabelResult::Split& split) {
   const bool h_maxima = options.split.markers.empty();
-  return {{"markers", h_maxima ? nlohmann::json("h-maxima") : nlohmann::json(options.split.markers)},
+  const std::string& field = options.split.on_field;
+  const std::string flooded = field.empty() ? "-distance" : (options.split.on_negate ? "-" : "") + field;
+  return {{"flooded", flooded},
+          {"markers", h_maxima ? nlohmann::json("h-maxima") : nlohmann::json(options.split.markers)},
           {"h", h_maxima ? nlohmann::json(options.split.h) : nlohmann::json()},
           {"markers_found", split.markers},
           {"components_flooded", split.flooded},

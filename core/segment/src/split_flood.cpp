@@ -52,13 +52,15 @@ std::uint64_t isolate(ComponentBox& box, const std::vector<std::uint8_t>& foregr
 // Reconstruction by dilation of (height - h - resolution) under height, as
 // skimage's h_maxima forms it for float32 (numpy's float32 arithmetic), by
 // a priority flood from the highest values down.
-std::uint32_t h_maxima(const ComponentBox& box, double h, std::vector<std::uint32_t>& markers) {
+std::uint32_t h_maxima(const ComponentBox& box, double h, std::vector<std::uint32_t>& markers, bool zero_background) {
   const std::size_t n = box.height.size();
   markers.assign(n, 0);
-  float top = 0;
-  for (std::size_t i = 0; i < n; ++i)
-    if (box.inside[i]) top = std::max(top, box.height[i]);
-  if (static_cast<double>(top) < h) return 0;
+  if (zero_background) {
+    float top = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      if (box.inside[i]) top = std::max(top, box.height[i]);
+    if (static_cast<double>(top) < h) return 0;
+  }
   const auto h32 = static_cast<float>(h);
   const auto resolution = static_cast<float>(2 * 1e-6);  // 2 * numpy.finfo(float32).resolution
   std::vector<float> rec(n, 0);

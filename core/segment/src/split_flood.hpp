@@ -36,10 +36,14 @@ std::uint64_t isolate(ComponentBox& box, const std::vector<std::uint8_t>& foregr
 
 // skimage.morphology.h_maxima(height, h) within the component, labelled as
 // skimage.measure.label labels it (26-connected): markers[i] 1..M in the
-// file order of each maximum's first voxel, 0 elsewhere. A component whose
-// highest voxel is below h has none (skimage's background lifts its
-// reconstruction). Returns M.
-std::uint32_t h_maxima(const ComponentBox& box, double h, std::vector<std::uint32_t>& markers);
+// file order of each maximum's first voxel, 0 elsewhere. With
+// zero_background (a distance, whose background is 0 and lifts skimage's
+// reconstruction), a component whose highest voxel is below h has none;
+// without it (a field, --split-on), the component stands alone, below
+// everything outside it, and its highest region is always a marker.
+// Returns M.
+std::uint32_t h_maxima(const ComponentBox& box, double h, std::vector<std::uint32_t>& markers,
+                       bool zero_background = true);
 
 // The watershed of -height from markers (1..M, 0 elsewhere) over the
 // component: skimage.segmentation.watershed(-height, markers, mask,

@@ -62,6 +62,8 @@ void check_split_options(const LabelOptions& options) {
       if (!(s > 0) || !std::isfinite(s)) throw Error("--spacing: every entry must be positive and finite");
   if (options.periodic != std::array<bool, 3>{})
     throw Error("--split: the distance transform does not wrap around periodic faces; label without --periodic");
+  if (split.on_field == "input" && options.mask_input)
+    throw Error("--split-on input: the input is a 0/1 mask (--mask-input), with nothing to flood; name a field");
 }
 
 // The temporary volumes beside the output, removed when the job ends.
@@ -100,6 +102,24 @@ std::unique_ptr<io::VolumeReader> open_markers(const Comm& comm, const LabelOpti
   if (m.dtype == io::DType::f32 || m.dtype == io::DType::f64)
     throw Error("--markers " + options.split.markers + " is " + std::string(io::dtype_name(m.dtype)) +
                 ": markers are ids, of an integer type");
+  return reader;
+}
+
+// --split-on: the field that floods, of the input's shape (any type, flooded
+// as float32). "input": the input itself, as the threshold reads it.
+std::unique_ptr<io::VolumeReader> open_flood_field(const Comm& comm, const LabelOptions& options,
+                                                   const io::VolumeInfo& info) {
+  const SplitOptions& split = options.split;
+  if (split.on_field.empty()) return nullptr;
+  const bool input = split.on_field == "input";
+  const std::string& path = input ? options.input : split.on_field;
+  const io::FileFormat format = io::detect_format(comm, path);
+  auto reader = open_input(io::choose_backend(comm, format, path, io::Access::stream).backend,
+                           {path, input ? options.selection : split.on_selection}, comm, {});
+  const io::VolumeInfo& f = reader->info();
+  if (f.dims != info.dims)
+    throw Error("--split-on " + path + " is " + dims_text(f.dims) + ", the input " + dims_text(info.dims) +
+                ": they must match voxel for voxel");
   return reader;
 }
 
@@ -160,8 +180,9 @@ struct FloodFigures {
 // The split of each component of this rank's slice of the table.
 class Floods {
  public:
-  Floods(const LabelOptions& options, io::VolumeReader& distance, io::VolumeReader* markers, std::uint64_t room)
-      : options_(options), distance_(distance), markers_(markers), room_(room) {}
+  Floods(const LabelOptions& options, io::VolumeReader& distance, io::VolumeReader* markers, io::VolumeReader* field,
+         std::uint64_t room)
+      : options_(options), distance_(distance), markers_(markers), field_(field), room_(room) {}
 
   void run(const ObjectTable& table, ClassWriter& out, FloodFigures& figures, Progress& progress) {
     for (std::size_t i = 0; i < table.size(); ++i) {
@@ -202,9 +223,10 @@ class Floods {
       return component.index(z - box.offset[0], y - box.offset[1], x - box.offset[2]);
     };
     isolate(component, foreground, padded_index(part.first), options_.connectivity);
+    if (field_) read_field(box, component);
     std::vector<std::uint32_t> regions;
-    const std::uint32_t count =
-        markers_ ? read_markers(box, component, regions) : h_maxima(component, options_.split.h, regions);
+    const std::uint32_t count = markers_ ? read_markers(box, component, regions)
+                                         : h_maxima(component, options_.split.h, regions, /*zero_background=*/!field_);
     figures.markers += count;
     if (count < 2) return;
     ++figures.flooded;
@@ -222,6 +244,26 @@ class Floods {
     for (std::int64_t z = 0; z < box.count[0]; ++z)
       for (std::int64_t y = 0; y < box.count[1]; ++y)
         for (std::int64_t x = 0; x < box.count[2]; ++x) component.height[component.index(z, y, x)] = values[at++];
+  }
+
+  // --split-on: the field's values replace the distance inside the
+  // component, as float32; the flood takes the highest first, so the
+  // height is -FIELD (watershed(FIELD)), or FIELD when negated.
+  void read_field(const io::Extent& box, ComponentBox& component) {
+    const io::DType dtype = field_->info().dtype;
+    std::vector<std::byte> raw(static_cast<std::size_t>(box.voxels()) * io::dtype_size(dtype));
+    field_->read(box, raw.data());
+    const float sign = options_.split.on_negate ? 1.0F : -1.0F;
+    io::visit_dtype(dtype, [&]<class T>(std::type_identity<T>) {
+      const T* values = reinterpret_cast<const T*>(raw.data());
+      std::size_t at = 0;
+      for (std::int64_t z = 0; z < box.count[0]; ++z)
+        for (std::int64_t y = 0; y < box.count[1]; ++y)
+          for (std::int64_t x = 0; x < box.count[2]; ++x, ++at) {
+            const std::size_t i = component.index(z, y, x);
+            if (component.inside[i]) component.height[i] = sign * static_cast<float>(values[at]);
+          }
+    });
   }
 
   // The markers file's ids inside the component, renumbered 1..M in file
@@ -284,6 +326,7 @@ class Floods {
   const LabelOptions& options_;
   io::VolumeReader& distance_;
   io::VolumeReader* markers_;
+  io::VolumeReader* field_;
   std::uint64_t room_;
 };
 
@@ -295,12 +338,14 @@ LabelResult run_split_label(const Comm& comm, const LabelOptions& options) {
   if (!io::is_stream(options.output))
     for (const auto& file : output_files(options.output)) io::refuse_existing(file.string(), options.force);
   // The markers checked against the input before anything is written.
-  std::unique_ptr<io::VolumeReader> markers;
-  if (!options.split.markers.empty()) {
+  // So is the field of --split-on.
+  std::unique_ptr<io::VolumeReader> markers, field;
+  if (!options.split.markers.empty() || !options.split.on_field.empty()) {
     const io::FileFormat format = io::detect_format(comm, options.input);
     const auto choice = io::resolve_backend(comm, options.backend, format, options.input, io::Access::stream);
-    markers =
-        open_markers(comm, options, open_input(choice.backend, {options.input, options.selection}, comm, {})->info());
+    const io::VolumeInfo info = open_input(choice.backend, {options.input, options.selection}, comm, {})->info();
+    markers = open_markers(comm, options, info);
+    field = open_flood_field(comm, options, info);
   }
   SplitFiles files(comm, options.output);
   LabelResult::Split figures;
@@ -341,7 +386,7 @@ LabelResult run_split_label(const Comm& comm, const LabelOptions& options) {
     try {
       collectively(comm, [&] {
         ClassWriter out(files.classes);
-        Floods(options, *distances, markers.get(), bound.bytes > process ? bound.bytes - process : 0)
+        Floods(options, *distances, markers.get(), field.get(), bound.bytes > process ? bound.bytes - process : 0)
             .run(components.table, out, mine, progress);
         out.close();
       });

@@ -293,6 +293,15 @@ struct SplitOptions {
   double h = 0.5;                   // h-maxima's height, in the distance's units
   // z, y, x units of the distance; nullopt: the input's own spacing.
   std::optional<std::array<double, 3>> spacing;
+  // What floods instead of the distance (--split-on): empty, the distance;
+  // "input", the input's own values; else a volume of the input's shape.
+  // The flood is skimage.segmentation.watershed(FIELD, markers), lowest
+  // values first, so bright boundaries are met last; with on_negate,
+  // watershed(-FIELD). --h markers are then FIELD's h-minima (h-maxima of
+  // -FIELD) within each component, in FIELD's units.
+  std::string on_field;
+  io::Selection on_selection;
+  bool on_negate = false;
 };
 
 struct LabelOptions {
