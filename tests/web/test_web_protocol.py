@@ -6,6 +6,7 @@ messages, and that the page's segment is batch segment's, byte for byte."""
 import glob
 import json
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -238,6 +239,65 @@ class Serving(unittest.TestCase):
         m = self.ask(ws, {"type": "surface", "id": 77, "object": 999999})
         self.assertEqual((m["type"], m["message"]), ("error", "no object 999999 in the table"))
         self.assertIn("volseg label", self.state(ws)["command"][1])
+
+    def test_split_previews_then_applies_what_batch_edit_does(self):
+        ws, other = self.connect(), self.connect()
+        self.wait_idle(ws)
+        self.assertEqual(self.ask(ws, {"type": "open", "id": 80})["type"], "reply")
+        m = self.ask(ws, {"type": "split", "id": 81, "object": 1, "h": 0.5})
+        self.assertEqual((m["type"], m["message"]), ("error", "label first: there are no objects to split"))
+        self.assertEqual(self.ask(ws, {"type": "segment", "id": 82, "lo": 1, "hi": 2, "output": "sp-mask.nhdr",
+                                       "force": True})["type"], "reply")
+        m = self.ask(ws, {"type": "label", "id": 83, "output": "sp-labels.nhdr", "force": True, "connectivity": 6})
+        self.assertEqual(m["type"], "reply", m)
+        labels = os.path.join(self.data, "sp-labels.nhdr")
+        before = e2e_util.read_volume(labels)[1]
+        table = m["data"]["table"]
+        largest = max(table, key=lambda r: r["voxels"])
+        # The preview: parts, a plane, and nothing written.
+        m = self.ask(ws, {"type": "split", "id": 84, "object": largest["id"], "h": 0.5})
+        self.assertEqual(m["type"], "reply", m)
+        parts = m["data"]["parts"]
+        self.assertGreaterEqual(len(parts), 2)
+        self.assertFalse(m["data"]["applied"])
+        self.assertEqual(parts[0]["id"], largest["id"])
+        self.assertEqual([p["id"] for p in parts[1:]], list(range(len(table) + 1, len(table) + len(parts))))
+        self.assertEqual(sum(p["voxels"] for p in parts), largest["voxels"])
+        plane = m["data"]["plane"]
+        self.assertEqual(len(plane["cells"]), plane["width"] * plane["height"])
+        self.assertTrue(set(plane["cells"]) <= set(range(len(parts) + 1)))
+        self.assertGreater(len(set(plane["cells"]) - {0}), 1)
+        self.assertFalse(os.path.exists(os.path.join(self.data, "sp-labels.edited.nhdr")))
+        np.testing.assert_array_equal(e2e_util.read_volume(labels)[1], before)
+        # Bad asks are one error each, and change nothing.
+        for bad, text in (({"object": 999999, "h": 0.5}, "no object 999999 in the table"),
+                          ({"object": 1}, "a split takes 'h' or 'seeds'"),
+                          ({"object": 1, "h": -1}, "'h' must be above 0")):
+            m = self.ask(ws, dict({"type": "split", "id": 85}, **bad))
+            self.assertEqual((m["type"], m["message"]), ("error", text))
+        # Applied: the labels written again from the journal; the state every
+        # page sees holds the parts' rows and the command that redoes it.
+        m = self.ask(ws, {"type": "split", "id": 86, "object": largest["id"], "h": 0.5, "apply": True})
+        self.assertEqual(m["type"], "reply", m)
+        self.assertTrue(m["data"]["applied"])
+        edited = m["data"]["output"]
+        self.assertEqual(edited, os.path.join(self.data, "sp-labels.edited.nhdr"))
+        state = self.state(other)
+        self.assertEqual(state["label"]["objects"], len(table) + len(parts) - 1)
+        self.assertEqual(sorted(r["id"] for r in state["label"]["table"]),
+                         sorted([r["id"] for r in table if r["id"] != largest["id"]] + [p["id"] for p in parts]))
+        command = state["command"][-1]
+        self.assertTrue(command.startswith("volseg edit "), command)
+        with open(m["data"]["journal"]) as f:
+            self.assertEqual(json.load(f)["edits"], [{"op": "split", "id": largest["id"], "h": 0.5}])
+        batch = os.path.join(self.dir, "batch-edited.nhdr")
+        words = shlex.split(command)
+        words[words.index("--out") + 1] = batch
+        subprocess.run(e2e_util.command(words[1:], ranks=2), check=True, capture_output=True)
+        got = e2e_util.read_volume(edited)[1]
+        np.testing.assert_array_equal(got, e2e_util.read_volume(batch)[1])
+        self.assertEqual(len(np.unique(got)) - 1, len(table) + len(parts) - 1)
+        np.testing.assert_array_equal(got != 0, before != 0)
 
     def test_frame_is_a_small_jpeg(self):
         ws = self.connect()

@@ -115,7 +115,8 @@ function onState(s) {
                             state.open.path !== s.open.path);
   const segmented = s.segment && (!state || !state.segment || state.segment.output !== s.segment.output ||
                                   state.segment.seconds !== s.segment.seconds);
-  const labelled = s.label && (!state || !state.label || state.label.seconds !== s.label.seconds);
+  const labelled = s.label && (!state || !state.label || state.label.seconds !== s.label.seconds ||
+                               state.label.edits !== s.label.edits);
   state = s;
   window.volsegState = s;
   $('file-name').textContent = s.open ? s.open.path : s.file;
@@ -182,7 +183,10 @@ function onSegmented(s) {
   if (slices) slices.request();
 }
 
-function onReply(m) { if (m.request === 'segment') finishProgress(); }
+function onReply(m) {
+  if (m.request === 'segment') finishProgress();
+  if (m.request === 'split') onSplit(m.data);
+}
 
 // --- the histogram and its range ---
 function fmt(v) { return Math.abs(v) >= 1e5 || (Math.abs(v) < 1e-3 && v !== 0) ? v.toExponential(4) : +v.toPrecision(7) + ''; }
@@ -322,6 +326,11 @@ function renderTable() {
                      row.centroid[2].toFixed(1), box, row.border ? 'yes' : '']) {
       const td = document.createElement('td'); td.textContent = v; tr.append(td);
     }
+    const td = document.createElement('td'), button = document.createElement('button');
+    button.className = 'split-btn'; button.textContent = 'Split'; button.dataset.id = row.id;
+    button.title = 'Preview the watershed split of this object (volseg edit\'s split), then apply it';
+    button.disabled = !!(state && state.busy);
+    td.append(button); tr.append(td);
     body.append(tr);
   }
 }
@@ -332,6 +341,7 @@ function tableEvents() {
       sortTable();
     });
   document.querySelector('#objects tbody').addEventListener('click', (e) => {
+    if (e.target.classList.contains('split-btn')) { askSplit(Number(e.target.dataset.id), false); return; }
     const tr = e.target.closest('tr');
     if (!tr) return;
     objectShown = Number(tr.dataset.id);
@@ -344,8 +354,50 @@ function tableEvents() {
     send(hasMask ? {type: 'surface', max_triangles: TRIANGLES, max_side: SIDE}
                  : {type: 'surface', lo: range[0], hi: range[1], max_triangles: TRIANGLES, max_side: SIDE});
   });
+  $('split-apply').addEventListener('click', () => { if (splitShown) askSplit(splitShown.object, true); });
+  $('split-cancel').addEventListener('click', () => { splitShown = null; $('split-box').classList.add('hidden'); });
   $('page-prev').addEventListener('click', () => { page = Math.max(0, page - 1); renderTable(); });
   $('page-next').addEventListener('click', () => { page += 1; renderTable(); });
+}
+
+// --- splitting an object (volseg edit's split): a preview, then apply ---
+let splitShown = null;  // the preview on show: its reply's data
+const PART_COLOURS = ['#e6194b', '#3cb44b', '#4363d8', '#f58231', '#911eb4', '#46f0f0', '#f032e6', '#bcf60c',
+                      '#fabebe', '#008080', '#e6beff', '#9a6324', '#fffac8', '#800000', '#aaffc3', '#808000'];
+function askSplit(object, apply) {
+  const h = parseFloat($('split-h').value);
+  if (!(h > 0)) { showError('split: h must be a number above 0'); return; }
+  send({type: 'split', object, h, apply});
+}
+function onSplit(d) {
+  const parts = d.parts;
+  if (d.applied) {
+    splitShown = null;
+    $('split-box').classList.add('hidden');
+    $('label-result').textContent += `\nsplit ${d.object} into ${parts.length}: ids ${parts.map((p) => p.id).join(', ')}` +
+        ` (edit ${d.edits}, ${d.seconds.toFixed(2)} s) → ${d.output}`;
+    if (objectShown === d.object) send({type: 'surface', object: d.object, max_triangles: TRIANGLES, max_side: SIDE});
+    return;
+  }
+  splitShown = d;
+  $('split-box').classList.remove('hidden');
+  $('split-info').textContent = parts.length < 2
+      ? `object ${d.object}: one part at h ${d.edit.h} (nothing to split; try a smaller h)`
+      : `object ${d.object} → ${parts.length} parts at h ${d.edit.h}:\n` +
+        parts.map((p, k) => `  ${k === 0 ? p.id + ' (keeps its id)' : p.id + ' (new)'}  ${p.voxels.toLocaleString()} voxels`).join('\n') +
+        `\nshown: z = ${d.plane.z}, the box's middle plane`;
+  $('split-apply').disabled = parts.length < 2 || !!(state && state.busy);
+  const canvas = $('split-plane'), g = canvas.getContext('2d'), p = d.plane;
+  canvas.width = p.width; canvas.height = p.height;
+  const image = g.createImageData(p.width, p.height);
+  for (let i = 0; i < p.cells.length; ++i) {
+    const c = p.cells[i], hex = c ? PART_COLOURS[(c - 1) % PART_COLOURS.length] : '#1f1f29';
+    image.data[4 * i] = parseInt(hex.slice(1, 3), 16);
+    image.data[4 * i + 1] = parseInt(hex.slice(3, 5), 16);
+    image.data[4 * i + 2] = parseInt(hex.slice(5, 7), 16);
+    image.data[4 * i + 3] = 255;
+  }
+  g.putImageData(image, 0, 0);
 }
 
 function buttons() {

@@ -136,6 +136,35 @@ session::SurfaceRequest surface_request(const Json& m) {
   return r;
 }
 
+// A labelled object's split (volseg edit's): by h or from seed voxels.
+session::SplitRequest split_request(const Json& m) {
+  only(m, {"object", "h", "seeds", "connectivity", "apply"});
+  session::SplitRequest r;
+  r.object = integer(m, "object", 1, std::numeric_limits<std::int64_t>::max());
+  if (m.contains("h") == m.contains("seeds")) throw Error("a split takes 'h' or 'seeds'");
+  if (m.contains("h")) {
+    r.h = number(m, "h");
+    if (!(*r.h > 0) || *r.h > 1e6) throw Error("'h' must be above 0");
+  } else {
+    const Json& seeds = field(m, "seeds");
+    if (!seeds.is_array() || seeds.size() < 2 || seeds.size() > 1000)
+      throw Error("'seeds' must be 2 to 1000 voxels [z, y, x]");
+    for (const auto& seed : seeds) {
+      if (!seed.is_array() || seed.size() != 3) throw Error("'seeds' must be voxels [z, y, x]");
+      std::array<std::int64_t, 3> at{};
+      for (std::size_t k = 0; k < 3; ++k) {
+        if (!seed[k].is_number_integer() || seed[k].get<std::int64_t>() < 0)
+          throw Error("'seeds' must be voxel indices, whole numbers from 0");
+        at[k] = seed[k].get<std::int64_t>();
+      }
+      r.seeds.push_back(at);
+    }
+  }
+  if (m.contains("connectivity")) r.connectivity = connectivity(m);
+  r.apply = flag(m, "apply");
+  return r;
+}
+
 session::DrawRequest frame_request(const Json& m) {
   only(m, {"width", "height", "camera", "lo", "hi"});
   const Json& c = field(m, "camera");
@@ -192,6 +221,8 @@ Message parse_message(const std::string& text, const Roots& roots, const std::st
     message.request = label_request(m, roots);
   else if (t == "surface")
     message.request = surface_request(m);
+  else if (t == "split")
+    message.request = split_request(m);
   else if (t == "frame")
     message.request = frame_request(m);
   else if (t == "slices")

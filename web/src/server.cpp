@@ -358,10 +358,30 @@ void Server::run(session::Worker& worker) {
   io_.run();
 }
 
+// An applied split in the state every page sees: the object's row becomes
+// its parts' rows, the labels are the edited ones, and the command list
+// gains the `volseg edit` that redoes the journal.
+void Server::apply_split(const Json& split) {
+  edit_command_ = split.value("command", std::string());
+  if (!label_.is_object()) return;
+  const auto object = split.at("object").get<std::int64_t>();
+  Json table = Json::array();
+  for (const auto& row : label_["table"])
+    if (row.at("id").get<std::int64_t>() != object) table.push_back(row);
+  for (const auto& row : split.at("parts")) table.push_back(row);
+  label_["objects"] =
+      label_.value("objects", std::int64_t{0}) + static_cast<std::int64_t>(split.at("parts").size()) - 1;
+  label_["table"] = std::move(table);
+  label_["output"] = split.at("output");
+  label_["journal"] = split.at("journal");
+  label_["edits"] = split.at("edits");
+}
+
 Json Server::state() const {
   Json command = Json::array();
   if (opened_ && segmented_) command.push_back(session::segment_command_line(*opened_, *segmented_));
   if (segmented_ && labelled_) command.push_back(session::label_command_line(*segmented_, *labelled_));
+  if (labelled_ && !edit_command_.empty()) command.push_back(edit_command_);
   Json roots = Json::array();
   for (const auto& r : roots_.folders()) roots.push_back(r.string());
   return {{"type", "state"},
@@ -476,14 +496,19 @@ void Server::handle_reply(const std::shared_ptr<session::Reply>& reply) {
         segment_ = label_ = nullptr;
         segmented_.reset();
         labelled_.reset();
+        edit_command_.clear();
       } else if (type == "segment") {
         segment_ = reply->data;
         if (job_) segmented_ = std::get<session::SegmentRequest>(*job_);
         label_ = nullptr;
         labelled_.reset();
+        edit_command_.clear();
+      } else if (type == "split") {
+        if (reply->data.value("applied", false)) apply_split(reply->data);
       } else {
         label_ = reply->data;
         if (job_) labelled_ = std::get<session::LabelRequest>(*job_);
+        edit_command_.clear();
       }
       const Json r{{"type", "reply"}, {"id", id}, {"request", type}, {"data", reply->data}};
       send_to(connection, std::make_shared<const std::string>(r.dump()), false);

@@ -61,4 +61,9 @@ std::string label_command_line(const SegmentRequest& segment, const LabelRequest
          std::to_string(label.connectivity) + " --out " + shell_quoted(label.output);
 }
 
+std::string edit_command_line(const std::string& labels, const std::string& journal, const std::string& output) {
+  return "volseg edit " + shell_quoted(labels) + " --edits " + shell_quoted(journal) + " --out " +
+         shell_quoted(output) + " --force";
+}
+
 }  // namespace volseg::session

@@ -116,6 +116,12 @@ void visit_fields(R& r, Visit&& visit) {
     visit("object", r.object);
     visit("max_side", r.max_side);
     visit("max_triangles", r.max_triangles);
+  } else if constexpr (std::is_same_v<T, SplitRequest>) {
+    visit("object", r.object);
+    visit("h", r.h);
+    visit("seeds", r.seeds);
+    visit("connectivity", r.connectivity);
+    visit("apply", r.apply);
   }  // close and quit have none
 }
 

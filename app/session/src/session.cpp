@@ -59,6 +59,11 @@ void State::forget_mask() {
   mask.clear();
   labels.clear();
   boxes.clear();
+  labels_source.clear();
+  journal.clear();
+  edited.clear();
+  edits.clear();
+  max_id = 0;
   mask_pyramid.reset();
   pieces.clear();
   shown = {-1, ""};

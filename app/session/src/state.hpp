@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "volseg/io/comm.hpp"
 #include "volseg/io/selection.hpp"
@@ -37,6 +38,12 @@ struct State {
   // The labels of the mask, and each listed object's box (z, y, x lo, then hi).
   std::string labels;
   std::map<std::int64_t, std::array<std::int64_t, 6>> boxes;
+  // The edits applied to the labels (split requests): the labels a label
+  // request wrote, the journal beside them, the edited labels it gives, and
+  // the largest id they ever held.
+  std::string labels_source, journal, edited;
+  std::vector<std::string> edits;  // each edit's JSON, in order
+  std::uint64_t max_id = 0;
   // The renderer and the pieces it has drawn (a coarse one for camera drags
   // and a fine one), keyed by level and mask.
   std::unique_ptr<render::Renderer> renderer;
@@ -65,6 +72,7 @@ void handle(State& state, const DrawRequest& request, const Hooks& hooks, Reply&
 void handle(State& state, const SlicesRequest& request, const Hooks& hooks, Reply& reply);
 void handle(State& state, const LabelRequest& request, const Hooks& hooks, Reply& reply);
 void handle(State& state, const SurfaceRequest& request, const Hooks& hooks, Reply& reply);
+void handle(State& state, const SplitRequest& request, const Hooks& hooks, Reply& reply);
 void handle(State& state, const CloseRequest& request, const Hooks& hooks, Reply& reply);
 void handle(State& state, const QuitRequest& request, const Hooks& hooks, Reply& reply);
 

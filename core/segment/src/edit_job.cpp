@@ -353,4 +353,31 @@ EditResult run_edit(const Comm& comm, const EditOptions& options) {
   return result;
 }
 
+SplitPreview preview_split(const Comm& comm, const std::string& path, const io::Selection& selection,
+                           const io::Extent& box, const Edit& edit, std::uint64_t next_id, int connectivity) {
+  const io::FileFormat format = io::detect_format(comm, path);
+  auto reader = open_input(io::resolve_backend(comm, "auto", format, path, io::Access::stream).backend,
+                           {path, selection}, comm, {});
+  const io::VolumeInfo& info = reader->info();
+  const io::DType type = info.dtype;
+  if (type == io::DType::f32 || type == io::DType::f64)
+    throw Error(path + " is " + std::string(io::dtype_name(type)) + ": labels are of an integer type");
+  const auto n = static_cast<std::size_t>(box.voxels());
+  std::vector<std::byte> raw(n * io::dtype_size(type));
+  const io::Extent extents[] = {box};
+  void* buffers[] = {raw.data()};
+  if (reader->capabilities().collective)
+    reader->read_all(extents, buffers);
+  else
+    reader->read(box, raw.data());
+  reader->close();
+  std::vector<std::uint64_t> labels(n);
+  widen(type, raw.data(), labels.data(), n, path);
+  const std::array<double, 3> spacing{info.spacing[2], info.spacing[1], info.spacing[0]};
+  detail::SplitParts parts = detail::split_object(box, labels, edit, spacing, connectivity, next_id, "split");
+  SplitPreview preview{info.dims, box, std::move(parts.ids), {edit.id}};
+  preview.ids.insert(preview.ids.end(), parts.given.begin(), parts.given.end());
+  return preview;
+}
+
 }  // namespace volseg::segment

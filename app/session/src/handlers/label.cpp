@@ -79,6 +79,12 @@ void handle(State& state, const LabelRequest& request, const Hooks& hooks, Reply
   state.boxes.clear();
   const segment::LabelResult result = segment::run_label(comm, options);
   state.labels = options.output;
+  state.labels_source = options.output;
+  state.journal.clear();
+  state.edited.clear();
+  state.edits.clear();
+  state.max_id = result.summary.objects;
+  state.surfaces.clear();
   // Rank 0 reads the table and keeps the boxes: object surfaces are drawn there.
   Json table;
   std::uint64_t total = 0;

@@ -72,6 +72,7 @@ class Server {
   void send_to(std::uint64_t connection, std::shared_ptr<const std::string> data, bool binary);
   void broadcast(const Json& message);
   Json state() const;
+  void apply_split(const Json& split);
   void error_to(std::uint64_t connection, std::int64_t id, const std::string& type, const std::string& message);
 
   ServerOptions options_;
@@ -92,6 +93,7 @@ class Server {
   std::optional<session::OpenRequest> opened_;
   std::optional<session::SegmentRequest> segmented_;
   std::optional<session::LabelRequest> labelled_;
+  std::string edit_command_;  // `volseg edit` of the splits applied to the labels, once there are any
   std::array<double, 2> range_{0, 1};
 };
 

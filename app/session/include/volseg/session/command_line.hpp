@@ -23,5 +23,7 @@ std::string input_arguments(const OpenRequest& open);
 std::string segment_command_line(const OpenRequest& open, const SegmentRequest& segment);
 // `volseg label` of the mask the segment request wrote.
 std::string label_command_line(const SegmentRequest& segment, const LabelRequest& label);
+// `volseg edit` of the labels with the session's journal of edits.
+std::string edit_command_line(const std::string& labels, const std::string& journal, const std::string& output);
 
 }  // namespace volseg::session

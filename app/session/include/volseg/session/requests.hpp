@@ -96,11 +96,22 @@ struct SurfaceRequest {
   std::size_t max_triangles = 100000;
 };
 
+// Splits one labelled object (volseg edit's "split"): previews its parts,
+// or with `apply` adds the split to the session's journal and writes the
+// labels again from the journal (as `volseg edit LABELS --edits JOURNAL`).
+struct SplitRequest {
+  std::int64_t object = 0;
+  std::optional<double> h;                         // the h-maxima of its distance; none: seeds
+  std::vector<std::array<std::int64_t, 3>> seeds;  // z, y, x
+  int connectivity = 26;
+  bool apply = false;
+};
+
 struct CloseRequest {};  // forgets the volume
 struct QuitRequest {};   // ends every rank's serving loop
 
 using Request = std::variant<OpenRequest, CheckRequest, SegmentRequest, DrawRequest, SlicesRequest, LabelRequest,
-                             SurfaceRequest, CloseRequest, QuitRequest>;
+                             SurfaceRequest, SplitRequest, CloseRequest, QuitRequest>;
 
 // Every kind, in the variant's order: its name in the session's JSON and
 // replies, its message type in the page's protocol (empty: the page does not
@@ -119,6 +130,7 @@ inline constexpr std::array<Kind, std::variant_size_v<Request>> kinds{{
     {"slices", "slices", false, true},
     {"label", "label", true, false},
     {"surface", "surface", false, false},
+    {"split", "split", true, false},
     {"close", "", false, false},
     {"quit", "", false, false},
 }};

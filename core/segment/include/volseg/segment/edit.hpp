@@ -71,4 +71,16 @@ struct EditResult {
 
 EditResult run_edit(const Comm& comm, const EditOptions& options);
 
+// One split of an object of a labels file worked out and not written, for
+// a front end to preview (the browser page's "Split"). Collective: every
+// rank reads `box` (which holds the whole object) and gets the same parts.
+struct SplitPreview {
+  io::Index3 dims{};  // the labels'
+  io::Extent box;
+  std::vector<std::uint64_t> labels;  // box.voxels(), z-major: each voxel's part id, 0 outside the object
+  std::vector<std::uint64_t> ids;     // the parts' ids in file order of their first voxels (edit.id first)
+};
+SplitPreview preview_split(const Comm& comm, const std::string& path, const io::Selection& selection,
+                           const io::Extent& box, const Edit& edit, std::uint64_t next_id, int connectivity);
+
 }  // namespace volseg::segment
