@@ -146,6 +146,32 @@ class Page(unittest.TestCase):
         self.assertIn("object", d.find_element(By.ID, "view-caption").text)
         d.find_element(By.ID, "show-all").click()
 
+        # Split the largest object: a preview (parts and the box's middle
+        # plane), then Apply; the table shows the parts, the command list
+        # the `volseg edit` that redoes it.
+        objects = d.execute_script("return window.volsegState.label.objects")
+        largest = d.execute_script("return window.volsegState.label.table.reduce((a, b) => a.voxels >= b.voxels ? a : b).id")
+        h = d.find_element(By.ID, "split-h")
+        h.clear()
+        h.send_keys("0.5")
+        d.find_element(By.CSS_SELECTOR, f"#objects button.split-btn[data-id='{largest}']").click()
+        self.wait("return !document.getElementById('split-box').classList.contains('hidden') && "
+                  "window.volsegState.busy === null")
+        info = d.find_element(By.ID, "split-info").text
+        self.assertIn(f"object {largest} ", info)
+        parts = int(info.split("→ ")[1].split(" parts")[0])
+        self.assertGreaterEqual(parts, 2)
+        self.screenshot("split.png")
+        d.find_element(By.ID, "split-apply").click()
+        self.wait("return window.volsegState.label.edits === 1 && window.volsegState.busy === null")
+        self.wait("return document.getElementById('split-box').classList.contains('hidden')")
+        self.assertEqual(d.execute_script("return window.volsegState.label.objects"), objects + parts - 1)
+        self.assertTrue(d.execute_script(f"return window.volsegState.label.table.some((r) => r.id === {objects + 1})"))
+        self.assertEqual(len(d.find_elements(By.CSS_SELECTOR, "#objects tbody tr")),
+                         d.execute_script("return Math.min(200, window.volsegState.label.table.length)"))
+        self.assertIn("volseg edit", d.find_element(By.ID, "command").text)
+        self.assertTrue(os.path.exists(os.path.join(self.dir, "page-labels.edited.nc")))
+
         # Turn the view; the mesh is drawn, then the ranks' frame lies over it.
         view = d.find_element(By.ID, "view3d")
         drawn = d.execute_script("return window.volsegView.framesDrawn")

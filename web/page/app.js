@@ -125,6 +125,8 @@ function onState(s) {
   $('cancel-btn').disabled = !s.busy;
   $('segment-btn').disabled = !!s.busy || !s.open;
   $('label-btn').disabled = !!s.busy || !s.segment;
+  $('split-apply').disabled = !!s.busy || !splitShown || splitShown.parts.length < 2;
+  for (const b of document.querySelectorAll('button.split-btn')) b.disabled = !!s.busy;
   $('open-btn').disabled = !!s.busy;
   $('command').textContent = s.command.length ? s.command.join('\n') : '(segment to see the command that redoes it)';
   if (s.last_error && s.busy === null && !opened) showError(s.last_error.request + ': ' + s.last_error.message);
