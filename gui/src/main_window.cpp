@@ -39,6 +39,7 @@
 #include <sstream>
 
 #include "histogram_view.hpp"
+#include "objects_panel.hpp"
 #include "report_view.hpp"
 #include "session_types.hpp"
 #include "slice_view.hpp"
@@ -261,7 +262,7 @@ void MainWindow::update_command() {
   if (!mask_.empty() && show_mask_->isChecked() && !smooth_surface_->isChecked()) ren += " --mask-surface voxels";
   if (z_scale_->value() != 1) ren += " --scale " + number(z_scale_->value()) + ",1,1";
   ren += " --out volseg.png";
-  command_->setPlainText(QString::fromStdString(seg + "\n" + ren + "\n"));
+  command_->setPlainText(QString::fromStdString(seg + "\n" + ren + "\n" + objects_->commands()));
 }
 
 void MainWindow::request_frame(bool coarse, const char* tag, int level) {
@@ -358,6 +359,7 @@ void MainWindow::on_reply(std::shared_ptr<Reply> reply) {
         return;
       }
     }
+    if (reply->kind == "label" || reply->kind == "split") objects_->on_reply(*reply);
     show_error(QString::fromStdString(reply->kind), QString::fromStdString(reply->error));
     if (script_.quit) {
       exit_code_ = 1;
@@ -371,7 +373,10 @@ void MainWindow::on_reply(std::shared_ptr<Reply> reply) {
     on_segmented(*reply);
   else if (reply->kind == "render")
     on_frame(*reply);
-  else if (reply->kind == "slices" && reply->planes) {
+  else if (reply->kind == "label" || reply->kind == "split") {
+    objects_->on_reply(*reply);
+    tabs_->setCurrentWidget(objects_);
+  } else if (reply->kind == "slices" && reply->planes) {
     planes_ = reply->planes;
     show_planes(*planes_);
   } else if (reply->kind == "check") {
@@ -448,6 +453,12 @@ void MainWindow::on_segmented(const Reply& reply) {
   segmented_range_ = std::pair{d.at("lo").get<double>(), d.at("hi").get<double>()};
   segmented_count_ = d.at("in_range").get<std::uint64_t>();
   segment_seconds_ = d.value("seconds", 0.0);
+  {
+    const std::filesystem::path mask(mask_);
+    std::string stem = mask.stem().string();
+    if (stem.size() > 5 && stem.compare(stem.size() - 5, 5, "-mask") == 0) stem.resize(stem.size() - 5);
+    objects_->set_mask(mask_, (mask.parent_path() / (stem + "-labels.nhdr")).string());
+  }
   summary_->setPlainText(QString::fromStdString(d.value("summary", "")));
   report_->set_report(d.at("ranks"), d.at("trace"));
   update_count();

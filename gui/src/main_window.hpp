@@ -30,6 +30,8 @@ class QVBoxLayout;
 
 namespace volseg::gui {
 
+class ObjectsPanel;
+
 class HistogramView;
 class ReportView;
 class SliceView;
@@ -66,6 +68,7 @@ class MainWindow : public QMainWindow {
   HistogramView* histogram_view() const { return histogram_; }
   View3D* view() const { return view_; }
   QPushButton* segment_button() const { return segment_button_; }
+  ObjectsPanel* objects_panel() const { return objects_; }
   QPushButton* cancel_button() const { return cancel_button_; }
   QLineEdit* output_box() const { return output_; }
   QSpinBox* open_radius_box() const { return open_radius_; }
@@ -173,6 +176,7 @@ class MainWindow : public QMainWindow {
   QVBoxLayout* rank_bars_layout_ = nullptr;
   std::vector<QProgressBar*> rank_bars_;
   ReportView* report_ = nullptr;
+  ObjectsPanel* objects_ = nullptr;  // the Objects tab: label, the table, split
   QTabWidget* tabs_ = nullptr;
   QTimer *refine_timer_ = nullptr, *hint_timer_ = nullptr;
 

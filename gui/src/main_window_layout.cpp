@@ -42,6 +42,7 @@
 #include <sstream>
 
 #include "histogram_view.hpp"
+#include "objects_panel.hpp"
 #include "report_view.hpp"
 #include "session_types.hpp"
 #include "slice_view.hpp"
@@ -67,6 +68,9 @@ void MainWindow::build_ui() {
   tabs_->addTab(build_segment_tab(), tr("Segment"));
   tabs_->addTab(build_report_tab(), tr("Report"));
   tabs_->addTab(build_view_tab(), tr("View && command"));
+  objects_ = new ObjectsPanel([this](Request request) { worker_->post(std::move(request)); }, side);
+  tabs_->addTab(objects_, tr("Objects"));
+  connect(objects_, &ObjectsPanel::changed, this, [this] { update_command(); });
 
   splitter->setStretchFactor(0, 3);
   splitter->setStretchFactor(1, 2);

@@ -23,6 +23,7 @@ using session::OpenRequest;
 using session::otsu;
 using session::Planes;
 using session::Reply;
+using session::Request;
 using session::SegmentRequest;
 using session::serve;
 using session::Session;

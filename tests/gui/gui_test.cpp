@@ -10,10 +10,12 @@
 #include <QVTKOpenGLNativeWidget.h>
 #include <QApplication>
 #include <QCheckBox>
+#include <QDoubleSpinBox>
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSpinBox>
 #include <QSurfaceFormat>
+#include <QTableWidget>
 #include <QTest>
 
 #include <cmath>
@@ -26,6 +28,7 @@
 
 #include "histogram_view.hpp"
 #include "main_window.hpp"
+#include "objects_panel.hpp"
 #include "session_types.hpp"
 #include "support/temp_dir.hpp"
 #include "view3d.hpp"
@@ -236,6 +239,46 @@ class GuiTest : public QObject {
     QVERIFY2(centre_reddish > centre / 4, "the mask does not cover the centre it projects onto");
     QVERIFY(window.save_screenshot(QString::fromStdString(shot_)));
     QVERIFY(std::filesystem::exists(shot_));
+
+    // The Objects tab: label the mask, split its largest object (a
+    // preview, then Apply), as a user clicks them.
+    {
+      auto* objects = window.objects_panel();
+      QTRY_VERIFY_WITH_TIMEOUT(objects->label_button()->isEnabled(), 10000);
+      QTest::mouseClick(objects->label_button(), Qt::LeftButton);
+      QTRY_VERIFY_WITH_TIMEOUT(objects->labelled().is_object() && !objects->busy() && !window.busy(), 120000);
+      QCOMPARE(window.last_error(), QString());
+      const auto before = objects->labelled().at("objects").get<long long>();
+      auto* table = objects->table();
+      QVERIFY(table->rowCount() > 0);
+      table->selectRow(0);  // sorted by size: the largest
+      const long long largest = table->item(0, 0)->text().toLongLong();
+      const long long voxels = table->item(0, 1)->text().toLongLong();
+      QVERIFY(objects->split_button()->isEnabled());
+      QTest::mouseClick(objects->split_button(), Qt::LeftButton);
+      QTRY_VERIFY_WITH_TIMEOUT(!objects->busy() && !window.busy(), 120000);
+      QVERIFY2(objects->preview_text().contains("parts at h"), qPrintable(objects->preview_text()));
+      QVERIFY(objects->apply_button()->isEnabled());
+      if (const char* keep = std::getenv("VOLSEG_GUI_TEST_PREVIEW_SHOT")) window.grab().save(keep);
+      QTest::mouseClick(objects->apply_button(), Qt::LeftButton);
+      QTRY_VERIFY_WITH_TIMEOUT(!objects->busy() && !window.busy(), 120000);
+      QCOMPARE(window.last_error(), QString());
+      const std::string edited = objects->labelled().value("output", "");
+      QVERIFY2(edited.find(".edited.") != std::string::npos, edited.c_str());
+      QVERIFY(std::filesystem::exists(edited));
+      const auto after = objects->labelled().at("objects").get<long long>();
+      QVERIFY(after > before);
+      // The parts hold the object's voxels, under its id and new ones.
+      long long parts = 0, in_parts = 0;
+      for (int r = 0; r < table->rowCount(); ++r) {
+        const long long id = table->item(r, 0)->text().toLongLong();
+        if (id == largest || id > before) ++parts, in_parts += table->item(r, 1)->text().toLongLong();
+      }
+      QCOMPARE(parts, after - before + 1);
+      QCOMPARE(in_parts, voxels);
+      QVERIFY2(window.command_text().contains("volseg edit"), qPrintable(window.command_text()));
+      if (const char* keep = std::getenv("VOLSEG_GUI_TEST_SPLIT_SHOT")) window.grab().save(keep);
+    }
 
     // The operators of the Segment tab: open 1 and fill holes, shown in the
     // command; main() compares the mask with the batch job's.

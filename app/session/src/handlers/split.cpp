@@ -13,6 +13,7 @@
 
 #include "../state.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/io/files.hpp"
 #include "volseg/segment/edit.hpp"
 #include "volseg/session/command_line.hpp"
 
@@ -95,9 +96,10 @@ Json edit_json(const SplitRequest& request) {
   return edit;
 }
 
-// The journal with `edits`, written under a temporary name beside `path`.
+// The journal with `edits`, written under its temporary name (committed
+// once the labels it gives are written).
 std::string write_journal(const std::string& path, const std::string& labels, const std::vector<std::string>& edits) {
-  const std::string temporary = path + ".part";
+  const std::string temporary = io::temporary_path(path);
   Json journal{{"labels", labels}, {"edits", Json::array()}};
   for (const auto& e : edits) journal["edits"].push_back(Json::parse(e));
   std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
@@ -149,7 +151,12 @@ void handle(State& state, const SplitRequest& request, const Hooks&, Reply& repl
     }
     std::vector<std::string> edits = state.edits;
     edits.push_back(edit_json(request).dump());
-    std::string temporary = comm.rank() == 0 ? write_journal(state.journal, state.labels_source, edits) : "";
+    io::AtomicCommit journal;  // rank 0's: removed unless the labels are written
+    std::string temporary;
+    if (comm.rank() == 0) {
+      temporary = write_journal(state.journal, state.labels_source, edits);
+      journal = io::AtomicCommit(state.journal, temporary);
+    }
     temporary = comm.broadcast(temporary);
     segment::EditOptions options;
     options.input = state.labels_source;
@@ -159,15 +166,8 @@ void handle(State& state, const SplitRequest& request, const Hooks&, Reply& repl
     options.force = true;
     options.progress = segment::ProgressMode::none;
     options.command_line = edit_command_line(state.labels_source, state.journal, state.edited);
-    segment::EditResult result;
-    try {
-      result = segment::run_edit(comm, options);
-    } catch (...) {
-      if (comm.rank() == 0) std::remove(temporary.c_str());
-      throw;
-    }
-    if (comm.rank() == 0 && std::rename(temporary.c_str(), state.journal.c_str()) != 0)
-      throw Error("cannot rename the edit journal to " + state.journal);
+    const segment::EditResult result = segment::run_edit(comm, options);
+    if (comm.rank() == 0) journal.commit(/*sync_folder=*/true);
     state.edits = std::move(edits);
     state.labels = state.edited;
     state.max_id = result.max_id;
