@@ -35,19 +35,11 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cold_bench import evict  # noqa: E402
 from segment_bench import MPI_ENV, ROOT  # noqa: E402
 
 DIMS = 2048
 LO, HI = 0.3, 0.5
-
-
-def evict(path):
-    os.sync()
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
 
 
 def remove_outputs(folder):
