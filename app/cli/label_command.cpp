@@ -114,7 +114,9 @@ class LabelCommand final : public Command {
     sub->add_option("--in-hint", o.input_hints, "Hint for the reader only (repeatable)");
     sub->add_option("--out-hint", o.output_hints, "Hint for the writer only (repeatable)");
     add_levels_option(*sub, o.output_hints);
-    sub->add_option("--brick", brick_, "Brick shape Z,Y,X (default: about 12 MiB of u32 labels, whole rows/planes)");
+    sub->add_option("--brick", brick_,
+                    "Brick shape Z,Y,X (default: 16 whole planes or 16 Mi voxels, whichever is more, within an eighth "
+                    "of the memory bound; docs/label.md)");
     sub->add_option("--assign", assign_, "Bricks to ranks: block | cyclic | random")->capture_default_str();
     sub->add_option("--seed", o.seed, "Seed of --assign random")->capture_default_str();
     sub->add_option("--report", o.report, "JSON report: counts, per-rank times and peak memory, the object table");
