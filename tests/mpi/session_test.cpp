@@ -185,6 +185,11 @@ TEST(SessionRequests, EveryKindSurvivesJsonFieldForField) {
   draw.mesh_ids = {4, 7};
   session::SurfaceRequest surface;
   surface.object = 9;
+  session::SplitRequest split;
+  split.object = 12;
+  split.seeds = {{{1, 2, 3}}, {{4, 5, 6}}};
+  split.connectivity = 6;
+  split.apply = true;
   const std::vector<session::Request> requests{open,
                                                session::CheckRequest{"posix", {"cache=0"}},
                                                segment,
@@ -192,6 +197,7 @@ TEST(SessionRequests, EveryKindSurvivesJsonFieldForField) {
                                                session::SlicesRequest{{0.1, 0.2, 0.3}, 64},
                                                session::LabelRequest{"/d/l.nc", 6, 10, true, "x"},
                                                surface,
+                                               split,
                                                session::CloseRequest{},
                                                session::QuitRequest{}};
   ASSERT_EQ(requests.size(), session::kinds.size());

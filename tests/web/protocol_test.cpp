@@ -60,7 +60,8 @@ TEST_F(ProtocolTest, EveryPageTypeIsAKindOfTheSessionsTable) {
                                              {"label", {{"output", "l.nc"}}},
                                              {"surface", Json::object()},
                                              {"frame", {{"width", 64}, {"height", 64}, {"camera", Json::object()}}},
-                                             {"slices", {{"at", {0.5, 0.5, 0.5}}}}};
+                                             {"slices", {{"at", {0.5, 0.5, 0.5}}}},
+                                             {"split", {{"object", 3}, {"h", 0.5}}}};
   std::ofstream(dir / "v.nc") << "x";
   int page_kinds = 0;
   for (const auto& kind : volseg::session::kinds) {
