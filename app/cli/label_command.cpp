@@ -215,19 +215,7 @@ class LabelCommand final : public Command {
       o.split.h = h;
     }
     if (!spacing_.empty()) o.split.spacing = segment::parse_spacing(spacing_);
-    if (!split_on_.empty()) {
-      std::string field = split_on_;
-      o.split.on_negate = field[0] == '-';
-      if (o.split.on_negate) field.erase(0, 1);
-      if (field.empty()) throw Error("--split-on " + split_on_ + ": name a field (input, or FILE[:VAR])");
-      if (field == "input") {
-        o.split.on_field = field;
-      } else {
-        const auto [file, variable] = segment::file_and_variable(field);
-        o.split.on_field = file;
-        o.split.on_selection.variable = variable;
-      }
-    }
+    if (!split_on_.empty()) segment::parse_split_on(split_on_, o.split);
   }
 
   // --values FILE[:VAR] and --values-expr [NAME=]EXPR as the table's fields.

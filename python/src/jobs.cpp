@@ -89,12 +89,15 @@ py::dict label_file(const std::string& input, const std::string& out, const py::
                     int close, bool fill_holes, const std::string& label_type, const std::string& periodic,
                     const std::string& mask_out, const std::vector<std::string>& values,
                     const std::vector<std::string>& values_expr, const std::string& report, bool split,
-                    const std::string& markers, const std::optional<double>& h, bool classes) {
+                    const std::string& markers, const std::optional<double>& h, bool classes,
+                    const std::string& split_on) {
   const MPI_Comm handle = mpi_comm(comm);
   segment::LabelOptions o;
   o.classes = classes;
   o.split.on = split;
-  if (!split && (!markers.empty() || h)) throw Error("label_file: markers= and h= go with split=True");
+  if (!split && (!markers.empty() || h || !split_on.empty()))
+    throw Error("label_file: markers=, h= and split_on= go with split=True");
+  if (!split_on.empty()) segment::parse_split_on(split_on, o.split);
   if (!markers.empty()) {
     const auto [file, variable] = segment::file_and_variable(markers);
     o.split.markers = file;
@@ -269,7 +272,7 @@ void bind_jobs(py::module_& m) {
         py::arg("backend"), py::arg("selection"), py::arg("seed"), py::arg("open"), py::arg("close"),
         py::arg("fill_holes"), py::arg("label_type"), py::arg("periodic"), py::arg("mask_out"), py::arg("values"),
         py::arg("values_expr"), py::arg("report"), py::arg("split"), py::arg("markers"), py::arg("h"),
-        py::arg("classes"));
+        py::arg("classes"), py::arg("split_on"));
   m.def("_distance_file", &distance_file, py::arg("input"), py::arg("out"), py::arg("comm"), py::arg("mask_input"),
         py::arg("lo"), py::arg("hi"), py::arg("spacing"), py::arg("black_border"), py::arg("type"), py::arg("force"),
         py::arg("backend"), py::arg("selection"), py::arg("seed"), py::arg("open"), py::arg("close"),

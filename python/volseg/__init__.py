@@ -111,7 +111,7 @@ def label_file(input, out, connectivity=26, stats="", comm=None, mask_input=True
                min_voxels=0, force=False, backend="auto", var=None, time=None, expr=None, where=None,
                operands=None, seed=None, open=0, close=0, fill_holes=False, label_type="auto", periodic="",
                mask_out="", values=(), values_expr=(), report="", split=False, markers="", h=None,
-               classes=False):
+               classes=False, split_on=""):
     """Label the connected components of a mask file (or of lo <= v <= hi of
     a volume, or of a derived field: expr=, where=) into out, as `volseg
     label`: collective; returns counts. lo, hi, seed, open, close and
@@ -125,7 +125,9 @@ def label_file(input, out, connectivity=26, stats="", comm=None, mask_input=True
     split=True: touching objects apart, a watershed of the distance
     transform from markers: markers="FILE[:VAR]" (a labels volume, each
     nonzero id one) or h=H (the h-maxima of the distance, default 0.5), as
-    `volseg label --split`. classes=True: input is a u8 class image, its
+    `volseg label --split`; split_on="input", "FILE[:VAR]" or either after
+    "-" floods that field instead of the distance (`--split-on`, lowest
+    first). classes=True: input is a u8 class image, its
     objects the connected regions of one value (skimage.measure.label)."""
     if isinstance(values, (str, os.PathLike)):
         values = [values]
@@ -137,7 +139,7 @@ def label_file(input, out, connectivity=26, stats="", comm=None, mask_input=True
                                _selection(var, time, "", expr, where, operands), _seed(seed), int(open), int(close),
                                bool(fill_holes), str(label_type), str(periodic), str(mask_out),
                                [str(v) for v in values], [str(v) for v in values_expr], str(report), bool(split),
-                               str(markers), None if h is None else float(h), bool(classes))
+                               str(markers), None if h is None else float(h), bool(classes), str(split_on))
 
 
 def distance_file(input, out, mask_input=True, lo=None, hi=None, spacing=None, black_border=False, type="f32",

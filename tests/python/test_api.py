@@ -189,6 +189,14 @@ def test_label_file_split_equals_the_cli(volume):
         assert proc.returncode == 0, proc.stderr
         assert np.array_equal(ours, np.fromfile(os.path.join(folder, "split_cli.raw"), dtype="<u4"))
     COMM.Barrier()
+    # split_on= floods a field: the negated distance given as one is split=True itself.
+    distance = os.path.join(folder, "distance.nhdr")
+    volseg.distance_file(spheres, out=distance, mask_input=True, force=True)
+    on = volseg.label_file(spheres, out=out, split=True, split_on="-" + distance, force=True, label_type="u32")
+    assert on["objects"] == result["objects"]
+    assert np.array_equal(np.fromfile(os.path.join(folder, "split.raw"), dtype="<u4"), ours)
+    with pytest.raises(volseg.Error, match="--split-on input"):
+        volseg.label_file(spheres, out=out, split=True, split_on="input", force=True)
     with pytest.raises(volseg.Error, match="h="):
         volseg.label_file(spheres, out=out, split=True, h=-1, force=True)
     with pytest.raises(volseg.Error, match="split=True"):

@@ -430,3 +430,22 @@ LabelResult run_split_label(const Comm& comm, const LabelOptions& options) {
 }
 
 }  // namespace volseg::segment::detail
+
+namespace volseg::segment {
+
+void parse_split_on(const std::string& text, SplitOptions& split) {
+  std::string field = text;
+  split.on_negate = !field.empty() && field[0] == '-';
+  if (split.on_negate) field.erase(0, 1);
+  if (field.empty()) throw Error("--split-on " + text + ": name a field (input, or FILE[:VAR])");
+  split.on_selection = {};
+  if (field == "input") {
+    split.on_field = field;
+    return;
+  }
+  const auto [file, variable] = file_and_variable(field);
+  split.on_field = file;
+  split.on_selection.variable = variable;
+}
+
+}  // namespace volseg::segment

@@ -304,6 +304,10 @@ struct SplitOptions {
   bool on_negate = false;
 };
 
+// --split-on's text into split: "input", "FILE[:VAR]", either after "-"
+// (flood the negation); one line naming the option when it names nothing.
+void parse_split_on(const std::string& text, SplitOptions& split);
+
 struct LabelOptions {
   std::string input, output;
   bool mask_input = false;  // input is a 0/1 mask; else threshold with lo/hi
