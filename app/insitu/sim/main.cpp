@@ -166,6 +166,10 @@ SimOptions parse(int argc, char** argv) {
   if (in_hook) o.insitu = insitu::parse_options(hook);
   if (!o.dump.empty()) io::output_format(o.dump, o.dump_format, std::nullopt, false, "--dump"), step_path(o.dump, 0);
   if (o.dump_every == 0) o.dump_every = o.insitu ? o.insitu->every : 1;
+  if (!o.dump.empty() && o.insitu && o.insitu->async &&
+      io::output_format(o.dump, o.dump_format, std::nullopt, false, "--dump") != io::FileFormat::raw)
+    throw Error("--dump: with the hook's --async its thread writes while the simulation dumps, and netCDF and HDF5 "
+                "are not thread-safe: dump raw (.nhdr), or use --analysis-ranks");
   return o;
 }
 
@@ -177,6 +181,7 @@ struct HookRun {
   std::string error;
   std::int64_t failed_at = -1;
   std::vector<insitu::StepRecord> records;
+  std::optional<insitu::HandOff> hand_off;  // --async, --analysis-ranks
 };
 
 // Collective: creates the hook on the simulation's communicator.
@@ -213,6 +218,7 @@ void finish_hook(const SimOptions& o, HookRun& run) {
   const auto t = Clock::now();
   try {
     run.records = run.hook->records();
+    if (o.insitu->async || o.insitu->analysis_ranks > 0) run.hand_off = run.hook->hand_off();
     run.hook->finalize();
   } catch (const std::exception& e) {
     run.error = e.what();
@@ -236,7 +242,10 @@ StepSeconds run_steps(const Comm& comm, const SimOptions& o, int rank, sim::Gray
   field.box = sim.box();
   field.ghost = sim.ghost();
   field.dtype = io::DType::f64;
-  std::vector<double> packed_v, packed_u;  // periodic: the stored blocks without the layers beyond the faces
+  // Periodic: the stored blocks without the layers beyond the faces, two of
+  // each, so a step published stays untouched until the next publish returns
+  // (what the hook's --borrow relies on; the fields themselves alternate too).
+  std::vector<double> packed_v[2], packed_u[2];
   StepSeconds seconds;
   int next_report = 1;
   for (int step = 1; step <= o.steps && !(run.failed_at >= 0 && o.on_error == "stop"); ++step) {
@@ -248,10 +257,11 @@ StepSeconds run_steps(const Comm& comm, const SimOptions& o, int rank, sim::Gray
     field.values = sim.v().data();
     field.arrays = {{"u", io::DType::f64, sim.u().data()}};  // the other species, for --expr and --where
     if (sim.periodic()) {
-      sim.pack(sim.v(), packed_v);
-      sim.pack(sim.u(), packed_u);
-      field.values = packed_v.data();
-      field.arrays = {{"u", io::DType::f64, packed_u.data()}};
+      auto &v = packed_v[step % 2], &u = packed_u[step % 2];
+      sim.pack(sim.v(), v);
+      sim.pack(sim.u(), u);
+      field.values = v.data();
+      field.arrays = {{"u", io::DType::f64, u.data()}};
     }
     field.source.clear();
     if (!o.dump.empty() && step % o.dump_every == 0) {
@@ -302,17 +312,28 @@ void report_run(const Comm& comm, const SimOptions& o, int rank, const HookRun& 
                         {"actions", actions},
                         {"hook_error", run.error}};
   if (!run.records.empty()) report["final_share"] = run.records.back().share;
+  if (run.hand_off) {
+    const auto& h = *run.hand_off;  // rank 0's
+    report["hand_off"] = {{"steps", h.steps},           {"skipped", h.skipped},         {"seconds", h.seconds},
+                          {"longest", h.longest},       {"waited", h.waited},           {"copy", h.copy},
+                          {"step_bytes", h.step_bytes}, {"peak_bytes", h.peak_bytes}, {"bound_bytes", h.bound_bytes}};
+  }
   io::write_file_atomically(o.report, report.dump(1) + "\n");
 }
 
 // Collective: the whole run; the exit status (0, or 1 when a failed hook
 // stopped it, 3 when the simulation went on without it).
-int run_simulation(const SimOptions& o, int rank) {
+int run_simulation(const SimOptions& o) {
   const auto start = Clock::now();
-  Comm comm(MPI_COMM_WORLD);
-  sim::GrayScott sim(comm.get(), o.dims, o.ghost, o.parameters, o.periodic);
+  Comm world(MPI_COMM_WORLD);
   HookRun run;
-  if (o.insitu) start_hook(comm, *o.insitu, run);
+  if (o.insitu) start_hook(world, *o.insitu, run);
+  // With --analysis-ranks K the hook kept the last K ranks: they have served
+  // the steps by now. The simulation runs on the others.
+  if (run.hook && run.hook->analysis_rank()) return 0;
+  Comm comm(run.hook ? run.hook->simulation_comm() : world.get());
+  const int rank = comm.rank();
+  sim::GrayScott sim(comm.get(), o.dims, o.ghost, o.parameters, o.periodic);
   const StepSeconds seconds = run_steps(comm, o, rank, sim, run, start);
   finish_hook(o, run);
   report_run(comm, o, rank, run, seconds, since(start));
@@ -326,7 +347,10 @@ int main(int argc, char** argv) {
   int provided = 0;
   volseg::prefer_checked_mpi_io();  // errors reported, not dropped (OMPIO drops them)
   volseg::prefer_lone_start();      // a singleton: no daemon, no fabric probes
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  // The hook's --async runs MPI on a helper thread beside the simulation's.
+  bool async = false;
+  for (int i = 1; i < argc; ++i) async = async || std::string(argv[i]) == "--async";
+  MPI_Init_thread(&argc, &argv, async ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED, &provided);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   int status = 0;
@@ -354,7 +378,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     try {
-      status = run_simulation(o, rank);
+      status = run_simulation(o);
     } catch (const std::exception& e) {
       if (rank == 0) std::cerr << "volseg-sim: " << e.what() << "\n";
       status = 1;

@@ -145,6 +145,19 @@ void parse_into(Options& options, const std::vector<std::string>& args, int dept
       options.periodic = segment::parse_periodic(value());
     else if (option == "--track")
       options.track = value();
+    else if (option == "--analysis-ranks")
+      options.analysis_ranks = parse_count(option, value(), 1);
+    else if (option == "--async")
+      options.async = true;
+    else if (option == "--queue")
+      options.queue = parse_count(option, value(), 1);
+    else if (option == "--when-full") {
+      const auto& when = value();
+      if (when != "block" && when != "skip")
+        throw Error("in-situ option --when-full: '" + when + "' is not block or skip");
+      options.skip_when_full = when == "skip";
+    } else if (option == "--borrow")
+      options.borrow = true;
     else if (option == "--force")
       options.force = true;
     else if (option == "--verbose")
@@ -156,7 +169,8 @@ void parse_into(Options& options, const std::vector<std::string>& args, int dept
       throw Error("unknown in-situ option '" + option +
                   "' (the options: --lo --hi --every --out --format --backend "
                   "--hint --series --stats --image --image-every --size --camera --catalyst-script --budget --var "
-                  "--expr --where --label --connectivity --periodic --track --force --verbose --config)");
+                  "--expr --where --label --connectivity --periodic --track --analysis-ranks --async --queue --when-full "
+                  "--borrow --force --verbose --config)");
     }
   }
 }
@@ -194,6 +208,17 @@ Options parse_options(const std::vector<std::string>& args) {
   // against the format when the hook starts).
   if (!options.image.empty() && options.image.find('%') == std::string::npos)
     throw Error("in-situ option --image: '" + options.image + "' has no %d for the step (say image_%06d.png)");
+  if (options.async && options.analysis_ranks > 0)
+    throw Error("in-situ options: --async and --analysis-ranks are two ways off the critical path: give one");
+  const bool offloaded = options.async || options.analysis_ranks > 0;
+  if (offloaded && options.budget)
+    throw Error(
+        "in-situ options: --budget skips work inside a synchronous hook; with --async or --analysis-ranks use "
+        "--when-full skip");
+  if (!offloaded && (options.skip_when_full || options.borrow || options.queue != 0))
+    throw Error("in-situ options: --queue, --when-full and --borrow are of --async and --analysis-ranks");
+  if (options.borrow && options.skip_when_full)
+    throw Error("in-situ options: --borrow waits for each step to be taken in; --when-full skip never waits");
   if (options.variable.empty() || options.variable == "mask")
     throw Error("in-situ option --var: the field needs a name other than '" + options.variable + "'");
   return options;
@@ -230,6 +255,15 @@ std::string options_help() {
   --track FILE.csv       of --label: link the objects of consecutive labelled steps that share voxels
                          (t,id,next_id,overlap_voxels; FILE.steps.csv: births, deaths, merges, splits),
                          as 'volseg label --time A:B --track'; written at finalize
+  --analysis-ranks K     the last K ranks of the hook's communicator analyse the steps the others publish
+                         (they never enter the simulation's loop; the simulation runs on the first N-K)
+  --async                a helper thread on each rank analyses; publish copies the step and returns
+                         (MPI must be initialised with MPI_THREAD_MULTIPLE)
+  --queue Q              of --async and --analysis-ranks: steps handed off and not yet analysed, per rank
+                         (default 2; the copies it holds are the hook's memory on a simulation rank)
+  --when-full block|skip when the queue is full: wait for the analysis (default; no step is lost), or leave the
+                         step unanalysed (counted in the stats file and at finalize)
+  --borrow               publish's arrays are not written until the next publish returns: read in place, no copy
   --force                replace existing outputs
   --verbose              a line per in-situ step on rank 0
   --config FILE          more options from FILE

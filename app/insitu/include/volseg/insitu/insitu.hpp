@@ -7,6 +7,11 @@
 // and the mask, all inside legacy Catalyst (vtkCPProcessor). An optional
 // budget keeps the hook's share of the run within a limit.
 //
+// Off the simulation's critical path: with --async a helper thread on each
+// rank, with --analysis-ranks K the last K ranks of the communicator, run
+// that same analysis on steps that publish hands off (a copy into a bounded
+// queue, --queue Q) and returns; the results are the synchronous hook's.
+//
 // Every call is collective over the communicator given at construction.
 // Errors are agreed: every rank throws the same volseg::Error, and the
 // simulation may carry on without the hook (see volseg_insitu.h).
@@ -58,6 +63,17 @@ struct Options {
   // share voxels (as `volseg label --time A:B --track`): this CSV, and
   // NAME.steps.csv beside it, written at finalize; empty: none.
   std::string track;
+  // Off the critical path (docs/insitu.md, "Modes"): the last K ranks of
+  // the hook's communicator analyse (0: none); or a helper thread on every
+  // rank does (needs MPI_THREAD_MULTIPLE).
+  int analysis_ranks = 0;
+  bool async = false;
+  int queue = 0;                // steps handed off and not yet analysed, per simulation rank (0: 2)
+  bool skip_when_full = false;  // --when-full skip: a step that finds the queue full is not analysed (else: wait)
+  // --borrow: the caller does not write the published arrays until its next
+  // publish returns, so the hook reads them in place (no copy; the step
+  // must be taken in by then).
+  bool borrow = false;
   bool force = false;    // replace existing outputs
   bool verbose = false;  // a line per in-situ step on rank 0
   std::string text;      // the options as given (the masks' history)
@@ -122,11 +138,31 @@ struct StepRecord {
   std::string mask, image;  // files written this step
 };
 
+// What handing steps off cost this simulation rank (--async,
+// --analysis-ranks; zeros for the synchronous hook).
+struct HandOff {
+  std::int64_t steps = 0;    // in-situ steps handed off
+  std::int64_t skipped = 0;  // in-situ steps not analysed: the queue was full (--when-full skip)
+  double seconds = 0;        // in publish for them: checks, agreement, the copy, waiting
+  double longest = 0;        // the longest of those calls
+  double waited = 0;         // of seconds, waiting for the queue (--when-full block, --borrow)
+  double copy = 0;           // of seconds, copying the block into the queue
+  std::uint64_t step_bytes = 0;  // what one step holds in the queue
+  std::uint64_t peak_bytes = 0;  // the most the queue held at once
+  std::uint64_t bound_bytes = 0; // its bound: --queue steps
+};
+
 class Hook {
  public:
   // Collective over comm (duplicated). Checks the options on every rank,
   // the parallel netCDF library, the X display when rendering or scripts
   // are asked for, and loads the Catalyst scripts.
+  //
+  // With --analysis-ranks K the last K ranks of comm become analysis
+  // ranks: on them the constructor serves the simulation's steps until the
+  // simulation's ranks finalize, then returns (simulation_comm() is
+  // MPI_COMM_NULL there: skip the simulation's loop). With --async the
+  // constructor starts each rank's helper thread.
   Hook(MPI_Comm comm, Options options);
   ~Hook();
   Hook(const Hook&) = delete;
@@ -139,8 +175,17 @@ class Hook {
   // printed).
   void finalize();
 
+  // The records of this rank's calls: what the analysis did, or with
+  // --async and --analysis-ranks on a simulation rank, what publish did
+  // ("handed-off", "queue-full"); the stats file has the analysis's.
   const std::vector<StepRecord>& records() const;
   double create_seconds() const;  // Catalyst and Python start-up at construction
+  // The communicator the simulation runs on (owned by the hook): comm's
+  // ranks, or with --analysis-ranks K the first N-K; MPI_COMM_NULL on an
+  // analysis rank.
+  MPI_Comm simulation_comm() const;
+  bool analysis_rank() const;
+  const HandOff& hand_off() const;
 
  private:
   struct Impl;
