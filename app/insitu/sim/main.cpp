@@ -168,8 +168,9 @@ SimOptions parse(int argc, char** argv) {
   if (o.dump_every == 0) o.dump_every = o.insitu ? o.insitu->every : 1;
   if (!o.dump.empty() && o.insitu && o.insitu->async &&
       io::output_format(o.dump, o.dump_format, std::nullopt, false, "--dump") != io::FileFormat::raw)
-    throw Error("--dump: with the hook's --async its thread writes while the simulation dumps, and netCDF and HDF5 "
-                "are not thread-safe: dump raw (.nhdr), or use --analysis-ranks");
+    throw Error(
+        "--dump: with the hook's --async its thread writes while the simulation dumps, and netCDF and HDF5 "
+        "are not thread-safe: dump raw (.nhdr), or use --analysis-ranks");
   return o;
 }
 
@@ -314,8 +315,8 @@ void report_run(const Comm& comm, const SimOptions& o, int rank, const HookRun& 
   if (!run.records.empty()) report["final_share"] = run.records.back().share;
   if (run.hand_off) {
     const auto& h = *run.hand_off;  // rank 0's
-    report["hand_off"] = {{"steps", h.steps},           {"skipped", h.skipped},         {"seconds", h.seconds},
-                          {"longest", h.longest},       {"waited", h.waited},           {"copy", h.copy},
+    report["hand_off"] = {{"steps", h.steps},           {"skipped", h.skipped},       {"seconds", h.seconds},
+                          {"longest", h.longest},       {"waited", h.waited},         {"copy", h.copy},
                           {"step_bytes", h.step_bytes}, {"peak_bytes", h.peak_bytes}, {"bound_bytes", h.bound_bytes}};
   }
   io::write_file_atomically(o.report, report.dump(1) + "\n");

@@ -4,8 +4,8 @@
 #include "offload.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <iostream>

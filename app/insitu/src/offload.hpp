@@ -72,8 +72,7 @@ class Front {
   // The analysis has said (to this rank) that it failed.
   virtual bool failed() = 0;
   // Hands a step off (boxes: every simulation rank's block, by rank).
-  virtual void hand_off(const Field& field, const std::vector<io::Extent>& boxes, double simulation,
-                        double share) = 0;
+  virtual void hand_off(const Field& field, const std::vector<io::Extent>& boxes, double simulation, double share) = 0;
   // Tells the analysis of a step it will not analyse.
   virtual void skip(const StepRecord& record) = 0;
   // Waits until the step before the newest is taken in (--borrow).
@@ -109,7 +108,7 @@ std::unique_ptr<Front> make_thread_front(MPI_Comm simulation, const Options& opt
 // their front (simulation: their communicator); on the last K, serves the
 // steps until the simulation's ranks finalize, keeping the analysis's
 // records in `served`, and returns null.
-std::unique_ptr<Front> start_analysis_ranks(MPI_Comm comm, const Options& options,
-                                            std::vector<StepRecord>& served, double& create_seconds);
+std::unique_ptr<Front> start_analysis_ranks(MPI_Comm comm, const Options& options, std::vector<StepRecord>& served,
+                                            double& create_seconds);
 
 }  // namespace volseg::insitu::detail

@@ -109,7 +109,10 @@ class RankFront : public Front {
  public:
   // all: the hook's communicator, the one the analysis ranks serve on.
   RankFront(MPI_Comm simulation, Comm all, const Options& options, int analysis)
-      : Front(simulation, options), all_(std::move(all)), analysis_(analysis), first_analysis_(all_.size() - analysis) {}
+      : Front(simulation, options),
+        all_(std::move(all)),
+        analysis_(analysis),
+        first_analysis_(all_.size() - analysis) {}
   ~RankFront() override { finish_quietly(); }
 
  protected:
@@ -148,15 +151,14 @@ class RankFront : public Front {
       for (std::size_t i = 0; i < arrays_of.size(); ++i) arrays_of[i] = slot.staged.buffers[i].data();
     }
     for (int j = 0; j < analysis_; ++j) {
-      const io::Extent part =
-          io::intersect(field.box, slab_stored(field.global_dims, j, analysis_, field.ghost));
+      const io::Extent part = io::intersect(field.box, slab_stored(field.global_dims, j, analysis_, field.ghost));
       if (part.empty()) continue;
       for (std::size_t i = 0; i < arrays_of.size(); ++i) {
         MPI_Datatype type = subarray(from, part, io::dtype_size(types[i]));
         MPI_Request request = MPI_REQUEST_NULL;
-        check_mpi(MPI_Isend(arrays_of[i], 1, type, first_analysis_ + j, data_tag + static_cast<int>(i), all_.get(),
-                            &request),
-                  "MPI_Isend");
+        check_mpi(
+            MPI_Isend(arrays_of[i], 1, type, first_analysis_ + j, data_tag + static_cast<int>(i), all_.get(), &request),
+            "MPI_Isend");
         check_mpi(MPI_Type_free(&type), "MPI_Type_free");
         slot.requests.push_back(request);
       }
@@ -175,9 +177,9 @@ class RankFront : public Front {
   }
   void skip(const StepRecord& record) override {
     if (comm().rank() != 0) return;
-    const std::string text = nlohmann::json{{"kind", "skip"}, {"step", record.step}, {"time", record.time},
-                                            {"action", record.action}}
-                                 .dump();
+    const std::string text =
+        nlohmann::json{{"kind", "skip"}, {"step", record.step}, {"time", record.time}, {"action", record.action}}
+            .dump();
     for (int j = 0; j < analysis_; ++j) send_text(text, first_analysis_ + j, header_tag, all_.get());
   }
   void release_borrowed() override {
@@ -277,8 +279,8 @@ void serve(const Comm& all, Pipeline& pipeline, int analysis) {
         if (part.empty()) continue;
         MPI_Datatype type = subarray(stored, part, io::dtype_size(types[i]));
         requests.emplace_back(MPI_REQUEST_NULL);
-        check_mpi(MPI_Irecv(buffers[i].data(), 1, type, static_cast<int>(s), data_tag + static_cast<int>(i),
-                            all.get(), &requests.back()),
+        check_mpi(MPI_Irecv(buffers[i].data(), 1, type, static_cast<int>(s), data_tag + static_cast<int>(i), all.get(),
+                            &requests.back()),
                   "MPI_Irecv");
         check_mpi(MPI_Type_free(&type), "MPI_Type_free");
       }

@@ -166,11 +166,12 @@ void parse_into(Options& options, const std::vector<std::string>& args, int dept
       if (depth > 4) throw Error("in-situ option --config: configs include each other too deeply");
       parse_into(options, read_config(value()), depth + 1, have_lo, have_hi);
     } else {
-      throw Error("unknown in-situ option '" + option +
-                  "' (the options: --lo --hi --every --out --format --backend "
-                  "--hint --series --stats --image --image-every --size --camera --catalyst-script --budget --var "
-                  "--expr --where --label --connectivity --periodic --track --analysis-ranks --async --queue --when-full "
-                  "--borrow --force --verbose --config)");
+      throw Error(
+          "unknown in-situ option '" + option +
+          "' (the options: --lo --hi --every --out --format --backend "
+          "--hint --series --stats --image --image-every --size --camera --catalyst-script --budget --var "
+          "--expr --where --label --connectivity --periodic --track --analysis-ranks --async --queue --when-full "
+          "--borrow --force --verbose --config)");
     }
   }
 }

@@ -126,7 +126,6 @@ void check_field(const Field& field) {
                   std::to_string(field.ghost) + " ghost layers");
 }
 
-
 std::vector<double> agree_step(const Comm& comm, const Field& field, std::vector<double> maxima) {
   const double given[5] = {double(field.global_dims[0]), double(field.global_dims[1]), double(field.global_dims[2]),
                            double(field.dtype), double(field.step)};
@@ -462,8 +461,8 @@ StepRecord Pipeline::Impl::run_step(const Field& field, detail::Level level, dou
 // reduce the statistics, count objects, write the mask, draw the image.
 // Returns the ghosted mask, or null.
 const std::uint8_t* Pipeline::Impl::run_volseg(const Field& field, const io::Extent& stored, detail::Level level,
-                                           const StepParts& parts, segment::Stats& stats, double (&seconds)[5],
-                                           StepRecord& record) {
+                                               const StepParts& parts, segment::Stats& stats, double (&seconds)[5],
+                                               StepRecord& record) {
   auto t = Clock::now();
   segment::Threshold threshold;
   if (options.have_range)
@@ -508,7 +507,7 @@ const std::uint8_t* Pipeline::Impl::run_volseg(const Field& field, const io::Ext
 // Every rank records the slowest rank's times (what the simulation waited
 // for), and the governor learns what each part of the step cost.
 void Pipeline::Impl::record_slowest(const double (&seconds)[5], double total, double simulation, int script_errors,
-                                detail::Level level, StepRecord& record) {
+                                    detail::Level level, StepRecord& record) {
   double local[9] = {seconds[0],  seconds[1], seconds[2], seconds[3],
                      seconds[4],  total,      simulation, double(script_errors),
                      record.label};

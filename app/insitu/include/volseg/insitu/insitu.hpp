@@ -141,15 +141,15 @@ struct StepRecord {
 // What handing steps off cost this simulation rank (--async,
 // --analysis-ranks; zeros for the synchronous hook).
 struct HandOff {
-  std::int64_t steps = 0;    // in-situ steps handed off
-  std::int64_t skipped = 0;  // in-situ steps not analysed: the queue was full (--when-full skip)
-  double seconds = 0;        // in publish for them: checks, agreement, the copy, waiting
-  double longest = 0;        // the longest of those calls
-  double waited = 0;         // of seconds, waiting for the queue (--when-full block, --borrow)
-  double copy = 0;           // of seconds, copying the block into the queue
-  std::uint64_t step_bytes = 0;  // what one step holds in the queue
-  std::uint64_t peak_bytes = 0;  // the most the queue held at once
-  std::uint64_t bound_bytes = 0; // its bound: --queue steps
+  std::int64_t steps = 0;         // in-situ steps handed off
+  std::int64_t skipped = 0;       // in-situ steps not analysed: the queue was full (--when-full skip)
+  double seconds = 0;             // in publish for them: checks, agreement, the copy, waiting
+  double longest = 0;             // the longest of those calls
+  double waited = 0;              // of seconds, waiting for the queue (--when-full block, --borrow)
+  double copy = 0;                // of seconds, copying the block into the queue
+  std::uint64_t step_bytes = 0;   // what one step holds in the queue
+  std::uint64_t peak_bytes = 0;   // the most the queue held at once
+  std::uint64_t bound_bytes = 0;  // its bound: --queue steps
 };
 
 class Hook {
