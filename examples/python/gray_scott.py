@@ -51,7 +51,14 @@ def simulate(comm, n=48, steps=100, hook_options=None, keep=(), du=0.16, dv=0.08
              seed=7):
     """Runs the model, publishing V to a hook made with hook_options (every
     step; the hook's --every picks). Returns {step: this rank's V} for the
-    steps in keep, and this rank's box ((z0, 0, 0), (nz, n, n))."""
+    steps in keep, and this rank's box ((z0, 0, 0), (nz, n, n)); on an
+    analysis rank (the hook's --analysis-ranks K), which never simulates,
+    ({}, None)."""
+    hook = volseg.insitu.Hook(comm, hook_options) if hook_options else None
+    if hook and hook.analysis_rank:
+        return {}, None  # it has served the simulation's steps
+    if hook:
+        comm = hook.simulation_comm  # comm's ranks, or its first N-K
     if n < 16:
         raise ValueError(f"n={n}: the seeds need a grid of at least 16 points a side")
     if comm.size > n:
@@ -70,7 +77,6 @@ def simulate(comm, n=48, steps=100, hook_options=None, keep=(), du=0.16, dv=0.08
             v[1 + zl - z0:1 + zh - z0, lo[1]:hi[1], lo[2]:hi[2]] = 0.25
     box = ((z0, 0, 0), (nz, n, n))
     kept = {}
-    hook = volseg.insitu.Hook(comm, hook_options) if hook_options else None
     try:
         for step in range(steps + 1):
             if step > 0:

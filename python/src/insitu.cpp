@@ -118,14 +118,21 @@ class Hook {
  public:
   Hook(const py::object& comm, const std::string& options) {
     const MPI_Comm handle = mpi_comm(comm);
-    MPI_Comm_dup(handle, &comm_);
-    const int rc = volseg_insitu_create(handle, options.c_str(), &hook_);
+    // comm_: the simulation's ranks (all of comm, or its first N-K with
+    // --analysis-ranks K); MPI_COMM_NULL on an analysis rank, which has
+    // served the steps by the time this returns.
+    const int rc = volseg_insitu_create_split(handle, options.c_str(), &hook_, &comm_);
     if (rc != VOLSEG_INSITU_OK) {
       const std::string message = volseg_insitu_last_error(hook_);
       volseg_insitu_finalize(hook_);
       hook_ = nullptr;
-      MPI_Comm_free(&comm_);
+      if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
       raise(message);
+    }
+    if (comm_ == MPI_COMM_NULL) {
+      analysis_rank_ = true;
+      volseg_insitu_finalize(hook_);
+      hook_ = nullptr;
     }
   }
   ~Hook() {
@@ -141,6 +148,7 @@ class Hook {
   void publish(std::int64_t step, double time, const std::vector<std::int64_t>& global_dims,
                const std::vector<std::vector<std::int64_t>>& box, const py::array& values, int ghost,
                const std::map<std::string, py::array>& arrays) {
+    if (analysis_rank_) raise("publish on an analysis rank (skip the simulation where hook.analysis_rank is True)");
     if (!hook_) raise("publish: the hook is finalized");  // on every rank: finalize is collective
     const char* dtype = "f32";
     std::string problem = check_publish(global_dims, box, values, ghost, &dtype);
@@ -170,6 +178,13 @@ class Hook {
     if (rc != VOLSEG_INSITU_OK) raise(volseg_insitu_last_error(hook_));
   }
 
+  bool analysis_rank() const { return analysis_rank_; }
+  // The simulation's communicator as an mpi4py Comm (None on an analysis rank).
+  py::object simulation_comm() const {
+    if (comm_ == MPI_COMM_NULL) return py::none();
+    return mpi4py_duplicate(comm_);
+  }
+
   void finalize() {
     if (!hook_) return;
     const int rc = volseg_insitu_finalize(hook_);
@@ -180,7 +195,8 @@ class Hook {
 
  private:
   volseg_insitu* hook_ = nullptr;
-  MPI_Comm comm_ = MPI_COMM_NULL;  // a duplicate, to agree on arguments before the hook's collective calls
+  MPI_Comm comm_ = MPI_COMM_NULL;  // the simulation's ranks, to agree on arguments before the hook's collective calls
+  bool analysis_rank_ = false;
 };
 
 }  // namespace
@@ -198,6 +214,12 @@ PYBIND11_MODULE(_insitu, m) {
            "Collective: one step of the field. box=((z0, y0, x0), (nz, ny, nx)) this rank's points; values holds "
            "them plus `ghost` layers on every side that is not a face of the grid (read in place, not copied); "
            "arrays={'u': u_block, ...}: more arrays laid out as values, which --expr and --where may name")
+      .def_property_readonly("analysis_rank", &Hook::analysis_rank,
+                             "True on the last K ranks under --analysis-ranks K: they have served the simulation's "
+                             "steps when Hook() returns; skip the simulation there")
+      .def_property_readonly("simulation_comm", &Hook::simulation_comm,
+                             "The communicator to run the simulation on (a new mpi4py Comm): comm's ranks, or its "
+                             "first N-K under --analysis-ranks K; None on an analysis rank")
       .def("finalize", &Hook::finalize, "Collective: finish the outputs (series index, time series) and free the hook")
       .def("__enter__", [](Hook& h) -> Hook& { return h; })
       .def("__exit__", [](Hook& h, py::args) { h.finalize(); });

@@ -19,4 +19,10 @@ MPI_Comm mpi_comm(const py::object& comm) {
   return *handle;
 }
 
+py::object mpi4py_duplicate(MPI_Comm comm) {
+  auto wrapped = py::reinterpret_steal<py::object>(PyMPIComm_New(comm));  // borrows the handle
+  if (!wrapped) throw py::error_already_set();
+  return wrapped.attr("Dup")();
+}
+
 }  // namespace volseg::python

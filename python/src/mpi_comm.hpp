@@ -13,5 +13,7 @@ namespace volseg::python {
 void init_mpi4py();
 // The MPI_Comm of an mpi4py communicator; TypeError for anything else.
 MPI_Comm mpi_comm(const pybind11::object& comm);
+// A new mpi4py communicator, a duplicate of comm (the caller's to free).
+pybind11::object mpi4py_duplicate(MPI_Comm comm);
 
 }  // namespace volseg::python

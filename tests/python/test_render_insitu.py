@@ -183,3 +183,26 @@ def test_insitu_track_equals_the_batch_one(folder):
             with open(os.path.join(folder, name % "insitu")) as f:
                 assert f.read() == batch, name
         assert batch.count("\n") == steps + 1 and "0,0,0,0,0" in batch.splitlines()[1]
+
+
+def test_insitu_off_the_critical_path_equals_synchronous(folder):
+    """--async (a helper thread per rank; mpi4py initialises MPI with
+    MPI_THREAD_MULTIPLE) writes the synchronous hook's masks and track, byte
+    for byte. (--analysis-ranks from Python: tests/e2e/test_insitu_offload.py,
+    a process each, as Catalyst takes one communicator a process.)"""
+    options = "--lo 0.2 --hi 1 --every 4 --label --track %s/%s.csv --out %s/%s_%%04d.nhdr --force"
+    modes = {"sync": "", "async": "--async --queue 3"}
+    for name, extra in modes.items():
+        gray_scott.simulate(COMM, n=24, steps=12, hook_options=options % (folder, name, folder, name) + " " + extra)
+    COMM.Barrier()
+    if COMM.rank != 0:
+        return
+    for name in modes:
+        for step in (0, 4, 8, 12):
+            with open(os.path.join(folder, "sync_%04d.raw" % step), "rb") as f:
+                reference = f.read()
+            with open(os.path.join(folder, "%s_%04d.raw" % (name, step)), "rb") as f:
+                assert f.read() == reference, (name, step)
+        with open(os.path.join(folder, "%s.csv" % name)) as f, open(os.path.join(folder, "sync.csv")) as g:
+            assert f.read() == g.read(), name
+    assert sum(reference) > 0

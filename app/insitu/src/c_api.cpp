@@ -55,6 +55,19 @@ int volseg_insitu_create(MPI_Comm comm, const char* options, volseg_insitu** hoo
   return VOLSEG_INSITU_ERROR;
 }
 
+int volseg_insitu_create_split(MPI_Comm comm, const char* options, volseg_insitu** hook, MPI_Comm* simulation) {
+  if (!simulation) return VOLSEG_INSITU_ERROR;
+  const int status = volseg_insitu_create(comm, options, hook);
+  const MPI_Comm own = status == VOLSEG_INSITU_OK ? (*hook)->hook->simulation_comm() : comm;
+  *simulation = MPI_COMM_NULL;
+  // Collective over the simulation's ranks (or all of comm after a failure).
+  if (own != MPI_COMM_NULL && MPI_Comm_dup(own, simulation) != MPI_SUCCESS) {
+    (*hook)->error = "volseg_insitu_create_split: MPI_Comm_dup failed";
+    return VOLSEG_INSITU_ERROR;
+  }
+  return status;
+}
+
 int volseg_insitu_create_f(MPI_Fint comm, const char* options, volseg_insitu** hook) {
   return volseg_insitu_create(MPI_Comm_f2c(comm), options, hook);
 }

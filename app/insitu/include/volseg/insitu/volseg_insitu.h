@@ -39,13 +39,28 @@ int volseg_insitu_create(MPI_Comm comm, const char* options, volseg_insitu** hoo
 /* The same for Fortran, with the communicator as MPI_Fint. */
 int volseg_insitu_create_f(MPI_Fint comm, const char* options, volseg_insitu** hook);
 
+/* Collective over comm. As volseg_insitu_create, and where the options give
+ * --analysis-ranks K (the last K ranks of comm analyse what the others
+ * publish): on a simulation rank *simulation is a new communicator of the
+ * simulation's N-K ranks, to run the simulation on (free it with
+ * MPI_Comm_free); on an analysis rank the call serves the steps until the
+ * simulation's ranks finalize, then returns with *simulation set to
+ * MPI_COMM_NULL: skip the simulation there, and finalize the hook (as
+ * damaris_start does for Damaris's dedicated cores). Without
+ * --analysis-ranks, *simulation is a duplicate of comm. On failure
+ * *simulation is a duplicate of comm on every rank, so the simulation can
+ * go on without the hook. */
+int volseg_insitu_create_split(MPI_Comm comm, const char* options, volseg_insitu** hook, MPI_Comm* simulation);
+
 /* Collective. One step of the simulation's field. Dimensions are in the
  * order z, y, x (x fastest, C order; a Fortran array u(x,y,z) is the same
  * memory). global_dims: the whole grid; offset/count: the points this rank
  * owns (the ranks' boxes must tile the grid). values: count + 2*ghost points
  * per axis, except that no ghost layer exists beyond the grid's faces
  * (VTK's convention for ghost levels), x fastest. The array is wrapped, not
- * copied, and read only during the call. dtype: "u8", "i16", "u16", "i32",
+ * copied, and read only during the call (--async and --analysis-ranks copy
+ * it into their queue; with --borrow they read it until the next publish
+ * returns instead). dtype: "u8", "i16", "u16", "i32",
  * "f32" or "f64". */
 int volseg_insitu_publish(volseg_insitu* hook, int64_t step, double time, const int64_t global_dims[3],
                           const int64_t offset[3], const int64_t count[3], int ghost, const char* dtype,
