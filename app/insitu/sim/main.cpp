@@ -235,18 +235,22 @@ struct StepSeconds {
 
 // Collective: the steps, each simulated, dumped when due and published,
 // until the last or until a failed hook stops the run (--insitu-errors stop).
+// Periodic: the stored blocks without the layers beyond the faces, two of
+// each, so a step published stays untouched until the next publish returns
+// (what the hook's --borrow relies on; the fields themselves alternate too),
+// and alive until the hook's finalize.
+struct Packed {
+  std::vector<double> v[2], u[2];
+};
+
 StepSeconds run_steps(const Comm& comm, const SimOptions& o, int rank, sim::GrayScott& sim, HookRun& run,
-                      Clock::time_point start) {
+                      Packed& packed, Clock::time_point start) {
   const std::string variable = o.insitu ? o.insitu->variable : "v";
   insitu::Field field;
   field.global_dims = sim.dims();
   field.box = sim.box();
   field.ghost = sim.ghost();
   field.dtype = io::DType::f64;
-  // Periodic: the stored blocks without the layers beyond the faces, two of
-  // each, so a step published stays untouched until the next publish returns
-  // (what the hook's --borrow relies on; the fields themselves alternate too).
-  std::vector<double> packed_v[2], packed_u[2];
   StepSeconds seconds;
   int next_report = 1;
   for (int step = 1; step <= o.steps && !(run.failed_at >= 0 && o.on_error == "stop"); ++step) {
@@ -258,7 +262,7 @@ StepSeconds run_steps(const Comm& comm, const SimOptions& o, int rank, sim::Gray
     field.values = sim.v().data();
     field.arrays = {{"u", io::DType::f64, sim.u().data()}};  // the other species, for --expr and --where
     if (sim.periodic()) {
-      auto &v = packed_v[step % 2], &u = packed_u[step % 2];
+      auto &v = packed.v[step % 2], &u = packed.u[step % 2];
       sim.pack(sim.v(), v);
       sim.pack(sim.u(), u);
       field.values = v.data();
@@ -335,7 +339,8 @@ int run_simulation(const SimOptions& o) {
   Comm comm(run.hook ? run.hook->simulation_comm() : world.get());
   const int rank = comm.rank();
   sim::GrayScott sim(comm.get(), o.dims, o.ghost, o.parameters, o.periodic);
-  const StepSeconds seconds = run_steps(comm, o, rank, sim, run, start);
+  Packed packed;
+  const StepSeconds seconds = run_steps(comm, o, rank, sim, run, packed, start);
   finish_hook(o, run);
   report_run(comm, o, rank, run, seconds, since(start));
   if (run.error.empty()) return 0;

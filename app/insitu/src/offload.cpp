@@ -76,6 +76,9 @@ const StepRecord& Front::publish(const Field& field) {
   const double interval = std::chrono::duration<double>(start - last_exit_).count();
   simulation_seconds_ += interval;
   if (field.step % options_.every != 0) {  // not an in-situ step: no MPI, no work
+    // The arrays borrowed at the last in-situ step are the caller's again
+    // when this returns.
+    if (options_.borrow) release_borrowed(0);
     off_step_ = unanalysed(field, "off-step");
     last_exit_ = Clock::now();
     return off_step_;
@@ -107,7 +110,7 @@ const StepRecord& Front::publish(const Field& field) {
     hand_off(field, boxes_, interval, share);
     if (options_.borrow) {
       const auto t = Clock::now();
-      release_borrowed();
+      release_borrowed(1);  // the one before is the caller's again
       hand_off_.waited += since(t);
     }
     records_.push_back(unanalysed(field, "handed-off"));
@@ -215,11 +218,9 @@ class ThreadFront : public Front {
     staged.unanalysed = record;
     push(std::move(staged));
   }
-  void release_borrowed() override {
-    // The newest step is the caller's until its next publish; the one
-    // before must be done.
+  void release_borrowed(int keep) override {
     std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait(lock, [&] { return static_cast<int>(queue_.size()) + busy_ <= 1 || error_; });
+    changed_.wait(lock, [&] { return static_cast<int>(queue_.size()) + busy_ <= keep || error_; });
   }
   std::string drain() override {
     {

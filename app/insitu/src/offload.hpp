@@ -75,8 +75,8 @@ class Front {
   virtual void hand_off(const Field& field, const std::vector<io::Extent>& boxes, double simulation, double share) = 0;
   // Tells the analysis of a step it will not analyse.
   virtual void skip(const StepRecord& record) = 0;
-  // Waits until the step before the newest is taken in (--borrow).
-  virtual void release_borrowed() = 0;
+  // Waits until all but the newest `keep` steps are taken in (--borrow).
+  virtual void release_borrowed(int keep) = 0;
   // Collective: every step handed off taken in, the analysis ended and
   // finalized; its error ("" if none).
   virtual std::string drain() = 0;

@@ -182,8 +182,8 @@ class RankFront : public Front {
             .dump();
     for (int j = 0; j < analysis_; ++j) send_text(text, first_analysis_ + j, header_tag, all_.get());
   }
-  void release_borrowed() override {
-    while (in_flight_.size() > 1) wait_oldest();
+  void release_borrowed(int keep) override {
+    while (static_cast<int>(in_flight_.size()) > keep) wait_oldest();
   }
   std::string drain() override {
     while (!in_flight_.empty()) wait_oldest();

@@ -264,7 +264,8 @@ std::string options_help() {
                          (default 2; the copies it holds are the hook's memory on a simulation rank)
   --when-full block|skip when the queue is full: wait for the analysis (default; no step is lost), or leave the
                          step unanalysed (counted in the stats file and at finalize)
-  --borrow               publish's arrays are not written until the next publish returns: read in place, no copy
+  --borrow               publish's arrays are not written until the next publish returns (nor freed before
+                         finalize): read in place, no copy
   --force                replace existing outputs
   --verbose              a line per in-situ step on rank 0
   --config FILE          more options from FILE

@@ -71,8 +71,8 @@ struct Options {
   int queue = 0;                // steps handed off and not yet analysed, per simulation rank (0: 2)
   bool skip_when_full = false;  // --when-full skip: a step that finds the queue full is not analysed (else: wait)
   // --borrow: the caller does not write the published arrays until its next
-  // publish returns, so the hook reads them in place (no copy; the step
-  // must be taken in by then).
+  // publish returns (nor frees them before finalize), so the hook reads them
+  // in place (no copy; the step must be taken in by then).
   bool borrow = false;
   bool force = false;    // replace existing outputs
   bool verbose = false;  // a line per in-situ step on rank 0
