@@ -41,6 +41,15 @@ void copy_extent(const void* values, std::size_t size, const io::Extent& stored,
 
 }  // namespace
 
+void StepBuffer::resize(std::size_t bytes) {
+  if (bytes > capacity_) {
+    data_.reset();
+    data_.reset(new std::byte[bytes]);  // uninitialised
+    capacity_ = bytes;
+  }
+  size_ = bytes;
+}
+
 bool needs_arrays(const Options& options) { return !options.expression.empty(); }
 
 std::uint64_t stage(const Field& field, const io::Extent& extent, bool arrays, Staged& staged) {

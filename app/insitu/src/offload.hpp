@@ -29,13 +29,28 @@
 
 namespace volseg::insitu::detail {
 
+// Memory for one array of a step: never zero-filled (the copy writes every
+// byte), kept from step to step. Ordinary pages: asking for transparent
+// huge pages (io::allocate_huge) made the first copies 10x slower here,
+// the kernel compacting memory to find them.
+class StepBuffer {
+ public:
+  void resize(std::size_t bytes);  // keeps its memory when that is enough
+  std::byte* data() const { return data_.get(); }
+  std::size_t size() const { return size_; }
+
+ private:
+  std::unique_ptr<std::byte[]> data_;
+  std::size_t size_ = 0, capacity_ = 0;
+};
+
 // A step held by the queue: the field over buffers of its own (or, with
 // --borrow, the caller's pointers).
 struct Staged {
   Field field;
-  std::vector<std::vector<std::byte>> buffers;  // values, then the arrays the analysis reads
-  std::optional<StepRecord> unanalysed;         // a step the analysis only records
-  double simulation = 0, share = 0;             // as the simulation measured them
+  std::vector<StepBuffer> buffers;       // values, then the arrays the analysis reads
+  std::optional<StepRecord> unanalysed;  // a step the analysis only records
+  double simulation = 0, share = 0;      // as the simulation measured them
 };
 
 // The arrays of a field the analysis reads: the values, and the other

@@ -234,7 +234,7 @@ class RankFront : public Front {
 // every simulation rank, until "stop".
 void serve(const Comm& all, Pipeline& pipeline, int analysis) {
   const int first = all.size() - analysis, j = all.rank() - first;
-  std::vector<std::vector<std::byte>> buffers;
+  std::vector<StepBuffer> buffers;
   std::string error;
   for (;;) {
     const auto h = nlohmann::json::parse(receive_text(0, header_tag, all.get()));
