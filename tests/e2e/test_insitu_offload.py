@@ -9,6 +9,7 @@ leaves; --borrow reads the caller's arrays in place. Faults in the analysis
 reach the simulation as one line; bad options are refused before the first
 step."""
 import csv
+import json
 import os
 import re
 import subprocess
@@ -147,6 +148,48 @@ class SameResults(Base):
             self.assertEqual(read(os.path.join(folder, "m_%04d.raw" % step)),
                              read(os.path.join(reference, "m_%04d.raw" % step)))
         self.assertEqual(read(os.path.join(folder, "track.csv")), read(os.path.join(reference, "track.csv")))
+
+
+class Operators(Base):
+    """--lo/--hi rules chosen per step and the mask operators in situ equal
+    `volseg segment` of the step's dump, in every mode; the labels and the
+    statistics the hook records are of that mask and those thresholds."""
+    prefix = "volseg-e2e-offload-ops-"
+
+    def check(self, name, ranks, ops, extra=()):
+        hook = ["--var", "v", "--lo", ops[0], "--hi", ops[1], *ops[2:], "--every", "3", "--label", "--stats",
+                "stats.csv", "--out", "m_%04d.nhdr", "--force", *extra]
+        folder, _ = self.run_sim(name, ranks, hook, ["--dump", "d_%04d.nhdr"], steps=6)
+        with open(os.path.join(folder, "stats.csv")) as f:
+            rows = {int(r["step"]): r for r in csv.DictReader(f)}
+        for step in (3, 6):
+            out = os.path.join(folder, "batch_%d.nhdr" % step)
+            proc = e.run(["segment", os.path.join(folder, "d_%04d.nhdr" % step), "--lo", ops[0], "--hi", ops[1],
+                          *ops[2:], "--out", out, "--progress", "none"])
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            mask = read(os.path.join(folder, "m_%04d.raw" % step))
+            self.assertEqual(mask, read(out[:-5] + ".raw"), (name, step))
+            for bound, option in (("lo", "--lo"), ("hi", "--hi")):
+                chosen = re.search(r"%s \S+ = (\S+) \(from the histogram" % option, proc.stdout)
+                if chosen:  # a rule: the hook chose the same number
+                    self.assertEqual(float(rows[step][bound]), float(chosen.group(1)), (name, step, bound))
+            labels = e.run(["label", os.path.join(folder, "d_%04d.nhdr" % step), "--lo", ops[0], "--hi", ops[1],
+                            *ops[2:], "--out", os.path.join(folder, "l_%d.nhdr" % step), "--progress", "none",
+                            "--report", os.path.join(folder, "l_%d.json" % step)])
+            self.assertEqual(labels.returncode, 0, labels.stderr)
+            with open(os.path.join(folder, "l_%d.json" % step)) as f:
+                self.assertEqual(int(rows[step]["objects"]), json.load(f)["objects"], (name, step))
+        return mask
+
+    def test_rules_and_operators_equal_batch(self):
+        cases = [("otsu", "1", "--open", "1", "--fill-holes"), ("0.05", "p99", "--seed-lo", "0.3", "--seed-hi", "1",
+                                                                   "--close", "1")]
+        for k, ops in enumerate(cases):
+            for ranks, extra in ((2, ()), (3, ("--analysis-ranks", "1")), (2, ("--async",))):
+                with self.subTest(ops=ops, extra=extra):
+                    mask = self.check("ops%d-%d-%s" % (k, ranks, "-".join(extra)), ranks, ops, extra)
+                    self.assertGreater(sum(mask), 0)
+        self.assertFalse([f for f in os.listdir(os.path.join(self.dir, "ops0-2-")) if ".volseg-insitu" in f])
 
 
 class Queue(Base):

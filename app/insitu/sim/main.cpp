@@ -26,6 +26,7 @@
 #include "volseg/io/files.hpp"
 #include "volseg/io/format.hpp"
 #include "volseg/io/registry.hpp"
+#include "volseg/io/watchdog.hpp"
 #include "volseg/version.hpp"
 
 namespace {
@@ -254,6 +255,7 @@ StepSeconds run_steps(const Comm& comm, const SimOptions& o, int rank, sim::Gray
   StepSeconds seconds;
   int next_report = 1;
   for (int step = 1; step <= o.steps && !(run.failed_at >= 0 && o.on_error == "stop"); ++step) {
+    io::watchdog::beat();  // with VOLSEG_TIMEOUT: a step is progress; a hang in the hook is not
     auto t = Clock::now();
     sim.step();
     seconds.simulate += since(t);
@@ -360,6 +362,16 @@ int main(int argc, char** argv) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   int status = 0;
+  // VOLSEG_TIMEOUT=SECONDS: a rank where nothing moves for that long (a
+  // step, a brick, a hand-off) says where it is and ends the job, as batch
+  // jobs do (docs/reliability.md).
+  try {
+    volseg::io::watchdog::start(volseg::io::watchdog::timeout_from_environment(), rank);
+  } catch (const std::exception& e) {
+    if (rank == 0) std::cerr << "volseg-sim: " << e.what() << "\n";
+    MPI_Finalize();
+    return 2;
+  }
   {
     SimOptions o;
     try {
@@ -390,6 +402,7 @@ int main(int argc, char** argv) {
       status = 1;
     }
   }
+  volseg::io::watchdog::stop();
   MPI_Finalize();
   return status;
 }

@@ -106,8 +106,14 @@ std::string ImageOutput::render(const Field& field, const io::Extent& stored,
   settings.modes.mask = !piece.mask.empty();
   settings.transfer.opacity = render::parse_opacity("ramp", piece.field_min, piece.field_max);
   char title[256];
-  std::snprintf(title, sizeof title, "%s, step %lld, t = %g: mask of [%g, %g]", options.variable.c_str(),
-                static_cast<long long>(field.step), field.time, options.lo, options.hi);
+  auto bound = [](const std::string& rule, double value) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%g", value);
+    return rule.empty() ? std::string(text) : rule;
+  };
+  std::snprintf(title, sizeof title, "%s, step %lld, t = %g: mask of [%s, %s]", options.variable.c_str(),
+                static_cast<long long>(field.step), field.time, bound(options.lo_rule, options.lo).c_str(),
+                bound(options.hi_rule, options.hi).c_str());
   settings.title = options.have_range ? title : options.variable + " step " + std::to_string(field.step);
   settings.scalar_name = options.variable;
   m.renderer.set_piece(std::move(piece));

@@ -14,6 +14,7 @@
 
 #include "block.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/io/watchdog.hpp"
 
 namespace volseg::insitu::detail {
 namespace {
@@ -21,7 +22,17 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-// Copies `extent` of a block stored over `stored` into `out`, packed.
+}  // namespace
+
+void StepBuffer::resize(std::size_t bytes) {
+  if (bytes > capacity_) {
+    data_.reset();
+    data_.reset(new std::byte[bytes]);  // uninitialised
+    capacity_ = bytes;
+  }
+  size_ = bytes;
+}
+
 void copy_extent(const void* values, std::size_t size, const io::Extent& stored, const io::Extent& extent,
                  std::byte* out) {
   const auto* in = static_cast<const std::byte*>(values);
@@ -37,17 +48,6 @@ void copy_extent(const void* values, std::size_t size, const io::Extent& stored,
       std::memcpy(out + ((z * extent.count[1] + y) * extent.count[2]) * size, in + from * size,
                   static_cast<std::size_t>(run) * size);
     }
-}
-
-}  // namespace
-
-void StepBuffer::resize(std::size_t bytes) {
-  if (bytes > capacity_) {
-    data_.reset();
-    data_.reset(new std::byte[bytes]);  // uninitialised
-    capacity_ = bytes;
-  }
-  size_ = bytes;
 }
 
 bool needs_arrays(const Options& options) { return !options.expression.empty(); }
@@ -197,6 +197,8 @@ class ThreadFront : public Front {
     return static_cast<int>(queue_.size()) + busy_ >= queue_steps();
   }
   void wait_for_room() override {
+    const io::watchdog::Phase phase("in situ: waiting for room in the queue");
+    const io::watchdog::Waiting waiting;
     std::unique_lock<std::mutex> lock(mutex_);
     changed_.wait(lock, [&] { return static_cast<int>(queue_.size()) + busy_ < queue_steps() || error_; });
   }
@@ -228,6 +230,8 @@ class ThreadFront : public Front {
     push(std::move(staged));
   }
   void release_borrowed(int keep) override {
+    const io::watchdog::Phase phase("in situ: waiting for the helper thread to take a borrowed step in");
+    const io::watchdog::Waiting waiting;
     std::unique_lock<std::mutex> lock(mutex_);
     changed_.wait(lock, [&] { return static_cast<int>(queue_.size()) + busy_ <= keep || error_; });
   }

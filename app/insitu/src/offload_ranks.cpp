@@ -23,6 +23,7 @@
 
 #include "offload.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/io/watchdog.hpp"
 
 namespace volseg::insitu::detail {
 namespace {
@@ -190,7 +191,11 @@ class RankFront : public Front {
     if (comm().rank() == 0)
       for (int j = 0; j < analysis_; ++j)
         send_text(nlohmann::json{{"kind", "stop"}}.dump(), first_analysis_ + j, header_tag, all_.get());
-    const std::string error = receive_text(first_analysis_, end_tag, all_.get());
+    const std::string error = [&] {
+      const io::watchdog::Phase phase("in situ: finalize, waiting for the analysis ranks");
+      const io::watchdog::Waiting waiting;
+      return receive_text(first_analysis_, end_tag, all_.get());
+    }();
     // The first error, if the analysis sent one, arrived before its end.
     int flag = 0;
     check_mpi(MPI_Iprobe(first_analysis_, error_tag, all_.get(), &flag, MPI_STATUS_IGNORE), "MPI_Iprobe");
@@ -215,6 +220,8 @@ class RankFront : public Front {
     }
   }
   void wait_oldest() {
+    const io::watchdog::Phase phase("in situ: a step's hand-off to the analysis ranks");
+    const io::watchdog::Waiting waiting;
     auto& r = in_flight_.front().requests;
     check_mpi(MPI_Waitall(static_cast<int>(r.size()), r.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
     recycle();
@@ -237,7 +244,13 @@ void serve(const Comm& all, Pipeline& pipeline, int analysis) {
   std::vector<StepBuffer> buffers;
   std::string error;
   for (;;) {
-    const auto h = nlohmann::json::parse(receive_text(0, header_tag, all.get()));
+    const auto h = [&] {
+      // Idle while the simulation steps: waiting, not stuck.
+      const io::watchdog::Phase phase("in situ: an analysis rank waiting for the next step");
+      const io::watchdog::Waiting waiting;
+      return nlohmann::json::parse(receive_text(0, header_tag, all.get()));
+    }();
+    io::watchdog::beat();
     const std::string kind = h.at("kind");
     if (kind == "stop") break;
     if (kind == "skip") {

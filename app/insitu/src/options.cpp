@@ -10,6 +10,7 @@
 #include "volseg/insitu/insitu.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/segment/label.hpp"
+#include "volseg/segment/operators.hpp"
 
 namespace volseg::insitu {
 namespace {
@@ -101,10 +102,28 @@ void parse_into(Options& options, const std::vector<std::string>& args, int dept
       if (i + 1 >= args.size()) throw Error("in-situ option " + option + " needs a value");
       return args[++i];
     };
-    if (option == "--lo")
-      options.lo = parse_number(option, value()), have_lo = true;
-    else if (option == "--hi")
-      options.hi = parse_number(option, value()), have_hi = true;
+    if (option == "--lo" || option == "--hi") {
+      const std::string& text = value();
+      auto& rule = option == "--lo" ? options.lo_rule : options.hi_rule;
+      double& number = option == "--lo" ? options.lo : options.hi;
+      rule.clear();
+      if (segment::is_threshold_rule(text))
+        rule = segment::parse_threshold_rule("in-situ option " + option, text).text;
+      else
+        number = parse_number(option, text);
+      (option == "--lo" ? have_lo : have_hi) = true;
+    } else if (option == "--seed-lo" || option == "--seed-hi") {
+      const double number = parse_number(option, value());
+      if (!options.seed) options.seed = std::pair{std::nan(""), std::nan("")};
+      (option == "--seed-lo" ? options.seed->first : options.seed->second) = number;
+    } else if (option == "--open")
+      options.open = segment::parse_radius("in-situ option --open", value());
+    else if (option == "--close")
+      options.close = segment::parse_radius("in-situ option --close", value());
+    else if (option == "--fill-holes")
+      options.fill_holes = true;
+    else if (option == "--scratch")
+      options.scratch = value();
     else if (option == "--every")
       options.every = parse_count(option, value(), 1);
     else if (option == "--out")
@@ -191,8 +210,18 @@ Options parse_options(const std::vector<std::string>& args) {
   if (options.condition && !have_lo && !have_hi) options.lo = options.hi = 1, have_lo = have_hi = true;
   options.have_range = have_lo && have_hi;
   if (have_lo != have_hi) throw Error("in-situ options: give both --lo and --hi, or neither");
-  if (options.have_range && options.lo > options.hi)
+  const bool rules = !options.lo_rule.empty() || !options.hi_rule.empty();
+  if (options.have_range && !rules && options.lo > options.hi)
     throw Error("in-situ options: --lo " + args_number(options.lo) + " is above --hi " + args_number(options.hi));
+  if (options.seed && (std::isnan(options.seed->first) || std::isnan(options.seed->second)))
+    throw Error("in-situ options: hysteresis takes both --seed-lo and --seed-hi");
+  if (options.seed && options.seed->first > options.seed->second)
+    throw Error("in-situ options: --seed-lo " + args_number(options.seed->first) + " is above --seed-hi " +
+                args_number(options.seed->second));
+  if ((options.seed || options.open > 0 || options.close > 0 || options.fill_holes) && !options.have_range)
+    throw Error(
+        "in-situ options: the operators (--seed-lo/--seed-hi, --open, --close, --fill-holes) act on the "
+        "threshold's mask: give --lo and --hi");
   if (!options.out.empty() && !options.have_range)
     throw Error("in-situ options: --out needs the threshold range (--lo and --hi)");
   if (options.label && !options.have_range)
@@ -229,7 +258,13 @@ Options parse_options(const std::string& text) { return parse_options(split_word
 
 std::string options_help() {
   return R"(In-situ options (volseg_insitu; also one "option value" per line in a --config file):
-  --lo A --hi B          threshold range: a point is in the mask when A <= v <= B (as volseg segment)
+  --lo A --hi B          threshold range: a point is in the mask when A <= v <= B (as volseg segment); A and B
+                         may be rules chosen each step from its histogram: otsu, multiotsu:K:I, pN
+  --seed-lo A --seed-hi B   hysteresis: keep the mask's components (--connectivity) that hold a voxel in [A, B]
+  --open R --close R     open, then close, the mask with a ball of radius R voxels (as volseg segment)
+  --fill-holes           fill the mask's holes (background components that touch no face of the grid)
+  --scratch DIR          the rules' and the operators' per-step scratch volumes (a folder every analysing rank
+                         sees; default: beside --out, else the current folder)
   --every K              run every K-th published step (step % K == 0; default 1)
   --out PATTERN          a mask file per in-situ step, printf pattern of the step: masks/mask_%06d.nc;
                          or one CDF-2/CDF-5 file (no %d: masks.nc), a record appended per step along time

@@ -28,6 +28,14 @@ std::string label_columns(const StepRecord& r) {
   return text;
 }
 
+// lo,hi: the step's thresholds; empty for a step that thresholded nothing.
+std::string threshold_columns(const StepRecord& r) {
+  if (r.action == "skipped" || r.action == "queue-full" || r.action == "off-step") return ",";
+  char text[64];
+  std::snprintf(text, sizeof text, "%.17g,%.17g", r.lo, r.hi);
+  return text;
+}
+
 }  // namespace
 
 TimeSeries::TimeSeries(const std::string& path, bool force) : path_(path), stream_(io::is_stream(path)) {
@@ -39,7 +47,7 @@ TimeSeries::TimeSeries(const std::string& path, bool force) : path_(path), strea
   file_ = std::fopen(target.c_str(), "w");
   if (!file_) throw_errno("create", target);
   if (std::fputs("step,time,action,voxels,valid,in_range,min,max,segment_s,reduce_s,write_s,render_s,scripts_s,"
-                 "total_s,simulation_s,share,script_errors,mask,image,objects,largest,label_s\n",
+                 "total_s,simulation_s,share,script_errors,mask,image,objects,largest,label_s,lo,hi\n",
                  file_) < 0)
     throw_errno("write", target);
 }
@@ -58,7 +66,8 @@ void TimeSeries::append(const StepRecord& r) {
       r.reduce, r.write, r.render, r.scripts, r.total, r.simulation, r.share, r.script_errors);
   const std::string& target = written();
   if (n < 0 || std::fputs(line, file_) < 0 ||
-      std::fputs((r.mask + "," + r.image + "," + label_columns(r) + "\n").c_str(), file_) < 0 ||
+      std::fputs((r.mask + "," + r.image + "," + label_columns(r) + "," + threshold_columns(r) + "\n").c_str(), file_) <
+          0 ||
       std::fflush(file_) != 0)
     throw_errno("write", target);
 }
@@ -76,8 +85,8 @@ void TimeSeries::finish(const std::vector<StepRecord>& records, double create_se
   nlohmann::json json;
   json["volseg_version"] = version();
   json["create_seconds"] = create_seconds;
-  json["lo"] = options.lo;
-  json["hi"] = options.hi;
+  json["lo"] = options.lo_rule.empty() ? nlohmann::json(options.lo) : nlohmann::json(options.lo_rule);
+  json["hi"] = options.hi_rule.empty() ? nlohmann::json(options.hi) : nlohmann::json(options.hi_rule);
   json["every"] = options.every;
   if (options.budget) json["budget"] = *options.budget;
   json["histogram_bins"] = "256 bins over [lo, hi], counting the points in the mask";

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <tuple>
 
 #include "block.hpp"
 #include "catalyst.hpp"
@@ -18,6 +19,7 @@
 #include "governor.hpp"
 #include "image.hpp"
 #include "labels.hpp"
+#include "operators.hpp"
 #include "outputs.hpp"
 #include "volseg/io/comm.hpp"
 #include "volseg/io/error.hpp"
@@ -190,6 +192,8 @@ struct Pipeline::Impl {
   std::unique_ptr<detail::ImageOutput> image;
   detail::Governor governor;
   std::unique_ptr<detail::TimeSeries> series;  // rank 0, with --stats
+  std::unique_ptr<StepOperators> operators;    // thresholds chosen per step, operators after them
+  double step_lo = 0, step_hi = 0;             // this step's thresholds
   std::vector<StepRecord> records;
   StepRecord off_step;
   double create_seconds = 0;
@@ -282,6 +286,7 @@ Pipeline::Pipeline(MPI_Comm comm, const Options& options) : impl_(std::make_uniq
     if (m.comm.rank() == 0 && !o.stats.empty()) m.series = std::make_unique<detail::TimeSeries>(o.stats, o.force);
     if (m.comm.rank() == 0 && !o.track.empty()) io::refuse_existing(o.track, o.force);
   });
+  m.operators = std::make_unique<StepOperators>(m.comm, m.options);
   m.history = "volseg_insitu " + o.text;
   m.create_seconds = since(start);
   m.hook_seconds = m.create_seconds;
@@ -450,7 +455,7 @@ StepRecord Pipeline::Impl::run_step(const Field& field, detail::Level level, dou
   });
   if (options.verbose && comm.rank() == 0)
     std::cerr << "volseg_insitu: step " << record.step << " " << record.action << ": " << record.in_range
-              << " points in [" << options.lo << ", " << options.hi << "]"
+              << " points in [" << record.lo << ", " << record.hi << "]"
               << (record.objects ? ", " + std::to_string(*record.objects) + " objects" : std::string()) << ", "
               << record.total << " s, share " << 100 * record.share << "%\n";
   return record;
@@ -464,9 +469,13 @@ const std::uint8_t* Pipeline::Impl::run_volseg(const Field& field, const io::Ext
                                                const StepParts& parts, segment::Stats& stats, double (&seconds)[5],
                                                StepRecord& record) {
   auto t = Clock::now();
+  step_lo = options.lo, step_hi = options.hi;
+  if (options.have_range && parts.segment && operators->active())
+    std::tie(step_lo, step_hi) = operators->thresholds(field);
+  record.lo = step_lo, record.hi = step_hi;
   segment::Threshold threshold;
   if (options.have_range)
-    threshold = {options.lo, options.hi, std::nullopt, std::nullopt, std::nullopt};
+    threshold = {step_lo, step_hi, std::nullopt, std::nullopt, std::nullopt};
   else
     threshold = {io::dtype_lowest(field.dtype), io::dtype_highest(field.dtype), std::nullopt, std::nullopt,
                  std::nullopt};
@@ -480,6 +489,9 @@ const std::uint8_t* Pipeline::Impl::run_volseg(const Field& field, const io::Ext
     ghosted_mask.resize(static_cast<std::size_t>(stored.voxels()));
     kernel.run(static_cast<const std::byte*>(field.values), stored.voxels(), false, ghosted_mask.data(), unused);
   }
+  // The statistics stay the threshold's (as volseg segment reports them);
+  // the mask that is labelled and written is the operators'.
+  if (options.have_range && parts.segment && operators->chain()) operators->apply(field, step_lo, step_hi, mask);
   seconds[0] = since(t);
   t = Clock::now();
   segment::reduce_stats(comm, local, stats);
@@ -557,7 +569,7 @@ void Pipeline::Impl::write_mask(const Field& field, StepRecord& record) {
   const io::VolumeInfo input = as_written(field, options.variable, *format);
   const std::string source =
       field.source.empty() ? "in situ: " + options.variable + " step " + std::to_string(field.step) : field.source;
-  io::CreateRequest request{path, segment::mask_info(input, options.lo, options.hi, source, history), options.force};
+  io::CreateRequest request{path, segment::mask_info(input, step_lo, step_hi, source, history), options.force};
   const io::Writing writing = io::writing_backend(*format, "posix");
   const std::string backend = options.backend.empty() ? writing.backend : options.backend;
   std::vector<std::string> hints = writing.hints;

@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <mpi.h>
@@ -33,7 +34,20 @@ namespace volseg::insitu {
 struct Options {
   double lo = 0, hi = 0;
   bool have_range = false;  // --lo and --hi were given
-  int every = 1;            // in-situ steps: step % every == 0
+  // --lo/--hi given as rules (otsu, multiotsu:K:I, pN), chosen each step
+  // from that step's histogram as volseg segment chooses them; empty: the
+  // number above.
+  std::string lo_rule, hi_rule;
+  // The operators after the threshold, as volseg segment's
+  // (docs/operators.md): hysteresis (--seed-lo/--seed-hi, its components
+  // by --connectivity), --open R, --close R, --fill-holes.
+  std::optional<std::pair<double, double>> seed;
+  int open = 0, close = 0;
+  bool fill_holes = false;
+  // Where the rules and the operators put a step's scratch volumes (a folder
+  // every analysing rank sees); empty: beside --out, else the current one.
+  std::string scratch;
+  int every = 1;  // in-situ steps: step % every == 0
   // Mask per step: printf pattern with the step ("mask_%06d.nc"); without
   // %d, one CDF-2/CDF-5 file with a record appended per step; empty: none.
   std::string out;
@@ -125,6 +139,7 @@ struct StepRecord {
   std::string action;  // "full", "small-image", "no-image", "no-scripts", "stats-only", "skipped", "off-step"
   std::uint64_t voxels = 0, valid = 0, in_range = 0;
   double min = 0, max = 0;
+  double lo = 0, hi = 0;  // the step's thresholds (chosen, with --lo/--hi rules)
   std::array<std::uint64_t, 256> histogram{};
   // With --label: the mask's objects across every rank's block, and the
   // largest one's voxels.
