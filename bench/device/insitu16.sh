@@ -1,7 +1,7 @@
 # Run on a lent machine from the checkout root, after pack.sh (PROGRAMS="build/app/cli/volseg
 # build/app/insitu/volseg-sim") and with setup.sh copied into .devpkg/ (the device tool's notes):
 # carry [".devpkg"], command "bash bench/device/insitu16.sh".
-# Issue 63's 16-core study: Gray-Scott at GRID (default 768,512,512: 16 slabs of 48x512x512 doubles on
+# The 16-core study of in situ off the critical path: Gray-Scott at GRID (default 768,512,512: 16 slabs of 48x512x512 doubles on
 # 16 ranks) for STEPS steps, the full pipeline (threshold, statistics, labels, mask writes to /dev/shm) every
 # step: no hook on 16 and on 12 ranks, the synchronous hook on 16, and 12 simulation + 4 analysis ranks
 # (--analysis-ranks 4, with and without --borrow), the same grid. Wall time from volseg-sim's report.
