@@ -129,6 +129,22 @@ class SameResults(Base):
             folder, _ = self.run_sim("periodic-%d-%s" % (ranks, extra[0]), ranks, hook + extra, ["--periodic"])
             self.assert_same_outputs(reference, folder, range(2, 9, 2))
 
+    @unittest.skipUnless(e.WITH_PARAVIEW, "built without ParaView")
+    def test_images_are_the_synchronous_hooks_pixels(self):
+        # The analysis ranks draw their K slabs as K synchronous ranks with
+        # slabs would (IceT composites whatever blocks there are); --async
+        # draws on the simulation's own blocks.
+        hook = ["--lo", "0.05", "--hi", "1", "--every", "3", "--image", "f_%04d.png", "--size", "160x120", "--force"]
+        cases = {"img-sync1": (1, []), "img-sync2": (2, []), "img-async2": (2, ["--async"]),
+                 "img-ranks-k1": (3, ["--analysis-ranks", "1"]), "img-ranks-k2": (4, ["--analysis-ranks", "2"])}
+        for name, (ranks, extra) in cases.items():
+            self.run_sim(name, ranks, hook + extra, ["--ghost", 2], steps=6)
+        for name, reference in (("img-async2", "img-sync2"), ("img-ranks-k1", "img-sync1"),
+                                ("img-ranks-k2", "img-sync2")):
+            for step in (3, 6):
+                self.assertEqual(read(os.path.join(self.dir, name, "f_%04d.png" % step)),
+                                 read(os.path.join(self.dir, reference, "f_%04d.png" % step)), (name, step))
+
     @unittest.skipUnless(os.environ.get("VOLSEG_PYTHON"), "set VOLSEG_PYTHON to the built volseg package's folder")
     def test_python_simulation_on_analysis_ranks(self):
         def run(name, ranks, extra):
