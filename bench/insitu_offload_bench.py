@@ -40,6 +40,7 @@ p.add_argument("--repeat", type=int, default=3)
 p.add_argument("--variants", default="base,sync,async,async-borrow,ranks,ranks-borrow,ranks-borrow-nocma,skip")
 p.add_argument("--out", default="docs/results/insitu_offload")
 p.add_argument("--dir", default=None, help="work folder (default: a temporary one)")
+p.add_argument("--plot-only", action="store_true", help="redraw OUT.md and OUT.png from OUT.json")
 a = p.parse_args()
 a.sim = os.path.abspath(a.sim)
 
@@ -96,40 +97,46 @@ def run(name, k):
     return r
 
 
-dims = [int(d) for d in a.dims.split(",")] * (3 if "," not in a.dims else 1)
-block = dims[0] * dims[1] * dims[2] * 8
-memcpy = memcpy_seconds(block)
-print("memcpy of the %d MiB block: %.1f ms" % (block >> 20, 1e3 * memcpy), flush=True)
-results = {name: [] for name in variants}
-for k in range(a.repeat):
-    for name in variants:  # interleaved: the machine's drift hits every variant alike
-        results[name].append(run(name, k))
+if a.plot_only:
+    summary = json.load(open(a.out + ".json"))
+    dims, block, memcpy, base = summary["dims"], summary["block_bytes"], summary["memcpy_seconds"], summary[
+        "base_wall_seconds"]
+    variants, a.steps, a.repeat = list(summary["variants"]), summary["steps"], summary["repeat"]
+else:
+    dims = [int(d) for d in a.dims.split(",")] * (3 if "," not in a.dims else 1)
+    block = dims[0] * dims[1] * dims[2] * 8
+    memcpy = memcpy_seconds(block)
+    print("memcpy of the %d MiB block: %.1f ms" % (block >> 20, 1e3 * memcpy), flush=True)
+    results = {name: [] for name in variants}
+    for k in range(a.repeat):
+        for name in variants:  # interleaved: the machine's drift hits every variant alike
+            results[name].append(run(name, k))
 
-base = statistics.median(r["wall_seconds"] for r in results["base"])
-summary = {"dims": dims, "steps": a.steps, "repeat": a.repeat, "block_bytes": block, "memcpy_seconds": memcpy,
-           "base_wall_seconds": base, "variants": {}}
-for name in variants:
-    walls = [r["wall_seconds"] for r in results[name]]
-    entry = {"ranks": VARIANTS[name][0], "wall_seconds": walls, "median_wall_seconds": statistics.median(walls),
-             "overhead": statistics.median(walls) / base - 1, "overhead_min": min(walls) / base - 1,
-             "overhead_max": max(walls) / base - 1,
-             "simulate_seconds": statistics.median(r["simulate_seconds"] for r in results[name])}
-    if name != "base":
-        entry["hook_seconds"] = statistics.median(r["hook_seconds"] for r in results[name])
-    handoffs = [r["hand_off"] for r in results[name] if "hand_off" in r]
-    if handoffs:
-        per = lambda key: statistics.median(h[key] / max(1, h["steps"]) for h in handoffs)  # noqa: E731
-        entry["hand_off"] = {"ms_per_step": 1e3 * per("seconds"), "copy_ms_per_step": 1e3 * per("copy"),
-                             "waited_ms_per_step": 1e3 * per("waited"),
-                             "longest_ms": 1e3 * statistics.median(h["longest"] for h in handoffs),
-                             "vs_memcpy": per("seconds") / memcpy,
-                             "peak_MiB": max(h["peak_bytes"] for h in handoffs) / 2**20,
-                             "bound_MiB": max(h["bound_bytes"] for h in handoffs) / 2**20,
-                             "skipped": [h["skipped"] for h in handoffs], "steps": [h["steps"] for h in handoffs]}
-    summary["variants"][name] = entry
-os.makedirs(os.path.dirname(a.out) or ".", exist_ok=True)
-with open(a.out + ".json", "w") as f:
-    json.dump(summary, f, indent=1)
+    base = statistics.median(r["wall_seconds"] for r in results["base"])
+    summary = {"dims": dims, "steps": a.steps, "repeat": a.repeat, "block_bytes": block, "memcpy_seconds": memcpy,
+               "base_wall_seconds": base, "variants": {}}
+    for name in variants:
+        walls = [r["wall_seconds"] for r in results[name]]
+        entry = {"ranks": VARIANTS[name][0], "wall_seconds": walls, "median_wall_seconds": statistics.median(walls),
+                 "overhead": statistics.median(walls) / base - 1, "overhead_min": min(walls) / base - 1,
+                 "overhead_max": max(walls) / base - 1,
+                 "simulate_seconds": statistics.median(r["simulate_seconds"] for r in results[name])}
+        if name != "base":
+            entry["hook_seconds"] = statistics.median(r["hook_seconds"] for r in results[name])
+        handoffs = [r["hand_off"] for r in results[name] if "hand_off" in r]
+        if handoffs:
+            per = lambda key: statistics.median(h[key] / max(1, h["steps"]) for h in handoffs)  # noqa: E731
+            entry["hand_off"] = {"ms_per_step": 1e3 * per("seconds"), "copy_ms_per_step": 1e3 * per("copy"),
+                                 "waited_ms_per_step": 1e3 * per("waited"),
+                                 "longest_ms": 1e3 * statistics.median(h["longest"] for h in handoffs),
+                                 "vs_memcpy": per("seconds") / memcpy,
+                                 "peak_MiB": max(h["peak_bytes"] for h in handoffs) / 2**20,
+                                 "bound_MiB": max(h["bound_bytes"] for h in handoffs) / 2**20,
+                                 "skipped": [h["skipped"] for h in handoffs], "steps": [h["steps"] for h in handoffs]}
+        summary["variants"][name] = entry
+    os.makedirs(os.path.dirname(a.out) or ".", exist_ok=True)
+    with open(a.out + ".json", "w") as f:
+        json.dump(summary, f, indent=1)
 
 label = {"sync": "synchronous hook", "async": "--async", "async-borrow": "--async --borrow",
          "ranks": "--analysis-ranks 1", "ranks-borrow": "--analysis-ranks 1 --borrow",
@@ -170,12 +177,12 @@ except ImportError:
     raise SystemExit(0)
 import textwrap
 names = [n for n in variants if n != "base"]
-fig, (left, right) = plt.subplots(1, 2, figsize=(14, 5))
+fig, (left, right) = plt.subplots(1, 2, figsize=(15, 5.5))
 values = [100 * summary["variants"][n]["overhead"] for n in names]
 errors = [[100 * (summary["variants"][n]["overhead"] - summary["variants"][n]["overhead_min"]) for n in names],
           [100 * (summary["variants"][n]["overhead_max"] - summary["variants"][n]["overhead"]) for n in names]]
 left.bar(range(len(names)), values, yerr=errors, capsize=4, color="#1b9e77")
-left.set_xticks(range(len(names)), [textwrap.fill(label[n], 18) for n in names], fontsize=7)
+left.set_xticks(range(len(names)), [textwrap.fill(label[n], 13) for n in names], fontsize=7)
 for i, v in enumerate(values):
     left.annotate("%+.1f%%" % v, (i, v), textcoords="offset points", xytext=(10, 4), fontsize=8)
 left.axhline(10, color="k", ls="--", lw=0.8, label="10% (the bar)")
@@ -190,7 +197,7 @@ rest = [summary["variants"][n]["hand_off"]["ms_per_step"] - summary["variants"][
 right.bar(range(len(with_hand)), copy, color="#7570b3", label="copying the block")
 right.bar(range(len(with_hand)), rest, bottom=copy, color="#d95f02", label="waiting, agreeing, sending")
 right.axhline(1e3 * memcpy, color="k", ls="--", lw=0.8, label="memcpy of the block (%.1f ms)" % (1e3 * memcpy))
-right.set_xticks(range(len(with_hand)), [textwrap.fill(label[n], 18) for n in with_hand], fontsize=7)
+right.set_xticks(range(len(with_hand)), [textwrap.fill(label[n], 13) for n in with_hand], fontsize=7)
 right.set_ylabel("publish on the simulation rank, ms per in-situ step (median)")
 right.legend(fontsize=8)
 right.set_title("What handing a step off costs the simulation", fontsize=10)
