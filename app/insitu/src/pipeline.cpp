@@ -194,6 +194,9 @@ struct Pipeline::Impl {
   std::unique_ptr<detail::TimeSeries> series;  // rank 0, with --stats
   std::unique_ptr<StepOperators> operators;    // thresholds chosen per step, operators after them
   double step_lo = 0, step_hi = 0;             // this step's thresholds
+  // Off the critical path: the hook's share of the simulation's time, as
+  // the simulation's ranks measured it (their publish, not this analysis).
+  std::optional<double> given_share;
   std::vector<StepRecord> records;
   StepRecord off_step;
   double create_seconds = 0;
@@ -350,8 +353,8 @@ const StepRecord& Pipeline::analyse(const Field& field, double simulation, doubl
   if (m.finalized) throw Error("in-situ publish after finalize");
   const auto start = Clock::now();
   if (!m.last_box || *m.last_box != field.box || m.last_dims != field.global_dims) m.new_blocks(field);
+  m.given_share = share;
   StepRecord record = m.run(field, Level::full, simulation);
-  record.share = share;
   m.records.push_back(record);
   m.hook_seconds += since(start);
   return m.records.back();
@@ -449,7 +452,7 @@ StepRecord Pipeline::Impl::run_step(const Field& field, detail::Level level, dou
   record_slowest(seconds, since(start), simulation, scripts.errors, level, record);
   if (scripts.errors > 0 || record.script_errors > 0) report_script_error(field, scripts);
   const double hook_so_far = hook_seconds + since(start);
-  record.share = simulation_seconds > 0 ? hook_so_far / simulation_seconds : 0;
+  record.share = given_share ? *given_share : simulation_seconds > 0 ? hook_so_far / simulation_seconds : 0;
   collectively(comm, [&] {
     if (series) series->append(record);
   });
