@@ -229,6 +229,69 @@ TEST(InSitu, CApiReportsTheErrorOnEveryRankThenIsDisabled) {
 }
 
 // The governor alone: no MPI, no Catalyst.
+// volseg_insitu_create_split: the last rank analyses (it returns once the
+// others finalize, with no communicator), the others simulate on theirs and
+// publish slabs of it; the analysis's statistics count every point once.
+// On one rank --analysis-ranks 1 leaves none to simulate: refused on every
+// rank, which keep a communicator to go on without the hook.
+TEST(InSitu, CApiSplitGivesTheSimulationItsCommunicator) {
+  const std::string dir = shared_dir("split");
+  const std::string stats = dir + "/stats.csv";
+  const std::string options = "--lo -0.5 --hi 1.5 --stats " + stats + " --analysis-ranks 1 --queue 1";
+  volseg_insitu* hook = nullptr;
+  MPI_Comm simulation = MPI_COMM_NULL;
+  const int status = volseg_insitu_create_split(MPI_COMM_WORLD, options.c_str(), &hook, &simulation);
+  if (size() == 1) {
+    EXPECT_EQ(status, VOLSEG_INSITU_ERROR);
+    EXPECT_NE(std::string(volseg_insitu_last_error(hook)).find("leaves none to simulate"), std::string::npos);
+    ASSERT_NE(simulation, MPI_COMM_NULL);
+    MPI_Comm_free(&simulation);
+    volseg_insitu_finalize(hook);
+    return;
+  }
+  ASSERT_EQ(status, VOLSEG_INSITU_OK) << volseg_insitu_last_error(hook);
+  EXPECT_EQ(simulation == MPI_COMM_NULL, rank() == size() - 1);
+  std::int64_t in_range = 0;  // what the simulation's ranks publish, counted here
+  if (simulation != MPI_COMM_NULL) {
+    int r = 0, n = 1;
+    MPI_Comm_rank(simulation, &r);
+    MPI_Comm_size(simulation, &n);
+    EXPECT_EQ(n, size() - 1);
+    const std::int64_t z0 = r * dims[0] / n, z1 = (r + 1) * dims[0] / n;
+    std::vector<float> values;
+    for (std::int64_t z = z0; z < z1; ++z)
+      for (std::int64_t y = 0; y < dims[1]; ++y)
+        for (std::int64_t x = 0; x < dims[2]; ++x) values.push_back(value_at(z, y, x));
+    const std::int64_t offset[3] = {z0, 0, 0}, count[3] = {z1 - z0, dims[1], dims[2]};
+    for (int step = 0; step < 3; ++step)
+      EXPECT_EQ(volseg_insitu_publish(hook, step, step, dims.data(), offset, count, 0, "f32", values.data()),
+                VOLSEG_INSITU_OK)
+          << volseg_insitu_last_error(hook);
+    for (float v : values) in_range += v >= -0.5f && v <= 1.5f;
+    MPI_Comm_free(&simulation);
+  }
+  EXPECT_EQ(volseg_insitu_finalize(hook), VOLSEG_INSITU_OK);
+  std::int64_t total = 0;
+  MPI_Allreduce(&in_range, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  if (rank() != 0) return;
+  std::ifstream csv(stats);
+  std::string line;
+  std::getline(csv, line);  // the header
+  int steps = 0;
+  while (std::getline(csv, line)) {
+    // step,time,action,voxels,valid,in_range,...
+    std::vector<std::string> cells;
+    for (std::size_t start = 0, comma = 0; comma != std::string::npos; start = comma + 1)
+      cells.push_back(line.substr(start, (comma = line.find(',', start)) - start));
+    EXPECT_EQ(cells[2], "full");
+    EXPECT_EQ(std::stoll(cells[3]), dims[0] * dims[1] * dims[2]);
+    EXPECT_EQ(std::stoll(cells[5]), total);
+    ++steps;
+  }
+  EXPECT_EQ(steps, 3);
+  EXPECT_GT(total, 0);
+}
+
 TEST(Governor, PicksTheRichestWorkTheCreditPaysFor) {
   using namespace volseg::insitu::detail;
   Governor governor(0.05);
@@ -258,6 +321,29 @@ TEST(Options, ParsesTheHookOptionsAndRefusesBadOnes) {
   for (const char* bad :
        {"--lo 0 --hi 1 --stats s --every 0", "--lo 0 --stats s", "--out m_%d.nc --stats s",
         "--lo 0 --hi 1 --stats s --budget 150%", "--lo 0 --hi 1 --stats s --bogus 1", "", "--lo x --hi 1 --stats s"})
+    EXPECT_THROW(parse_options(std::string(bad)), volseg::Error) << bad;
+
+  // Off the critical path, and the operators.
+  o = parse_options(
+      "--lo otsu --hi p99.5 --seed-lo 0.4 --seed-hi 1 --open 2 --fill-holes --stats s --analysis-ranks 3 --queue 4 "
+      "--when-full skip");
+  EXPECT_EQ(o.lo_rule, "otsu");
+  EXPECT_EQ(o.hi_rule, "p99.5");
+  ASSERT_TRUE(o.seed);
+  EXPECT_EQ(*o.seed, (std::pair<double, double>{0.4, 1}));
+  EXPECT_EQ(o.open, 2);
+  EXPECT_TRUE(o.fill_holes);
+  EXPECT_EQ(o.analysis_ranks, 3);
+  EXPECT_EQ(o.queue, 4);
+  EXPECT_TRUE(o.skip_when_full);
+  o = parse_options("--lo 0 --hi 1 --stats s --async --borrow");
+  EXPECT_TRUE(o.async && o.borrow);
+  for (const char* bad :
+       {"--lo 0 --hi 1 --stats s --async --analysis-ranks 1", "--lo 0 --hi 1 --stats s --queue 2",
+        "--lo 0 --hi 1 --stats s --async --queue 0", "--lo 0 --hi 1 --stats s --async --when-full later",
+        "--lo 0 --hi 1 --stats s --async --borrow --when-full skip", "--lo 0 --hi 1 --stats s --async --budget 5%",
+        "--lo 0 --hi 1 --stats s --seed-lo 1", "--lo 0 --hi 1 --stats s --seed-lo 2 --seed-hi 1",
+        "--lo 0 --hi 1 --stats s --open 33", "--lo otsux --hi 1 --stats s", "--image i_%d.png --open 1"})
     EXPECT_THROW(parse_options(std::string(bad)), volseg::Error) << bad;
 }
 

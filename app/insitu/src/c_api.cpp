@@ -68,6 +68,14 @@ int volseg_insitu_create_split(MPI_Comm comm, const char* options, volseg_insitu
   return status;
 }
 
+int volseg_insitu_create_split_f(MPI_Fint comm, const char* options, volseg_insitu** hook, MPI_Fint* simulation) {
+  if (!simulation) return VOLSEG_INSITU_ERROR;
+  MPI_Comm own = MPI_COMM_NULL;
+  const int status = volseg_insitu_create_split(MPI_Comm_f2c(comm), options, hook, &own);
+  *simulation = MPI_Comm_c2f(own);
+  return status;
+}
+
 int volseg_insitu_create_f(MPI_Fint comm, const char* options, volseg_insitu** hook) {
   return volseg_insitu_create(MPI_Comm_f2c(comm), options, hook);
 }

@@ -51,6 +51,9 @@ int volseg_insitu_create_f(MPI_Fint comm, const char* options, volseg_insitu** h
  * *simulation is a duplicate of comm on every rank, so the simulation can
  * go on without the hook. */
 int volseg_insitu_create_split(MPI_Comm comm, const char* options, volseg_insitu** hook, MPI_Comm* simulation);
+/* The same for Fortran: the communicators as MPI_Fint (MPI_COMM_NULL's
+ * handle on an analysis rank). */
+int volseg_insitu_create_split_f(MPI_Fint comm, const char* options, volseg_insitu** hook, MPI_Fint* simulation);
 
 /* Collective. One step of the simulation's field. Dimensions are in the
  * order z, y, x (x fastest, C order; a Fortran array u(x,y,z) is the same
