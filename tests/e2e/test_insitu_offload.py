@@ -14,13 +14,12 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e_util as e  # noqa: E402
+import test_insitu as insitu  # noqa: E402  (a module: its test classes are not this file's)
 
-SIM = os.environ.get("VOLSEG_SIM", "")
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLE = os.path.join(HERE, "..", "..", "examples", "python", "gray_scott.py")
 DIMS = "23,19,17"  # no rank count divides it evenly
@@ -29,9 +28,7 @@ HOOK = ["--lo", "0.05", "--hi", "1", "--every", "2", "--label", "--connectivity"
 VALUES = ["step", "time", "voxels", "valid", "in_range", "min", "max", "objects", "largest"]
 
 
-def sim(args, ranks, cwd, timeout=300, env=None):
-    argv = [e.MPIEXEC] + e.MPI_QUIET + ["-np", str(ranks), "--bind-to", "none", SIM] + [str(a) for a in args]
-    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+sim = insitu.sim
 
 
 def read(path, mode="rb"):
@@ -45,20 +42,9 @@ def stats_values(folder):
         return [{k: r[k] for k in VALUES + ["action"]} for r in csv.DictReader(f)]
 
 
-class Base(unittest.TestCase):
+class Base(insitu.Base):
+    """test_insitu.py's temporary folder per class and volseg-sim at hand."""
     prefix = "volseg-e2e-offload-"
-
-    @classmethod
-    def setUpClass(cls):
-        e.require_binary()
-        if not SIM or not os.access(SIM, os.X_OK):
-            raise unittest.SkipTest("set VOLSEG_SIM to the volseg-sim binary")
-        cls.tmp = tempfile.TemporaryDirectory(prefix=cls.prefix)
-        cls.dir = cls.tmp.name
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
 
     def run_sim(self, name, ranks, hook, sim_args=(), steps=8):
         folder = os.path.join(self.dir, name)
