@@ -131,6 +131,21 @@ class SameResults(Base):
                 self.assertEqual(read(os.path.join(self.dir, name, "f_%04d.png" % step)),
                                  read(os.path.join(self.dir, reference, "f_%04d.png" % step)), (name, step))
 
+    @unittest.skipUnless(e.WITH_PARAVIEW, "built without ParaView")
+    def test_catalyst_scripts_run_off_the_critical_path(self):
+        scripts = os.path.join(HERE, "..", "..", "app", "insitu", "scripts")
+        hook = ["--lo", "0.05", "--hi", "1", "--every", "2", "--stats", "stats.csv", "--catalyst-script",
+                os.path.join(scripts, "extract_pvti.py"), "--catalyst-script",
+                os.path.join(scripts, "contour_screenshot.py")]
+        for ranks, extra in ((3, ["--analysis-ranks", "1"]), (2, ["--async"])):
+            with self.subTest(extra=extra[0]):
+                folder, _ = self.run_sim("scripts-%s" % extra[0], ranks, hook + extra, ["--ghost", 2], steps=4)
+                with open(os.path.join(folder, "stats.csv")) as f:
+                    self.assertEqual([int(r["script_errors"]) for r in csv.DictReader(f)], [0, 0])
+                for step in (2, 4):
+                    for name in ("contour_%06d.png", "grid_%06d.pvti"):
+                        self.assertTrue(os.path.exists(os.path.join(folder, "catalyst", name % step)), name % step)
+
     @unittest.skipUnless(os.environ.get("VOLSEG_PYTHON"), "set VOLSEG_PYTHON to the built volseg package's folder")
     def test_python_simulation_on_analysis_ranks(self):
         def run(name, ranks, extra):
