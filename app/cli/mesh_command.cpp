@@ -37,7 +37,10 @@ class MeshCommand final : public Command {
     sub->add_option("--var", o.selection.variable, "NetCDF variable of the labels");
     sub->add_option("--backend", o.backend, "Backend that reads (auto: by format)")->capture_default_str();
     sub->add_option("--hint", o.input_hints, "Reader hint key=value (repeatable)");
-    sub->add_option("--brick", brick_, "Brick shape Z,Y,X (default 128): an object's fragment per brick");
+    sub->add_option(
+        "--brick", brick_,
+        "Brick shape Z,Y,X (default 128; over a chunked input, whole chunks stacked towards 128): an object's "
+        "fragment per brick");
     sub->add_flag("--force", o.force, "Replace an existing mesh folder");
     verbosity_.add_to(*sub);
     return sub;

@@ -268,6 +268,27 @@ class Mesh(Base):
                     self.assertTrue(os.path.exists(os.path.join(out, fragment)))
             self.assertTrue(os.path.exists(os.path.join(out, "objects.vtm")))
 
+    def test_chunked_labels_are_meshed_in_bricks_of_whole_chunks(self):
+        # Plane chunks: the default bricks stack them towards 128 planes
+        # (not 128^3 cubes, which would decode every plane once per brick
+        # that crosses it), and the surfaces are the one-brick ones.
+        z, y, x = np.mgrid[0:160, 0:40, 0:40]
+        mask = np.zeros(z.shape, np.uint8)
+        for cz in (20, 70, 126, 150):  # one across the bricks' seam at z = 128
+            mask[(z - cz) ** 2 + (y - 20) ** 2 + (x - 20) ** 2 <= 81] = 1
+        write_nhdr(self.path("tall.nhdr"), mask)
+        labels, zarr = self.path("tall-l.nhdr"), self.path("tall-l.zarr")
+        self.volseg(["label", self.path("tall.nhdr"), "--mask-input", "--out", labels, "--quiet"])
+        self.volseg(["convert", labels, zarr, "--out-hint", "chunks=1,40,40", "--quiet"])
+        whole, out = self.path("tall-whole"), self.path("tall-chunked")
+        self.volseg(["mesh", labels, "--out", whole, "--ply", "--brick", "200", "--quiet"])
+        proc = self.volseg(["mesh", zarr, "--out", out, "--ply"], 2)
+        self.assertIn("2 bricks of 40x40x128", proc.stdout)
+        for object_id in range(1, 5):
+            mesh, one_brick = self.load(out, object_id), self.load(whole, object_id)
+            self.assertEqual(len(mesh.faces), len(one_brick.faces))
+            self.assertAlmostEqual(mesh.volume, one_brick.volume, delta=1e-3 * one_brick.volume)
+
     def test_simplified_meshes_are_closed_and_smaller_on_3_ranks(self):
         full, half = self.path("full"), self.path("half")
         self.volseg(["mesh", self.labels, "--out", full, "--ply", "--quiet"])
