@@ -214,12 +214,12 @@ std::vector<std::uint64_t> assemble(const Comm& comm, const MeshOptions& options
 // brick that crosses it (a 1024^3 OME-Zarr in plane chunks decoded each
 // plane for each of the 64 bricks of 128^3 that cross it). A chunk thinner
 // than 128 along an axis is stacked up to it while a brick stays within
-// 16 Mi voxels (a brick is read as its type and held as 64-bit ids).
+// 8 Mi voxels (a brick is read as its type and held as 64-bit ids).
 io::Index3 mesh_brick_shape(const io::Index3& dims, const std::optional<io::Index3>& input_chunks, int simplify) {
   const std::int64_t target = std::max<std::int64_t>(16, std::int64_t{128} >> simplify);
   io::Index3 shape{target, target, target};
   if (!input_chunks) return shape;
-  constexpr std::int64_t budget = std::int64_t{16} << 20;
+  constexpr std::int64_t budget = std::int64_t{8} << 20;
   io::Index3 chunk{};
   for (int a = 0; a < 3; ++a) chunk[a] = std::clamp<std::int64_t>((*input_chunks)[a] >> simplify, 1, dims[a]);
   shape = chunk;
