@@ -190,6 +190,14 @@ TEST(SessionRequests, EveryKindSurvivesJsonFieldForField) {
   split.seeds = {{{1, 2, 3}}, {{4, 5, 6}}};
   split.connectivity = 6;
   split.apply = true;
+  split.base = 3;
+  session::EditRequest edit;
+  edit.op = "paint";
+  edit.id = 5;
+  edit.center = {1, 2, 3};
+  edit.radius = 2.5;
+  edit.base = 4;
+  edit.connectivity = 18;
   const std::vector<session::Request> requests{open,
                                                session::CheckRequest{"posix", {"cache=0"}},
                                                segment,
@@ -198,6 +206,7 @@ TEST(SessionRequests, EveryKindSurvivesJsonFieldForField) {
                                                session::LabelRequest{"/d/l.nc", 6, 10, true, "x"},
                                                surface,
                                                split,
+                                               edit,
                                                session::CloseRequest{},
                                                session::QuitRequest{}};
   ASSERT_EQ(requests.size(), session::kinds.size());

@@ -61,7 +61,8 @@ TEST_F(ProtocolTest, EveryPageTypeIsAKindOfTheSessionsTable) {
                                              {"surface", Json::object()},
                                              {"frame", {{"width", 64}, {"height", 64}, {"camera", Json::object()}}},
                                              {"slices", {{"at", {0.5, 0.5, 0.5}}}},
-                                             {"split", {{"object", 3}, {"h", 0.5}}}};
+                                             {"split", {{"object", 3}, {"h", 0.5}}},
+                                             {"edit", {{"op", "merge"}, {"ids", {2, 3}}, {"base", 1}}}};
   std::ofstream(dir / "v.nc") << "x";
   int page_kinds = 0;
   for (const auto& kind : volseg::session::kinds) {

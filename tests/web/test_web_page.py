@@ -4,6 +4,7 @@ driven by Selenium), on the number of ranks VOLSEG_WEB_RANKS gives: the
 token, a dragged range's count, segment (its mask is batch segment's, byte
 for byte), label, an object alone, a turned view, and what the screen shows.
 VOLSEG_WEB_SHOT=FILE keeps the last screenshot for a person to look at."""
+import json
 import os
 import shutil
 import subprocess
@@ -171,6 +172,26 @@ class Page(unittest.TestCase):
                          d.execute_script("return Math.min(200, window.volsegState.label.table.length)"))
         self.assertIn("volseg edit", d.find_element(By.ID, "command").text)
         self.assertTrue(os.path.exists(os.path.join(self.dir, "page-labels.edited.nc")))
+
+        # Delete an object from its row, then Undo and Redo: the table every
+        # page sees follows the journal.
+        victim = int(d.find_elements(By.CSS_SELECTOR, "#objects button.delete-btn")[0].get_attribute("data-id"))
+        d.find_element(By.CSS_SELECTOR, f"#objects button.delete-btn[data-id='{victim}']").click()
+        self.wait("return window.volsegState.label.edits === 2 && window.volsegState.busy === null")
+        has_victim = f"return window.volsegState.label.table.some((r) => r.id === {victim})"
+        self.assertFalse(d.execute_script(has_victim))
+        self.wait(f"return !document.querySelector(\"#objects button.delete-btn[data-id='{victim}']\")")
+        d.find_element(By.ID, "edit-undo").click()
+        self.wait("return window.volsegState.label.edits === 1 && window.volsegState.label.undone === 1 && "
+                  "window.volsegState.busy === null")
+        self.assertTrue(d.execute_script(has_victim))
+        self.wait("return !document.getElementById('edit-redo').disabled")
+        d.find_element(By.ID, "edit-redo").click()
+        self.wait("return window.volsegState.label.edits === 2 && window.volsegState.label.undone === 0 && "
+                  "window.volsegState.busy === null")
+        self.assertFalse(d.execute_script(has_victim))
+        with open(d.execute_script("return window.volsegState.label.journal")) as f:
+            self.assertEqual([e["op"] for e in json.load(f)["edits"]], ["split", "delete"])
 
         # Turn the view; the mesh is drawn, then the ranks' frame lies over it.
         view = d.find_element(By.ID, "view3d")

@@ -299,6 +299,74 @@ class Serving(unittest.TestCase):
         self.assertEqual(len(np.unique(got)) - 1, len(table) + len(parts) - 1)
         np.testing.assert_array_equal(got != 0, before != 0)
 
+    def test_edits_undo_redo_and_a_stale_edit_refused(self):
+        ws, other = self.connect(), self.connect()
+        self.wait_idle(ws)
+        self.assertEqual(self.ask(ws, {"type": "open", "id": 90})["type"], "reply")
+        self.assertEqual(self.ask(ws, {"type": "segment", "id": 91, "lo": 5, "hi": 6, "output": "ed-mask.nhdr",
+                                       "force": True})["type"], "reply")
+        m = self.ask(ws, {"type": "label", "id": 92, "output": "ed-labels.nhdr", "force": True, "connectivity": 6})
+        self.assertEqual(m["type"], "reply", m)
+        labels = os.path.join(self.data, "ed-labels.nhdr")
+        before = e2e_util.read_volume(labels)[1]
+        table = sorted(m["data"]["table"], key=lambda r: -r["voxels"])
+        a, b, c = (r["id"] for r in table[:3])
+        keep, gone = min(a, b), max(a, b)  # a merge keeps the group's smallest id
+        dims = before.shape
+        # Merge, delete, paint and erase, each based on the edits seen.
+        edits = [{"op": "merge", "ids": [a, b]}, {"op": "delete", "ids": [c]},
+                 {"op": "paint", "object": a, "center": [dims[0] // 2, dims[1] // 2, 3], "radius": 2.5},
+                 {"op": "erase", "center": [1, 1, 1], "radius": 1.5}]
+        for k, edit in enumerate(edits):
+            m = self.ask(ws, dict({"type": "edit", "id": 93 + k, "base": k}, **edit))
+            self.assertEqual(m["type"], "reply", m)
+            self.assertEqual((m["data"]["edits"], m["data"]["undone"]), (k + 1, 0))
+        # The merge and the delete show in the table every page sees.
+        state = self.state(other)
+        ids = {r["id"] for r in state["label"]["table"]}
+        self.assertTrue(keep in ids and gone not in ids and c not in ids)
+        self.assertEqual(next(r for r in state["label"]["table"] if r["id"] == keep)["voxels"],
+                         table[0]["voxels"] + table[1]["voxels"])
+        # A page whose view holds 2 edits is refused, and nothing changes.
+        edited = m["data"]["output"]
+        saved = e2e_util.read_volume(edited)[1]
+        m = self.ask(other, {"type": "edit", "id": 97, "op": "delete", "ids": [a], "base": 2})
+        self.assertEqual(m["type"], "error")
+        self.assertIn("the labels have 4 edits, not the 2 this view holds", m["message"])
+        np.testing.assert_array_equal(e2e_util.read_volume(edited)[1], saved)
+        # Undo twice, redo once: the journal is the first three edits.
+        for k, op in enumerate(("undo", "undo", "redo")):
+            m = self.ask(ws, {"type": "edit", "id": 98 + k, "op": op})
+            self.assertEqual(m["type"], "reply", m)
+        self.assertEqual((m["data"]["edits"], m["data"]["undone"]), (3, 1))
+        with open(m["data"]["journal"]) as f:
+            journal = json.load(f)["edits"]
+        self.assertEqual([e["op"] for e in journal], ["merge", "delete", "paint"])
+        # The journal replayed in batch gives the labels the job wrote, and
+        # numpy's replay of it gives them too.
+        command = self.state(other)["command"][-1]
+        batch = os.path.join(self.dir, "batch-ed.nhdr")
+        words = shlex.split(command)
+        words[words.index("--out") + 1] = batch
+        subprocess.run(e2e_util.command(words[1:], ranks=2), check=True, capture_output=True)
+        got = e2e_util.read_volume(m["data"]["output"])[1]
+        np.testing.assert_array_equal(got, e2e_util.read_volume(batch)[1])
+        want = before.copy()
+        want[want == gone] = keep
+        want[want == c] = 0
+        z, y, x = np.ogrid[:dims[0], :dims[1], :dims[2]]
+        want[(z - dims[0] // 2) ** 2 + (y - dims[1] // 2) ** 2 + (x - 3) ** 2 <= 2.5 ** 2] = a
+        np.testing.assert_array_equal(got, want)
+        # Bad asks: one line each.
+        for bad, text in (({"op": "merge", "ids": [a]}, "edit merge: 'ids' must name 2 or more objects"),
+                          ({"op": "delete", "ids": [999999]}, "edit delete: no object 999999 in the table"),
+                          ({"op": "erase", "center": [0, 0, 10 ** 6], "radius": 2}, "is outside the volume"),
+                          ({"op": "paint", "object": a, "center": [0, 0, 0], "radius": 0}, "'radius' must be above 0"),
+                          ({"op": "shrink"}, "'op' must be merge, delete, paint, erase, undo or redo")):
+            m = self.ask(ws, dict({"type": "edit", "id": 110}, **bad))
+            self.assertEqual(m["type"], "error", bad)
+            self.assertIn(text, m["message"])
+
     def test_frame_is_a_small_jpeg(self):
         ws = self.connect()
         self.wait_idle(ws)

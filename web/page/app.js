@@ -116,7 +116,7 @@ function onState(s) {
   const segmented = s.segment && (!state || !state.segment || state.segment.output !== s.segment.output ||
                                   state.segment.seconds !== s.segment.seconds);
   const labelled = s.label && (!state || !state.label || state.label.seconds !== s.label.seconds ||
-                               state.label.edits !== s.label.edits);
+                               state.label.edits !== s.label.edits || state.label.undone !== s.label.undone);
   state = s;
   window.volsegState = s;
   $('file-name').textContent = s.open ? s.open.path : s.file;
@@ -126,7 +126,9 @@ function onState(s) {
   $('segment-btn').disabled = !!s.busy || !s.open;
   $('label-btn').disabled = !!s.busy || !s.segment;
   $('split-apply').disabled = !!s.busy || !splitShown || splitShown.parts.length < 2;
-  for (const b of document.querySelectorAll('button.split-btn')) b.disabled = !!s.busy;
+  for (const b of document.querySelectorAll('button.split-btn, button.delete-btn')) b.disabled = !!s.busy;
+  $('edit-undo').disabled = !!s.busy || !(s.label && s.label.edits > 0);
+  $('edit-redo').disabled = !!s.busy || !(s.label && s.label.undone > 0);
   $('open-btn').disabled = !!s.busy;
   $('command').textContent = s.command.length ? s.command.join('\n') : '(segment to see the command that redoes it)';
   if (s.last_error && s.busy === null && !opened) showError(s.last_error.request + ': ' + s.last_error.message);
@@ -188,6 +190,7 @@ function onSegmented(s) {
 function onReply(m) {
   if (m.request === 'segment') finishProgress();
   if (m.request === 'split') onSplit(m.data);
+  if (m.request === 'edit') onEdit(m.data);
 }
 
 // --- the histogram and its range ---
@@ -332,7 +335,11 @@ function renderTable() {
     button.className = 'split-btn'; button.textContent = 'Split'; button.dataset.id = row.id;
     button.title = 'Preview the watershed split of this object (volseg edit\'s split), then apply it';
     button.disabled = !!(state && state.busy);
-    td.append(button); tr.append(td);
+    const remove = document.createElement('button');
+    remove.className = 'delete-btn'; remove.textContent = 'Delete'; remove.dataset.id = row.id;
+    remove.title = 'Delete this object (volseg edit\'s delete: its voxels become background)';
+    remove.disabled = button.disabled;
+    td.append(button, ' ', remove); tr.append(td);
     body.append(tr);
   }
 }
@@ -344,6 +351,7 @@ function tableEvents() {
     });
   document.querySelector('#objects tbody').addEventListener('click', (e) => {
     if (e.target.classList.contains('split-btn')) { askSplit(Number(e.target.dataset.id), false); return; }
+    if (e.target.classList.contains('delete-btn')) { askEdit({op: 'delete', ids: [Number(e.target.dataset.id)]}); return; }
     const tr = e.target.closest('tr');
     if (!tr) return;
     objectShown = Number(tr.dataset.id);
@@ -357,9 +365,23 @@ function tableEvents() {
                  : {type: 'surface', lo: range[0], hi: range[1], max_triangles: TRIANGLES, max_side: SIDE});
   });
   $('split-apply').addEventListener('click', () => { if (splitShown) askSplit(splitShown.object, true); });
+  $('edit-undo').addEventListener('click', () => askEdit({op: 'undo'}));
+  $('edit-redo').addEventListener('click', () => askEdit({op: 'redo'}));
   $('split-cancel').addEventListener('click', () => { splitShown = null; $('split-box').classList.add('hidden'); });
   $('page-prev').addEventListener('click', () => { page = Math.max(0, page - 1); renderTable(); });
   $('page-next').addEventListener('click', () => { page += 1; renderTable(); });
+}
+
+// --- editing objects (volseg edit's journal): each edit based on the edits
+// this page has seen, so one made on a state another page has changed since
+// is refused by the job, never applied twice ---
+function askEdit(edit) {
+  const base = state && state.label ? (state.label.edits || 0) : 0;
+  send(Object.assign({type: 'edit', base}, edit));
+}
+function onEdit(d) {
+  const what = d.edit ? `${d.op} ${JSON.stringify(d.edit.ids || d.edit.center)}` : d.op;
+  $('label-result').textContent += `\n${what} (edits ${d.edits}, undone ${d.undone}, ${d.seconds.toFixed(2)} s) → ${d.output}`;
 }
 
 // --- splitting an object (volseg edit's split): a preview, then apply ---

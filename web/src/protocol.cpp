@@ -162,6 +162,54 @@ session::SplitRequest split_request(const Json& m) {
   }
   if (m.contains("connectivity")) r.connectivity = connectivity(m);
   r.apply = flag(m, "apply");
+  if (m.contains("base")) r.base = integer(m, "base", 0, std::numeric_limits<std::int64_t>::max());
+  return r;
+}
+
+// An edit of the objects (volseg edit's merge, delete, paint, erase), or
+// undo / redo; `base`: the number of edits the page's view holds.
+session::EditRequest edit_request(const Json& m) {
+  only(m, {"op", "ids", "object", "center", "radius", "base", "connectivity"});
+  session::EditRequest r;
+  const Json& op = field(m, "op");
+  if (!op.is_string()) throw Error("'op' must be merge, delete, paint, erase, undo or redo");
+  r.op = op.get<std::string>();
+  const auto want = [&](std::initializer_list<const char*> needed) {
+    for (const char* name : {"ids", "object", "center", "radius"}) {
+      const bool wanted = std::find_if(needed.begin(), needed.end(),
+                                       [&](const char* n) { return std::string_view(n) == name; }) != needed.end();
+      if (wanted != m.contains(name)) throw Error("edit " + r.op + (wanted ? " needs '" : " takes no '") + name + "'");
+    }
+  };
+  if (r.op == "merge" || r.op == "delete") {
+    want({"ids"});
+    const Json& ids = field(m, "ids");
+    if (!ids.is_array() || ids.empty() || ids.size() > 10000) throw Error("'ids' must be 1 to 10000 object ids");
+    for (const auto& id : ids) {
+      if (!id.is_number_integer() || id.get<std::int64_t>() < 1) throw Error("'ids' must be object ids, from 1");
+      r.ids.push_back(id.get<std::int64_t>());
+    }
+  } else if (r.op == "paint" || r.op == "erase") {
+    if (r.op == "paint")
+      want({"object", "center", "radius"});
+    else
+      want({"center", "radius"});
+    if (r.op == "paint") r.id = integer(m, "object", 1, std::numeric_limits<std::int64_t>::max());
+    const Json& center = field(m, "center");
+    if (!center.is_array() || center.size() != 3) throw Error("'center' must be a voxel [z, y, x]");
+    for (std::size_t k = 0; k < 3; ++k) {
+      if (!center[k].is_number_integer() || center[k].get<std::int64_t>() < 0)
+        throw Error("'center' must be voxel indices, whole numbers from 0");
+      r.center[k] = center[k].get<std::int64_t>();
+    }
+    r.radius = number(m, "radius");
+  } else if (r.op == "undo" || r.op == "redo") {
+    want({});
+  } else {
+    throw Error("'op' must be merge, delete, paint, erase, undo or redo, not '" + r.op + "'");
+  }
+  if (m.contains("base")) r.base = integer(m, "base", 0, std::numeric_limits<std::int64_t>::max());
+  if (m.contains("connectivity")) r.connectivity = connectivity(m);
   return r;
 }
 
@@ -223,6 +271,8 @@ Message parse_message(const std::string& text, const Roots& roots, const std::st
     message.request = surface_request(m);
   else if (t == "split")
     message.request = split_request(m);
+  else if (t == "edit")
+    message.request = edit_request(m);
   else if (t == "frame")
     message.request = frame_request(m);
   else if (t == "slices")

@@ -364,6 +364,8 @@ void Server::run(session::Worker& worker) {
 void Server::apply_split(const Json& split) {
   edit_command_ = split.value("command", std::string());
   if (!label_.is_object()) return;
+  label_before_.push_back(label_);
+  label_undone_.clear();
   const auto object = split.at("object").get<std::int64_t>();
   Json table = Json::array();
   for (const auto& row : label_["table"])
@@ -375,6 +377,67 @@ void Server::apply_split(const Json& split) {
   label_["output"] = split.at("output");
   label_["journal"] = split.at("journal");
   label_["edits"] = split.at("edits");
+}
+
+// The table after an edit: exact for merge (the group's rows become the
+// smallest id's: voxels summed, centroids weighted, boxes joined) and
+// delete, and undo and redo bring back the table of before and after; after
+// paint and erase the voxel counts are not known here, and the table says so
+// (`table_stale`) until labelled again.
+void Server::apply_edit(const Json& edit) {
+  edit_command_ = edit.value("command", std::string());
+  if (!label_.is_object()) return;
+  const std::string op = edit.at("op");
+  if (op == "undo" && !label_before_.empty()) {
+    label_undone_.push_back(label_);
+    label_ = label_before_.back();
+    label_before_.pop_back();
+  } else if (op == "redo" && !label_undone_.empty()) {
+    label_before_.push_back(label_);
+    label_ = label_undone_.back();
+    label_undone_.pop_back();
+  } else if (op != "undo" && op != "redo") {
+    label_before_.push_back(label_);
+    label_undone_.clear();
+    if (op == "merge" || op == "delete")
+      edit_table(op, edit.at("edit").at("ids").get<std::vector<std::int64_t>>());
+    else
+      label_["table_stale"] = true;
+  }
+  label_["output"] = edit.at("output");
+  label_["journal"] = edit.at("journal");
+  label_["edits"] = edit.at("edits");
+  label_["undone"] = edit.at("undone");
+}
+
+void Server::edit_table(const std::string& op, const std::vector<std::int64_t>& ids) {
+  const std::int64_t keep = *std::min_element(ids.begin(), ids.end());
+  Json table = Json::array(), merged;
+  for (const auto& row : label_["table"]) {
+    const auto id = row.at("id").get<std::int64_t>();
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) {
+      table.push_back(row);
+    } else if (op == "merge") {
+      if (merged.is_null()) {
+        merged = row;
+        merged["id"] = keep;
+        continue;
+      }
+      const double a = merged.at("voxels").get<double>(), b = row.at("voxels").get<double>();
+      for (int k = 0; k < 3; ++k) {
+        merged["centroid"][k] =
+            (merged["centroid"][k].get<double>() * a + row["centroid"][k].get<double>() * b) / (a + b);
+        merged["box"][0][k] = std::min(merged["box"][0][k].get<std::int64_t>(), row["box"][0][k].get<std::int64_t>());
+        merged["box"][1][k] = std::max(merged["box"][1][k].get<std::int64_t>(), row["box"][1][k].get<std::int64_t>());
+      }
+      merged["voxels"] = merged.at("voxels").get<std::int64_t>() + row.at("voxels").get<std::int64_t>();
+      merged["border"] = std::max(merged.value("border", 0), row.value("border", 0));
+    }
+  }
+  const auto gone = static_cast<std::int64_t>(label_["table"].size() - table.size()) - (merged.is_null() ? 0 : 1);
+  if (!merged.is_null()) table.push_back(merged);
+  label_["objects"] = label_.value("objects", std::int64_t{0}) - gone;
+  label_["table"] = std::move(table);
 }
 
 Json Server::state() const {
@@ -497,18 +560,23 @@ void Server::handle_reply(const std::shared_ptr<session::Reply>& reply) {
         segmented_.reset();
         labelled_.reset();
         edit_command_.clear();
+        label_before_.clear(), label_undone_.clear();
       } else if (type == "segment") {
         segment_ = reply->data;
         if (job_) segmented_ = std::get<session::SegmentRequest>(*job_);
         label_ = nullptr;
         labelled_.reset();
         edit_command_.clear();
+        label_before_.clear(), label_undone_.clear();
       } else if (type == "split") {
         if (reply->data.value("applied", false)) apply_split(reply->data);
+      } else if (type == "edit") {
+        apply_edit(reply->data);
       } else {
         label_ = reply->data;
         if (job_) labelled_ = std::get<session::LabelRequest>(*job_);
         edit_command_.clear();
+        label_before_.clear(), label_undone_.clear();
       }
       const Json r{{"type", "reply"}, {"id", id}, {"request", type}, {"data", reply->data}};
       send_to(connection, std::make_shared<const std::string>(r.dump()), false);

@@ -122,6 +122,15 @@ void visit_fields(R& r, Visit&& visit) {
     visit("seeds", r.seeds);
     visit("connectivity", r.connectivity);
     visit("apply", r.apply);
+    visit("base", r.base);
+  } else if constexpr (std::is_same_v<T, EditRequest>) {
+    visit("op", r.op);
+    visit("ids", r.ids);
+    visit("id", r.id);
+    visit("center", r.center);
+    visit("radius", r.radius);
+    visit("base", r.base);
+    visit("connectivity", r.connectivity);
   }  // close and quit have none
 }
 

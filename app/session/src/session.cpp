@@ -63,6 +63,7 @@ void State::forget_mask() {
   journal.clear();
   edited.clear();
   edits.clear();
+  undone.clear();
   max_id = 0;
   mask_pyramid.reset();
   pieces.clear();

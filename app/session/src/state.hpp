@@ -42,7 +42,8 @@ struct State {
   // request wrote, the journal beside them, the edited labels it gives, and
   // the largest id they ever held.
   std::string labels_source, journal, edited;
-  std::vector<std::string> edits;  // each edit's JSON, in order
+  std::vector<std::string> edits;   // each edit's JSON, in order
+  std::vector<std::string> undone;  // edits undone, the last undone last (redo takes it back)
   std::uint64_t max_id = 0;
   // The renderer and the pieces it has drawn (a coarse one for camera drags
   // and a fine one), keyed by level and mask.
@@ -73,6 +74,12 @@ void handle(State& state, const SlicesRequest& request, const Hooks& hooks, Repl
 void handle(State& state, const LabelRequest& request, const Hooks& hooks, Reply& reply);
 void handle(State& state, const SurfaceRequest& request, const Hooks& hooks, Reply& reply);
 void handle(State& state, const SplitRequest& request, const Hooks& hooks, Reply& reply);
+void handle(State& state, const EditRequest& request, const Hooks& hooks, Reply& reply);
+// Collective: the labels written again from `edits` (the journal beside the
+// labels a label request wrote, committed with them), as `volseg edit`
+// does; the state then holds the edits and the edited labels. Returns
+// rank 0's reply fields: output, journal, edits, command, seconds.
+Json apply_journal(State& state, std::vector<std::string> edits, int connectivity);
 void handle(State& state, const CloseRequest& request, const Hooks& hooks, Reply& reply);
 void handle(State& state, const QuitRequest& request, const Hooks& hooks, Reply& reply);
 

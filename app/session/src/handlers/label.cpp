@@ -83,6 +83,7 @@ void handle(State& state, const LabelRequest& request, const Hooks& hooks, Reply
   state.journal.clear();
   state.edited.clear();
   state.edits.clear();
+  state.undone.clear();
   state.max_id = result.summary.objects;
   state.surfaces.clear();
   // Rank 0 reads the table and keeps the boxes: object surfaces are drawn there.

@@ -20,16 +20,6 @@
 namespace volseg::session::detail {
 namespace {
 
-// The edited labels beside the labels: NAME.edited.EXT (.ome.zarr kept whole).
-std::string edited_path(const std::string& labels) {
-  const std::filesystem::path path(labels);
-  std::string name = path.filename().string();
-  for (const char* ext : {".ome.zarr", ".precomputed"})
-    if (name.size() > std::strlen(ext) && name.compare(name.size() - std::strlen(ext), std::string::npos, ext) == 0)
-      return (path.parent_path() / (name.substr(0, name.size() - std::strlen(ext)) + ".edited" + ext)).string();
-  return (path.parent_path() / (path.stem().string() + ".edited" + path.extension().string())).string();
-}
-
 // Each part's row, as the object table gives them (x, y, z order).
 Json part_rows(const segment::SplitPreview& preview, const io::Index3& dims) {
   struct Sums {
@@ -96,19 +86,6 @@ Json edit_json(const SplitRequest& request) {
   return edit;
 }
 
-// The journal with `edits`, written under its temporary name (committed
-// once the labels it gives are written).
-std::string write_journal(const std::string& path, const std::string& labels, const std::vector<std::string>& edits) {
-  const std::string temporary = io::temporary_path(path);
-  Json journal{{"labels", labels}, {"edits", Json::array()}};
-  for (const auto& e : edits) journal["edits"].push_back(Json::parse(e));
-  std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-  out << journal.dump(1) << '\n';
-  out.close();
-  if (!out) throw Error("cannot write the edit journal " + temporary);
-  return temporary;
-}
-
 }  // namespace
 
 void handle(State& state, const SplitRequest& request, const Hooks&, Reply& reply) {
@@ -145,44 +122,20 @@ void handle(State& state, const SplitRequest& request, const Hooks&, Reply& repl
             {"applied", false}};
   }
   if (request.apply) {
-    if (state.journal.empty()) {
-      state.journal = state.labels_source + ".edits.json";
-      state.edited = edited_path(state.labels_source);
-    }
+    if (request.base && *request.base != static_cast<std::int64_t>(state.edits.size()))
+      throw Error("split: the labels have " + std::to_string(state.edits.size()) + " edits, not the " +
+                  std::to_string(*request.base) + " this view holds (another page edited them): reload, then split");
     std::vector<std::string> edits = state.edits;
     edits.push_back(edit_json(request).dump());
-    io::AtomicCommit journal;  // rank 0's: removed unless the labels are written
-    std::string temporary;
-    if (comm.rank() == 0) {
-      temporary = write_journal(state.journal, state.labels_source, edits);
-      journal = io::AtomicCommit(state.journal, temporary);
-    }
-    temporary = comm.broadcast(temporary);
-    segment::EditOptions options;
-    options.input = state.labels_source;
-    options.journal = temporary;
-    options.output = state.edited;
-    options.connectivity = request.connectivity;
-    options.force = true;
-    options.progress = segment::ProgressMode::none;
-    options.command_line = edit_command_line(state.labels_source, state.journal, state.edited);
-    const segment::EditResult result = segment::run_edit(comm, options);
-    if (comm.rank() == 0) journal.commit(/*sync_folder=*/true);
-    state.edits = std::move(edits);
-    state.labels = state.edited;
-    state.max_id = result.max_id;
-    state.surfaces.clear();
+    Json applied = apply_journal(state, std::move(edits), request.connectivity);
+    state.undone.clear();
     if (comm.rank() == 0) {
       for (const auto& row : data["parts"]) {
         const auto& b = row.at("box");
         state.boxes[row.at("id").get<std::int64_t>()] = {b[0][2], b[0][1], b[0][0], b[1][2], b[1][1], b[1][0]};
       }
       data["applied"] = true;
-      data["output"] = state.edited;
-      data["journal"] = state.journal;
-      data["edits"] = state.edits.size();
-      data["command"] = options.command_line;
-      data["seconds"] = result.seconds;
+      data.update(applied);
     }
   }
   if (comm.rank() == 0) reply.data = std::move(data);

@@ -105,13 +105,31 @@ struct SplitRequest {
   std::vector<std::array<std::int64_t, 3>> seeds;  // z, y, x
   int connectivity = 26;
   bool apply = false;
+  std::optional<std::int64_t> base;  // with apply: the journal's length the asker saw (as EditRequest's)
+};
+
+// One edit of the labelled objects (volseg edit's merge, delete, paint and
+// erase), or undo / redo of the last: the journal beside the labels gains
+// (or loses) it and the labels are written again from the whole journal, as
+// `volseg edit LABELS --edits JOURNAL` does in batch. `base`, when given,
+// is the number of edits the asker's view holds: an edit based on a state
+// that has changed since (another page's edit) is refused, never applied
+// twice or lost.
+struct EditRequest {
+  std::string op;                        // merge | delete | paint | erase | undo | redo
+  std::vector<std::int64_t> ids;         // merge, delete
+  std::int64_t id = 0;                   // paint
+  std::array<std::int64_t, 3> center{};  // paint, erase: z, y, x
+  double radius = 0;                     // paint, erase: voxels
+  std::optional<std::int64_t> base;      // the journal's length the asker saw
+  int connectivity = 26;                 // of the journal's splits, when they are replayed
 };
 
 struct CloseRequest {};  // forgets the volume
 struct QuitRequest {};   // ends every rank's serving loop
 
 using Request = std::variant<OpenRequest, CheckRequest, SegmentRequest, DrawRequest, SlicesRequest, LabelRequest,
-                             SurfaceRequest, SplitRequest, CloseRequest, QuitRequest>;
+                             SurfaceRequest, SplitRequest, EditRequest, CloseRequest, QuitRequest>;
 
 // Every kind, in the variant's order: its name in the session's JSON and
 // replies, its message type in the page's protocol (empty: the page does not
@@ -131,6 +149,7 @@ inline constexpr std::array<Kind, std::variant_size_v<Request>> kinds{{
     {"label", "label", true, false},
     {"surface", "surface", false, false},
     {"split", "split", true, false},
+    {"edit", "edit", true, false},
     {"close", "", false, false},
     {"quit", "", false, false},
 }};

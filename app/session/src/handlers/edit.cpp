@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: MIT
+// edit: merge, delete, paint and erase labelled objects, undo and redo. Every
+// edit goes into the session's journal beside the labels a label request
+// wrote, and the edited labels are written again from the labels and the
+// whole journal, as the command the page shows (`volseg edit LABELS --edits
+// JOURNAL --out EDITED`) does in batch: the same bytes, whatever the order
+// of pages and undos that made the journal.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "../state.hpp"
+#include "volseg/io/auto_backend.hpp"
+#include "volseg/io/error.hpp"
+#include "volseg/io/files.hpp"
+#include "volseg/io/registry.hpp"
+#include "volseg/segment/edit.hpp"
+#include "volseg/session/command_line.hpp"
+
+namespace volseg::session::detail {
+namespace {
+
+// The edited labels beside the labels: NAME.edited.EXT (.ome.zarr kept whole).
+std::string edited_path(const std::string& labels) {
+  const std::filesystem::path path(labels);
+  std::string name = path.filename().string();
+  for (const char* ext : {".ome.zarr", ".precomputed"})
+    if (name.size() > std::strlen(ext) && name.compare(name.size() - std::strlen(ext), std::string::npos, ext) == 0)
+      return (path.parent_path() / (name.substr(0, name.size() - std::strlen(ext)) + ".edited" + ext)).string();
+  return (path.parent_path() / (path.stem().string() + ".edited" + path.extension().string())).string();
+}
+
+// The journal with `edits`, written under its temporary name (committed
+// once the labels it gives are written).
+std::string write_journal(const std::string& path, const std::string& labels, const std::vector<std::string>& edits) {
+  const std::string temporary = io::temporary_path(path);
+  Json journal{{"labels", labels}, {"edits", Json::array()}};
+  for (const auto& e : edits) journal["edits"].push_back(Json::parse(e));
+  std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+  out << journal.dump(1) << '\n';
+  out.close();
+  if (!out) throw Error("cannot write the edit journal " + temporary);
+  return temporary;
+}
+
+// The edit's journal entry, checked as the page gives it (the ids against
+// the table, the ball against the volume); the batch parser checks it again.
+Json edit_entry(const State& state, const EditRequest& r, const io::Index3& dims) {
+  const auto in_table = [&](std::int64_t id) {
+    if (id < 1 || (state.comm.rank() == 0 && !state.boxes.count(id)))
+      throw Error("edit " + r.op + ": no object " + std::to_string(id) + " in the table");
+  };
+  if (r.op == "merge" || r.op == "delete") {
+    if (r.ids.size() < (r.op == "merge" ? 2u : 1u))
+      throw Error("edit " + r.op + ": 'ids' must name " + (r.op == "merge" ? "2 or more objects" : "an object"));
+    for (const auto id : r.ids) in_table(id);
+    return {{"op", r.op}, {"ids", r.ids}};
+  }
+  if (!(r.radius > 0) || r.radius > segment::kMostRadius)
+    throw Error("edit " + r.op + ": 'radius' must be above 0 and at most " +
+                std::to_string(static_cast<int>(segment::kMostRadius)) + " voxels");
+  for (int a = 0; a < 3; ++a)
+    if (r.center[a] < 0 || r.center[a] >= dims[a])
+      throw Error("edit " + r.op + ": 'center' [" + std::to_string(r.center[0]) + ", " + std::to_string(r.center[1]) +
+                  ", " + std::to_string(r.center[2]) + "] is outside the volume");
+  Json entry{{"op", r.op}, {"center", r.center}, {"radius", r.radius}};
+  if (r.op == "paint") {
+    if (r.id < 1) throw Error("edit paint: 'id' must be an object's id, from 1");
+    entry["id"] = r.id;
+  }
+  return entry;
+}
+
+// What an applied edit does to the boxes rank 0 keeps for splits: a
+// superset of each object's box (an undo may bring an id back).
+void grow_boxes(State& state, const EditRequest& r, const io::Index3& dims) {
+  if (state.comm.rank() != 0) return;
+  if (r.op == "merge") {
+    const auto keep = *std::min_element(r.ids.begin(), r.ids.end());
+    auto& box = state.boxes[keep];
+    for (const auto id : r.ids) {
+      const auto& other = state.boxes.at(id);
+      for (int a = 0; a < 3; ++a) box[a] = std::min(box[a], other[a]), box[3 + a] = std::max(box[3 + a], other[3 + a]);
+    }
+  } else if (r.op == "paint") {
+    // The ball's box, z, y, x as the boxes'.
+    std::array<std::int64_t, 6> ball{};
+    for (int a = 0; a < 3; ++a) {
+      const auto reach = static_cast<std::int64_t>(std::floor(r.radius));
+      ball[a] = std::max<std::int64_t>(0, r.center[a] - reach);
+      ball[3 + a] = std::min<std::int64_t>(dims[a] - 1, r.center[a] + reach);
+    }
+    const auto it = state.boxes.find(r.id);
+    if (it == state.boxes.end()) {
+      state.boxes[r.id] = ball;
+    } else {
+      for (int a = 0; a < 3; ++a)
+        it->second[a] = std::min(it->second[a], ball[a]), it->second[3 + a] = std::max(it->second[3 + a], ball[3 + a]);
+    }
+  }
+}
+
+}  // namespace
+
+Json apply_journal(State& state, std::vector<std::string> edits, int connectivity) {
+  const Comm& comm = state.comm;
+  if (state.journal.empty()) {
+    state.journal = state.labels_source + ".edits.json";
+    state.edited = edited_path(state.labels_source);
+  }
+  io::AtomicCommit journal;  // rank 0's: removed unless the labels are written
+  std::string temporary;
+  if (comm.rank() == 0) {
+    temporary = write_journal(state.journal, state.labels_source, edits);
+    journal = io::AtomicCommit(state.journal, temporary);
+  }
+  temporary = comm.broadcast(temporary);
+  segment::EditOptions options;
+  options.input = state.labels_source;
+  options.journal = temporary;
+  options.output = state.edited;
+  options.connectivity = connectivity;
+  options.force = true;
+  options.progress = segment::ProgressMode::none;
+  options.command_line = edit_command_line(state.labels_source, state.journal, state.edited);
+  const segment::EditResult result = segment::run_edit(comm, options);
+  if (comm.rank() == 0) journal.commit(/*sync_folder=*/true);
+  state.edits = std::move(edits);
+  state.labels = state.edited;
+  state.max_id = std::max(state.max_id, result.max_id);
+  state.surfaces.clear();
+  state.pieces.clear();
+  Json applied;
+  if (comm.rank() == 0)
+    applied = {{"output", state.edited},
+               {"journal", state.journal},
+               {"edits", state.edits.size()},
+               {"command", options.command_line},
+               {"seconds", result.seconds}};
+  return applied;
+}
+
+void handle(State& state, const EditRequest& request, const Hooks&, Reply& reply) {
+  if (state.labels.empty()) throw Error("label first: there are no objects to edit");
+  const std::vector<std::string> ops{"merge", "delete", "paint", "erase", "undo", "redo"};
+  if (std::find(ops.begin(), ops.end(), request.op) == ops.end())
+    throw Error("edit: unknown op '" + request.op + "' (merge, delete, paint, erase, undo, redo)");
+  if (request.connectivity != 6 && request.connectivity != 18 && request.connectivity != 26)
+    throw Error("edit: connectivity must be 6, 18 or 26");
+  if (request.base && *request.base != static_cast<std::int64_t>(state.edits.size()))
+    throw Error("edit " + request.op + ": the labels have " + std::to_string(state.edits.size()) + " edits, not the " +
+                std::to_string(*request.base) + " this view holds (another page edited them): reload, then edit");
+  std::vector<std::string> edits = state.edits;
+  std::vector<std::string> undone = state.undone;
+  Json entry;
+  io::Index3 dims{};
+  if (request.op == "undo") {
+    if (edits.empty()) throw Error("edit undo: there is no edit to undo");
+    undone.push_back(edits.back());
+    edits.pop_back();
+  } else if (request.op == "redo") {
+    if (undone.empty()) throw Error("edit redo: there is no undone edit to redo");
+    edits.push_back(undone.back());
+    undone.pop_back();
+  } else {
+    {
+      const auto backend = io::resolve_backend(state.comm, "auto", state.labels_source, io::Access::stream).backend;
+      auto reader = io::open_reader(backend, {state.labels_source, {}}, state.comm);
+      dims = reader->info().dims;
+      reader->close();
+    }
+    // The table's ids are rank 0's: its verdict goes to every rank.
+    collectively(state.comm, [&] { entry = edit_entry(state, request, dims); });
+    edits.push_back(entry.dump());
+    undone.clear();
+  }
+  Json applied = apply_journal(state, std::move(edits), request.connectivity);
+  state.undone = std::move(undone);
+  if (!entry.is_null()) grow_boxes(state, request, dims);
+  if (state.comm.rank() == 0) {
+    applied["op"] = request.op;
+    applied["applied"] = true;
+    applied["undone"] = state.undone.size();
+    if (!entry.is_null()) applied["edit"] = entry;
+    reply.data = std::move(applied);
+  }
+}
+
+}  // namespace volseg::session::detail
