@@ -359,7 +359,7 @@ void MainWindow::on_reply(std::shared_ptr<Reply> reply) {
         return;
       }
     }
-    if (reply->kind == "label" || reply->kind == "split") objects_->on_reply(*reply);
+    if (reply->kind == "label" || reply->kind == "split" || reply->kind == "edit") objects_->on_reply(*reply);
     show_error(QString::fromStdString(reply->kind), QString::fromStdString(reply->error));
     if (script_.quit) {
       exit_code_ = 1;
@@ -373,7 +373,7 @@ void MainWindow::on_reply(std::shared_ptr<Reply> reply) {
     on_segmented(*reply);
   else if (reply->kind == "render")
     on_frame(*reply);
-  else if (reply->kind == "label" || reply->kind == "split") {
+  else if (reply->kind == "label" || reply->kind == "split" || reply->kind == "edit") {
     objects_->on_reply(*reply);
     tabs_->setCurrentWidget(objects_);
   } else if (reply->kind == "slices" && reply->planes) {

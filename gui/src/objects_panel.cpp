@@ -13,6 +13,7 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <array>
 
 namespace volseg::gui {
@@ -84,6 +85,15 @@ ObjectsPanel::ObjectsPanel(std::function<void(Request)> post, QWidget* parent)
   split_row->addWidget(split_button_);
   split_row->addWidget(apply_button_);
   split_row->addStretch(1);
+  delete_button_ = new QPushButton(tr("Delete"), this);
+  delete_button_->setToolTip(tr("Delete the selected object (volseg edit's delete: its voxels become background)"));
+  undo_button_ = new QPushButton(tr("Undo"), this);
+  undo_button_->setToolTip(tr("Undo the last edit (the journal loses it; the labels are written again)"));
+  redo_button_ = new QPushButton(tr("Redo"), this);
+  for (auto* b : {delete_button_, undo_button_, redo_button_}) {
+    b->setEnabled(false);
+    split_row->addWidget(b);
+  }
   layout->addLayout(split_row);
   auto* preview = new QHBoxLayout;
   plane_ = new QLabel(this);
@@ -98,8 +108,11 @@ ObjectsPanel::ObjectsPanel(std::function<void(Request)> post, QWidget* parent)
   connect(label_button_, &QPushButton::clicked, this, &ObjectsPanel::label);
   connect(split_button_, &QPushButton::clicked, this, [this] { split(false); });
   connect(apply_button_, &QPushButton::clicked, this, [this] { split(true); });
+  connect(delete_button_, &QPushButton::clicked, this, [this] { edit("delete"); });
+  connect(undo_button_, &QPushButton::clicked, this, [this] { edit("undo"); });
+  connect(redo_button_, &QPushButton::clicked, this, [this] { edit("redo"); });
   connect(table_, &QTableWidget::itemSelectionChanged, this, [this] {
-    split_button_->setEnabled(!busy_ && selected() > 0);
+    enable_buttons();
     apply_button_->setEnabled(false);
   });
 }
@@ -143,16 +156,79 @@ void ObjectsPanel::split(bool apply) {
   post_(request);
 }
 
+void ObjectsPanel::enable_buttons() {
+  split_button_->setEnabled(!busy_ && selected() > 0);
+  delete_button_->setEnabled(!busy_ && selected() > 0);
+  undo_button_->setEnabled(!busy_ && !before_.empty());
+  redo_button_->setEnabled(!busy_ && !undone_.empty());
+}
+
+void ObjectsPanel::edit(const std::string& op) {
+  if (busy_ || !labelled_.is_object()) return;
+  session::EditRequest request;
+  request.op = op;
+  if (op == "delete") {
+    const std::int64_t object = selected();
+    if (object <= 0) return;
+    request.ids = {object};
+  }
+  request.base = edits_;
+  busy_ = true;
+  enable_buttons();
+  status_->setText(tr("%1...").arg(QString::fromStdString(op)));
+  post_(request);
+}
+
+// The table after an edit: the deleted row gone; undo and redo bring back
+// the table of before and after.
+void ObjectsPanel::on_edit(const Json& d) {
+  const std::string op = d.at("op");
+  if (op == "undo" && !before_.empty()) {
+    undone_.push_back(labelled_);
+    labelled_ = before_.back();
+    before_.pop_back();
+  } else if (op == "redo" && !undone_.empty()) {
+    before_.push_back(labelled_);
+    labelled_ = undone_.back();
+    undone_.pop_back();
+  } else if (op == "delete") {
+    before_.push_back(labelled_);
+    undone_.clear();
+    const auto ids = d.at("edit").at("ids").get<std::vector<std::int64_t>>();
+    Json table = Json::array();
+    for (const auto& row : labelled_.at("table"))
+      if (std::find(ids.begin(), ids.end(), row.at("id").get<std::int64_t>()) == ids.end()) table.push_back(row);
+    labelled_["objects"] =
+        labelled_.value("objects", 0LL) - static_cast<long long>(labelled_.at("table").size() - table.size());
+    labelled_["table"] = std::move(table);
+  }
+  edits_ = d.value("edits", std::int64_t{0});
+  labelled_["output"] = d.at("output");
+  const std::string label_line = commands_.substr(0, commands_.find('\n') + 1);
+  commands_ = label_line + (edits_ > 0 ? d.value("command", "") + "\n" : std::string());
+  status_->setText(tr("%1: %2 edits in the journal (%3 undone) → %4")
+                       .arg(QString::fromStdString(op))
+                       .arg(edits_)
+                       .arg(d.value("undone", 0LL))
+                       .arg(QString::fromStdString(d.value("output", ""))));
+  show_table();
+}
+
 void ObjectsPanel::on_reply(const Reply& reply) {
   busy_ = false;
   label_button_->setEnabled(!mask_.empty());
-  split_button_->setEnabled(selected() > 0);
+  enable_buttons();
   if (!reply.error.empty()) {
     status_->setText(QString::fromStdString(reply.kind + ": " + reply.error));
     return;
   }
   const Json& d = reply.data;
-  if (reply.kind == "label") {
+  if (reply.kind == "edit") {
+    on_edit(d);
+  } else if (reply.kind == "label") {
+    before_.clear();
+    undone_.clear();
+    edits_ = 0;
     labelled_ = d;
     preview_ = nullptr;
     plane_->clear();
@@ -169,6 +245,9 @@ void ObjectsPanel::on_reply(const Reply& reply) {
                          .arg(QString::fromStdString(label.output)));
     show_table();
   } else if (d.value("applied", false)) {
+    before_.push_back(labelled_);
+    undone_.clear();
+    edits_ = d.value("edits", std::int64_t{0});
     const auto object = d.at("object").get<std::int64_t>();
     Json table = Json::array();
     for (const auto& row : labelled_.at("table"))
@@ -222,7 +301,7 @@ void ObjectsPanel::show_table() {
   table_->sortItems(1, Qt::DescendingOrder);
   table_->setSortingEnabled(true);
   table_->clearSelection();
-  split_button_->setEnabled(false);
+  enable_buttons();
 }
 
 void ObjectsPanel::show_preview(const Json& split) {

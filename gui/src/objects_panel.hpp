@@ -2,7 +2,8 @@
 // The Objects tab: label the mask (as `volseg label MASK --mask-input`),
 // the object table, and an object's split (volseg edit's "split"):
 // previewed, then applied through the session's journal, as the browser
-// page does it (docs/gui.md, "Objects").
+// page does it (docs/gui.md, "Objects"); Delete, Undo and Redo of the same
+// journal.
 #pragma once
 
 #include <QWidget>
@@ -10,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "session_types.hpp"
 
@@ -41,6 +43,9 @@ class ObjectsPanel : public QWidget {
   QPushButton* label_button() const { return label_button_; }
   QPushButton* split_button() const { return split_button_; }
   QPushButton* apply_button() const { return apply_button_; }
+  QPushButton* delete_button() const { return delete_button_; }
+  QPushButton* undo_button() const { return undo_button_; }
+  QPushButton* redo_button() const { return redo_button_; }
   QTableWidget* table() const { return table_; }
   QDoubleSpinBox* h_box() const { return h_; }
   QString preview_text() const;
@@ -52,9 +57,14 @@ class ObjectsPanel : public QWidget {
  public slots:
   void label();
   void split(bool apply);
+  // An edit of the journal (delete of the selected object, undo, redo),
+  // based on the edits this window has seen.
+  void edit(const std::string& op);
 
  private:
   void show_table();
+  void on_edit(const Json& edit);
+  void enable_buttons();
   void show_preview(const Json& split);
   std::int64_t selected() const;
 
@@ -65,6 +75,11 @@ class ObjectsPanel : public QWidget {
   QLineEdit* output_ = nullptr;
   QComboBox* connectivity_ = nullptr;
   QPushButton *label_button_ = nullptr, *split_button_ = nullptr, *apply_button_ = nullptr;
+  QPushButton *delete_button_ = nullptr, *undo_button_ = nullptr, *redo_button_ = nullptr;
+  // The labels' state before each edit of the journal (undo brings it
+  // back) and after each undone one (redo does); the journal's length.
+  std::vector<Json> before_, undone_;
+  std::int64_t edits_ = 0;
   QTableWidget* table_ = nullptr;
   QDoubleSpinBox* h_ = nullptr;
   QLabel *status_ = nullptr, *plane_ = nullptr, *parts_ = nullptr;

@@ -278,6 +278,32 @@ class GuiTest : public QObject {
       QCOMPARE(in_parts, voxels);
       QVERIFY2(window.command_text().contains("volseg edit"), qPrintable(window.command_text()));
       if (const char* keep = std::getenv("VOLSEG_GUI_TEST_SPLIT_SHOT")) window.grab().save(keep);
+
+      // Delete the largest object left, then Undo and Redo: the table and the
+      // journal follow.
+      const int rows = table->rowCount();
+      table->selectRow(0);
+      const long long victim = table->item(0, 0)->text().toLongLong();
+      QVERIFY(objects->delete_button()->isEnabled());
+      QTest::mouseClick(objects->delete_button(), Qt::LeftButton);
+      QTRY_VERIFY_WITH_TIMEOUT(!objects->busy() && !window.busy(), 120000);
+      QCOMPARE(window.last_error(), QString());
+      QCOMPARE(table->rowCount(), rows - 1);
+      QVERIFY(objects->undo_button()->isEnabled());
+      QTest::mouseClick(objects->undo_button(), Qt::LeftButton);
+      QTRY_VERIFY_WITH_TIMEOUT(!objects->busy() && !window.busy(), 120000);
+      QCOMPARE(table->rowCount(), rows);
+      QVERIFY(objects->redo_button()->isEnabled());
+      QTest::mouseClick(objects->redo_button(), Qt::LeftButton);
+      QTRY_VERIFY_WITH_TIMEOUT(!objects->busy() && !window.busy(), 120000);
+      QCOMPARE(table->rowCount(), rows - 1);
+      for (int r = 0; r < table->rowCount(); ++r) QVERIFY(table->item(r, 0)->text().toLongLong() != victim);
+      const auto dot = edited.find(".edited.");
+      std::ifstream journal(edited.substr(0, dot) + edited.substr(dot + 7) + ".edits.json");  // LABELS.edits.json
+      QVERIFY2(journal, "the journal beside the labels");
+      const auto ops = nlohmann::json::parse(journal).at("edits");
+      QCOMPARE(static_cast<int>(ops.size()), 2);
+      QCOMPARE(QString::fromStdString(ops[1].at("op").get<std::string>()), QString("delete"));
     }
 
     // The operators of the Segment tab: open 1 and fill holes, shown in the
