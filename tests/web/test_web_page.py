@@ -193,6 +193,23 @@ class Page(unittest.TestCase):
         with open(d.execute_script("return window.volsegState.label.journal")) as f:
             self.assertEqual([e["op"] for e in json.load(f)["edits"]], ["split", "delete"])
 
+        # Tick two objects and Merge: the smaller id holds both.
+        picks = d.find_elements(By.CSS_SELECTOR, "#objects input.merge-pick")[:2]
+        ids = sorted(int(p.get_attribute("data-id")) for p in picks)
+        voxels = d.execute_script(f"return window.volsegState.label.table.filter((r) => {ids}.includes(r.id))"
+                                  ".reduce((a, r) => a + r.voxels, 0)")
+        self.assertTrue(d.find_element(By.ID, "edit-merge").get_attribute("disabled"))
+        for p in picks:
+            p.click()
+        self.wait("return !document.getElementById('edit-merge').disabled")
+        d.find_element(By.ID, "edit-merge").click()
+        self.wait("return window.volsegState.label.edits === 3 && window.volsegState.busy === null")
+        table = d.execute_script("return window.volsegState.label.table")
+        self.assertFalse(any(r["id"] == ids[1] for r in table))
+        self.assertEqual(next(r["voxels"] for r in table if r["id"] == ids[0]), voxels)
+        with open(d.execute_script("return window.volsegState.label.journal")) as f:
+            self.assertEqual(json.load(f)["edits"][-1], {"op": "merge", "ids": ids})
+
         # Turn the view; the mesh is drawn, then the ranks' frame lies over it.
         view = d.find_element(By.ID, "view3d")
         drawn = d.execute_script("return window.volsegView.framesDrawn")

@@ -127,6 +127,7 @@ function onState(s) {
   $('label-btn').disabled = !!s.busy || !s.segment;
   $('split-apply').disabled = !!s.busy || !splitShown || splitShown.parts.length < 2;
   for (const b of document.querySelectorAll('button.split-btn, button.delete-btn')) b.disabled = !!s.busy;
+  $('edit-merge').disabled = !!s.busy || mergePicked.size < 2;
   $('edit-undo').disabled = !!s.busy || !(s.label && s.label.edits > 0);
   $('edit-redo').disabled = !!s.busy || !(s.label && s.label.undone > 0);
   $('open-btn').disabled = !!s.busy;
@@ -332,6 +333,11 @@ function renderTable() {
       const td = document.createElement('td'); td.textContent = v; tr.append(td);
     }
     const td = document.createElement('td'), button = document.createElement('button');
+    const pick = document.createElement('input');
+    pick.type = 'checkbox'; pick.className = 'merge-pick'; pick.dataset.id = row.id;
+    pick.title = 'Tick two or more objects, then Merge';
+    pick.checked = mergePicked.has(row.id);
+    td.append(pick, ' ');
     button.className = 'split-btn'; button.textContent = 'Split'; button.dataset.id = row.id;
     button.title = 'Preview the watershed split of this object (volseg edit\'s split), then apply it';
     button.disabled = !!(state && state.busy);
@@ -352,6 +358,12 @@ function tableEvents() {
   document.querySelector('#objects tbody').addEventListener('click', (e) => {
     if (e.target.classList.contains('split-btn')) { askSplit(Number(e.target.dataset.id), false); return; }
     if (e.target.classList.contains('delete-btn')) { askEdit({op: 'delete', ids: [Number(e.target.dataset.id)]}); return; }
+    if (e.target.classList.contains('merge-pick')) {
+      const id = Number(e.target.dataset.id);
+      if (e.target.checked) mergePicked.add(id); else mergePicked.delete(id);
+      $('edit-merge').disabled = !!(state && state.busy) || mergePicked.size < 2;
+      return;
+    }
     const tr = e.target.closest('tr');
     if (!tr) return;
     objectShown = Number(tr.dataset.id);
@@ -365,6 +377,11 @@ function tableEvents() {
                  : {type: 'surface', lo: range[0], hi: range[1], max_triangles: TRIANGLES, max_side: SIDE});
   });
   $('split-apply').addEventListener('click', () => { if (splitShown) askSplit(splitShown.object, true); });
+  $('edit-merge').addEventListener('click', () => {
+    const ids = [...mergePicked].sort((a, b) => a - b);
+    mergePicked.clear();
+    askEdit({op: 'merge', ids});
+  });
   $('edit-undo').addEventListener('click', () => askEdit({op: 'undo'}));
   $('edit-redo').addEventListener('click', () => askEdit({op: 'redo'}));
   $('split-cancel').addEventListener('click', () => { splitShown = null; $('split-box').classList.add('hidden'); });
@@ -375,6 +392,7 @@ function tableEvents() {
 // --- editing objects (volseg edit's journal): each edit based on the edits
 // this page has seen, so one made on a state another page has changed since
 // is refused by the job, never applied twice ---
+const mergePicked = new Set();  // the objects ticked for a merge
 function askEdit(edit) {
   const base = state && state.label ? (state.label.edits || 0) : 0;
   send(Object.assign({type: 'edit', base}, edit));
