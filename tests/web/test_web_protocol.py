@@ -315,21 +315,26 @@ class Serving(unittest.TestCase):
         dims = before.shape
         # Merge, delete, paint and erase, each based on the edits seen.
         edits = [{"op": "merge", "ids": [a, b]}, {"op": "delete", "ids": [c]},
-                 {"op": "paint", "object": a, "center": [dims[0] // 2, dims[1] // 2, 3], "radius": 2.5},
+                 {"op": "paint", "object": keep, "center": [dims[0] // 2, dims[1] // 2, 3], "radius": 2.5},
                  {"op": "erase", "center": [1, 1, 1], "radius": 1.5}]
         for k, edit in enumerate(edits):
             m = self.ask(ws, dict({"type": "edit", "id": 93 + k, "base": k}, **edit))
             self.assertEqual(m["type"], "reply", m)
             self.assertEqual((m["data"]["edits"], m["data"]["undone"]), (k + 1, 0))
-        # The merge and the delete show in the table every page sees.
+            # The first edit writes the edited labels; the next ones change
+            # only the regions they reach (a raw NRRD).
+            self.assertEqual(m["data"].get("in_place", False), k > 0, m["data"])
+        # The merge, the delete and the paint show in the table every page
+        # sees: the merged row holds what the labels hold of it.
+        edited = m["data"]["output"]
+        saved = e2e_util.read_volume(edited)[1]
         state = self.state(other)
         ids = {r["id"] for r in state["label"]["table"]}
         self.assertTrue(keep in ids and gone not in ids and c not in ids)
         self.assertEqual(next(r for r in state["label"]["table"] if r["id"] == keep)["voxels"],
-                         table[0]["voxels"] + table[1]["voxels"])
+                         np.count_nonzero(saved == keep))
+        self.assertGreater(np.count_nonzero(saved == keep), table[0]["voxels"] + table[1]["voxels"])
         # A page whose view holds 2 edits is refused, and nothing changes.
-        edited = m["data"]["output"]
-        saved = e2e_util.read_volume(edited)[1]
         m = self.ask(other, {"type": "edit", "id": 97, "op": "delete", "ids": [a], "base": 2})
         self.assertEqual(m["type"], "error")
         self.assertIn("the labels have 4 edits, not the 2 this view holds", m["message"])
@@ -355,8 +360,19 @@ class Serving(unittest.TestCase):
         want[want == gone] = keep
         want[want == c] = 0
         z, y, x = np.ogrid[:dims[0], :dims[1], :dims[2]]
-        want[(z - dims[0] // 2) ** 2 + (y - dims[1] // 2) ** 2 + (x - 3) ** 2 <= 2.5 ** 2] = a
+        want[(z - dims[0] // 2) ** 2 + (y - dims[1] // 2) ** 2 + (x - 3) ** 2 <= 2.5 ** 2] = keep
         np.testing.assert_array_equal(got, want)
+        self.assertTrue(m["data"]["in_place"])  # the redo wrote the paint's region back
+        # The table every page sees is the labels', exactly: the paint's
+        # voxels and centroids counted by the job, undo and redo followed.
+        rows = self.state(other)["label"]["table"]
+        present = set(np.unique(got)) - {0}
+        self.assertEqual({r["id"] for r in rows}, present)
+        for r in rows:
+            at = np.argwhere(got == r["id"])
+            self.assertEqual(r["voxels"], len(at), r)
+            np.testing.assert_allclose(r["centroid"], at.mean(axis=0)[::-1], atol=1e-3)
+        self.assertNotIn("table_stale", self.state(other)["label"])
         # Bad asks: one line each.
         for bad, text in (({"op": "merge", "ids": [a]}, "edit merge: 'ids' must name 2 or more objects"),
                           ({"op": "delete", "ids": [999999]}, "edit delete: no object 999999 in the table"),

@@ -138,7 +138,7 @@ session::SurfaceRequest surface_request(const Json& m) {
 
 // A labelled object's split (volseg edit's): by h or from seed voxels.
 session::SplitRequest split_request(const Json& m) {
-  only(m, {"object", "h", "seeds", "connectivity", "apply"});
+  only(m, {"object", "h", "seeds", "connectivity", "apply", "base"});
   session::SplitRequest r;
   r.object = integer(m, "object", 1, std::numeric_limits<std::int64_t>::max());
   if (m.contains("h") == m.contains("seeds")) throw Error("a split takes 'h' or 'seeds'");
@@ -335,7 +335,9 @@ std::string slices_frame(Json header, const session::Planes& planes, const std::
   header["planes"] = Json::array();
   const bool with_mask = !planes.mask[0].empty();
   header["mask"] = with_mask;
-  std::string values, mask;
+  const bool with_labels = !planes.labels[0].empty();
+  header["labels"] = with_labels;
+  std::string values, mask, labels;
   const double scale = range[1] > range[0] ? 254.0 / (range[1] - range[0]) : 0.0;
   for (std::size_t p = 0; p < 3; ++p) {
     header["planes"].push_back({{"rows", planes.rows[p]}, {"columns", planes.columns[p]}});
@@ -345,8 +347,11 @@ std::string slices_frame(Json header, const session::Planes& planes, const std::
                                  : static_cast<char>(255);
     if (with_mask)
       for (const std::uint8_t m : planes.mask[p]) mask += static_cast<char>(m ? 1 : 0);
+    if (with_labels)  // little-endian u32, as the page's Uint32Array reads them (x86 and ARM alike)
+      for (const std::uint32_t id : planes.labels[p])
+        for (int k = 0; k < 4; ++k) labels += static_cast<char>((id >> (8 * k)) & 0xff);
   }
-  return binary_frame(header, {&values, &mask});
+  return binary_frame(header, {&values, &mask, &labels});
 }
 
 namespace {

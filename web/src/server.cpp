@@ -9,6 +9,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -227,6 +228,24 @@ http::response<http::string_body> Server::Http::respond(const http::request<http
     response.prepare_payload();
     return response;
   }
+  if (name == "journal.json") {  // the edit journal, for `volseg edit LABELS --edits journal.json`
+    const std::string journal =
+        server.labels_.labelled_yet() ? server.labels_.labelled().value("journal", std::string()) : "";
+    std::ifstream in(journal, std::ios::binary);
+    std::ostringstream all;
+    if (journal.empty() || !in || !(all << in.rdbuf()))
+      return text_response(request, http::status::not_found, "volseg web: no edits yet: there is no journal");
+    http::response<http::string_body> response{http::status::ok, request.version()};
+    response.set(http::field::content_type, "application/json");
+    response.set(http::field::content_disposition,
+                 "attachment; filename=\"" + std::filesystem::path(journal).filename().string() + "\"");
+    response.set(http::field::cache_control, "no-store");
+    response.set("X-Content-Type-Options", "nosniff");
+    if (request.method() == http::verb::get) response.body() = all.str();
+    response.keep_alive(request.keep_alive());
+    response.prepare_payload();
+    return response;
+  }
   if (name == "favicon.ico") {  // none: say so without an error in the browser's console
     http::response<http::string_body> none{http::status::no_content, request.version()};
     none.keep_alive(request.keep_alive());
@@ -358,88 +377,6 @@ void Server::run(session::Worker& worker) {
   io_.run();
 }
 
-// An applied split in the state every page sees: the object's row becomes
-// its parts' rows, the labels are the edited ones, and the command list
-// gains the `volseg edit` that redoes the journal.
-void Server::apply_split(const Json& split) {
-  edit_command_ = split.value("command", std::string());
-  if (!label_.is_object()) return;
-  label_before_.push_back(label_);
-  label_undone_.clear();
-  const auto object = split.at("object").get<std::int64_t>();
-  Json table = Json::array();
-  for (const auto& row : label_["table"])
-    if (row.at("id").get<std::int64_t>() != object) table.push_back(row);
-  for (const auto& row : split.at("parts")) table.push_back(row);
-  label_["objects"] =
-      label_.value("objects", std::int64_t{0}) + static_cast<std::int64_t>(split.at("parts").size()) - 1;
-  label_["table"] = std::move(table);
-  label_["output"] = split.at("output");
-  label_["journal"] = split.at("journal");
-  label_["edits"] = split.at("edits");
-}
-
-// The table after an edit: exact for merge (the group's rows become the
-// smallest id's: voxels summed, centroids weighted, boxes joined) and
-// delete, and undo and redo bring back the table of before and after; after
-// paint and erase the voxel counts are not known here, and the table says so
-// (`table_stale`) until labelled again.
-void Server::apply_edit(const Json& edit) {
-  edit_command_ = edit.value("command", std::string());
-  if (!label_.is_object()) return;
-  const std::string op = edit.at("op");
-  if (op == "undo" && !label_before_.empty()) {
-    label_undone_.push_back(label_);
-    label_ = label_before_.back();
-    label_before_.pop_back();
-  } else if (op == "redo" && !label_undone_.empty()) {
-    label_before_.push_back(label_);
-    label_ = label_undone_.back();
-    label_undone_.pop_back();
-  } else if (op != "undo" && op != "redo") {
-    label_before_.push_back(label_);
-    label_undone_.clear();
-    if (op == "merge" || op == "delete")
-      edit_table(op, edit.at("edit").at("ids").get<std::vector<std::int64_t>>());
-    else
-      label_["table_stale"] = true;
-  }
-  label_["output"] = edit.at("output");
-  label_["journal"] = edit.at("journal");
-  label_["edits"] = edit.at("edits");
-  label_["undone"] = edit.at("undone");
-}
-
-void Server::edit_table(const std::string& op, const std::vector<std::int64_t>& ids) {
-  const std::int64_t keep = *std::min_element(ids.begin(), ids.end());
-  Json table = Json::array(), merged;
-  for (const auto& row : label_["table"]) {
-    const auto id = row.at("id").get<std::int64_t>();
-    if (std::find(ids.begin(), ids.end(), id) == ids.end()) {
-      table.push_back(row);
-    } else if (op == "merge") {
-      if (merged.is_null()) {
-        merged = row;
-        merged["id"] = keep;
-        continue;
-      }
-      const double a = merged.at("voxels").get<double>(), b = row.at("voxels").get<double>();
-      for (int k = 0; k < 3; ++k) {
-        merged["centroid"][k] =
-            (merged["centroid"][k].get<double>() * a + row["centroid"][k].get<double>() * b) / (a + b);
-        merged["box"][0][k] = std::min(merged["box"][0][k].get<std::int64_t>(), row["box"][0][k].get<std::int64_t>());
-        merged["box"][1][k] = std::max(merged["box"][1][k].get<std::int64_t>(), row["box"][1][k].get<std::int64_t>());
-      }
-      merged["voxels"] = merged.at("voxels").get<std::int64_t>() + row.at("voxels").get<std::int64_t>();
-      merged["border"] = std::max(merged.value("border", 0), row.value("border", 0));
-    }
-  }
-  const auto gone = static_cast<std::int64_t>(label_["table"].size() - table.size()) - (merged.is_null() ? 0 : 1);
-  if (!merged.is_null()) table.push_back(merged);
-  label_["objects"] = label_.value("objects", std::int64_t{0}) - gone;
-  label_["table"] = std::move(table);
-}
-
 Json Server::state() const {
   Json command = Json::array();
   if (opened_ && segmented_) command.push_back(session::segment_command_line(*opened_, *segmented_));
@@ -455,7 +392,7 @@ Json Server::state() const {
             {"busy", busy_},
             {"open", open_},
             {"segment", segment_},
-            {"label", label_},
+            {"label", labels_.labelled()},
             {"last_error", last_error_},
             {"command", command}}}};
 }
@@ -556,27 +493,27 @@ void Server::handle_reply(const std::shared_ptr<session::Reply>& reply) {
         open_ = reply->data;
         if (open_.contains("range")) range_ = {open_["range"][0].get<double>(), open_["range"][1].get<double>()};
         opened_ = reply->opened;
-        segment_ = label_ = nullptr;
+        segment_ = nullptr;
+        labels_.clear();
         segmented_.reset();
         labelled_.reset();
         edit_command_.clear();
-        label_before_.clear(), label_undone_.clear();
       } else if (type == "segment") {
         segment_ = reply->data;
         if (job_) segmented_ = std::get<session::SegmentRequest>(*job_);
-        label_ = nullptr;
+        labels_.clear();
         labelled_.reset();
         edit_command_.clear();
-        label_before_.clear(), label_undone_.clear();
-      } else if (type == "split") {
-        if (reply->data.value("applied", false)) apply_split(reply->data);
-      } else if (type == "edit") {
-        apply_edit(reply->data);
+      } else if (type == "split" || type == "edit") {
+        // The table every page sees follows the edit; the command list
+        // gains the `volseg edit` that redoes the journal.
+        if (type == "edit" || reply->data.value("applied", false))
+          edit_command_ = reply->data.value("command", std::string());
+        labels_.apply(type, reply->data);
       } else {
-        label_ = reply->data;
+        labels_.reset(reply->data);
         if (job_) labelled_ = std::get<session::LabelRequest>(*job_);
         edit_command_.clear();
-        label_before_.clear(), label_undone_.clear();
       }
       const Json r{{"type", "reply"}, {"id", id}, {"request", type}, {"data", reply->data}};
       send_to(connection, std::make_shared<const std::string>(r.dump()), false);

@@ -64,6 +64,8 @@ void State::forget_mask() {
   edited.clear();
   edits.clear();
   undone.clear();
+  patches.clear();
+  undone_patches.clear();
   max_id = 0;
   mask_pyramid.reset();
   pieces.clear();

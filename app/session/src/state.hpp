@@ -4,7 +4,9 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
@@ -17,9 +19,48 @@
 #include "volseg/pyramid/pyramid.hpp"
 #include "volseg/render/load.hpp"
 #include "volseg/render/render.hpp"
+#include "volseg/segment/edit.hpp"
 #include "volseg/session/session.hpp"
 
 namespace volseg::session::detail {
+
+// One label of a labels volume's buffer as an unsigned id (signed types'
+// bits kept: labels are never negative).
+inline std::uint64_t load_id(const std::byte* v, io::DType dtype) {
+  switch (dtype) {
+    case io::DType::i8:
+    case io::DType::u8:
+      return std::to_integer<std::uint8_t>(*v);
+    case io::DType::i16:
+    case io::DType::u16: {
+      std::uint16_t x;
+      std::memcpy(&x, v, 2);
+      return x;
+    }
+    case io::DType::i32:
+    case io::DType::u32: {
+      std::uint32_t x;
+      std::memcpy(&x, v, 4);
+      return x;
+    }
+    default: {
+      std::uint64_t x;
+      std::memcpy(&x, v, 8);
+      return x;
+    }
+  }
+}
+
+// The regions of the edited labels an edit changed, before and after it
+// (the file's bytes), and the largest id ever held before and after.
+struct Patch {
+  io::Extent box;
+  std::vector<std::byte> before, after;
+};
+struct Patches {
+  std::vector<Patch> regions;
+  std::uint64_t max_before = 0, max_after = 0;
+};
 
 struct State {
   explicit State(const Comm& c) : comm(c.duplicate()) {}
@@ -44,7 +85,12 @@ struct State {
   std::string labels_source, journal, edited;
   std::vector<std::string> edits;   // each edit's JSON, in order
   std::vector<std::string> undone;  // edits undone, the last undone last (redo takes it back)
-  std::uint64_t max_id = 0;
+  std::uint64_t max_id = 0;         // the largest id the labels ever held, after the journal
+  // Each edit of the journal (and each undone one) as it was applied in
+  // place: the regions of the edited labels it changed, before and after
+  // (rank 0's), so undo and redo write them back; nullopt where it was
+  // applied by writing all the labels again.
+  std::vector<std::optional<Patches>> patches, undone_patches;
   // The renderer and the pieces it has drawn (a coarse one for camera drags
   // and a fine one), keyed by level and mask.
   std::unique_ptr<render::Renderer> renderer;
@@ -80,6 +126,20 @@ void handle(State& state, const EditRequest& request, const Hooks& hooks, Reply&
 // does; the state then holds the edits and the edited labels. Returns
 // rank 0's reply fields: output, journal, edits, command, seconds.
 Json apply_journal(State& state, std::vector<std::string> edits, int connectivity);
+// Collective: the edit (op: an edit's JSON entry, or "undo" / "redo")
+// applied where it lands in the edited labels, when they are a raw NRRD
+// this session wrote and the edit's regions are known (rank 0 decides for
+// every rank); the journal then committed with `edits`. `split`: a split's
+// parts, every rank's. Returns false, having changed nothing, where it
+// cannot: the caller writes all the labels again.
+bool apply_in_place(State& state, const std::string& op, const Json& entry, const segment::SplitPreview* split,
+                    std::vector<std::string> edits, std::vector<std::string> undone, Json& applied);
+// The regions kept for undo and redo follow an edit applied by writing all
+// the labels again (op: "undo", "redo", or a new edit's).
+void shift_patches(State& state, const std::string& op);
+// Rank 0: the journal `edits` beside the labels, committed (written to a
+// temporary name, synced, renamed).
+void commit_journal(const State& state, const std::vector<std::string>& edits);
 void handle(State& state, const CloseRequest& request, const Hooks& hooks, Reply& reply);
 void handle(State& state, const QuitRequest& request, const Hooks& hooks, Reply& reply);
 

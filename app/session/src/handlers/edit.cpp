@@ -10,6 +10,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <map>
 
 #include "../state.hpp"
 #include "volseg/io/auto_backend.hpp"
@@ -102,6 +104,74 @@ void grow_boxes(State& state, const EditRequest& r, const io::Index3& dims) {
   }
 }
 
+// What a paint or erase does to the object table, from the ball's box of the
+// labels before it (rank 0 reads it): for each id whose voxels the ball
+// takes or gives, the voxels and the coordinate sums (x, y, z, as the
+// table's centroids) gained, negative where lost; for the id painted also
+// the box of its new voxels and whether they meet the volume's faces.
+Json ball_changes(const State& state, const EditRequest& r, const io::Index3& dims) {
+  const Comm self(MPI_COMM_SELF);
+  const auto backend = io::resolve_backend(self, "auto", state.labels, io::Access::copy).backend;
+  auto reader = io::open_reader(backend, {state.labels, {}}, self);
+  const io::DType dtype = reader->info().dtype;
+  const auto reach = static_cast<std::int64_t>(std::floor(r.radius));
+  io::Extent box{};
+  for (std::size_t a = 0; a < 3; ++a) {
+    box.offset[a] = std::max<std::int64_t>(0, r.center[a] - reach);
+    box.count[a] = std::min<std::int64_t>(dims[a] - 1, r.center[a] + reach) - box.offset[a] + 1;
+  }
+  const std::size_t element = io::dtype_size(dtype);
+  std::vector<std::byte> raw(static_cast<std::size_t>(box.voxels()) * element);
+  reader->read(box, raw.data());
+  reader->close();
+  const std::uint64_t target = r.op == "paint" ? static_cast<std::uint64_t>(r.id) : 0;
+  constexpr std::int64_t kFar = std::numeric_limits<std::int64_t>::max();
+  struct Change {
+    std::int64_t voxels = 0;
+    std::array<double, 3> sum{};
+    std::array<std::int64_t, 6> box{kFar, kFar, kFar, -1, -1, -1};  // x, y, z lo, then hi
+    int border = 0;
+  };
+  std::map<std::uint64_t, Change> changes;
+  const double r2 = r.radius * r.radius;
+  std::size_t i = 0;
+  for (std::int64_t z = box.offset[0]; z < box.offset[0] + box.count[0]; ++z)
+    for (std::int64_t y = box.offset[1]; y < box.offset[1] + box.count[1]; ++y)
+      for (std::int64_t x = box.offset[2]; x < box.offset[2] + box.count[2]; ++x, i += element) {
+        const double dz = static_cast<double>(z - r.center[0]), dy = static_cast<double>(y - r.center[1]),
+                     dx = static_cast<double>(x - r.center[2]);
+        if (dz * dz + dy * dy + dx * dx > r2) continue;
+        const std::uint64_t old = load_id(raw.data() + i, dtype);
+        if (old == target) continue;
+        const std::array<std::int64_t, 3> xyz{x, y, z};
+        if (old != 0) {
+          auto& c = changes[old];
+          c.voxels -= 1;
+          for (int k = 0; k < 3; ++k) c.sum[k] -= static_cast<double>(xyz[k]);
+        }
+        if (target != 0) {
+          auto& c = changes[target];
+          c.voxels += 1;
+          for (int k = 0; k < 3; ++k) {
+            c.sum[k] += static_cast<double>(xyz[k]);
+            c.box[k] = std::min(c.box[k], xyz[k]);
+            c.box[3 + k] = std::max(c.box[3 + k], xyz[k]);
+            if (xyz[k] == 0 || xyz[k] == dims[2 - k] - 1) c.border = 1;
+          }
+        }
+      }
+  Json out = Json::array();
+  for (const auto& [id, c] : changes) {
+    Json change{{"id", id}, {"voxels", c.voxels}, {"sum", c.sum}};
+    if (id == target) {
+      change["box"] = {{c.box[0], c.box[1], c.box[2]}, {c.box[3], c.box[4], c.box[5]}};
+      change["border"] = c.border;
+    }
+    out.push_back(std::move(change));
+  }
+  return out;
+}
+
 }  // namespace
 
 Json apply_journal(State& state, std::vector<std::string> edits, int connectivity) {
@@ -129,7 +199,7 @@ Json apply_journal(State& state, std::vector<std::string> edits, int connectivit
   if (comm.rank() == 0) journal.commit(/*sync_folder=*/true);
   state.edits = std::move(edits);
   state.labels = state.edited;
-  state.max_id = std::max(state.max_id, result.max_id);
+  state.max_id = result.max_id;  // ever held, after this journal (an undone edit's ids are free again)
   state.surfaces.clear();
   state.pieces.clear();
   Json applied;
@@ -176,14 +246,25 @@ void handle(State& state, const EditRequest& request, const Hooks&, Reply& reply
     edits.push_back(entry.dump());
     undone.clear();
   }
-  Json applied = apply_journal(state, std::move(edits), request.connectivity);
-  state.undone = std::move(undone);
+  // The table's change, from the labels before the edit (rank 0's reply).
+  Json changes;
+  if (request.op == "paint" || request.op == "erase")
+    collectively(state.comm, [&] {
+      if (state.comm.rank() == 0) changes = ball_changes(state, request, dims);
+    });
+  Json applied;
+  if (!apply_in_place(state, request.op, entry, nullptr, edits, undone, applied)) {
+    applied = apply_journal(state, std::move(edits), request.connectivity);
+    state.undone = std::move(undone);
+    shift_patches(state, request.op);
+  }
   if (!entry.is_null()) grow_boxes(state, request, dims);
   if (state.comm.rank() == 0) {
     applied["op"] = request.op;
     applied["applied"] = true;
     applied["undone"] = state.undone.size();
     if (!entry.is_null()) applied["edit"] = entry;
+    if (!changes.is_null()) applied["table_changes"] = std::move(changes);
     reply.data = std::move(applied);
   }
 }

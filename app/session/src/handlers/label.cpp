@@ -84,6 +84,8 @@ void handle(State& state, const LabelRequest& request, const Hooks& hooks, Reply
   state.edited.clear();
   state.edits.clear();
   state.undone.clear();
+  state.patches.clear();
+  state.undone_patches.clear();
   state.max_id = result.summary.objects;
   state.surfaces.clear();
   // Rank 0 reads the table and keeps the boxes: object surfaces are drawn there.

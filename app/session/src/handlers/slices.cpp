@@ -3,8 +3,11 @@
 // by rank 0 alone from one pyramid level.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "../state.hpp"
+#include "volseg/io/auto_backend.hpp"
+#include "volseg/io/registry.hpp"
 #include "volseg/segment/decode.hpp"
 
 namespace volseg::session::detail {
@@ -16,6 +19,42 @@ namespace {
 std::unique_ptr<io::VolumeReader> open_plane_reader(const pyramid::Pyramid& pyramid, int level, const Comm& self,
                                                     const std::string& backend, const io::Selection& selection) {
   return pyramid.open_level(level, self, backend, selection);
+}
+
+// The labels under the level's planes: each plane read at full resolution
+// through the level voxel's first voxel, every 2^level-th row and column
+// kept (ids wider than 32 bits keep their low bits: the page only colours).
+void read_label_planes(const std::string& path, const io::Index3& at, int level, Planes& planes) {
+  const Comm self(MPI_COMM_SELF);
+  const auto backend = io::resolve_backend(self, "auto", path, io::Access::copy).backend;
+  auto reader = io::open_reader(backend, {path, {}}, self);
+  const io::VolumeInfo info = reader->info();
+  if (dtype_is_float(info.dtype)) return reader->close();
+  const std::int64_t step = std::int64_t{1} << level;
+  const std::size_t element = io::dtype_size(info.dtype);
+  for (int p = 0; p < 3; ++p) {
+    io::Extent e{{0, 0, 0}, info.dims};
+    e.offset[static_cast<std::size_t>(p)] =
+        std::min(at[static_cast<std::size_t>(p)] * step, info.dims[static_cast<std::size_t>(p)] - 1);
+    e.count[static_cast<std::size_t>(p)] = 1;
+    std::vector<std::byte> raw(static_cast<std::size_t>(e.voxels()) * element);
+    reader->read(e, raw.data());
+    const int a = p == 0 ? 1 : 0, b = p == 2 ? 1 : 2;  // the plane's row and column axes
+    const std::int64_t columns_full = info.dims[static_cast<std::size_t>(b)];
+    const int rows = planes.rows[static_cast<std::size_t>(p)], columns = planes.columns[static_cast<std::size_t>(p)];
+    auto& out = planes.labels[static_cast<std::size_t>(p)];
+    out.assign(static_cast<std::size_t>(rows) * static_cast<std::size_t>(columns), 0);
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < columns; ++c) {
+        const std::int64_t fr = std::min<std::int64_t>(r * step, info.dims[static_cast<std::size_t>(a)] - 1);
+        const std::int64_t fc = std::min<std::int64_t>(c * step, columns_full - 1);
+        const std::byte* v = raw.data() + static_cast<std::size_t>(fr * columns_full + fc) * element;
+        const std::uint64_t id = load_id(v, info.dtype);
+        out[static_cast<std::size_t>(r) * static_cast<std::size_t>(columns) + static_cast<std::size_t>(c)] =
+            static_cast<std::uint32_t>(id);
+      }
+  }
+  reader->close();
 }
 
 }  // namespace
@@ -87,6 +126,7 @@ void handle(State& state, const SlicesRequest& request, const Hooks&, Reply& rep
     }
     reader->close();
   }
+  if (!state.labels.empty()) read_label_planes(state.labels, planes->at, level, *planes);
   reply.data = {{"level", level}};
   reply.planes = std::move(planes);
 }

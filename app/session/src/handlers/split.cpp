@@ -127,8 +127,12 @@ void handle(State& state, const SplitRequest& request, const Hooks&, Reply& repl
                   std::to_string(*request.base) + " this view holds (another page edited them): reload, then split");
     std::vector<std::string> edits = state.edits;
     edits.push_back(edit_json(request).dump());
-    Json applied = apply_journal(state, std::move(edits), request.connectivity);
-    state.undone.clear();
+    Json applied;
+    if (!apply_in_place(state, "split", edit_json(request), &preview, edits, {}, applied)) {
+      applied = apply_journal(state, std::move(edits), request.connectivity);
+      state.undone.clear();
+      shift_patches(state, "split");
+    }
     if (comm.rank() == 0) {
       for (const auto& row : data["parts"]) {
         const auto& b = row.at("box");

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "volseg/session/edit_history.hpp"
 #include "volseg/session/worker.hpp"
 #include "volseg/web/guard.hpp"
 #include "volseg/web/protocol.hpp"
@@ -72,9 +73,6 @@ class Server {
   void send_to(std::uint64_t connection, std::shared_ptr<const std::string> data, bool binary);
   void broadcast(const Json& message);
   Json state() const;
-  void apply_split(const Json& split);
-  void apply_edit(const Json& edit);
-  void edit_table(const std::string& op, const std::vector<std::int64_t>& ids);
   void error_to(std::uint64_t connection, std::int64_t id, const std::string& type, const std::string& message);
 
   ServerOptions options_;
@@ -88,10 +86,8 @@ class Server {
   std::uint64_t next_connection_ = 1;
   std::optional<std::promise<std::string>> first_open_;
   // the shared session
-  Json open_, segment_, label_, busy_, last_error_;  // the replies the page's state shows
-  // The label state before each edit in the journal (undo brings it back),
-  // and after each undone one (redo does).
-  std::vector<Json> label_before_, label_undone_;
+  Json open_, segment_, busy_, last_error_;  // the replies the page's state shows
+  session::EditHistory labels_;              // the label reply, followed through the edits
   // The job running, and the requests of the last open, segment and label
   // that succeeded: the command lines that redo them.
   std::optional<session::Request> job_;

@@ -47,7 +47,10 @@ struct Planes {
   std::array<int, 3> rows{}, columns{};
   std::array<std::vector<float>, 3> values;       // NaN where invalid
   std::array<std::vector<std::uint8_t>, 3> mask;  // empty: no mask yet
-  std::array<double, 3> spacing{1, 1, 1};         // x, y, z of the level
+  // The labels (edited ones after an edit) under the planes, each level
+  // voxel its first full-resolution voxel's id; empty: not labelled yet.
+  std::array<std::vector<std::uint32_t>, 3> labels;
+  std::array<double, 3> spacing{1, 1, 1};  // x, y, z of the level
 };
 
 // A triangle surface drawn in the page (world coordinates, as render draws).
