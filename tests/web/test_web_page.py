@@ -32,6 +32,7 @@ def browser():
     for flag in ("--headless=new", "--no-sandbox", "--enable-unsafe-swiftshader", "--use-gl=angle",
                  "--use-angle=swiftshader", "--window-size=1400,900"):
         options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # a failed wait prints the console
     return webdriver.Chrome(options=options)
 
 
@@ -70,7 +71,11 @@ class Page(unittest.TestCase):
             if value:
                 return value
             time.sleep(0.05)
-        self.fail("timed out waiting for: " + script)
+        # What the page showed: its error line and the browser's console.
+        shown = self.driver.execute_script("const e = document.getElementById('error-text');"
+                                           "return e ? e.textContent : ''")
+        console = [e.get("message") for e in self.driver.get_log("browser")]
+        self.fail(f"timed out waiting for: {script}\n  page error: {shown!r}\n  console: {console}")
 
     def screenshot(self, name):
         path = os.path.join(self.dir, name)
@@ -245,6 +250,159 @@ class Page(unittest.TestCase):
         self.assertIn("--open 1 --fill-holes", d.find_element(By.ID, "command").text)
         self.assertIn("then open 1, fill holes", d.find_element(By.ID, "segment-result").text)
         self.screenshot("page-operators.png")
+        errors = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+        self.assertEqual(errors, [])
+
+    # --- the edit tools on the planes, the journal, a second page, the view link ---
+    def click_plane_pixel(self, plane, column, row):
+        """A click at pixel (column, row) of slice plane `plane` (0 z, 1 y, 2 x),
+        through the page's own placement of the plane on its canvas."""
+        d = self.driver
+        canvas = d.find_element(By.ID, ["slice-z", "slice-y", "slice-x"][plane])
+        x, y = d.execute_script(
+            "const s = window.volsegSlices, b = s.box[arguments[0]], p = s.header.planes[arguments[0]];"
+            "const ratio = window.devicePixelRatio || 1;"
+            "return [(b.x0 + (arguments[1] + 0.5) / p.columns * b.dw) / ratio,"
+            "        (b.y0 + b.dh - (arguments[2] + 0.5) / p.rows * b.dh) / ratio];", plane, column, row)
+        r = canvas.rect
+        ActionChains(d).move_to_element_with_offset(canvas, int(x - r["width"] / 2), int(y - r["height"] / 2)) \
+            .click().perform()
+
+    def edits_done(self, n):
+        self.wait(f"return window.volsegState && window.volsegState.label && window.volsegState.label.edits === {n} && "
+                  "window.volsegState.busy === null")
+
+    def test_3_edit_tools_journal_second_page_and_link(self):
+        d = self.driver
+        labels = d.find_element(By.ID, "label-output")
+        labels.clear()
+        labels.send_keys(os.path.join(self.dir, "tools-labels.nhdr"))
+        received = d.execute_script("return window.volsegSlices.received")
+        d.find_element(By.ID, "label-btn").click()
+        self.wait("return window.volsegState.label && window.volsegState.label.output.endsWith('tools-labels.nhdr')"
+                  " && window.volsegState.busy === null")
+        # The planes show the labels once labelled.
+        self.wait(f"return window.volsegSlices.received > {received} && window.volsegSlices.planes.labels")
+        self.assertEqual(d.execute_script("return window.volsegSlices.header.level"), 0)
+        # The object with the most pixels in the z plane, found in the planes the page holds.
+        find = """
+            const s = window.volsegSlices, p = s.header.planes[0], l = s.planes.labels[0], count = new Map();
+            for (const id of l) if (id) count.set(id, (count.get(id) || 0) + 1);
+            const id = [...count.entries()].sort((a, b) => b[1] - a[1])[0][0];
+            const at = [];
+            for (let i = 0; i < l.length; ++i) if (l[i] === id) at.push([i % p.columns, Math.floor(i / p.columns)]);
+            at.sort((a, b) => (a[0] + a[1]) - (b[0] + b[1]));
+            return [id, [at[0], at[at.length - 1]], at[Math.floor(at.length / 2)]];"""
+        obj, _, centre = d.execute_script(find)
+
+        # Paint a ball of the object's id where it is, then erase one elsewhere.
+        paint_id = d.find_element(By.ID, "paint-id")
+        paint_id.clear()
+        paint_id.send_keys(str(obj))
+        radius = d.find_element(By.ID, "brush-radius")
+        radius.clear()
+        radius.send_keys("2")
+        tool = d.find_element(By.ID, "tool")
+        tool.find_element(By.CSS_SELECTOR, "option[value='paint']").click()
+        self.click_plane_pixel(0, *centre)
+        self.edits_done(1)
+        journal_path = d.execute_script("return window.volsegState.label.journal")
+        with open(journal_path) as f:
+            last = json.load(f)["edits"][-1]
+        z = d.execute_script("return window.volsegSlices.header.at[0]")
+        self.assertEqual(last, {"op": "paint", "id": obj, "center": [z, centre[1], centre[0]], "radius": 2.0})
+        tool.find_element(By.CSS_SELECTOR, "option[value='erase']").click()
+        self.click_plane_pixel(0, 2, 2)
+        self.edits_done(2)
+        # The planes of the edited labels; two seeds far apart in the object.
+        received = d.execute_script("window.volsegSlices.request(); return window.volsegSlices.received")
+        self.wait(f"return window.volsegSlices.received > {received}")
+        obj, seeds, _ = d.execute_script(find)
+
+        # Two seeds in the object, Split, Apply.
+        tool.find_element(By.CSS_SELECTOR, "option[value='seed']").click()
+        for c, r in seeds:
+            self.click_plane_pixel(0, c, r)
+        self.assertEqual(d.find_element(By.ID, "seed-info").text, f"object {obj}: 2 seeds")
+        d.find_element(By.ID, "seed-split").click()
+        self.wait("return !document.getElementById('split-box').classList.contains('hidden') && "
+                  "window.volsegState.busy === null")
+        self.assertIn("from 2 seeds", d.find_element(By.ID, "split-info").text)
+        self.screenshot("page-seeds.png")
+        d.find_element(By.ID, "split-apply").click()
+        self.edits_done(3)
+        with open(journal_path) as f:
+            last = json.load(f)["edits"][-1]
+        self.assertEqual((last["op"], last["id"], len(last["seeds"])), ("split", obj, 2))
+        # Undo and redo the split.
+        d.find_element(By.ID, "edit-undo").click()
+        self.edits_done(2)
+        self.wait("return !document.getElementById('edit-redo').disabled")
+        d.find_element(By.ID, "edit-redo").click()
+        self.edits_done(3)
+        tool.find_element(By.CSS_SELECTOR, "option[value='move']").click()
+
+        # A second page sees the edits and deletes an object; the first
+        # page's table follows, and an edit based on its old view is refused.
+        first = d.current_window_handle
+        d.switch_to.new_window("tab")
+        d.get(f"http://{self.job.host}:{self.job.port}{self.job.base}")
+        self.edits_done(3)
+        victim = int(d.find_elements(By.CSS_SELECTOR, "#objects button.delete-btn")[0].get_attribute("data-id"))
+        d.find_element(By.CSS_SELECTOR, f"#objects button.delete-btn[data-id='{victim}']").click()
+        self.edits_done(4)
+        d.close()
+        d.switch_to.window(first)
+        self.edits_done(4)
+        self.assertFalse(d.execute_script(f"return window.volsegState.label.table.some((r) => r.id === {victim})"))
+        saved = os.path.join(self.dir, "tools-labels.edited.raw")
+        with open(saved, "rb") as f:
+            before = f.read()
+        d.execute_script("send({type: 'edit', op: 'delete', ids: [arguments[0]], base: 3})", obj)
+        self.wait("return !document.getElementById('error').classList.contains('hidden')")
+        self.assertIn("the labels have 4 edits, not the 3 this view holds", d.find_element(By.ID, "error-text").text)
+        d.find_element(By.ID, "error-close").click()
+        with open(saved, "rb") as f:
+            self.assertEqual(f.read(), before)
+
+        # The downloaded journal, replayed by volseg edit, gives the saved labels byte for byte.
+        self.assertTrue(d.find_element(By.ID, "journal-link").is_displayed())
+        text = d.execute_async_script("fetch('journal.json').then((r) => r.text()).then(arguments[0])")
+        downloaded = os.path.join(self.dir, "downloaded.json")
+        with open(downloaded, "w") as f:
+            f.write(text)
+        self.assertEqual([e["op"] for e in json.loads(text)["edits"]], ["paint", "erase", "split", "delete"])
+        replay = os.path.join(self.dir, "replay.nhdr")
+        subprocess.run(e2e_util.command(["edit", os.path.join(self.dir, "tools-labels.nhdr"), "--edits", downloaded,
+                                         "--out", replay, "--quiet"], ranks=3), check=True, capture_output=True)
+        with open(os.path.join(self.dir, "replay.raw"), "rb") as f:
+            self.assertEqual(f.read(), before)
+
+        # The view link: an object shown, the planes moved, the view turned;
+        # the link opened in another tab brings the same view back.
+        d.find_element(By.CSS_SELECTOR, "#objects tbody tr td").click()
+        shown = d.execute_script("return Number(document.querySelector('#objects tr.chosen').dataset.id)")
+        self.click_plane_pixel(0, 10, 12)
+        d.execute_script("window.volsegView.setCamera(75, -30, 1.5)")
+        self.wait("return location.hash.includes('object=') && location.hash.includes('camera=75')")
+        link = d.current_url
+        self.assertNotIn("token", link)
+        at = d.execute_script("return window.volsegSlices.at")
+        page_range = [float(d.find_element(By.ID, "lo").get_attribute("value")),
+                      float(d.find_element(By.ID, "hi").get_attribute("value"))]
+        self.screenshot("page-edit.png")
+        d.switch_to.new_window("tab")
+        d.get(link)
+        self.wait("return window.volsegState && window.volsegState.open && document.querySelector('#objects tr.chosen')"
+                  " && window.volsegSlices.header")
+        self.assertEqual(d.execute_script("return Number(document.querySelector('#objects tr.chosen').dataset.id)"), shown)
+        self.assertEqual(d.execute_script("return window.volsegSlices.at"), at)
+        cam = d.execute_script("return window.volsegView.camera()")
+        self.assertEqual((cam["azimuth"], cam["elevation"], cam["zoom"]), (75, -30, 1.5))
+        self.assertEqual([float(d.find_element(By.ID, "lo").get_attribute("value")),
+                          float(d.find_element(By.ID, "hi").get_attribute("value"))], page_range)
+        d.close()
+        d.switch_to.window(first)
         errors = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
         self.assertEqual(errors, [])
 

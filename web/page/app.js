@@ -130,6 +130,7 @@ function onState(s) {
   $('edit-merge').disabled = !!s.busy || mergePicked.size < 2;
   $('edit-undo').disabled = !!s.busy || !(s.label && s.label.edits > 0);
   $('edit-redo').disabled = !!s.busy || !(s.label && s.label.undone > 0);
+  $('seed-split').disabled = !!s.busy || !slices || slices.seeds.length < 2;
   $('open-btn').disabled = !!s.busy;
   $('command').textContent = s.command.length ? s.command.join('\n') : '(segment to see the command that redoes it)';
   if (s.last_error && s.busy === null && !opened) showError(s.last_error.request + ': ' + s.last_error.message);
@@ -140,6 +141,7 @@ function onState(s) {
   if (!s.segment) $('segment-result').textContent = '';
   if (labelled) onLabelled(s.label);
   if (!s.label) { table = []; renderTable(); $('label-result').textContent = ''; }
+  if (pendingView) applyLinkView(s);
 }
 
 function onOpened(o) {
@@ -172,6 +174,8 @@ function onOpened(o) {
   showRange();
   drawHistogram();
   if (view) { view.setColours(o.colours); view.reset(); view.setBand(range[0], range[1]); }
+  if (slices) { slices.full = o.dims.slice(); slices.seeds = []; }
+  showSeeds();
   if (!state.segment) send({type: 'surface', lo: range[0], hi: range[1], max_triangles: TRIANGLES, max_side: SIDE});
   if (slices) slices.request();
 }
@@ -307,6 +311,8 @@ function onLabelled(l) {
   table = l.table.slice();
   page = 0;
   sortTable();
+  $('journal-link').classList.toggle('hidden', !l.journal);
+  if (slices) slices.request();  // the planes show the (edited) labels
 }
 function sortTable() {
   table.sort((a, b) => { const d = sortValue(a, sortKey) - sortValue(b, sortKey); return (sortUp ? d : -d) || a.id - b.id; });
@@ -367,6 +373,7 @@ function tableEvents() {
     const tr = e.target.closest('tr');
     if (!tr) return;
     objectShown = Number(tr.dataset.id);
+    $('paint-id').value = objectShown;
     send({type: 'surface', object: objectShown, max_triangles: TRIANGLES, max_side: SIDE});
     $('show-all').disabled = false;
     renderTable();
@@ -376,7 +383,12 @@ function tableEvents() {
     send(hasMask ? {type: 'surface', max_triangles: TRIANGLES, max_side: SIDE}
                  : {type: 'surface', lo: range[0], hi: range[1], max_triangles: TRIANGLES, max_side: SIDE});
   });
-  $('split-apply').addEventListener('click', () => { if (splitShown) askSplit(splitShown.object, true); });
+  $('split-apply').addEventListener('click', () => {
+    if (!splitShown) return;
+    const m = {type: 'split', object: splitShown.object, apply: true, base: state.label ? (state.label.edits || 0) : 0};
+    if (splitShown.edit.seeds) m.seeds = splitShown.edit.seeds; else m.h = splitShown.edit.h;
+    send(m);
+  });
   $('edit-merge').addEventListener('click', () => {
     const ids = [...mergePicked].sort((a, b) => a - b);
     mergePicked.clear();
@@ -397,6 +409,42 @@ function askEdit(edit) {
   const base = state && state.label ? (state.label.edits || 0) : 0;
   send(Object.assign({type: 'edit', base}, edit));
 }
+// A click in the planes with a tool on: paint or erase the brush's ball
+// there, or put a seed of a split (every seed in one object, the first's).
+function onPick(tool, zyx) {
+  const radius = parseFloat($('brush-radius').value);
+  if (tool === 'paint' || tool === 'erase') {
+    if (!(radius > 0)) { showError(tool + ': the radius must be a number above 0'); return; }
+    if (tool === 'erase') { askEdit({op: 'erase', center: zyx, radius}); return; }
+    const id = parseInt($('paint-id').value, 10);
+    if (!(id >= 1)) { showError('paint: give the id to paint (a row\'s click sets it), or a new one'); return; }
+    askEdit({op: 'paint', object: id, center: zyx, radius});
+    return;
+  }
+  const id = slices.labelAt(zyx);
+  if (!id) { showError('seeds: click inside an object (the planes show none at ' + zyx.join(', ') + ')'); return; }
+  if (seedObject && id !== seedObject) { showError(`seeds: all seeds lie in one object (${seedObject}), not ${id}`); return; }
+  seedObject = id;
+  slices.seeds.push(zyx);
+  showSeeds();
+  slices.draw();
+}
+let seedObject = 0;
+function showSeeds() {
+  const n = slices ? slices.seeds.length : 0;
+  if (!n) seedObject = 0;
+  $('seed-row').classList.toggle('hidden', !n);
+  $('seed-info').textContent = n ? `object ${seedObject}: ${n} seed${n > 1 ? 's' : ''}` : '';
+  $('seed-split').disabled = n < 2 || !!(state && state.busy);
+}
+function editTools() {
+  slices.onPick = onPick;
+  $('tool').addEventListener('change', () => { slices.tool = $('tool').value; });
+  $('seed-clear').addEventListener('click', () => { slices.seeds = []; showSeeds(); slices.draw(); });
+  $('seed-split').addEventListener('click', () => {
+    send({type: 'split', object: seedObject, seeds: slices.seeds.slice(), apply: false});
+  });
+}
 function onEdit(d) {
   const what = d.edit ? `${d.op} ${JSON.stringify(d.edit.ids || d.edit.center)}` : d.op;
   $('label-result').textContent += `\n${what} (edits ${d.edits}, undone ${d.undone}, ${d.seconds.toFixed(2)} s) → ${d.output}`;
@@ -416,6 +464,7 @@ function onSplit(d) {
   if (d.applied) {
     splitShown = null;
     $('split-box').classList.add('hidden');
+    if (d.edit.seeds && slices) { slices.seeds = []; showSeeds(); }
     $('label-result').textContent += `\nsplit ${d.object} into ${parts.length}: ids ${parts.map((p) => p.id).join(', ')}` +
         ` (edit ${d.edits}, ${d.seconds.toFixed(2)} s) → ${d.output}`;
     if (objectShown === d.object) send({type: 'surface', object: d.object, max_triangles: TRIANGLES, max_side: SIDE});
@@ -429,6 +478,13 @@ function onSplit(d) {
         parts.map((p, k) => `  ${k === 0 ? p.id + ' (keeps its id)' : p.id + ' (new)'}  ${p.voxels.toLocaleString()} voxels`).join('\n') +
         `\nshown: z = ${d.plane.z}, the box's middle plane`;
   $('split-apply').disabled = parts.length < 2 || !!(state && state.busy);
+  if (d.edit.seeds) {
+    $('split-info').textContent = parts.length < 2
+        ? `object ${d.object}: one part from ${d.edit.seeds.length} seeds`
+        : `object ${d.object} → ${parts.length} parts from ${d.edit.seeds.length} seeds:\n` +
+          parts.map((p, k) => `  ${k === 0 ? p.id + ' (keeps its id)' : p.id + ' (new)'}  ${p.voxels.toLocaleString()} voxels`).join('\n') +
+          `\nshown: z = ${d.plane.z}, the box's middle plane`;
+  }
   const canvas = $('split-plane'), g = canvas.getContext('2d'), p = d.plane;
   canvas.width = p.width; canvas.height = p.height;
   const image = g.createImageData(p.width, p.height);
@@ -440,6 +496,69 @@ function onSplit(d) {
     image.data[4 * i + 3] = 255;
   }
   g.putImageData(image, 0, 0);
+}
+
+// --- the view link: the address's fragment holds the view (the open file,
+// variable and step, the range, the camera, the planes, the objects shown
+// and ticked), so a copied address reopens it on the same job. The token
+// stays out: it is the cookie's (a colleague opens the job's printed address
+// with the fragment after it; the redirect that drops the token keeps it) ---
+let pendingView = null;  // a link's view, applied once its file is open
+function numbers(text, n) {
+  const a = (text || '').split(',').map(Number);
+  return a.length === n && a.every(Number.isFinite) ? a : null;
+}
+function viewFromLink() {
+  const fragment = location.hash.replace(/^#/, '');
+  if (!fragment) return null;
+  const q = new URLSearchParams(fragment);
+  if (!q.has('file')) return null;
+  return {file: q.get('file'), variable: q.get('var'), step: q.has('step') ? parseInt(q.get('step'), 10) : null,
+          range: numbers(q.get('range'), 2), camera: numbers(q.get('camera'), 3), at: numbers(q.get('at'), 3),
+          object: q.has('object') ? parseInt(q.get('object'), 10) : null,
+          picked: (q.get('picked') || '').split(',').filter((t) => t).map(Number).filter(Number.isInteger)};
+}
+// Numbers as String() writes them: the shortest text that reads back the same double.
+function linkOfView() {
+  if (!state || !state.open || pendingView) return;
+  const q = new URLSearchParams();
+  q.set('file', state.open.path);
+  if (state.open.variable) q.set('var', state.open.variable);
+  if (state.open.steps !== undefined) q.set('step', state.open.step);
+  if (range) q.set('range', range.map(String).join(','));
+  if (view) { const c = window.volsegView.camera(); q.set('camera', [c.azimuth, c.elevation, c.zoom].map(String).join(',')); }
+  if (slices) q.set('at', slices.at.map(String).join(','));
+  if (objectShown) q.set('object', objectShown);
+  if (mergePicked.size) q.set('picked', [...mergePicked].sort((a, b) => a - b).join(','));
+  const fragment = '#' + q.toString();
+  if (location.hash !== fragment) history.replaceState(null, '', fragment);
+}
+function applyLinkView(s) {
+  const v = pendingView;
+  if (!s.open || s.busy) return;
+  const other = v.file !== s.open.path || (v.variable && v.variable !== s.open.variable) ||
+                (v.step !== null && s.open.steps !== undefined && v.step !== s.open.step);
+  if (other) {
+    if (v.asked) { pendingView = null; return; }  // the open was refused: its error is on show
+    v.asked = true;
+    const m = {type: 'open', path: v.file};
+    if (v.variable) m.var = v.variable;
+    if (v.step !== null) m.time = v.step;
+    send(m);
+    return;
+  }
+  pendingView = null;
+  if (v.range && histogram) { range = v.range; showRange(); drawHistogram(); bandChanged(); }
+  if (v.camera && view) window.volsegView.setCamera(v.camera[0], v.camera[1], v.camera[2]);
+  if (v.at && slices) { slices.at = v.at; slices.request(); }
+  for (const id of v.picked) mergePicked.add(id);
+  if (v.object && s.label) {
+    objectShown = v.object;
+    $('paint-id').value = objectShown;
+    send({type: 'surface', object: objectShown, max_triangles: TRIANGLES, max_side: SIDE});
+    $('show-all').disabled = false;
+  }
+  renderTable();
 }
 
 function buttons() {
@@ -481,6 +600,10 @@ window.addEventListener('DOMContentLoaded', () => {
   if (window.VolsegView3D) view = new VolsegView3D($('view3d'), $('frame'), $('view-caption'), send);
   if (view) { TRIANGLES = view.triangleBudget; SIDE = view.sideBudget; }
   if (window.VolsegSlices) slices = new VolsegSlices([$('slice-z'), $('slice-y'), $('slice-x')], send);
+  if (slices) editTools();
+  window.volsegSlices = slices;
+  pendingView = viewFromLink();
+  setInterval(linkOfView, 300);
   histogramDrag();
   rangeInputs();
   tableEvents();

@@ -269,28 +269,51 @@ class VolsegView3D {
   }
 }
 
-// Three axis planes through one point, the mask outlined; a click in one
-// plane moves the other two.
+// Three axis planes through one point, the mask outlined, and once labelled
+// each object in its colour. A click in one plane moves the other two; with
+// a tool on (paint, erase, seeds) it gives the clicked voxel, at full
+// resolution (z, y, x), to onPick instead.
+const LABEL_COLOURS = [[230, 25, 75], [60, 180, 75], [255, 225, 25], [67, 99, 216], [245, 130, 49], [145, 30, 180],
+                       [70, 240, 240], [240, 50, 230], [188, 246, 12], [250, 190, 190], [0, 128, 128], [154, 99, 36]];
+function labelColour(id) { return LABEL_COLOURS[(Math.imul(id, 2654435761) >>> 0) % LABEL_COLOURS.length]; }
+
 class VolsegSlices {
   constructor(canvases, send) {
     this.canvases = canvases; this.send = send; this.at = [0.5, 0.5, 0.5]; this.header = null; this.planes = null;
+    this.tool = 'move'; this.onPick = null; this.full = null; this.seeds = []; this.received = 0;
     canvases.forEach((canvas, p) => canvas.addEventListener('click', (e) => this.click(p, e)));
   }
 
   request() { this.send({type: 'slices', at: this.at.slice()}); }
 
   setSlices(header, payload) {
-    const bytes = new Uint8Array(payload);
     let offset = 0;
-    const values = header.planes.map((p) => { const v = bytes.subarray(offset, offset + p.rows * p.columns); offset += p.rows * p.columns; return v; });
-    const masks = header.mask ? header.planes.map((p) => { const v = bytes.subarray(offset, offset + p.rows * p.columns); offset += p.rows * p.columns; return v; }) : null;
+    const take = (p, size) => { const n = p.rows * p.columns * size; const v = payload.slice(offset, offset + n); offset += n; return v; };
+    const values = header.planes.map((p) => new Uint8Array(take(p, 1)));
+    const masks = header.mask ? header.planes.map((p) => new Uint8Array(take(p, 1))) : null;
+    const labels = header.labels ? header.planes.map((p) => new Uint32Array(take(p, 4))) : null;
     this.header = header;
-    this.planes = {values, masks};
+    this.planes = {values, masks, labels};
+    this.received += 1;
     this.draw();
   }
 
   // Plane p's axes: [columns, rows] as x, y, z indices (0 x, 1 y, 2 z).
   static axes(p) { return [[0, 1], [0, 2], [1, 2]][p]; }
+
+  // The id under a full-resolution voxel z, y, x, from the planes on show
+  // (0 where the planes do not hold it or nothing is labelled).
+  labelAt(zyx) {
+    if (!this.planes || !this.planes.labels || !this.full) return 0;
+    const h = this.header, step = 2 ** h.level;
+    for (let p = 0; p < 3; ++p) {
+      if (Math.min(h.at[p] * step, this.full[p] - 1) !== zyx[p]) continue;
+      const [ca, ra] = VolsegSlices.axes(p), plane = h.planes[p];
+      const c = Math.floor(zyx[2 - ca] / step), r = Math.floor(zyx[2 - ra] / step);
+      if (c < plane.columns && r < plane.rows) return this.planes.labels[p][r * plane.columns + c];
+    }
+    return 0;
+  }
 
   draw() {
     if (!this.header) return;
@@ -299,13 +322,22 @@ class VolsegSlices {
       const canvas = this.canvases[p], [ca, ra] = VolsegSlices.axes(p);
       const image = new ImageData(plane.columns, plane.rows);
       const v = this.planes.values[p], m = this.planes.masks ? this.planes.masks[p] : null;
+      const l = this.planes.labels ? this.planes.labels[p] : null;
       for (let r = 0; r < plane.rows; ++r)
         for (let c = 0; c < plane.columns; ++c) {
           const i = r * plane.columns + c, o = 4 * i;
           let rgb = v[i] === 255 ? [40, 44, 70] : [v[i], v[i], v[i]];
-          if (m && m[i] && ((c > 0 && !m[i - 1]) || (c + 1 < plane.columns && !m[i + 1]) ||
-                            (r > 0 && !m[i - plane.columns]) || (r + 1 < plane.rows && !m[i + plane.columns])))
+          if (l) {
+            if (l[i]) {
+              const k = labelColour(l[i]);
+              const edge = (c > 0 && l[i - 1] !== l[i]) || (c + 1 < plane.columns && l[i + 1] !== l[i]) ||
+                           (r > 0 && l[i - plane.columns] !== l[i]) || (r + 1 < plane.rows && l[i + plane.columns] !== l[i]);
+              rgb = edge ? k : [(rgb[0] + k[0]) >> 1, (rgb[1] + k[1]) >> 1, (rgb[2] + k[2]) >> 1];
+            }
+          } else if (m && m[i] && ((c > 0 && !m[i - 1]) || (c + 1 < plane.columns && !m[i + 1]) ||
+                                   (r > 0 && !m[i - plane.columns]) || (r + 1 < plane.rows && !m[i + plane.columns]))) {
             rgb = [242, 89, 58];
+          }
           image.data[o] = rgb[0]; image.data[o + 1] = rgb[1]; image.data[o + 2] = rgb[2]; image.data[o + 3] = 255;
         }
       const scratch = document.createElement('canvas');
@@ -331,6 +363,16 @@ class VolsegSlices {
       g.moveTo(x0 + frac(ca) * dw, y0); g.lineTo(x0 + frac(ca) * dw, y0 + dh);
       g.moveTo(x0, y0 + dh - frac(ra) * dh); g.lineTo(x0 + dw, y0 + dh - frac(ra) * dh);
       g.stroke();
+      // the seeds that lie in this plane (full-resolution voxels)
+      if (this.full) {
+        const step = 2 ** h.level;
+        g.fillStyle = '#ffffff'; g.strokeStyle = '#000000';
+        for (const s of this.seeds) {
+          if (Math.floor(s[p] / step) !== zyx[p]) continue;
+          const sx = x0 + (s[2 - ca] + 0.5) / this.full[2 - ca] * dw, sy = y0 + dh - (s[2 - ra] + 0.5) / this.full[2 - ra] * dh;
+          g.beginPath(); g.arc(sx, sy, 4 * ratio, 0, 2 * Math.PI); g.fill(); g.stroke();
+        }
+      }
       const label = ['z', 'y', 'x'][p] + ' = ' + zyx[p];
       g.font = `${11 * ratio}px sans-serif`;
       g.fillStyle = 'rgba(20,20,28,0.75)';
@@ -340,11 +382,21 @@ class VolsegSlices {
     });
   }
 
+  // The full-resolution voxel (z, y, x) at fractions fx, fy of plane p.
+  voxel(p, fx, fy) {
+    const h = this.header, [ca, ra] = VolsegSlices.axes(p), zyx = [0, 0, 0];
+    zyx[p] = Math.min(h.at[p] * 2 ** h.level, this.full[p] - 1);
+    zyx[2 - ca] = Math.min(this.full[2 - ca] - 1, Math.floor(fx * this.full[2 - ca]));
+    zyx[2 - ra] = Math.min(this.full[2 - ra] - 1, Math.floor(fy * this.full[2 - ra]));
+    return zyx;
+  }
+
   click(p, e) {
     if (!this.box || !this.box[p]) return;
     const ratio = window.devicePixelRatio || 1, r = this.canvases[p].getBoundingClientRect(), b = this.box[p];
     const fx = ((e.clientX - r.left) * ratio - b.x0) / b.dw, fy = 1 - ((e.clientY - r.top) * ratio - b.y0) / b.dh;
     if (fx < 0 || fx > 1 || fy < 0 || fy > 1) return;
+    if (this.tool !== 'move' && this.full && this.onPick) { this.onPick(this.tool, this.voxel(p, fx, fy)); return; }
     const [ca, ra] = VolsegSlices.axes(p);
     this.at[ca] = fx; this.at[ra] = fy;
     this.request();
