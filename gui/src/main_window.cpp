@@ -376,6 +376,8 @@ void MainWindow::on_reply(std::shared_ptr<Reply> reply) {
   else if (reply->kind == "label" || reply->kind == "split" || reply->kind == "edit") {
     objects_->on_reply(*reply);
     tabs_->setCurrentWidget(objects_);
+    // the slices show the labels (edited ones after an edit)
+    if (reply->kind != "split" || reply->data.value("applied", false)) request_slices();
   } else if (reply->kind == "slices" && reply->planes) {
     planes_ = reply->planes;
     show_planes(*planes_);
@@ -440,6 +442,11 @@ void MainWindow::on_opened(const Reply& reply) {
   request_slices();
   check_hints();
   update_command();
+  if (pending_view_.is_object()) {  // a loaded view of this file
+    const Json view = std::move(pending_view_);
+    pending_view_ = nullptr;
+    apply_view(view);
+  }
 }
 
 void MainWindow::on_segmented(const Reply& reply) {
@@ -491,50 +498,6 @@ void MainWindow::on_frame(const Reply& reply) {
          reply.data.value("render", 0.0) + reply.data.value("scene", 0.0) + reply.data.value("composite", 0.0)});
   // The first image is a coarse one (level 2 at most); the refined follows.
   if (tag == "first" && level != 0 && script_.level != std::to_string(level)) request_frame(false, "refine");
-}
-
-void MainWindow::show_planes(const Planes& planes) {
-  const double lo = opened_.at("range")[0].get<double>(), hi = opened_.at("range")[1].get<double>();
-  const double scale = hi > lo ? 255.0 / (hi - lo) : 0;
-  const char* names[3] = {"Z", "Y", "X"};
-  for (int p = 0; p < 3; ++p) {
-    const auto& values = planes.values[static_cast<std::size_t>(p)];
-    const auto& mask = planes.mask[static_cast<std::size_t>(p)];
-    const int rows = planes.rows[static_cast<std::size_t>(p)], columns = planes.columns[static_cast<std::size_t>(p)];
-    QImage image(columns, rows, QImage::Format_RGB32);
-    for (int r = 0; r < rows; ++r) {
-      auto* line = reinterpret_cast<QRgb*>(image.scanLine(r));
-      for (int c = 0; c < columns; ++c) {
-        const std::size_t i =
-            static_cast<std::size_t>(r) * static_cast<std::size_t>(columns) + static_cast<std::size_t>(c);
-        const float v = values[i];
-        if (std::isnan(v)) {
-          line[c] = qRgb(60, 0, 60);
-          continue;
-        }
-        const int g = std::clamp(static_cast<int>((v - lo) * scale), 0, 255);
-        if (!mask.empty() && mask[i])
-          line[c] = qRgb((g + 3 * 242) / 4, (g + 3 * 89) / 4, (g + 3 * 51) / 4);
-        else if (mask.empty() && v >= lo_ && v <= hi_)
-          line[c] = qRgb((g + 242) / 2, (g + 89) / 2, (g + 51) / 2);
-        else
-          line[c] = qRgb(g, g, g);
-      }
-    }
-    // pixel aspect: row spacing over column spacing (x, y, z spacing)
-    const double sx = planes.spacing[0], sy = planes.spacing[1], sz = planes.spacing[2];
-    const double aspect = p == 0 ? sy / sx : p == 1 ? sz / sx : sz / sy;
-    slices_[p]->set_picture(image.mirrored(false, false), aspect,
-                            tr("%1 = %2 of %3 (level %4)%5")
-                                .arg(names[p])
-                                .arg(planes.at[static_cast<std::size_t>(p)])
-                                .arg(planes.dims[static_cast<std::size_t>(p)])
-                                .arg(planes.level)
-                                .arg(mask.empty() ? tr(", threshold tinted") : tr(", mask")));
-  }
-  slices_[0]->set_cursor(cursor_[0], cursor_[1]);
-  slices_[1]->set_cursor(cursor_[0], cursor_[2]);
-  slices_[2]->set_cursor(cursor_[1], cursor_[2]);
 }
 
 bool MainWindow::save_screenshot(const QString& path) {

@@ -69,6 +69,8 @@ class MainWindow : public QMainWindow {
   View3D* view() const { return view_; }
   QPushButton* segment_button() const { return segment_button_; }
   ObjectsPanel* objects_panel() const { return objects_; }
+  SliceView* slice_view(int plane) const { return slices_[plane]; }  // 0 z, 1 y, 2 x
+  const Planes* planes() const { return planes_.get(); }
   QPushButton* cancel_button() const { return cancel_button_; }
   QLineEdit* output_box() const { return output_; }
   QSpinBox* open_radius_box() const { return open_radius_; }
@@ -90,6 +92,12 @@ class MainWindow : public QMainWindow {
   void start_segment();
   void cancel();
   bool save_screenshot(const QString& path);
+  // The view as a file: the open file, variable and step, the range, the
+  // camera, the slices' point and the objects selected (the same fields as
+  // the browser page's link, docs/gui.md "The view as a file"). Loading a
+  // view of another file opens it first.
+  bool save_view(const QString& path);
+  bool load_view(const QString& path);
 
  signals:
   void replied(std::shared_ptr<volseg::gui::Reply> reply);
@@ -122,6 +130,11 @@ class MainWindow : public QMainWindow {
   void on_segmented(const Reply& reply);
   void on_frame(const Reply& reply);
   void show_planes(const Planes& planes);
+  // A click in slice p with an edit tool on (the Objects tab's): the voxel
+  // at full resolution, and the id the slice shows there.
+  void pick_in_slice(int p, double column, double row);
+  Json view_state() const;
+  void apply_view(const Json& view);
   void set_range(double lo, double hi, bool redraw);
   void update_count();
   void update_command();
@@ -150,6 +163,7 @@ class MainWindow : public QMainWindow {
   std::vector<std::uint64_t> mesh_ids_;
   std::shared_ptr<Planes> planes_;
   std::array<double, 3> cursor_{0.5, 0.5, 0.5};  // x, y, z fractions
+  Json pending_view_;                            // a loaded view, applied once its file is open
   double lo_ = 0, hi_ = 0;
 
   // widgets

@@ -111,7 +111,12 @@ void MainWindow::build_views(QWidget* parent) {
   });
   // Slice i shows plane i (z, y, x); its columns and rows are the other axes.
   for (int p = 0; p < 3; ++p)
+    connect(slices_[p], &SliceView::pressed, this, [this, p](double column, double row) {
+      if (objects_->tool() != "move") pick_in_slice(p, column, row);
+    });
+  for (int p = 0; p < 3; ++p)
     connect(slices_[p], &SliceView::cursor_moved, this, [this, p](double column, double row) {
+      if (objects_->tool() != "move") return;  // a tool's click is an edit, not a move
       // plane z: columns x, rows y; plane y: columns x, rows z; plane x: columns y, rows z
       if (p == 0) cursor_ = {column, row, cursor_[2]};
       if (p == 1) cursor_ = {column, cursor_[1], row};
@@ -414,6 +419,15 @@ void MainWindow::build_menus() {
     if (!path.isEmpty()) save_screenshot(path);
   });
   file->addAction(tr("Save &mask as..."), this, &MainWindow::save_mask_as);
+  // The view as a file (the browser page's link, as a file): save and load.
+  file->addAction(tr("Save &view..."), this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Save the view"), "view.json", tr("JSON (*.json)"));
+    if (!path.isEmpty()) save_view(path);
+  });
+  file->addAction(tr("&Load view..."), this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Load a view"), QString(), tr("JSON (*.json)"));
+    if (!path.isEmpty()) load_view(path);
+  });
   // volseg mesh's folder: the objects named drawn with the volume, each in
   // its colour (the same as the OME-Zarr labels' and volseg render's).
   file->addAction(tr("Show object &meshes..."), this, [this] {

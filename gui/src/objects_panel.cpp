@@ -10,11 +10,15 @@
 #include <QLineEdit>
 #include <QPixmap>
 #include <QPushButton>
+#include <QSpinBox>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
 #include <algorithm>
 #include <array>
+#include <limits>
+
+#include "volseg/segment/edit.hpp"
 
 namespace volseg::gui {
 namespace {
@@ -65,7 +69,7 @@ ObjectsPanel::ObjectsPanel(std::function<void(Request)> post, QWidget* parent)
   table_->setHorizontalHeaderLabels(
       {tr("id"), tr("voxels"), tr("x"), tr("y"), tr("z"), tr("box (x, y, z)"), tr("edge")});
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  table_->setSelectionMode(QAbstractItemView::SingleSelection);
+  table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
   table_->verticalHeader()->hide();
   table_->horizontalHeader()->setStretchLastSection(true);
   layout->addWidget(table_, 1);
@@ -89,12 +93,50 @@ ObjectsPanel::ObjectsPanel(std::function<void(Request)> post, QWidget* parent)
   delete_button_->setToolTip(tr("Delete the selected object (volseg edit's delete: its voxels become background)"));
   undo_button_ = new QPushButton(tr("Undo"), this);
   undo_button_->setToolTip(tr("Undo the last edit (the journal loses it; the labels are written again)"));
+  merge_button_ = new QPushButton(tr("Merge"), this);
+  merge_button_->setToolTip(tr("Merge the selected objects: every voxel of the group takes the smallest id"));
   redo_button_ = new QPushButton(tr("Redo"), this);
-  for (auto* b : {delete_button_, undo_button_, redo_button_}) {
+  for (auto* b : {delete_button_, merge_button_, undo_button_, redo_button_}) {
     b->setEnabled(false);
     split_row->addWidget(b);
   }
   layout->addLayout(split_row);
+  // The tools of a click in the slices (volseg edit's paint and erase, a
+  // split's seeds), as the page's.
+  auto* tools = new QHBoxLayout;
+  tool_ = new QComboBox(this);
+  tool_->addItem(tr("Move"), "move");
+  tool_->addItem(tr("Paint"), "paint");
+  tool_->addItem(tr("Erase"), "erase");
+  tool_->addItem(tr("Seeds"), "seed");
+  tool_->setToolTip(tr("What a click in the slices does: move them, paint or erase a ball, or put a split's seed"));
+  radius_ = new QDoubleSpinBox(this);
+  radius_->setRange(0.5, segment::kMostRadius);
+  radius_->setValue(3);
+  radius_->setToolTip(tr("The brush: a ball of this radius in voxels"));
+  paint_id_ = new QSpinBox(this);
+  paint_id_->setRange(0, std::numeric_limits<int>::max());
+  paint_id_->setToolTip(tr("The id paint gives: an object's (selecting its row sets it), or a new one"));
+  seed_split_button_ = new QPushButton(tr("Split by seeds"), this);
+  seed_split_button_->setEnabled(false);
+  auto* clear_seeds = new QPushButton(tr("Clear seeds"), this);
+  seed_status_ = new QLabel(this);
+  tools->addWidget(new QLabel(tr("Click in slices:"), this));
+  tools->addWidget(tool_);
+  tools->addWidget(new QLabel(tr("radius"), this));
+  tools->addWidget(radius_);
+  tools->addWidget(new QLabel(tr("id"), this));
+  tools->addWidget(paint_id_);
+  tools->addWidget(seed_split_button_);
+  tools->addWidget(clear_seeds);
+  tools->addWidget(seed_status_, 1);
+  layout->addLayout(tools);
+  connect(seed_split_button_, &QPushButton::clicked, this, &ObjectsPanel::split_by_seeds);
+  connect(clear_seeds, &QPushButton::clicked, this, [this] {
+    seeds_.clear();
+    enable_buttons();
+  });
+  connect(merge_button_, &QPushButton::clicked, this, [this] { edit("merge"); });
   auto* preview = new QHBoxLayout;
   plane_ = new QLabel(this);
   plane_->setFixedSize(192, 192);
@@ -112,6 +154,7 @@ ObjectsPanel::ObjectsPanel(std::function<void(Request)> post, QWidget* parent)
   connect(undo_button_, &QPushButton::clicked, this, [this] { edit("undo"); });
   connect(redo_button_, &QPushButton::clicked, this, [this] { edit("redo"); });
   connect(table_, &QTableWidget::itemSelectionChanged, this, [this] {
+    if (selected() > 0) paint_id_->setValue(static_cast<int>(selected()));
     enable_buttons();
     apply_button_->setEnabled(false);
   });
@@ -136,81 +179,150 @@ void ObjectsPanel::label() {
   post_(request);
 }
 
+std::vector<std::int64_t> ObjectsPanel::selected_ids() const {
+  std::vector<std::int64_t> ids;
+  if (table_->selectionModel())
+    for (const auto& row : table_->selectionModel()->selectedRows())
+      ids.push_back(table_->item(row.row(), 0)->text().toLongLong());
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+void ObjectsPanel::pick_rows(const std::vector<std::int64_t>& ids) {
+  table_->clearSelection();
+  const auto mode = table_->selectionMode();
+  table_->setSelectionMode(QAbstractItemView::MultiSelection);
+  for (int r = 0; r < table_->rowCount(); ++r)
+    if (std::find(ids.begin(), ids.end(), table_->item(r, 0)->text().toLongLong()) != ids.end()) table_->selectRow(r);
+  table_->setSelectionMode(mode);
+}
+
 std::int64_t ObjectsPanel::selected() const {
-  const auto rows = table_->selectionModel() ? table_->selectionModel()->selectedRows() : QModelIndexList{};
-  if (rows.isEmpty()) return 0;
-  return table_->item(rows.first().row(), 0)->text().toLongLong();
+  const auto ids = selected_ids();
+  return ids.size() == 1 ? ids.front() : 0;
 }
 
 void ObjectsPanel::split(bool apply) {
-  const std::int64_t object = apply && preview_.is_object() ? preview_.at("object").get<std::int64_t>() : selected();
+  const bool from_preview = apply && preview_.is_object();
+  const std::int64_t object = from_preview ? preview_.at("object").get<std::int64_t>() : selected();
   if (object <= 0 || busy_) return;
   session::SplitRequest request;
   request.object = object;
-  request.h = h_->value();
+  if (from_preview && preview_.at("edit").contains("seeds"))
+    request.seeds = preview_.at("edit").at("seeds").get<std::vector<std::array<std::int64_t, 3>>>();
+  else
+    request.h = h_->value();
   request.apply = apply;
+  if (apply) request.base = history_.edits();
+  post_split(request);
+}
+
+void ObjectsPanel::split_by_seeds() {
+  if (seeds_.size() < 2 || busy_) return;
+  session::SplitRequest request;
+  request.object = seed_object_;
+  request.seeds = seeds_;
+  post_split(request);
+}
+
+void ObjectsPanel::post_split(const session::SplitRequest& request) {
   busy_ = true;
-  split_button_->setEnabled(false);
+  enable_buttons();
   apply_button_->setEnabled(false);
-  status_->setText(apply ? tr("splitting object %1...").arg(object) : tr("working out the split of %1...").arg(object));
+  status_->setText(request.apply ? tr("splitting object %1...").arg(request.object)
+                                 : tr("working out the split of %1...").arg(request.object));
   post_(request);
 }
 
 void ObjectsPanel::enable_buttons() {
-  split_button_->setEnabled(!busy_ && selected() > 0);
-  delete_button_->setEnabled(!busy_ && selected() > 0);
-  undo_button_->setEnabled(!busy_ && !before_.empty());
-  redo_button_->setEnabled(!busy_ && !undone_.empty());
+  const auto ids = selected_ids();
+  split_button_->setEnabled(!busy_ && ids.size() == 1);
+  delete_button_->setEnabled(!busy_ && !ids.empty());
+  merge_button_->setEnabled(!busy_ && ids.size() >= 2);
+  undo_button_->setEnabled(!busy_ && history_.can_undo());
+  redo_button_->setEnabled(!busy_ && history_.can_redo());
+  seed_split_button_->setEnabled(!busy_ && seeds_.size() >= 2);
+  seed_status_->setText(seeds_.empty() ? QString() : tr("object %1: %2 seeds").arg(seed_object_).arg(seeds_.size()));
 }
 
 void ObjectsPanel::edit(const std::string& op) {
-  if (busy_ || !labelled_.is_object()) return;
+  if (busy_ || !history_.labelled_yet()) return;
   session::EditRequest request;
   request.op = op;
-  if (op == "delete") {
-    const std::int64_t object = selected();
-    if (object <= 0) return;
-    request.ids = {object};
+  if (op == "delete" || op == "merge") {
+    request.ids = selected_ids();
+    if (request.ids.size() < (op == "merge" ? 2u : 1u)) return;
   }
-  request.base = edits_;
-  busy_ = true;
-  enable_buttons();
-  status_->setText(tr("%1...").arg(QString::fromStdString(op)));
-  post_(request);
+  post_edit(std::move(request));
 }
 
-// The table after an edit: the deleted row gone; undo and redo bring back
-// the table of before and after.
-void ObjectsPanel::on_edit(const Json& d) {
-  const std::string op = d.at("op");
-  if (op == "undo" && !before_.empty()) {
-    undone_.push_back(labelled_);
-    labelled_ = before_.back();
-    before_.pop_back();
-  } else if (op == "redo" && !undone_.empty()) {
-    before_.push_back(labelled_);
-    labelled_ = undone_.back();
-    undone_.pop_back();
-  } else if (op == "delete") {
-    before_.push_back(labelled_);
-    undone_.clear();
-    const auto ids = d.at("edit").at("ids").get<std::vector<std::int64_t>>();
-    Json table = Json::array();
-    for (const auto& row : labelled_.at("table"))
-      if (std::find(ids.begin(), ids.end(), row.at("id").get<std::int64_t>()) == ids.end()) table.push_back(row);
-    labelled_["objects"] =
-        labelled_.value("objects", 0LL) - static_cast<long long>(labelled_.at("table").size() - table.size());
-    labelled_["table"] = std::move(table);
+void ObjectsPanel::post_edit(session::EditRequest request) {
+  request.base = history_.edits();
+  busy_ = true;
+  enable_buttons();
+  status_->setText(tr("%1...").arg(QString::fromStdString(request.op)));
+  post_(std::move(request));
+}
+
+QString ObjectsPanel::tool() const { return tool_->currentData().toString(); }
+
+// A click in a slice with a tool on: the voxel (z, y, x, full resolution)
+// and the id the slice shows there.
+void ObjectsPanel::pick(const std::array<std::int64_t, 3>& zyx, std::uint64_t id_under) {
+  if (busy_ || !history_.labelled_yet()) return;
+  const QString t = tool();
+  if (t == "paint" || t == "erase") {
+    session::EditRequest request;
+    request.op = t.toStdString();
+    request.center = zyx;
+    request.radius = radius_->value();
+    if (t == "paint") {
+      if (paint_id_->value() < 1) {
+        status_->setText(tr("paint: give the id to paint (a row's selection sets it), or a new one"));
+        return;
+      }
+      request.id = paint_id_->value();
+    }
+    post_edit(std::move(request));
+  } else if (t == "seed") {
+    if (id_under == 0) {
+      status_->setText(tr("seeds: click inside an object"));
+      return;
+    }
+    if (!seeds_.empty() && static_cast<std::int64_t>(id_under) != seed_object_) {
+      status_->setText(tr("seeds: all seeds lie in one object (%1), not %2").arg(seed_object_).arg(id_under));
+      return;
+    }
+    seed_object_ = static_cast<std::int64_t>(id_under);
+    seeds_.push_back(zyx);
+    enable_buttons();
   }
-  edits_ = d.value("edits", std::int64_t{0});
-  labelled_["output"] = d.at("output");
+}
+
+// The table after an edit follows the journal (session::EditHistory, as
+// the page's); the command list ends in the `volseg edit` that redoes it.
+void ObjectsPanel::on_edit(const std::string& kind, const Json& d) {
+  history_.apply(kind, d);
+  const std::int64_t edits = history_.edits();
   const std::string label_line = commands_.substr(0, commands_.find('\n') + 1);
-  commands_ = label_line + (edits_ > 0 ? d.value("command", "") + "\n" : std::string());
-  status_->setText(tr("%1: %2 edits in the journal (%3 undone) → %4")
-                       .arg(QString::fromStdString(op))
-                       .arg(edits_)
-                       .arg(d.value("undone", 0LL))
-                       .arg(QString::fromStdString(d.value("output", ""))));
+  commands_ = label_line + (edits > 0 ? d.value("command", "") + "\n" : std::string());
+  if (kind == "split") {
+    preview_ = nullptr;
+    seeds_.clear();
+    parts_->clear();
+    plane_->clear();
+    status_->setText(tr("split %1 into %2 parts (edit %3) → %4")
+                         .arg(d.at("object").get<long long>())
+                         .arg(d.at("parts").size())
+                         .arg(edits)
+                         .arg(QString::fromStdString(d.value("output", ""))));
+  } else {
+    status_->setText(tr("%1: %2 edits in the journal (%3 undone) → %4")
+                         .arg(QString::fromStdString(d.at("op").get<std::string>()))
+                         .arg(edits)
+                         .arg(d.value("undone", 0LL))
+                         .arg(QString::fromStdString(d.value("output", ""))));
+  }
   show_table();
 }
 
@@ -223,14 +335,12 @@ void ObjectsPanel::on_reply(const Reply& reply) {
     return;
   }
   const Json& d = reply.data;
-  if (reply.kind == "edit") {
-    on_edit(d);
+  if (reply.kind == "edit" || (reply.kind == "split" && d.value("applied", false))) {
+    on_edit(reply.kind, d);
   } else if (reply.kind == "label") {
-    before_.clear();
-    undone_.clear();
-    edits_ = 0;
-    labelled_ = d;
+    history_.reset(d);
     preview_ = nullptr;
+    seeds_.clear();
     plane_->clear();
     parts_->clear();
     session::SegmentRequest segment;
@@ -244,29 +354,6 @@ void ObjectsPanel::on_reply(const Reply& reply) {
                          .arg(d.value("seconds", 0.0), 0, 'f', 2)
                          .arg(QString::fromStdString(label.output)));
     show_table();
-  } else if (d.value("applied", false)) {
-    before_.push_back(labelled_);
-    undone_.clear();
-    edits_ = d.value("edits", std::int64_t{0});
-    const auto object = d.at("object").get<std::int64_t>();
-    Json table = Json::array();
-    for (const auto& row : labelled_.at("table"))
-      if (row.at("id").get<std::int64_t>() != object) table.push_back(row);
-    for (const auto& row : d.at("parts")) table.push_back(row);
-    labelled_["table"] = std::move(table);
-    labelled_["objects"] = labelled_.value("objects", 0LL) + static_cast<long long>(d.at("parts").size()) - 1;
-    labelled_["output"] = d.at("output");
-    const std::string label_line = commands_.substr(0, commands_.find('\n') + 1);
-    commands_ = label_line + d.value("command", "") + "\n";
-    preview_ = nullptr;
-    status_->setText(tr("split %1 into %2 parts (edit %3) → %4")
-                         .arg(object)
-                         .arg(d.at("parts").size())
-                         .arg(d.value("edits", 0))
-                         .arg(QString::fromStdString(d.value("output", ""))));
-    parts_->clear();
-    plane_->clear();
-    show_table();
   } else {
     show_preview(d);
   }
@@ -274,7 +361,7 @@ void ObjectsPanel::on_reply(const Reply& reply) {
 }
 
 void ObjectsPanel::show_table() {
-  const Json& rows = labelled_.at("table");
+  const Json& rows = history_.labelled().at("table");
   table_->setSortingEnabled(false);
   table_->setRowCount(static_cast<int>(rows.size()));
   int r = 0;
@@ -317,13 +404,12 @@ void ObjectsPanel::show_preview(const Json& split) {
       if (const int c = cells[static_cast<std::size_t>(y * width + x)].get<int>())
         image.setPixel(x, y, 0xff000000 | kPartColours[static_cast<std::size_t>(c - 1) % kPartColours.size()]);
   plane_->setPixmap(QPixmap::fromImage(image.scaled(192, 192, Qt::KeepAspectRatio, Qt::FastTransformation)));
-  QString text = parts.size() < 2 ? tr("object %1: one part at h %2 (nothing to split; try a smaller h)")
-                                        .arg(split.at("object").get<long long>())
-                                        .arg(h_->value())
-                                  : tr("object %1 → %2 parts at h %3:\n")
-                                        .arg(split.at("object").get<long long>())
-                                        .arg(parts.size())
-                                        .arg(h_->value());
+  const Json& edit = split.at("edit");
+  const QString by = edit.contains("seeds") ? tr("from %1 seeds").arg(edit.at("seeds").size())
+                                            : tr("at h %1").arg(edit.at("h").get<double>());
+  const auto object = split.at("object").get<long long>();
+  QString text = parts.size() < 2 ? tr("object %1: one part %2 (nothing to split)").arg(object).arg(by)
+                                  : tr("object %1 → %2 parts %3:\n").arg(object).arg(parts.size()).arg(by);
   for (std::size_t k = 0; k < parts.size() && parts.size() > 1; ++k)
     text += QString("  %1 %2  %3 voxels\n")
                 .arg(parts[k].at("id").get<long long>())

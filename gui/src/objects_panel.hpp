@@ -2,24 +2,28 @@
 // The Objects tab: label the mask (as `volseg label MASK --mask-input`),
 // the object table, and an object's split (volseg edit's "split"):
 // previewed, then applied through the session's journal, as the browser
-// page does it (docs/gui.md, "Objects"); Delete, Undo and Redo of the same
-// journal.
+// page does it (docs/gui.md, "Objects"); Delete, Merge, Undo and Redo of
+// the same journal, and paint, erase and split seeds by a click in the
+// slices.
 #pragma once
 
 #include <QWidget>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "session_types.hpp"
+#include "volseg/session/edit_history.hpp"
 
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
 class QLineEdit;
 class QPushButton;
+class QSpinBox;
 class QTableWidget;
 
 namespace volseg::gui {
@@ -46,10 +50,24 @@ class ObjectsPanel : public QWidget {
   QPushButton* delete_button() const { return delete_button_; }
   QPushButton* undo_button() const { return undo_button_; }
   QPushButton* redo_button() const { return redo_button_; }
+  QPushButton* merge_button() const { return merge_button_; }
+  QPushButton* seed_split_button() const { return seed_split_button_; }
+  QComboBox* tool_box() const { return tool_; }
+  QDoubleSpinBox* radius_box() const { return radius_; }
+  QSpinBox* paint_id_box() const { return paint_id_; }
+  const std::vector<std::array<std::int64_t, 3>>& seeds() const { return seeds_; }
   QTableWidget* table() const { return table_; }
   QDoubleSpinBox* h_box() const { return h_; }
   QString preview_text() const;
-  const Json& labelled() const { return labelled_; }
+  const Json& labelled() const { return history_.labelled(); }
+  // What a click in the slices does: "move", "paint", "erase" or "seed".
+  QString tool() const;
+  // A click in a slice with a tool on: the voxel z, y, x at full
+  // resolution, and the id the slice shows there.
+  void pick(const std::array<std::int64_t, 3>& zyx, std::uint64_t id_under);
+  // The objects selected in the table (ascending), and a selection of them.
+  std::vector<std::int64_t> picked() const { return selected_ids(); }
+  void pick_rows(const std::vector<std::int64_t>& ids);
 
  signals:
   void changed();  // the commands or the labels changed
@@ -57,29 +75,38 @@ class ObjectsPanel : public QWidget {
  public slots:
   void label();
   void split(bool apply);
-  // An edit of the journal (delete of the selected object, undo, redo),
-  // based on the edits this window has seen.
+  // An edit of the journal (delete or merge of the selected objects, undo,
+  // redo), based on the edits this window has seen.
   void edit(const std::string& op);
+  // The preview of the split of the seeds' object from the seeds put.
+  void split_by_seeds();
 
  private:
   void show_table();
-  void on_edit(const Json& edit);
+  void on_edit(const std::string& kind, const Json& edit);
+  void post_edit(session::EditRequest request);
+  void post_split(const session::SplitRequest& request);
+  std::vector<std::int64_t> selected_ids() const;
   void enable_buttons();
   void show_preview(const Json& split);
   std::int64_t selected() const;
 
   std::function<void(Request)> post_;
   std::string mask_, commands_;
-  Json labelled_, preview_;
+  session::EditHistory history_;  // the label reply, followed through the journal's edits
+  Json preview_;
   bool busy_ = false;
   QLineEdit* output_ = nullptr;
   QComboBox* connectivity_ = nullptr;
   QPushButton *label_button_ = nullptr, *split_button_ = nullptr, *apply_button_ = nullptr;
   QPushButton *delete_button_ = nullptr, *undo_button_ = nullptr, *redo_button_ = nullptr;
-  // The labels' state before each edit of the journal (undo brings it
-  // back) and after each undone one (redo does); the journal's length.
-  std::vector<Json> before_, undone_;
-  std::int64_t edits_ = 0;
+  QPushButton *merge_button_ = nullptr, *seed_split_button_ = nullptr;
+  QComboBox* tool_ = nullptr;
+  QDoubleSpinBox* radius_ = nullptr;
+  QSpinBox* paint_id_ = nullptr;
+  QLabel* seed_status_ = nullptr;
+  std::vector<std::array<std::int64_t, 3>> seeds_;  // z, y, x: the split's seeds, all in seed_object_
+  std::int64_t seed_object_ = 0;
   QTableWidget* table_ = nullptr;
   QDoubleSpinBox* h_ = nullptr;
   QLabel *status_ = nullptr, *plane_ = nullptr, *parts_ = nullptr;

@@ -59,7 +59,11 @@ void SliceView::move_to(const QPointF& point) {
 }
 
 void SliceView::mousePressEvent(QMouseEvent* event) {
-  if (event->button() == Qt::LeftButton) move_to(event->pos());
+  if (event->button() != Qt::LeftButton) return;
+  const QRectF t = target();
+  if (!t.isEmpty() && t.contains(event->pos()))
+    emit pressed((event->pos().x() - t.left()) / t.width(), (event->pos().y() - t.top()) / t.height());
+  move_to(event->pos());
 }
 
 void SliceView::mouseMoveEvent(QMouseEvent* event) {

@@ -23,6 +23,8 @@ class SliceView : public QWidget {
 
  signals:
   void cursor_moved(double column, double row);
+  // A press of the left button (before cursor_moved), as fractions.
+  void pressed(double column, double row);
 
  protected:
   void paintEvent(QPaintEvent*) override;

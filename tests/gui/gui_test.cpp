@@ -10,6 +10,7 @@
 #include <QVTKOpenGLNativeWidget.h>
 #include <QApplication>
 #include <QCheckBox>
+#include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QLineEdit>
 #include <QPushButton>
@@ -30,6 +31,7 @@
 #include "main_window.hpp"
 #include "objects_panel.hpp"
 #include "session_types.hpp"
+#include "slice_view.hpp"
 #include "support/temp_dir.hpp"
 #include "view3d.hpp"
 #include "volseg/datasets/generate.hpp"
@@ -304,6 +306,66 @@ class GuiTest : public QObject {
       const auto ops = nlohmann::json::parse(journal).at("edits");
       QCOMPARE(static_cast<int>(ops.size()), 2);
       QCOMPARE(QString::fromStdString(ops[1].at("op").get<std::string>()), QString("delete"));
+
+      // Merge the two largest left (selected together): one row fewer, the
+      // smaller id holds their voxels.
+      table->sortItems(1, Qt::DescendingOrder);
+      const long long a = table->item(0, 0)->text().toLongLong(), b = table->item(1, 0)->text().toLongLong();
+      const long long both = table->item(0, 1)->text().toLongLong() + table->item(1, 1)->text().toLongLong();
+      objects->pick_rows({a, b});
+      QVERIFY(objects->merge_button()->isEnabled());
+      QTest::mouseClick(objects->merge_button(), Qt::LeftButton);
+      QTRY_VERIFY_WITH_TIMEOUT(!objects->busy() && !window.busy(), 120000);
+      QCOMPARE(window.last_error(), QString());
+      QCOMPARE(table->rowCount(), rows - 2);
+      bool found = false;
+      for (int r = 0; r < table->rowCount(); ++r)
+        if (table->item(r, 0)->text().toLongLong() == std::min(a, b)) {
+          found = true;
+          QCOMPARE(table->item(r, 1)->text().toLongLong(), both);
+        }
+      QVERIFY(found);
+
+      // Paint with the Paint tool: a click in the z slice's middle paints a
+      // ball of radius 2 there, the table's row gaining what it painted.
+      objects->tool_box()->setCurrentIndex(objects->tool_box()->findData("paint"));
+      objects->radius_box()->setValue(2);
+      objects->paint_id_box()->setValue(static_cast<int>(std::min(a, b)));
+      QTRY_VERIFY_WITH_TIMEOUT(window.planes() != nullptr && !window.planes()->labels[0].empty(), 30000);
+      auto* z = window.slice_view(0);
+      QTest::mouseClick(z, Qt::LeftButton, {}, z->rect().center());
+      QTRY_VERIFY_WITH_TIMEOUT(!objects->busy() && !window.busy(), 120000);
+      QCOMPARE(window.last_error(), QString());
+      objects->tool_box()->setCurrentIndex(objects->tool_box()->findData("erase"));
+      QTest::mouseClick(z, Qt::LeftButton, {}, z->rect().topLeft() + QPoint(z->width() / 3, z->height() / 3));
+      QTRY_VERIFY_WITH_TIMEOUT(!objects->busy() && !window.busy(), 120000);
+      QCOMPARE(window.last_error(), QString());
+      objects->tool_box()->setCurrentIndex(objects->tool_box()->findData("move"));
+      std::ifstream again(edited.substr(0, dot) + edited.substr(dot + 7) + ".edits.json");
+      const auto all = nlohmann::json::parse(again).at("edits");
+      QCOMPARE(static_cast<int>(all.size()), 5);
+      QCOMPARE(QString::fromStdString(all[3].at("op").get<std::string>()), QString("paint"));
+      QCOMPARE(all[3].at("id").get<long long>(), std::min(a, b));
+      QCOMPARE(all[3].at("radius").get<double>(), 2.0);
+      QCOMPARE(QString::fromStdString(all[4].at("op").get<std::string>()), QString("erase"));
+      QVERIFY(!objects->labelled().value("table_stale", false));
+
+      // The view as a file: saved, changed, loaded back.
+      const std::string view_file = std::filesystem::path(edited).parent_path() / "view.json";
+      objects->pick_rows({std::min(a, b)});
+      QVERIFY(window.save_view(QString::fromStdString(view_file)));
+      const auto saved_range = window.range();
+      const auto saved_camera = window.view()->camera();
+      render::Camera turned = saved_camera;
+      turned.azimuth += 40;
+      window.view()->set_camera(turned);
+      window.set_range(saved_range.first, saved_range.second + 1);
+      objects->pick_rows({});
+      QVERIFY(window.load_view(QString::fromStdString(view_file)));
+      QCOMPARE(window.range(), saved_range);
+      QCOMPARE(window.view()->camera().azimuth, saved_camera.azimuth);
+      QCOMPARE(objects->picked(), std::vector<std::int64_t>{std::min(a, b)});
+      if (const char* keep = std::getenv("VOLSEG_GUI_TEST_EDIT_SHOT")) window.grab().save(keep);
     }
 
     // The operators of the Segment tab: open 1 and fill holes, shown in the
