@@ -33,6 +33,9 @@ class EditCommand final : public Command {
                                 "NAME.precomputed (default format: the input's)")
                     ->required();
     accept_precomputed_url(*out, o.format);
+    sub->add_option("--stats", o.stats,
+                    "Object table of the edited labels (CSV: label --stats's columns without --values or the shape; "
+                    "'-' for stdout)");
     sub->add_option("--connectivity", o.connectivity,
                     "Of a split's flood and of the pieces no marker reaches: 6 | 18 | 26")
         ->capture_default_str();
@@ -81,6 +84,9 @@ class EditCommand final : public Command {
       std::printf("  largest id %llu\n  time %.3g s\n  labels (%s): %s\n",
                   static_cast<unsigned long long>(result.max_id), result.seconds, result.output_format.c_str(),
                   o.output.c_str());
+      if (!o.stats.empty())
+        std::printf("  object table (%llu objects): %s\n", static_cast<unsigned long long>(result.objects),
+                    o.stats.c_str());
       std::fflush(stdout);
     }
   }

@@ -147,10 +147,12 @@ class Edit(unittest.TestCase):
         ]
         expected = replay(labels, edits)
         self.assertGreater(len(np.unique(expected)), 4)
+        table = self.path("edited.csv")
         for ranks in (1, 2, 3):
-            got, out = self.edit(edits, ranks)
+            got, out = self.edit(edits, ranks, ("--stats", table))
             self.assertEqual(got.dtype, labels.dtype)
             np.testing.assert_array_equal(got, expected, "%d ranks" % ranks)
+            self.check_table(table, expected)
         self.assertIn("splits gave ids", out)
         # The first split made parts with new ids past the largest, which
         # the merge after it then names.
@@ -162,6 +164,24 @@ class Edit(unittest.TestCase):
         expected6 = replay(labels, edits[:1] + edits[5:6], connectivity=6)
         got6, _ = self.edit(edits[:1] + edits[5:6], 2, ("--connectivity", "6"))
         np.testing.assert_array_equal(got6, expected6)
+
+    def check_table(self, path, labels):
+        """--stats: a row per id the edited labels hold (ids skip where
+        deleted), each as numpy counts it."""
+        with open(path) as f:
+            rows = list(csv.DictReader(f))
+        ids = [int(r["id"]) for r in rows]
+        self.assertEqual(ids, sorted(set(np.unique(labels)) - {0}))
+        dims = labels.shape
+        for r in rows:
+            at = np.argwhere(labels == int(r["id"]))
+            self.assertEqual(int(r["voxels"]), len(at), r)
+            for a, axis in enumerate("zyx"):
+                self.assertEqual(int(r[f"{axis}_min"]), at[:, a].min(), r)
+                self.assertEqual(int(r[f"{axis}_max"]), at[:, a].max(), r)
+                self.assertAlmostEqual(float(r[f"centroid_{axis}"]), at[:, a].mean(), places=9)
+            edge = bool(np.any(at == 0) or np.any(at == np.array(dims) - 1))
+            self.assertEqual(r["touches_boundary"], "1" if edge else "0", r)
 
     def test_bad_journals(self):
         labels, _ = self.labels()

@@ -10,16 +10,21 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <set>
+#include <span>
+#include <unordered_map>
 
 #include "edit_apply.hpp"
 #include "job_outputs.hpp"
+#include "label_report.hpp"
 #include "volseg/io/auto_backend.hpp"
 #include "volseg/io/dtype_dispatch.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
 #include "volseg/io/format.hpp"
 #include "volseg/io/memory.hpp"
+#include "volseg/io/messages.hpp"
 #include "volseg/io/registry.hpp"
 #include "volseg/io/rounds.hpp"
 #include "volseg/io/watchdog.hpp"
@@ -254,6 +259,68 @@ class Replay {
   std::uint64_t room_;
 };
 
+// --stats: each object's voxels, coordinate sums, box and first voxel over
+// the bricks this rank writes (a run of one id looked up once).
+class TableParts {
+ public:
+  explicit TableParts(const io::Index3& dims) : dims_(dims) {}
+  void add(const io::Extent& e, const std::uint64_t* ids) {
+    std::size_t i = 0;
+    for (std::int64_t z = e.offset[0]; z < e.offset[0] + e.count[0]; ++z)
+      for (std::int64_t y = e.offset[1]; y < e.offset[1] + e.count[1]; ++y) {
+        const bool face = z == 0 || z == dims_[0] - 1 || y == 0 || y == dims_[1] - 1;
+        ObjectPart* part = nullptr;
+        std::uint64_t last = 0;
+        for (std::int64_t x = e.offset[2]; x < e.offset[2] + e.count[2]; ++x, ++i) {
+          const std::uint64_t id = ids[i];
+          if (id == 0) continue;
+          const std::uint64_t at = static_cast<std::uint64_t>((z * dims_[1] + y) * dims_[2] + x);
+          if (part == nullptr || id != last) {
+            auto [it, fresh] = parts_.try_emplace(id);
+            part = &it->second;
+            last = id;
+            if (fresh) {
+              part->first = at;
+              const std::int32_t zyx[3] = {static_cast<std::int32_t>(z), static_cast<std::int32_t>(y),
+                                           static_cast<std::int32_t>(x)};
+              for (int a = 0; a < 3; ++a) part->lo[a] = part->hi[a] = zyx[a];
+            }
+          }
+          part->first = std::min(part->first, at);
+          ++part->voxels;
+          part->sum[0] += static_cast<std::uint64_t>(z);
+          part->sum[1] += static_cast<std::uint64_t>(y);
+          part->sum[2] += static_cast<std::uint64_t>(x);
+          const std::int32_t zyx[3] = {static_cast<std::int32_t>(z), static_cast<std::int32_t>(y),
+                                       static_cast<std::int32_t>(x)};
+          for (int a = 0; a < 3; ++a)
+            part->lo[a] = std::min(part->lo[a], zyx[a]), part->hi[a] = std::max(part->hi[a], zyx[a]);
+          if (face || x == 0 || x == dims_[2] - 1) part->border |= ObjectPart::touches_boundary;
+        }
+      }
+  }
+  // Collective. Every rank's parts merged on rank 0, in id order.
+  std::vector<IdPart> gather(const Comm& comm) const {
+    std::vector<IdPart> mine;
+    mine.reserve(parts_.size());
+    for (const auto& [id, part] : parts_) mine.push_back({id, part});
+    const auto all = io::gather(comm.get(), std::span<const IdPart>(mine));
+    std::map<std::uint64_t, ObjectPart> merged;
+    for (const auto& [id, part] : all) {
+      auto [it, fresh] = merged.try_emplace(id, part);
+      if (!fresh) it->second.merge(part);
+    }
+    std::vector<IdPart> rows;
+    rows.reserve(merged.size());
+    for (const auto& [id, part] : merged) rows.push_back({id, part});
+    return rows;
+  }
+
+ private:
+  io::Index3 dims_;
+  std::unordered_map<std::uint64_t, ObjectPart> parts_;
+};
+
 }  // namespace
 
 EditResult run_edit(const Comm& comm, const EditOptions& options) {
@@ -283,6 +350,9 @@ EditResult run_edit(const Comm& comm, const EditOptions& options) {
   detail::check_levels(format, options.output_hints, in.dims);
   if (!io::is_stream(options.output))
     for (const auto& file : detail::output_files(options.output)) io::refuse_existing(file.string(), options.force);
+  if (!options.stats.empty())
+    detail::check_side_output(options.stats, "object table", options.output, options.force,
+                              {options.input, options.journal}, "labels");
 
   const io::Index3 shape = BrickLayout::job_shape(
       *reader, detail::chunks_for_bricks(reader->capabilities().chunks, format), io::format_traits(format).chunked);
@@ -318,6 +388,7 @@ EditResult run_edit(const Comm& comm, const EditOptions& options) {
       io::create_writer(writing.backend, request, comm,
                         io::Hints::parse(detail::writer_hints(writing, options.hints, options.output_hints, shape)));
   const bool collective = reader->capabilities().collective || writer->capabilities().collective;
+  std::vector<IdPart> rows;  // --stats: rank 0's
   {
     const io::watchdog::Phase phase("edit, pass 2: the edits applied and written");
     Progress progress(comm, "edit", layout.count(), options.progress);
@@ -325,6 +396,8 @@ EditResult run_edit(const Comm& comm, const EditOptions& options) {
                        {.progress = &progress, .bytes_per_voxel = io::dtype_size(in.dtype)});
     std::vector<std::byte> raw(driver.largest_voxels() * io::dtype_size(in.dtype));
     std::vector<std::uint64_t> labels(driver.largest_voxels());
+    std::optional<TableParts> table;
+    if (!options.stats.empty()) table.emplace(in.dims);
     std::exception_ptr error;
     try {
       driver.run(collective, [&](std::optional<std::size_t> k) {
@@ -334,6 +407,7 @@ EditResult run_edit(const Comm& comm, const EditOptions& options) {
           const auto n = static_cast<std::size_t>(extent->voxels());
           widen(in.dtype, raw.data(), labels.data(), n, options.input);
           chain.apply(*extent, labels.data(), chain.edits().size());
+          if (table) table->add(*extent, labels.data());
           narrow(in.dtype, labels.data(), raw.data(), n);
         }
         io::write_in_round(*writer, extent, raw.data());
@@ -343,11 +417,24 @@ EditResult run_edit(const Comm& comm, const EditOptions& options) {
     }
     progress.finish();
     agree(comm, error);
+    if (table) rows = table->gather(comm);
   }
   {
     const io::watchdog::Phase phase("edit, closing and committing the labels");
     writer->close();
     reader->close();
+  }
+  if (!options.stats.empty()) {
+    // After the labels are committed: a table never describes labels that are not there.
+    const io::watchdog::Phase phase("edit: the object table");
+    std::exception_ptr error;
+    try {
+      if (comm.rank() == 0) write_object_rows(options.stats, rows, in);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    agree(comm, error);
+    result.objects = rows.size();
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;

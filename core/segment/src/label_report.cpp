@@ -130,12 +130,8 @@ constexpr const char* kTableHeader =
     "id,voxels,volume,z_min,y_min,x_min,z_max,y_max,x_max,centroid_z,centroid_y,centroid_x,"
     "position_z,position_y,position_x,touches_boundary";
 
-// Row i of table (its values record by record: a part's records may
-// straddle two of Chunked's blocks).
-void table_row(Text& out, const ObjectTable& table, std::size_t i, const TableColumns& columns,
-               const io::VolumeInfo& info) {
-  const std::uint64_t id = table.first_id + i;
-  const ObjectPart& p = table.part(i);
+// The columns of kTableHeader: what an ObjectPart holds of object id.
+void part_columns(Text& out, std::uint64_t id, const ObjectPart& p, const io::VolumeInfo& info) {
   const Placement w = place(p, info);
   out << id << "," << p.voxels << "," << w.volume;
   for (int a = 0; a < 3; ++a) out << "," << p.lo[a];
@@ -143,6 +139,14 @@ void table_row(Text& out, const ObjectTable& table, std::size_t i, const TableCo
   for (int a = 0; a < 3; ++a) out << "," << w.centroid[a];
   for (int a = 0; a < 3; ++a) out << "," << w.position[a];
   out << ((p.border & ObjectPart::touches_boundary) != 0 ? ",1" : ",0");
+}
+
+// Row i of table (its values record by record: a part's records may
+// straddle two of Chunked's blocks).
+void table_row(Text& out, const ObjectTable& table, std::size_t i, const TableColumns& columns,
+               const io::VolumeInfo& info) {
+  const ObjectPart& p = table.part(i);
+  part_columns(out, table.first_id + i, p, info);
   for (std::size_t k = 0; k < columns.fields.size(); ++k) {
     const ObjectValues& f = table.values_of(i, k);
     out << "," << f.min << "," << f.sum / static_cast<double>(p.voxels) << "," << f.max << "," << f.sum;
@@ -285,6 +289,18 @@ void write_object_table(const Comm& comm, const std::string& path, const LabelSu
     error = std::make_exception_ptr(Error("close " + path + ": " + std::strerror(errno)));
   agree(comm, error);
   output.commit(comm, false);
+}
+
+void write_object_rows(const std::string& path, const std::vector<IdPart>& rows, const io::VolumeInfo& info) {
+  BlockedWriter out(path, false);
+  out << kTableHeader << "\n";
+  Text row(false);
+  for (const auto& [id, part] : rows) {
+    row.str().clear();
+    part_columns(row, id, part, info);
+    out << row.str() << "\n";
+  }
+  out.commit();
 }
 
 void gather_report_rows(const Comm& comm, const LabelSummary& summary, std::size_t fields,

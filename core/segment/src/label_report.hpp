@@ -27,6 +27,14 @@ struct TableColumns {
 // place in one file, committed when every rank has written.
 void write_object_table(const Comm& comm, const std::string& path, const LabelSummary& summary,
                         const io::VolumeInfo& info, TableColumns columns);
+// Rank 0. The table's columns of write_object_table (without fields or
+// shape) for objects named by id, in the order given (ids may skip: an
+// edited labels volume's), written to a temporary name and committed.
+struct IdPart {
+  std::uint64_t id = 0;
+  ObjectPart part;
+};
+void write_object_rows(const std::string& path, const std::vector<IdPart>& rows, const io::VolumeInfo& info);
 // Collective. The rows the report lists (the first 100,000 ids), on rank 0,
 // and with fields their values (fields records a row).
 void gather_report_rows(const Comm& comm, const LabelSummary& summary, std::size_t fields,

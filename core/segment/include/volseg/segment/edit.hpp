@@ -48,6 +48,9 @@ struct EditOptions {
   io::Selection selection;
   std::string journal;  // the JSON file (its text is read by rank 0 and broadcast)
   std::string output, format;
+  // The object table of the edited labels (label --stats's columns, without
+  // --values or shape); empty: none.
+  std::string stats;
   std::string backend = "auto", output_backend;
   std::vector<std::string> hints, input_hints, output_hints;
   int connectivity = 26;                         // the split's flood and its unmarked pieces
@@ -63,6 +66,7 @@ struct EditResult {
   std::uint64_t splits_parts = 0;      // parts the splits made, in all
   std::vector<std::uint64_t> new_ids;  // the ids the splits gave, in order
   std::uint64_t max_id = 0;            // after the journal
+  std::uint64_t objects = 0;           // --stats: the table's rows
   std::string backend, output_format, output_backend;
   io::Index3 brick_shape{};
   std::int64_t bricks = 0;
