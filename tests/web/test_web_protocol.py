@@ -298,6 +298,27 @@ class Serving(unittest.TestCase):
         np.testing.assert_array_equal(got, e2e_util.read_volume(batch)[1])
         self.assertEqual(len(np.unique(got)) - 1, len(table) + len(parts) - 1)
         np.testing.assert_array_equal(got != 0, before != 0)
+        # Undone, the object is whole again and splits again, into the same
+        # parts (its box is still the whole object's, not its first part's).
+        m = self.ask(ws, {"type": "edit", "id": 87, "op": "undo"})
+        self.assertEqual(m["type"], "reply", m)
+        np.testing.assert_array_equal(e2e_util.read_volume(edited)[1], before)
+        m = self.ask(ws, {"type": "split", "id": 88, "object": largest["id"], "h": 0.5, "apply": True})
+        self.assertEqual(m["type"], "reply", m)
+        np.testing.assert_array_equal(e2e_util.read_volume(edited)[1], got)
+
+    def label_planes(self, ws, at):
+        """The labels the slices through `at` (x, y, z fractions) carry: the
+        plane indices (z, y, x) and the z, y and x planes."""
+        m = self.ask(ws, {"type": "slices", "id": 120, "at": at})
+        header, payload = wsclient.binary_header(m)
+        self.assertTrue(header["labels"])
+        sizes = [p["rows"] * p["columns"] for p in header["planes"]]
+        start = sum(sizes) * (2 if header["mask"] else 1)
+        ids = np.frombuffer(payload[start:], "<u4")
+        self.assertEqual(len(ids), sum(sizes))
+        parts = np.split(ids, np.cumsum(sizes)[:-1])
+        return header["at"], [a.reshape(p["rows"], p["columns"]) for a, p in zip(parts, header["planes"])]
 
     def test_edits_undo_redo_and_a_stale_edit_refused(self):
         ws, other = self.connect(), self.connect()
@@ -317,6 +338,11 @@ class Serving(unittest.TestCase):
         edits = [{"op": "merge", "ids": [a, b]}, {"op": "delete", "ids": [c]},
                  {"op": "paint", "object": keep, "center": [dims[0] // 2, dims[1] // 2, 3], "radius": 2.5},
                  {"op": "erase", "center": [1, 1, 1], "radius": 1.5}]
+        # The planes through the paint's centre, read before the edits (the
+        # job keeps them and, after an edit in place, reads again only what
+        # it wrote).
+        through = [3.5 / dims[2], (dims[1] // 2 + 0.5) / dims[1], (dims[0] // 2 + 0.5) / dims[0]]
+        self.label_planes(ws, through)
         for k, edit in enumerate(edits):
             m = self.ask(ws, dict({"type": "edit", "id": 93 + k, "base": k}, **edit))
             self.assertEqual(m["type"], "reply", m)
@@ -328,6 +354,12 @@ class Serving(unittest.TestCase):
         # sees: the merged row holds what the labels hold of it.
         edited = m["data"]["output"]
         saved = e2e_util.read_volume(edited)[1]
+        at, (pz, py, px) = self.label_planes(ws, through)
+        self.assertEqual(at, [dims[0] // 2, dims[1] // 2, 3])
+        np.testing.assert_array_equal(pz, saved[at[0]])
+        np.testing.assert_array_equal(py, saved[:, at[1]])
+        np.testing.assert_array_equal(px, saved[:, :, at[2]])
+        self.assertTrue(np.any(px == keep))
         state = self.state(other)
         ids = {r["id"] for r in state["label"]["table"]}
         self.assertTrue(keep in ids and gone not in ids and c not in ids)

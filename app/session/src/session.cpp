@@ -68,6 +68,8 @@ void State::forget_mask() {
   undone_patches.clear();
   max_id = 0;
   mask_pyramid.reset();
+  ++mask_generation;
+  labels_written();
   pieces.clear();
   shown = {-1, ""};
   shown_threshold.reset();
@@ -77,7 +79,20 @@ void State::close() {
   forget_mask();
   path.clear();
   pyramid.reset();
+  ++volume_generation;
   selection = {};
+}
+
+void State::labels_written(const std::vector<io::Extent>* written) {
+  // Past a few regions reading the planes again costs less than patching them.
+  constexpr std::size_t kMostRegions = 64;
+  auto& cached = plane_cache.written;
+  if (written != nullptr && cached.size() + written->size() <= kMostRegions) {
+    cached.insert(cached.end(), written->begin(), written->end());
+    return;
+  }
+  ++labels_generation;
+  cached.clear();
 }
 
 void State::require_volume() const {

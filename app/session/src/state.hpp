@@ -62,6 +62,18 @@ struct Patches {
   std::uint64_t max_before = 0, max_after = 0;
 };
 
+// Rank 0's last planes (slices), kept so that the next request reads only
+// what changed: a plane whose level and index are the same keeps its
+// values while the volume is the same, its mask while the mask is, and its
+// labels while the labels are, but for the regions edits wrote in place
+// since, which are read again where they meet it. A generation counts each
+// change of what it names (0: never read).
+struct PlaneCache {
+  std::shared_ptr<const Planes> planes;
+  std::uint64_t volume = 0, mask = 0, labels = 0;  // the generations the planes were read at
+  std::vector<io::Extent> written;                 // label regions written in place since (full resolution)
+};
+
 struct State {
   explicit State(const Comm& c) : comm(c.duplicate()) {}
 
@@ -91,6 +103,13 @@ struct State {
   // (rank 0's), so undo and redo write them back; nullopt where it was
   // applied by writing all the labels again.
   std::vector<std::optional<Patches>> patches, undone_patches;
+  // What the slice planes show, and when it last changed: the open volume
+  // (open, close), the mask (segment, forget), the labels (label, an edit
+  // that writes them all; an edit in place adds its regions instead).
+  std::uint64_t volume_generation = 1, mask_generation = 1, labels_generation = 1;
+  PlaneCache plane_cache;
+  // The labels changed where the boxes lie (rank 0), or (none given) all of them.
+  void labels_written(const std::vector<io::Extent>* boxes = nullptr);
   // The renderer and the pieces it has drawn (a coarse one for camera drags
   // and a fine one), keyed by level and mask.
   std::unique_ptr<render::Renderer> renderer;

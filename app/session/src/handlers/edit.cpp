@@ -199,6 +199,7 @@ Json apply_journal(State& state, std::vector<std::string> edits, int connectivit
   if (comm.rank() == 0) journal.commit(/*sync_folder=*/true);
   state.edits = std::move(edits);
   state.labels = state.edited;
+  state.labels_written();
   state.max_id = result.max_id;  // ever held, after this journal (an undone edit's ids are free again)
   state.surfaces.clear();
   state.pieces.clear();

@@ -58,8 +58,12 @@ std::optional<RawLabels> raw_labels(const State& state) {
   if (!in || !(text << in.rdbuf())) return std::nullopt;
   const io::NrrdHeader header = io::parse_nrrd(text.str(), state.edited);
   if (io::dtype_is_float(header.info.dtype)) return std::nullopt;
-  return RawLabels{header.data_path, header.byte_skip, header.info.dtype, header.info.dims,
-                   io::dtype_size(header.info.dtype), header.info.byte_order == io::ByteOrder::big};
+  return RawLabels{header.data_path,
+                   header.byte_skip,
+                   header.info.dtype,
+                   header.info.dims,
+                   io::dtype_size(header.info.dtype),
+                   header.info.byte_order == io::ByteOrder::big};
 }
 
 // The data file, open for reading and writing; closed (and its close
@@ -221,6 +225,12 @@ std::uint64_t max_after(std::uint64_t before, const Json& entry, const segment::
   return before;
 }
 
+std::vector<io::Extent> boxes_of(const std::vector<Patch>& regions) {
+  std::vector<io::Extent> boxes;
+  for (const auto& p : regions) boxes.push_back(p.box);
+  return boxes;
+}
+
 }  // namespace
 
 void shift_patches(State& state, const std::string& op) {
@@ -247,11 +257,12 @@ bool apply_in_place(State& state, const std::string& op, const Json& entry, cons
   const auto start = std::chrono::steady_clock::now();
   const Comm& comm = state.comm;
   std::optional<Patches> done;
+  std::vector<io::Extent> written;  // rank 0's: the regions written
   int in_place = 0;
   collectively(comm, [&] {
     if (comm.rank() != 0) return;
     const auto labels = raw_labels(state);
-      if (!labels) return;
+    if (!labels) return;
     if (op == "undo" || op == "redo") {
       // The regions of the edit undone (or redone), written back.
       const auto& from = op == "undo" ? state.patches : state.undone_patches;
@@ -263,13 +274,14 @@ bool apply_in_place(State& state, const std::string& op, const Json& entry, cons
       else
         for (const auto& p : regions) file.write(p.box, p.after);
       file.close();
+      written = boxes_of(regions);
       in_place = 1;
       return;
     }
     const auto changes = changes_of(state, entry, *labels, split);
     std::int64_t voxels = 0;
     for (const auto& c : changes) voxels += c.first.voxels();
-      if (changes.empty() || voxels > kMostPatchVoxels) return;
+    if (changes.empty() || voxels > kMostPatchVoxels) return;
     DataFile file(*labels);
     Patches made;
     made.max_before = state.max_id;
@@ -287,11 +299,13 @@ bool apply_in_place(State& state, const std::string& op, const Json& entry, cons
     }
     for (const auto& p : made.regions) file.write(p.box, p.after);
     file.close();
+    written = boxes_of(made.regions);
     done = std::move(made);
     in_place = 1;
   });
   check_mpi(MPI_Bcast(&in_place, 1, MPI_INT, 0, comm.get()), "MPI_Bcast");
   if (!in_place) return false;
+  state.labels_written(&written);
   collectively(comm, [&] {
     if (comm.rank() == 0) commit_journal(state, edits);
   });

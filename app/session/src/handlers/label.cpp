@@ -78,6 +78,7 @@ void handle(State& state, const LabelRequest& request, const Hooks& hooks, Reply
   state.labels.clear();
   state.boxes.clear();
   const segment::LabelResult result = segment::run_label(comm, options);
+  state.labels_written();
   state.labels = options.output;
   state.labels_source = options.output;
   state.journal.clear();

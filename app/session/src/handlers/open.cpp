@@ -198,6 +198,7 @@ void handle(State& state, const OpenRequest& request, const Hooks&, Reply& reply
     resampled->close();
   }
   state.pyramid = std::move(found);
+  ++state.volume_generation;
   state.range = render::value_range(*state.pyramid);
   if (comm.rank() != 0) return;
   describe_open(state, format, reading, variables, info, reply.data);

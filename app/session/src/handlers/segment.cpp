@@ -102,6 +102,7 @@ void handle(State& state, const SegmentRequest& request, const Hooks& hooks, Rep
   build.progress = segment::ProgressMode::none;
   build.command_line = "volseg-gui";
   state.mask_pyramid = pyramid::build(comm, build);
+  ++state.mask_generation;
   state.mask = options.output;
   if (comm.rank() != 0) return;
   describe(options, result, reply.data);

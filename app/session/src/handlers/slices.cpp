@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// slices: three axis planes (values, and the mask's) through a point, read
-// by rank 0 alone from one pyramid level.
+// slices: three axis planes (values, the mask's and the labels') through a
+// point, read by rank 0 alone from one pyramid level; what the last planes
+// hold and has not changed since is not read again.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -21,38 +22,64 @@ std::unique_ptr<io::VolumeReader> open_plane_reader(const pyramid::Pyramid& pyra
   return pyramid.open_level(level, self, backend, selection);
 }
 
-// The labels under the level's planes: each plane read at full resolution
-// through the level voxel's first voxel, every 2^level-th row and column
-// kept (ids wider than 32 bits keep their low bits: the page only colours).
-void read_label_planes(const std::string& path, const io::Index3& at, int level, Planes& planes) {
-  const Comm self(MPI_COMM_SELF);
-  const auto backend = io::resolve_backend(self, "auto", path, io::Access::copy).backend;
-  auto reader = io::open_reader(backend, {path, {}}, self);
-  const io::VolumeInfo info = reader->info();
-  if (dtype_is_float(info.dtype)) return reader->close();
+// The labels under plane p (its index `at` at the level): read at full
+// resolution through the level voxel's first voxel, every 2^level-th row
+// and column kept (ids wider than 32 bits keep their low bits: the page
+// only colours), where the plane meets `box` (full resolution) into `out`
+// (rows x columns, already sized).
+void read_labels(io::VolumeReader& reader, int p, std::int64_t at, int level, const io::Extent& box, int rows,
+                 int columns, std::vector<std::uint32_t>& out) {
+  const io::VolumeInfo& info = reader.info();
   const std::int64_t step = std::int64_t{1} << level;
+  const auto axis = static_cast<std::size_t>(p);
+  const std::int64_t plane = std::min(at * step, info.dims[axis] - 1);
+  if (plane < box.offset[axis] || plane >= box.offset[axis] + box.count[axis]) return;
+  io::Extent e = box;
+  e.offset[axis] = plane;
+  e.count[axis] = 1;
   const std::size_t element = io::dtype_size(info.dtype);
-  for (int p = 0; p < 3; ++p) {
-    io::Extent e{{0, 0, 0}, info.dims};
-    e.offset[static_cast<std::size_t>(p)] =
-        std::min(at[static_cast<std::size_t>(p)] * step, info.dims[static_cast<std::size_t>(p)] - 1);
-    e.count[static_cast<std::size_t>(p)] = 1;
-    std::vector<std::byte> raw(static_cast<std::size_t>(e.voxels()) * element);
-    reader->read(e, raw.data());
-    const int a = p == 0 ? 1 : 0, b = p == 2 ? 1 : 2;  // the plane's row and column axes
-    const std::int64_t columns_full = info.dims[static_cast<std::size_t>(b)];
-    const int rows = planes.rows[static_cast<std::size_t>(p)], columns = planes.columns[static_cast<std::size_t>(p)];
-    auto& out = planes.labels[static_cast<std::size_t>(p)];
-    out.assign(static_cast<std::size_t>(rows) * static_cast<std::size_t>(columns), 0);
-    for (int r = 0; r < rows; ++r)
-      for (int c = 0; c < columns; ++c) {
-        const std::int64_t fr = std::min<std::int64_t>(r * step, info.dims[static_cast<std::size_t>(a)] - 1);
-        const std::int64_t fc = std::min<std::int64_t>(c * step, columns_full - 1);
-        const std::byte* v = raw.data() + static_cast<std::size_t>(fr * columns_full + fc) * element;
-        const std::uint64_t id = load_id(v, info.dtype);
-        out[static_cast<std::size_t>(r) * static_cast<std::size_t>(columns) + static_cast<std::size_t>(c)] =
-            static_cast<std::uint32_t>(id);
-      }
+  std::vector<std::byte> raw(static_cast<std::size_t>(e.voxels()) * element);
+  reader.read(e, raw.data());
+  const auto a = static_cast<std::size_t>(p == 0 ? 1 : 0),
+             b = static_cast<std::size_t>(p == 2 ? 1 : 2);  // rows, columns
+  // The level's samples in the box: full-resolution rows and columns that are multiples of step.
+  const auto first = [&](std::size_t k) { return (e.offset[k] + step - 1) / step; };
+  for (std::int64_t r = first(a); r < rows && r * step < e.offset[a] + e.count[a]; ++r)
+    for (std::int64_t c = first(b); c < columns && c * step < e.offset[b] + e.count[b]; ++c) {
+      const std::int64_t i = (r * step - e.offset[a]) * e.count[b] + (c * step - e.offset[b]);
+      out[static_cast<std::size_t>(r * columns + c)] =
+          static_cast<std::uint32_t>(load_id(raw.data() + static_cast<std::size_t>(i) * element, info.dtype));
+    }
+}
+
+// The labels under the planes, each from the cached planes where they
+// hold it (the same level, index and labels; the regions written in place
+// since read again where they meet it), else read whole.
+void label_planes(const State& state, const PlaneCache& cache, Planes& planes) {
+  const Planes* old = cache.labels == state.labels_generation ? cache.planes.get() : nullptr;
+  const auto kept = [&](std::size_t p) {
+    return old != nullptr && old->level == planes.level && old->at[p] == planes.at[p] && !old->labels[p].empty();
+  };
+  if (kept(0) && kept(1) && kept(2) && cache.written.empty()) {
+    planes.labels = old->labels;
+    return;
+  }
+  const Comm self(MPI_COMM_SELF);
+  const auto backend = io::resolve_backend(self, "auto", state.labels, io::Access::copy).backend;
+  auto reader = io::open_reader(backend, {state.labels, {}}, self);
+  if (dtype_is_float(reader->info().dtype)) return reader->close();
+  const io::Extent whole{{0, 0, 0}, reader->info().dims};
+  for (std::size_t p = 0; p < 3; ++p) {
+    auto& out = planes.labels[p];
+    const int rows = planes.rows[p], columns = planes.columns[p];
+    if (kept(p)) {
+      out = old->labels[p];
+      for (const auto& box : cache.written)
+        read_labels(*reader, static_cast<int>(p), planes.at[p], planes.level, box, rows, columns, out);
+    } else {
+      out.assign(static_cast<std::size_t>(rows) * static_cast<std::size_t>(columns), 0);
+      read_labels(*reader, static_cast<int>(p), planes.at[p], planes.level, whole, rows, columns, out);
+    }
   }
   reader->close();
 }
@@ -95,38 +122,55 @@ void handle(State& state, const SlicesRequest& request, const Hooks&, Reply& rep
     e.count[static_cast<std::size_t>(plane)] = 1;
     return e;
   };
+  // A plane the cache holds at this level and index keeps what has not
+  // changed since: a strided plane (x) reads a voxel a row of the file.
+  const PlaneCache& cache = state.plane_cache;
+  const Planes* old = cache.planes.get();
+  const auto same = [&](std::size_t p) { return old != nullptr && old->level == level && old->at[p] == planes->at[p]; };
   {
-    auto reader = open_plane_reader(*state.pyramid, level, self, state.backend, state.selection);
-    const segment::Decoder decode(reader->info());
-    const std::size_t element = io::dtype_size(reader->info().dtype);
+    std::unique_ptr<io::VolumeReader> reader;
     for (int p = 0; p < 3; ++p) {
+      const auto k = static_cast<std::size_t>(p);
       const io::Extent e = extent_of(p);
-      std::vector<std::byte> raw(static_cast<std::size_t>(e.voxels()) * element);
-      reader->read(e, raw.data());
-      auto& values = planes->values[static_cast<std::size_t>(p)];
-      values.resize(static_cast<std::size_t>(e.voxels()));
-      decode.to_float(raw.data(), e.voxels(), values.data());
       // rows and columns of the plane (the other two axes, slower first)
       std::array<std::int64_t, 2> rc{};
-      int k = 0;
+      int n = 0;
       for (int a = 0; a < 3; ++a)
-        if (a != p) rc[static_cast<std::size_t>(k++)] = e.count[static_cast<std::size_t>(a)];
-      planes->rows[static_cast<std::size_t>(p)] = static_cast<int>(rc[0]);
-      planes->columns[static_cast<std::size_t>(p)] = static_cast<int>(rc[1]);
+        if (a != p) rc[static_cast<std::size_t>(n++)] = e.count[static_cast<std::size_t>(a)];
+      planes->rows[k] = static_cast<int>(rc[0]);
+      planes->columns[k] = static_cast<int>(rc[1]);
+      auto& values = planes->values[k];
+      if (same(k) && cache.volume == state.volume_generation) {
+        values = old->values[k];
+        continue;
+      }
+      if (!reader) reader = open_plane_reader(*state.pyramid, level, self, state.backend, state.selection);
+      const std::size_t element = io::dtype_size(reader->info().dtype);
+      std::vector<std::byte> raw(static_cast<std::size_t>(e.voxels()) * element);
+      reader->read(e, raw.data());
+      values.resize(static_cast<std::size_t>(e.voxels()));
+      segment::Decoder(reader->info()).to_float(raw.data(), e.voxels(), values.data());
     }
-    reader->close();
+    if (reader) reader->close();
   }
   if (!state.mask.empty() && state.mask_pyramid) {
-    auto reader = open_plane_reader(*state.mask_pyramid, level, self, "auto", io::Selection{});
+    std::unique_ptr<io::VolumeReader> reader;
     for (int p = 0; p < 3; ++p) {
+      const auto k = static_cast<std::size_t>(p);
+      auto& mask = planes->mask[k];
+      if (same(k) && cache.mask == state.mask_generation && !old->mask[k].empty()) {
+        mask = old->mask[k];
+        continue;
+      }
+      if (!reader) reader = open_plane_reader(*state.mask_pyramid, level, self, "auto", io::Selection{});
       const io::Extent e = extent_of(p);
-      auto& mask = planes->mask[static_cast<std::size_t>(p)];
       mask.resize(static_cast<std::size_t>(e.voxels()));
       reader->read(e, mask.data());
     }
-    reader->close();
+    if (reader) reader->close();
   }
-  if (!state.labels.empty()) read_label_planes(state.labels, planes->at, level, *planes);
+  if (!state.labels.empty()) label_planes(state, cache, *planes);
+  state.plane_cache = {planes, state.volume_generation, state.mask_generation, state.labels_generation, {}};
   reply.data = {{"level", level}};
   reply.planes = std::move(planes);
 }
