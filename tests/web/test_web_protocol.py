@@ -366,6 +366,23 @@ class Serving(unittest.TestCase):
         self.assertEqual(next(r for r in state["label"]["table"] if r["id"] == keep)["voxels"],
                          np.count_nonzero(saved == keep))
         self.assertGreater(np.count_nonzero(saved == keep), table[0]["voxels"] + table[1]["voxels"])
+        # Broadcasts carry the table only when it changed: the one that says
+        # a request is running leaves it out, the one after an edit has it,
+        # and a hello always has it.
+        other.send({"type": "edit", "id": 130, "op": "undo"})
+        undo, seen = other.until(lambda m: isinstance(m, dict) and m.get("id") == 130 and
+                                 m.get("type") in ("reply", "error"), limit=1000)
+        self.assertEqual(undo["type"], "reply", undo)
+        states = [m["state"] for m in seen if isinstance(m, dict) and m.get("type") == "state"]
+        busy = [s for s in states if s["busy"] is not None]
+        self.assertTrue(busy)
+        self.assertTrue(all(s["label"].get("table_kept") and "table" not in s["label"] for s in busy))
+        m = self.ask(other, {"type": "edit", "id": 131, "op": "redo"})
+        self.assertEqual(m["type"], "reply", m)
+        after, _ = other.until(lambda m: isinstance(m, dict) and m.get("type") == "state" and m["state"]["busy"] is None)
+        self.assertIn("table", after["state"]["label"])
+        self.assertIn("table", self.state(other)["label"])
+        np.testing.assert_array_equal(e2e_util.read_volume(edited)[1], saved)
         # A page whose view holds 2 edits is refused, and nothing changes.
         m = self.ask(other, {"type": "edit", "id": 97, "op": "delete", "ids": [a], "base": 2})
         self.assertEqual(m["type"], "error")

@@ -45,11 +45,17 @@ class WebSocket:
         self.buffer = head.partition(b"\r\n\r\n")[2]
 
     def _read(self, n):
-        while len(self.buffer) < n:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise Closed(1006)
-            self.buffer += chunk
+        # Chunks joined once: appending each to the buffer copies it whole
+        # every time, seconds for a frame of megabytes.
+        if len(self.buffer) < n:
+            parts, have = [self.buffer], len(self.buffer)
+            while have < n:
+                chunk = self.sock.recv(max(65536, n - have))
+                if not chunk:
+                    raise Closed(1006)
+                parts.append(chunk)
+                have += len(chunk)
+            self.buffer = b"".join(parts)
         data, self.buffer = self.buffer[:n], self.buffer[n:]
         return data
 
@@ -72,7 +78,7 @@ class WebSocket:
 
     def receive(self):
         """The next message: a dict (text) or bytes (binary)."""
-        message, kind = b"", None
+        parts, kind = [], None  # a message's fragments, joined once
         while True:
             b0, b1 = self._read(2)
             opcode, n = b0 & 0x0F, b1 & 0x7F
@@ -87,8 +93,9 @@ class WebSocket:
                 continue
             if opcode in (1, 2):
                 kind = opcode
-            message += data
+            parts.append(data)
             if b0 & 0x80:
+                message = b"".join(parts)
                 return json.loads(message) if kind == 1 else message
 
     def until(self, predicate, limit=200):

@@ -111,6 +111,16 @@ function stem(path) {
 }
 
 function onState(s) {
+  // A broadcast whose table has not changed leaves it out: the table is
+  // the one this page has (or, should it have none, a hello brings it).
+  if (s.label && s.label.table_kept) {
+    if (state && state.label && state.label.table) {
+      s.label.table = state.label.table;
+    } else {
+      send({type: 'hello'});
+      return;
+    }
+  }
   const opened = s.open && (!state || !state.open || state.open.pyramid !== s.open.pyramid ||
                             state.open.path !== s.open.path);
   const segmented = s.segment && (!state || !state.segment || state.segment.output !== s.segment.output ||

@@ -32,6 +32,16 @@ constexpr std::size_t hard_message_limit = 1 << 20;
 // Frames and meshes waiting for a slow page: past this the page is dropped.
 constexpr std::size_t max_queued_bytes = std::size_t{256} << 20;
 
+// The label state without its object table, marked "table_kept".
+Json without_table(const Json& labelled) {
+  if (!labelled.is_object()) return labelled;
+  Json out = Json::object();
+  for (auto it = labelled.begin(); it != labelled.end(); ++it)
+    if (it.key() != "table") out[it.key()] = it.value();
+  out["table_kept"] = true;
+  return out;
+}
+
 }  // namespace
 
 // One page's WebSocket.
@@ -377,7 +387,7 @@ void Server::run(session::Worker& worker) {
   io_.run();
 }
 
-Json Server::state() const {
+Json Server::state(bool with_table) const {
   Json command = Json::array();
   if (opened_ && segmented_) command.push_back(session::segment_command_line(*opened_, *segmented_));
   if (segmented_ && labelled_) command.push_back(session::label_command_line(*segmented_, *labelled_));
@@ -392,9 +402,14 @@ Json Server::state() const {
             {"busy", busy_},
             {"open", open_},
             {"segment", segment_},
-            {"label", labels_.labelled()},
+            {"label", with_table ? labels_.labelled() : without_table(labels_.labelled())},
             {"last_error", last_error_},
             {"command", command}}}};
+}
+
+void Server::broadcast_state() {
+  broadcast(state(table_broadcast_ != table_version_));
+  table_broadcast_ = table_version_;
 }
 
 void Server::send_to(std::uint64_t connection, std::shared_ptr<const std::string> data, bool binary) {
@@ -465,7 +480,7 @@ void Server::handle_message(const std::shared_ptr<WebSocketSession>& from, const
   if (job) {
     busy_ = {{"request", type}, {"id", message.id}};
     job_ = *message.request;
-    broadcast(state());
+    broadcast_state();
   }
   worker_->post(std::move(*message.request), std::move(tag), std::move(replaces));
 }
@@ -482,7 +497,7 @@ void Server::handle_reply(const std::shared_ptr<session::Reply>& reply) {
     error_to(connection, id, type, reply->error);
     if (job) {
       last_error_ = {{"request", type}, {"message", reply->error}};
-      broadcast(state());
+      broadcast_state();
     }
     return;
   }
@@ -495,6 +510,7 @@ void Server::handle_reply(const std::shared_ptr<session::Reply>& reply) {
         opened_ = reply->opened;
         segment_ = nullptr;
         labels_.clear();
+        ++table_version_;
         segmented_.reset();
         labelled_.reset();
         edit_command_.clear();
@@ -502,6 +518,7 @@ void Server::handle_reply(const std::shared_ptr<session::Reply>& reply) {
         segment_ = reply->data;
         if (job_) segmented_ = std::get<session::SegmentRequest>(*job_);
         labels_.clear();
+        ++table_version_;
         labelled_.reset();
         edit_command_.clear();
       } else if (type == "split" || type == "edit") {
@@ -510,14 +527,16 @@ void Server::handle_reply(const std::shared_ptr<session::Reply>& reply) {
         if (type == "edit" || reply->data.value("applied", false))
           edit_command_ = reply->data.value("command", std::string());
         labels_.apply(type, reply->data);
+        ++table_version_;
       } else {
         labels_.reset(reply->data);
+        ++table_version_;
         if (job_) labelled_ = std::get<session::LabelRequest>(*job_);
         edit_command_.clear();
       }
       const Json r{{"type", "reply"}, {"id", id}, {"request", type}, {"data", reply->data}};
       send_to(connection, std::make_shared<const std::string>(r.dump()), false);
-      broadcast(state());
+      broadcast_state();
       return;
     }
     const Json header{{"type", type}, {"id", id}};

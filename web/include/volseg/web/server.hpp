@@ -72,7 +72,13 @@ class Server {
   void handle_reply(const std::shared_ptr<session::Reply>& reply);
   void send_to(std::uint64_t connection, std::shared_ptr<const std::string> data, bool binary);
   void broadcast(const Json& message);
-  Json state() const;
+  // The session as every page sees it. Without with_table, the labels'
+  // object table is left out ("table_kept": the page keeps the one it
+  // has): the busy and error broadcasts, and those after requests that
+  // did not change it, stay small however many objects there are.
+  Json state(bool with_table = true) const;
+  // Broadcasts the state, with the table only when it changed since the last.
+  void broadcast_state();
   void error_to(std::uint64_t connection, std::int64_t id, const std::string& type, const std::string& message);
 
   ServerOptions options_;
@@ -86,8 +92,9 @@ class Server {
   std::uint64_t next_connection_ = 1;
   std::optional<std::promise<std::string>> first_open_;
   // the shared session
-  Json open_, segment_, busy_, last_error_;  // the replies the page's state shows
-  session::EditHistory labels_;              // the label reply, followed through the edits
+  Json open_, segment_, busy_, last_error_;                // the replies the page's state shows
+  session::EditHistory labels_;                            // the label reply, followed through the edits
+  std::uint64_t table_version_ = 0, table_broadcast_ = 0;  // labels_'s changes, and the last one broadcast
   // The job running, and the requests of the last open, segment and label
   // that succeeded: the command lines that redo them.
   std::optional<session::Request> job_;
