@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 
@@ -59,6 +60,7 @@ void State::forget_mask() {
   mask.clear();
   labels.clear();
   boxes.clear();
+  regions.clear();
   labels_source.clear();
   journal.clear();
   edited.clear();
@@ -81,6 +83,24 @@ void State::close() {
   pyramid.reset();
   ++volume_generation;
   selection = {};
+}
+
+void State::add_region(std::int64_t id, const std::array<std::int64_t, 6>& box) {
+  constexpr std::size_t kMostRegions = 16;
+  const auto join = [](std::array<std::int64_t, 6>& to, const std::array<std::int64_t, 6>& from) {
+    for (int a = 0; a < 3; ++a) to[a] = std::min(to[a], from[a]), to[3 + a] = std::max(to[3 + a], from[3 + a]);
+  };
+  const auto [it, fresh] = boxes.try_emplace(id, box);
+  if (!fresh) join(it->second, box);
+  auto& list = regions[id];
+  const auto inside = [&](const std::array<std::int64_t, 6>& outer) {
+    for (int a = 0; a < 3; ++a)
+      if (box[a] < outer[a] || box[3 + a] > outer[3 + a]) return false;
+    return true;
+  };
+  if (std::any_of(list.begin(), list.end(), inside)) return;  // held already
+  list.push_back(box);
+  if (list.size() > kMostRegions) list.assign(1, it->second);
 }
 
 void State::labels_written(const std::vector<io::Extent>* written) {

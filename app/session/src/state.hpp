@@ -91,6 +91,14 @@ struct State {
   // The labels of the mask, and each listed object's box (z, y, x lo, then hi).
   std::string labels;
   std::map<std::int64_t, std::array<std::int64_t, 6>> boxes;
+  // Rank 0's boxes that hold each object's voxels, tighter than boxes[id]
+  // after merges and paints (two objects far apart merge into two boxes,
+  // not the box of the space between them): the regions an edit in place
+  // reads and writes.
+  std::map<std::int64_t, std::vector<std::array<std::int64_t, 6>>> regions;
+  // Adds `box` to id's regions and its union (boxes); past a few regions
+  // an id's are joined into one.
+  void add_region(std::int64_t id, const std::array<std::int64_t, 6>& box);
   // The edits applied to the labels (split requests): the labels a label
   // request wrote, the journal beside them, the edited labels it gives, and
   // the largest id they ever held.

@@ -75,17 +75,16 @@ Json edit_entry(const State& state, const EditRequest& r, const io::Index3& dims
   return entry;
 }
 
-// What an applied edit does to the boxes rank 0 keeps for splits: a
-// superset of each object's box (an undo may bring an id back).
+// What an applied edit does to the boxes rank 0 keeps (State::regions and
+// their union, boxes): a superset of each object's voxels (an undo may
+// bring an id back).
 void grow_boxes(State& state, const EditRequest& r, const io::Index3& dims) {
   if (state.comm.rank() != 0) return;
   if (r.op == "merge") {
     const auto keep = *std::min_element(r.ids.begin(), r.ids.end());
-    auto& box = state.boxes[keep];
-    for (const auto id : r.ids) {
-      const auto& other = state.boxes.at(id);
-      for (int a = 0; a < 3; ++a) box[a] = std::min(box[a], other[a]), box[3 + a] = std::max(box[3 + a], other[3 + a]);
-    }
+    for (const auto id : r.ids)
+      if (id != keep)
+        for (const auto box : state.regions.at(id)) state.add_region(keep, box);
   } else if (r.op == "paint") {
     // The ball's box, z, y, x as the boxes'.
     std::array<std::int64_t, 6> ball{};
@@ -94,13 +93,7 @@ void grow_boxes(State& state, const EditRequest& r, const io::Index3& dims) {
       ball[a] = std::max<std::int64_t>(0, r.center[a] - reach);
       ball[3 + a] = std::min<std::int64_t>(dims[a] - 1, r.center[a] + reach);
     }
-    const auto it = state.boxes.find(r.id);
-    if (it == state.boxes.end()) {
-      state.boxes[r.id] = ball;
-    } else {
-      for (int a = 0; a < 3; ++a)
-        it->second[a] = std::min(it->second[a], ball[a]), it->second[3 + a] = std::max(it->second[3 + a], ball[3 + a]);
-    }
+    state.add_region(r.id, ball);
   }
 }
 

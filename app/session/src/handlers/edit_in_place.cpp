@@ -37,7 +37,7 @@ namespace {
 
 // Past this many voxels in an edit's regions, the edit writes all the
 // labels again rather than keep the regions' bytes for undo.
-constexpr std::int64_t kMostPatchVoxels = std::int64_t{64} << 20;
+constexpr std::int64_t kMostPatchVoxels = std::int64_t{16} << 20;
 
 // The edited labels as rank 0 patches them: a detached NRRD's raw data
 // file of integers (either byte order).
@@ -181,9 +181,9 @@ std::vector<std::pair<io::Extent, Change>> changes_of(const State& state, const 
         if (x != 0 && std::find(ids->begin(), ids->end(), x) != ids->end()) found->insert(x), x = to;
     };
     for (const auto id : *ids) {
-      const auto it = state.boxes.find(static_cast<std::int64_t>(id));
-      if (it == state.boxes.end()) return {};
-      out.emplace_back(box_of(it->second), change);
+      const auto it = state.regions.find(static_cast<std::int64_t>(id));
+      if (it == state.regions.end()) return {};
+      for (const auto& box : it->second) out.emplace_back(box_of(box), change);
     }
     // As the batch edit refuses an id the labels no longer hold (checked
     // once every region is changed, before any is written).
@@ -223,6 +223,26 @@ std::uint64_t max_after(std::uint64_t before, const Json& entry, const segment::
   if (split != nullptr)
     for (const auto id : split->ids) before = std::max(before, id);
   return before;
+}
+
+// The regions kept for undo and redo, within kMostKeptBytes in all: past
+// it the oldest edits' are dropped (undoing those writes all the labels).
+constexpr std::size_t kMostKeptBytes = std::size_t{512} << 20;
+void trim_patches(State& state) {
+  std::size_t bytes = 0;
+  const auto size = [](const std::optional<Patches>& p) {
+    std::size_t n = 0;
+    if (p)
+      for (const auto& r : p->regions) n += r.before.size() + r.after.size();
+    return n;
+  };
+  for (const auto& p : state.patches) bytes += size(p);
+  for (const auto& p : state.undone_patches) bytes += size(p);
+  for (auto& p : state.patches) {
+    if (bytes <= kMostKeptBytes) break;
+    bytes -= size(p);
+    p.reset();
+  }
 }
 
 std::vector<io::Extent> boxes_of(const std::vector<Patch>& regions) {
@@ -320,6 +340,7 @@ bool apply_in_place(State& state, const std::string& op, const Json& entry, cons
     if (done) max_id = done->max_after;
     state.patches.push_back(std::move(done));
     state.undone_patches.clear();
+    trim_patches(state);
   }
   check_mpi(MPI_Bcast(&max_id, 1, MPI_UINT64_T, 0, comm.get()), "MPI_Bcast");
   state.max_id = max_id;

@@ -77,6 +77,7 @@ void handle(State& state, const LabelRequest& request, const Hooks& hooks, Reply
   if (comm.rank() == 0) options.on_progress = hooks.progress;
   state.labels.clear();
   state.boxes.clear();
+  state.regions.clear();
   const segment::LabelResult result = segment::run_label(comm, options);
   state.labels_written();
   state.labels = options.output;
@@ -97,7 +98,7 @@ void handle(State& state, const LabelRequest& request, const Hooks& hooks, Reply
     std::filesystem::remove(options.stats);
     for (const auto& row : table) {
       const auto& b = row.at("box");
-      state.boxes[row.at("id").get<std::int64_t>()] = {b[0][2], b[0][1], b[0][0], b[1][2], b[1][1], b[1][0]};
+      state.add_region(row.at("id").get<std::int64_t>(), {b[0][2], b[0][1], b[0][0], b[1][2], b[1][1], b[1][0]});
     }
   }
   if (comm.rank() != 0) return;

@@ -140,11 +140,7 @@ void handle(State& state, const SplitRequest& request, const Hooks&, Reply& repl
       for (const auto& row : data["parts"]) {
         const auto& b = row.at("box");
         const std::array<std::int64_t, 6> part{b[0][2], b[0][1], b[0][0], b[1][2], b[1][1], b[1][0]};
-        const auto [it, fresh] = state.boxes.try_emplace(row.at("id").get<std::int64_t>(), part);
-        if (!fresh)
-          for (int a = 0; a < 3; ++a)
-            it->second[a] = std::min(it->second[a], part[a]),
-            it->second[3 + a] = std::max(it->second[3 + a], part[3 + a]);
+        state.add_region(row.at("id").get<std::int64_t>(), part);
       }
       data["applied"] = true;
       data.update(applied);
