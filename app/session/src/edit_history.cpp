@@ -5,6 +5,17 @@
 #include <array>
 
 namespace volseg::session {
+namespace {
+
+// A row's box grown to hold `box` ([[x, y, z lo], [x, y, z hi]]).
+void join_box(Json& row, const Json& box) {
+  for (int k = 0; k < 3; ++k) {
+    row["box"][0][k] = std::min(row["box"][0][k].get<std::int64_t>(), box[0][k].get<std::int64_t>());
+    row["box"][1][k] = std::max(row["box"][1][k].get<std::int64_t>(), box[1][k].get<std::int64_t>());
+  }
+}
+
+}  // namespace
 
 void EditHistory::reset(Json labelled) {
   labelled_ = std::move(labelled);
@@ -67,12 +78,10 @@ void EditHistory::merge_or_delete(const std::string& op, const std::vector<std::
         continue;
       }
       const double a = merged.at("voxels").get<double>(), b = row.at("voxels").get<double>();
-      for (int k = 0; k < 3; ++k) {
+      for (int k = 0; k < 3; ++k)
         merged["centroid"][k] =
             (merged["centroid"][k].get<double>() * a + row["centroid"][k].get<double>() * b) / (a + b);
-        merged["box"][0][k] = std::min(merged["box"][0][k].get<std::int64_t>(), row["box"][0][k].get<std::int64_t>());
-        merged["box"][1][k] = std::max(merged["box"][1][k].get<std::int64_t>(), row["box"][1][k].get<std::int64_t>());
-      }
+      join_box(merged, row.at("box"));
       merged["voxels"] = merged.at("voxels").get<std::int64_t>() + row.at("voxels").get<std::int64_t>();
       merged["border"] = std::max(merged.value("border", 0), row.value("border", 0));
     }
@@ -101,11 +110,8 @@ void EditHistory::change_rows(const Json& changes) {
       const double sum =
           row["centroid"][k].get<double>() * row.at("voxels").get<double>() + change.at("sum")[k].get<double>();
       row["centroid"][k] = voxels > 0 ? sum / static_cast<double>(voxels) : 0.0;
-      if (change.contains("box")) {
-        row["box"][0][k] = std::min(row["box"][0][k].get<std::int64_t>(), change["box"][0][k].get<std::int64_t>());
-        row["box"][1][k] = std::max(row["box"][1][k].get<std::int64_t>(), change["box"][1][k].get<std::int64_t>());
-      }
     }
+    if (change.contains("box")) join_box(row, change.at("box"));
     row["voxels"] = voxels;
     if (change.value("border", 0)) row["border"] = 1;
   };

@@ -85,15 +85,15 @@ void State::close() {
   selection = {};
 }
 
-void State::add_region(std::int64_t id, const std::array<std::int64_t, 6>& box) {
+void State::add_region(std::int64_t id, const Box& box) {
   constexpr std::size_t kMostRegions = 16;
-  const auto join = [](std::array<std::int64_t, 6>& to, const std::array<std::int64_t, 6>& from) {
+  const auto join = [](Box& to, const Box& from) {
     for (int a = 0; a < 3; ++a) to[a] = std::min(to[a], from[a]), to[3 + a] = std::max(to[3 + a], from[3 + a]);
   };
   const auto [it, fresh] = boxes.try_emplace(id, box);
   if (!fresh) join(it->second, box);
   auto& list = regions[id];
-  const auto inside = [&](const std::array<std::int64_t, 6>& outer) {
+  const auto inside = [&](const Box& outer) {
     for (int a = 0; a < 3; ++a)
       if (box[a] < outer[a] || box[3 + a] > outer[3 + a]) return false;
     return true;

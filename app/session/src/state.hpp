@@ -3,7 +3,9 @@
 // each request kind (handlers/<kind>.cpp). Private to the session library.
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -51,6 +53,38 @@ inline std::uint64_t load_id(const std::byte* v, io::DType dtype) {
   }
 }
 
+// An object's box as rank 0 keeps them: z, y, x lo, then hi (inclusive).
+using Box = std::array<std::int64_t, 6>;
+inline io::Extent extent_of(const Box& b) {
+  io::Extent e;
+  for (std::size_t a = 0; a < 3; ++a) e.offset[a] = b[a], e.count[a] = b[3 + a] - b[a] + 1;
+  return e;
+}
+inline Box box_of(const io::Extent& e) {
+  return {e.offset[0],
+          e.offset[1],
+          e.offset[2],
+          e.offset[0] + e.count[0] - 1,
+          e.offset[1] + e.count[1] - 1,
+          e.offset[2] + e.count[2] - 1};
+}
+// A table row's box ({"box": [[x, y, z lo], [x, y, z hi]]}).
+inline Box box_of_row(const Json& row) {
+  const auto& b = row.at("box");
+  return {b[0][2], b[0][1], b[0][0], b[1][2], b[1][1], b[1][0]};
+}
+// The box of a paint's or erase's ball (centre z, y, x; radius in voxels)
+// clipped to the volume.
+inline io::Extent ball_extent(const std::array<std::int64_t, 3>& center, double radius, const io::Index3& dims) {
+  const auto reach = static_cast<std::int64_t>(std::floor(radius));
+  io::Extent e;
+  for (std::size_t a = 0; a < 3; ++a) {
+    e.offset[a] = std::max<std::int64_t>(0, center[a] - reach);
+    e.count[a] = std::min<std::int64_t>(dims[a] - 1, center[a] + reach) - e.offset[a] + 1;
+  }
+  return e;
+}
+
 // The regions of the edited labels an edit changed, before and after it
 // (the file's bytes), and the largest id ever held before and after.
 struct Patch {
@@ -90,15 +124,15 @@ struct State {
   std::optional<pyramid::Pyramid> mask_pyramid;
   // The labels of the mask, and each listed object's box (z, y, x lo, then hi).
   std::string labels;
-  std::map<std::int64_t, std::array<std::int64_t, 6>> boxes;
+  std::map<std::int64_t, Box> boxes;
   // Rank 0's boxes that hold each object's voxels, tighter than boxes[id]
   // after merges and paints (two objects far apart merge into two boxes,
   // not the box of the space between them): the regions an edit in place
   // reads and writes.
-  std::map<std::int64_t, std::vector<std::array<std::int64_t, 6>>> regions;
+  std::map<std::int64_t, std::vector<Box>> regions;
   // Adds `box` to id's regions and its union (boxes); past a few regions
   // an id's are joined into one.
-  void add_region(std::int64_t id, const std::array<std::int64_t, 6>& box);
+  void add_region(std::int64_t id, const Box& box);
   // The edits applied to the labels (split requests): the labels a label
   // request wrote, the journal beside them, the edited labels it gives, and
   // the largest id they ever held.

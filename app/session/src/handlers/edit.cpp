@@ -86,14 +86,7 @@ void grow_boxes(State& state, const EditRequest& r, const io::Index3& dims) {
       if (id != keep)
         for (const auto box : state.regions.at(id)) state.add_region(keep, box);
   } else if (r.op == "paint") {
-    // The ball's box, z, y, x as the boxes'.
-    std::array<std::int64_t, 6> ball{};
-    for (int a = 0; a < 3; ++a) {
-      const auto reach = static_cast<std::int64_t>(std::floor(r.radius));
-      ball[a] = std::max<std::int64_t>(0, r.center[a] - reach);
-      ball[3 + a] = std::min<std::int64_t>(dims[a] - 1, r.center[a] + reach);
-    }
-    state.add_region(r.id, ball);
+    state.add_region(r.id, box_of(ball_extent(r.center, r.radius, dims)));
   }
 }
 
@@ -107,12 +100,7 @@ Json ball_changes(const State& state, const EditRequest& r, const io::Index3& di
   const auto backend = io::resolve_backend(self, "auto", state.labels, io::Access::copy).backend;
   auto reader = io::open_reader(backend, {state.labels, {}}, self);
   const io::DType dtype = reader->info().dtype;
-  const auto reach = static_cast<std::int64_t>(std::floor(r.radius));
-  io::Extent box{};
-  for (std::size_t a = 0; a < 3; ++a) {
-    box.offset[a] = std::max<std::int64_t>(0, r.center[a] - reach);
-    box.count[a] = std::min<std::int64_t>(dims[a] - 1, r.center[a] + reach) - box.offset[a] + 1;
-  }
+  const io::Extent box = ball_extent(r.center, r.radius, dims);
   const std::size_t element = io::dtype_size(dtype);
   std::vector<std::byte> raw(static_cast<std::size_t>(box.voxels()) * element);
   reader->read(box, raw.data());

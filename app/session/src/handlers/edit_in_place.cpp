@@ -147,22 +147,6 @@ Patch patch(const DataFile& file, const RawLabels& labels, const io::Extent& box
   return p;
 }
 
-io::Extent box_of(const std::array<std::int64_t, 6>& b) {
-  io::Extent e;
-  for (std::size_t a = 0; a < 3; ++a) e.offset[a] = b[a], e.count[a] = b[3 + a] - b[a] + 1;
-  return e;
-}
-
-io::Extent ball_box(const std::array<std::int64_t, 3>& center, double radius, const io::Index3& dims) {
-  const auto reach = static_cast<std::int64_t>(std::floor(radius));
-  io::Extent e;
-  for (std::size_t a = 0; a < 3; ++a) {
-    e.offset[a] = std::max<std::int64_t>(0, center[a] - reach);
-    e.count[a] = std::min<std::int64_t>(dims[a] - 1, center[a] + reach) - e.offset[a] + 1;
-  }
-  return e;
-}
-
 // Rank 0: the regions an edit (its journal entry) changes, and how; empty
 // where they are not known here (an id without a box).
 std::vector<std::pair<io::Extent, Change>> changes_of(const State& state, const Json& entry, const RawLabels& labels,
@@ -183,7 +167,7 @@ std::vector<std::pair<io::Extent, Change>> changes_of(const State& state, const 
     for (const auto id : *ids) {
       const auto it = state.regions.find(static_cast<std::int64_t>(id));
       if (it == state.regions.end()) return {};
-      for (const auto& box : it->second) out.emplace_back(box_of(box), change);
+      for (const auto& box : it->second) out.emplace_back(extent_of(box), change);
     }
     // As the batch edit refuses an id the labels no longer hold (checked
     // once every region is changed, before any is written).
@@ -196,8 +180,8 @@ std::vector<std::pair<io::Extent, Change>> changes_of(const State& state, const 
     const auto center = entry.at("center").get<std::array<std::int64_t, 3>>();
     const double radius = entry.at("radius").get<double>();
     const std::uint64_t to = op == "paint" ? entry.at("id").get<std::uint64_t>() : 0;
-    out.emplace_back(ball_box(center, radius, labels.dims), [center, radius, to](const io::Extent& box,
-                                                                                 std::vector<std::uint64_t>& v) {
+    out.emplace_back(ball_extent(center, radius, labels.dims), [center, radius, to](const io::Extent& box,
+                                                                                    std::vector<std::uint64_t>& v) {
       const double r2 = radius * radius;
       std::size_t i = 0;
       for (std::int64_t z = box.offset[0]; z < box.offset[0] + box.count[0]; ++z)

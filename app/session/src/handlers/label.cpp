@@ -96,10 +96,7 @@ void handle(State& state, const LabelRequest& request, const Hooks& hooks, Reply
   if (comm.rank() == 0) {
     table = read_table(options.stats, 20000, total);
     std::filesystem::remove(options.stats);
-    for (const auto& row : table) {
-      const auto& b = row.at("box");
-      state.add_region(row.at("id").get<std::int64_t>(), {b[0][2], b[0][1], b[0][0], b[1][2], b[1][1], b[1][0]});
-    }
+    for (const auto& row : table) state.add_region(row.at("id").get<std::int64_t>(), box_of_row(row));
   }
   if (comm.rank() != 0) return;
   Json& d = reply.data;

@@ -137,11 +137,7 @@ void handle(State& state, const SplitRequest& request, const Hooks&, Reply& repl
       // Each box stays a superset of its object's voxels whatever is undone
       // next: the parts' boxes join what the ids held before (the object's
       // whole box stays its own; an id an undone split gave comes back).
-      for (const auto& row : data["parts"]) {
-        const auto& b = row.at("box");
-        const std::array<std::int64_t, 6> part{b[0][2], b[0][1], b[0][0], b[1][2], b[1][1], b[1][0]};
-        state.add_region(row.at("id").get<std::int64_t>(), part);
-      }
+      for (const auto& row : data["parts"]) state.add_region(row.at("id").get<std::int64_t>(), box_of_row(row));
       data["applied"] = true;
       data.update(applied);
     }
