@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "volseg/io/comm.hpp"
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -122,12 +125,34 @@ void agree(const Comm& comm, std::exception_ptr local_error) {
 
 void prefer_checked_mpi_io() { ::setenv("OMPI_MCA_io", "romio321", 0); }
 
+namespace {
+
+// A session folder of this process alone, beside Open MPI's own.
+std::string lone_session_dir() {
+  const char* base = std::getenv("OMPI_MCA_orte_tmpdir_base");
+  for (const char* name : {"TMPDIR", "TEMP", "TMP"})
+    if (!base || !*base) base = std::getenv(name);
+  if (!base || !*base) base = "/tmp";
+  char host[256] = "localhost";
+  if (::gethostname(host, sizeof host) != 0) std::strcpy(host, "localhost");
+  host[sizeof host - 1] = '\0';
+  // Open MPI's own name (ompi.HOST.UID), made this process's by its pid.
+  return std::string(base) + "/ompi." + host + "." + std::to_string(::getuid()) + "." + std::to_string(::getpid());
+}
+
+}  // namespace
+
 bool prefer_lone_start() {
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "SLURM_PROCID"})
     if (std::getenv(name)) return false;
   ::setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
   ::setenv("OMPI_MCA_pml", "ob1", 0);
   ::setenv("OMPI_MCA_btl", "self", 0);
+  // Every isolated singleton is job [0,1]: without a private session folder
+  // all of them on a node share TMP/ompi.HOST.UID/jf.0/1, and one that ends
+  // removes it under one that starts ("A call to mkdir was unable to create
+  // the desired directory"). Open MPI removes this one at MPI_Finalize.
+  ::setenv("OMPI_MCA_orte_top_session_dir", lone_session_dir().c_str(), 0);
   return true;
 }
 

@@ -3,6 +3,8 @@
 // and none for one it did; a setting the user made stays theirs.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -13,7 +15,9 @@
 namespace {
 
 const char* const launcher_variables[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "SLURM_PROCID"};
-const char* const settings[] = {"OMPI_MCA_ess_singleton_isolated", "OMPI_MCA_pml", "OMPI_MCA_btl"};
+const char* const settings[] = {
+    "OMPI_MCA_ess_singleton_isolated", "OMPI_MCA_pml", "OMPI_MCA_btl", "OMPI_MCA_orte_top_session_dir",
+    "OMPI_MCA_orte_tmpdir_base",       "TMPDIR"};
 
 // Saves the variables the test touches, clears them, and puts them back.
 class Environment : public ::testing::Test {
@@ -48,6 +52,28 @@ TEST_F(Environment, ASingletonStartsWithoutDaemonOrFabrics) {
   EXPECT_EQ(get("OMPI_MCA_ess_singleton_isolated"), "1");
   EXPECT_EQ(get("OMPI_MCA_pml"), "ob1");
   EXPECT_EQ(get("OMPI_MCA_btl"), "self");
+}
+
+// Isolated singletons are all job [0,1]; in one session folder, one that ends
+// removes it under one that starts. Each gets its own, named by its pid.
+TEST_F(Environment, ASingletonHasItsOwnSessionFolder) {
+  ::setenv("TMPDIR", "/scratch/alice", 1);
+  EXPECT_TRUE(volseg::prefer_lone_start());
+  const std::string folder = get("OMPI_MCA_orte_top_session_dir");
+  const std::string pid = "." + std::to_string(::getpid());
+  EXPECT_EQ(folder.rfind("/scratch/alice/ompi.", 0), 0u) << folder;
+  EXPECT_EQ(folder.compare(folder.size() - pid.size(), pid.size(), pid), 0) << folder;
+  EXPECT_NE(folder.find("." + std::to_string(::getuid()) + "."), std::string::npos) << folder;
+}
+
+TEST_F(Environment, TheSessionFolderFollowsOpenMpisTmpdirBase) {
+  ::setenv("TMPDIR", "/scratch/alice", 1);
+  ::setenv("OMPI_MCA_orte_tmpdir_base", "/local/ssd", 1);
+  EXPECT_TRUE(volseg::prefer_lone_start());
+  EXPECT_EQ(get("OMPI_MCA_orte_top_session_dir").rfind("/local/ssd/ompi.", 0), 0u);
+  ::setenv("OMPI_MCA_orte_top_session_dir", "/mine", 1);
+  EXPECT_TRUE(volseg::prefer_lone_start());
+  EXPECT_EQ(get("OMPI_MCA_orte_top_session_dir"), "/mine");
 }
 
 TEST_F(Environment, TheUsersChoiceStays) {

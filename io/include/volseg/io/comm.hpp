@@ -53,7 +53,9 @@ void prefer_checked_mpi_io();
 // that will never talk to another process, so Open MPI need not start its
 // daemon (ess_singleton_isolated) nor probe every fabric it was built with
 // (pml ob1 over btl self, not ucx, psm2, ofi or openib). MPI_Init then takes
-// about 0.07 s in place of 0.40 (docs/architecture.md, "Start-up"). Each
+// about 0.07 s in place of 0.40 (docs/architecture.md, "Start-up"). It gets
+// a session folder of its own (every isolated singleton is job [0,1], and a
+// shared folder is removed by one that ends under one that starts). Each
 // setting the user made stays theirs; returns whether this process is alone.
 bool prefer_lone_start();
 
