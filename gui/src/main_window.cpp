@@ -378,6 +378,8 @@ void MainWindow::on_reply(std::shared_ptr<Reply> reply) {
     tabs_->setCurrentWidget(objects_);
     // the slices show the labels (edited ones after an edit)
     if (reply->kind != "split" || reply->data.value("applied", false)) request_slices();
+  } else if (reply->kind == "surface") {
+    on_surface(*reply);
   } else if (reply->kind == "slices" && reply->planes) {
     planes_ = reply->planes;
     show_planes(*planes_);

@@ -133,6 +133,10 @@ class MainWindow : public QMainWindow {
   // A click in slice p with an edit tool on (the Objects tab's): the voxel
   // at full resolution, and the id the slice shows there.
   void pick_in_slice(int p, double column, double row);
+  // The Objects tab's "Show alone": the session's surface of the object in
+  // the 3D view (as the page's row click); 0: the ranks' frames again.
+  void show_alone(std::int64_t id);
+  void on_surface(const Reply& reply);
   Json view_state() const;
   void apply_view(const Json& view);
   void set_range(double lo, double hi, bool redraw);

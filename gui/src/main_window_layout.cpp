@@ -71,6 +71,7 @@ void MainWindow::build_ui() {
   objects_ = new ObjectsPanel([this](Request request) { worker_->post(std::move(request)); }, side);
   tabs_->addTab(objects_, tr("Objects"));
   connect(objects_, &ObjectsPanel::changed, this, [this] { update_command(); });
+  connect(objects_, &ObjectsPanel::alone, this, [this](std::int64_t id) { show_alone(id); });
 
   splitter->setStretchFactor(0, 3);
   splitter->setStretchFactor(1, 2);

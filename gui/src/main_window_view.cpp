@@ -2,6 +2,7 @@
 // The window's slices (the planes, the labels over them, a click with an
 // edit tool) and the view as a file.
 #include <QComboBox>
+#include <QLabel>
 #include <QLineEdit>
 #include <QSpinBox>
 #include <QStatusBar>
@@ -69,6 +70,31 @@ void MainWindow::pick_in_slice(int p, double column, double row) {
   objects_->pick(zyx, id);
 }
 
+void MainWindow::show_alone(std::int64_t id) {
+  if (id == 0) {
+    view_->show_all();
+    request_frame(false, "view");
+    return;
+  }
+  session::SurfaceRequest request;
+  request.object = id;
+  request.max_side = 256;  // the page's coarse surface is 128 a side; a window has the room
+  request.max_triangles = 400000;
+  worker_->post(std::move(request), "alone", "alone");
+  frame_status_->setText(tr("object %1: its surface...").arg(id));
+}
+
+void MainWindow::on_surface(const Reply& reply) {
+  if (!reply.surface || reply.surface->object == 0 || reply.surface->object != objects_->shown()) return;
+  const session::Surface& s = *reply.surface;
+  view_->show_object(s, label_colour(static_cast<std::uint32_t>(s.object)));
+  frame_status_->setText(tr("object %1 alone: %2 triangles, level %3, %4 s")
+                             .arg(s.object)
+                             .arg(s.triangles.size() / 3)
+                             .arg(s.level)
+                             .arg(reply.seconds, 0, 'f', 3));
+}
+
 Json MainWindow::view_state() const {
   const render::Camera camera = view_->camera();
   Json view{{"file", opened_.value("path", "")},
@@ -77,9 +103,8 @@ Json MainWindow::view_state() const {
             {"at", cursor_}};
   if (!opened_.value("variable", std::string()).empty()) view["var"] = opened_.at("variable");
   if (opened_.contains("step")) view["step"] = opened_.at("step");
-  const auto picked = objects_->picked();
-  if (picked.size() == 1) view["object"] = picked.front();
-  if (picked.size() > 1) view["picked"] = picked;
+  if (objects_->shown() != 0) view["object"] = objects_->shown();  // shown alone
+  if (const auto picked = objects_->picked(); !picked.empty()) view["picked"] = picked;
   return view;
 }
 
@@ -143,9 +168,9 @@ void MainWindow::apply_view(const Json& view) {
       camera.zoom = view.at("camera")[2].get<double>();
       view_->set_camera(camera);
     }
-    std::vector<std::int64_t> picked = view.value("picked", std::vector<std::int64_t>{});
-    if (view.contains("object")) picked.push_back(view.at("object").get<std::int64_t>());
-    objects_->pick_rows(picked);
+    objects_->pick_rows(view.value("picked", std::vector<std::int64_t>{}));
+    if (const auto object = view.value("object", std::int64_t{0}); object != objects_->shown())
+      objects_->show_alone(object);
   } catch (const std::exception& e) {
     show_error(tr("load view"), QString::fromUtf8(e.what()));
   }

@@ -73,6 +73,7 @@ ObjectsPanel::ObjectsPanel(std::function<void(Request)> post, QWidget* parent)
   table_->verticalHeader()->hide();
   table_->horizontalHeader()->setStretchLastSection(true);
   layout->addWidget(table_, 1);
+  layout->addLayout(build_shown_row());
   auto* split_row = new QHBoxLayout;
   h_ = new QDoubleSpinBox(this);
   h_->setRange(0.05, 1000);
@@ -160,6 +161,25 @@ ObjectsPanel::ObjectsPanel(std::function<void(Request)> post, QWidget* parent)
   });
 }
 
+// Show alone and Show all: one object in the 3D view, as the page's row click.
+QLayout* ObjectsPanel::build_shown_row() {
+  auto* shown_row = new QHBoxLayout;
+  alone_button_ = new QPushButton(tr("Show alone"), this);
+  alone_button_->setToolTip(tr("Show the selected object alone in the 3D view (or double-click its row)"));
+  all_button_ = new QPushButton(tr("Show all"), this);
+  all_button_->setToolTip(tr("Show the whole volume again in the 3D view"));
+  for (auto* b : {alone_button_, all_button_}) {
+    b->setEnabled(false);
+    shown_row->addWidget(b);
+  }
+  shown_row->addStretch(1);
+  connect(alone_button_, &QPushButton::clicked, this, [this] { show_alone(selected()); });
+  connect(all_button_, &QPushButton::clicked, this, [this] { show_alone(0); });
+  connect(table_, &QTableWidget::cellDoubleClicked, this,
+          [this](int r, int) { show_alone(table_->item(r, 0)->text().toLongLong()); });
+  return shown_row;
+}
+
 void ObjectsPanel::set_mask(const std::string& mask, const std::string& labels_default) {
   mask_ = mask;
   label_button_->setEnabled(!mask_.empty() && !busy_);
@@ -242,6 +262,8 @@ void ObjectsPanel::enable_buttons() {
   undo_button_->setEnabled(!busy_ && history_.can_undo());
   redo_button_->setEnabled(!busy_ && history_.can_redo());
   seed_split_button_->setEnabled(!busy_ && seeds_.size() >= 2);
+  alone_button_->setEnabled(ids.size() == 1 && ids.front() != shown_);
+  all_button_->setEnabled(shown_ != 0);
   seed_status_->setText(seeds_.empty() ? QString() : tr("object %1: %2 seeds").arg(seed_object_).arg(seeds_.size()));
 }
 
@@ -324,6 +346,20 @@ void ObjectsPanel::on_edit(const std::string& kind, const Json& d) {
                          .arg(QString::fromStdString(d.value("output", ""))));
   }
   show_table();
+  if (shown_ != 0) show_alone(in_table(shown_) ? shown_ : 0);  // its surface after the edit, or all
+}
+
+bool ObjectsPanel::in_table(std::int64_t id) const {
+  for (const auto& row : history_.labelled().at("table"))
+    if (row.at("id").get<std::int64_t>() == id) return true;
+  return false;
+}
+
+void ObjectsPanel::show_alone(std::int64_t id) {
+  if (id < 0 || (id > 0 && !history_.labelled_yet())) return;
+  shown_ = id;
+  enable_buttons();
+  emit alone(id);
 }
 
 void ObjectsPanel::on_reply(const Reply& reply) {
@@ -339,6 +375,7 @@ void ObjectsPanel::on_reply(const Reply& reply) {
     on_edit(reply.kind, d);
   } else if (reply.kind == "label") {
     history_.reset(d);
+    if (shown_ != 0) show_alone(0);  // new labels: the old ids mean nothing
     preview_ = nullptr;
     seeds_.clear();
     plane_->clear();

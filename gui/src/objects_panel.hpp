@@ -21,6 +21,7 @@
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
+class QLayout;
 class QLineEdit;
 class QPushButton;
 class QSpinBox;
@@ -52,6 +53,8 @@ class ObjectsPanel : public QWidget {
   QPushButton* redo_button() const { return redo_button_; }
   QPushButton* merge_button() const { return merge_button_; }
   QPushButton* seed_split_button() const { return seed_split_button_; }
+  QPushButton* alone_button() const { return alone_button_; }
+  QPushButton* all_button() const { return all_button_; }
   QComboBox* tool_box() const { return tool_; }
   QDoubleSpinBox* radius_box() const { return radius_; }
   QSpinBox* paint_id_box() const { return paint_id_; }
@@ -68,9 +71,15 @@ class ObjectsPanel : public QWidget {
   // The objects selected in the table (ascending), and a selection of them.
   std::vector<std::int64_t> picked() const { return selected_ids(); }
   void pick_rows(const std::vector<std::int64_t>& ids);
+  // The object the 3D view shows alone (0: all), as the page's row click.
+  std::int64_t shown() const { return shown_; }
+  void show_alone(std::int64_t id);
 
  signals:
   void changed();  // the commands or the labels changed
+  // Show this object alone in the 3D view (0: the whole volume again); sent
+  // again after an edit, whose labels it follows.
+  void alone(std::int64_t id);
 
  public slots:
   void label();
@@ -83,6 +92,7 @@ class ObjectsPanel : public QWidget {
 
  private:
   void show_table();
+  QLayout* build_shown_row();
   void on_edit(const std::string& kind, const Json& edit);
   void post_edit(session::EditRequest request);
   void post_split(const session::SplitRequest& request);
@@ -90,6 +100,7 @@ class ObjectsPanel : public QWidget {
   void enable_buttons();
   void show_preview(const Json& split);
   std::int64_t selected() const;
+  bool in_table(std::int64_t id) const;
 
   std::function<void(Request)> post_;
   std::string mask_, commands_;
@@ -107,6 +118,8 @@ class ObjectsPanel : public QWidget {
   QLabel* seed_status_ = nullptr;
   std::vector<std::array<std::int64_t, 3>> seeds_;  // z, y, x: the split's seeds, all in seed_object_
   std::int64_t seed_object_ = 0;
+  std::int64_t shown_ = 0;  // the object shown alone
+  QPushButton *alone_button_ = nullptr, *all_button_ = nullptr;
   QTableWidget* table_ = nullptr;
   QDoubleSpinBox* h_ = nullptr;
   QLabel *status_ = nullptr, *plane_ = nullptr, *parts_ = nullptr;

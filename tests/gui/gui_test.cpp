@@ -13,12 +13,14 @@
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QLineEdit>
+#include <QMouseEvent>
 #include <QPushButton>
 #include <QSpinBox>
 #include <QSurfaceFormat>
 #include <QTableWidget>
 #include <QTest>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -42,6 +44,19 @@
 using namespace volseg;
 
 namespace {
+
+// Pixels of the 3D view neither grey nor its background: what an object in
+// its colour covers.
+int coloured_pixels(gui::View3D* view) {
+  const QImage image = view->grabFramebuffer();
+  int n = 0;
+  for (int y = 0; y < image.height(); ++y)
+    for (int x = 0; x < image.width(); ++x) {
+      const QColor c = image.pixelColor(x, y);
+      if (std::max({c.red(), c.green(), c.blue()}) - std::min({c.red(), c.green(), c.blue()}) > 40) ++n;
+    }
+  return n;
+}
 
 std::vector<char> file_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -350,10 +365,34 @@ class GuiTest : public QObject {
       QCOMPARE(QString::fromStdString(all[4].at("op").get<std::string>()), QString("erase"));
       QVERIFY(!objects->labelled().value("table_stale", false));
 
+      // Show alone: the window draws the object's surface itself, in its
+      // colour; a drag turns it there; Show all brings the ranks' frames back.
+      const long long alone_id = std::min(a, b);
+      objects->pick_rows({alone_id});
+      QVERIFY(objects->alone_button()->isEnabled());
+      QTest::mouseClick(objects->alone_button(), Qt::LeftButton);
+      QTRY_VERIFY_WITH_TIMEOUT(window.view()->object() == alone_id, 60000);
+      QCOMPARE(window.last_error(), QString());
+      QVERIFY(window.view()->object_triangles() > 0);
+      QVERIFY(objects->all_button()->isEnabled());
+      QVERIFY2(coloured_pixels(window.view()) > 50, "the object alone is drawn in its colour");
+      const double azimuth = window.view()->camera().azimuth;
+      QTest::mousePress(window.view(), Qt::LeftButton, {}, window.view()->rect().center());
+      {  // a drag's move event itself (QTest::mouseMove may only move the pointer)
+        QMouseEvent move(QEvent::MouseMove, window.view()->rect().center() + QPoint(40, 0), Qt::NoButton,
+                         Qt::LeftButton, Qt::NoModifier);
+        QApplication::sendEvent(window.view(), &move);
+      }
+      QTest::mouseRelease(window.view(), Qt::LeftButton, {}, window.view()->rect().center() + QPoint(40, 0));
+      QVERIFY(window.view()->camera().azimuth != azimuth);
+      QCOMPARE(window.view()->object(), alone_id);
+
       // The view as a file: saved, changed, loaded back.
       const std::string view_file = std::filesystem::path(edited).parent_path() / "view.json";
-      objects->pick_rows({std::min(a, b)});
       QVERIFY(window.save_view(QString::fromStdString(view_file)));
+      QTest::mouseClick(objects->all_button(), Qt::LeftButton);
+      QCOMPARE(window.view()->object(), 0);
+      QCOMPARE(objects->shown(), 0);
       const auto saved_range = window.range();
       const auto saved_camera = window.view()->camera();
       render::Camera turned = saved_camera;
@@ -364,7 +403,8 @@ class GuiTest : public QObject {
       QVERIFY(window.load_view(QString::fromStdString(view_file)));
       QCOMPARE(window.range(), saved_range);
       QCOMPARE(window.view()->camera().azimuth, saved_camera.azimuth);
-      QCOMPARE(objects->picked(), std::vector<std::int64_t>{std::min(a, b)});
+      QCOMPARE(objects->picked(), std::vector<std::int64_t>{alone_id});
+      QTRY_VERIFY_WITH_TIMEOUT(window.view()->object() == alone_id, 60000);  // shown alone again
       if (const char* keep = std::getenv("VOLSEG_GUI_TEST_EDIT_SHOT")) window.grab().save(keep);
     }
 
