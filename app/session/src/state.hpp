@@ -26,33 +26,6 @@
 
 namespace volseg::session::detail {
 
-// One label of a labels volume's buffer as an unsigned id (signed types'
-// bits kept: labels are never negative).
-inline std::uint64_t load_id(const std::byte* v, io::DType dtype) {
-  switch (dtype) {
-    case io::DType::i8:
-    case io::DType::u8:
-      return std::to_integer<std::uint8_t>(*v);
-    case io::DType::i16:
-    case io::DType::u16: {
-      std::uint16_t x;
-      std::memcpy(&x, v, 2);
-      return x;
-    }
-    case io::DType::i32:
-    case io::DType::u32: {
-      std::uint32_t x;
-      std::memcpy(&x, v, 4);
-      return x;
-    }
-    default: {
-      std::uint64_t x;
-      std::memcpy(&x, v, 8);
-      return x;
-    }
-  }
-}
-
 // An object's box as rank 0 keeps them: z, y, x lo, then hi (inclusive).
 using Box = std::array<std::int64_t, 6>;
 inline io::Extent extent_of(const Box& b) {

@@ -22,6 +22,7 @@
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
 #include "volseg/io/hints.hpp"
+#include "volseg/io/label_ids.hpp"
 #include "volseg/io/memory.hpp"
 #include "volseg/io/messages.hpp"
 #include "volseg/io/registry.hpp"
@@ -39,36 +40,6 @@ std::uint64_t peak_bytes() {
   struct rusage usage {};
   ::getrusage(RUSAGE_SELF, &usage);
   return static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;
-}
-
-// A brick's voxels and the ones around it, as ids.
-template <class T>
-void widen(const std::vector<std::byte>& raw, std::vector<std::uint64_t>& ids) {
-  const T* v = reinterpret_cast<const T*>(raw.data());
-  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::uint64_t>(v[i]);
-}
-
-void to_ids(io::DType dtype, const std::vector<std::byte>& raw, std::vector<std::uint64_t>& ids) {
-  switch (dtype) {
-    case io::DType::i8:
-      return widen<std::int8_t>(raw, ids);
-    case io::DType::u8:
-      return widen<std::uint8_t>(raw, ids);
-    case io::DType::i16:
-      return widen<std::int16_t>(raw, ids);
-    case io::DType::u16:
-      return widen<std::uint16_t>(raw, ids);
-    case io::DType::i32:
-      return widen<std::int32_t>(raw, ids);
-    case io::DType::u32:
-      return widen<std::uint32_t>(raw, ids);
-    case io::DType::i64:
-      return widen<std::int64_t>(raw, ids);
-    case io::DType::u64:
-      return widen<std::uint64_t>(raw, ids);
-    default:
-      throw Error("internal error: labels of a float type");
-  }
 }
 
 // Refuses, before anything is written, what cannot be meshed.
@@ -123,7 +94,7 @@ struct Mesher {
     raw.resize(static_cast<std::size_t>(read.voxels()) * io::dtype_size(info.dtype));
     reader.read(read, raw.data());
     fine.resize(static_cast<std::size_t>(read.voxels()));
-    to_ids(info.dtype, raw, fine);
+    io::widen_labels(info.dtype, raw.data(), fine.data(), fine.size(), options.input);
     io::Index3 count = read.count;
     for (int k = 0; k < options.simplify; ++k) {
       const io::Index3 half = io::level_dims(count, 1);

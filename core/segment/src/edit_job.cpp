@@ -23,6 +23,7 @@
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
 #include "volseg/io/format.hpp"
+#include "volseg/io/label_ids.hpp"
 #include "volseg/io/memory.hpp"
 #include "volseg/io/messages.hpp"
 #include "volseg/io/registry.hpp"
@@ -51,31 +52,6 @@ struct Box {
     return e;
   }
 };
-
-// Labels as u64 and back, for any integer type; a negative id is refused.
-void widen(io::DType type, const void* in, std::uint64_t* out, std::size_t n, const std::string& path) {
-  io::visit_dtype(type, [&]<class T>(std::type_identity<T>) {
-    if constexpr (std::is_integral_v<T>) {
-      const T* v = static_cast<const T*>(in);
-      for (std::size_t i = 0; i < n; ++i) {
-        if constexpr (std::is_signed_v<T>)
-          if (v[i] < 0) throw Error(path + " holds a negative label (" + std::to_string(v[i]) + "): ids are >= 0");
-        out[i] = static_cast<std::uint64_t>(v[i]);
-      }
-    } else {
-      throw Error(path + " is " + std::string(io::dtype_name(type)) + ": labels are of an integer type");
-    }
-  });
-}
-
-void narrow(io::DType type, const std::uint64_t* in, void* out, std::size_t n) {
-  io::visit_dtype(type, [&]<class T>(std::type_identity<T>) {
-    if constexpr (std::is_integral_v<T>) {
-      T* v = static_cast<T*>(out);
-      for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<T>(in[i]);
-    }
-  });
-}
 
 std::uint64_t most_id(io::DType type) {
   std::uint64_t most = 0;
@@ -116,7 +92,7 @@ Survey survey(const Comm& comm, io::VolumeReader& reader, const BrickLayout& lay
       io::read_in_round(reader, extent, raw.data());
       if (!extent) return;
       const auto n = static_cast<std::size_t>(extent->voxels());
-      widen(type, raw.data(), labels.data(), n, path);
+      io::widen_labels(type, raw.data(), labels.data(), n, path);
       std::uint64_t last = 0;
       std::ptrdiff_t at = -1;
       for (std::size_t i = 0; i < n; ++i) {
@@ -237,7 +213,7 @@ class Replay {
     else
       reader_.read(box, raw.data());
     std::vector<std::uint64_t> labels(static_cast<std::size_t>(n));
-    widen(type, raw.data(), labels.data(), labels.size(), options_.input);
+    io::widen_labels(type, raw.data(), labels.data(), labels.size(), options_.input);
     chain_.apply(box, labels.data(), k);
     const std::array<double, 3> spacing = options_.spacing.value_or(
         std::array<double, 3>{reader_.info().spacing[2], reader_.info().spacing[1], reader_.info().spacing[0]});
@@ -405,10 +381,10 @@ EditResult run_edit(const Comm& comm, const EditOptions& options) {
         io::read_in_round(*reader, extent, raw.data());
         if (extent) {
           const auto n = static_cast<std::size_t>(extent->voxels());
-          widen(in.dtype, raw.data(), labels.data(), n, options.input);
+          io::widen_labels(in.dtype, raw.data(), labels.data(), n, options.input);
           chain.apply(*extent, labels.data(), chain.edits().size());
           if (table) table->add(*extent, labels.data());
-          narrow(in.dtype, labels.data(), raw.data(), n);
+          io::narrow_labels(in.dtype, labels.data(), raw.data(), n);
         }
         io::write_in_round(*writer, extent, raw.data());
       });
@@ -459,7 +435,7 @@ SplitPreview preview_split(const Comm& comm, const std::string& path, const io::
     reader->read(box, raw.data());
   reader->close();
   std::vector<std::uint64_t> labels(n);
-  widen(type, raw.data(), labels.data(), n, path);
+  io::widen_labels(type, raw.data(), labels.data(), n, path);
   const std::array<double, 3> spacing{info.spacing[2], info.spacing[1], info.spacing[0]};
   detail::SplitParts parts = detail::split_object(box, labels, edit, spacing, connectivity, next_id, "split");
   SplitPreview preview{info.dims, box, std::move(parts.ids), {edit.id}};

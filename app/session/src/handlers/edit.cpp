@@ -17,6 +17,7 @@
 #include "volseg/io/auto_backend.hpp"
 #include "volseg/io/error.hpp"
 #include "volseg/io/files.hpp"
+#include "volseg/io/label_ids.hpp"
 #include "volseg/io/registry.hpp"
 #include "volseg/segment/edit.hpp"
 #include "volseg/session/command_line.hpp"
@@ -122,7 +123,7 @@ Json ball_changes(const State& state, const EditRequest& r, const io::Index3& di
         const double dz = static_cast<double>(z - r.center[0]), dy = static_cast<double>(y - r.center[1]),
                      dx = static_cast<double>(x - r.center[2]);
         if (dz * dz + dy * dy + dx * dx > r2) continue;
-        const std::uint64_t old = load_id(raw.data() + i, dtype);
+        const std::uint64_t old = io::label_id(raw.data() + i, dtype, state.labels);
         if (old == target) continue;
         const std::array<std::int64_t, 3> xyz{x, y, z};
         if (old != 0) {

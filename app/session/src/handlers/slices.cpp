@@ -8,6 +8,7 @@
 
 #include "../state.hpp"
 #include "volseg/io/auto_backend.hpp"
+#include "volseg/io/label_ids.hpp"
 #include "volseg/io/registry.hpp"
 #include "volseg/segment/decode.hpp"
 
@@ -27,8 +28,8 @@ std::unique_ptr<io::VolumeReader> open_plane_reader(const pyramid::Pyramid& pyra
 // and column kept (ids wider than 32 bits keep their low bits: the page
 // only colours), where the plane meets `box` (full resolution) into `out`
 // (rows x columns, already sized).
-void read_labels(io::VolumeReader& reader, int p, std::int64_t at, int level, const io::Extent& box, int rows,
-                 int columns, std::vector<std::uint32_t>& out) {
+void read_labels(io::VolumeReader& reader, const std::string& path, int p, std::int64_t at, int level,
+                 const io::Extent& box, int rows, int columns, std::vector<std::uint32_t>& out) {
   const io::VolumeInfo& info = reader.info();
   const std::int64_t step = std::int64_t{1} << level;
   const auto axis = static_cast<std::size_t>(p);
@@ -47,8 +48,8 @@ void read_labels(io::VolumeReader& reader, int p, std::int64_t at, int level, co
   for (std::int64_t r = first(a); r < rows && r * step < e.offset[a] + e.count[a]; ++r)
     for (std::int64_t c = first(b); c < columns && c * step < e.offset[b] + e.count[b]; ++c) {
       const std::int64_t i = (r * step - e.offset[a]) * e.count[b] + (c * step - e.offset[b]);
-      out[static_cast<std::size_t>(r * columns + c)] =
-          static_cast<std::uint32_t>(load_id(raw.data() + static_cast<std::size_t>(i) * element, info.dtype));
+      out[static_cast<std::size_t>(r * columns + c)] = static_cast<std::uint32_t>(
+          io::label_id(raw.data() + static_cast<std::size_t>(i) * element, info.dtype, path));
     }
 }
 
@@ -75,10 +76,10 @@ void label_planes(const State& state, const PlaneCache& cache, Planes& planes) {
     if (kept(p)) {
       out = old->labels[p];
       for (const auto& box : cache.written)
-        read_labels(*reader, static_cast<int>(p), planes.at[p], planes.level, box, rows, columns, out);
+        read_labels(*reader, state.labels, static_cast<int>(p), planes.at[p], planes.level, box, rows, columns, out);
     } else {
       out.assign(static_cast<std::size_t>(rows) * static_cast<std::size_t>(columns), 0);
-      read_labels(*reader, static_cast<int>(p), planes.at[p], planes.level, whole, rows, columns, out);
+      read_labels(*reader, state.labels, static_cast<int>(p), planes.at[p], planes.level, whole, rows, columns, out);
     }
   }
   reader->close();

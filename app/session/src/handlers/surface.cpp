@@ -9,6 +9,7 @@
 #include "../state.hpp"
 #include "volseg/io/auto_backend.hpp"
 #include "volseg/io/error.hpp"
+#include "volseg/io/label_ids.hpp"
 #include "volseg/io/registry.hpp"
 
 namespace volseg::session::detail {
@@ -127,10 +128,8 @@ Surface object_surface(const State& state, std::int64_t id, std::int64_t max_sid
   const std::size_t element = io::dtype_size(type);
   io::Extent plane{{0, box.offset[1], box.offset[2]}, {1, box.count[1], box.count[2]}};
   std::vector<std::byte> raw(static_cast<std::size_t>(plane.voxels()) * element);
-  auto label_at = [&](std::size_t i) -> std::int64_t {
-    std::uint64_t v = 0;
-    std::memcpy(&v, raw.data() + i * element, element);  // little-endian hosts: the low bytes
-    return static_cast<std::int64_t>(v);
+  auto label_at = [&](std::size_t i) {
+    return static_cast<std::int64_t>(io::label_id(raw.data() + i * element, type, state.labels));
   };
   for (std::int64_t z = 0; z < sampled[0]; ++z) {
     plane.offset[0] = box.offset[0] + z * stride;
