@@ -16,7 +16,9 @@ then the slices through the edited labels):
   split   the dumbbell by two seeds (its balls' centres);
   undo    the split;
   (before them, a first edit: it writes the edited labels whole);
-  merge   the dumbbell's balls and a cube (an object of ~10^6 voxels).
+  merge   the dumbbell's balls and a cube (an object of ~10^6 voxels);
+  save    the page's Save: the edited labels written again, their whole
+          object table beside them.
 The reference: the labels' bytes written to a new file and fsync'ed (a
 plain write of them), and `volseg edit` of an empty journal (read, write).
 Then the page's journal is saved in batch (`volseg edit --stats`: labels
@@ -179,6 +181,8 @@ def main():
            kind="split")
     record("undo", big["voxels"], {"op": "undo"}, undo=False)
     record("merge ~10^6 and a cube", big["voxels"] + 729, {"op": "merge", "ids": [big["id"], c[4]["id"]]})
+    # Save in the page: the labels written again with their whole table.
+    record("save (labels and table)", n ** 3, {"op": "save"}, undo=False)
     job.stop()
 
     # Saving in batch: the page's journal replayed with its table (labels

@@ -97,7 +97,11 @@ ObjectsPanel::ObjectsPanel(std::function<void(Request)> post, QWidget* parent)
   merge_button_ = new QPushButton(tr("Merge"), this);
   merge_button_->setToolTip(tr("Merge the selected objects: every voxel of the group takes the smallest id"));
   redo_button_ = new QPushButton(tr("Redo"), this);
-  for (auto* b : {delete_button_, merge_button_, undo_button_, redo_button_}) {
+  save_button_ = new QPushButton(tr("Save"), this);
+  save_button_->setToolTip(
+      tr("Write the edited labels again with their whole object table beside them "
+         "(NAME.objects.csv, as volseg edit --stats)"));
+  for (auto* b : {delete_button_, merge_button_, undo_button_, redo_button_, save_button_}) {
     b->setEnabled(false);
     split_row->addWidget(b);
   }
@@ -154,6 +158,7 @@ ObjectsPanel::ObjectsPanel(std::function<void(Request)> post, QWidget* parent)
   connect(delete_button_, &QPushButton::clicked, this, [this] { edit("delete"); });
   connect(undo_button_, &QPushButton::clicked, this, [this] { edit("undo"); });
   connect(redo_button_, &QPushButton::clicked, this, [this] { edit("redo"); });
+  connect(save_button_, &QPushButton::clicked, this, [this] { edit("save"); });
   connect(table_, &QTableWidget::itemSelectionChanged, this, [this] {
     if (selected() > 0) paint_id_->setValue(static_cast<int>(selected()));
     enable_buttons();
@@ -261,6 +266,7 @@ void ObjectsPanel::enable_buttons() {
   merge_button_->setEnabled(!busy_ && ids.size() >= 2);
   undo_button_->setEnabled(!busy_ && history_.can_undo());
   redo_button_->setEnabled(!busy_ && history_.can_redo());
+  save_button_->setEnabled(!busy_ && history_.edits() > 0);
   seed_split_button_->setEnabled(!busy_ && seeds_.size() >= 2);
   alone_button_->setEnabled(ids.size() == 1 && ids.front() != shown_);
   all_button_->setEnabled(shown_ != 0);
@@ -325,6 +331,14 @@ void ObjectsPanel::pick(const std::array<std::int64_t, 3>& zyx, std::uint64_t id
 // the page's); the command list ends in the `volseg edit` that redoes it.
 void ObjectsPanel::on_edit(const std::string& kind, const Json& d) {
   history_.apply(kind, d);
+  if (d.value("op", "") == "save") {
+    status_->setText(tr("saved %1 and its table of %2 objects: %3")
+                         .arg(QString::fromStdString(d.value("output", "")))
+                         .arg(d.value("objects", 0LL))
+                         .arg(QString::fromStdString(d.value("table_file", ""))));
+    enable_buttons();
+    return;
+  }
   const std::int64_t edits = history_.edits();
   const std::string label_line = commands_.substr(0, commands_.find('\n') + 1);
   commands_ = label_line + (edits > 0 ? d.value("command", "") + "\n" : std::string());

@@ -52,6 +52,7 @@ class ObjectsPanel : public QWidget {
   QPushButton* undo_button() const { return undo_button_; }
   QPushButton* redo_button() const { return redo_button_; }
   QPushButton* merge_button() const { return merge_button_; }
+  QPushButton* save_button() const { return save_button_; }
   QPushButton* seed_split_button() const { return seed_split_button_; }
   QPushButton* alone_button() const { return alone_button_; }
   QPushButton* all_button() const { return all_button_; }
@@ -111,7 +112,7 @@ class ObjectsPanel : public QWidget {
   QComboBox* connectivity_ = nullptr;
   QPushButton *label_button_ = nullptr, *split_button_ = nullptr, *apply_button_ = nullptr;
   QPushButton *delete_button_ = nullptr, *undo_button_ = nullptr, *redo_button_ = nullptr;
-  QPushButton *merge_button_ = nullptr, *seed_split_button_ = nullptr;
+  QPushButton *merge_button_ = nullptr, *seed_split_button_ = nullptr, *save_button_ = nullptr;
   QComboBox* tool_ = nullptr;
   QDoubleSpinBox* radius_ = nullptr;
   QSpinBox* paint_id_ = nullptr;

@@ -365,6 +365,23 @@ class GuiTest : public QObject {
       QCOMPARE(QString::fromStdString(all[4].at("op").get<std::string>()), QString("erase"));
       QVERIFY(!objects->labelled().value("table_stale", false));
 
+      // Save: the same labels, their whole object table beside them.
+      const std::string edited_data = edited.substr(0, edited.size() - 5) + ".raw";  // NAME.nhdr's NAME.raw
+      const std::vector<char> labels_before = file_bytes(edited_data);
+      QVERIFY(!labels_before.empty());
+      QVERIFY(objects->save_button()->isEnabled());
+      QTest::mouseClick(objects->save_button(), Qt::LeftButton);
+      QTRY_VERIFY_WITH_TIMEOUT(!objects->busy() && !window.busy(), 120000);
+      QCOMPARE(window.last_error(), QString());
+      QVERIFY(file_bytes(edited_data) == labels_before);
+      {
+        std::ifstream csv(edited + ".objects.csv");
+        QVERIFY2(csv, "the table beside the saved labels");
+        int lines = 0;
+        for (std::string line; std::getline(csv, line);) lines += !line.empty() && line[0] != '#';
+        QCOMPARE(lines - 1, table->rowCount());  // a header, then a row an object
+      }
+
       // Show alone: the window draws the object's surface itself, in its
       // colour; a drag turns it there; Show all brings the ranks' frames back.
       const long long alone_id = std::min(a, b);

@@ -377,6 +377,15 @@ class Page(unittest.TestCase):
                                          "--out", replay, "--quiet"], ranks=3), check=True, capture_output=True)
         with open(os.path.join(self.dir, "replay.raw"), "rb") as f:
             self.assertEqual(f.read(), before)
+        # Save: the same labels, their whole table beside them.
+        d.find_element(By.ID, "edit-save").click()
+        self.wait("return document.getElementById('label-result').textContent.includes('saved ')")
+        with open(saved, "rb") as f:
+            self.assertEqual(f.read(), before)
+        with open(os.path.join(self.dir, "tools-labels.edited.nhdr.objects.csv")) as f:
+            rows = [line for line in f.read().splitlines() if line and not line.startswith("#")]
+        present = set(np.unique(e2e_util.read_volume(replay)[1]).tolist()) - {0}
+        self.assertEqual({int(r.split(",")[0]) for r in rows[1:]}, present)
 
         # The view link: an object shown, the planes moved, the view turned;
         # the link opened in another tab brings the same view back.

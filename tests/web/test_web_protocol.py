@@ -422,12 +422,27 @@ class Serving(unittest.TestCase):
             self.assertEqual(r["voxels"], len(at), r)
             np.testing.assert_allclose(r["centroid"], at.mean(axis=0)[::-1], atol=1e-3)
         self.assertNotIn("table_stale", self.state(other)["label"])
+        # Save: the same labels written again, their whole object table
+        # beside them: what `volseg edit --stats` of the journal writes.
+        out = m["data"]["output"]
+        m = self.ask(ws, {"type": "edit", "id": 109, "op": "save"})
+        self.assertEqual(m["type"], "reply", m)
+        self.assertEqual(m["data"]["table_file"], out + ".objects.csv")
+        self.assertEqual((m["data"]["edits"], m["data"]["objects"]), (3, len(present)))
+        np.testing.assert_array_equal(e2e_util.read_volume(out)[1], got)
+        stats = os.path.join(self.dir, "batch-ed.csv")
+        words[words.index("--out") + 1] = os.path.join(self.dir, "batch-ed2.nhdr")
+        subprocess.run(e2e_util.command(words[1:] + ["--stats", stats], ranks=2), check=True, capture_output=True)
+        with open(m["data"]["table_file"]) as saved_table, open(stats) as batch_table:
+            self.assertEqual(saved_table.read(), batch_table.read())
+        self.assertEqual(self.state(other)["label"]["edits"], 3)
+        self.assertEqual(len(self.state(other)["label"]["table"]), len(present))
         # Bad asks: one line each.
         for bad, text in (({"op": "merge", "ids": [a]}, "edit merge: 'ids' must name 2 or more objects"),
                           ({"op": "delete", "ids": [999999]}, "edit delete: no object 999999 in the table"),
                           ({"op": "erase", "center": [0, 0, 10 ** 6], "radius": 2}, "is outside the volume"),
                           ({"op": "paint", "object": a, "center": [0, 0, 0], "radius": 0}, "'radius' must be above 0"),
-                          ({"op": "shrink"}, "'op' must be merge, delete, paint, erase, undo or redo")):
+                          ({"op": "shrink"}, "'op' must be merge, delete, paint, erase, undo, redo or save")):
             m = self.ask(ws, dict({"type": "edit", "id": 110}, **bad))
             self.assertEqual(m["type"], "error", bad)
             self.assertIn(text, m["message"])

@@ -140,6 +140,7 @@ function onState(s) {
   $('edit-merge').disabled = !!s.busy || mergePicked.size < 2;
   $('edit-undo').disabled = !!s.busy || !(s.label && s.label.edits > 0);
   $('edit-redo').disabled = !!s.busy || !(s.label && s.label.undone > 0);
+  $('edit-save').disabled = !!s.busy || !(s.label && s.label.edits > 0);
   $('seed-split').disabled = !!s.busy || !slices || slices.seeds.length < 2;
   $('open-btn').disabled = !!s.busy;
   $('command').textContent = s.command.length ? s.command.join('\n') : '(segment to see the command that redoes it)';
@@ -406,6 +407,7 @@ function tableEvents() {
   });
   $('edit-undo').addEventListener('click', () => askEdit({op: 'undo'}));
   $('edit-redo').addEventListener('click', () => askEdit({op: 'redo'}));
+  $('edit-save').addEventListener('click', () => askEdit({op: 'save'}));
   $('split-cancel').addEventListener('click', () => { splitShown = null; $('split-box').classList.add('hidden'); });
   $('page-prev').addEventListener('click', () => { page = Math.max(0, page - 1); renderTable(); });
   $('page-next').addEventListener('click', () => { page += 1; renderTable(); });
@@ -456,6 +458,11 @@ function editTools() {
   });
 }
 function onEdit(d) {
+  if (d.op === 'save') {
+    $('label-result').textContent += `\nsaved ${d.output} and its table of ${d.objects} objects, ${d.table_file}` +
+        ` (${d.seconds.toFixed(2)} s)`;
+    return;
+  }
   const what = d.edit ? `${d.op} ${JSON.stringify(d.edit.ids || d.edit.center)}` : d.op;
   $('label-result').textContent += `\n${what} (edits ${d.edits}, undone ${d.undone}, ${d.seconds.toFixed(2)} s) → ${d.output}`;
 }

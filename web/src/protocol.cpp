@@ -167,12 +167,13 @@ session::SplitRequest split_request(const Json& m) {
 }
 
 // An edit of the objects (volseg edit's merge, delete, paint, erase), or
-// undo / redo; `base`: the number of edits the page's view holds.
+// undo / redo, or save (the labels with their table); `base`: the number of
+// edits the page's view holds.
 session::EditRequest edit_request(const Json& m) {
   only(m, {"op", "ids", "object", "center", "radius", "base", "connectivity"});
   session::EditRequest r;
   const Json& op = field(m, "op");
-  if (!op.is_string()) throw Error("'op' must be merge, delete, paint, erase, undo or redo");
+  if (!op.is_string()) throw Error("'op' must be merge, delete, paint, erase, undo, redo or save");
   r.op = op.get<std::string>();
   const auto want = [&](std::initializer_list<const char*> needed) {
     for (const char* name : {"ids", "object", "center", "radius"}) {
@@ -203,10 +204,10 @@ session::EditRequest edit_request(const Json& m) {
       r.center[k] = center[k].get<std::int64_t>();
     }
     r.radius = number(m, "radius");
-  } else if (r.op == "undo" || r.op == "redo") {
+  } else if (r.op == "undo" || r.op == "redo" || r.op == "save") {
     want({});
   } else {
-    throw Error("'op' must be merge, delete, paint, erase, undo or redo, not '" + r.op + "'");
+    throw Error("'op' must be merge, delete, paint, erase, undo, redo or save, not '" + r.op + "'");
   }
   if (m.contains("base")) r.base = integer(m, "base", 0, std::numeric_limits<std::int64_t>::max());
   if (m.contains("connectivity")) r.connectivity = connectivity(m);

@@ -29,6 +29,11 @@ void EditHistory::apply(const std::string& kind, const Json& reply) {
   if (!labelled_.is_object()) return;
   if (kind == "split" && !reply.value("applied", false)) return;
   const std::string op = kind == "split" ? "split" : reply.at("op").get<std::string>();
+  if (op == "save") {  // the same labels, with their table beside them: nothing to undo
+    for (const char* key : {"output", "journal", "edits", "table_file"})
+      if (reply.contains(key)) labelled_[key] = reply.at(key);
+    return;
+  }
   if (op == "undo" || op == "redo") {
     auto& from = op == "undo" ? before_ : undone_;
     auto& to = op == "undo" ? undone_ : before_;

@@ -157,9 +157,10 @@ void handle(State& state, const SplitRequest& request, const Hooks& hooks, Reply
 void handle(State& state, const EditRequest& request, const Hooks& hooks, Reply& reply);
 // Collective: the labels written again from `edits` (the journal beside the
 // labels a label request wrote, committed with them), as `volseg edit`
-// does; the state then holds the edits and the edited labels. Returns
-// rank 0's reply fields: output, journal, edits, command, seconds.
-Json apply_journal(State& state, std::vector<std::string> edits, int connectivity);
+// does; the state then holds the edits and the edited labels. With stats,
+// their object table goes there too (volseg edit --stats). Returns rank 0's
+// reply fields: output, journal, edits, command, seconds (and table_file, objects).
+Json apply_journal(State& state, std::vector<std::string> edits, int connectivity, const std::string& stats = {});
 // Collective: the edit (op: an edit's JSON entry, or "undo" / "redo")
 // applied where it lands in the edited labels, when they are a raw NRRD
 // this session wrote and the edit's regions are known (rank 0 decides for

@@ -156,7 +156,7 @@ Json ball_changes(const State& state, const EditRequest& r, const io::Index3& di
 
 }  // namespace
 
-Json apply_journal(State& state, std::vector<std::string> edits, int connectivity) {
+Json apply_journal(State& state, std::vector<std::string> edits, int connectivity, const std::string& stats) {
   const Comm& comm = state.comm;
   if (state.journal.empty()) {
     state.journal = state.labels_source + ".edits.json";
@@ -176,7 +176,9 @@ Json apply_journal(State& state, std::vector<std::string> edits, int connectivit
   options.connectivity = connectivity;
   options.force = true;
   options.progress = segment::ProgressMode::none;
+  options.stats = stats;
   options.command_line = edit_command_line(state.labels_source, state.journal, state.edited);
+  if (!stats.empty()) options.command_line += " --stats " + stats;
   const segment::EditResult result = segment::run_edit(comm, options);
   if (comm.rank() == 0) journal.commit(/*sync_folder=*/true);
   state.edits = std::move(edits);
@@ -192,16 +194,35 @@ Json apply_journal(State& state, std::vector<std::string> edits, int connectivit
                {"edits", state.edits.size()},
                {"command", options.command_line},
                {"seconds", result.seconds}};
+  if (comm.rank() == 0 && !stats.empty()) applied["table_file"] = stats, applied["objects"] = result.objects;
   return applied;
 }
 
+namespace {
+
+// Save: the edited labels written again from the journal, with their
+// object table beside them (volseg edit --stats): the same bytes, and a
+// table of every object, where the window and the page keep the largest.
+void save_with_table(State& state, const EditRequest& request, Reply& reply) {
+  if (state.edits.empty()) throw Error("save: there are no edits to save (the labels are the label job's)");
+  Json applied = apply_journal(state, state.edits, request.connectivity, state.edited + ".objects.csv");
+  if (state.comm.rank() == 0) {
+    applied["op"] = "save";
+    applied["undone"] = state.undone.size();
+    reply.data = std::move(applied);
+  }
+}
+
+}  // namespace
+
 void handle(State& state, const EditRequest& request, const Hooks&, Reply& reply) {
   if (state.labels.empty()) throw Error("label first: there are no objects to edit");
-  const std::vector<std::string> ops{"merge", "delete", "paint", "erase", "undo", "redo"};
+  const std::vector<std::string> ops{"merge", "delete", "paint", "erase", "undo", "redo", "save"};
   if (std::find(ops.begin(), ops.end(), request.op) == ops.end())
-    throw Error("edit: unknown op '" + request.op + "' (merge, delete, paint, erase, undo, redo)");
+    throw Error("edit: unknown op '" + request.op + "' (merge, delete, paint, erase, undo, redo, save)");
   if (request.connectivity != 6 && request.connectivity != 18 && request.connectivity != 26)
     throw Error("edit: connectivity must be 6, 18 or 26");
+  if (request.op == "save") return save_with_table(state, request, reply);
   if (request.base && *request.base != static_cast<std::int64_t>(state.edits.size()))
     throw Error("edit " + request.op + ": the labels have " + std::to_string(state.edits.size()) + " edits, not the " +
                 std::to_string(*request.base) + " this view holds (another page edited them): reload, then edit");

@@ -116,7 +116,7 @@ struct SplitRequest {
 // that has changed since (another page's edit) is refused, never applied
 // twice or lost.
 struct EditRequest {
-  std::string op;                        // merge | delete | paint | erase | undo | redo
+  std::string op;                        // merge | delete | paint | erase | undo | redo | save
   std::vector<std::int64_t> ids;         // merge, delete
   std::int64_t id = 0;                   // paint
   std::array<std::int64_t, 3> center{};  // paint, erase: z, y, x
