@@ -110,7 +110,7 @@ void View3D::show_object(const session::Surface& surface, unsigned colour) {
   actor_->VisibilityOff();
   surface_->VisibilityOn();
   outline_->VisibilityOn();
-  place_camera();
+  render::place_camera(renderer_, camera_, bounds_);
   renderWindow()->Render();
   update();
 }
@@ -122,30 +122,6 @@ void View3D::show_all() {
   outline_->VisibilityOff();
   renderer_->GetActiveCamera()->ParallelProjectionOn();
   show_image(image_);
-}
-
-void View3D::place_camera() {
-  vtkCamera* camera = renderer_->GetActiveCamera();
-  const double center[3] = {0.5 * (bounds_[0] + bounds_[1]), 0.5 * (bounds_[2] + bounds_[3]),
-                            0.5 * (bounds_[4] + bounds_[5])};
-  camera->SetFocalPoint(center);
-  if (!camera_.view.empty()) {
-    double direction[3], up[3];
-    render::view_direction(camera_.view, direction, up);
-    camera->SetPosition(center[0] - direction[0], center[1] - direction[1], center[2] - direction[2]);
-    camera->SetViewUp(up);
-  } else {
-    camera->SetPosition(center[0], center[1], center[2] + 1);
-    camera->SetViewUp(0, 1, 0);
-    camera->Azimuth(camera_.azimuth);
-    camera->Elevation(camera_.elevation);
-    camera->OrthogonalizeViewUp();
-  }
-  camera->Azimuth(camera_.orbit);
-  camera->SetParallelProjection(camera_.parallel);
-  renderer_->ResetCamera(bounds_.data());
-  camera->Zoom(camera_.zoom);
-  renderer_->ResetCameraClippingRange(bounds_.data());
 }
 
 // The image fills the view: a parallel camera over its pixels.
@@ -195,7 +171,7 @@ void View3D::set_camera(const render::Camera& camera) {
 }
 
 void View3D::turn_object() {
-  place_camera();
+  render::place_camera(renderer_, camera_, bounds_);
   renderWindow()->Render();
   update();
 }

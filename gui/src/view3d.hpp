@@ -57,8 +57,6 @@ class View3D : public QVTKOpenGLNativeWidget {
 
  private:
   void fit();
-  // The camera as the render library places it (renderer.cpp), around bounds.
-  void place_camera();
   void turn_object();  // the camera moved while an object is alone
 
   vtkSmartPointer<vtkRenderer> renderer_;

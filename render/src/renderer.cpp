@@ -115,32 +115,38 @@ const FrameTimes& Renderer::last_times() const { return impl_->times; }
 const CameraState& Renderer::last_camera() const { return impl_->camera_state; }
 int Renderer::max_size() const { return impl_->max_size; }
 
-void Renderer::Impl::place_camera(const FrameSettings& s, const Box& bounds) {
+void place_camera(vtkRenderer* renderer, const Camera& c, const std::array<double, 6>& bounds) {
   vtkCamera* camera = renderer->GetActiveCamera();
   double center[3], b[6];
   for (int a = 0; a < 3; ++a) {
-    center[a] = 0.5 * (bounds.lo[a] + bounds.hi[a]);
-    b[2 * a] = bounds.lo[a];
-    b[2 * a + 1] = bounds.hi[a];
+    center[a] = 0.5 * (bounds[2 * a] + bounds[2 * a + 1]);
+    b[2 * a] = bounds[2 * a];
+    b[2 * a + 1] = bounds[2 * a + 1];
   }
   camera->SetFocalPoint(center);
-  if (!s.camera.view.empty()) {
+  if (!c.view.empty()) {
     double direction[3], up[3];
-    view_direction(s.camera.view, direction, up);
+    view_direction(c.view, direction, up);
     camera->SetPosition(center[0] - direction[0], center[1] - direction[1], center[2] - direction[2]);
     camera->SetViewUp(up);
   } else {
     camera->SetPosition(center[0], center[1], center[2] + 1);
     camera->SetViewUp(0, 1, 0);
-    camera->Azimuth(s.camera.azimuth);
-    camera->Elevation(s.camera.elevation);
+    camera->Azimuth(c.azimuth);
+    camera->Elevation(c.elevation);
     camera->OrthogonalizeViewUp();
   }
-  camera->Azimuth(s.camera.orbit);
-  camera->SetParallelProjection(s.camera.parallel);
+  camera->Azimuth(c.orbit);
+  camera->SetParallelProjection(c.parallel);
   renderer->ResetCamera(b);
-  camera->Zoom(s.camera.zoom);
+  camera->Zoom(c.zoom);
   renderer->ResetCameraClippingRange(b);
+}
+
+void Renderer::Impl::place_camera(const FrameSettings& s, const Box& bounds) {
+  render::place_camera(renderer, s.camera,
+                       {bounds.lo[0], bounds.hi[0], bounds.lo[1], bounds.hi[1], bounds.lo[2], bounds.hi[2]});
+  vtkCamera* camera = renderer->GetActiveCamera();
   camera->GetPosition(camera_state.position.data());
   camera->GetFocalPoint(camera_state.focal_point.data());
   camera->GetViewUp(camera_state.view_up.data());

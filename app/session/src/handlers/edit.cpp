@@ -194,7 +194,10 @@ Json apply_journal(State& state, std::vector<std::string> edits, int connectivit
                {"edits", state.edits.size()},
                {"command", options.command_line},
                {"seconds", result.seconds}};
-  if (comm.rank() == 0 && !stats.empty()) applied["table_file"] = stats, applied["objects"] = result.objects;
+  if (comm.rank() == 0 && !stats.empty()) {
+    applied["table_file"] = stats;
+    applied["objects"] = result.objects;
+  }
   return applied;
 }
 

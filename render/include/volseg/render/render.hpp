@@ -17,6 +17,8 @@
 #include "volseg/io/comm.hpp"
 #include "volseg/io/types.hpp"
 
+class vtkRenderer;
+
 namespace volseg::render {
 
 struct Rgb {
@@ -37,6 +39,11 @@ Camera parse_camera(const std::string& text);  // "azimuth,elevation[,zoom]"
 // The direction a view ("+x", ...) looks along and its up vector; throws
 // volseg::Error for an unknown view.
 void view_direction(const std::string& view, double direction[3], double up[3]);
+// Places renderer's active camera as volseg's frames place it: looking at
+// the centre of bounds (x0, x1, y0, y1, z0, z1, world coordinates), turned
+// by camera, the bounds filling the view at zoom 1. The Qt window draws an
+// object alone with it, so that it stands where the frames show it.
+void place_camera(vtkRenderer* renderer, const Camera& camera, const std::array<double, 6>& bounds);
 
 struct OpacityPoint {
   double value = 0, alpha = 0;
